@@ -1,0 +1,46 @@
+# One helper per kind of target, so every library, binary and test is declared alike.
+#
+#   pcp_cc_library(NAME tensor SRCS src/a.cc DEPS pcp::base absl::status)
+#     -> target pcp_tensor, alias pcp::tensor; public headers in include/ (as pcp/<lib>/x.h),
+#        private ones in src/.
+#   pcp_cc_binary(NAME pcp-train SRCS main.cc DEPS pcp::training)
+#   pcp_cc_test(NAME tensor_test SRCS tensor_test.cc DEPS pcp::tensor [LABELS slow] [TIMEOUT s])
+#     -> a GoogleTest binary registered with ctest as one test.
+
+function(pcp_cc_library)
+  cmake_parse_arguments(A "" "NAME" "SRCS;DEPS;PRIVATE_DEPS" ${ARGN})
+  set(target pcp_${A_NAME})
+  if(A_SRCS)
+    add_library(${target} STATIC ${A_SRCS})
+    target_include_directories(${target}
+      PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
+      PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
+    target_link_libraries(${target} PUBLIC ${A_DEPS} PRIVATE ${A_PRIVATE_DEPS})
+  else()
+    add_library(${target} INTERFACE)
+    target_include_directories(${target} INTERFACE $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>)
+    target_link_libraries(${target} INTERFACE ${A_DEPS})
+  endif()
+  add_library(pcp::${A_NAME} ALIAS ${target})
+endfunction()
+
+function(pcp_cc_binary)
+  cmake_parse_arguments(A "" "NAME" "SRCS;DEPS" ${ARGN})
+  add_executable(${A_NAME} ${A_SRCS})
+  target_link_libraries(${A_NAME} PRIVATE ${A_DEPS})
+  install(TARGETS ${A_NAME} RUNTIME DESTINATION bin)
+endfunction()
+
+function(pcp_cc_test)
+  cmake_parse_arguments(A "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
+  add_executable(${A_NAME} ${A_SRCS})
+  target_link_libraries(${A_NAME} PRIVATE ${A_DEPS} GTest::gmock GTest::gtest GTest::gtest_main)
+  target_compile_definitions(${A_NAME} PRIVATE
+    PCP_SOURCE_DIR="${PROJECT_SOURCE_DIR}" PCP_DATA_DIR="${PCP_DATA_DIR}"
+    PCP_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  add_test(NAME ${A_NAME} COMMAND ${A_NAME})
+  if(NOT A_TIMEOUT)
+    set(A_TIMEOUT 300)
+  endif()
+  set_tests_properties(${A_NAME} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "${A_LABELS}")
+endfunction()

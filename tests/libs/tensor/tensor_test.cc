@@ -1,0 +1,38 @@
+#include "pcp/tensor/tensor.h"
+
+#include "gtest/gtest.h"
+
+namespace pcp {
+namespace {
+
+TEST(DTypeTest, NamesRoundTrip) {
+  for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kBool}) {
+    EXPECT_EQ(*ParseMlirDType(MlirName(d)), d);
+    EXPECT_EQ(*ParseSafetensorsDType(SafetensorsName(d)), d);
+  }
+  EXPECT_EQ(SizeOf(DType::kBF16), 2);
+  EXPECT_FALSE(ParseMlirDType("f64").ok());
+}
+
+TEST(ShapeTest, Basics) {
+  EXPECT_EQ(NumElements({}), 1);
+  EXPECT_EQ(NumElements({2, 3, 4}), 24);
+  EXPECT_EQ(RowMajorStrides({2, 3, 4}), (std::vector<int64_t>{12, 4, 1}));
+  EXPECT_EQ(ShapeToString({2, 3}), "2x3");
+}
+
+TEST(TensorTest, ZeroFilledAlignedAndCloneIsDeep) {
+  Tensor t(DType::kF32, {3, 5});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % kTensorAlignment, 0u);
+  for (float v : t.ToVector<float>()) EXPECT_EQ(v, 0.0f);
+  Tensor alias = t;
+  Tensor copy = t.Clone();
+  t.data<float>()[2] = 7.0f;
+  EXPECT_EQ(alias.data<float>()[2], 7.0f);
+  EXPECT_EQ(copy.data<float>()[2], 0.0f);
+  EXPECT_FALSE(BitwiseEqual(t, copy));
+  EXPECT_EQ(t.TypeString(), "f32[3x5]");
+}
+
+}  // namespace
+}  // namespace pcp
