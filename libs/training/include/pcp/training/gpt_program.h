@@ -1,0 +1,32 @@
+// The functions a GPT training job compiles, derived from the model once:
+//   train_step  (params, m, v, step, lr, tokens[B,T], targets[B,T]) -> (params', m', v', loss)
+//   eval_loss   (params, tokens[B,T], targets[B,T]) -> (loss)
+//   logits      (params, tokens[1,T]) -> (logits[1,T,V])    for sampling, T = block_size
+// Each has been through the standard passes (fold, CSE, DCE) and verified.
+//
+//   PCP_ASSIGN_OR_RETURN(GptProgram program, BuildGptProgram(model, /*batch_size=*/12, adamw));
+#ifndef PCP_TRAINING_GPT_PROGRAM_H_
+#define PCP_TRAINING_GPT_PROGRAM_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "pcp/autodiff/ir.h"
+#include "pcp/autodiff/train_step.h"
+#include "pcp/models/gpt_config.h"
+
+namespace pcp {
+
+struct GptProgram {
+  GPTConfig model;
+  int64_t batch_size = 0;
+  Function train_step;
+  Function eval_loss;
+  Function logits;
+};
+
+absl::StatusOr<GptProgram> BuildGptProgram(const GPTConfig& model, int64_t batch_size, const AdamWConfig& adamw);
+
+}  // namespace pcp
+
+#endif  // PCP_TRAINING_GPT_PROGRAM_H_

@@ -1,0 +1,46 @@
+// Autoregressive sampling from a GPT: nanoGPT's generate() (crop the context to the last
+// block_size tokens, logits of the last position / temperature, keep the top-k, softmax,
+// draw one token) over a compiled `logits` function (gpt_program.h).
+//
+//   PCP_ASSIGN_OR_RETURN(auto sampler, TextSampler::Create(backend, program.logits, params));
+//   PCP_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
+//                        sampler->Generate(prompt_ids, {.max_new_tokens = 200, .seed = 1}));
+#ifndef PCP_TRAINING_TEXT_SAMPLER_H_
+#define PCP_TRAINING_TEXT_SAMPLER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "pcp/kernels/backend.h"
+
+namespace pcp {
+
+struct SampleOptions {
+  int64_t max_new_tokens = 500;
+  double temperature = 0.8;  // > 0
+  int64_t top_k = 200;       // 0 = all tokens
+  uint64_t seed = 1337;
+};
+
+class TextSampler {
+ public:
+  // `logits_fn`: (params..., tokens i32[1, T]) -> logits f32[1, T, V]. `params` in its order.
+  static absl::StatusOr<std::unique_ptr<TextSampler>> Create(Backend& backend, const Function& logits_fn,
+                                                             const std::vector<Tensor>& params);
+  // Returns the prompt followed by max_new_tokens sampled ids. An empty prompt is an error.
+  absl::StatusOr<std::vector<int32_t>> Generate(const std::vector<int32_t>& prompt, const SampleOptions& options);
+
+ private:
+  explicit TextSampler(Backend& backend) : backend_(backend) {}
+  Backend& backend_;
+  std::unique_ptr<Executable> exe_;
+  std::vector<std::unique_ptr<Buffer>> params_;
+  std::unique_ptr<Buffer> tokens_, logits_;
+  int64_t block_ = 0, vocab_ = 0;
+};
+
+}  // namespace pcp
+
+#endif  // PCP_TRAINING_TEXT_SAMPLER_H_

@@ -1,0 +1,28 @@
+#include "pcp/training/gpt_program.h"
+
+#include "pcp/autodiff/passes.h"
+#include "pcp/base/status_macros.h"
+#include "pcp/models/gpt.h"
+
+namespace pcp {
+
+absl::StatusOr<GptProgram> BuildGptProgram(const GPTConfig& model, int64_t batch_size, const AdamWConfig& adamw) {
+  PCP_RETURN_IF_ERROR(model.Validate());
+  if (batch_size <= 0) return absl::InvalidArgumentError("batch_size must be positive");
+  GptProgram p;
+  p.model = model;
+  p.batch_size = batch_size;
+  PCP_ASSIGN_OR_RETURN(Function forward, BuildGptForwardLoss(model, batch_size, model.block_size));
+  PCP_ASSIGN_OR_RETURN(p.train_step, BuildTrainStep(forward, adamw));
+  p.train_step.name = "train_step";
+  PCP_RETURN_IF_ERROR(RunStandardPasses(p.train_step), _ << "optimizing train_step");
+  p.eval_loss = std::move(forward);
+  p.eval_loss.name = "eval_loss";
+  PCP_RETURN_IF_ERROR(RunStandardPasses(p.eval_loss), _ << "optimizing eval_loss");
+  PCP_ASSIGN_OR_RETURN(p.logits, BuildGptLogits(model, 1, model.block_size));
+  p.logits.name = "logits";
+  PCP_RETURN_IF_ERROR(RunStandardPasses(p.logits), _ << "optimizing logits");
+  return p;
+}
+
+}  // namespace pcp
