@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <system_error>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -17,8 +18,8 @@ namespace {
 // "<what> '<path>': <strerror>" with a status code derived from errno.
 absl::Status ErrnoError(int err, absl::string_view what, absl::string_view path) {
   return absl::Status(absl::ErrnoToStatusCode(err),
-                      absl::StrCat(what, " '", path, "': ",
-                                   std::error_code(err, std::generic_category()).message()));
+                      absl::StrCat(what, " '", path,
+                                   "': ", std::error_code(err, std::generic_category()).message()));
 }
 
 // Closes the descriptor on scope exit unless released.
@@ -56,15 +57,11 @@ absl::Status WriteAll(int fd, absl::string_view bytes, absl::string_view path) {
 }
 
 // Splits "a/b/c" into ("a/b", "c"); "c" into (".", "c"); "/c" into ("/", "c").
-void SplitPath(absl::string_view path, std::string* dir, std::string* base) {
+std::pair<std::string, std::string> SplitPath(absl::string_view path) {
   size_t slash = path.rfind('/');
-  if (slash == absl::string_view::npos) {
-    *dir = ".";
-    *base = std::string(path);
-  } else {
-    *dir = slash == 0 ? "/" : std::string(path.substr(0, slash));
-    *base = std::string(path.substr(slash + 1));
-  }
+  if (slash == absl::string_view::npos) return {std::string(1, '.'), std::string(path)};
+  return {slash == 0 ? std::string(1, '/') : std::string(path.substr(0, slash)),
+          std::string(path.substr(slash + 1))};
 }
 
 absl::Status FsyncDirectory(const std::string& dir) {
@@ -80,9 +77,9 @@ absl::StatusOr<int> CreateTempFile(const std::string& dir, const std::string& ba
                                    std::string* temp_path) {
   static std::atomic<uint64_t> counter{0};
   for (int attempt = 0; attempt < 100; ++attempt) {
-    uint64_t nonce = static_cast<uint64_t>(
-                         std::chrono::steady_clock::now().time_since_epoch().count()) ^
-                     (counter.fetch_add(1) << 40);
+    uint64_t nonce =
+        static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+        (counter.fetch_add(1) << 40);
     *temp_path = absl::StrCat(dir, "/.", base, ".tmp-", ::getpid(), "-", absl::Hex(nonce));
     int fd = ::open(temp_path->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) return fd;
@@ -129,8 +126,7 @@ absl::Status WriteFileAtomic(absl::string_view path, absl::string_view bytes) {
 absl::Status WriteFileAtomicParts(absl::string_view path,
                                   absl::Span<const absl::string_view> parts) {
   if (path.empty()) return absl::InvalidArgumentError("WriteFileAtomic: empty path");
-  std::string dir, base;
-  SplitPath(path, &dir, &base);
+  auto [dir, base] = SplitPath(path);
   if (base.empty() || base == "." || base == "..") {
     return absl::InvalidArgumentError(
         absl::StrCat("WriteFileAtomic: '", path, "' names a directory, not a file"));
@@ -185,8 +181,8 @@ absl::Status MakeDirs(absl::string_view path) {
     struct stat st;
     if (err == EEXIST && ::stat(prefix.c_str(), &st) == 0) {
       if (S_ISDIR(st.st_mode)) continue;
-      return absl::FailedPreconditionError(absl::StrCat(
-          "creating directory '", path, "': '", prefix, "' exists and is not a directory"));
+      return absl::FailedPreconditionError(absl::StrCat("creating directory '", path, "': '",
+                                                        prefix, "' exists and is not a directory"));
     }
     return ErrnoError(err, "creating directory", prefix);
   }

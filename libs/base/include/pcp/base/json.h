@@ -50,7 +50,7 @@ class Json {
 
   // Null.
   Json() = default;
-  Json(std::nullptr_t) {}  // NOLINT: implicit, like the other scalar constructors.
+  Json(std::nullptr_t) {}      // NOLINT: implicit, like the other scalar constructors.
   Json(bool b) : value_(b) {}  // NOLINT
   // Integers are stored exactly (unsigned values above INT64_MAX become doubles).
   template <typename T,
@@ -64,9 +64,9 @@ class Json {
     }
     value_ = static_cast<int64_t>(i);
   }
-  Json(double d) : value_(d) {}  // NOLINT
-  Json(const char* s) : value_(std::string(s)) {}  // NOLINT
-  Json(std::string s) : value_(std::move(s)) {}  // NOLINT
+  Json(double d) : value_(d) {}                          // NOLINT
+  Json(const char* s) : value_(std::string(s)) {}        // NOLINT
+  Json(std::string s) : value_(std::move(s)) {}          // NOLINT
   Json(absl::string_view s) : value_(std::string(s)) {}  // NOLINT
 
   static Json Array(ArrayType items = {}) { return Json(Tag{}, std::move(items)); }
@@ -122,8 +122,7 @@ class Json {
   Json(Tag, ArrayType items) : value_(std::move(items)) {}
   Json(Tag, ObjectType members) : value_(std::move(members)) {}
 
-  std::variant<std::monostate, bool, int64_t, double, std::string, ArrayType, ObjectType>
-      value_;
+  std::variant<std::monostate, bool, int64_t, double, std::string, ArrayType, ObjectType> value_;
 };
 
 // "null", "bool", "number", "string", "array", "object" (for error messages).
