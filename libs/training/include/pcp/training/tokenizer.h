@@ -45,7 +45,9 @@ class Tokenizer {
   static absl::StatusOr<Tokenizer> FromChars(absl::string_view chars);
 
   TokenizerKind kind() const { return kind_; }
-  int64_t vocab_size() const { return kind_ == TokenizerKind::kByte ? 256 : chars_.size(); }
+  int64_t vocab_size() const {
+    return kind_ == TokenizerKind::kByte ? 256 : static_cast<int64_t>(chars_.size());
+  }
   // The char vocabulary in id order (empty for the byte tokenizer).
   const std::string& chars() const { return chars_; }
 
@@ -73,8 +75,8 @@ class Tokenizer {
   absl::StatusOr<std::vector<Id>> EncodeAs(absl::string_view text) const;
 
   TokenizerKind kind_ = TokenizerKind::kByte;
-  std::string chars_;                   // char kind: vocabulary in id order
-  std::array<int16_t, 256> id_of_{};    // char kind: byte -> id, or -1
+  std::string chars_;                 // char kind: vocabulary in id order
+  std::array<int16_t, 256> id_of_{};  // char kind: byte -> id, or -1
 };
 
 }  // namespace pcp

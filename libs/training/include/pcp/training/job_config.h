@@ -1,0 +1,172 @@
+// A training job as written in YAML: the schema as structs, a validating parser whose every
+// error is one line "FILE:LINE:COL: key: problem", and a printer of the effective config.
+//
+//   PCP_ASSIGN_OR_RETURN(JobConfig job, LoadJobConfig("config/jobs/shakespeare_char.yaml"));
+//   PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&job));   // fills model.vocab_size
+//   GPTConfig gpt = job.model.ToGPTConfig();
+//   double lr = job.optimizer.Schedule().At(step);
+//   std::string effective = ToYaml(job);   // parses back to an equal JobConfig
+//
+// The file (every section and key optional except data.path; defaults are nanoGPT's
+// shakespeare_char CPU settings):
+//
+//   name: shakespeare_char      # [A-Za-z0-9._-]+; default: the file's stem
+//   model:    {vocab_size: 0 (= from the data), block_size: 64, n_layer: 4, n_head: 4,
+//              n_embd: 128, bias: false, dropout: 0 (must be 0)}
+//   data:     {path: (required; relative to the job file), format: text_char|text_byte|bin
+//              (default: .bin -> bin, else text_char), val_path: (bin only; default
+//              val.bin beside train.bin), shared: false}
+//   optimizer: {lr: 1e-3, min_lr: 1e-4, warmup_iters: 100, lr_decay_iters: (max_iters),
+//              beta1: 0.9, beta2: 0.99, eps: 1e-8, weight_decay: 0.1, grad_clip: 1.0 (0: off),
+//              schedule: cosine|constant}
+//   training: {max_iters: 2000, batch_size: 12, eval_interval: 250, eval_iters: 200,
+//              log_interval: 10, seed: 1337, out_dir: out, threads: 0 (auto),
+//              backend: cpu|vulkan|auto}
+//   diloco:   {workers: 2, inner_steps: 50, outer_lr: 0.7, outer_momentum: 0.9,
+//              nesterov: true, rounds: (ceil(max_iters / inner_steps)), min_workers: 1,
+//              round_deadline_s: 600, checkpoint_every: 5 (rounds), eval_every: 1 (rounds)}
+//   sample:   {prompt: "\n", max_new_tokens: 500, temperature: 0.8, top_k: 200 (0: off)}
+#ifndef PCP_TRAINING_JOB_CONFIG_H_
+#define PCP_TRAINING_JOB_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "pcp/models/gpt_config.h"
+#include "pcp/training/dataset.h"
+#include "pcp/training/lr_schedule.h"
+
+namespace pcp {
+
+enum class BackendChoice { kCpu, kVulkan, kAuto };
+// Every backend choice with its name in job files: the one place the names are spelled.
+inline constexpr std::pair<BackendChoice, absl::string_view> kBackendChoiceNames[] = {
+    {BackendChoice::kCpu, "cpu"},
+    {BackendChoice::kVulkan, "vulkan"},
+    {BackendChoice::kAuto, "auto"},
+};
+absl::string_view BackendChoiceName(BackendChoice backend);
+
+struct ModelConfig {
+  int64_t vocab_size = 0;  // 0: the data's vocabulary (see LoadJobDataset); at most 65536
+  int64_t block_size = 64;
+  int64_t n_layer = 4;
+  int64_t n_head = 4;
+  int64_t n_embd = 128;  // divisible by n_head
+  bool bias = false;     // nanoGPT train.py's default
+  // (dropout is accepted in the file only as 0: PCP trains without dropout.)
+
+  // The model's hyperparameters; vocab_size must have been resolved (non-zero).
+  GPTConfig ToGPTConfig() const {
+    return GPTConfig{.vocab_size = vocab_size,
+                     .block_size = block_size,
+                     .n_layer = n_layer,
+                     .n_head = n_head,
+                     .n_embd = n_embd,
+                     .bias = bias};
+  }
+  bool operator==(const ModelConfig&) const = default;
+};
+
+struct DataConfig {
+  std::string path;  // absolute, normalized; exists
+  DataFormat format = DataFormat::kTextChar;
+  std::string val_path;  // kBin: absolute, exists; text formats: empty
+  bool shared = false;   // cluster: every worker sees `path` (else the shepherd sends shards)
+  bool operator==(const DataConfig&) const = default;
+};
+
+struct OptimizerConfig {
+  double lr = 1e-3;
+  double min_lr = 1e-4;  // <= lr
+  int64_t warmup_iters = 100;
+  int64_t lr_decay_iters = 2000;  // default: training.max_iters
+  double beta1 = 0.9;             // [0, 1)
+  double beta2 = 0.99;            // [0, 1)
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+  double grad_clip = 1.0;  // global-norm clip; 0 disables
+  LrScheduleKind schedule = LrScheduleKind::kCosine;
+
+  LrSchedule Schedule() const {
+    return LrSchedule{.kind = schedule,
+                      .lr = lr,
+                      .min_lr = min_lr,
+                      .warmup_iters = warmup_iters,
+                      .lr_decay_iters = lr_decay_iters};
+  }
+  bool operator==(const OptimizerConfig&) const = default;
+};
+
+struct TrainingConfig {
+  int64_t max_iters = 2000;
+  int64_t batch_size = 12;
+  int64_t eval_interval = 250;
+  int64_t eval_iters = 200;
+  int64_t log_interval = 10;
+  int64_t seed = 1337;  // >= 0
+  std::string out_dir = "out";
+  int64_t threads = 0;  // 0: automatic
+  BackendChoice backend = BackendChoice::kCpu;
+  bool operator==(const TrainingConfig&) const = default;
+};
+
+struct DiLoCoConfig {
+  int64_t workers = 2;
+  int64_t inner_steps = 50;  // tau: local steps per round
+  double outer_lr = 0.7;
+  double outer_momentum = 0.9;  // [0, 1)
+  bool nesterov = true;
+  int64_t rounds = 40;      // default: ceil(training.max_iters / inner_steps)
+  int64_t min_workers = 1;  // <= workers: results needed to close a round
+  double round_deadline_s = 600.0;
+  int64_t checkpoint_every = 5;  // rounds
+  int64_t eval_every = 1;        // rounds
+  bool operator==(const DiLoCoConfig&) const = default;
+};
+
+struct SampleConfig {
+  std::string prompt = "\n";
+  int64_t max_new_tokens = 500;
+  double temperature = 0.8;
+  int64_t top_k = 200;  // 0: no top-k filtering
+  bool operator==(const SampleConfig&) const = default;
+};
+
+struct JobConfig {
+  std::string name = "job";
+  ModelConfig model;
+  DataConfig data;
+  OptimizerConfig optimizer;
+  TrainingConfig training;
+  DiLoCoConfig diloco;
+  SampleConfig sample;
+  bool operator==(const JobConfig&) const = default;
+};
+
+// Parses and validates a job. `file_name` is used in messages only; relative data paths are
+// resolved against `base_dir` (the job file's folder; "" = the working directory) and must
+// exist. Errors are InvalidArgument, one line "FILE:LINE:COL: key: problem".
+absl::StatusOr<JobConfig> ParseJobConfig(absl::string_view yaml_text, absl::string_view file_name,
+                                         const std::string& base_dir);
+// Reads `path` and parses it with base_dir = its folder.
+absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path);
+
+// The full effective configuration as YAML (every key, derived defaults filled in);
+// ParseJobConfig(ToYaml(c), ...) == c.
+std::string ToYaml(const JobConfig& config);
+
+// Every key of the schema, qualified ("name", "model.n_layer", ...), in file order.
+std::vector<std::string> JobConfigKeys();
+
+// Loads the job's data (checking it against model.block_size), then sets model.vocab_size
+// from the data when it is 0, or checks every token is below it.
+absl::StatusOr<Dataset> LoadJobDataset(JobConfig* config);
+
+}  // namespace pcp
+
+#endif  // PCP_TRAINING_JOB_CONFIG_H_

@@ -1,0 +1,321 @@
+#include "pcp/training/job_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "pcp/base/file.h"
+#include "pcp/base/status_macros.h"
+#include "yaml_fields.h"
+
+namespace pcp {
+namespace {
+
+namespace fs = std::filesystem;
+using yaml_fields::BoolField;
+using yaml_fields::Context;
+using yaml_fields::EnumField;
+using yaml_fields::Field;
+using yaml_fields::IntField;
+using yaml_fields::IntRange;
+using yaml_fields::kAtLeast0;
+using yaml_fields::kAtLeast1;
+using yaml_fields::kNonNegative;
+using yaml_fields::kPositive;
+using yaml_fields::kUnitHalfOpen;
+using yaml_fields::RealField;
+using yaml_fields::SectionField;
+using yaml_fields::StringField;
+using yaml_fields::Value;
+
+// ------------------------------------------------------------------ the schema, key by key
+
+bool IsValidJobName(absl::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
+Field<JobConfig> NameField() {
+  return {
+      "name",
+      [](const Value& v, Context& ctx, JobConfig& out) -> absl::Status {
+        PCP_ASSIGN_OR_RETURN(std::string name, yaml_fields::ReadScalar(v, ctx, "a string"));
+        if (!IsValidJobName(name)) {
+          return ctx.Error(v.mark, absl::StrCat("name: expected letters, digits, '.', '_' "
+                                                "or '-', got ",
+                                                yaml_fields::Describe(v.node)));
+        }
+        out.name = std::move(name);
+        return absl::OkStatus();
+      },
+      [](const JobConfig& in, int) { return absl::StrCat(" ", yaml_fields::EmitString(in.name)); }};
+}
+
+// Accepted only as 0, so that nanoGPT configs carry over and nobody expects dropout.
+Field<ModelConfig> DropoutField() {
+  return {"dropout",
+          [](const Value& v, Context& ctx, ModelConfig&) -> absl::Status {
+            PCP_ASSIGN_OR_RETURN(double p, yaml_fields::ReadReal(v, ctx, kNonNegative));
+            if (p != 0.0) {
+              return ctx.Error(v.mark, absl::StrCat(v.qkey,
+                                                    ": must be 0 (PCP trains without "
+                                                    "dropout), got ",
+                                                    yaml_fields::Describe(v.node)));
+            }
+            return absl::OkStatus();
+          },
+          [](const ModelConfig&, int) { return std::string(" 0.0"); }};
+}
+
+const std::vector<Field<ModelConfig>>* ModelFields() {
+  static const auto* fields = new std::vector<Field<ModelConfig>>{
+      IntField("vocab_size", &ModelConfig::vocab_size, IntRange{0, kMaxTokenVocab}),
+      IntField("block_size", &ModelConfig::block_size, IntRange{1, 1 << 20}),
+      IntField("n_layer", &ModelConfig::n_layer, IntRange{1, 1024}),
+      IntField("n_head", &ModelConfig::n_head, IntRange{1, 1 << 14}),
+      IntField("n_embd", &ModelConfig::n_embd, IntRange{1, 1 << 20}),
+      BoolField("bias", &ModelConfig::bias),
+      DropoutField(),
+  };
+  return fields;
+}
+
+const std::vector<Field<DataConfig>>* DataFields() {
+  static const auto* fields = new std::vector<Field<DataConfig>>{
+      StringField("path", &DataConfig::path, /*allow_empty=*/false),
+      EnumField("format", &DataConfig::format, absl::MakeConstSpan(kDataFormatNames)),
+      StringField("val_path", &DataConfig::val_path, /*allow_empty=*/true),
+      BoolField("shared", &DataConfig::shared),
+  };
+  return fields;
+}
+
+const std::vector<Field<OptimizerConfig>>* OptimizerFields() {
+  static const auto* fields = new std::vector<Field<OptimizerConfig>>{
+      RealField("lr", &OptimizerConfig::lr, kPositive),
+      RealField("min_lr", &OptimizerConfig::min_lr, kNonNegative),
+      IntField("warmup_iters", &OptimizerConfig::warmup_iters, kAtLeast0),
+      IntField("lr_decay_iters", &OptimizerConfig::lr_decay_iters, kAtLeast0),
+      RealField("beta1", &OptimizerConfig::beta1, kUnitHalfOpen),
+      RealField("beta2", &OptimizerConfig::beta2, kUnitHalfOpen),
+      RealField("eps", &OptimizerConfig::eps, kPositive),
+      RealField("weight_decay", &OptimizerConfig::weight_decay, kNonNegative),
+      RealField("grad_clip", &OptimizerConfig::grad_clip, kNonNegative),
+      EnumField("schedule", &OptimizerConfig::schedule, absl::MakeConstSpan(kLrScheduleNames)),
+  };
+  return fields;
+}
+
+const std::vector<Field<TrainingConfig>>* TrainingFields() {
+  static const auto* fields = new std::vector<Field<TrainingConfig>>{
+      IntField("max_iters", &TrainingConfig::max_iters, kAtLeast1),
+      IntField("batch_size", &TrainingConfig::batch_size, IntRange{1, 1 << 20}),
+      IntField("eval_interval", &TrainingConfig::eval_interval, kAtLeast1),
+      IntField("eval_iters", &TrainingConfig::eval_iters, kAtLeast1),
+      IntField("log_interval", &TrainingConfig::log_interval, kAtLeast1),
+      IntField("seed", &TrainingConfig::seed, kAtLeast0),
+      StringField("out_dir", &TrainingConfig::out_dir, /*allow_empty=*/false),
+      IntField("threads", &TrainingConfig::threads, IntRange{0, 4096}),
+      EnumField("backend", &TrainingConfig::backend, absl::MakeConstSpan(kBackendChoiceNames)),
+  };
+  return fields;
+}
+
+const std::vector<Field<DiLoCoConfig>>* DiLoCoFields() {
+  static const auto* fields = new std::vector<Field<DiLoCoConfig>>{
+      IntField("workers", &DiLoCoConfig::workers, IntRange{1, 1 << 16}),
+      IntField("inner_steps", &DiLoCoConfig::inner_steps, kAtLeast1),
+      RealField("outer_lr", &DiLoCoConfig::outer_lr, kPositive),
+      RealField("outer_momentum", &DiLoCoConfig::outer_momentum, kUnitHalfOpen),
+      BoolField("nesterov", &DiLoCoConfig::nesterov),
+      IntField("rounds", &DiLoCoConfig::rounds, kAtLeast1),
+      IntField("min_workers", &DiLoCoConfig::min_workers, kAtLeast1),
+      RealField("round_deadline_s", &DiLoCoConfig::round_deadline_s, kPositive),
+      IntField("checkpoint_every", &DiLoCoConfig::checkpoint_every, kAtLeast1),
+      IntField("eval_every", &DiLoCoConfig::eval_every, kAtLeast1),
+  };
+  return fields;
+}
+
+const std::vector<Field<SampleConfig>>* SampleFields() {
+  static const auto* fields = new std::vector<Field<SampleConfig>>{
+      StringField("prompt", &SampleConfig::prompt, /*allow_empty=*/true),
+      IntField("max_new_tokens", &SampleConfig::max_new_tokens, kAtLeast1),
+      RealField("temperature", &SampleConfig::temperature, kPositive),
+      IntField("top_k", &SampleConfig::top_k, kAtLeast0),
+  };
+  return fields;
+}
+
+const std::vector<Field<JobConfig>>& TopFields() {
+  static const auto* fields = new std::vector<Field<JobConfig>>{
+      NameField(),
+      SectionField("model", &JobConfig::model, ModelFields()),
+      SectionField("data", &JobConfig::data, DataFields()),
+      SectionField("optimizer", &JobConfig::optimizer, OptimizerFields()),
+      SectionField("training", &JobConfig::training, TrainingFields()),
+      SectionField("diloco", &JobConfig::diloco, DiLoCoFields()),
+      SectionField("sample", &JobConfig::sample, SampleFields()),
+  };
+  return *fields;
+}
+
+// ------------------------------------------------------------------- checks across keys
+
+std::string ResolvePath(const std::string& base_dir, const std::string& path) {
+  std::error_code ec;
+  fs::path joined = fs::path(base_dir) / path;
+  fs::path absolute = fs::absolute(joined, ec);
+  return (ec ? joined : absolute).lexically_normal().string();
+}
+
+absl::Status CheckFile(const Context& ctx, const YAML::Mark& mark, absl::string_view key,
+                       const std::string& path) {
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) {
+    return ctx.Error(mark, absl::StrCat(key, ": file not found: ", path));
+  }
+  if (fs::is_directory(st)) {
+    return ctx.Error(mark, absl::StrCat(key, ": is a directory, expected a file: ", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FinishData(const Context& ctx, const std::string& base_dir, DataConfig& data) {
+  if (!ctx.Has("data.path")) {
+    return ctx.Error(ctx.KeyMark("data"),
+                     "data.path: missing; the training data (a text file, or nanoGPT's "
+                     "train.bin) is required");
+  }
+  const YAML::Mark path_mark = ctx.ValueMark({"data.path"});
+  data.path = ResolvePath(base_dir, data.path);
+  PCP_RETURN_IF_ERROR(CheckFile(ctx, path_mark, "data.path", data.path));
+  if (!ctx.Has("data.format")) data.format = InferDataFormat(data.path);
+
+  if (data.format != DataFormat::kBin) {
+    if (!data.val_path.empty()) {
+      return ctx.Error(ctx.ValueMark({"data.val_path"}),
+                       absl::StrCat("data.val_path: only used with format bin; ",
+                                    DataFormatName(data.format), " data is split 90/10"));
+    }
+    return absl::OkStatus();
+  }
+  if (data.val_path.empty()) {
+    if (fs::path(data.path).filename() != "train.bin") {
+      return ctx.Error(ctx.ValueMark({"data.val_path", "data.path"}),
+                       "data.val_path: required for format bin unless data.path is a "
+                       "train.bin with val.bin beside it");
+    }
+    data.val_path = (fs::path(data.path).parent_path() / "val.bin").string();
+  } else {
+    data.val_path = ResolvePath(base_dir, data.val_path);
+  }
+  return CheckFile(ctx, ctx.ValueMark({"data.val_path", "data.path"}), "data.val_path",
+                   data.val_path);
+}
+
+absl::Status Finish(const Context& ctx, const std::string& base_dir, JobConfig& c) {
+  PCP_RETURN_IF_ERROR(FinishData(ctx, base_dir, c.data));
+  if (c.model.n_embd % c.model.n_head != 0) {
+    return ctx.Error(ctx.ValueMark({"model.n_embd", "model.n_head"}),
+                     absl::StrCat("model.n_embd: ", c.model.n_embd,
+                                  " is not divisible by model.n_head (", c.model.n_head, ")"));
+  }
+  if (!ctx.Has("optimizer.lr_decay_iters")) c.optimizer.lr_decay_iters = c.training.max_iters;
+  if (c.optimizer.min_lr > c.optimizer.lr) {
+    return ctx.Error(
+        ctx.ValueMark({"optimizer.min_lr", "optimizer.lr"}),
+        absl::StrCat("optimizer.min_lr: ", yaml_fields::EmitReal(c.optimizer.min_lr),
+                     " is above optimizer.lr (", yaml_fields::EmitReal(c.optimizer.lr), ")"));
+  }
+  if (!ctx.Has("diloco.rounds")) {
+    c.diloco.rounds = c.training.max_iters / c.diloco.inner_steps +
+                      (c.training.max_iters % c.diloco.inner_steps != 0 ? 1 : 0);
+  }
+  if (c.diloco.min_workers > c.diloco.workers) {
+    return ctx.Error(ctx.ValueMark({"diloco.min_workers", "diloco.workers"}),
+                     absl::StrCat("diloco.min_workers: ", c.diloco.min_workers,
+                                  " is more than diloco.workers (", c.diloco.workers, ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::string_view BackendChoiceName(BackendChoice backend) {
+  for (const auto& [b, name] : kBackendChoiceNames) {
+    if (b == backend) return name;
+  }
+  return "?";
+}
+
+absl::StatusOr<JobConfig> ParseJobConfig(absl::string_view yaml_text, absl::string_view file_name,
+                                         const std::string& base_dir) {
+  Context ctx(file_name);
+  JobConfig config;
+  std::string stem = fs::path(std::string(file_name)).stem().string();
+  if (IsValidJobName(stem)) config.name = stem;
+  // yaml-cpp reports syntax and conversion problems by exception; none may escape.
+  try {
+    YAML::Node root = YAML::Load(std::string(yaml_text));
+    if (root.IsNull()) {
+      return ctx.Error(YAML::Mark::null_mark(),
+                       "the job file is empty; expected a mapping with at least data.path");
+    }
+    PCP_RETURN_IF_ERROR(
+        yaml_fields::ParseMapping(Value{root, root.Mark(), ""}, "", TopFields(), ctx, config));
+  } catch (const YAML::ParserException& e) {
+    return ctx.Error(e.mark, absl::StrCat("YAML syntax error: ", e.msg));
+  } catch (const YAML::Exception& e) {
+    return ctx.Error(e.mark, absl::StrCat("YAML error: ", e.msg));
+  }
+  PCP_RETURN_IF_ERROR(Finish(ctx, base_dir, config));
+  return config;
+}
+
+absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path) {
+  PCP_ASSIGN_OR_RETURN(std::string text, ReadFile(path),
+                       _ << "reading job file");
+  return ParseJobConfig(text, path, fs::path(path).parent_path().string());
+}
+
+std::string ToYaml(const JobConfig& config) {
+  return absl::StrCat("# PCP job: the full effective configuration.\n",
+                      yaml_fields::EmitMapping(TopFields(), config, 0), "\n");
+}
+
+std::vector<std::string> JobConfigKeys() {
+  std::vector<std::string> keys;
+  for (const Field<JobConfig>& f : TopFields()) {
+    if (f.subkeys.empty()) keys.emplace_back(f.key);
+    for (absl::string_view sub : f.subkeys) keys.push_back(absl::StrCat(f.key, ".", sub));
+  }
+  return keys;
+}
+
+absl::StatusOr<Dataset> LoadJobDataset(JobConfig* config) {
+  PCP_ASSIGN_OR_RETURN(Dataset data,
+                       LoadDataset(config->data.format, config->data.path, config->data.val_path,
+                                   config->model.block_size),
+                       _ << "job '" << config->name << "'");
+  if (config->model.vocab_size == 0) {
+    config->model.vocab_size = data.vocab_size();
+  } else {
+    PCP_RETURN_IF_ERROR(data.CheckVocab(config->model.vocab_size),
+                        _ << "job '" << config->name << "': " << config->data.path);
+  }
+  return data;
+}
+
+}  // namespace pcp

@@ -1,0 +1,276 @@
+// Private: table-driven parsing and emitting of YAML mappings, used by job_config.cc.
+//
+// A section is a table of Field<S>; each Field names its key once and says how to parse the
+// value into S and how to print it back, so the parser, the unknown-key message and ToYaml
+// all read the same table:
+//
+//   const std::vector<Field<OptimizerConfig>> fields = {
+//       RealField("lr", &OptimizerConfig::lr, kPositive), ...};
+//   PCP_RETURN_IF_ERROR(ParseMapping(node, key_mark, "optimizer", fields, ctx, config));
+//   std::string text = EmitMapping(fields, config, /*indent=*/2);
+//
+// Every error is one line "FILE:LINE:COL: section.key: problem" (1-based line and column).
+#ifndef PCP_TRAINING_SRC_YAML_FIELDS_H_
+#define PCP_TRAINING_SRC_YAML_FIELDS_H_
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "pcp/base/status_macros.h"
+
+namespace pcp::yaml_fields {
+
+// Where errors are reported, and which keys were seen (with their marks).
+class Context {
+ public:
+  explicit Context(absl::string_view file) : file_(file) {}
+
+  // InvalidArgument "file:line:col: message"; a null mark reads as 1:1.
+  absl::Status Error(const YAML::Mark& mark, absl::string_view message) const;
+
+  void Record(const std::string& qkey, const YAML::Mark& key_mark, const YAML::Mark& value_mark) {
+    key_marks_[qkey] = key_mark;
+    value_marks_[qkey] = value_mark;
+  }
+  bool Has(const std::string& qkey) const { return value_marks_.count(qkey) > 0; }
+  // The mark of the value of the first key present among `qkeys` (else of the first present
+  // section key among them, else the null mark).
+  YAML::Mark ValueMark(std::initializer_list<std::string> qkeys) const;
+  YAML::Mark KeyMark(const std::string& qkey) const;
+
+ private:
+  std::string file_;
+  std::map<std::string, YAML::Mark> key_marks_;
+  std::map<std::string, YAML::Mark> value_marks_;
+};
+
+// One key's value while parsing: its node, where it is and its qualified name.
+struct Value {
+  const YAML::Node& node;
+  YAML::Mark mark;   // of the value, or of the key when the value is empty
+  std::string qkey;  // "optimizer.lr"
+};
+
+template <typename S>
+struct Field {
+  absl::string_view key;
+  std::function<absl::Status(const Value& value, Context& ctx, S& out)> parse;
+  // The YAML text that follows "key:" when printing `in` at `indent` (a scalar with a
+  // leading space, or a newline and a nested, indented block).
+  std::function<std::string(const S& in, int indent)> emit;
+  // A nested section's keys, in order (empty for a scalar key).
+  std::vector<absl::string_view> subkeys = {};
+};
+
+// Closed integer interval.
+struct IntRange {
+  int64_t min = std::numeric_limits<int64_t>::min();
+  int64_t max = std::numeric_limits<int64_t>::max();
+};
+inline constexpr IntRange kAtLeast0{0};
+inline constexpr IntRange kAtLeast1{1};
+
+// Real interval; either end may be open.
+struct RealRange {
+  double min = -std::numeric_limits<double>::infinity();
+  double max = std::numeric_limits<double>::infinity();
+  bool min_open = false;
+  bool max_open = false;
+};
+inline constexpr RealRange kPositive{0.0, std::numeric_limits<double>::infinity(), true, false};
+inline constexpr RealRange kNonNegative{0.0, std::numeric_limits<double>::infinity(), false, false};
+inline constexpr RealRange kUnitHalfOpen{0.0, 1.0, false, true};  // [0, 1)
+
+// Scalar readers: the error names v.qkey and what was expected ("expected an integer, got
+// 'abc'").
+absl::StatusOr<std::string> ReadScalar(const Value& v, const Context& ctx,
+                                       absl::string_view expected);
+absl::StatusOr<int64_t> ReadInt(const Value& v, const Context& ctx, IntRange range);
+absl::StatusOr<double> ReadReal(const Value& v, const Context& ctx, RealRange range);
+absl::StatusOr<bool> ReadBool(const Value& v, const Context& ctx);
+
+// Scalar printers whose output reads back to the same value.
+std::string EmitReal(double x);               // shortest round-trip form, e.g. "0.001", "600.0"
+std::string EmitString(absl::string_view s);  // double-quoted with escapes
+
+// Levenshtein distance (for "did you mean").
+int EditDistance(absl::string_view a, absl::string_view b);
+// "unknown key 'lrr' in section 'optimizer' (did you mean 'lr'?); valid keys: lr, ..."
+std::string UnknownKeyMessage(absl::string_view key, absl::string_view section,
+                              absl::Span<const absl::string_view> valid);
+// "a mapping", "a sequence", "nothing" or "'text'".
+std::string Describe(const YAML::Node& node);
+
+// ---------------------------------------------------------------------------- field makers
+
+template <typename S>
+Field<S> IntField(absl::string_view key, int64_t S::*member, IntRange range) {
+  return {key,
+          [member, range](const Value& v, Context& ctx, S& out) -> absl::Status {
+            PCP_ASSIGN_OR_RETURN(out.*member, ReadInt(v, ctx, range));
+            return absl::OkStatus();
+          },
+          [member](const S& in, int) { return absl::StrCat(" ", in.*member); }};
+}
+
+template <typename S>
+Field<S> RealField(absl::string_view key, double S::*member, RealRange range) {
+  return {key,
+          [member, range](const Value& v, Context& ctx, S& out) -> absl::Status {
+            PCP_ASSIGN_OR_RETURN(out.*member, ReadReal(v, ctx, range));
+            return absl::OkStatus();
+          },
+          [member](const S& in, int) { return absl::StrCat(" ", EmitReal(in.*member)); }};
+}
+
+template <typename S>
+Field<S> BoolField(absl::string_view key, bool S::*member) {
+  return {key,
+          [member](const Value& v, Context& ctx, S& out) -> absl::Status {
+            PCP_ASSIGN_OR_RETURN(out.*member, ReadBool(v, ctx));
+            return absl::OkStatus();
+          },
+          [member](const S& in, int) { return std::string(in.*member ? " true" : " false"); }};
+}
+
+template <typename S>
+Field<S> StringField(absl::string_view key, std::string S::*member, bool allow_empty) {
+  return {key,
+          [member, allow_empty](const Value& v, Context& ctx, S& out) -> absl::Status {
+            PCP_ASSIGN_OR_RETURN(std::string s, ReadScalar(v, ctx, "a string"));
+            if (s.empty() && !allow_empty) {
+              return ctx.Error(v.mark, absl::StrCat(v.qkey, ": must not be empty"));
+            }
+            out.*member = std::move(s);
+            return absl::OkStatus();
+          },
+          [member](const S& in, int) { return absl::StrCat(" ", EmitString(in.*member)); }};
+}
+
+// An enum spelled by the names in `names` (one of the k...Names tables).
+template <typename S, typename E>
+Field<S> EnumField(absl::string_view key, E S::*member,
+                   absl::Span<const std::pair<E, absl::string_view>> names) {
+  return {key,
+          [member, names](const Value& v, Context& ctx, S& out) -> absl::Status {
+            std::string choices;
+            for (const auto& [e, name] : names) {
+              absl::StrAppend(&choices, choices.empty() ? "" : ", ", name);
+            }
+            PCP_ASSIGN_OR_RETURN(std::string s,
+                                 ReadScalar(v, ctx, absl::StrCat("one of ", choices)));
+            for (const auto& [e, name] : names) {
+              if (s == name) {
+                out.*member = e;
+                return absl::OkStatus();
+              }
+            }
+            return ctx.Error(v.mark, absl::StrCat(v.qkey, ": expected one of ", choices, ", got ",
+                                                  Describe(v.node)));
+          },
+          [member, names](const S& in, int) {
+            for (const auto& [e, name] : names) {
+              if (e == in.*member) return absl::StrCat(" ", name);
+            }
+            return std::string(" ?");
+          }};
+}
+
+template <typename S>
+absl::Status ParseMapping(const Value& v, absl::string_view section,
+                          const std::vector<Field<S>>& fields, Context& ctx, S& out);
+
+template <typename S>
+std::vector<absl::string_view> KeysOf(const std::vector<Field<S>>& fields) {
+  std::vector<absl::string_view> keys;
+  for (const Field<S>& f : fields) keys.push_back(f.key);
+  return keys;
+}
+template <typename S>
+std::string EmitMapping(const std::vector<Field<S>>& fields, const S& in, int indent);
+
+// A nested section: `key:` followed by a mapping parsed with `fields` into `in.*member`.
+template <typename S, typename Sub>
+Field<S> SectionField(absl::string_view key, Sub S::*member,
+                      const std::vector<Field<Sub>>* fields) {
+  return {key,
+          [key, member, fields](const Value& v, Context& ctx, S& out) -> absl::Status {
+            return ParseMapping(v, key, *fields, ctx, out.*member);
+          },
+          [member, fields](const S& in, int indent) {
+            return absl::StrCat("\n", EmitMapping(*fields, in.*member, indent + 2));
+          },
+          KeysOf(*fields)};
+}
+
+// ----------------------------------------------------------------------- mapping walker
+
+// Parses the mapping `v.node` (null reads as empty) with `fields`; keys of a nested section
+// are recorded in `ctx` as "section.key", top-level ones (section "") as "key".
+template <typename S>
+absl::Status ParseMapping(const Value& v, absl::string_view section,
+                          const std::vector<Field<S>>& fields, Context& ctx, S& out) {
+  const std::vector<absl::string_view> valid = KeysOf(fields);
+  if (v.node.IsNull()) return absl::OkStatus();
+  if (!v.node.IsMap()) {
+    std::string keys;
+    for (absl::string_view k : valid) absl::StrAppend(&keys, keys.empty() ? "" : ", ", k);
+    return ctx.Error(
+        v.mark, absl::StrCat(section.empty() ? "job file" : section,
+                             ": expected a mapping with keys ", keys, "; got ", Describe(v.node)));
+  }
+  std::map<std::string, YAML::Mark> seen;
+  for (const auto& kv : v.node) {
+    const YAML::Node& key = kv.first;
+    const YAML::Node& value = kv.second;
+    if (!key.IsScalar()) {
+      return ctx.Error(key.Mark(), absl::StrCat(section.empty() ? "job file" : section,
+                                                ": expected a key name, got ", Describe(key)));
+    }
+    const std::string& name = key.Scalar();
+    const Field<S>* field = nullptr;
+    for (const Field<S>& f : fields) {
+      if (f.key == name) field = &f;
+    }
+    if (field == nullptr) {
+      return ctx.Error(key.Mark(), UnknownKeyMessage(name, section, valid));
+    }
+    std::string qkey = section.empty() ? name : absl::StrCat(section, ".", name);
+    if (auto it = seen.find(name); it != seen.end()) {
+      return ctx.Error(key.Mark(), absl::StrCat(qkey, ": duplicate key (first given at line ",
+                                                it->second.line + 1, ")"));
+    }
+    seen[name] = key.Mark();
+    Value field_value{value, value.IsNull() ? key.Mark() : value.Mark(), qkey};
+    ctx.Record(qkey, key.Mark(), field_value.mark);
+    PCP_RETURN_IF_ERROR(field->parse(field_value, ctx, out));
+  }
+  return absl::OkStatus();
+}
+
+// "key: value" lines at `indent`, joined by newlines (no trailing newline).
+template <typename S>
+std::string EmitMapping(const std::vector<Field<S>>& fields, const S& in, int indent) {
+  std::string text;
+  for (const Field<S>& f : fields) {
+    absl::StrAppend(&text, text.empty() ? "" : "\n", std::string(indent, ' '), f.key, ":",
+                    f.emit(in, indent));
+  }
+  return text;
+}
+
+}  // namespace pcp::yaml_fields
+
+#endif  // PCP_TRAINING_SRC_YAML_FIELDS_H_

@@ -1,0 +1,372 @@
+#include "pcp/training/job_config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace pcp {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+// gmock string matchers want std::string; absl::Status::message() is absl::string_view.
+std::string Message(const absl::Status& s) { return std::string(s.message()); }
+
+const std::string kDataDir = PCP_DATA_DIR;
+const std::string kJobsDir = PCP_SOURCE_DIR "/config/jobs";
+// The lines every case below needs unless it tests them: 2 lines.
+const std::string kData = "data:\n  path: tiny_shakespeare.txt\n";
+
+std::string Normal(const std::string& path) {
+  return fs::absolute(path).lexically_normal().string();
+}
+
+std::string TestDir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path dir = fs::path(::testing::TempDir()) / "pcp_job_config_test" / info->name();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+absl::StatusOr<JobConfig> Parse(const std::string& yaml) {
+  return ParseJobConfig(yaml, "job.yaml", kDataDir);
+}
+
+TEST(JobConfigTest, ShakespeareCharJobParses) {
+  absl::StatusOr<JobConfig> job = LoadJobConfig(kJobsDir + "/shakespeare_char.yaml");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->name, "shakespeare_char");
+  EXPECT_EQ(job->model, (ModelConfig{.vocab_size = 0,
+                                     .block_size = 64,
+                                     .n_layer = 4,
+                                     .n_head = 4,
+                                     .n_embd = 128,
+                                     .bias = false}));
+  EXPECT_EQ(job->data.path, Normal(kDataDir + "/tiny_shakespeare.txt"));
+  EXPECT_EQ(job->data.format, DataFormat::kTextChar);
+  EXPECT_EQ(job->optimizer.lr, 1e-3);
+  EXPECT_EQ(job->optimizer.min_lr, 1e-4);
+  EXPECT_EQ(job->optimizer.warmup_iters, 100);
+  EXPECT_EQ(job->optimizer.lr_decay_iters, 2000);
+  EXPECT_EQ(job->optimizer.beta2, 0.99);
+  EXPECT_EQ(job->optimizer.weight_decay, 0.1);
+  EXPECT_EQ(job->optimizer.grad_clip, 1.0);
+  EXPECT_EQ(job->training.max_iters, 2000);
+  EXPECT_EQ(job->training.batch_size, 12);
+  EXPECT_EQ(job->training.eval_interval, 250);
+  EXPECT_EQ(job->training.eval_iters, 200);
+  EXPECT_EQ(job->diloco.rounds, 40);
+  EXPECT_EQ(job->sample.prompt, "\n");
+}
+
+TEST(JobConfigTest, TinyJobParsesAndLoadsItsData) {
+  absl::StatusOr<JobConfig> job = LoadJobConfig(kJobsDir + "/tiny.yaml");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->name, "tiny");
+  EXPECT_EQ(job->model.n_layer, 2);
+  EXPECT_EQ(job->model.n_embd, 32);
+  EXPECT_EQ(job->model.block_size, 32);
+  EXPECT_EQ(job->training.max_iters, 50);
+  EXPECT_EQ(job->optimizer.lr_decay_iters, 50);  // derived from max_iters
+  EXPECT_EQ(job->diloco.rounds, 5);              // ceil(50 / 10)
+
+  absl::StatusOr<Dataset> data = LoadJobDataset(&*job);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(job->model.vocab_size, 65);
+  EXPECT_EQ(data->train().size(), 1003854);
+  EXPECT_TRUE(job->model.ToGPTConfig().Validate().ok());
+}
+
+TEST(JobConfigTest, DefaultsAreNanoGptCpuSettings) {
+  absl::StatusOr<JobConfig> job = ParseJobConfig(kData, "configs/my-run.yaml", kDataDir);
+  ASSERT_TRUE(job.ok()) << job.status();
+  JobConfig expected;
+  expected.name = "my-run";  // the file's stem
+  expected.data.path = Normal(kDataDir + "/tiny_shakespeare.txt");
+  EXPECT_EQ(*job, expected);
+  EXPECT_EQ(job->optimizer.Schedule().At(2000), 1e-4);
+  EXPECT_EQ(job->training.seed, 1337);
+  EXPECT_EQ(job->training.backend, BackendChoice::kCpu);
+  EXPECT_EQ(job->diloco.inner_steps, 50);
+  EXPECT_EQ(job->diloco.rounds, 40);
+  EXPECT_EQ(job->sample.top_k, 200);
+
+  // Derived defaults follow the keys they derive from; explicit values win.
+  absl::StatusOr<JobConfig> derived =
+      Parse(kData + "training:\n  max_iters: 130\ndiloco:\n  inner_steps: 50\n");
+  ASSERT_TRUE(derived.ok()) << derived.status();
+  EXPECT_EQ(derived->optimizer.lr_decay_iters, 130);
+  EXPECT_EQ(derived->diloco.rounds, 3);
+  absl::StatusOr<JobConfig> explicit_values =
+      Parse(kData + "optimizer:\n  lr_decay_iters: 77\ndiloco:\n  rounds: 9\nsample:\n");
+  ASSERT_TRUE(explicit_values.ok()) << explicit_values.status();
+  EXPECT_EQ(explicit_values->optimizer.lr_decay_iters, 77);
+  EXPECT_EQ(explicit_values->diloco.rounds, 9);
+}
+
+TEST(JobConfigTest, ToYamlRoundTrips) {
+  absl::StatusOr<JobConfig> job = LoadJobConfig(kJobsDir + "/shakespeare_char.yaml");
+  ASSERT_TRUE(job.ok()) << job.status();
+  std::string yaml = ToYaml(*job);
+  for (const std::string& key : JobConfigKeys()) {
+    std::string leaf = key.substr(key.rfind('.') + 1);
+    EXPECT_THAT(yaml, HasSubstr(leaf + ":")) << key;
+  }
+  // Paths are absolute, so any base directory reads the same file.
+  absl::StatusOr<JobConfig> back = ParseJobConfig(yaml, "effective.yaml", "/");
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << yaml;
+  EXPECT_EQ(*back, *job);
+
+  // Every field away from its default, awkward strings and reals included.
+  JobConfig odd = *job;
+  odd.name = "odd.job-2";
+  odd.model = {
+      .vocab_size = 97, .block_size = 17, .n_layer = 3, .n_head = 3, .n_embd = 48, .bias = true};
+  odd.data.format = DataFormat::kTextByte;
+  odd.data.shared = true;
+  odd.optimizer = {.lr = 0.1 + 0.2,
+                   .min_lr = 1e-300,
+                   .warmup_iters = 0,
+                   .lr_decay_iters = 3,
+                   .beta1 = 0.0,
+                   .beta2 = 0.999999,
+                   .eps = 3e-7,
+                   .weight_decay = 0.0,
+                   .grad_clip = 0.0,
+                   .schedule = LrScheduleKind::kConstant};
+  odd.training = {.max_iters = 7,
+                  .batch_size = 1,
+                  .eval_interval = 2,
+                  .eval_iters = 3,
+                  .log_interval = 4,
+                  .seed = 9007199254740993,
+                  .out_dir = "out dir/#x: y",
+                  .threads = 2,
+                  .backend = BackendChoice::kVulkan};
+  odd.diloco = {.workers = 8,
+                .inner_steps = 500,
+                .outer_lr = 1.0 / 3,
+                .outer_momentum = 0.0,
+                .nesterov = false,
+                .rounds = 1,
+                .min_workers = 8,
+                .round_deadline_s = 0.25,
+                .checkpoint_every = 2,
+                .eval_every = 3};
+  odd.sample = {.prompt = "He said: \"to be\\or\tnot\"\n\x01 caf\xc3\xa9",
+                .max_new_tokens = 1,
+                .temperature = 1e-3,
+                .top_k = 0};
+  std::string odd_yaml = ToYaml(odd);
+  absl::StatusOr<JobConfig> odd_back = ParseJobConfig(odd_yaml, "odd.yaml", "/");
+  ASSERT_TRUE(odd_back.ok()) << odd_back.status() << "\n" << odd_yaml;
+  EXPECT_EQ(*odd_back, odd) << odd_yaml;
+}
+
+TEST(JobConfigTest, BinDataFindsValBinBesideTrainBin) {
+  const std::string dir = TestDir();
+  fs::create_directories(dir + "/d");
+  WriteFile(dir + "/d/train.bin", std::string(400, '\x01'));
+  WriteFile(dir + "/job.yaml", "data:\n  path: d/train.bin\n");
+  absl::StatusOr<JobConfig> missing_val = LoadJobConfig(dir + "/job.yaml");
+  ASSERT_FALSE(missing_val.ok());
+  EXPECT_THAT(Message(missing_val.status()),
+              StartsWith(dir + "/job.yaml:2:9: data.val_path: file not found: " +
+                         Normal(dir + "/d/val.bin")));
+
+  WriteFile(dir + "/d/val.bin", std::string(200, '\x02'));
+  absl::StatusOr<JobConfig> job = LoadJobConfig(dir + "/job.yaml");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->data.format, DataFormat::kBin);
+  EXPECT_EQ(job->data.path, Normal(dir + "/d/train.bin"));
+  EXPECT_EQ(job->data.val_path, Normal(dir + "/d/val.bin"));
+  absl::StatusOr<Dataset> data = LoadJobDataset(&*job);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(job->model.vocab_size, 0x0202 + 1);  // largest id + 1
+  EXPECT_EQ(data->train().size(), 200);
+
+  // An explicit vocabulary must cover the data.
+  WriteFile(dir + "/small_vocab.yaml", "model:\n  vocab_size: 300\ndata:\n  path: d/train.bin\n");
+  absl::StatusOr<JobConfig> small = LoadJobConfig(dir + "/small_vocab.yaml");
+  ASSERT_TRUE(small.ok()) << small.status();
+  absl::StatusOr<Dataset> bad = LoadJobDataset(&*small);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(Message(bad.status()), HasSubstr("token id 514"));
+
+  WriteFile(dir + "/d/tokens.bin", std::string(400, '\x01'));
+  WriteFile(dir + "/other.yaml", "data:\n  path: d/tokens.bin\n");
+  absl::StatusOr<JobConfig> no_val = LoadJobConfig(dir + "/other.yaml");
+  ASSERT_FALSE(no_val.ok());
+  EXPECT_THAT(Message(no_val.status()),
+              StartsWith(dir + "/other.yaml:2:9: data.val_path: required for format bin"));
+  WriteFile(dir + "/explicit.yaml", "data:\n  path: d/tokens.bin\n  val_path: d/val.bin\n");
+  absl::StatusOr<JobConfig> explicit_val = LoadJobConfig(dir + "/explicit.yaml");
+  ASSERT_TRUE(explicit_val.ok()) << explicit_val.status();
+  EXPECT_EQ(explicit_val->data.val_path, Normal(dir + "/d/val.bin"));
+}
+
+TEST(JobConfigTest, MissingJobFileIsNotFound) {
+  absl::StatusOr<JobConfig> job = LoadJobConfig("/nonexistent/dir/job.yaml");
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Message(job.status()), HasSubstr("/nonexistent/dir/job.yaml"));
+}
+
+struct BadCase {
+  std::string yaml;
+  std::string where;                   // "LINE:COL"
+  std::vector<std::string> fragments;  // must all appear, the first names the key
+};
+
+TEST(JobConfigTest, BadInputsGiveOneLineWithPositionAndKey) {
+  const std::vector<BadCase> cases = {
+      {kData + "optimizer:\n  lrr: 0.1\n",
+       "4:3",
+       {"unknown key 'lrr' in section 'optimizer' (did you mean 'lr'?)",
+        "valid keys: lr, min_lr, warmup_iters, lr_decay_iters, beta1, beta2, eps, "
+        "weight_decay, grad_clip, schedule"}},
+      {"modle:\n  n_layer: 2\n" + kData,
+       "1:1",
+       {"unknown top-level key 'modle' (did you mean 'model'?)",
+        "valid keys: name, model, data, optimizer, training, diloco, sample"}},
+      {kData + "training:\n  max_iters: abc\n",
+       "4:14",
+       {"training.max_iters: expected an integer, got 'abc'"}},
+      {kData + "training:\n  batch_size: 1.5\n",
+       "4:15",
+       {"training.batch_size: expected an integer, got '1.5'"}},
+      {kData + "training:\n  max_iters: [1, 2]\n",
+       "4:14",
+       {"training.max_iters: expected an integer, got a sequence"}},
+      {kData + "training:\n  max_iters:\n",
+       "4:3",
+       {"training.max_iters: expected an integer, got nothing"}},
+      {kData + "training:\n  threads: -1\n",
+       "4:12",
+       {"training.threads: must be in [0, 4096], got -1"}},
+      {kData + "training:\n  seed: 1\n  seed: 2\n",
+       "5:3",
+       {"training.seed: duplicate key (first given at line 4)"}},
+      {kData + "optimizer:\n  lr: -0.1\n", "4:7", {"optimizer.lr: must be > 0.0, got -0.1"}},
+      {kData + "optimizer:\n  beta2: 1.0\n",
+       "4:10",
+       {"optimizer.beta2: must be in [0.0, 1.0), got 1.0"}},
+      {kData + "optimizer:\n  eps: nan\n",
+       "4:8",
+       {"optimizer.eps: expected a (finite) number, got 'nan'"}},
+      {kData + "optimizer:\n  schedule: linear\n",
+       "4:13",
+       {"optimizer.schedule: expected one of cosine, constant, got 'linear'"}},
+      {kData + "optimizer:\n  lr: 1e-4\n  min_lr: 1e-3\n",
+       "5:11",
+       {"optimizer.min_lr: 0.001 is above optimizer.lr (0.0001)"}},
+      {kData + "model:\n  n_head: 3\n  n_embd: 128\n",
+       "5:11",
+       {"model.n_embd: 128 is not divisible by model.n_head (3)"}},
+      {kData + "model:\n  n_head: 5\n",
+       "4:11",
+       {"model.n_embd: 128 is not divisible by model.n_head (5)"}},
+      {kData + "model:\n  dropout: 0.1\n",
+       "4:12",
+       {"model.dropout: must be 0 (PCP trains without dropout), got '0.1'"}},
+      {kData + "model:\n  vocab_size: 70000\n",
+       "4:15",
+       {"model.vocab_size: must be in [0, 65536], got 70000"}},
+      {kData + "model: 5\n",
+       "3:8",
+       {"model: expected a mapping with keys vocab_size, block_size, n_layer", "got '5'"}},
+      {"data:\n  path: nope/missing.txt\n",
+       "2:9",
+       {"data.path: file not found: " + Normal(kDataDir + "/nope/missing.txt")}},
+      {"data:\n  path: .\n", "2:9", {"data.path: is a directory"}},
+      {"model:\n  n_layer: 2\n", "1:1", {"data.path: missing"}},
+      {"name: x\ndata:\n  shared: true\n", "2:1", {"data.path: missing"}},
+      {"data:\n  path: tiny_shakespeare.txt\n  shared: maybe\n",
+       "3:11",
+       {"data.shared: expected true or false, got 'maybe'"}},
+      {"data:\n  path: tiny_shakespeare.txt\n  format: csv\n",
+       "3:11",
+       {"data.format: expected one of text_char, text_byte, bin, got 'csv'"}},
+      {"data:\n  path: tiny_shakespeare.txt\n  val_path: x.bin\n",
+       "3:13",
+       {"data.val_path: only used with format bin"}},
+      {kData + "diloco:\n  workers: 2\n  min_workers: 3\n",
+       "5:16",
+       {"diloco.min_workers: 3 is more than diloco.workers (2)"}},
+      {kData + "diloco:\n  outer_momentum: 1\n",
+       "4:19",
+       {"diloco.outer_momentum: must be in [0.0, 1.0), got 1"}},
+      {kData + "sample:\n  temperature: 0\n", "4:16", {"sample.temperature: must be > 0.0, got 0"}},
+      {"name: my job\n" + kData, "1:7", {"name: expected letters, digits"}},
+      {kData + "model: {n_layer: 2\n", "4:1", {"YAML syntax error: end of map flow not found"}},
+      {"", "1:1", {"the job file is empty"}},
+      {"- a\n- b\n", "1:1", {"job file: expected a mapping with keys name, model, data"}},
+  };
+  for (const BadCase& c : cases) {
+    absl::StatusOr<JobConfig> job = Parse(c.yaml);
+    ASSERT_FALSE(job.ok()) << "accepted:\n" << c.yaml;
+    const std::string message = Message(job.status());
+    EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_THAT(message, StartsWith(absl::StrCat("job.yaml:", c.where, ": ", c.fragments[0])))
+        << "for:\n"
+        << c.yaml;
+    for (const std::string& f : c.fragments) EXPECT_THAT(message, HasSubstr(f)) << c.yaml;
+    EXPECT_THAT(message, Not(HasSubstr("\n"))) << "not one line: " << message;
+  }
+}
+
+TEST(JobConfigTest, UnknownKeyFarFromAnyValidOneGetsNoSuggestion) {
+  absl::StatusOr<JobConfig> job = Parse(kData + "training:\n  frobnicate: 1\n");
+  ASSERT_FALSE(job.ok());
+  EXPECT_THAT(Message(job.status()), StartsWith("job.yaml:4:3: unknown key 'frobnicate'"));
+  EXPECT_THAT(Message(job.status()), Not(HasSubstr("did you mean")));
+  EXPECT_THAT(Message(job.status()), HasSubstr("valid keys: max_iters, batch_size"));
+}
+
+TEST(JobConfigTest, DamagedFilesNeverCrashAndErrorsStayOneLine) {
+  std::ifstream in(kJobsDir + "/shakespeare_char.yaml");
+  const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(ParseJobConfig(good, "job.yaml", kJobsDir).ok());
+  int failures = 0;
+  // Drop, duplicate or replace one byte at every 7th position.
+  for (size_t i = 0; i < good.size(); i += 7) {
+    for (const std::string& damaged :
+         {good.substr(0, i) + good.substr(i + 1), good.substr(0, i) + good[i] + good.substr(i),
+          good.substr(0, i) + ":" + good.substr(i + 1),
+          good.substr(0, i) + "\t" + good.substr(i + 1),
+          good.substr(0, i) + "[" + good.substr(i + 1)}) {
+      absl::StatusOr<JobConfig> job = ParseJobConfig(damaged, "job.yaml", kJobsDir);
+      if (job.ok()) continue;
+      ++failures;
+      EXPECT_THAT(Message(job.status()), StartsWith("job.yaml:"));
+      EXPECT_THAT(Message(job.status()), Not(HasSubstr("\n")));
+    }
+  }
+  EXPECT_GT(failures, 100);
+}
+
+TEST(JobConfigTest, KeysAreListedOnce) {
+  std::vector<std::string> keys = JobConfigKeys();
+  EXPECT_EQ(keys.front(), "name");
+  EXPECT_EQ(keys.size(), 1u + 7 + 4 + 10 + 9 + 10 + 4);
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.round_deadline_s"), keys.end());
+  EXPECT_EQ(BackendChoiceName(BackendChoice::kAuto), "auto");
+  EXPECT_EQ(DataFormatName(DataFormat::kTextByte), "text_byte");
+}
+
+}  // namespace
+}  // namespace pcp
