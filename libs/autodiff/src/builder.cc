@@ -61,7 +61,7 @@ ValueId FunctionBuilder::ScalarConstant(double value, DType dtype) {
   }
 }
 
-ValueId FunctionBuilder::Full(double value, const TensorType& type) {
+ValueId FunctionBuilder::Full(double value, TensorType type) {
   ValueId s = ScalarConstant(value, type.dtype);
   if (type.rank() == 0) return s;
   return BroadcastInDim(s, type.shape, {});
@@ -166,7 +166,7 @@ ValueId FunctionBuilder::MatMul(ValueId lhs, ValueId rhs) {
   return DotGeneral(lhs, rhs, std::move(d));
 }
 
-ValueId FunctionBuilder::BroadcastTo(ValueId x, const Shape& shape) {
+ValueId FunctionBuilder::BroadcastTo(ValueId x, Shape shape) {
   if (!status_.ok() || !Valid(x)) return kNoValue;
   const Shape& from = fn_.type(x).shape;
   if (from == shape) return x;

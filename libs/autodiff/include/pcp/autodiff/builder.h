@@ -41,8 +41,10 @@ class FunctionBuilder {
   ValueId Constant(Tensor literal);
   // A scalar constant of `dtype` (f32, i32, i64) holding `value`.
   ValueId ScalarConstant(double value, DType dtype = DType::kF32);
-  // `value` broadcast to `type` (a scalar constant + broadcast_in_dim).
-  ValueId Full(double value, const TensorType& type);
+  // `value` broadcast to `type` (a scalar constant + broadcast_in_dim). Types and shapes are
+  // taken by value throughout: callers often pass b.type(v), a reference into the function's
+  // value list, which emitting an instruction may reallocate.
+  ValueId Full(double value, TensorType type);
   ValueId Iota(TensorType type, int64_t dimension);
 
   // Elementwise (operands of equal type; see BroadcastTo for numpy-style helpers).
@@ -92,7 +94,7 @@ class FunctionBuilder {
 
   // Numpy-style helpers: broadcasts `a` to `shape` aligning trailing dimensions (size-1
   // dimensions stretch); returns `a` itself when the shape already matches.
-  ValueId BroadcastTo(ValueId a, const Shape& shape);
+  ValueId BroadcastTo(ValueId a, Shape shape);
   // Broadcasting versions of the binary ops: both operands are broadcast to a common shape.
   ValueId BAdd(ValueId a, ValueId b) { return Broadcasting(Op::kAdd, a, b); }
   ValueId BSub(ValueId a, ValueId b) { return Broadcasting(Op::kSubtract, a, b); }

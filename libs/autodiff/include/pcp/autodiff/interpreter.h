@@ -1,7 +1,11 @@
 // The reference interpreter: evaluates IR on host tensors, one instruction at a time, with
 // plain loops written for clarity, not speed. It is the oracle that the finite-difference
 // tests, constant folding and the backend conformance suite compare against.
-// f32 reductions and dot products accumulate in double.
+// f32 reductions, dot products and scatter-adds accumulate in double. Where StableHLO leaves
+// room, the interpreter (and so every backend's conformance) follows: maximum/minimum
+// propagate NaN and order -0 < +0; integer arithmetic wraps, x / 0 = -1 and INT_MIN / -1 =
+// INT_MIN; float -> int convert truncates (NaN -> 0, out of range saturates); -> i1 is x != 0.
+// Layout ops work on every dtype; arithmetic on f16/bf16 is Unimplemented.
 //
 //   absl::StatusOr<std::vector<Tensor>> out = Interpret(function, {x, w});
 #ifndef PCP_AUTODIFF_INTERPRETER_H_

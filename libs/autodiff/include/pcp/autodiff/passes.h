@@ -18,8 +18,10 @@ absl::Status EliminateDeadCode(Function& function);
 absl::Status EliminateCommonSubexpressions(Function& function);
 // Evaluates instructions whose operands are all constants (results up to `max_elements`
 // elements, so folding never materialises huge tensors) and applies algebraic identities
-// that are exact in IEEE arithmetic (x*1, x+0 where 0 is +0 splat..., reshape/transpose of
-// identity shape).
+// that are exact in IEEE arithmetic (x*1, 1*x, x/1, x-(+0), x+(-0), (-0)+x with splat
+// constants, literal or broadcast; identity transpose/reshape/broadcast_in_dim; convert to the
+// same dtype). Iota and broadcast_in_dim stay as they are (their values still feed folding);
+// a folded result that is one repeated value becomes scalar constant + broadcast_in_dim.
 absl::Status FoldConstants(Function& function, int64_t max_elements = 1 << 16);
 // Renumbers values densely in definition order (after passes that remove instructions).
 void CompactValues(Function& function);
