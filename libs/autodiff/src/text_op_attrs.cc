@@ -1,0 +1,165 @@
+// Which attributes each op takes in the text form, how they map onto Attributes, and the
+// check that gather / scatter dimension numbers describe PCP's row forms (ir.h).
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "text_parser.h"
+
+namespace pcp::text_internal {
+namespace {
+
+struct AttrSpec {
+  absl::string_view key;
+  bool required;
+};
+
+std::vector<AttrSpec> AttrSpecs(Op op) {
+  switch (op) {
+    case Op::kConstant: return {{"value", true}};
+    case Op::kIota: return {{"iota_dimension", true}};
+    case Op::kConcatenate: return {{"dimension", true}};
+    case Op::kBroadcastInDim: return {{"broadcast_dimensions", true}};
+    case Op::kTranspose: return {{"permutation", true}};
+    case Op::kReduce: return {{"dimensions", true}};
+    case Op::kSlice: return {{"start_indices", true}, {"limit_indices", true}, {"strides", true}};
+    case Op::kCompare: return {{"comparison_direction", true}};
+    case Op::kDotGeneral: return {{"dot_dimension_numbers", true}};
+    case Op::kGather: return {{"dimension_numbers", true}, {"slice_sizes", true}, {"indices_are_sorted", false}};
+    case Op::kScatter:
+      return {{"scatter_dimension_numbers", true}, {"indices_are_sorted", false}, {"unique_indices", false}};
+    default: return {};
+  }
+}
+
+std::string List(const std::vector<int64_t>& v) { return absl::StrCat("[", absl::StrJoin(v, ", "), "]"); }
+
+// The fields of a #stablehlo struct by name; `allowed` lists the known ones in order.
+// Missing list fields read as empty lists (StableHLO's printer leaves empty ones out).
+absl::Status StructFields(const Lexer& lexer, const StructAttr& attr, absl::string_view struct_name,
+                          const std::vector<absl::string_view>& allowed, absl::string_view scalar_field,
+                          std::vector<std::vector<int64_t>>* values) {
+  values->assign(allowed.size(), {});
+  for (const StructField& f : attr.fields) {
+    size_t i = 0;
+    while (i < allowed.size() && allowed[i] != f.name) ++i;
+    if (i == allowed.size()) {
+      return lexer.Error(f.offset, absl::StrCat("unknown field '", f.name, "' in #stablehlo.", struct_name,
+                                                " (expected one of ", absl::StrJoin(allowed, ", "), ")"));
+    }
+    bool scalar = allowed[i] == scalar_field;
+    if (f.is_list == scalar) {
+      return lexer.Error(f.offset, absl::StrCat("field '", f.name, "' must be ", scalar ? "an integer" : "a list [...]"));
+    }
+    (*values)[i] = f.values;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Parser::ParseInstructionAttributes(Op op, Attributes* attrs, OpAttributes* parsed, size_t op_offset) {
+  std::vector<AttrSpec> specs = AttrSpecs(op);
+  std::vector<bool> seen(specs.size(), false);
+  if (ConsumeIf(TokenKind::kLBrace) && !ConsumeIf(TokenKind::kRBrace)) {
+    do {
+      size_t key_offset = cur_.offset;
+      PCP_ASSIGN_OR_RETURN(std::string key, ParseAttrName());
+      size_t i = 0;
+      while (i < specs.size() && specs[i].key != key) ++i;
+      if (i == specs.size()) {
+        return ErrorAt(key_offset, absl::StrCat(OpName(op), " does not take attribute '", key, "'"));
+      }
+      if (seen[i]) return ErrorAt(key_offset, absl::StrCat("attribute '", key, "' appears twice"));
+      seen[i] = true;
+      PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, absl::StrCat("after '", key, "'")));
+      if (key == "value") {
+        TensorType type;
+        PCP_ASSIGN_OR_RETURN(attrs->literal, ParseDenseElements(&type));
+      } else if (key == "iota_dimension" || key == "dimension") {
+        PCP_ASSIGN_OR_RETURN(attrs->dimension, ParseI64());
+      } else if (key == "broadcast_dimensions" || key == "permutation" || key == "dimensions") {
+        PCP_ASSIGN_OR_RETURN(attrs->dims, ParseI64List());
+      } else if (key == "start_indices") {
+        PCP_ASSIGN_OR_RETURN(attrs->start, ParseI64List());
+      } else if (key == "limit_indices") {
+        PCP_ASSIGN_OR_RETURN(attrs->limit, ParseI64List());
+      } else if (key == "strides") {
+        PCP_ASSIGN_OR_RETURN(attrs->stride, ParseI64List());
+      } else if (key == "comparison_direction") {
+        PCP_ASSIGN_OR_RETURN(attrs->comparison, ParseComparisonDirection());
+      } else if (key == "dot_dimension_numbers") {
+        PCP_ASSIGN_OR_RETURN(StructAttr dot, ParseStablehloStruct("dot"));
+        std::vector<std::vector<int64_t>> v;
+        PCP_RETURN_IF_ERROR(StructFields(lexer_, dot, "dot",
+                                         {"lhs_batching_dimensions", "rhs_batching_dimensions",
+                                          "lhs_contracting_dimensions", "rhs_contracting_dimensions"},
+                                         "", &v));
+        attrs->dot = DotDims{v[0], v[1], v[2], v[3]};
+      } else if (key == "dimension_numbers") {
+        PCP_ASSIGN_OR_RETURN(parsed->dims, ParseStablehloStruct("gather"));
+      } else if (key == "scatter_dimension_numbers") {
+        PCP_ASSIGN_OR_RETURN(parsed->dims, ParseStablehloStruct("scatter"));
+      } else if (key == "slice_sizes") {
+        parsed->slice_sizes_offset = cur_.offset;
+        PCP_ASSIGN_OR_RETURN(parsed->slice_sizes, ParseI64List());
+      } else {  // indices_are_sorted, unique_indices: hints that do not change the result
+        PCP_RETURN_IF_ERROR(ParseBool().status());
+      }
+    } while (ConsumeIf(TokenKind::kComma));
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, "to close the attributes"));
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].required && !seen[i]) {
+      return ErrorAt(op_offset, absl::StrCat(OpName(op), " needs attribute '", specs[i].key, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::CheckIndexingForm(Op op, const OpAttributes& parsed, const std::vector<TensorType>& types) const {
+  if (op != Op::kGather && op != Op::kScatter) return absl::OkStatus();
+  const TensorType& table = types[0];
+  const int64_t k = types[1].rank(), r = table.rank();
+  if (r == 0) return absl::OkStatus();  // type inference reports it
+  std::vector<int64_t> window;
+  for (int64_t i = 0; i < r - 1; ++i) window.push_back(k + i);
+  const bool gather = op == Op::kGather;
+  const std::vector<absl::string_view> names =
+      gather ? std::vector<absl::string_view>{"offset_dims", "collapsed_slice_dims", "start_index_map",
+                                              "index_vector_dim", "operand_batching_dims",
+                                              "start_indices_batching_dims"}
+             : std::vector<absl::string_view>{"update_window_dims", "inserted_window_dims",
+                                              "scatter_dims_to_operand_dims", "index_vector_dim",
+                                              "input_batching_dims", "scatter_indices_batching_dims"};
+  std::vector<std::vector<int64_t>> got;
+  PCP_RETURN_IF_ERROR(StructFields(lexer_, parsed.dims, gather ? "gather" : "scatter", names, "index_vector_dim", &got));
+  if (got[3].empty()) got[3] = {0};
+  std::vector<std::vector<int64_t>> want = {window, {0}, {0}, {k}, {}, {}};
+  auto describe = [&](const std::vector<std::vector<int64_t>>& v) {
+    std::string s;
+    for (size_t i = 0; i < 4; ++i) {
+      absl::StrAppend(&s, i > 0 ? ", " : "", names[i], " = ", i == 3 ? absl::StrCat(v[i][0]) : List(v[i]));
+    }
+    return s;
+  };
+  std::string operands = absl::StrCat(table.ToString(), " and indices ", types[1].ToString());
+  if (got != want) {
+    return ErrorAt(parsed.dims.offset,
+                   absl::StrCat(OpName(op), ": only the PCP row form is supported; for operand ", operands,
+                                " it is #stablehlo.", gather ? "gather" : "scatter", "<", describe(want), ">, got <",
+                                describe(got), ">", got[4].empty() && got[5].empty() ? "" : " with batching dims"));
+  }
+  if (gather) {
+    std::vector<int64_t> sizes = {1};
+    sizes.insert(sizes.end(), table.shape.begin() + 1, table.shape.end());
+    if (parsed.slice_sizes != sizes) {
+      return ErrorAt(parsed.slice_sizes_offset,
+                     absl::StrCat(OpName(op), ": only the PCP row form is supported; for operand ", operands,
+                                  " slice_sizes must be ", List(sizes), ", got ", List(parsed.slice_sizes)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pcp::text_internal

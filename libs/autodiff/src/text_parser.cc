@@ -1,0 +1,435 @@
+// Modules, functions and operations of the text form (text.h). Types and attribute values
+// are in text_attr_parser.cc, per-op attribute rules in text_op_attrs.cc.
+#include "text_parser.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "pcp/autodiff/text.h"
+#include "pcp/autodiff/type_inference.h"
+#include "pcp/autodiff/verifier.h"
+
+namespace pcp::text_internal {
+
+// SSA value names of one function. Region bodies check against it but define nothing in it.
+struct Parser::Scope {
+  std::unordered_map<std::string, ValueId> values;
+};
+
+namespace {
+
+std::string TypesString(const std::vector<TensorType>& types) {
+  std::vector<std::string> parts;
+  for (const TensorType& t : types) parts.push_back(t.ToString());
+  return absl::StrCat("(", absl::StrJoin(parts, ", "), ")");
+}
+
+std::string FunctionTypeString(const std::vector<TensorType>& in, const std::vector<TensorType>& out) {
+  return absl::StrCat(TypesString(in), " -> ", TypesString(out));
+}
+
+bool IsOpName(const Token& t, absl::string_view name) {
+  return t.kind == TokenKind::kString && DecodeString(t) == name;
+}
+
+}  // namespace
+
+absl::Status Parser::ExpectEmptySignature(absl::string_view what) {
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, absl::StrCat("before the type of ", what)));
+  size_t start = cur_.offset;
+  std::vector<TensorType> in, out;
+  PCP_RETURN_IF_ERROR(ParseTypeList(&in));
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kArrow, "in the operation's type"));
+  PCP_RETURN_IF_ERROR(ParseTypeList(&out));
+  if (!in.empty() || !out.empty()) return ErrorAt(start, absl::StrCat("the type of ", what, " must be () -> ()"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Parser::ParseAttrName() {
+  if (Is(TokenKind::kBareId)) {
+    std::string name(cur_.text);
+    Advance();
+    return name;
+  }
+  if (Is(TokenKind::kString)) {
+    std::string name = DecodeString(cur_);
+    Advance();
+    return name;
+  }
+  return Expected("an attribute name");
+}
+
+absl::StatusOr<Module> Parser::ParseTopLevel() {
+  Module module;
+  std::vector<size_t> name_offsets;
+  auto add = [&](Function f, size_t name_offset) -> absl::Status {
+    if (module.Find(f.name) != nullptr) {
+      return ErrorAt(name_offset, absl::StrCat("function @", f.name, " is defined twice"));
+    }
+    module.functions.push_back(std::move(f));
+    return absl::OkStatus();
+  };
+  if (IsOpName(cur_, "builtin.module")) {
+    Advance();
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "after \"builtin.module\""));
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "(builtin.module takes no operands)"));
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "to start the module's region"));
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kLBrace, "to start the module's region"));
+    if (ConsumeIf(TokenKind::kCaretId)) {
+      if (ConsumeIf(TokenKind::kLParen)) PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "(the module's block takes no arguments)"));
+      PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "after the block label"));
+    }
+    while (!Is(TokenKind::kRBrace)) {
+      size_t name_offset = 0;
+      PCP_ASSIGN_OR_RETURN(Function f, ParseFunction(&name_offset));
+      PCP_RETURN_IF_ERROR(add(std::move(f), name_offset));
+    }
+    Advance();
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "to close the module's region"));
+    if (ConsumeIf(TokenKind::kLBrace)) {
+      if (!Is(TokenKind::kRBrace)) return ErrorAt(cur_.offset, "builtin.module attributes are not supported");
+      Advance();
+    }
+    PCP_RETURN_IF_ERROR(ExpectEmptySignature("builtin.module"));
+    if (!Is(TokenKind::kEof)) return Expected("end of input after the module");
+  } else {
+    // A bare sequence of functions; mlir-opt accepts it too and wraps it in a module.
+    if (!Is(TokenKind::kEof) && !IsOpName(cur_, "func.func")) {
+      return Expected("\"builtin.module\" or \"func.func\" (MLIR generic operation form)");
+    }
+    while (!Is(TokenKind::kEof)) {
+      size_t name_offset = 0;
+      PCP_ASSIGN_OR_RETURN(Function f, ParseFunction(&name_offset));
+      PCP_RETURN_IF_ERROR(add(std::move(f), name_offset));
+    }
+  }
+  // Every instruction was checked while parsing; this catches anything the parser missed.
+  if (absl::Status s = Verify(module); !s.ok()) return Annotate(s, lexer_.Location(0));
+  return module;
+}
+
+absl::StatusOr<Function> Parser::ParseFunction(size_t* name_offset) {
+  size_t op_offset = cur_.offset;
+  if (!IsOpName(cur_, "func.func")) return Expected("\"func.func\"");
+  Advance();
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "after \"func.func\""));
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "(func.func takes no operands)"));
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "to start the function body"));
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kLBrace, "to start the function body"));
+  Function f;
+  Scope scope;
+  if (ConsumeIf(TokenKind::kCaretId)) {
+    if (ConsumeIf(TokenKind::kLParen) && !ConsumeIf(TokenKind::kRParen)) {
+      do {
+        if (!Is(TokenKind::kPercentId)) return Expected("an argument name");
+        Token name = cur_;
+        Advance();
+        PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "after the argument name"));
+        PCP_ASSIGN_OR_RETURN(TensorType type, ParseTensorType());
+        ValueId v = f.AddParameter(std::move(type));
+        if (!scope.values.emplace(std::string(name.text), v).second) {
+          return ErrorAt(name.offset, absl::StrCat("redefinition of ", name.text));
+        }
+      } while (ConsumeIf(TokenKind::kComma));
+      PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "to close the argument list"));
+    }
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "after the block label"));
+  }
+  std::vector<TensorType> result_types;
+  bool returned = false;
+  while (!Is(TokenKind::kRBrace)) {
+    if (returned) return ErrorAt(cur_.offset, "func.return must be the last operation of a function");
+    if (Is(TokenKind::kCaretId)) return ErrorAt(cur_.offset, "functions with more than one block are not supported");
+    if (Is(TokenKind::kEof)) return Expected("an operation or '}'");
+    PCP_RETURN_IF_ERROR(ParseOperation(&f, &scope, &result_types, &returned));
+  }
+  if (!returned) return ErrorAt(cur_.offset, "the function body must end with \"func.return\"");
+  Advance();
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "to close the function body"));
+  PCP_RETURN_IF_ERROR(ParseFunctionAttributes(&f, result_types, op_offset, name_offset));
+  PCP_RETURN_IF_ERROR(ExpectEmptySignature("func.func"));
+  return f;
+}
+
+absl::Status Parser::ParseFunctionAttributes(Function* f, const std::vector<TensorType>& result_types,
+                                             size_t op_offset, size_t* name_offset) {
+  if (!Is(TokenKind::kLBrace)) return Expected("'{' with the function's sym_name and function_type");
+  Advance();
+  bool has_name = false, has_type = false, has_args = false, has_results = false;
+  if (!Is(TokenKind::kRBrace)) {
+    do {
+      size_t key_offset = cur_.offset;
+      PCP_ASSIGN_OR_RETURN(std::string key, ParseAttrName());
+      PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, absl::StrCat("after '", key, "'")));
+      bool* seen = key == "sym_name" ? &has_name : key == "function_type" ? &has_type
+                 : key == "arg_attrs" ? &has_args : key == "res_attrs" ? &has_results : nullptr;
+      if (seen == nullptr) return ErrorAt(key_offset, absl::StrCat("unsupported attribute '", key, "' on func.func"));
+      if (*seen) return ErrorAt(key_offset, absl::StrCat("attribute '", key, "' appears twice"));
+      *seen = true;
+      size_t value_offset = cur_.offset;
+      if (key == "sym_name") {
+        PCP_ASSIGN_OR_RETURN(f->name, ParseString("the function name as a string"));
+        if (f->name.empty()) return ErrorAt(value_offset, "the function name must not be empty");
+        *name_offset = value_offset;
+      } else if (key == "function_type") {
+        std::vector<TensorType> in, out;
+        PCP_RETURN_IF_ERROR(ParseTypeList(&in));
+        PCP_RETURN_IF_ERROR(Expect(TokenKind::kArrow, "in function_type"));
+        PCP_RETURN_IF_ERROR(ParseResultTypes(&out));
+        std::vector<TensorType> args;
+        for (ValueId p : f->params) args.push_back(f->type(p));
+        if (in != args || out != result_types) {
+          return ErrorAt(value_offset, absl::StrCat("function_type ", FunctionTypeString(in, out),
+                                                    " does not match the body, which has type ",
+                                                    FunctionTypeString(args, result_types)));
+        }
+      } else if (key == "arg_attrs") {
+        PCP_ASSIGN_OR_RETURN(f->param_names, ParseNameAttrs(f->params.size(), "arguments"));
+      } else {
+        PCP_ASSIGN_OR_RETURN(f->result_names, ParseNameAttrs(f->results.size(), "results"));
+      }
+    } while (ConsumeIf(TokenKind::kComma));
+  }
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, "to close the function's attributes"));
+  if (!has_name) return ErrorAt(op_offset, "func.func needs a sym_name attribute");
+  if (!has_type) return ErrorAt(op_offset, "func.func needs a function_type attribute");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> Parser::ParseNameAttrs(size_t count, absl::string_view what) {
+  size_t start = cur_.offset;
+  std::vector<std::string> names;
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kLSquare, absl::StrCat("to start the attributes of the ", what)));
+  if (!Is(TokenKind::kRSquare)) {
+    do {
+      PCP_RETURN_IF_ERROR(Expect(TokenKind::kLBrace, "to start a dictionary"));
+      std::string name;
+      if (!Is(TokenKind::kRBrace)) {
+        size_t key_offset = cur_.offset;
+        PCP_ASSIGN_OR_RETURN(std::string key, ParseAttrName());
+        if (key != "pcp.name") return ErrorAt(key_offset, absl::StrCat("unsupported attribute '", key, "' (only pcp.name)"));
+        PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, "after 'pcp.name'"));
+        PCP_ASSIGN_OR_RETURN(name, ParseString("a name string"));
+      }
+      PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, "to close the dictionary"));
+      names.push_back(std::move(name));
+    } while (ConsumeIf(TokenKind::kComma));
+  }
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRSquare, "to close the list"));
+  if (names.size() != count) {
+    return ErrorAt(start, absl::StrCat("expected ", count, " dictionaries, one per function ", what, ", got ",
+                                       names.size()));
+  }
+  return names;
+}
+
+absl::Status Parser::ParseOperandList(const Scope& scope, std::vector<ValueId>* operands,
+                                      std::vector<size_t>* offsets) {
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "to start the operand list"));
+  if (ConsumeIf(TokenKind::kRParen)) return absl::OkStatus();
+  do {
+    if (!Is(TokenKind::kPercentId)) return Expected("an operand (%name)");
+    auto it = scope.values.find(std::string(cur_.text));
+    if (it == scope.values.end()) return ErrorAt(cur_.offset, absl::StrCat("use of undefined value ", cur_.text));
+    operands->push_back(it->second);
+    offsets->push_back(cur_.offset);
+    Advance();
+  } while (ConsumeIf(TokenKind::kComma));
+  return Expect(TokenKind::kRParen, "to close the operand list");
+}
+
+absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<TensorType>* result_types,
+                                    bool* returned) {
+  size_t op_offset = cur_.offset;
+  Token result;
+  if (Is(TokenKind::kPercentId)) {
+    result = cur_;
+    Advance();
+    if (Is(TokenKind::kColon)) return ErrorAt(cur_.offset, "operations with several results are not supported");
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, "after the result name"));
+  }
+  if (!Is(TokenKind::kString)) return Expected("an operation name in quotes");
+  std::string name = DecodeString(cur_);
+  size_t name_offset = cur_.offset;
+  Advance();
+  std::vector<ValueId> operands;
+  std::vector<size_t> operand_offsets;
+  if (name == "func.return") {
+    if (result.kind != TokenKind::kEof) return ErrorAt(op_offset, "func.return has no results");
+    PCP_RETURN_IF_ERROR(ParseOperandList(*scope, &operands, &operand_offsets));
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "before the type of func.return"));
+    std::vector<TensorType> in, out;
+    size_t type_offset = cur_.offset;
+    PCP_RETURN_IF_ERROR(ParseTypeList(&in));
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kArrow, "in the type of func.return"));
+    PCP_RETURN_IF_ERROR(ParseTypeList(&out));
+    std::vector<TensorType> actual;
+    for (ValueId v : operands) actual.push_back(f->type(v));
+    if (in != actual || !out.empty()) {
+      return ErrorAt(type_offset, absl::StrCat("func.return's type ", FunctionTypeString(in, out),
+                                               " does not match its operands ", TypesString(actual)));
+    }
+    f->results = std::move(operands);
+    f->result_names.assign(f->results.size(), "");
+    *result_types = std::move(in);
+    *returned = true;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<Op> op = ParseOp(name);
+  if (!op.ok()) return ErrorAt(name_offset, op.status().message());
+  if (result.kind == TokenKind::kEof) {
+    return ErrorAt(op_offset, absl::StrCat(name, " must define a result (%name = \"", name, "\"(...))"));
+  }
+  PCP_RETURN_IF_ERROR(ParseOperandList(*scope, &operands, &operand_offsets));
+  int arity = OpArity(*op);
+  if ((arity != kVariadic && static_cast<int>(operands.size()) != arity) || operands.empty() != (arity == 0)) {
+    return ErrorAt(op_offset, absl::StrCat(name, " expects ", arity == kVariadic ? "at least 1" : absl::StrCat(arity),
+                                           " operands, got ", operands.size()));
+  }
+  Attributes attrs;
+  bool needs_region = *op == Op::kReduce || *op == Op::kScatter;
+  if (Is(TokenKind::kLParen)) {
+    if (!needs_region) return ErrorAt(cur_.offset, absl::StrCat(name, " takes no regions"));
+    PCP_ASSIGN_OR_RETURN(attrs.reduce_kind, ParseReductionRegion(*op, f->type(operands[0]).dtype, *scope));
+  } else if (needs_region) {
+    return Expected(absl::StrCat("'(' with the body region of ", name));
+  }
+  OpAttributes parsed;
+  PCP_RETURN_IF_ERROR(ParseInstructionAttributes(*op, &attrs, &parsed, op_offset));
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "before the operation's type"));
+  size_t type_offset = cur_.offset;
+  std::vector<TensorType> in, out;
+  PCP_RETURN_IF_ERROR(ParseTypeList(&in));
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kArrow, "in the operation's type"));
+  PCP_RETURN_IF_ERROR(ParseResultTypes(&out));
+  if (in.size() != operands.size()) {
+    return ErrorAt(type_offset, absl::StrCat("the type lists ", in.size(), " operands but ", name, " has ",
+                                             operands.size()));
+  }
+  std::vector<TensorType> operand_types;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const TensorType& t = f->type(operands[i]);
+    if (t != in[i]) {
+      return ErrorAt(operand_offsets[i], absl::StrCat("operand #", i, " has type ", t.ToString(),
+                                                      " but the operation's type says ", in[i].ToString()));
+    }
+    operand_types.push_back(t);
+  }
+  if (out.size() != 1) return ErrorAt(type_offset, absl::StrCat(name, " has exactly one result, the type lists ", out.size()));
+  // The row-form check first: a general gather gets "unsupported form", not a type error.
+  PCP_RETURN_IF_ERROR(CheckIndexingForm(*op, parsed, operand_types));
+  absl::StatusOr<TensorType> inferred = InferResultType(*op, operand_types, attrs, &out[0]);
+  if (!inferred.ok()) return ErrorAt(op_offset, inferred.status().message());
+  ValueId v = f->AddInstruction(*op, std::move(operands), out[0], std::move(attrs));
+  if (!scope->values.emplace(std::string(result.text), v).second) {
+    return ErrorAt(result.offset, absl::StrCat("redefinition of ", result.text));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ReduceKind> Parser::ParseReductionRegion(Op op, DType dtype, const Scope& scope) {
+  const TensorType scalar{dtype, {}};
+  const std::string op_name(OpName(op));
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "to start the body region"));
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kLBrace, "to start the body region"));
+  std::string shape = absl::StrCat("^bb0(%lhs: ", scalar.ToString(), ", %rhs: ", scalar.ToString(), "):");
+  if (!Is(TokenKind::kCaretId)) return Expected(absl::StrCat("a block with two arguments (", shape, ")"));
+  Advance();
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, absl::StrCat("(the body's block takes two arguments: ", shape, ")")));
+  std::string args[2];
+  for (int i = 0; i < 2; ++i) {
+    if (i == 1) PCP_RETURN_IF_ERROR(Expect(TokenKind::kComma, absl::StrCat("(the body of ", op_name, " takes two arguments)")));
+    if (!Is(TokenKind::kPercentId)) return Expected("an argument name");
+    args[i] = std::string(cur_.text);
+    if (scope.values.count(args[i]) != 0 || (i == 1 && args[1] == args[0])) {
+      return ErrorAt(cur_.offset, absl::StrCat("redefinition of ", args[i]));
+    }
+    Advance();
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "after the argument name"));
+    size_t type_offset = cur_.offset;
+    PCP_ASSIGN_OR_RETURN(TensorType t, ParseTensorType());
+    if (t != scalar) {
+      return ErrorAt(type_offset, absl::StrCat("the body arguments of ", op_name, " here must be ", scalar.ToString(),
+                                               ", got ", t.ToString()));
+    }
+  }
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, absl::StrCat("(the body of ", op_name, " takes two arguments)")));
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "after the block label"));
+  // %r = "stablehlo.add"(%lhs, %rhs) : (t, t) -> t
+  if (!Is(TokenKind::kPercentId)) return Expected(absl::StrCat("the body's operation (%r = \"stablehlo.add\"(...))"));
+  std::string r(cur_.text);
+  if (scope.values.count(r) != 0 || r == args[0] || r == args[1]) {
+    return ErrorAt(cur_.offset, absl::StrCat("redefinition of ", r));
+  }
+  Advance();
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, "after the result name"));
+  ReduceKind kind;
+  if (IsOpName(cur_, "stablehlo.add")) {
+    kind = ReduceKind::kSum;
+  } else if (IsOpName(cur_, "stablehlo.maximum") && op == Op::kReduce) {
+    kind = ReduceKind::kMax;
+  } else {
+    return ErrorAt(cur_.offset, absl::StrCat("unsupported body of ", op_name, ": expected ",
+                                             op == Op::kReduce ? "\"stablehlo.add\" or \"stablehlo.maximum\""
+                                                               : "\"stablehlo.add\"",
+                                             ", got ", Describe(cur_)));
+  }
+  Advance();
+  size_t operands_offset = cur_.offset;
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "to start the operand list"));
+  std::string used[2];
+  for (int i = 0; i < 2; ++i) {
+    if (i == 1) PCP_RETURN_IF_ERROR(Expect(TokenKind::kComma, "between the two operands"));
+    if (!Is(TokenKind::kPercentId)) return Expected("an operand (%name)");
+    used[i] = std::string(cur_.text);
+    Advance();
+  }
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "to close the operand list"));
+  if (!((used[0] == args[0] && used[1] == args[1]) || (used[0] == args[1] && used[1] == args[0]))) {
+    return ErrorAt(operands_offset, absl::StrCat("the body of ", op_name, " must combine its two block arguments ",
+                                                 args[0], " and ", args[1]));
+  }
+  auto expect_type = [&](const std::vector<TensorType>& want_in, const std::vector<TensorType>& want_out,
+                         bool single_result) -> absl::Status {
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "before the operation's type"));
+    size_t type_offset = cur_.offset;
+    std::vector<TensorType> in, out;
+    PCP_RETURN_IF_ERROR(ParseTypeList(&in));
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kArrow, "in the operation's type"));
+    if (single_result) {
+      PCP_RETURN_IF_ERROR(ParseResultTypes(&out));
+    } else {
+      PCP_RETURN_IF_ERROR(ParseTypeList(&out));
+    }
+    if (in != want_in || out != want_out) {
+      return ErrorAt(type_offset, absl::StrCat("expected type ", FunctionTypeString(want_in, want_out), ", got ",
+                                               FunctionTypeString(in, out)));
+    }
+    return absl::OkStatus();
+  };
+  PCP_RETURN_IF_ERROR(expect_type({scalar, scalar}, {scalar}, true));
+  // "stablehlo.return"(%r) : (t) -> ()
+  if (!IsOpName(cur_, "stablehlo.return")) return Expected("\"stablehlo.return\" ending the body");
+  Advance();
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "after \"stablehlo.return\""));
+  if (!Is(TokenKind::kPercentId) || cur_.text != r) return Expected(absl::StrCat("'", r, "' (the body's result)"));
+  Advance();
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "(stablehlo.return takes one operand here)"));
+  PCP_RETURN_IF_ERROR(expect_type({scalar}, {}, false));
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, absl::StrCat("after stablehlo.return (the body of ", op_name,
+                                                              " is a single operation)")));
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, absl::StrCat("(", op_name, " has one region)")));
+  return kind;
+}
+
+}  // namespace pcp::text_internal
+
+namespace pcp {
+
+absl::StatusOr<Module> ParseModule(absl::string_view text, absl::string_view source_name) {
+  text_internal::Parser parser(text, source_name);
+  return parser.ParseTopLevel();
+}
+
+}  // namespace pcp
