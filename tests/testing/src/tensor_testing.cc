@@ -80,10 +80,16 @@ std::vector<double> ToDoubles(const Tensor& t) {
 
 double MaxRelativeError(const Tensor& actual, const Tensor& expected, double floor) {
   std::vector<double> a = ToDoubles(actual), b = ToDoubles(expected);
-  double scale = floor, worst = 0;
-  for (double v : b) scale = std::max(scale, std::abs(v));
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
   if (a.size() != b.size()) return INFINITY;
+  double scale = floor, worst = 0;
+  for (double v : b) {
+    if (!std::isfinite(v)) return INFINITY;  // std::max would silently drop a NaN
+    scale = std::max(scale, std::abs(v));
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    worst = std::max(worst, std::abs(a[i] - b[i]));
+  }
   return worst / scale;
 }
 

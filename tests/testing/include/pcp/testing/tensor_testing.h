@@ -26,7 +26,7 @@ Tensor RandomTensor(const TensorType& type, uint64_t seed, double lo = -1.0, dou
                                        double atol);
 
 // max_i |a_i - b_i| / max(max_j |b_j|, floor): the error relative to the tensor's scale,
-// as used for gradient parity checks. f32 only.
+// as used for gradient parity checks. Infinite when either side holds a NaN or infinity.
 double MaxRelativeError(const Tensor& actual, const Tensor& expected, double floor = 1e-12);
 
 // Values of a tensor as doubles (any dtype), for comparisons.
