@@ -1,0 +1,222 @@
+// Chunked transfer of one tensor (TensorChunk) or one byte string (BlobChunk), the unit of
+// every tensor stream in pcp.v1 (see protos/pcp/v1/tensor.proto for the rules).
+//
+//   // Sender: one chunk per message; the chunker shares the tensor's storage.
+//   PCP_ASSIGN_OR_RETURN(TensorChunker chunker, TensorChunker::Create("wte", theta));
+//   while (!chunker.done()) {
+//     v1::ShepherdMessage msg;
+//     chunker.Next(msg.mutable_parameter_chunk()->mutable_chunk());
+//     stream->Write(msg);
+//   }
+//
+//   // Receiver: strict validation; nothing is allocated before the first chunk's
+//   // description (dtype, shape, total size) has been checked against the limits.
+//   TensorAssembler assembler;                          // default AssemblyLimits
+//   assembler.Expect({"wte", DType::kF32, {65, 128}}); // optional
+//   PCP_RETURN_IF_ERROR(assembler.Add(msg.parameter_chunk().chunk()));   // per message
+//   if (assembler.complete()) { PCP_ASSIGN_OR_RETURN(Tensor t, assembler.Take()); }
+//
+// Every problem with a peer's chunk is InvalidArgument and names the tensor and the byte
+// offset: "tensor 'wte' (index 0) at offset 1048576: crc32c mismatch (...)". An assembler
+// that has reported an error keeps reporting it (the stream it listens to is broken).
+// For lists of tensors (θ, Δ) use pcp/rpc/tensor_list.h, built on these classes.
+#ifndef PCP_RPC_TENSOR_CHUNKS_H_
+#define PCP_RPC_TENSOR_CHUNKS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "pcp/rpc/tensor_proto.h"
+#include "pcp/tensor/tensor.h"
+#include "pcp/v1/tensor.pb.h"
+
+namespace pcp {
+
+// Chunk data sizes, in bytes. Senders use [kMinChunkBytes, kMaxChunkBytes]; receivers refuse
+// chunks above kMaxChunkBytes, so no message comes near gRPC's 4 MiB default receive limit.
+inline constexpr int64_t kMinChunkBytes = int64_t{256} << 10;
+inline constexpr int64_t kMaxChunkBytes = int64_t{1} << 20;
+inline constexpr int64_t kDefaultChunkBytes = kMaxChunkBytes;
+// Largest message any PCP stream sends: a full chunk plus generous room for its fields.
+inline constexpr int64_t kMaxChunkMessageBytes = kMaxChunkBytes + (int64_t{64} << 10);
+
+struct ChunkOptions {
+  // Data bytes per chunk (the last chunk of each tensor may be shorter).
+  int64_t chunk_bytes = kDefaultChunkBytes;
+  // InvalidArgument unless kMinChunkBytes <= chunk_bytes <= kMaxChunkBytes.
+  absl::Status Validate() const;
+};
+
+// What a receiver accepts from a peer; everything above is refused before allocating.
+struct AssemblyLimits {
+  // Largest data field of one chunk.
+  int64_t max_chunk_bytes = kMaxChunkBytes;
+  // Largest single tensor or blob.
+  int64_t max_tensor_bytes = int64_t{1} << 30;
+  // Lists (tensor_list.h): largest sum of tensor sizes and most tensors.
+  int64_t max_list_bytes = int64_t{8} << 30;
+  int64_t max_list_tensors = 65536;
+};
+
+// The data of one received chunk as consecutive pieces of gRPC's receive buffers, when it
+// was parsed without copying (pcp/rpc/chunk_wire.h). Views; the caller keeps them alive.
+using DataPieces = absl::Span<const absl::string_view>;
+
+// The data of one chunk, left in place instead of being copied into the message (see
+// TensorChunker::Next and pcp/rpc/chunk_wire.h, which sends it without copying). `owner`
+// shares the storage `data` points into and keeps it alive.
+struct ChunkPayload {
+  const char* data = nullptr;
+  size_t size = 0;
+  Tensor owner;
+};
+
+// ---------------------------------------------------------------- tensors
+
+class TensorChunker {
+ public:
+  // Chunks `tensor` (sharing its storage: do not modify it until done()) as tensor `index`
+  // of a list of `count`. Errors: invalid options, an invalid tensor, index >= count.
+  static absl::StatusOr<TensorChunker> Create(std::string name, Tensor tensor,
+                                              ChunkOptions options = {}, uint32_t index = 0,
+                                              uint32_t count = 1);
+
+  // True once every chunk has been produced (a tensor always has at least one chunk).
+  bool done() const { return done_; }
+  int64_t num_chunks() const;
+  const std::string& name() const { return name_; }
+  int64_t total_bytes() const { return total_; }
+
+  // Overwrites every field of *chunk with the next chunk (reusing its buffers). Requires
+  // !done(). With `payload`, the data field is left empty and the bytes are described in
+  // *payload instead (CRCs are still set), for zero-copy sending.
+  void Next(v1::TensorChunk* chunk, ChunkPayload* payload = nullptr);
+
+ private:
+  TensorChunker() = default;
+
+  std::string name_;
+  Tensor tensor_;
+  int64_t chunk_bytes_ = kDefaultChunkBytes;
+  uint32_t index_ = 0, count_ = 1;
+  int64_t total_ = 0;
+  int64_t offset_ = 0;
+  uint32_t running_crc_ = 0;
+  bool done_ = false;
+};
+
+class TensorAssembler {
+ public:
+  explicit TensorAssembler(AssemblyLimits limits = {}) : limits_(limits) {}
+
+  // Requires the tensor to have this name, dtype and shape; checked on the first chunk,
+  // before anything is allocated. Call before the first Add.
+  void Expect(TensorSpec spec) { expected_ = std::move(spec); }
+  // Writes the tensor into `buffer` instead of a new allocation if dtype and shape match
+  // (e.g. last round's θ): saves the allocation, zero-fill and page faults. The assembler
+  // overwrites the storage, which copies of `buffer` share. Call before the first Add.
+  void ReuseBuffer(Tensor buffer) { reuse_ = std::move(buffer); }
+
+  // Validates and copies one chunk. InvalidArgument naming the tensor and offset for any
+  // problem (see the file comment); the same error again after a failure.
+  absl::Status Add(const v1::TensorChunk& chunk);
+  // The same, with the chunk's bytes given as `data` (its data field is ignored).
+  absl::Status AddPieces(const v1::TensorChunk& chunk, DataPieces data);
+
+  // Whether a first chunk has been accepted / every byte has arrived.
+  bool started() const { return started_; }
+  bool complete() const { return complete_; }
+  // The tensor's description from its first chunk (valid once started()).
+  const std::string& name() const { return name_; }
+  uint32_t index() const { return index_; }
+  uint32_t count() const { return count_; }
+  DType dtype() const { return tensor_.dtype(); }
+  const Shape& shape() const { return tensor_.shape(); }
+
+  // Hands out the assembled tensor and resets the assembler for another tensor (keeping
+  // limits, dropping Expect and ReuseBuffer). FailedPrecondition unless complete().
+  absl::StatusOr<Tensor> Take();
+
+ private:
+  absl::Status Start(const v1::TensorChunk& chunk, DataPieces data);
+  absl::Status CopyIn(const std::string& where, const v1::TensorChunk& chunk, DataPieces data,
+                      int64_t size);
+  absl::Status Fail(const absl::Status& status);
+  std::string Where(uint64_t offset) const;
+
+  AssemblyLimits limits_;
+  std::optional<TensorSpec> expected_;
+  Tensor reuse_;
+  absl::Status error_;
+  bool started_ = false, complete_ = false;
+  std::string name_;
+  uint32_t index_ = 0, count_ = 0;
+  v1::DType wire_dtype_ = v1::DTYPE_UNSPECIFIED;
+  Tensor tensor_;
+  int64_t total_ = 0;
+  int64_t next_offset_ = 0;
+  uint32_t running_crc_ = 0;
+};
+
+// ---------------------------------------------------------------- byte strings
+
+class BlobChunker {
+ public:
+  // Chunks `data`, which must stay alive and unchanged until done(). `name` says what the
+  // blob is (e.g. a program's content hash, "shard").
+  static absl::StatusOr<BlobChunker> Create(std::string name, absl::string_view data,
+                                            ChunkOptions options = {});
+  bool done() const { return done_; }
+  int64_t num_chunks() const;
+  // Overwrites every field of *chunk with the next chunk. Requires !done().
+  void Next(v1::BlobChunk* chunk);
+
+ private:
+  BlobChunker() = default;
+  std::string name_;
+  absl::string_view data_;
+  int64_t chunk_bytes_ = kDefaultChunkBytes;
+  int64_t offset_ = 0;
+  uint32_t running_crc_ = 0;
+  bool done_ = false;
+};
+
+class BlobAssembler {
+ public:
+  explicit BlobAssembler(AssemblyLimits limits = {}) : limits_(limits) {}
+  // Requires this name and total size (e.g. Assignment.program_hash / program_bytes).
+  void Expect(std::string name, int64_t total_bytes) {
+    expected_name_ = std::move(name);
+    expected_total_ = total_bytes;
+  }
+  // As TensorAssembler::Add, with limits.max_tensor_bytes bounding the blob's size.
+  absl::Status Add(const v1::BlobChunk& chunk);
+  bool started() const { return started_; }
+  bool complete() const { return complete_; }
+  const std::string& name() const { return name_; }
+  // Hands out the bytes and resets. FailedPrecondition unless complete().
+  absl::StatusOr<std::string> Take();
+
+ private:
+  absl::Status Fail(const absl::Status& status);
+  std::string Where(uint64_t offset) const;
+
+  AssemblyLimits limits_;
+  std::optional<std::string> expected_name_;
+  int64_t expected_total_ = -1;
+  absl::Status error_;
+  bool started_ = false, complete_ = false;
+  std::string name_;
+  std::string data_;
+  int64_t total_ = 0;
+  uint32_t running_crc_ = 0;
+};
+
+}  // namespace pcp
+
+#endif  // PCP_RPC_TENSOR_CHUNKS_H_

@@ -1,0 +1,408 @@
+#include "pcp/rpc/tensor_chunks.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "pcp/base/status_macros.h"
+#include "pcp/rpc/crc32c.h"
+
+namespace pcp {
+namespace {
+
+// Names come from peers: keep messages one short line whatever they send.
+constexpr size_t kMaxNameLength = 1024;
+std::string Quote(absl::string_view name) {
+  if (name.size() > 80) return absl::StrCat("'", name.substr(0, 77), "...'");
+  return absl::StrCat("'", name, "'");
+}
+
+std::string Hex(uint32_t v) { return absl::StrFormat("0x%08x", v); }
+
+int64_t NumChunks(int64_t total, int64_t chunk_bytes) {
+  return total == 0 ? 1 : (total + chunk_bytes - 1) / chunk_bytes;
+}
+
+// Checks one chunk's size and position against the sequence so far, in the order a reader
+// wants the first problem reported: size, position, emptiness, bounds. `where` is the
+// message prefix ("tensor 'x' (index 0) at offset 0").
+absl::Status CheckChunkPosition(const std::string& where, const AssemblyLimits& limits,
+                                int64_t total, int64_t next_offset, uint64_t offset,
+                                int64_t size) {
+  if (size > limits.max_chunk_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": chunk of ", size,
+                                                   " bytes exceeds the limit of ",
+                                                   limits.max_chunk_bytes, " bytes"));
+  }
+  if (offset < static_cast<uint64_t>(next_offset)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": duplicate or out-of-order chunk (expected offset ", next_offset, ")"));
+  }
+  if (offset > static_cast<uint64_t>(next_offset)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": chunks are not contiguous (expected offset ", next_offset, ")"));
+  }
+  if (size == 0 && total > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": empty chunk"));
+  }
+  if (size > total - next_offset) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": chunk of ", size,
+                                                   " bytes runs past the end (total ", total,
+                                                   " bytes)"));
+  }
+  return absl::OkStatus();
+}
+
+// Copies `pieces` to `dest` and returns their CRC, in blocks small enough that each is still
+// in cache when it is copied after being checksummed: one pass over memory instead of two.
+uint32_t CopyWithCrc(char* dest, DataPieces pieces) {
+  constexpr size_t kBlock = 32 << 10;
+  uint32_t crc = 0;
+  for (absl::string_view piece : pieces) {
+    for (size_t done = 0; done < piece.size();) {
+      const size_t n = std::min(kBlock, piece.size() - done);
+      crc = Crc32cExtend(crc, piece.data() + done, n);
+      std::memcpy(dest, piece.data() + done, n);
+      dest += n;
+      done += n;
+    }
+  }
+  return crc;
+}
+
+// Compares the CRC of the chunk's data (`actual`) with the one it states, and on the last
+// chunk the CRC of everything with `whole_crc`. Returns the CRC of the bytes so far.
+absl::StatusOr<uint32_t> CheckCrcs(const std::string& where, int64_t total, int64_t next_offset,
+                                   int64_t size, uint32_t running_crc, uint32_t actual,
+                                   uint32_t crc, uint32_t whole_crc) {
+  if (actual != crc) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": crc32c mismatch (data ",
+                                                   Hex(actual), ", chunk says ", Hex(crc),
+                                                   ")"));
+  }
+  const uint32_t combined = Crc32cCombine(running_crc, actual, static_cast<uint64_t>(size));
+  if (next_offset + size == total && combined != whole_crc) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": crc32c of the whole ",
+                                                   Hex(combined), " differs from the ",
+                                                   Hex(whole_crc), " its last chunk states"));
+  }
+  return combined;
+}
+
+int64_t PiecesSize(DataPieces pieces) {
+  size_t n = 0;
+  for (absl::string_view p : pieces) n += p.size();
+  return static_cast<int64_t>(n);
+}
+
+}  // namespace
+
+absl::Status ChunkOptions::Validate() const {
+  if (chunk_bytes < kMinChunkBytes || chunk_bytes > kMaxChunkBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("chunk size ", chunk_bytes,
+                                                   " bytes is outside [", kMinChunkBytes, ", ",
+                                                   kMaxChunkBytes, "]"));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------- TensorChunker
+
+absl::StatusOr<TensorChunker> TensorChunker::Create(std::string name, Tensor tensor,
+                                                    ChunkOptions options, uint32_t index,
+                                                    uint32_t count) {
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  if (name.empty() || name.size() > kMaxNameLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor name must have 1 to ", kMaxNameLength, " characters"));
+  }
+  if (!tensor.valid()) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor ", Quote(name), " has no storage"));
+  }
+  if (index >= count) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor ", Quote(name), ": index ", index,
+                                                   " is not below the count ", count));
+  }
+  TensorChunker c;
+  c.name_ = std::move(name);
+  c.tensor_ = std::move(tensor);
+  c.chunk_bytes_ = options.chunk_bytes;
+  c.index_ = index;
+  c.count_ = count;
+  c.total_ = c.tensor_.byte_size();
+  return c;
+}
+
+int64_t TensorChunker::num_chunks() const { return NumChunks(total_, chunk_bytes_); }
+
+void TensorChunker::Next(v1::TensorChunk* chunk, ChunkPayload* payload) {
+  const int64_t size = std::min(chunk_bytes_, total_ - offset_);
+  const char* bytes = static_cast<const char*>(tensor_.raw_data()) + offset_;
+  chunk->set_name(name_);
+  chunk->set_index(index_);
+  chunk->set_count(count_);
+  chunk->set_dtype(DTypeToProto(tensor_.dtype()));
+  ShapeToProto(tensor_.shape(), chunk->mutable_shape());
+  chunk->set_total_bytes(static_cast<uint64_t>(total_));
+  chunk->set_offset(static_cast<uint64_t>(offset_));
+  if (payload != nullptr) {
+    chunk->clear_data();
+    payload->data = bytes;
+    payload->size = static_cast<size_t>(size);
+    payload->owner = tensor_;
+  } else {
+    chunk->set_data(bytes, static_cast<size_t>(size));
+  }
+  const uint32_t crc = Crc32c(bytes, static_cast<size_t>(size));
+  chunk->set_crc32c(crc);
+  running_crc_ = Crc32cCombine(running_crc_, crc, static_cast<uint64_t>(size));
+  offset_ += size;
+  done_ = offset_ >= total_;
+  chunk->set_tensor_crc32c(done_ ? running_crc_ : 0);
+}
+
+// ---------------------------------------------------------------- TensorAssembler
+
+std::string TensorAssembler::Where(uint64_t offset) const {
+  return absl::StrCat("tensor ", Quote(name_), " (index ", index_, ") at offset ", offset);
+}
+
+absl::Status TensorAssembler::Fail(const absl::Status& status) {
+  error_ = status;
+  return status;
+}
+
+absl::Status TensorAssembler::Start(const v1::TensorChunk& chunk, DataPieces data) {
+  name_ = chunk.name();
+  index_ = chunk.index();
+  count_ = chunk.count();
+  const std::string where = Where(chunk.offset());
+  if (name_.empty() || name_.size() > kMaxNameLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": the name must have 1 to ", kMaxNameLength, " characters"));
+  }
+  if (index_ >= count_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": index is not below the list's count ", count_));
+  }
+  auto dtype = DTypeFromProto(chunk.dtype());
+  if (!dtype.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", dtype.status().message()));
+  auto shape = ShapeFromProto(chunk.shape());
+  if (!shape.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", shape.status().message()));
+  const int64_t expected_bytes = NumElements(*shape) * SizeOf(*dtype);
+  if (chunk.total_bytes() != static_cast<uint64_t>(expected_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": total_bytes ", chunk.total_bytes(),
+                                                   " does not match ", TypeString(*dtype, *shape),
+                                                   " (", expected_bytes, " bytes)"));
+  }
+  if (expected_bytes > limits_.max_tensor_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": tensor of ", expected_bytes,
+                                                   " bytes exceeds the limit of ",
+                                                   limits_.max_tensor_bytes, " bytes"));
+  }
+  if (expected_) {
+    if (expected_->name != name_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": expected tensor ", Quote(expected_->name)));
+    }
+    if (expected_->dtype != *dtype || expected_->shape != *shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": expected ", TypeString(expected_->dtype, expected_->shape), ", got ",
+          TypeString(*dtype, *shape)));
+    }
+  }
+  // Check the first chunk's position before allocating for the whole tensor.
+  const int64_t size = PiecesSize(data);
+  PCP_RETURN_IF_ERROR(
+      CheckChunkPosition(where, limits_, expected_bytes, 0, chunk.offset(), size));
+  wire_dtype_ = chunk.dtype();
+  total_ = expected_bytes;
+  if (reuse_.valid() && reuse_.dtype() == *dtype && reuse_.shape() == *shape) {
+    tensor_ = std::move(reuse_);
+  } else {
+    tensor_ = Tensor(*dtype, *std::move(shape));
+  }
+  reuse_ = Tensor();
+  started_ = true;
+  return CopyIn(where, chunk, data, size);
+}
+
+absl::Status TensorAssembler::CopyIn(const std::string& where, const v1::TensorChunk& chunk,
+                                     DataPieces data, int64_t size) {
+  const uint32_t actual = CopyWithCrc(static_cast<char*>(tensor_.raw_data()) + next_offset_, data);
+  PCP_ASSIGN_OR_RETURN(running_crc_,
+                       CheckCrcs(where, total_, next_offset_, size, running_crc_, actual,
+                                 chunk.crc32c(), chunk.tensor_crc32c()));
+  next_offset_ += size;
+  complete_ = next_offset_ == total_;
+  return absl::OkStatus();
+}
+
+absl::Status TensorAssembler::Add(const v1::TensorChunk& chunk) {
+  const absl::string_view data = chunk.data();
+  return AddPieces(chunk, DataPieces(&data, 1));
+}
+
+absl::Status TensorAssembler::AddPieces(const v1::TensorChunk& chunk, DataPieces data) {
+  if (!error_.ok()) return error_;
+  if (!started_) return Fail(Start(chunk, data));
+  const std::string where = Where(chunk.offset());
+  if (complete_) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat(where, ": chunk after the tensor was complete")));
+  }
+  // Every chunk repeats the tensor's description; the first one fixed it.
+  const char* field = nullptr;
+  if (chunk.name() != name_) {
+    field = "name";
+  } else if (chunk.index() != index_) {
+    field = "index";
+  } else if (chunk.count() != count_) {
+    field = "count";
+  } else if (chunk.dtype() != wire_dtype_) {
+    field = "dtype";
+  } else if (chunk.total_bytes() != static_cast<uint64_t>(total_)) {
+    field = "total_bytes";
+  } else if (!std::equal(chunk.shape().begin(), chunk.shape().end(), tensor_.shape().begin(),
+                         tensor_.shape().end())) {
+    field = "shape";
+  }
+  if (field != nullptr) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat(where, ": chunk's ", field, " differs from the tensor's first chunk")));
+  }
+  const int64_t size = PiecesSize(data);
+  if (absl::Status s = CheckChunkPosition(where, limits_, total_, next_offset_, chunk.offset(), size);
+      !s.ok()) {
+    return Fail(s);
+  }
+  return Fail(CopyIn(where, chunk, data, size));
+}
+
+absl::StatusOr<Tensor> TensorAssembler::Take() {
+  if (!complete_) {
+    return absl::FailedPreconditionError(
+        started_ ? absl::StrCat("tensor ", Quote(name_), " is incomplete: ", next_offset_,
+                                " of ", total_, " bytes received")
+                 : std::string("no tensor received"));
+  }
+  Tensor t = std::move(tensor_);
+  *this = TensorAssembler(limits_);
+  return t;
+}
+
+// ---------------------------------------------------------------- BlobChunker
+
+absl::StatusOr<BlobChunker> BlobChunker::Create(std::string name, absl::string_view data,
+                                                ChunkOptions options) {
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  if (name.empty() || name.size() > kMaxNameLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("blob name must have 1 to ", kMaxNameLength, " characters"));
+  }
+  BlobChunker c;
+  c.name_ = std::move(name);
+  c.data_ = data;
+  c.chunk_bytes_ = options.chunk_bytes;
+  return c;
+}
+
+int64_t BlobChunker::num_chunks() const {
+  return NumChunks(static_cast<int64_t>(data_.size()), chunk_bytes_);
+}
+
+void BlobChunker::Next(v1::BlobChunk* chunk) {
+  const int64_t total = static_cast<int64_t>(data_.size());
+  const int64_t size = std::min(chunk_bytes_, total - offset_);
+  const absl::string_view piece = data_.substr(offset_, size);
+  chunk->set_name(name_);
+  chunk->set_total_bytes(static_cast<uint64_t>(total));
+  chunk->set_offset(static_cast<uint64_t>(offset_));
+  chunk->set_data(piece.data(), piece.size());
+  const uint32_t crc = Crc32c(piece);
+  chunk->set_crc32c(crc);
+  running_crc_ = Crc32cCombine(running_crc_, crc, piece.size());
+  offset_ += size;
+  done_ = offset_ >= total;
+  chunk->set_blob_crc32c(done_ ? running_crc_ : 0);
+}
+
+// ---------------------------------------------------------------- BlobAssembler
+
+std::string BlobAssembler::Where(uint64_t offset) const {
+  return absl::StrCat("blob ", Quote(name_), " at offset ", offset);
+}
+
+absl::Status BlobAssembler::Fail(const absl::Status& status) {
+  error_ = status;
+  return status;
+}
+
+absl::Status BlobAssembler::Add(const v1::BlobChunk& chunk) {
+  if (!error_.ok()) return error_;
+  if (!started_) {
+    name_ = chunk.name();
+    const std::string where = Where(chunk.offset());
+    if (name_.empty() || name_.size() > kMaxNameLength) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat(where, ": the name must have 1 to ", kMaxNameLength, " characters")));
+    }
+    if (expected_name_ && *expected_name_ != name_) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat(where, ": expected blob ", Quote(*expected_name_))));
+    }
+    if (chunk.total_bytes() > static_cast<uint64_t>(limits_.max_tensor_bytes)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(where, ": blob of ", chunk.total_bytes(),
+                                                          " bytes exceeds the limit of ",
+                                                          limits_.max_tensor_bytes, " bytes")));
+    }
+    if (expected_total_ >= 0 && chunk.total_bytes() != static_cast<uint64_t>(expected_total_)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(where, ": blob of ", chunk.total_bytes(),
+                                                          " bytes, expected ", expected_total_)));
+    }
+    total_ = static_cast<int64_t>(chunk.total_bytes());
+  } else {
+    const std::string where = Where(chunk.offset());
+    if (complete_) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat(where, ": chunk after the blob was complete")));
+    }
+    if (chunk.name() != name_ || chunk.total_bytes() != static_cast<uint64_t>(total_)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(
+          where, ": chunk's ", chunk.name() != name_ ? "name" : "total_bytes",
+          " differs from the blob's first chunk")));
+    }
+  }
+  const std::string where = Where(chunk.offset());
+  const int64_t next = static_cast<int64_t>(data_.size());
+  const int64_t size = static_cast<int64_t>(chunk.data().size());
+  if (absl::Status s = CheckChunkPosition(where, limits_, total_, next, chunk.offset(), size);
+      !s.ok()) {
+    return Fail(s);
+  }
+  auto crc = CheckCrcs(where, total_, next, size, running_crc_, Crc32c(chunk.data()),
+                       chunk.crc32c(), chunk.blob_crc32c());
+  if (!crc.ok()) return Fail(crc.status());
+  if (!started_) data_.reserve(static_cast<size_t>(total_));
+  started_ = true;
+  data_.append(chunk.data());
+  running_crc_ = *crc;
+  complete_ = static_cast<int64_t>(data_.size()) == total_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> BlobAssembler::Take() {
+  if (!complete_) {
+    return absl::FailedPreconditionError(
+        started_ ? absl::StrCat("blob ", Quote(name_), " is incomplete: ", data_.size(), " of ",
+                                total_, " bytes received")
+                 : std::string("no blob received"));
+  }
+  std::string out = std::move(data_);
+  *this = BlobAssembler(limits_);
+  return out;
+}
+
+}  // namespace pcp

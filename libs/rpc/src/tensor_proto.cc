@@ -1,0 +1,131 @@
+#include "pcp/rpc/tensor_proto.h"
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace pcp {
+namespace {
+
+// One row per PCP dtype, in PCP_DTYPE_LIST order. Adding a dtype to the list without a wire
+// value fails the static_asserts below.
+struct DTypeWire {
+  DType dtype;
+  v1::DType wire;
+};
+constexpr DTypeWire kDTypeWire[] = {
+    {DType::kF32, v1::DTYPE_F32},   {DType::kF16, v1::DTYPE_F16}, {DType::kBF16, v1::DTYPE_BF16},
+    {DType::kI32, v1::DTYPE_I32},   {DType::kI64, v1::DTYPE_I64}, {DType::kBool, v1::DTYPE_BOOL},
+};
+#define PCP_COUNT_DTYPE_(e, mlir, st, size, is_float) +1
+constexpr int kNumDTypes = 0 PCP_DTYPE_LIST(PCP_COUNT_DTYPE_);
+#undef PCP_COUNT_DTYPE_
+static_assert(sizeof(kDTypeWire) / sizeof(kDTypeWire[0]) == kNumDTypes,
+              "every DType in PCP_DTYPE_LIST needs a pcp.v1.DType (protos/pcp/v1/tensor.proto)");
+static_assert(v1::DType_MAX == kNumDTypes,
+              "pcp.v1.DType and PCP_DTYPE_LIST have different lengths");
+constexpr bool WireTableInListOrder() {
+  for (int i = 0; i < kNumDTypes; ++i) {
+    if (static_cast<int>(kDTypeWire[i].dtype) != i) return false;
+  }
+  return true;
+}
+static_assert(WireTableInListOrder(), "kDTypeWire must follow PCP_DTYPE_LIST order");
+
+}  // namespace
+
+std::string TypeString(DType dtype, const Shape& shape) {
+  return absl::StrCat(MlirName(dtype), "[", ShapeToString(shape), "]");
+}
+
+v1::DType DTypeToProto(DType dtype) { return kDTypeWire[static_cast<int>(dtype)].wire; }
+
+absl::StatusOr<DType> DTypeFromProto(v1::DType dtype) {
+  for (const DTypeWire& row : kDTypeWire) {
+    if (row.wire == dtype) return row.dtype;
+  }
+  if (dtype == v1::DTYPE_UNSPECIFIED) return absl::InvalidArgumentError("dtype is unspecified");
+  return absl::InvalidArgumentError(absl::StrCat("unknown dtype ", static_cast<int>(dtype)));
+}
+
+absl::StatusOr<Shape> ShapeFromProto(const google::protobuf::RepeatedField<int64_t>& dims) {
+  if (dims.size() > kMaxWireRank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape has rank ", dims.size(), ", more than ", kMaxWireRank));
+  }
+  Shape shape(dims.begin(), dims.end());
+  // Elements * 8 bytes must fit in int64, so no later size computation overflows.
+  constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 8;
+  int64_t elements = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape dimension ", i, " is negative (", shape[i], ")"));
+    }
+    if (shape[i] != 0 && elements > kMaxElements / shape[i]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape [", ShapeToString(shape), "] has too many elements"));
+    }
+    elements *= shape[i];
+  }
+  return shape;
+}
+
+void ShapeToProto(const Shape& shape, google::protobuf::RepeatedField<int64_t>* dims) {
+  dims->Clear();
+  dims->Reserve(static_cast<int>(shape.size()));
+  for (int64_t d : shape) dims->Add(d);
+}
+
+v1::TensorSpec TensorSpecToProto(const TensorSpec& spec) {
+  v1::TensorSpec msg;
+  msg.set_name(spec.name);
+  msg.set_dtype(DTypeToProto(spec.dtype));
+  ShapeToProto(spec.shape, msg.mutable_shape());
+  return msg;
+}
+
+absl::StatusOr<TensorSpec> TensorSpecFromProto(const v1::TensorSpec& msg) {
+  if (msg.name().empty()) return absl::InvalidArgumentError("tensor spec has an empty name");
+  TensorSpec spec;
+  spec.name = msg.name();
+  auto dtype = DTypeFromProto(msg.dtype());
+  if (!dtype.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor spec '", msg.name(), "': ", dtype.status().message()));
+  }
+  spec.dtype = *dtype;
+  auto shape = ShapeFromProto(msg.shape());
+  if (!shape.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor spec '", msg.name(), "': ", shape.status().message()));
+  }
+  spec.shape = *std::move(shape);
+  return spec;
+}
+
+std::vector<v1::TensorSpec> TensorSpecsToProto(const std::vector<TensorSpec>& specs) {
+  std::vector<v1::TensorSpec> out;
+  out.reserve(specs.size());
+  for (const TensorSpec& s : specs) out.push_back(TensorSpecToProto(s));
+  return out;
+}
+
+v1::Error ErrorToProto(const absl::Status& status, uint64_t round) {
+  v1::Error e;
+  e.set_code(static_cast<int32_t>(status.code()));
+  e.set_message(std::string(status.message()));
+  e.set_round(round);
+  return e;
+}
+
+absl::Status ErrorFromProto(const v1::Error& error) {
+  int code = error.code();
+  if (code < 1 || code > 16) {
+    return absl::UnknownError(
+        absl::StrCat("peer error with invalid code ", code, ": ", error.message()));
+  }
+  return absl::Status(static_cast<absl::StatusCode>(code), error.message());
+}
+
+}  // namespace pcp

@@ -1,0 +1,163 @@
+#include "pcp/rpc/tensor_list.h"
+
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pcp/rpc/crc32c.h"
+
+namespace pcp {
+namespace {
+
+using ::testing::HasSubstr;
+
+Tensor RandomF32(Shape shape, uint32_t seed) {
+  Tensor t(DType::kF32, std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+// A small GPT-like parameter list: big, tiny, empty and scalar tensors.
+std::vector<NamedTensor> Params() {
+  return {{"transformer.wte.weight", RandomF32({65, 4096}, 1)},   // 1,064,960 bytes: 2 chunks
+          {"transformer.h.0.ln_1.weight", RandomF32({128}, 2)},
+          {"empty", RandomF32({0, 3}, 3)},
+          {"lm_head.weight", RandomF32({300, 1000}, 4)},            // 1.2 MB: 2 chunks
+          {"scale", RandomF32({}, 5)}};
+}
+
+std::vector<v1::TensorChunk> ChunkList(const std::vector<NamedTensor>& list) {
+  auto chunker = TensorListChunker::Create(list);
+  EXPECT_TRUE(chunker.ok()) << chunker.status();
+  std::vector<v1::TensorChunk> chunks;
+  while (!chunker->done()) chunker->Next(&chunks.emplace_back());
+  EXPECT_EQ(static_cast<int64_t>(chunks.size()), chunker->num_chunks());
+  return chunks;
+}
+
+TEST(TensorListTest, RoundTrip) {
+  const std::vector<NamedTensor> params = Params();
+  const auto chunks = ChunkList(params);
+  EXPECT_EQ(chunks.size(), 2u + 1 + 1 + 2 + 1);
+  TensorListAssembler assembler;
+  assembler.ExpectSpecs(SpecsOf(params));
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    EXPECT_FALSE(assembler.complete()) << i;
+    ASSERT_TRUE(assembler.Add(chunks[i]).ok()) << i;
+  }
+  ASSERT_TRUE(assembler.complete());
+  EXPECT_EQ(assembler.tensors_received(), 5);
+  auto back = assembler.Take();
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ((*back)[i].name, params[i].name);
+    EXPECT_TRUE(BitwiseEqual((*back)[i].tensor, params[i].tensor)) << params[i].name;
+  }
+}
+
+TEST(TensorListTest, ChunkerRejectsBadLists) {
+  EXPECT_THAT(TensorListChunker::Create({}).status().message(), HasSubstr("empty tensor list"));
+  std::vector<NamedTensor> twice = {{"a", RandomF32({2}, 1)}, {"a", RandomF32({2}, 2)}};
+  EXPECT_THAT(TensorListChunker::Create(twice).status().message(),
+              HasSubstr("tensor name 'a' appears twice"));
+  std::vector<NamedTensor> unnamed = {{"", RandomF32({2}, 1)}};
+  EXPECT_FALSE(TensorListChunker::Create(unnamed).ok());
+}
+
+using Chunks = std::vector<v1::TensorChunk>;
+
+struct BadCase {
+  std::string label;
+  std::function<void(Chunks&)> mutate;
+  std::string error;
+  AssemblyLimits limits = {};
+  bool expect_specs = true;
+  std::vector<TensorSpec> specs_override = {};
+};
+
+std::vector<BadCase> BadCases() {
+  std::vector<TensorSpec> wrong_shape = SpecsOf(Params());
+  wrong_shape[3].shape = {1000, 300};
+  std::vector<TensorSpec> fewer = SpecsOf(Params());
+  fewer.pop_back();
+  // Chunks: 0,1 = wte; 2 = ln_1; 3 = empty; 4,5 = lm_head; 6 = scale.
+  return {
+      {"control", [](Chunks&) {}, ""},
+      {"a Δ of the wrong shape", [](Chunks&) {},
+       "tensor 'lm_head.weight' (index 3) at offset 0: expected f32[1000x300], got f32[300x1000]",
+       {}, true, wrong_shape},
+      {"count differs from the expected list", [](Chunks&) {},
+       "list of 5 tensors, expected 4", {}, true, fewer},
+      {"interleaved tensors", [](Chunks& c) { std::swap(c[1], c[2]); },
+       "tensor 'transformer.h.0.ln_1.weight' (index 1): chunk of another tensor while tensor "
+       "'transformer.wte.weight' (index 0) is incomplete"},
+      {"tensor skipped", [](Chunks& c) { c.erase(c.begin() + 2); },
+       "tensor 'empty' (index 2): tensor out of order (expected index 1)"},
+      {"tensor repeated", [](Chunks& c) { c.insert(c.begin() + 3, c[2]); },
+       "tensor out of order (expected index 2)"},
+      {"repeated name",
+       [](Chunks& c) {
+         c[3].set_name("transformer.h.0.ln_1.weight");
+       },
+       "(index 2): repeated tensor name", {}, false},
+      {"count changes", [](Chunks& c) { c[4].set_count(6); },
+       "list count 6 differs from the list's first chunk (5)"},
+      {"too many tensors", [](Chunks&) {}, "list count 5 is outside [1, 4]",
+       AssemblyLimits{.max_list_tensors = 4}},
+      {"zero count", [](Chunks& c) { c[0].set_count(0); }, "list count 0 is outside"},
+      {"list too large", [](Chunks&) {},
+       "tensor 'lm_head.weight' (index 3): the list would exceed its limit of 2000000 bytes",
+       AssemblyLimits{.max_list_bytes = 2000000}},
+      {"chunk after the list", [](Chunks& c) { c.push_back(c.back()); },
+       "chunk after the tensor list was complete"},
+      {"bad chunk inside", [](Chunks& c) { (*c[5].mutable_data())[0] ^= 1; },
+       "tensor 'lm_head.weight' (index 3) at offset 1048576: crc32c mismatch"},
+  };
+}
+
+TEST(TensorListTest, RejectsEveryInconsistency) {
+  const std::vector<NamedTensor> params = Params();
+  const Chunks good = ChunkList(params);
+  ASSERT_EQ(good.size(), 7u);
+  for (const BadCase& c : BadCases()) {
+    SCOPED_TRACE(c.label);
+    Chunks chunks = good;
+    c.mutate(chunks);
+    TensorListAssembler assembler(c.limits);
+    if (c.expect_specs) {
+      assembler.ExpectSpecs(c.specs_override.empty() ? SpecsOf(params) : c.specs_override);
+    }
+    absl::Status status;
+    for (const auto& chunk : chunks) {
+      status = assembler.Add(chunk);
+      if (!status.ok()) break;
+    }
+    if (c.error.empty()) {
+      ASSERT_TRUE(status.ok()) << status;
+      EXPECT_TRUE(assembler.complete());
+      continue;
+    }
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(c.error));
+    // Sticky: the assembler keeps refusing.
+    EXPECT_EQ(assembler.Add(good[0]), status);
+  }
+}
+
+TEST(TensorListTest, TakeIncompleteFails) {
+  const Chunks chunks = ChunkList(Params());
+  TensorListAssembler assembler;
+  EXPECT_THAT(assembler.Take().status().message(), HasSubstr("no tensor list received"));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(assembler.Add(chunks[i]).ok());
+  EXPECT_EQ(assembler.Take().status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(assembler.Take().status().message(), HasSubstr("2 of 5 tensors received"));
+}
+
+}  // namespace
+}  // namespace pcp
