@@ -1,0 +1,75 @@
+// The supervisor's configuration: a YAML file (config/supervisor.yaml), then flags on top.
+//
+//   PCP_ASSIGN_OR_RETURN(SupervisorConfig config, LoadSupervisorConfig("supervisor.yaml"));
+//   config.shepherd = "10.0.0.5:7070";                  // e.g. from a flag
+//   PCP_RETURN_IF_ERROR(ValidateSupervisorConfig(config));
+//
+// The file (every key optional; unknown keys are errors; durations carry their unit):
+//   shepherd: 127.0.0.1:7070        # the shepherd's gRPC address, host:port
+//   supervisor_id: node-1           # stable id; if absent, generated once into state_dir
+//   state_dir: /var/lib/pcp-supervisor
+//   auth_token: ""                  # shared secret the shepherd may require
+//   grace_ms: 10000                 # SIGTERM -> SIGKILL when the supervisor itself stops
+//   worker:
+//     binary: /usr/bin/pcp-worker   # started as: binary --shepherd=.. --supervisor_id=.. args
+//     args: [--backend=cpu, --threads=2]
+//     grace_ms: 10000               # SIGTERM -> SIGKILL for restart/drain commands
+//     healthy_after_ms: 60000       # up this long = healthy: backoff starts over
+//     backoff: {initial_ms: 1000, multiplier: 2.0, max_ms: 30000, jitter: 0.2}
+//   reconnect:                      # to the shepherd
+//     backoff: {initial_ms: 500, multiplier: 2.0, max_ms: 10000, jitter: 0.2}
+//     connect_timeout_ms: 5000      # to connect and get the shepherd's welcome
+//
+// Errors name the file, line and column: "supervisor.yaml:4:3: unknown key 'binay' in worker".
+#ifndef PCP_SUPERVISOR_SUPERVISOR_CONFIG_H_
+#define PCP_SUPERVISOR_SUPERVISOR_CONFIG_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "pcp/supervisor/backoff.h"
+
+namespace pcp::supervisor {
+
+struct WorkerConfig {
+  std::string binary;
+  std::vector<std::string> args;
+  absl::Duration grace = absl::Seconds(10);
+  absl::Duration healthy_after = absl::Seconds(60);
+  BackoffOptions backoff{.initial = absl::Seconds(1), .multiplier = 2,
+                         .max = absl::Seconds(30), .jitter = 0.2};
+};
+
+struct ReconnectConfig {
+  BackoffOptions backoff{.initial = absl::Milliseconds(500), .multiplier = 2,
+                         .max = absl::Seconds(10), .jitter = 0.2};
+  absl::Duration connect_timeout = absl::Seconds(5);
+};
+
+struct SupervisorConfig {
+  std::string shepherd = "127.0.0.1:7070";
+  std::string supervisor_id;
+  std::string state_dir;
+  std::string auth_token;
+  absl::Duration grace = absl::Seconds(10);
+  WorkerConfig worker;
+  ReconnectConfig reconnect;
+};
+
+// Parses YAML text; `file_name` prefixes error messages.
+[[nodiscard]] absl::StatusOr<SupervisorConfig> ParseSupervisorConfig(absl::string_view yaml_text,
+                                                                     absl::string_view file_name);
+// Reads and parses the file at `path`.
+[[nodiscard]] absl::StatusOr<SupervisorConfig> LoadSupervisorConfig(absl::string_view path);
+
+// Checks the whole configuration (after flags were applied): a shepherd address, a worker
+// binary, sane durations and backoff settings, a valid supervisor_id if one is set.
+[[nodiscard]] absl::Status ValidateSupervisorConfig(const SupervisorConfig& config);
+
+}  // namespace pcp::supervisor
+
+#endif  // PCP_SUPERVISOR_SUPERVISOR_CONFIG_H_

@@ -1,0 +1,49 @@
+// pcp-supervisor: keeps one worker process alive on this node and connects it to the
+// shepherd's control plane.
+//
+//   pcp-supervisor --config=config/supervisor.yaml [--shepherd=HOST:PORT]
+//                  [--supervisor_id=ID] [--worker_binary=PATH] [--worker_args=A,B] ...
+//
+// Exits 0 after SIGTERM/SIGINT or the shepherd's Shutdown command, once the worker is gone;
+// 2 for a bad command line or configuration; 1 for other errors.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "pcp/supervisor/stop_signal.h"
+#include "pcp/supervisor/supervisor.h"
+#include "supervisor_flags.h"
+
+int main(int argc, char** argv) {
+  // Before any thread exists, so every thread inherits the blocked mask.
+  if (absl::Status s = pcp::supervisor::BlockStopSignals(); !s.ok()) {
+    std::fprintf(stderr, "pcp-supervisor: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  spdlog::set_default_logger(spdlog::stderr_color_mt("supervisor"));
+  absl::SetProgramUsageMessage(
+      "keeps a worker process alive and connected to the shepherd\n"
+      "  pcp-supervisor --config=supervisor.yaml [--shepherd=HOST:PORT] [--supervisor_id=ID] "
+      "[--state_dir=DIR] [--worker_binary=PATH] [--worker_args=A,B,...] [--backoff_*] ...");
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() > 1) {
+    std::fprintf(stderr, "pcp-supervisor: unexpected argument '%s'\n", positional[1]);
+    return 2;
+  }
+  absl::StatusOr<pcp::supervisor::SupervisorConfig> config = pcp::supervisor::ConfigFromFlags();
+  if (!config.ok()) {
+    std::fprintf(stderr, "pcp-supervisor: %s\n", std::string(config.status().message()).c_str());
+    return 2;
+  }
+  pcp::supervisor::StopSignal stop;
+  if (absl::Status s = pcp::supervisor::RunSupervisor(*config, stop); !s.ok()) {
+    std::fprintf(stderr, "pcp-supervisor: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

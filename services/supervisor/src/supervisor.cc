@@ -1,0 +1,55 @@
+#include "pcp/supervisor/supervisor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "pcp/base/status_macros.h"
+#include "pcp/supervisor/control_client.h"
+#include "pcp/supervisor/process_manager.h"
+#include "pcp/supervisor/supervisor_id.h"
+
+namespace pcp::supervisor {
+
+absl::Status RunSupervisor(const SupervisorConfig& config, StopSignal& stop) {
+  PCP_RETURN_IF_ERROR(ValidateSupervisorConfig(config));
+  const std::string host = HostName();
+  PCP_ASSIGN_OR_RETURN(std::string id,
+                       ResolveSupervisorId(config.supervisor_id, config.state_dir, host));
+
+  ProcessManagerOptions process;
+  process.spawn.path = config.worker.binary;
+  process.spawn.args = {absl::StrCat("--shepherd=", config.shepherd),
+                        absl::StrCat("--supervisor_id=", id)};
+  process.spawn.args.insert(process.spawn.args.end(), config.worker.args.begin(),
+                            config.worker.args.end());
+  process.backoff = config.worker.backoff;
+  process.healthy_after = config.worker.healthy_after;
+  process.grace = config.worker.grace;
+  spdlog::info("supervisor '{}' on {}: worker {} {}; shepherd {}", id, host, process.spawn.path,
+               absl::StrJoin(process.spawn.args, " "), config.shepherd);
+  PCP_ASSIGN_OR_RETURN(std::unique_ptr<ProcessManager> manager, ProcessManager::Start(process));
+
+  ControlClientOptions control{.shepherd = config.shepherd,
+                               .supervisor_id = id,
+                               .host = host,
+                               .auth_token = config.auth_token,
+                               .reconnect = config.reconnect.backoff,
+                               .connect_timeout = config.reconnect.connect_timeout};
+  std::unique_ptr<ControlClient> client = ControlClient::Start(
+      control, manager.get(), [&stop](std::string reason) { stop.Request(reason); });
+
+  const std::string reason = stop.Wait();
+  spdlog::info("stopping ({}): worker gets SIGTERM, SIGKILL after {}", reason,
+               absl::FormatDuration(config.grace));
+  // Worker first, stream second: the shepherd sees the worker drain in the heartbeats.
+  manager->Shutdown(config.grace);
+  client->Stop();
+  spdlog::info("supervisor '{}' stopped", id);
+  return absl::OkStatus();
+}
+
+}  // namespace pcp::supervisor

@@ -1,0 +1,168 @@
+#include "pcp/supervisor/supervisor_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "pcp/supervisor/supervisor_id.h"
+#include "pcp/supervisor_testing/process_testing.h"
+
+namespace pcp::supervisor {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(SupervisorConfigTest, TheExampleConfigLoadsAndValidates) {
+  auto config = LoadSupervisorConfig(PCP_SOURCE_DIR "/config/supervisor.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->shepherd, "127.0.0.1:7070");
+  EXPECT_EQ(config->worker.args, (std::vector<std::string>{"--backend=cpu", "--threads=2"}));
+  EXPECT_EQ(config->worker.backoff.initial, absl::Seconds(1));
+  EXPECT_EQ(config->worker.backoff.max, absl::Seconds(30));
+  EXPECT_EQ(config->worker.healthy_after, absl::Minutes(1));
+  EXPECT_EQ(config->reconnect.connect_timeout, absl::Seconds(5));
+  EXPECT_TRUE(ValidateSupervisorConfig(*config).ok());
+}
+
+TEST(SupervisorConfigTest, ReadsEveryKey) {
+  auto config = ParseSupervisorConfig(R"(
+shepherd: shepherd.example:9000
+supervisor_id: node-7
+state_dir: /tmp/s
+auth_token: secret
+grace_ms: 1500
+worker:
+  binary: /bin/true
+  args: [-a, "b c"]
+  grace_ms: 250
+  healthy_after_ms: 5000
+  backoff: {initial_ms: 10, multiplier: 3, max_ms: 90, jitter: 0}
+reconnect:
+  backoff: {initial_ms: 20, multiplier: 1.5, max_ms: 200, jitter: 0.5}
+  connect_timeout_ms: 700
+)",
+                                      "s.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->shepherd, "shepherd.example:9000");
+  EXPECT_EQ(config->supervisor_id, "node-7");
+  EXPECT_EQ(config->state_dir, "/tmp/s");
+  EXPECT_EQ(config->auth_token, "secret");
+  EXPECT_EQ(config->grace, absl::Milliseconds(1500));
+  EXPECT_EQ(config->worker.binary, "/bin/true");
+  EXPECT_EQ(config->worker.args, (std::vector<std::string>{"-a", "b c"}));
+  EXPECT_EQ(config->worker.grace, absl::Milliseconds(250));
+  EXPECT_EQ(config->worker.healthy_after, absl::Seconds(5));
+  EXPECT_EQ(config->worker.backoff.initial, absl::Milliseconds(10));
+  EXPECT_EQ(config->worker.backoff.multiplier, 3);
+  EXPECT_EQ(config->worker.backoff.max, absl::Milliseconds(90));
+  EXPECT_EQ(config->worker.backoff.jitter, 0);
+  EXPECT_EQ(config->reconnect.backoff.multiplier, 1.5);
+  EXPECT_EQ(config->reconnect.connect_timeout, absl::Milliseconds(700));
+}
+
+TEST(SupervisorConfigTest, AnEmptyFileGivesDefaults) {
+  auto config = ParseSupervisorConfig("", "empty.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->shepherd, "127.0.0.1:7070");
+  // ...but no worker binary, which validation demands.
+  absl::Status s = ValidateSupervisorConfig(*config);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("worker.binary"));
+}
+
+struct BadCase {
+  const char* yaml;
+  const char* expected;  // substring of the message, including file:line:col
+};
+
+TEST(SupervisorConfigTest, MistakesNameFileLineAndColumn) {
+  const BadCase cases[] = {
+      {"shepherd: a:1\nworker:\n  binay: x\n", "s.yaml:3:3: unknown key 'binay' in worker"},
+      {"shepherd: a:1\nshepherd: b:2\n", "s.yaml:2:1: duplicate key 'shepherd'"},
+      {"worker:\n  grace_ms: soon\n", "s.yaml:2:13: worker.grace_ms: expected a whole number"},
+      {"worker:\n  grace_ms: -5\n", "worker.grace_ms: expected a whole number of milliseconds"},
+      {"worker:\n  args: --backend=cpu\n", "s.yaml:2:9: worker.args: expected a list"},
+      {"worker:\n  backoff: {multiplier: fast}\n", "worker.backoff.multiplier: expected a number"},
+      {"supervisor_id: bad id!\n", "s.yaml:1:16: supervisor id 'bad id!'"},
+      {"- just\n- a list\n", "s.yaml:1:1: expected a mapping"},
+      {"worker: [1, 2]\n", "s.yaml:1:9: worker: expected a mapping"},
+      {"shepherd: [unclosed\n", "s.yaml:"},
+  };
+  for (const BadCase& c : cases) {
+    auto config = ParseSupervisorConfig(c.yaml, "s.yaml");
+    ASSERT_FALSE(config.ok()) << c.yaml;
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << c.yaml;
+    EXPECT_THAT(std::string(config.status().message()), HasSubstr(c.expected)) << c.yaml;
+  }
+}
+
+TEST(SupervisorConfigTest, ValidationCatchesBadBackoffAndDurations) {
+  SupervisorConfig config;
+  config.worker.binary = "/bin/true";
+  ASSERT_TRUE(ValidateSupervisorConfig(config).ok());
+  SupervisorConfig c = config;
+  c.worker.backoff.max = absl::Milliseconds(1);
+  EXPECT_THAT(std::string(ValidateSupervisorConfig(c).message()), HasSubstr("worker.backoff.max_ms"));
+  c = config;
+  c.reconnect.backoff.jitter = 2;
+  EXPECT_THAT(std::string(ValidateSupervisorConfig(c).message()), HasSubstr("reconnect.backoff.jitter"));
+  c = config;
+  c.shepherd = "";
+  EXPECT_THAT(std::string(ValidateSupervisorConfig(c).message()), HasSubstr("shepherd"));
+  c = config;
+  c.worker.grace = absl::ZeroDuration();
+  EXPECT_THAT(std::string(ValidateSupervisorConfig(c).message()), HasSubstr("worker.grace_ms"));
+}
+
+TEST(SupervisorConfigTest, MissingFileIsNotFound) {
+  auto config = LoadSupervisorConfig("/nonexistent/supervisor.yaml");
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(config.status().message()), HasSubstr("/nonexistent/supervisor.yaml"));
+}
+
+TEST(SupervisorIdTest, ConfiguredIdWinsAndIsValidated) {
+  auto id = ResolveSupervisorId("node-1", "", "host");
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(*id, "node-1");
+  EXPECT_EQ(ResolveSupervisorId("no spaces", "", "host").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveSupervisorId(std::string(129, 'a'), "", "host").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ValidateSupervisorId(std::string(128, 'a')).ok());
+  EXPECT_TRUE(ValidateSupervisorId("a.b_c:d-9").ok());
+}
+
+TEST(SupervisorIdTest, GeneratedIdIsKeptInTheStateDir) {
+  const std::string dir = supervisor_testing::MakeTempDir("supervisor_id") + "/nested/state";
+  auto first = ResolveSupervisorId("", dir, "my host.local");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(ValidateSupervisorId(*first).ok()) << *first;
+  EXPECT_EQ(first->rfind("my-host.local-", 0), 0u) << *first;
+  auto second = ResolveSupervisorId("", dir, "other-host");
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(*second, *first);
+  // Another state dir: another id.
+  auto other = ResolveSupervisorId("", dir + "2", "my host.local");
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(*other, *first);
+}
+
+TEST(SupervisorIdTest, NeitherIdNorStateDirIsAnError) {
+  absl::Status s = ResolveSupervisorId("", "", "host").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("state_dir"));
+}
+
+TEST(SupervisorIdTest, ACorruptStateFileIsAnErrorNamingIt) {
+  const std::string dir = supervisor_testing::MakeTempDir("supervisor_id_bad");
+  ASSERT_TRUE(ResolveSupervisorId("", dir, "h").ok());
+  FILE* f = std::fopen((dir + "/supervisor_id").c_str(), "w");
+  std::fputs("not a valid id\n", f);
+  std::fclose(f);
+  absl::Status s = ResolveSupervisorId("", dir, "h").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr(dir + "/supervisor_id"));
+}
+
+}  // namespace
+}  // namespace pcp::supervisor
