@@ -42,10 +42,14 @@ absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& bac
   PCP_ASSIGN_OR_RETURN(GptProgram program, BuildGptProgram(model, t.batch_size, AdamWFrom(job.optimizer)));
   PCP_ASSIGN_OR_RETURN(auto loop, InnerLoop::Create(backend, program.train_step));
   PCP_ASSIGN_OR_RETURN(auto eval, Evaluator::Create(*loop, program.eval_loss));
-  PCP_ASSIGN_OR_RETURN(std::vector<Tensor> init, InitGptParams(model, static_cast<uint64_t>(t.seed)));
-  PCP_RETURN_IF_ERROR(loop->SetParams(init));
+  PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> init, InitGptParams(model, static_cast<uint64_t>(t.seed)));
+  std::vector<Tensor> init_params;
   int64_t n_params = 0;
-  for (const Tensor& p : init) n_params += p.num_elements();
+  for (const NamedTensor& p : init) {
+    init_params.push_back(p.tensor);
+    n_params += p.tensor.num_elements();
+  }
+  PCP_RETURN_IF_ERROR(loop->SetParams(init_params));
   std::fprintf(out, "%.2fM parameters; train_step has %zu instructions; built and compiled for %s (%s) in %.0f ms\n",
                n_params / 1e6, program.train_step.instructions.size(), backend.Name().c_str(),
                backend.DeviceDescription().c_str(), MsSince(t0));

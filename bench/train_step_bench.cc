@@ -1,0 +1,171 @@
+// Times PCP's GPT train step (forward + backward + clipping + AdamW, one compiled function)
+// against PyTorch running the same model and shapes, in one run, each in its best thread
+// setting on this machine, and prints ms/step, the ratio and the peak RSS of both.
+//
+//   build/bench/pcp_train_step_bench [--steps=30] [--warmup=5] [--threads=1,2]
+//       [--n_layer=4 --n_head=4 --n_embd=128 --block_size=64 --batch_size=12 --vocab_size=65]
+//
+// Targets (issue 2): ours <= 0.6x PyTorch's time; our peak RSS <= PyTorch's. PyTorch runs in
+// a child process (bench/torch_gpt_step.py via /usr/bin/python3), so the two RSS figures are
+// separate processes' peaks (ours: this process, which holds nothing else of size).
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "pcp/base/json.h"
+#include "pcp/kernels/cpu_backend.h"
+#include "pcp/models/gpt.h"
+#include "pcp/training/dataset.h"
+#include "pcp/training/gpt_program.h"
+#include "pcp/training/inner_loop.h"
+
+ABSL_FLAG(int, steps, 30, "timed steps per setting");
+ABSL_FLAG(int, warmup, 5, "untimed steps first");
+ABSL_FLAG(std::string, threads, "1,2", "thread counts to try (comma-separated)");
+ABSL_FLAG(int64_t, n_layer, 4, "");
+ABSL_FLAG(int64_t, n_head, 4, "");
+ABSL_FLAG(int64_t, n_embd, 128, "");
+ABSL_FLAG(int64_t, block_size, 64, "");
+ABSL_FLAG(int64_t, batch_size, 12, "");
+ABSL_FLAG(int64_t, vocab_size, 65, "");
+ABSL_FLAG(bool, torch, true, "also time PyTorch");
+
+namespace pcp {
+namespace {
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "train_step_bench: %s\n", std::string(s.message()).c_str());
+  return 1;
+}
+
+long PeakRssKb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+struct Timing {
+  int threads = 0;
+  double ms = 0;
+};
+
+absl::StatusOr<Timing> TimeOurs(const GptProgram& program, const std::vector<Tensor>& init, int threads) {
+  std::unique_ptr<Backend> backend = CreateCpuBackend(CpuBackendOptions{.threads = threads});
+  auto loop_or = InnerLoop::Create(*backend, program.train_step);
+  if (!loop_or.ok()) return loop_or.status();
+  InnerLoop& loop = **loop_or;
+  if (auto s = loop.SetParams(init); !s.ok()) return s;
+  const GPTConfig& m = program.model;
+  // Random token batches of the right shape (the data does not change the cost).
+  std::vector<uint16_t> ids(100000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint16_t>((i * 7919 + i / 13) % m.vocab_size);
+  TokenSequence data(std::move(ids));
+  BatchSampler sampler(1);
+  auto run = [&](int n) -> absl::Status {
+    for (int i = 0; i < n; ++i) {
+      auto batch = sampler.Next(data, program.batch_size, m.block_size);
+      if (!batch.ok()) return batch.status();
+      auto loss = loop.Step(*batch, 1e-3f);
+      if (!loss.ok()) return loss.status();
+    }
+    return absl::OkStatus();
+  };
+  if (auto s = run(absl::GetFlag(FLAGS_warmup)); !s.ok()) return s;
+  auto t0 = std::chrono::steady_clock::now();
+  if (auto s = run(absl::GetFlag(FLAGS_steps)); !s.ok()) return s;
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return Timing{threads, ms / absl::GetFlag(FLAGS_steps)};
+}
+
+absl::StatusOr<Json> RunTorch(const GPTConfig& m, int64_t batch, int threads) {
+  Json c = Json::Object();
+  c.Set("vocab_size", m.vocab_size);
+  c.Set("block_size", m.block_size);
+  c.Set("n_layer", m.n_layer);
+  c.Set("n_head", m.n_head);
+  c.Set("n_embd", m.n_embd);
+  c.Set("bias", m.bias);
+  c.Set("batch_size", batch);
+  c.Set("threads", threads);
+  c.Set("warmup", absl::GetFlag(FLAGS_warmup));
+  c.Set("steps", absl::GetFlag(FLAGS_steps));
+  std::string cmd = absl::StrCat("/usr/bin/python3 ", PCP_SOURCE_DIR, "/bench/torch_gpt_step.py '", c.Serialize(), "'");
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return absl::InternalError("cannot start /usr/bin/python3");
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
+  int rc = pclose(p);
+  if (rc != 0) return absl::InternalError(absl::StrCat("PyTorch reference failed (exit ", rc, "): ", out));
+  return Json::Parse(out);
+}
+
+int Main() {
+  GPTConfig m{.vocab_size = absl::GetFlag(FLAGS_vocab_size), .block_size = absl::GetFlag(FLAGS_block_size),
+              .n_layer = absl::GetFlag(FLAGS_n_layer), .n_head = absl::GetFlag(FLAGS_n_head),
+              .n_embd = absl::GetFlag(FLAGS_n_embd), .bias = true};
+  const int64_t batch = absl::GetFlag(FLAGS_batch_size);
+  std::vector<int> thread_counts;
+  for (absl::string_view t : absl::StrSplit(absl::GetFlag(FLAGS_threads), ',')) {
+    int n = 0;
+    if (!absl::SimpleAtoi(t, &n) || n < 1) return Fail(absl::InvalidArgumentError(absl::StrCat("bad --threads entry '", t, "'")));
+    thread_counts.push_back(n);
+  }
+  std::printf("GPT n_layer %lld, n_head %lld, n_embd %lld, block %lld, batch %lld, vocab %lld (bias on)\n",
+              (long long)m.n_layer, (long long)m.n_head, (long long)m.n_embd, (long long)m.block_size,
+              (long long)batch, (long long)m.vocab_size);
+  auto program = BuildGptProgram(m, batch, AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8,
+                                                       .weight_decay = 0.1, .grad_clip = 1.0});
+  if (!program.ok()) return Fail(program.status());
+  auto init = InitGptParams(m, 1337);
+  if (!init.ok()) return Fail(init.status());
+  std::vector<Tensor> params;
+  for (const NamedTensor& t : *init) params.push_back(t.tensor);
+  std::printf("train_step: %zu instructions after passes\n", program->train_step.instructions.size());
+
+  Timing best_ours{0, 1e300};
+  for (int threads : thread_counts) {
+    auto t = TimeOurs(*program, params, threads);
+    if (!t.ok()) return Fail(t.status());
+    std::printf("pcp      threads %d: %8.2f ms/step\n", threads, t->ms);
+    if (t->ms < best_ours.ms) best_ours = *t;
+  }
+  long our_rss = PeakRssKb();
+  if (!absl::GetFlag(FLAGS_torch)) return 0;
+  Timing best_torch{0, 1e300};
+  long torch_rss = 0;
+  for (int threads : thread_counts) {
+    auto j = RunTorch(m, batch, threads);
+    if (!j.ok()) return Fail(j.status());
+    double ms = j->Find("ms_per_step")->number_value();
+    long rss = static_cast<long>(j->Find("peak_rss_kb")->number_value());
+    std::printf("pytorch  threads %d: %8.2f ms/step (torch %s, peak RSS %.1f MiB)\n", threads, ms,
+                j->Find("torch")->string_value().c_str(), rss / 1024.0);
+    if (ms < best_torch.ms) {
+      best_torch = {threads, ms};
+      torch_rss = rss;
+    }
+  }
+  std::printf("\nbest: pcp %.2f ms/step (%d threads) vs pytorch %.2f ms/step (%d threads): ratio %.3f (target <= 0.6)\n",
+              best_ours.ms, best_ours.threads, best_torch.ms, best_torch.threads, best_ours.ms / best_torch.ms);
+  std::printf("peak RSS: pcp %.1f MiB vs pytorch %.1f MiB: ratio %.3f (target <= 1.0)\n", our_rss / 1024.0,
+              torch_rss / 1024.0, static_cast<double>(our_rss) / static_cast<double>(torch_rss));
+  return 0;
+}
+
+}  // namespace
+}  // namespace pcp
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return pcp::Main();
+}

@@ -1,0 +1,195 @@
+// Local training end to end on the tiny job: progress output, a falling loss, a checkpoint
+// that PyTorch's strict load_state_dict accepts, sampling from it, and checkpoint errors.
+#include "pcp/training/local_training.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "pcp/kernels/cpu_backend.h"
+#include "pcp/training/checkpoint.h"
+#include "pcp/training/gpt_program.h"
+#include "pcp/training/text_sampler.h"
+#include "pcp/training/tokenizer.h"
+
+namespace pcp {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string TempDir(absl::string_view name) {
+  std::string dir = absl::StrCat(::testing::TempDir(), "pcp_local_", name, "_", getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string ReadAll(std::FILE* f) {
+  std::rewind(f);
+  std::string s;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof(buf), f)) s.append(buf, n);
+  return s;
+}
+
+class LocalTrainingTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    out_dir_ = new std::string(TempDir("tiny"));
+    auto job = LoadJobConfig(std::string(PCP_SOURCE_DIR) + "/config/jobs/tiny.yaml");
+    ASSERT_TRUE(job.ok()) << job.status();
+    job->training.out_dir = *out_dir_;
+    job->training.max_iters = 60;
+    job->training.eval_interval = 30;
+    job->training.eval_iters = 5;
+    auto backend = CreateCpuBackend({.threads = 1});
+    std::FILE* log = std::tmpfile();
+    auto result = RunLocalTraining(*job, *backend, log);
+    ASSERT_TRUE(result.ok()) << result.status();
+    result_ = new LocalTrainingResult(*result);
+    log_ = new std::string(ReadAll(log));
+    std::fclose(log);
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*out_dir_);
+    delete out_dir_;
+    delete result_;
+    delete log_;
+  }
+
+  static std::string* out_dir_;
+  static LocalTrainingResult* result_;
+  static std::string* log_;
+};
+std::string* LocalTrainingTest::out_dir_ = nullptr;
+LocalTrainingResult* LocalTrainingTest::result_ = nullptr;
+std::string* LocalTrainingTest::log_ = nullptr;
+
+TEST_F(LocalTrainingTest, PrintsProgressAndLossFalls) {
+  ASSERT_NE(result_, nullptr);
+  EXPECT_NE(log_->find("iter 0/60 | loss"), std::string::npos) << *log_;
+  EXPECT_NE(log_->find("ms/step"), std::string::npos);
+  EXPECT_NE(log_->find("tok/s | ETA"), std::string::npos);
+  EXPECT_NE(log_->find("step 30: train loss"), std::string::npos);
+  EXPECT_NE(log_->find("step 60: train loss"), std::string::npos);
+  // Untrained loss is ~ln(65) = 4.17; 60 steps must make progress.
+  EXPECT_LT(result_->final_val_loss, 3.9f) << *log_;
+  EXPECT_EQ(result_->iters, 60);
+}
+
+TEST_F(LocalTrainingTest, CheckpointHasNanoGptNamesAndMetadata) {
+  ASSERT_NE(result_, nullptr);
+  auto ckpt = ReadModelCheckpoint(result_->checkpoint_path);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+  EXPECT_EQ(ckpt->Meta("pcp.iter"), "60");
+  auto model = GptConfigFromJson(ckpt->Meta("pcp.model"));
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->vocab_size, 65);
+  EXPECT_FALSE(ckpt->Meta("pcp.tokenizer").empty());
+  EXPECT_FALSE(ckpt->Meta("pcp.job").empty());
+  EXPECT_EQ(ckpt->params.front().name, "transformer.wte.weight");
+  EXPECT_TRUE(fs::exists(*out_dir_ + "/optimizer.safetensors"));
+  // The raw file carries lm_head.weight, equal to the tied wte.
+  auto raw = ReadSafetensorsFile(result_->checkpoint_path);
+  ASSERT_TRUE(raw.ok());
+  ASSERT_NE(raw->Find("lm_head.weight"), nullptr);
+  EXPECT_TRUE(BitwiseEqual(*raw->Find("lm_head.weight"), *raw->Find("transformer.wte.weight")));
+}
+
+TEST_F(LocalTrainingTest, PyTorchStrictlyLoadsTheCheckpoint) {
+  ASSERT_NE(result_, nullptr);
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 cannot import torch (install python3-torch)";
+  }
+  auto ckpt = ReadModelCheckpoint(result_->checkpoint_path);
+  ASSERT_TRUE(ckpt.ok());
+  std::string script = absl::StrCat(
+      "import json,sys; sys.path.insert(0, '", PCP_SOURCE_DIR, "/tests/libs/models'); import gpt_reference as g\n",
+      "sd = g.read_safetensors('", result_->checkpoint_path, "')\n",
+      "c = json.loads('", ckpt->Meta("pcp.model"), "'); c['dtype'] = 'float32'\n",
+      "m = g.Gpt(c).float(); m.load_state_dict(sd, strict=True); print('loaded', len(sd))\n");
+  std::string path = *out_dir_ + "/load.py";
+  std::ofstream(path) << script;
+  EXPECT_EQ(std::system(("/usr/bin/python3 " + path).c_str()), 0);
+}
+
+TEST_F(LocalTrainingTest, SamplesTextFromTheCheckpoint) {
+  ASSERT_NE(result_, nullptr);
+  auto ckpt = ReadModelCheckpoint(result_->checkpoint_path);
+  ASSERT_TRUE(ckpt.ok());
+  auto model = GptConfigFromJson(ckpt->Meta("pcp.model"));
+  auto tokenizer = Tokenizer::Deserialize(ckpt->Meta("pcp.tokenizer"));
+  ASSERT_TRUE(model.ok() && tokenizer.ok());
+  auto program = BuildGptProgram(*model, 1, AdamWConfig{});
+  ASSERT_TRUE(program.ok());
+  std::vector<std::string> names(program->logits.param_names.begin(), program->logits.param_names.end() - 1);
+  auto params = ParamsInOrder(*ckpt, names);
+  ASSERT_TRUE(params.ok()) << params.status();
+  auto backend = CreateCpuBackend({.threads = 1});
+  auto sampler = TextSampler::Create(*backend, program->logits, *params);
+  ASSERT_TRUE(sampler.ok()) << sampler.status();
+  auto prompt = tokenizer->Encode("ROMEO:");
+  ASSERT_TRUE(prompt.ok());
+  // Longer than block_size (32) so the context window slides.
+  auto ids = (*sampler)->Generate(*prompt, {.max_new_tokens = 50, .temperature = 0.8, .top_k = 10, .seed = 3});
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(ids->size(), prompt->size() + 50);
+  auto again = (*sampler)->Generate(*prompt, {.max_new_tokens = 50, .temperature = 0.8, .top_k = 10, .seed = 3});
+  EXPECT_EQ(*ids, *again);  // seeded
+  auto greedy = (*sampler)->Generate(*prompt, {.max_new_tokens = 5, .temperature = 1.0, .top_k = 1, .seed = 1});
+  auto greedy2 = (*sampler)->Generate(*prompt, {.max_new_tokens = 5, .temperature = 1.0, .top_k = 1, .seed = 2});
+  EXPECT_EQ(*greedy, *greedy2);  // top_k = 1 ignores the seed
+  EXPECT_FALSE((*sampler)->Generate({}, {}).ok());
+  EXPECT_FALSE((*sampler)->Generate(*prompt, {.temperature = 0}).ok());
+  EXPECT_FALSE((*sampler)->Generate({1000}, {}).ok());
+}
+
+TEST(CheckpointTest, ErrorsNameTheProblem) {
+  std::string dir = TempDir("ckpt");
+  std::string path = dir + "/x.safetensors";
+  ASSERT_TRUE(WriteSafetensorsFile(path, {{"a", Tensor(DType::kF32, {2})}}).ok());
+  auto not_pcp = ReadModelCheckpoint(path);
+  EXPECT_NE(not_pcp.status().message().find("not a PCP GPT checkpoint"), absl::string_view::npos);
+  ASSERT_TRUE(WriteModelCheckpoint(path, {"a", "b"}, {Tensor(DType::kF32, {2}), Tensor(DType::kF32, {3})}, {}).ok());
+  auto ckpt = ReadModelCheckpoint(path);
+  ASSERT_TRUE(ckpt.ok());
+  EXPECT_EQ(ParamsInOrder(*ckpt, {"a", "c"}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(ParamsInOrder(*ckpt, {"a"}).ok());
+  auto ordered = ParamsInOrder(*ckpt, {"b", "a"});
+  ASSERT_TRUE(ordered.ok());
+  EXPECT_EQ((*ordered)[0].num_elements(), 3);
+  EXPECT_FALSE(WriteModelCheckpoint(path, {"a"}, {}, {}).ok());
+  EXPECT_FALSE(GptConfigFromJson("{").ok());
+  EXPECT_FALSE(GptConfigFromJson(R"({"vocab_size":65})").ok());
+  auto bad_heads = GptConfigFromJson(
+      R"({"vocab_size":65,"block_size":8,"n_layer":1,"n_head":3,"n_embd":16,"bias":true})");
+  EXPECT_NE(bad_heads.status().message().find("divisible"), absl::string_view::npos);
+  GPTConfig c{.vocab_size = 9, .block_size = 4, .n_layer = 2, .n_head = 2, .n_embd = 8, .bias = false};
+  auto back = GptConfigFromJson(GptConfigToJson(c));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->n_embd, 8);
+  EXPECT_FALSE(back->bias);
+  fs::remove_all(dir);
+}
+
+TEST(PcpLocalCliTest, BadJobIsOneLineWithFileAndLine) {
+  std::string dir = TempDir("cli");
+  std::string job = dir + "/bad.yaml";
+  std::ofstream(job) << "name: bad\nmodel:\n  n_embed: 64\n";
+  std::string cmd = absl::StrCat(PCP_BINARY_DIR, "/tools/pcp-local/pcp-local train ", job, " 2>", dir, "/err.txt");
+  int rc = std::system(cmd.c_str());
+  EXPECT_NE(rc, 0);
+  std::ifstream err(dir + "/err.txt");
+  std::string line;
+  std::getline(err, line);
+  EXPECT_NE(line.find("bad.yaml:3:3"), std::string::npos) << line;
+  EXPECT_NE(line.find("n_embed"), std::string::npos) << line;
+  EXPECT_EQ(std::system(absl::StrCat(PCP_BINARY_DIR, "/tools/pcp-local/pcp-local frobnicate x 2>/dev/null").c_str()) >> 8, 2);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pcp
