@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# Runs a whole PCP cluster on this machine, on loopback: one pcp-shepherd and N
+# pcp-supervisor processes (each keeps one pcp-worker alive), submits a job, follows it to
+# the end with `pcpctl watch`, prints where the checkpoint is and a text sample, and stops
+# everything it started (by PID, also on Ctrl-C or an error).
+#
+# Usage: scripts/run-local-cluster.sh [--workers N] [--job FILE] [--threads N]
+#                                     [--state-dir DIR] [--keep-state] [--build-dir DIR]
+#   --workers N      supervisors (and workers) to start; default 2
+#   --job FILE       job to run; default config/jobs/shakespeare_char.yaml
+#                    (the number of rounds is the job's diloco.rounds: edit a copy to shorten it)
+#   --threads N      CPU threads per worker; default: cores / workers (at least 1)
+#   --state-dir DIR  the shepherd's state (jobs, checkpoints) and all logs go here, and are
+#                    kept; default: a new temporary folder, removed at the end
+#   --keep-state     keep the temporary folder
+#   --build-dir DIR  where the binaries are; default: build (scripts/setup.sh builds it)
+# Exit status: pcpctl watch's (0 = the job completed), or 1 if the cluster did not start.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+WORKERS=2
+JOB=$ROOT/config/jobs/shakespeare_char.yaml
+THREADS=""
+STATE_DIR=""
+KEEP_STATE=0
+
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+die() { echo "run-local-cluster: $*" >&2; exit 1; }
+need_value() { [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a value (see --help)"; }
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --workers) need_value "$@"; WORKERS=$2; shift 2 ;;
+    --workers=*) WORKERS=${1#*=}; shift ;;
+    --job) need_value "$@"; JOB=$2; shift 2 ;;
+    --job=*) JOB=${1#*=}; shift ;;
+    --threads) need_value "$@"; THREADS=$2; shift 2 ;;
+    --threads=*) THREADS=${1#*=}; shift ;;
+    --state-dir) need_value "$@"; STATE_DIR=$2; shift 2 ;;
+    --state-dir=*) STATE_DIR=${1#*=}; shift ;;
+    --keep-state) KEEP_STATE=1; shift ;;
+    --build-dir) need_value "$@"; BUILD_DIR=$2; shift 2 ;;
+    --build-dir=*) BUILD_DIR=${1#*=}; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+
+[[ "$WORKERS" =~ ^[1-9][0-9]*$ ]] || die "--workers must be a positive integer, got '$WORKERS'"
+if [[ -z "$THREADS" ]]; then
+  THREADS=$(( $(nproc) / WORKERS ))
+  (( THREADS >= 1 )) || THREADS=1
+fi
+[[ "$THREADS" =~ ^[1-9][0-9]*$ ]] || die "--threads must be a positive integer, got '$THREADS'"
+[[ -f "$JOB" ]] || die "job file '$JOB' not found"
+
+# Absolute, so that the supervisors can start the worker from any directory.
+[[ -d "$BUILD_DIR" ]] && BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
+SHEPHERD_BIN=$BUILD_DIR/services/shepherd/pcp-shepherd
+SUPERVISOR_BIN=$BUILD_DIR/services/supervisor/pcp-supervisor
+WORKER_BIN=$BUILD_DIR/services/worker/pcp-worker
+PCPCTL_BIN=$BUILD_DIR/tools/pcpctl/pcpctl
+for bin in "$SHEPHERD_BIN" "$SUPERVISOR_BIN" "$WORKER_BIN" "$PCPCTL_BIN"; do
+  [[ -x "$bin" ]] || die "missing $bin: build first (scripts/setup.sh, or cmake --build $BUILD_DIR)"
+done
+
+if [[ -n "$STATE_DIR" ]]; then
+  mkdir -p "$STATE_DIR"
+  STATE_DIR=$(cd "$STATE_DIR" && pwd)
+  KEEP_STATE=1
+else
+  STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/pcp-cluster-XXXXXX")
+fi
+LOGS=$STATE_DIR/logs
+mkdir -p "$LOGS"
+
+# ---------------------------------------------------------------- cleanup, by PID only
+SHEPHERD_PID=""
+SUPERVISOR_PIDS=()
+WATCH_PID=""
+
+# Sends SIGTERM to a PID, waits up to $2 s, then SIGKILL.
+stop_pid() {
+  local pid=$1 grace=$2 waited=0
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null && (( waited < grace * 10 )); do
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "run-local-cluster: $pid did not stop in ${grace}s; SIGKILL" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  [[ -n "$WATCH_PID" ]] && stop_pid "$WATCH_PID" 5
+  # Supervisors first (each stops its worker), then the shepherd (it checkpoints a running job).
+  for pid in "${SUPERVISOR_PIDS[@]}"; do stop_pid "$pid" 20; done
+  [[ -n "$SHEPHERD_PID" ]] && stop_pid "$SHEPHERD_PID" 30
+  if (( KEEP_STATE )); then
+    echo "state and logs kept in $STATE_DIR"
+  else
+    rm -rf "$STATE_DIR"
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+fail_with_log() {
+  echo "run-local-cluster: $1; last lines of $2:" >&2
+  tail -n 20 "$2" >&2 || true
+  KEEP_STATE=1
+  exit 1
+}
+
+# ---------------------------------------------------------------- shepherd
+# Port 0: the shepherd binds a free loopback port and writes it to shepherd.addr.
+"$SHEPHERD_BIN" --listen=127.0.0.1:0 --state_dir="$STATE_DIR/shepherd" \
+  --address_file="$STATE_DIR/shepherd.addr" >"$LOGS/shepherd.log" 2>&1 &
+SHEPHERD_PID=$!
+for _ in $(seq 600); do
+  [[ -s "$STATE_DIR/shepherd.addr" ]] && break
+  kill -0 "$SHEPHERD_PID" 2>/dev/null || fail_with_log "pcp-shepherd exited" "$LOGS/shepherd.log"
+  sleep 0.1
+done
+[[ -s "$STATE_DIR/shepherd.addr" ]] || fail_with_log "pcp-shepherd did not start in 60 s" "$LOGS/shepherd.log"
+ADDR=$(head -n 1 "$STATE_DIR/shepherd.addr")
+export PCP_SHEPHERD=$ADDR
+echo "shepherd: $ADDR (pid $SHEPHERD_PID, state $STATE_DIR/shepherd)"
+
+# ---------------------------------------------------------------- supervisors + workers
+for i in $(seq "$WORKERS"); do
+  "$SUPERVISOR_BIN" --shepherd="$ADDR" --supervisor_id="local-$i" \
+    --state_dir="$STATE_DIR/supervisor-$i" --worker_binary="$WORKER_BIN" \
+    --worker_args="--backend=cpu,--threads=$THREADS" >"$LOGS/supervisor-$i.log" 2>&1 &
+  SUPERVISOR_PIDS+=($!)
+  echo "supervisor local-$i: pid $! ($THREADS worker threads)"
+done
+
+# Healthy = every worker has a live Training stream to the shepherd.
+connected=0
+for _ in $(seq 240); do
+  connected=$("$PCPCTL_BIN" --timeout=5 cluster 2>/dev/null | awk '$1 == "workers" {print $2}') || true
+  [[ "${connected:-0}" -ge "$WORKERS" ]] && break
+  for i in "${!SUPERVISOR_PIDS[@]}"; do
+    kill -0 "${SUPERVISOR_PIDS[$i]}" 2>/dev/null ||
+      fail_with_log "supervisor local-$((i + 1)) exited" "$LOGS/supervisor-$((i + 1)).log"
+  done
+  sleep 0.5
+done
+[[ "${connected:-0}" -ge "$WORKERS" ]] ||
+  fail_with_log "only ${connected:-0} of $WORKERS workers connected after 120 s" "$LOGS/shepherd.log"
+echo "cluster up: $WORKERS workers connected; logs in $LOGS"
+echo
+
+# ---------------------------------------------------------------- the job
+JOB_ID=$("$PCPCTL_BIN" submit --quiet "$JOB")
+echo "submitted $JOB as $JOB_ID"
+# In the background and waited for, so that Ctrl-C or SIGTERM reach the trap at once.
+watch_status=0
+"$PCPCTL_BIN" watch "$JOB_ID" &
+WATCH_PID=$!
+wait "$WATCH_PID" || watch_status=$?
+WATCH_PID=""
+echo
+"$PCPCTL_BIN" workers || true
+echo
+CHECKPOINT=$("$PCPCTL_BIN" status "$JOB_ID" | sed -n 's/^checkpoint  *//p') || true
+if [[ -n "$CHECKPOINT" && "$CHECKPOINT" != "-" ]]; then
+  echo "checkpoint: $CHECKPOINT"
+  if (( ! KEEP_STATE )); then
+    echo "(inside the temporary state folder, removed at exit: use --keep-state or --state-dir to keep it)"
+  fi
+  echo "---- sample ----"
+  "$PCPCTL_BIN" --timeout=300 sample "$JOB_ID" || true
+  echo "----------------"
+fi
+exit "$watch_status"

@@ -1,0 +1,140 @@
+// Test-only: a real PCP cluster on loopback, made of processes (pcp-shepherd, N
+// pcp-supervisor each spawning its pcp-worker), for end-to-end and fault tests.
+//
+//   absl::StatusOr<TempDir> dir = TempDir::Create();
+//   ClusterHarness cluster(dir->path());
+//   ASSERT_TRUE(cluster.StartShepherd().ok());
+//   ASSERT_TRUE(cluster.StartSupervisors(2).ok());
+//   ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(60)).ok());
+//   std::string job = cluster.WriteJob({.name = "tiny_e2e", .rounds = 6});
+//   absl::StatusOr<CommandResult> submit = cluster.Pcpctl({"submit", "--quiet", job});
+//   ...
+//   ASSERT_TRUE(cluster.StopAll().ok());   // every PID it started (workers included) is gone
+//
+// Layout under `dir`: shepherd-state/ (the shepherd's state dir), supervisor-N/ (each
+// supervisor's state dir), jobs/ (job files), logs/*.log (one per process, kept for
+// failure messages; PCP_KEEP_TEST_DIRS=1 keeps the whole folder).
+//
+// The shepherd listens on one port picked at construction, so a restarted shepherd comes
+// back where its supervisors and workers look for it. Timings are short for tests:
+// heartbeats every 250 ms, a peer is dead after 1.5 s of silence, worker restarts after
+// 200 ms (doubling, at most 2 s).
+#ifndef PCP_TESTS_SERVICES_E2E_CLUSTER_HARNESS_H_
+#define PCP_TESTS_SERVICES_E2E_CLUSTER_HARNESS_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "pcp/v1/admin.grpc.pb.h"
+#include "process_harness.h"
+
+namespace pcp::testing {
+
+// The job file the tests submit: a tiny character-level GPT on tiny Shakespeare.
+struct E2eJob {
+  std::string name = "tiny_e2e";
+  int rounds = 6;
+  int inner_steps = 10;  // τ
+  int workers = 2;
+  int min_workers = 1;
+  int checkpoint_every = 2;
+  double round_deadline_s = 60;
+  int batch_size = 8;
+  int n_layer = 2;
+  int n_embd = 32;
+  int block_size = 32;
+  int eval_iters = 4;
+  // Extra YAML appended verbatim (e.g. a deliberate mistake).
+  std::string extra_yaml;
+};
+
+struct CommandResult {
+  int exit_code = -1;  // -1: killed by a signal
+  std::string output;  // stdout and stderr, interleaved
+};
+
+class ClusterHarness {
+ public:
+  explicit ClusterHarness(std::string dir);
+  ~ClusterHarness();  // StopAll()
+  ClusterHarness(const ClusterHarness&) = delete;
+  ClusterHarness& operator=(const ClusterHarness&) = delete;
+
+  // Starts pcp-shepherd on the cluster's port and state dir; waits until it serves
+  // (its "listening on" line and a GetCluster answer). A second call after the first
+  // shepherd was killed or stopped starts a fresh process on the same port and state.
+  absl::Status StartShepherd();
+  // Starts supervisors "node-1".."node-N" (continuing the numbering on later calls), each
+  // running pcp-worker with --backend=cpu --threads=1.
+  absl::Status StartSupervisors(int n);
+  // Waits until ListWorkers shows `n` workers with live Training streams.
+  absl::Status WaitForWorkers(int n, absl::Duration timeout);
+
+  Process* shepherd() { return shepherd_.get(); }
+  Process* supervisor(int i) { return supervisors_[i].get(); }
+  int supervisor_count() const { return static_cast<int>(supervisors_.size()); }
+  std::string supervisor_id(int i) const;
+  // The live worker process of supervisor `i` (its only child), or 0.
+  pid_t WorkerPid(int i);
+
+  const std::string& admin_target() const { return target_; }
+  const std::string& dir() const { return dir_; }
+  std::string state_dir() const { return dir_ + "/shepherd-state"; }
+  std::string job_dir() const { return dir_ + "/jobs"; }
+  std::string log_dir() const { return dir_ + "/logs"; }
+
+  // Writes jobs/<name>.yaml (absolute data path) and returns its path.
+  std::string WriteJob(const E2eJob& job);
+  // WriteJob with the defaults.
+  std::string TinyJobPath() { return WriteJob(E2eJob()); }
+
+  // Runs the real pcpctl binary against this cluster; waits up to `timeout`.
+  absl::StatusOr<CommandResult> Pcpctl(const std::vector<std::string>& args,
+                                       absl::Duration timeout = absl::Seconds(60));
+
+  // A stub for the Admin service and a deadline helper for direct calls.
+  v1::Admin::Stub& admin();
+  // Polls GetJob until the job has finished (completed, failed or cancelled).
+  absl::StatusOr<v1::Job> WaitForJobEnd(const std::string& job_id, absl::Duration timeout);
+
+  // Stops every supervisor (SIGTERM; each stops its worker), then the shepherd, and checks
+  // that every process this cluster started or saw (workers included) is gone.
+  absl::Status StopAll();
+  // PIDs of every process seen so far (shepherds, supervisors, workers).
+  std::vector<pid_t> PidsSeen() const { return {pids_seen_.begin(), pids_seen_.end()}; }
+  // Notes the supervisors' current children (workers) as seen.
+  void RecordWorkerPids();
+
+  // The tail of every process log, for failure messages.
+  std::string Logs(int lines = 25) const;
+
+ private:
+  std::string dir_;
+  int port_;
+  std::string target_;
+  int shepherd_starts_ = 0;
+  std::unique_ptr<Process> shepherd_;
+  std::vector<std::unique_ptr<Process>> supervisors_;
+  std::vector<std::unique_ptr<Process>> dead_;  // killed processes, kept for their logs
+  std::set<pid_t> pids_seen_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Admin::Stub> admin_;
+};
+
+// When a service logged `line` ("2026-01-02 03:04:05.678 I shepherd] ...", spdlog's local
+// time with milliseconds); `fallback` when the line carries no such time.
+absl::Time LogLineTime(const std::string& line, absl::Time fallback);
+
+// A ClientContext deadline `timeout` from now.
+void SetDeadline(grpc::ClientContext* context, absl::Duration timeout = absl::Seconds(20));
+
+}  // namespace pcp::testing
+
+#endif  // PCP_TESTS_SERVICES_E2E_CLUSTER_HARNESS_H_
