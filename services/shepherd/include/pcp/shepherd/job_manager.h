@@ -1,0 +1,143 @@
+// The shepherd's jobs: a FIFO queue with one running job, their states and reasons, their
+// progress, and the watchers that follow them. Every change is persisted (job_store.h)
+// before it is announced, so a restarted shepherd knows every job it ever accepted; a job
+// that was running when the shepherd stopped is running again (resumed) after a restart.
+//
+//   PCP_ASSIGN_OR_RETURN(std::unique_ptr<JobManager> jobs, JobManager::Open(state_dir));
+//   jobs->SetListener([&] { coordinator.Wake(); });          // queued / cancelled
+//   PCP_ASSIGN_OR_RETURN(v1::SubmitJobResponse r, jobs->Submit(request));   // validates
+//   ...
+//   std::optional<RunnableJob> next = jobs->StartNext();      // coordinator: queued -> running
+//   jobs->ReportProgress(next->id, progress);                   // after each round
+//   jobs->Finish(next->id, v1::JOB_STATE_COMPLETED, "");
+//
+// States: QUEUED -> RUNNING -> COMPLETED | FAILED | CANCELLED, or QUEUED -> CANCELLED.
+// Thread-safe. Callbacks (the listener, watchers) are called without the manager's lock held
+// and must not block.
+#ifndef PCP_SHEPHERD_JOB_MANAGER_H_
+#define PCP_SHEPHERD_JOB_MANAGER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "pcp/shepherd/job_store.h"
+#include "pcp/training/job_config.h"
+#include "pcp/v1/admin.pb.h"
+
+namespace pcp::shepherd {
+
+// The job file name used in messages when a submission names none.
+inline constexpr char kDefaultSubmitFileName[] = "<submitted job>";
+
+// Parses and fully validates a submitted job: the YAML (errors "FILE:LINE:COL: ..."), and its
+// data (files exist, are readable, long enough for the model's block size). Used at submit
+// and again when a job starts.
+absl::StatusOr<JobConfig> ValidateJob(absl::string_view yaml, absl::string_view file_name,
+                                      const std::string& base_dir);
+
+// What the coordinator needs to run a job.
+struct RunnableJob {
+  std::string id;
+  std::string yaml;
+  std::string file_name;
+  std::string base_dir;
+  std::string dir;  // the job's folder (checkpoints go below it)
+  bool resumed = false;  // it was running when the shepherd last stopped
+};
+
+// Job counts for GetCluster.
+struct JobCounts {
+  uint32_t queued = 0, completed = 0, failed = 0, cancelled = 0;
+  std::string running_id;
+};
+
+class JobManager {
+ public:
+  using Listener = std::function<void()>;
+  using WatchFn = std::function<void(const v1::JobEvent&)>;
+
+  // Loads every job under state_dir (creating the folder if needed).
+  static absl::StatusOr<std::unique_ptr<JobManager>> Open(const std::string& state_dir);
+
+  // Called (from the thread that made the change) after a job is queued or cancelled.
+  void SetListener(Listener listener);
+
+  // Validates (ValidateJob) and queues. InvalidArgument with the YAML or data problem.
+  absl::StatusOr<v1::SubmitJobResponse> Submit(const v1::SubmitJobRequest& request);
+  // Newest first, without effective_yaml.
+  std::vector<v1::Job> List(const v1::ListJobsRequest& request) const;
+  // NotFound for an unknown id. With effective_yaml.
+  absl::StatusOr<v1::Job> Get(absl::string_view job_id) const;
+  // Queued or running -> cancelled. NotFound / FailedPrecondition (already finished).
+  absl::StatusOr<v1::Job> Cancel(absl::string_view job_id, absl::string_view reason);
+
+  // ---- for the coordinator
+  // The job to run next, now marked running: a job that was running before a restart first
+  // (resumed = true), else the oldest queued one. nullopt when none.
+  std::optional<RunnableJob> StartNext();
+  bool IsRunning(absl::string_view job_id) const;
+  void ReportProgress(absl::string_view job_id, const v1::JobProgress& progress);
+  void ReportCheckpoint(absl::string_view job_id, uint64_t round, const std::string& path);
+  // Running -> a terminal state. False (and nothing changes) if the job is not running any
+  // more (e.g. cancelled meanwhile).
+  bool Finish(absl::string_view job_id, v1::JobState state, absl::string_view reason);
+
+  // ---- watchers
+  struct WatchStart {
+    int64_t watch_id = 0;  // 0 when the job has already finished (nothing registered)
+    v1::Job snapshot;
+    std::optional<v1::JobResult> result;  // set when the job has already finished
+  };
+  // Registers `fn` for the job's events (progress, state changes, checkpoints, and last the
+  // result, after which the watch is removed). NotFound for an unknown id.
+  absl::StatusOr<WatchStart> Watch(absl::string_view job_id, WatchFn fn);
+  void Unwatch(int64_t watch_id);
+
+  JobCounts Counts() const;
+  // The latest job that finished (completed, failed or cancelled), for Sample; "" if none.
+  std::string LatestFinishedJob() const;
+
+ private:
+  struct Entry {
+    StoredJob stored;
+    std::string effective_yaml;
+  };
+  struct Watcher {
+    std::string job_id;
+    WatchFn fn;
+  };
+  using Emit = std::vector<std::pair<WatchFn, v1::JobEvent>>;
+
+  explicit JobManager(JobStore store) : store_(std::move(store)) {}
+  Entry* FindLocked(absl::string_view job_id);
+  const Entry* FindLocked(absl::string_view job_id) const;
+  void PersistLocked(const Entry& entry);
+  // Queues `event` for every watcher of the job (delivered after the lock is released).
+  void EventLocked(const std::string& job_id, v1::JobEvent event, Emit* out);
+  void TransitionLocked(Entry& entry, v1::JobState to, absl::string_view reason, Emit* out);
+  static void Deliver(Emit* emit);
+
+  JobStore store_;
+  mutable std::mutex mu_;
+  int64_t next_seq_ = 1;
+  std::map<std::string, Entry> jobs_;  // by id ("job-0001" sorts in submission order)
+  std::map<int64_t, Watcher> watchers_;
+  int64_t next_watch_id_ = 1;
+  Listener listener_;
+};
+
+// The JobResult of a finished job.
+v1::JobResult ResultOf(const v1::Job& job);
+
+}  // namespace pcp::shepherd
+
+#endif  // PCP_SHEPHERD_JOB_MANAGER_H_

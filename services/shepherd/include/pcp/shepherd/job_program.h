@@ -1,0 +1,63 @@
+// What the shepherd derives from a job before its first round: the data, the GPT training
+// program as MLIR text with its content hash, the parameter list, and per worker slot the
+// data shard and per round the inner learning rates.
+//
+//   PCP_ASSIGN_OR_RETURN(PreparedJob job, PrepareJob(config));
+//   job.program_hash;   // Sha256ContentHash(*job.program_text): "sha256:3f1c..."
+//   PCP_ASSIGN_OR_RETURN(std::vector<Tensor> theta, InitialParams(job));
+//   PCP_ASSIGN_OR_RETURN(ShardPlan shard, ShardForSlot(job, /*slot=*/1, /*world=*/2));
+//   std::vector<float> lrs = RoundLearningRates(job.config, /*round=*/3);   // τ values
+#ifndef PCP_SHEPHERD_JOB_PROGRAM_H_
+#define PCP_SHEPHERD_JOB_PROGRAM_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "pcp/rpc/tensor_proto.h"
+#include "pcp/training/dataset.h"
+#include "pcp/training/gpt_program.h"
+#include "pcp/training/job_config.h"
+#include "pcp/v1/training.pb.h"
+
+namespace pcp::shepherd {
+
+struct PreparedJob {
+  JobConfig config;  // model.vocab_size resolved from the data
+  Dataset data;
+  GptProgram program;
+  std::shared_ptr<const std::string> program_text;  // PrintFunction(program.train_step)
+  std::string program_hash;
+  std::vector<std::string> param_names;  // train_step order
+  std::vector<TensorSpec> param_specs;
+};
+
+// Loads the data, builds and prints the program. Slow (seconds for large models).
+absl::StatusOr<PreparedJob> PrepareJob(JobConfig config);
+
+// nanoGPT's initialisation with the job's seed, in program order.
+absl::StatusOr<std::vector<Tensor>> InitialParams(const PreparedJob& job);
+
+// A slot's data: the DataShard for its Assignment, and for inline shards the bytes to send.
+struct ShardPlan {
+  v1::DataShard shard;
+  std::shared_ptr<const std::string> inline_bytes;  // null for shared-file shards
+  uint64_t num_tokens = 0;
+};
+// Slot `slot` of `world` gets training tokens [n*slot/world, n*(slot+1)/world) (Dataset::Shard);
+// inline (u16 little-endian) unless the job's data is declared shared.
+absl::StatusOr<ShardPlan> ShardForSlot(const PreparedJob& job, int64_t slot, int64_t world);
+
+v1::Hyperparameters HyperparametersOf(const JobConfig& config);
+
+// The learning rates of round `round`'s τ inner steps (rounds from 1): the job's schedule at
+// global steps (round − 1)·τ ... round·τ − 1, so the schedule runs over the job's rounds as it
+// would over max_iters steps of a single process.
+std::vector<float> RoundLearningRates(const JobConfig& config, uint64_t round);
+uint64_t FirstStepOfRound(const JobConfig& config, uint64_t round);
+
+}  // namespace pcp::shepherd
+
+#endif  // PCP_SHEPHERD_JOB_PROGRAM_H_

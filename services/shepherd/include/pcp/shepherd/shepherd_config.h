@@ -1,0 +1,58 @@
+// The shepherd's own settings (not a job's): where it listens, where it keeps its state,
+// heartbeat timing. Read from a YAML file (`pcp-shepherd --config shepherd.yaml`, see
+// config/shepherd.yaml); command-line flags override single keys.
+//
+//   PCP_ASSIGN_OR_RETURN(ShepherdConfig config, LoadShepherdConfig("config/shepherd.yaml"));
+//   config.listen = "127.0.0.1:0";                    // a flag's override
+//   PCP_RETURN_IF_ERROR(config.Validate());
+//
+// Keys (all optional):
+//   listen: "127.0.0.1:7070"       address:port for every gRPC service; port 0 = any free port
+//   state_dir: "state/shepherd"    jobs, checkpoints; created if missing
+//   heartbeat_interval_ms: 1000    both ends of every stream send a heartbeat this often
+//   heartbeat_timeout_ms: 3000     silence this long = the peer is dead (> interval)
+//   auth_token: ""                 shared secret workers and supervisors must present
+//   chunk_bytes: 1048576           data per chunk message sent (256 KiB..1 MiB)
+//   max_chunk_bytes: 1048576       largest chunk data accepted from a peer (<= 1 MiB)
+//   round_start_grace_ms: 2000     how long a round waits for missing workers before it
+//                                  starts with the ones that are ready
+//   eval_threads: 1                CPU threads for the shepherd's validation-loss estimates
+//                                  and sampling (0 = all cores)
+//   log_level: info                trace|debug|info|warn|error
+// Errors are one line "FILE:LINE:COL: key: problem", as for job files.
+#ifndef PCP_SHEPHERD_SHEPHERD_CONFIG_H_
+#define PCP_SHEPHERD_SHEPHERD_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace pcp::shepherd {
+
+struct ShepherdConfig {
+  std::string listen = "127.0.0.1:7070";
+  std::string state_dir = "state/shepherd";
+  int64_t heartbeat_interval_ms = 1000;
+  int64_t heartbeat_timeout_ms = 3000;
+  std::string auth_token;
+  int64_t chunk_bytes = 1 << 20;
+  int64_t max_chunk_bytes = 1 << 20;
+  int64_t round_start_grace_ms = 2000;
+  int64_t eval_threads = 1;
+  std::string log_level = "info";
+
+  // InvalidArgument naming the key for a value out of range.
+  absl::Status Validate() const;
+};
+
+// Parses YAML text; `file_name` is used in messages. Unknown keys are errors.
+absl::StatusOr<ShepherdConfig> ParseShepherdConfig(absl::string_view yaml_text,
+                                                   absl::string_view file_name);
+absl::StatusOr<ShepherdConfig> LoadShepherdConfig(const std::string& path);
+
+}  // namespace pcp::shepherd
+
+#endif  // PCP_SHEPHERD_SHEPHERD_CONFIG_H_

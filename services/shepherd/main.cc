@@ -1,0 +1,95 @@
+// pcp-shepherd: the coordinator of a PCP cluster (job queue, DiLoCo rounds, checkpoints,
+// Admin API). Logs to stderr; prints "pcp-shepherd listening on HOST:PORT" on stdout once
+// it serves. SIGTERM / SIGINT: checkpoint a running job and exit 0.
+//
+//   pcp-shepherd --config config/shepherd.yaml [--listen=127.0.0.1:0] [--state_dir=DIR]
+#include <signal.h>
+
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "pcp/base/absl_fmt.h"
+#include "pcp/base/file.h"
+#include "pcp/base/termination_signal.h"
+#include "pcp/shepherd/shepherd.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "pcp/base/absl_fmt.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, config, "", "shepherd YAML config (see config/shepherd.yaml); flags override it");
+ABSL_FLAG(std::string, listen, "", "override 'listen': HOST:PORT (port 0 = any free port)");
+ABSL_FLAG(std::string, state_dir, "", "override 'state_dir'");
+ABSL_FLAG(int64_t, heartbeat_interval_ms, -1, "override 'heartbeat_interval_ms'");
+ABSL_FLAG(int64_t, heartbeat_timeout_ms, -1, "override 'heartbeat_timeout_ms'");
+ABSL_FLAG(std::string, auth_token, "", "override 'auth_token'");
+ABSL_FLAG(int64_t, round_start_grace_ms, -1, "override 'round_start_grace_ms'");
+ABSL_FLAG(int64_t, eval_threads, -1, "override 'eval_threads'");
+ABSL_FLAG(std::string, log_level, "", "override 'log_level'");
+ABSL_FLAG(std::string, address_file, "", "write the bound HOST:PORT to this file once serving");
+
+namespace {
+
+absl::StatusOr<pcp::shepherd::ShepherdConfig> LoadConfig() {
+  pcp::shepherd::ShepherdConfig config;
+  if (const std::string path = absl::GetFlag(FLAGS_config); !path.empty()) {
+    absl::StatusOr<pcp::shepherd::ShepherdConfig> loaded = pcp::shepherd::LoadShepherdConfig(path);
+    if (!loaded.ok()) return loaded.status();
+    config = *std::move(loaded);
+  }
+  auto str = [](const absl::Flag<std::string>& flag, std::string* out) {
+    if (std::string v = absl::GetFlag(flag); !v.empty()) *out = v;
+  };
+  auto num = [](const absl::Flag<int64_t>& flag, int64_t* out) {
+    if (int64_t v = absl::GetFlag(flag); v >= 0) *out = v;
+  };
+  str(FLAGS_listen, &config.listen);
+  str(FLAGS_state_dir, &config.state_dir);
+  num(FLAGS_heartbeat_interval_ms, &config.heartbeat_interval_ms);
+  num(FLAGS_heartbeat_timeout_ms, &config.heartbeat_timeout_ms);
+  str(FLAGS_auth_token, &config.auth_token);
+  num(FLAGS_round_start_grace_ms, &config.round_start_grace_ms);
+  num(FLAGS_eval_threads, &config.eval_threads);
+  str(FLAGS_log_level, &config.log_level);
+  if (absl::Status s = config.Validate(); !s.ok()) return s;
+  return config;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("the PCP shepherd: pcp-shepherd --config shepherd.yaml [--listen=HOST:PORT] ...");
+  absl::ParseCommandLine(argc, argv);
+  spdlog::set_default_logger(spdlog::stderr_color_mt("shepherd"));
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%L%$ shepherd] %v");
+  absl::StatusOr<pcp::shepherd::ShepherdConfig> config = LoadConfig();
+  if (!config.ok()) {
+    std::fprintf(stderr, "pcp-shepherd: %s\n", std::string(config.status().message()).c_str());
+    return 2;
+  }
+  spdlog::set_level(spdlog::level::from_str(config->log_level));
+
+  if (absl::Status s = pcp::InstallTerminationHandler(); !s.ok()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
+
+  absl::StatusOr<std::unique_ptr<pcp::shepherd::Shepherd>> shepherd = pcp::shepherd::Shepherd::Start(*config);
+  if (!shepherd.ok()) {
+    spdlog::error("cannot start: {}", shepherd.status().message());
+    return 1;
+  }
+  std::printf("pcp-shepherd listening on %s\n", (*shepherd)->address().c_str());
+  std::fflush(stdout);
+  if (const std::string path = absl::GetFlag(FLAGS_address_file); !path.empty()) {
+    if (absl::Status s = pcp::WriteFileAtomic(path, (*shepherd)->address() + "\n"); !s.ok()) {
+      spdlog::error("--address_file: {}", s.message());
+    }
+  }
+  const int sig = pcp::WaitForTerminationSignal();
+  spdlog::info("received {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  (*shepherd)->Shutdown();
+  return 0;
+}

@@ -1,0 +1,340 @@
+#include "admin_service.h"
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "pcp/rpc/grpc_status.h"
+#include "sampling.h"
+#include "pcp/base/absl_fmt.h"
+#include "spdlog/spdlog.h"
+
+namespace pcp::shepherd {
+
+namespace {
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+}  // namespace
+
+// WatchJob: the snapshot, then events as JobManager emits them, and last the result. Events
+// are queued here and written one at a time. The JobManager callback holds a shared State,
+// never the reactor itself, so an event racing with the end of the call finds the reactor
+// gone instead of freed.
+class WatchReactor;
+
+struct WatchState {
+  std::mutex mu;
+  WatchReactor* reactor = nullptr;
+  grpc::Status end_status = grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled");
+  std::deque<v1::JobEvent> queue;
+  v1::JobEvent current;
+  bool ready = false;  // the snapshot is queued: writing may begin
+  bool writing = false, broken = false, finished = false;
+};
+
+// The live watches, so that a shutdown can end them at once.
+struct WatchRegistry {
+  std::mutex mu;
+  std::set<std::shared_ptr<WatchState>> live;
+};
+
+class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
+ public:
+  using State = WatchState;
+  using Registry = WatchRegistry;
+
+  WatchReactor(JobManager* jobs, Registry* registry, const std::string& job_id)
+      : jobs_(jobs), registry_(registry), state_(std::make_shared<State>()) {
+    state_->reactor = this;
+    {
+      std::lock_guard<std::mutex> lock(registry_->mu);
+      registry_->live.insert(state_);
+    }
+    std::weak_ptr<State> weak = state_;
+    absl::StatusOr<JobManager::WatchStart> start = jobs_->Watch(job_id, [weak](const v1::JobEvent& e) {
+      if (std::shared_ptr<State> s = weak.lock()) Push(s, e);
+    });
+    if (!start.ok()) {
+      Finish(ToGrpcStatus(start.status()));
+      return;
+    }
+    watch_id_ = start->watch_id;
+    v1::JobEvent snapshot;
+    snapshot.set_job_id(job_id);
+    snapshot.set_time_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count());
+    *snapshot.mutable_snapshot() = start->snapshot;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->queue.push_front(std::move(snapshot));  // before any event the watch delivered
+      if (start->result.has_value()) {
+        v1::JobEvent result;
+        result.set_job_id(job_id);
+        *result.mutable_result() = *start->result;
+        state_->queue.push_back(std::move(result));
+      }
+      state_->ready = true;
+    }
+    Pump(state_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->writing = false;
+      if (!ok) state_->broken = true;
+    }
+    Pump(state_);
+  }
+  void OnCancel() override {
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->broken = true;
+    }
+    Pump(state_);
+  }
+  void OnDone() override {
+    if (watch_id_ != 0) jobs_->Unwatch(watch_id_);
+    {
+      std::lock_guard<std::mutex> lock(registry_->mu);
+      registry_->live.erase(state_);
+    }
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->reactor = nullptr;
+    }
+    delete this;
+  }
+
+  // Ends the watch with `status` once the write in flight (if any) is done.
+  static void End(const std::shared_ptr<State>& s, const grpc::Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(s->mu);
+      s->broken = true;
+      s->end_status = status;
+    }
+    Pump(s);
+  }
+
+
+  static void Push(const std::shared_ptr<State>& s, const v1::JobEvent& e) {
+    {
+      std::lock_guard<std::mutex> lock(s->mu);
+      if (s->reactor == nullptr || s->finished) return;
+      s->queue.push_back(e);
+    }
+    Pump(s);
+  }
+
+  // Starts the next write, or Finish after the result (or when the client is gone).
+  static void Pump(const std::shared_ptr<State>& s) {
+    WatchReactor* reactor = nullptr;
+    bool finish = false;
+    grpc::Status status;
+    {
+      std::lock_guard<std::mutex> lock(s->mu);
+      if (s->reactor == nullptr || !s->ready || s->writing || s->finished) return;
+      if (s->broken) {
+        finish = true;
+        status = s->end_status;
+      } else if (!s->queue.empty()) {
+        if (s->current.has_result()) {
+          finish = true;  // the result was the last event
+        } else {
+          s->current = std::move(s->queue.front());
+          s->queue.pop_front();
+          s->writing = true;
+        }
+      } else if (s->current.has_result()) {
+        finish = true;
+      } else {
+        return;
+      }
+      if (finish) s->finished = true;
+      reactor = s->reactor;
+    }
+    if (finish) {
+      reactor->Finish(status);
+    } else {
+      reactor->StartWrite(&s->current);
+    }
+  }
+
+  JobManager* jobs_;
+  Registry* registry_;
+  std::shared_ptr<State> state_;
+  int64_t watch_id_ = 0;
+};
+
+grpc::ServerUnaryReactor* AdminService::SubmitJob(grpc::CallbackServerContext* context,
+                                                  const v1::SubmitJobRequest* request,
+                                                  v1::SubmitJobResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // Validation reads the job's data: off the gRPC thread.
+  d_.pool->Run([this, reactor, request, response] {
+    absl::StatusOr<v1::SubmitJobResponse> r = d_.jobs->Submit(*request);
+    if (r.ok()) {
+      *response = *std::move(r);
+    } else {
+      spdlog::info("SubmitJob rejected: {}", r.status().message());
+    }
+    reactor->Finish(ToGrpcStatus(r.status()));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::ListJobs(grpc::CallbackServerContext* context,
+                                                 const v1::ListJobsRequest* request, v1::ListJobsResponse* response) {
+  for (v1::Job& job : d_.jobs->List(*request)) *response->add_jobs() = std::move(job);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* AdminService::GetJob(grpc::CallbackServerContext* context, const v1::GetJobRequest* request,
+                                               v1::Job* response) {
+  absl::StatusOr<v1::Job> job = d_.jobs->Get(request->job_id());
+  if (job.ok()) *response = *std::move(job);
+  return Done(context, job.status());
+}
+
+grpc::ServerUnaryReactor* AdminService::CancelJob(grpc::CallbackServerContext* context,
+                                                  const v1::CancelJobRequest* request, v1::Job* response) {
+  absl::StatusOr<v1::Job> job = d_.jobs->Cancel(request->job_id(), request->reason());
+  if (job.ok()) *response = *std::move(job);
+  return Done(context, job.status());
+}
+
+grpc::ServerWriteReactor<v1::JobEvent>* AdminService::WatchJob(grpc::CallbackServerContext* context,
+                                                               const v1::WatchJobRequest* request) {
+  return new WatchReactor(d_.jobs, watches_.get(), request->job_id());
+}
+
+AdminService::AdminService(Deps deps) : d_(deps), watches_(std::make_unique<WatchRegistry>()) {}
+AdminService::~AdminService() = default;
+
+void AdminService::EndStreams(const absl::Status& why) {
+  std::vector<std::shared_ptr<WatchState>> live;
+  {
+    std::lock_guard<std::mutex> lock(watches_->mu);
+    live.assign(watches_->live.begin(), watches_->live.end());
+  }
+  for (auto& s : live) WatchReactor::End(s, ToGrpcStatus(why));
+}
+
+grpc::ServerUnaryReactor* AdminService::ListWorkers(grpc::CallbackServerContext* context,
+                                                    const v1::ListWorkersRequest* request,
+                                                    v1::ListWorkersResponse* response) {
+  std::map<std::string, v1::WorkerInfo> by_id;
+  for (v1::WorkerInfo& w : d_.registry->List()) {
+    const std::string id = w.supervisor_id();
+    by_id[id] = std::move(w);
+  }
+  if (d_.supervisors != nullptr) {
+    for (const SupervisorDirectory::Supervisor& s : d_.supervisors->List()) {
+      v1::WorkerInfo& w = by_id[s.supervisor_id];
+      w.set_supervisor_id(s.supervisor_id);
+      if (w.host().empty()) w.set_host(s.host);
+      w.set_supervisor_connected(s.connected);
+      *w.mutable_process() = s.process;
+    }
+  }
+  for (auto& [id, w] : by_id) *response->add_workers() = std::move(w);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* AdminService::Command(SupervisorCommand command, grpc::CallbackServerContext* context,
+                                                const v1::WorkerCommandRequest* request,
+                                                v1::WorkerCommandResponse* response) {
+  const char* name = command == SupervisorCommand::kRestart ? "RestartWorker" : "DrainWorker";
+  if (d_.supervisors == nullptr) {
+    return Done(context, absl::UnimplementedError(absl::StrCat(
+                             name, ": this shepherd has no Control service (supervisors cannot be reached)")));
+  }
+  if (request->supervisor_id().empty()) {
+    return Done(context, absl::InvalidArgumentError(absl::StrCat(name, ": supervisor_id is required")));
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  spdlog::info("{} {} requested{}", name, request->supervisor_id(),
+               request->reason().empty() ? "" : absl::StrCat(": ", request->reason()));
+  d_.supervisors->Command(command, *request, context->deadline(),
+                          [reactor, response](absl::StatusOr<v1::WorkerCommandResponse> r) {
+                            if (r.ok()) *response = *std::move(r);
+                            reactor->Finish(ToGrpcStatus(r.status()));
+                          });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::RestartWorker(grpc::CallbackServerContext* context,
+                                                      const v1::WorkerCommandRequest* request,
+                                                      v1::WorkerCommandResponse* response) {
+  return Command(SupervisorCommand::kRestart, context, request, response);
+}
+
+grpc::ServerUnaryReactor* AdminService::DrainWorker(grpc::CallbackServerContext* context,
+                                                    const v1::WorkerCommandRequest* request,
+                                                    v1::WorkerCommandResponse* response) {
+  return Command(SupervisorCommand::kDrain, context, request, response);
+}
+
+grpc::ServerUnaryReactor* AdminService::GetCluster(grpc::CallbackServerContext* context,
+                                                   const v1::GetClusterRequest* request, v1::Cluster* response) {
+  const JobCounts counts = d_.jobs->Counts();
+  const Coordinator::Status status = d_.coordinator->status();
+  response->set_shepherd_version(PCP_VERSION);
+  response->set_started_unix_ms(d_.started_unix_ms);
+  response->set_state_dir(d_.config->state_dir);
+  uint32_t supervisors = 0;
+  if (d_.supervisors != nullptr) {
+    for (const auto& s : d_.supervisors->List()) supervisors += s.connected ? 1 : 0;
+  }
+  response->set_supervisors_connected(supervisors);
+  response->set_workers_connected(d_.registry->connected());
+  response->set_workers_in_round(status.workers_in_round);
+  response->set_active_job_id(counts.running_id);
+  response->set_jobs_queued(counts.queued);
+  response->set_jobs_completed(counts.completed);
+  response->set_jobs_failed(counts.failed);
+  response->set_jobs_cancelled(counts.cancelled);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* AdminService::Sample(grpc::CallbackServerContext* context,
+                                               const v1::SampleRequest* request, v1::SampleResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  d_.pool->Run([this, reactor, request, response] {
+    auto run = [&]() -> absl::StatusOr<v1::SampleResponse> {
+      std::string job_id = request->job_id();
+      if (job_id.empty()) job_id = d_.jobs->Counts().running_id;
+      if (job_id.empty()) job_id = d_.jobs->LatestFinishedJob();
+      if (job_id.empty()) return absl::FailedPreconditionError("no job has run yet: nothing to sample from");
+      absl::StatusOr<v1::Job> job = d_.jobs->Get(job_id);
+      if (!job.ok()) return job.status();
+      std::shared_ptr<const ParamsSnapshot> snap = d_.coordinator->snapshot();
+      if (snap == nullptr || snap->job_id != job_id) {
+        if (job->checkpoint_path().empty()) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("job ", job_id, " has no parameters to sample from yet (no round completed)"));
+        }
+        absl::StatusOr<std::shared_ptr<const ParamsSnapshot>> loaded =
+            SnapshotFromCheckpoint(job_id, job->checkpoint_path(), job->state() == v1::JOB_STATE_COMPLETED);
+        if (!loaded.ok()) return loaded.status();
+        snap = *std::move(loaded);
+      }
+      return SampleText(*snap, *request, static_cast<int>(d_.config->eval_threads));
+    };
+    absl::StatusOr<v1::SampleResponse> r = run();
+    if (r.ok()) *response = *std::move(r);
+    reactor->Finish(ToGrpcStatus(r.status()));
+  });
+  return reactor;
+}
+
+}  // namespace pcp::shepherd

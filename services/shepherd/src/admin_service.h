@@ -1,0 +1,72 @@
+// Private: the Admin service (callback API). Quick calls answer inline from in-memory state;
+// SubmitJob (reads the job's data) and Sample (runs the model) run on a BlockingPool;
+// WatchJob is a write reactor fed by JobManager events; RestartWorker / DrainWorker go to the
+// supervisors through a SupervisorDirectory (UNIMPLEMENTED when there is none).
+//
+//   AdminService admin({.jobs = jobs, .registry = &registry, .coordinator = &coordinator,
+//                       .pool = &pool, .config = &config, .started_unix_ms = now});
+//   builder.RegisterService(&admin);
+#ifndef PCP_SHEPHERD_SRC_ADMIN_SERVICE_H_
+#define PCP_SHEPHERD_SRC_ADMIN_SERVICE_H_
+
+#include "blocking_pool.h"
+#include "coordinator.h"
+#include "pcp/shepherd/job_manager.h"
+#include "pcp/v1/admin.grpc.pb.h"
+#include "supervisor_directory.h"
+#include "worker_registry.h"
+
+namespace pcp::shepherd {
+
+struct WatchRegistry;
+
+class AdminService final : public v1::Admin::CallbackService {
+ public:
+  struct Deps {
+    JobManager* jobs = nullptr;
+    WorkerRegistry* registry = nullptr;
+    Coordinator* coordinator = nullptr;
+    BlockingPool* pool = nullptr;
+    const ShepherdConfig* config = nullptr;
+    int64_t started_unix_ms = 0;
+    SupervisorDirectory* supervisors = nullptr;  // may be null
+  };
+  explicit AdminService(Deps deps);
+  ~AdminService() override;
+
+  // Ends every WatchJob stream with `why` (before Server::Shutdown, which would otherwise
+  // wait for them until its deadline).
+  void EndStreams(const absl::Status& why);
+
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
+                                      v1::SubmitJobResponse* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context, const v1::ListJobsRequest* request,
+                                     v1::ListJobsResponse* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context, const v1::GetJobRequest* request,
+                                   v1::Job* response) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context, const v1::CancelJobRequest* request,
+                                      v1::Job* response) override;
+  grpc::ServerWriteReactor<v1::JobEvent>* WatchJob(grpc::CallbackServerContext* context,
+                                                   const v1::WatchJobRequest* request) override;
+  grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context, const v1::ListWorkersRequest* request,
+                                        v1::ListWorkersResponse* response) override;
+  grpc::ServerUnaryReactor* RestartWorker(grpc::CallbackServerContext* context,
+                                          const v1::WorkerCommandRequest* request,
+                                          v1::WorkerCommandResponse* response) override;
+  grpc::ServerUnaryReactor* DrainWorker(grpc::CallbackServerContext* context, const v1::WorkerCommandRequest* request,
+                                        v1::WorkerCommandResponse* response) override;
+  grpc::ServerUnaryReactor* GetCluster(grpc::CallbackServerContext* context, const v1::GetClusterRequest* request,
+                                       v1::Cluster* response) override;
+  grpc::ServerUnaryReactor* Sample(grpc::CallbackServerContext* context, const v1::SampleRequest* request,
+                                   v1::SampleResponse* response) override;
+
+ private:
+  grpc::ServerUnaryReactor* Command(SupervisorCommand command, grpc::CallbackServerContext* context,
+                                    const v1::WorkerCommandRequest* request, v1::WorkerCommandResponse* response);
+  Deps d_;
+  std::unique_ptr<WatchRegistry> watches_;
+};
+
+}  // namespace pcp::shepherd
+
+#endif  // PCP_SHEPHERD_SRC_ADMIN_SERVICE_H_

@@ -1,0 +1,94 @@
+// Private: the shepherd's one decision-making thread. It takes events (workers joining,
+// leaving, ready, results; jobs queued or cancelled) from a queue filled by gRPC and
+// heartbeat threads, and drives the running job's JobRun: starting the next job when idle,
+// advancing rounds, finishing, cancelling. Nothing it does blocks a gRPC thread.
+//
+//   Coordinator coordinator(&config, jobs.get(), &registry);
+//   registry.SetSink(&coordinator);
+//   jobs->SetListener([&] { coordinator.Wake(); });
+//   coordinator.Start();
+//   ...
+//   coordinator.Stop();   // checkpoints a running job (it stays running, for resume)
+#ifndef PCP_SHEPHERD_SRC_COORDINATOR_H_
+#define PCP_SHEPHERD_SRC_COORDINATOR_H_
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "job_run.h"
+#include "worker_registry.h"
+
+namespace pcp::shepherd {
+
+class Coordinator final : public EngineSink {
+ public:
+  Coordinator(const ShepherdConfig* config, JobManager* jobs, WorkerRegistry* registry);
+  ~Coordinator() override;
+
+  void Start();
+  // Stops the thread; a running job is checkpointed and stays RUNNING (resumed on restart).
+  void Stop();
+  // Jobs were queued or cancelled.
+  void Wake();
+  // Something the running job waits for happened (a background evaluation finished).
+  void Nudge();
+
+  struct Status {
+    std::string active_job_id;
+    uint32_t workers_in_round = 0;
+  };
+  Status status() const;
+  // θ of the running job (or of the last job this process finished), or null.
+  std::shared_ptr<const ParamsSnapshot> snapshot() const;
+
+  // EngineSink
+  void WorkerJoined(std::shared_ptr<WorkerSession> session) override;
+  void WorkerLeft(std::shared_ptr<WorkerSession> session, absl::Status why) override;
+  void WorkerReady(std::shared_ptr<WorkerSession> session, v1::AssignmentReady ready) override;
+  void WorkerResult(std::shared_ptr<WorkerSession> session, uint64_t round, std::vector<Tensor> delta,
+                    v1::RoundResult result) override;
+  void WorkerError(std::shared_ptr<WorkerSession> session, v1::Error error) override;
+
+ private:
+  struct Event {
+    enum class Kind { kJoined, kLeft, kReady, kResult, kError } kind;
+    std::shared_ptr<WorkerSession> session;
+    uint64_t round = 0;
+    std::vector<Tensor> delta;
+    v1::RoundResult result;
+    v1::AssignmentReady ready;
+    v1::Error error;
+  };
+  void Post(Event event);
+  void Loop();
+  void Handle(Event& event);
+  void MaybeStartJob();
+  void PublishStatus();
+
+  const ShepherdConfig* config_;
+  JobManager* jobs_;
+  WorkerRegistry* registry_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> events_;
+  bool stop_ = false;
+  bool jobs_changed_ = true;
+  bool nudged_ = false;
+  Status status_;
+  std::shared_ptr<const ParamsSnapshot> snapshot_;
+  std::thread thread_;
+
+  // Coordinator thread only.
+  std::map<WorkerSession*, std::shared_ptr<WorkerSession>> workers_;
+  std::unique_ptr<JobRun> run_;
+};
+
+}  // namespace pcp::shepherd
+
+#endif  // PCP_SHEPHERD_SRC_COORDINATOR_H_

@@ -1,0 +1,84 @@
+#include "eval_runner.h"
+
+#include <chrono>
+
+#include "pcp/base/status_macros.h"
+#include "pcp/kernels/backend_factory.h"
+
+namespace pcp::shepherd {
+
+absl::StatusOr<std::unique_ptr<EvalRunner>> EvalRunner::Create(const GptProgram& program, TokenSequence data,
+                                                                int64_t iters, uint64_t seed, int threads,
+                                                                std::function<void()> done) {
+  std::unique_ptr<EvalRunner> r(new EvalRunner());
+  PCP_ASSIGN_OR_RETURN(r->backend_, CreateBackend("cpu", threads));
+  // The evaluator runs on an inner loop's resident parameters (its AdamW state is unused).
+  PCP_ASSIGN_OR_RETURN(r->loop_, InnerLoop::Create(*r->backend_, program.train_step));
+  PCP_ASSIGN_OR_RETURN(r->evaluator_, Evaluator::Create(*r->loop_, program.eval_loss));
+  r->data_ = std::move(data);
+  r->iters_ = iters;
+  r->seed_ = seed;
+  r->done_ = std::move(done);
+  r->thread_ = std::thread([p = r.get()] { p->Loop(); });
+  return r;
+}
+
+EvalRunner::~EvalRunner() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void EvalRunner::Start(uint64_t round, std::vector<Tensor> params) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.emplace(round, std::move(params));
+  }
+  cv_.notify_all();
+}
+
+std::optional<EvalRunner::Result> EvalRunner::Take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<Result> r = std::move(result_);
+  result_.reset();
+  return r;
+}
+
+std::optional<EvalRunner::Result> EvalRunner::Finish() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return !pending_.has_value() && !running_; });
+  std::optional<Result> r = std::move(result_);
+  result_.reset();
+  return r;
+}
+
+void EvalRunner::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return stop_ || pending_.has_value(); });
+    if (stop_) return;
+    auto [round, params] = std::move(*pending_);
+    pending_.reset();
+    running_ = true;
+    lock.unlock();
+    const auto t0 = std::chrono::steady_clock::now();
+    Result result{.round = round};
+    absl::Status loaded = loop_->LoadParamsKeepOptimizer(params);
+    result.val_loss = loaded.ok() ? evaluator_->MeanLoss(data_, iters_, seed_) : absl::StatusOr<float>(loaded);
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    lock.lock();
+    running_ = false;
+    result_ = std::move(result);
+    cv_.notify_all();
+    if (done_) {
+      lock.unlock();
+      done_();
+      lock.lock();
+    }
+  }
+}
+
+}  // namespace pcp::shepherd

@@ -1,0 +1,359 @@
+#include "pcp/shepherd/job_manager.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "pcp/base/status_macros.h"
+#include "pcp/base/absl_fmt.h"
+#include "spdlog/spdlog.h"
+
+namespace pcp::shepherd {
+namespace {
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool IsTerminal(v1::JobState s) {
+  return s == v1::JOB_STATE_COMPLETED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
+}
+
+std::string StateName(v1::JobState s) {
+  std::string name = v1::JobState_Name(s);
+  return name.rfind("JOB_STATE_", 0) == 0 ? absl::AsciiStrToLower(name.substr(10)) : name;
+}
+
+}  // namespace
+
+absl::StatusOr<JobConfig> ValidateJob(absl::string_view yaml, absl::string_view file_name,
+                                      const std::string& base_dir) {
+  PCP_ASSIGN_OR_RETURN(JobConfig config, ParseJobConfig(yaml, file_name, base_dir));
+  PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&config), _ << file_name << ": data");
+  (void)data;
+  return config;
+}
+
+v1::JobResult ResultOf(const v1::Job& job) {
+  v1::JobResult r;
+  r.set_state(job.state());
+  r.set_reason(job.reason());
+  r.set_rounds_completed(job.progress().round());
+  if (job.progress().has_train_loss()) r.set_final_train_loss(job.progress().train_loss());
+  if (job.progress().has_val_loss()) r.set_final_val_loss(job.progress().val_loss());
+  r.set_checkpoint_path(job.checkpoint_path());
+  if (job.started_unix_ms() > 0 && job.finished_unix_ms() >= job.started_unix_ms()) {
+    r.set_duration_s(static_cast<double>(job.finished_unix_ms() - job.started_unix_ms()) / 1000.0);
+  }
+  r.set_tokens_processed(job.progress().tokens_processed());
+  return r;
+}
+
+absl::StatusOr<std::unique_ptr<JobManager>> JobManager::Open(const std::string& state_dir) {
+  std::unique_ptr<JobManager> m(new JobManager(JobStore(state_dir)));
+  int64_t max_seq = 0;
+  PCP_ASSIGN_OR_RETURN(std::vector<StoredJob> stored, m->store_.LoadAll(&max_seq),
+                       _ << "loading jobs from " << state_dir);
+  m->next_seq_ = max_seq + 1;
+  for (StoredJob& s : stored) {
+    Entry e;
+    e.stored = std::move(s);
+    absl::StatusOr<JobConfig> config =
+        ParseJobConfig(e.stored.yaml, e.stored.file_name, e.stored.base_dir);
+    if (config.ok()) e.effective_yaml = ToYaml(*config);
+    m->next_seq_ = std::max(m->next_seq_, e.stored.seq + 1);
+    const std::string id = e.stored.job.job_id();
+    m->jobs_.emplace(id, std::move(e));
+  }
+  JobCounts c = m->Counts();
+  spdlog::info("{} jobs in {} ({} queued{})", m->jobs_.size(), state_dir, c.queued,
+               c.running_id.empty() ? "" : absl::StrCat(", ", c.running_id, " was running and resumes"));
+  return m;
+}
+
+void JobManager::SetListener(Listener listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  listener_ = std::move(listener);
+}
+
+JobManager::Entry* JobManager::FindLocked(absl::string_view job_id) {
+  auto it = jobs_.find(std::string(job_id));
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+const JobManager::Entry* JobManager::FindLocked(absl::string_view job_id) const {
+  auto it = jobs_.find(std::string(job_id));
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+void JobManager::PersistLocked(const Entry& entry) {
+  absl::Status s = store_.SaveState(entry.stored);
+  // The in-memory state stays authoritative; a failed write is retried with the next change.
+  if (!s.ok()) spdlog::error("saving state of {}: {}", entry.stored.job.job_id(), s.message());
+}
+
+void JobManager::EventLocked(const std::string& job_id, v1::JobEvent event, Emit* out) {
+  event.set_job_id(job_id);
+  event.set_time_unix_ms(NowUnixMs());
+  for (auto& [id, w] : watchers_) {
+    if (w.job_id == job_id) out->emplace_back(w.fn, event);
+  }
+}
+
+void JobManager::Deliver(Emit* emit) {
+  for (auto& [fn, event] : *emit) fn(event);
+  emit->clear();
+}
+
+void JobManager::TransitionLocked(Entry& entry, v1::JobState to, absl::string_view reason, Emit* out) {
+  v1::Job& job = entry.stored.job;
+  const v1::JobState from = job.state();
+  job.set_state(to);
+  job.set_reason(std::string(reason));
+  if (to == v1::JOB_STATE_RUNNING && job.started_unix_ms() == 0) job.set_started_unix_ms(NowUnixMs());
+  if (IsTerminal(to)) job.set_finished_unix_ms(NowUnixMs());
+  PersistLocked(entry);
+  spdlog::info("job {} ({}): {} -> {}{}", job.job_id(), job.name(), StateName(from), StateName(to),
+               reason.empty() ? "" : absl::StrCat(": ", reason));
+  v1::JobEvent change;
+  change.mutable_state_change()->set_from(from);
+  change.mutable_state_change()->set_to(to);
+  change.mutable_state_change()->set_reason(std::string(reason));
+  EventLocked(job.job_id(), std::move(change), out);
+  if (IsTerminal(to)) {
+    v1::JobEvent result;
+    *result.mutable_result() = ResultOf(job);
+    EventLocked(job.job_id(), std::move(result), out);
+    for (auto it = watchers_.begin(); it != watchers_.end();) {
+      it = it->second.job_id == job.job_id() ? watchers_.erase(it) : std::next(it);
+    }
+  }
+}
+
+absl::StatusOr<v1::SubmitJobResponse> JobManager::Submit(const v1::SubmitJobRequest& request) {
+  const std::string file_name = request.file_name().empty() ? kDefaultSubmitFileName : request.file_name();
+  if (!request.base_dir().empty() && request.base_dir()[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrCat("base_dir must be an absolute path, got '", request.base_dir(), "'"));
+  }
+  // The slow part (parsing, reading the data) runs without the lock.
+  PCP_ASSIGN_OR_RETURN(JobConfig config, ValidateJob(request.yaml(), file_name, request.base_dir()));
+  Listener listener;
+  v1::SubmitJobResponse response;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry e;
+    e.stored.seq = next_seq_;
+    e.stored.yaml = request.yaml();
+    e.stored.file_name = file_name;
+    e.stored.base_dir = request.base_dir();
+    e.effective_yaml = ToYaml(config);
+    v1::Job& job = e.stored.job;
+    job.set_job_id(JobIdForSeq(e.stored.seq));
+    job.set_name(config.name);
+    job.set_state(v1::JOB_STATE_QUEUED);
+    job.set_submitted_unix_ms(NowUnixMs());
+    job.mutable_progress()->set_total_rounds(static_cast<uint64_t>(config.diloco.rounds));
+    job.mutable_progress()->set_inner_steps(static_cast<uint64_t>(config.diloco.inner_steps));
+    PCP_RETURN_IF_ERROR(store_.Create(e.stored), _ << "storing job " << job.job_id());
+    ++next_seq_;
+    uint32_t ahead = 0;
+    for (const auto& [id, other] : jobs_) {
+      const v1::JobState s = other.stored.job.state();
+      if (s == v1::JOB_STATE_QUEUED || s == v1::JOB_STATE_RUNNING) ++ahead;
+    }
+    response.set_job_id(job.job_id());
+    response.set_name(job.name());
+    response.set_queue_position(ahead);
+    spdlog::info("job {} ({}) queued from {}: {} rounds x {} inner steps, {} workers", job.job_id(), job.name(),
+                 file_name, config.diloco.rounds, config.diloco.inner_steps, config.diloco.workers);
+    jobs_.emplace(job.job_id(), std::move(e));
+    listener = listener_;
+  }
+  if (listener) listener();
+  return response;
+}
+
+std::vector<v1::Job> JobManager::List(const v1::ListJobsRequest& request) const {
+  std::vector<std::pair<int64_t, v1::Job>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, e] : jobs_) {
+      const v1::JobState s = e.stored.job.state();
+      if (!request.states().empty() &&
+          std::find(request.states().begin(), request.states().end(), s) == request.states().end()) {
+        continue;
+      }
+      all.emplace_back(e.stored.seq, e.stored.job);
+    }
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<v1::Job> out;
+  for (auto& [seq, job] : all) {
+    if (request.limit() > 0 && out.size() >= request.limit()) break;
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
+absl::StatusOr<v1::Job> JobManager::Get(absl::string_view job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Entry* e = FindLocked(job_id);
+  if (e == nullptr) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
+  v1::Job job = e->stored.job;
+  job.set_effective_yaml(e->effective_yaml);
+  return job;
+}
+
+absl::StatusOr<v1::Job> JobManager::Cancel(absl::string_view job_id, absl::string_view reason) {
+  Emit emit;
+  Listener listener;
+  v1::Job job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry* e = FindLocked(job_id);
+    if (e == nullptr) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
+    const v1::JobState s = e->stored.job.state();
+    if (IsTerminal(s)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", job_id, " has already finished (", StateName(s), ")"));
+    }
+    TransitionLocked(*e, v1::JOB_STATE_CANCELLED, reason.empty() ? "cancelled" : reason, &emit);
+    job = e->stored.job;
+    listener = listener_;
+  }
+  Deliver(&emit);
+  if (listener) listener();
+  return job;
+}
+
+std::optional<RunnableJob> JobManager::StartNext() {
+  Emit emit;
+  std::optional<RunnableJob> next;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry* pick = nullptr;
+    for (auto& [id, e] : jobs_) {
+      const v1::JobState s = e.stored.job.state();
+      if (s == v1::JOB_STATE_RUNNING) {
+        pick = &e;
+        break;
+      }
+      if (s == v1::JOB_STATE_QUEUED && (pick == nullptr || e.stored.seq < pick->stored.seq)) pick = &e;
+    }
+    if (pick == nullptr) return std::nullopt;
+    RunnableJob r;
+    r.id = pick->stored.job.job_id();
+    r.yaml = pick->stored.yaml;
+    r.file_name = pick->stored.file_name;
+    r.base_dir = pick->stored.base_dir;
+    r.dir = store_.JobDir(r.id);
+    r.resumed = pick->stored.job.state() == v1::JOB_STATE_RUNNING;
+    if (!r.resumed) TransitionLocked(*pick, v1::JOB_STATE_RUNNING, "", &emit);
+    next = std::move(r);
+  }
+  Deliver(&emit);
+  return next;
+}
+
+bool JobManager::IsRunning(absl::string_view job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Entry* e = FindLocked(job_id);
+  return e != nullptr && e->stored.job.state() == v1::JOB_STATE_RUNNING;
+}
+
+void JobManager::ReportProgress(absl::string_view job_id, const v1::JobProgress& progress) {
+  Emit emit;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry* e = FindLocked(job_id);
+    if (e == nullptr || e->stored.job.state() != v1::JOB_STATE_RUNNING) return;
+    *e->stored.job.mutable_progress() = progress;
+    PersistLocked(*e);
+    v1::JobEvent event;
+    *event.mutable_progress() = progress;
+    EventLocked(e->stored.job.job_id(), std::move(event), &emit);
+  }
+  Deliver(&emit);
+}
+
+void JobManager::ReportCheckpoint(absl::string_view job_id, uint64_t round, const std::string& path) {
+  Emit emit;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry* e = FindLocked(job_id);
+    if (e == nullptr) return;
+    e->stored.job.set_checkpoint_path(path);
+    PersistLocked(*e);
+    v1::JobEvent event;
+    event.mutable_checkpoint()->set_round(round);
+    event.mutable_checkpoint()->set_path(path);
+    EventLocked(e->stored.job.job_id(), std::move(event), &emit);
+  }
+  Deliver(&emit);
+}
+
+bool JobManager::Finish(absl::string_view job_id, v1::JobState state, absl::string_view reason) {
+  Emit emit;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry* e = FindLocked(job_id);
+    if (e == nullptr || e->stored.job.state() != v1::JOB_STATE_RUNNING || !IsTerminal(state)) return false;
+    TransitionLocked(*e, state, reason, &emit);
+  }
+  Deliver(&emit);
+  return true;
+}
+
+absl::StatusOr<JobManager::WatchStart> JobManager::Watch(absl::string_view job_id, WatchFn fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Entry* e = FindLocked(job_id);
+  if (e == nullptr) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
+  WatchStart start;
+  start.snapshot = e->stored.job;
+  start.snapshot.set_effective_yaml(e->effective_yaml);
+  if (IsTerminal(e->stored.job.state())) {
+    start.result = ResultOf(e->stored.job);
+    return start;
+  }
+  start.watch_id = next_watch_id_++;
+  watchers_[start.watch_id] = Watcher{std::string(job_id), std::move(fn)};
+  return start;
+}
+
+void JobManager::Unwatch(int64_t watch_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  watchers_.erase(watch_id);
+}
+
+JobCounts JobManager::Counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  JobCounts c;
+  for (const auto& [id, e] : jobs_) {
+    switch (e.stored.job.state()) {
+      case v1::JOB_STATE_QUEUED: ++c.queued; break;
+      case v1::JOB_STATE_RUNNING: c.running_id = id; break;
+      case v1::JOB_STATE_COMPLETED: ++c.completed; break;
+      case v1::JOB_STATE_FAILED: ++c.failed; break;
+      case v1::JOB_STATE_CANCELLED: ++c.cancelled; break;
+      default: break;
+    }
+  }
+  return c;
+}
+
+std::string JobManager::LatestFinishedJob() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string best;
+  int64_t best_ms = -1;
+  for (const auto& [id, e] : jobs_) {
+    if (IsTerminal(e.stored.job.state()) && e.stored.job.finished_unix_ms() > best_ms) {
+      best_ms = e.stored.job.finished_unix_ms();
+      best = id;
+    }
+  }
+  return best;
+}
+
+}  // namespace pcp::shepherd

@@ -1,0 +1,513 @@
+#include "job_run.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "pcp/base/status_macros.h"
+#include "pcp/training/checkpoint.h"
+#include "pcp/training/rng.h"
+#include "pcp/base/absl_fmt.h"
+#include "spdlog/spdlog.h"
+
+namespace pcp::shepherd {
+namespace {
+
+// The same estimate seeds as pcp-local (local_training.cc), so the numbers compare.
+constexpr uint64_t kEvalSeedOffset = 1000003;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+v1::ShepherdMessage CancelMessage(uint64_t round, const std::string& reason) {
+  v1::ShepherdMessage m;
+  m.mutable_cancel()->set_round(round);
+  m.mutable_cancel()->set_reason(reason);
+  return m;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<JobRun>> JobRun::Start(const RunnableJob& job, RunContext context) {
+  std::unique_ptr<JobRun> run(new JobRun(job, context));
+  PCP_RETURN_IF_ERROR(run->Prepare());
+  return run;
+}
+
+absl::Status JobRun::Prepare() {
+  const auto t0 = Clock::now();
+  PCP_ASSIGN_OR_RETURN(JobConfig config, ParseJobConfig(job_.yaml, job_.file_name, job_.base_dir));
+  PCP_ASSIGN_OR_RETURN(PreparedJob prepared, PrepareJob(std::move(config)));
+  prepared_ = std::make_unique<PreparedJob>(std::move(prepared));
+  const JobConfig& c = prepared_->config;
+  outer_ = std::make_unique<OuterOptimizer>(
+      OuterOptimizerOptions{.lr = c.diloco.outer_lr, .momentum = c.diloco.outer_momentum, .nesterov = c.diloco.nesterov},
+      prepared_->param_specs);
+  PCP_ASSIGN_OR_RETURN(std::optional<DilocoCheckpoint> ckpt, ReadLatestDilocoCheckpoint(job_.dir, prepared_->param_names),
+                       _ << "reading the job's latest checkpoint");
+  if (ckpt.has_value() && ckpt->state.slots.size() == static_cast<size_t>(c.diloco.workers)) {
+    theta_ = std::move(ckpt->params);
+    PCP_RETURN_IF_ERROR(outer_->SetMomentum(std::move(ckpt->momentum)));
+    state_ = std::move(ckpt->state);
+    checkpoint_round_ = state_.round;
+    spdlog::info("job {}: resuming from the checkpoint of round {} ({} of {} rounds done)", job_.id, state_.round,
+                 state_.round, c.diloco.rounds);
+  } else {
+    PCP_ASSIGN_OR_RETURN(theta_, InitialParams(*prepared_));
+    state_ = RunState{};
+    for (int64_t s = 0; s < c.diloco.workers; ++s) {
+      state_.slots.push_back(SlotState{.sampler_seed = MixSeed(static_cast<uint64_t>(c.training.seed),
+                                                               static_cast<uint64_t>(s))});
+    }
+  }
+  state_.program_hash = prepared_->program_hash;
+  PCP_ASSIGN_OR_RETURN(eval_, EvalRunner::Create(prepared_->program, prepared_->data.val(), c.training.eval_iters,
+                                                 static_cast<uint64_t>(c.training.seed) + kEvalSeedOffset + 1,
+                                                 static_cast<int>(ctx_.config->eval_threads), ctx_.nudge));
+  int64_t n_params = 0;
+  for (const Tensor& t : theta_) n_params += t.num_elements();
+  spdlog::info("job {} ({}): {:.2f}M parameters, program {} ({} bytes), {} train tokens; {} rounds x {} inner steps, "
+               "{} workers (min {}), prepared in {:.1f} s",
+               job_.id, c.name, n_params / 1e6, prepared_->program_hash.substr(0, 19), prepared_->program_text->size(),
+               prepared_->data.train().size(), c.diloco.rounds, c.diloco.inner_steps, c.diloco.workers,
+               c.diloco.min_workers, Seconds(Clock::now() - t0));
+  progress_.set_round(state_.round);
+  progress_.set_total_rounds(total_rounds());
+  progress_.set_inner_steps(static_cast<uint64_t>(c.diloco.inner_steps));
+  progress_.set_tokens_processed(state_.tokens_processed);
+  if (state_.train_loss) progress_.set_train_loss(*state_.train_loss);
+  if (state_.val_loss) progress_.set_val_loss(*state_.val_loss);
+  progress_.set_val_round(state_.val_round);
+  meter_ = std::make_unique<ProgressMeter>(static_cast<int64_t>(total_rounds() - std::min(total_rounds(), state_.round)));
+  started_ = waiting_since_ = Clock::now();
+  Publish(false);
+  return absl::OkStatus();
+}
+
+uint32_t JobRun::workers_in_round() const {
+  return round_.has_value() ? static_cast<uint32_t>(round_->running.size() + round_->results.size()) : 0;
+}
+
+JobRun::Member* JobRun::Find(const std::shared_ptr<WorkerSession>& session) {
+  auto it = members_.find(session.get());
+  return it == members_.end() ? nullptr : &it->second;
+}
+
+int JobRun::ClaimSlot(const std::string& supervisor_id) {
+  std::vector<bool> taken(state_.slots.size(), false);
+  for (const auto& [key, m] : members_) {
+    if (m.slot >= 0) taken[m.slot] = true;
+  }
+  for (size_t s = 0; s < state_.slots.size(); ++s) {
+    if (state_.slots[s].supervisor_id == supervisor_id) return taken[s] ? -1 : static_cast<int>(s);
+  }
+  for (size_t s = 0; s < state_.slots.size(); ++s) {
+    if (state_.slots[s].supervisor_id.empty()) {
+      state_.slots[s].supervisor_id = supervisor_id;
+      return static_cast<int>(s);
+    }
+  }
+  // Every slot has an owner; take over one whose owner is not connected (its data stream
+  // continues with the newcomer).
+  for (size_t s = 0; s < state_.slots.size(); ++s) {
+    if (!taken[s]) {
+      spdlog::info("job {}: slot {} passes from {} (not connected) to {}", job_.id, s, state_.slots[s].supervisor_id,
+                   supervisor_id);
+      state_.slots[s].supervisor_id = supervisor_id;
+      return static_cast<int>(s);
+    }
+  }
+  return -1;
+}
+
+void JobRun::AddWorker(const std::shared_ptr<WorkerSession>& session) {
+  if (Find(session) != nullptr) return;
+  Member& m = members_[session.get()];
+  m.session = session;
+  m.slot = ClaimSlot(session->supervisor_id());
+  if (m.slot < 0) {
+    spdlog::info("job {}: worker {} stays idle (all {} slots are taken)", job_.id, session->supervisor_id(),
+                 state_.slots.size());
+    return;
+  }
+  Assign(m);
+}
+
+void JobRun::Assign(Member& m) {
+  auto it = shards_.find(m.slot);
+  if (it == shards_.end()) {
+    absl::StatusOr<ShardPlan> plan = ShardForSlot(*prepared_, m.slot, static_cast<int64_t>(state_.slots.size()));
+    if (!plan.ok()) {
+      spdlog::error("job {}: {}", job_.id, plan.status().message());
+      m.phase = Phase::kFailed;
+      return;
+    }
+    it = shards_.emplace(m.slot, *std::move(plan)).first;
+  }
+  const ShardPlan& plan = it->second;
+  WorkerSession& s = *m.session;
+  const bool send_program = !s.HasProgram(prepared_->program_hash);
+  v1::ShepherdMessage msg;
+  v1::Assignment* a = msg.mutable_assignment();
+  a->set_job_id(job_.id);
+  a->set_job_name(prepared_->config.name);
+  a->set_program_hash(prepared_->program_hash);
+  a->set_program_follows(send_program);
+  a->set_program_bytes(prepared_->program_text->size());
+  *a->mutable_hyperparameters() = HyperparametersOf(prepared_->config);
+  for (const TensorSpec& spec : prepared_->param_specs) *a->add_parameters() = TensorSpecToProto(spec);
+  *a->mutable_shard() = plan.shard;
+  a->set_worker_rank(static_cast<uint32_t>(m.slot));
+  a->set_world_size(static_cast<uint32_t>(state_.slots.size()));
+  s.Send(std::move(msg));
+  if (send_program) {
+    s.SendBlob(/*program=*/true, prepared_->program_hash, prepared_->program_text);
+    s.NotePendingProgram(prepared_->program_hash);
+  }
+  if (plan.inline_bytes != nullptr) s.SendBlob(/*program=*/false, "shard", plan.inline_bytes);
+  m.phase = Phase::kAssigning;
+  m.assigned_at = Clock::now();
+  ctx_.registry->NoteActivity(s.supervisor_id(), job_.id, 0);
+  spdlog::info("job {}: worker {} assigned slot {} of {} ({} tokens {}; program {})", job_.id, s.supervisor_id(),
+               m.slot, state_.slots.size(), plan.num_tokens, plan.inline_bytes ? "inline" : "from the shared file",
+               send_program ? "sent" : "cached");
+}
+
+void JobRun::RemoveWorker(const std::shared_ptr<WorkerSession>& session) {
+  Member* m = Find(session);
+  if (m == nullptr) return;
+  if (round_.has_value() && m->slot >= 0) {
+    auto r = round_->running.find(m->slot);
+    if (r != round_->running.end() && r->second == session.get()) {
+      round_->running.erase(r);
+      spdlog::warn("job {}: worker {} left round {} ({} still running, {} results in)", job_.id,
+                   session->supervisor_id(), round_->number, round_->running.size(), round_->results.size());
+    }
+  }
+  members_.erase(session.get());
+}
+
+void JobRun::OnReady(const std::shared_ptr<WorkerSession>& session, const v1::AssignmentReady& ready) {
+  Member* m = Find(session);
+  if (m == nullptr || m->phase != Phase::kAssigning) return;
+  if (ready.job_id() != job_.id || ready.program_hash() != prepared_->program_hash) {
+    spdlog::warn("job {}: worker {} is ready for job {} / program {}, not this one; ignored", job_.id,
+                 session->supervisor_id(), ready.job_id(), ready.program_hash());
+    return;
+  }
+  m->phase = Phase::kReady;
+  spdlog::info("job {}: worker {} ready (slot {}, compiled in {} ms, {} shard tokens)", job_.id,
+               session->supervisor_id(), m->slot, ready.compile_ms(), ready.shard_tokens());
+}
+
+void JobRun::OnError(const std::shared_ptr<WorkerSession>& session, const v1::Error& error) {
+  Member* m = Find(session);
+  if (m == nullptr) return;
+  if (m->phase == Phase::kAssigning) {
+    // The worker cannot take the assignment (e.g. its backend cannot run the program).
+    m->phase = Phase::kFailed;
+    spdlog::error("job {}: worker {} cannot take the assignment: {}", job_.id, session->supervisor_id(),
+                  error.message());
+  }
+}
+
+void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, std::vector<Tensor> delta,
+                      const v1::RoundResult& result) {
+  Member* m = Find(session);
+  if (m == nullptr || !round_.has_value() || round != round_->number) return;  // stale
+  auto r = round_->running.find(m->slot);
+  if (r == round_->running.end() || r->second != session.get()) return;
+  round_->running.erase(r);
+  m->phase = Phase::kReady;
+  const JobConfig& c = prepared_->config;
+  if (delta.empty()) {
+    spdlog::warn("job {}: worker {} abandoned round {} after {} steps", job_.id, session->supervisor_id(), round,
+                 result.steps());
+    return;
+  }
+  const uint64_t tokens_expected = static_cast<uint64_t>(c.diloco.inner_steps * c.training.batch_size * c.model.block_size);
+  const uint64_t cursor_expected = state_.slots[m->slot].sampler_cursor + static_cast<uint64_t>(c.diloco.inner_steps);
+  if (result.steps() != static_cast<uint32_t>(c.diloco.inner_steps) || result.tokens_processed() != tokens_expected ||
+      result.sampler_cursor() != cursor_expected) {
+    session->Close(absl::InvalidArgumentError(absl::StrCat(
+        "RoundResult for round ", round, ": expected steps ", c.diloco.inner_steps, ", tokens_processed ",
+        tokens_expected, ", sampler_cursor ", cursor_expected, "; got ", result.steps(), ", ",
+        result.tokens_processed(), ", ", result.sampler_cursor())));
+    return;
+  }
+  if (!AllFinite(delta) || !std::isfinite(result.mean_loss())) {
+    spdlog::error("job {}: worker {}'s delta for round {} is not finite (mean loss {}); left out", job_.id,
+                  session->supervisor_id(), round, result.mean_loss());
+    return;
+  }
+  round_->results[m->slot] = SlotResult{std::move(delta), result, session->supervisor_id()};
+  ctx_.registry->NoteRoundDelivered(session->supervisor_id(), result.tokens_per_second());
+}
+
+void JobRun::SendRound(Member& m) {
+  const JobConfig& c = prepared_->config;
+  const uint64_t r = round_->number;
+  WorkerSession& s = *m.session;
+  std::vector<NamedTensor> theta;
+  for (size_t i = 0; i < theta_.size(); ++i) theta.push_back({prepared_->param_names[i], theta_[i]});
+  s.ExpectResult(r, prepared_->param_specs);
+  s.SendParameters(r, std::move(theta));
+  v1::ShepherdMessage msg;
+  v1::StartRound* start = msg.mutable_start_round();
+  start->set_round(r);
+  start->set_deadline_ms(static_cast<uint64_t>(c.diloco.round_deadline_s * 1000.0));
+  for (float lr : RoundLearningRates(c, r)) start->add_learning_rates(lr);
+  start->set_first_step(FirstStepOfRound(c, r));
+  start->set_sampler_seed(state_.slots[m.slot].sampler_seed);
+  start->set_sampler_cursor(state_.slots[m.slot].sampler_cursor);
+  s.Send(std::move(msg));
+  m.phase = Phase::kInRound;
+  round_->running[m.slot] = m.session.get();
+  ctx_.registry->NoteActivity(s.supervisor_id(), job_.id, r);
+}
+
+void JobRun::StartRound(const std::vector<Member*>& members) {
+  round_.emplace();
+  round_->number = state_.round + 1;
+  round_->start = Clock::now();
+  round_->deadline = round_->start + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(prepared_->config.diloco.round_deadline_s));
+  std::vector<std::string> ids;
+  for (Member* m : members) {
+    SendRound(*m);
+    ids.push_back(m->session->supervisor_id());
+  }
+  spdlog::info("job {}: round {}/{} started with {} workers ({})", job_.id, round_->number, total_rounds(),
+               members.size(), absl::StrJoin(ids, ", "));
+}
+
+JobRun::Outcome JobRun::Advance(Clock::time_point now) {
+  if (!failure_.empty()) return Outcome::kFailed;
+  if (std::optional<EvalRunner::Result> r = eval_->Take(); r.has_value()) {
+    if (!ApplyEval(*r)) return Outcome::kFailed;
+    ctx_.jobs->ReportProgress(job_.id, progress_);
+  }
+  const JobConfig& c = prepared_->config;
+  if (state_.round >= total_rounds()) {
+    // Resumed after the last round's checkpoint: nothing left to do.
+    Publish(true);
+    ctx_.jobs->Finish(job_.id, v1::JOB_STATE_COMPLETED, "");
+    return Outcome::kCompleted;
+  }
+  for (auto& [key, m] : members_) {
+    if (m.slot < 0) {
+      m.slot = ClaimSlot(m.session->supervisor_id());
+      if (m.slot >= 0) Assign(m);
+    }
+  }
+  const auto grace = std::chrono::milliseconds(ctx_.config->round_start_grace_ms);
+  std::vector<Member*> ready;
+  bool preparing = false;  // a worker got its assignment less than the grace period ago
+  for (auto& [key, m] : members_) {
+    if (m.phase == Phase::kAssigning && now - m.assigned_at < grace) preparing = true;
+    if (m.phase == Phase::kReady) ready.push_back(&m);
+  }
+  const size_t min_workers = static_cast<size_t>(c.diloco.min_workers);
+  if (!round_.has_value()) {
+    // Start with every slot ready; else wait up to the grace period for missing workers and
+    // for ones still compiling, then start with the ready ones (at least min_workers).
+    const bool full = ready.size() >= state_.slots.size();
+    const bool grace_over = now - waiting_since_ >= grace;
+    if (ready.empty() || ready.size() < min_workers) return Outcome::kRunning;
+    if (!full && (!grace_over || preparing)) return Outcome::kRunning;
+    StartRound(ready);
+    return Outcome::kRunning;
+  }
+  Round& round = *round_;
+  if (round.running.empty() && round.results.size() < min_workers) {
+    // Everyone still in the round has reported, but too few results: take in ready workers
+    // whose slot has not reported yet.
+    std::vector<std::string> ids;
+    for (Member* m : ready) {
+      if (round.results.count(m->slot) == 0 && round.running.count(m->slot) == 0) {
+        SendRound(*m);
+        ids.push_back(m->session->supervisor_id());
+      }
+    }
+    if (!ids.empty()) {
+      spdlog::info("job {}: round {} has {} of {} needed results; {} joins it", job_.id, round.number,
+                   round.results.size(), min_workers, absl::StrJoin(ids, ", "));
+    }
+    return Outcome::kRunning;
+  }
+  if (round.running.empty() || (now >= round.deadline && round.results.size() >= min_workers)) {
+    return CloseRound(now);
+  }
+  return Outcome::kRunning;
+}
+
+Clock::time_point JobRun::NextWakeup() const {
+  if (round_.has_value()) return round_->deadline;
+  const auto grace = std::chrono::milliseconds(ctx_.config->round_start_grace_ms);
+  Clock::time_point wake = waiting_since_ + grace;
+  for (const auto& [key, m] : members_) {
+    if (m.phase == Phase::kAssigning) wake = std::max(wake, m.assigned_at + grace);
+  }
+  return wake;
+}
+
+JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
+  const JobConfig& c = prepared_->config;
+  Round& round = *round_;
+  const uint64_t r = round.number;
+  for (auto& [slot, key] : round.running) {
+    auto it = members_.find(key);
+    if (it == members_.end()) continue;
+    it->second.session->AbandonRound(r);
+    it->second.session->Send(CancelMessage(r, absl::StrCat("round ", r, " closed without you (deadline)")));
+    it->second.phase = Phase::kReady;
+    spdlog::warn("job {}: round {} closes at its deadline without worker {}", job_.id, r,
+                 it->second.session->supervisor_id());
+  }
+  std::vector<WeightedDelta> deltas;
+  double weight = 0, loss_sum = 0;
+  uint64_t tokens = 0;
+  std::vector<std::string> ids;
+  for (auto& [slot, res] : round.results) {
+    const double w = static_cast<double>(res.result.tokens_processed());
+    deltas.push_back({std::move(res.delta), w});
+    weight += w;
+    loss_sum += w * res.result.mean_loss();
+    tokens += res.result.tokens_processed();
+    state_.slots[slot].sampler_cursor = res.result.sampler_cursor();
+    ++state_.slots[slot].rounds_done;
+    ids.push_back(res.supervisor_id);
+  }
+  absl::StatusOr<std::vector<Tensor>> avg = WeightedAverage(deltas);
+  if (!avg.ok()) return Fail(absl::StrCat("round ", r, ": averaging the deltas: ", avg.status().message()));
+  // θ is shared with chunk streams still being written: update a copy.
+  std::vector<Tensor> next;
+  for (const Tensor& t : theta_) next.push_back(t.Clone());
+  absl::Status stepped = outer_->Step(*avg, &next);
+  if (!stepped.ok()) return Fail(absl::StrCat("round ", r, ": outer step: ", stepped.message()));
+  theta_ = std::move(next);
+  state_.round = r;
+  state_.tokens_processed += tokens;
+  state_.train_loss = loss_sum / weight;
+  const double round_s = Seconds(now - round.start);
+  meter_->Advance(round_s * 1000.0);
+  const size_t workers = round.results.size();
+  round_.reset();
+  waiting_since_ = Clock::now();
+
+  const bool last = r >= total_rounds();
+  if (c.diloco.eval_every > 0 && (r % static_cast<uint64_t>(c.diloco.eval_every) == 0 || last)) {
+    eval_->Start(r, theta_);  // θ_ is replaced, never modified, after this
+  }
+  if (last) {
+    // The job's final numbers include the final parameters' validation loss.
+    if (std::optional<EvalRunner::Result> res = eval_->Finish(); res.has_value() && !ApplyEval(*res)) {
+      return Outcome::kFailed;
+    }
+  }
+  progress_.set_round(r);
+  progress_.set_train_loss(*state_.train_loss);
+  if (state_.val_loss) progress_.set_val_loss(*state_.val_loss);
+  progress_.set_val_round(state_.val_round);
+  progress_.set_tokens_processed(state_.tokens_processed);
+  progress_.set_tokens_per_second(round_s > 0 ? static_cast<double>(tokens) / round_s : 0);
+  progress_.set_round_time_s(round_s);
+  progress_.set_eta_s(meter_->EtaSeconds());
+  progress_.set_workers_in_last_round(static_cast<uint32_t>(workers));
+  spdlog::info("job {}: round {}/{} complete: {} workers ({}), train loss {:.4f}, {:.0f} tok/s, round {:.2f} s, ETA {}",
+               job_.id, r, total_rounds(), workers, absl::StrJoin(ids, ", "), *state_.train_loss,
+               progress_.tokens_per_second(), round_s, FormatDuration(progress_.eta_s()));
+  Publish(last);
+  if (c.diloco.checkpoint_every > 0 && (r % static_cast<uint64_t>(c.diloco.checkpoint_every) == 0 || last)) {
+    absl::Status s = WriteCheckpoint();
+    if (!s.ok()) {
+      if (last) return Fail(absl::StrCat("writing the final checkpoint: ", s.message()));
+      spdlog::error("job {}: checkpoint of round {} failed (training goes on): {}", job_.id, r, s.message());
+    }
+  } else if (last) {
+    absl::Status s = WriteCheckpoint();
+    if (!s.ok()) return Fail(absl::StrCat("writing the final checkpoint: ", s.message()));
+  }
+  ctx_.jobs->ReportProgress(job_.id, progress_);
+  if (!last) return Advance(Clock::now());  // the next round starts at once if everyone is ready
+  Release("job completed");
+  ctx_.jobs->Finish(job_.id, v1::JOB_STATE_COMPLETED, "");
+  spdlog::info("job {}: completed {} rounds in {:.1f} s; train loss {:.4f}{}; checkpoint {}", job_.id, r,
+               Seconds(Clock::now() - started_), *state_.train_loss,
+               state_.val_loss ? absl::StrFormat(", val loss %.4f", *state_.val_loss) : std::string(),
+               LatestCheckpointPath(job_.dir));
+  return Outcome::kCompleted;
+}
+
+bool JobRun::ApplyEval(const EvalRunner::Result& r) {
+  if (!r.val_loss.ok()) {
+    Fail(absl::StrCat("estimating the validation loss after round ", r.round, ": ", r.val_loss.status().message()));
+    return false;
+  }
+  if (r.round < state_.val_round) return true;  // an older estimate than the one we have
+  state_.val_loss = *r.val_loss;
+  state_.val_round = r.round;
+  progress_.set_val_loss(*r.val_loss);
+  progress_.set_val_round(r.round);
+  spdlog::info("job {}: val loss {:.4f} after round {} (estimated in {:.2f} s)", job_.id, *r.val_loss, r.round,
+               r.seconds);
+  return true;
+}
+
+absl::Status JobRun::WriteCheckpoint() {
+  const JobConfig& c = prepared_->config;
+  SafetensorsMetadata meta = {
+      {"pcp.model", GptConfigToJson(c.model.ToGPTConfig())},
+      {"pcp.job", ToYaml(c)},
+      {"pcp.job_id", job_.id},
+      {"pcp.iter", absl::StrCat(state_.round * static_cast<uint64_t>(c.diloco.inner_steps))},
+  };
+  if (state_.train_loss) meta.push_back({"pcp.train_loss", absl::StrFormat("%.6f", *state_.train_loss)});
+  if (state_.val_loss) meta.push_back({"pcp.val_loss", absl::StrFormat("%.6f", *state_.val_loss)});
+  if (prepared_->data.tokenizer().has_value()) meta.push_back({"pcp.tokenizer", prepared_->data.tokenizer()->Serialize()});
+  DilocoCheckpoint ckpt{.state = state_, .params = theta_, .momentum = outer_->momentum()};
+  PCP_ASSIGN_OR_RETURN(std::string path, WriteDilocoCheckpoint(job_.dir, prepared_->param_names, ckpt, std::move(meta)));
+  checkpoint_round_ = state_.round;
+  ctx_.jobs->ReportCheckpoint(job_.id, state_.round, path);
+  spdlog::info("job {}: checkpoint of round {} written: {}", job_.id, state_.round, path);
+  return absl::OkStatus();
+}
+
+absl::Status JobRun::CheckpointIfBehind() {
+  if (state_.round == checkpoint_round_ || !failure_.empty()) return absl::OkStatus();
+  return WriteCheckpoint();
+}
+
+void JobRun::Release(const std::string& reason) {
+  for (auto& [key, m] : members_) {
+    if (round_.has_value()) m.session->AbandonRound(round_->number);
+    m.session->Send(CancelMessage(0, reason));
+    ctx_.registry->NoteActivity(m.session->supervisor_id(), "", 0);
+  }
+  members_.clear();
+  round_.reset();
+}
+
+void JobRun::Publish(bool final) {
+  auto snap = std::make_shared<ParamsSnapshot>();
+  snap->job_id = job_.id;
+  snap->round = state_.round;
+  snap->final = final;
+  snap->model = prepared_->config.model.ToGPTConfig();
+  snap->tokenizer = prepared_->data.tokenizer();
+  snap->sample = prepared_->config.sample;
+  snap->names = prepared_->param_names;
+  snap->params = theta_;
+  snapshot_ = std::move(snap);
+}
+
+JobRun::Outcome JobRun::Fail(const std::string& why) {
+  failure_ = why;
+  spdlog::error("job {} failed: {}", job_.id, why);
+  Release(absl::StrCat("job failed: ", why));
+  ctx_.jobs->Finish(job_.id, v1::JOB_STATE_FAILED, why);
+  return Outcome::kFailed;
+}
+
+}  // namespace pcp::shepherd

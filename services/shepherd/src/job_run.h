@@ -1,0 +1,138 @@
+// Private: the DiLoCo round engine for the one running job. Single-threaded: the
+// coordinator's thread calls every method.
+//
+// Workers get a slot (0..workers-1; a supervisor id keeps its slot across reconnects, so its
+// shard and data stream stay its own), an Assignment (program sent once per hash, shard
+// inline or as a shared path), and then, per round, θ and a StartRound with the τ learning
+// rates and the slot's sampler state. A round closes when every participant has reported
+// (or left), or at the deadline if at least min_workers have reported; with fewer it waits,
+// taking in ready workers that are not in the round. The Δs are averaged weighted by tokens
+// and applied with the outer Nesterov step; val loss every eval_every rounds (estimated in
+// the background while the next round runs, and before the job ends), checkpoints every
+// checkpoint_every rounds and at the end.
+//
+//   PCP_ASSIGN_OR_RETURN(auto run, JobRun::Start(runnable, context));  // slow: builds, resumes
+//   run->AddWorker(session);  run->OnReady(session, ready);  run->OnResult(...);
+//   JobRun::Outcome o = run->Advance(now);     // starts / closes rounds; kCompleted at the end
+#ifndef PCP_SHEPHERD_SRC_JOB_RUN_H_
+#define PCP_SHEPHERD_SRC_JOB_RUN_H_
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pcp/kernels/backend.h"
+#include "pcp/shepherd/checkpoint_store.h"
+#include "pcp/shepherd/job_manager.h"
+#include "pcp/shepherd/job_program.h"
+#include "pcp/shepherd/outer_optimizer.h"
+#include "pcp/shepherd/shepherd_config.h"
+#include "eval_runner.h"
+#include "pcp/training/progress.h"
+#include "sampling.h"
+#include "worker_registry.h"
+
+namespace pcp::shepherd {
+
+using Clock = std::chrono::steady_clock;
+
+struct RunContext {
+  const ShepherdConfig* config = nullptr;
+  JobManager* jobs = nullptr;
+  WorkerRegistry* registry = nullptr;
+  // Asks the coordinator to call Advance soon (a background evaluation finished).
+  std::function<void()> nudge;
+};
+
+
+class JobRun {
+ public:
+  enum class Outcome { kRunning, kCompleted, kFailed };
+
+  // Parses the job, loads its data, builds the program, and resumes from the job's latest
+  // checkpoint if it has one (else initialises θ from the seed).
+  static absl::StatusOr<std::unique_ptr<JobRun>> Start(const RunnableJob& job, RunContext context);
+
+  const std::string& job_id() const { return job_.id; }
+  uint32_t workers_in_round() const;
+
+  void AddWorker(const std::shared_ptr<WorkerSession>& session);
+  void RemoveWorker(const std::shared_ptr<WorkerSession>& session);
+  void OnReady(const std::shared_ptr<WorkerSession>& session, const v1::AssignmentReady& ready);
+  void OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, std::vector<Tensor> delta,
+                const v1::RoundResult& result);
+  void OnError(const std::shared_ptr<WorkerSession>& session, const v1::Error& error);
+
+  // Assigns, starts and closes rounds. After kCompleted / kFailed the run is over (the job's
+  // state has been recorded; failure() says why).
+  Outcome Advance(Clock::time_point now);
+  // When Advance should next run even if nothing happens (a deadline or a grace period).
+  Clock::time_point NextWakeup() const;
+  // Tells every worker to drop the assignment (the job was cancelled or the shepherd stops).
+  void Release(const std::string& reason);
+  // Writes a checkpoint unless the latest round already has one (shutdown).
+  absl::Status CheckpointIfBehind();
+  const std::string& failure() const { return failure_; }
+  std::shared_ptr<const ParamsSnapshot> snapshot() const { return snapshot_; }
+
+ private:
+  enum class Phase { kIdle, kAssigning, kReady, kInRound, kFailed };
+  struct Member {
+    std::shared_ptr<WorkerSession> session;
+    int slot = -1;
+    Phase phase = Phase::kIdle;
+    Clock::time_point assigned_at;  // when its Assignment went out
+  };
+  struct SlotResult {
+    std::vector<Tensor> delta;
+    v1::RoundResult result;
+    std::string supervisor_id;
+  };
+  struct Round {
+    uint64_t number = 0;
+    Clock::time_point start, deadline;
+    std::map<int, WorkerSession*> running;  // slot -> member key
+    std::map<int, SlotResult> results;
+  };
+
+  JobRun(RunnableJob job, RunContext context) : job_(std::move(job)), ctx_(context) {}
+  absl::Status Prepare();
+  Member* Find(const std::shared_ptr<WorkerSession>& session);
+  int ClaimSlot(const std::string& supervisor_id);
+  void Assign(Member& m);
+  void StartRound(const std::vector<Member*>& members);
+  void SendRound(Member& m);
+  Outcome CloseRound(Clock::time_point now);
+  // Takes a finished validation estimate into the job's progress; false if it failed.
+  bool ApplyEval(const EvalRunner::Result& result);
+  absl::Status WriteCheckpoint();
+  void Publish(bool final);
+  Outcome Fail(const std::string& why);
+  uint64_t total_rounds() const { return static_cast<uint64_t>(prepared_->config.diloco.rounds); }
+
+  RunnableJob job_;
+  RunContext ctx_;
+  std::unique_ptr<PreparedJob> prepared_;
+  std::vector<Tensor> theta_;
+  std::unique_ptr<OuterOptimizer> outer_;
+  RunState state_;
+  uint64_t checkpoint_round_ = 0;
+  std::unique_ptr<EvalRunner> eval_;
+  std::map<WorkerSession*, Member> members_;
+  std::map<int, ShardPlan> shards_;
+  std::optional<Round> round_;
+  Clock::time_point waiting_since_;
+  Clock::time_point started_;
+  std::unique_ptr<ProgressMeter> meter_;
+  v1::JobProgress progress_;
+  std::shared_ptr<const ParamsSnapshot> snapshot_;
+  std::string failure_;
+};
+
+}  // namespace pcp::shepherd
+
+#endif  // PCP_SHEPHERD_SRC_JOB_RUN_H_

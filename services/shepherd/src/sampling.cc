@@ -1,0 +1,72 @@
+#include "sampling.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "pcp/autodiff/passes.h"
+#include "pcp/base/status_macros.h"
+#include "pcp/kernels/backend_factory.h"
+#include "pcp/models/gpt.h"
+#include "pcp/training/checkpoint.h"
+#include "pcp/training/text_sampler.h"
+
+namespace pcp::shepherd {
+
+inline constexpr uint32_t kMaxSampleTokens = 10000;
+
+absl::StatusOr<std::shared_ptr<const ParamsSnapshot>> SnapshotFromCheckpoint(const std::string& job_id,
+                                                                             const std::string& path, bool final) {
+  PCP_ASSIGN_OR_RETURN(ModelCheckpoint ckpt, ReadModelCheckpoint(path));
+  auto snap = std::make_shared<ParamsSnapshot>();
+  snap->job_id = job_id;
+  snap->final = final;
+  PCP_ASSIGN_OR_RETURN(snap->model, GptConfigFromJson(ckpt.Meta("pcp.model")), _ << path);
+  if (const std::string t = ckpt.Meta("pcp.tokenizer"); !t.empty()) {
+    PCP_ASSIGN_OR_RETURN(snap->tokenizer, Tokenizer::Deserialize(t), _ << path);
+  }
+  // The job's sample defaults; a job whose data has moved no longer parses, then the
+  // schema's defaults apply.
+  absl::StatusOr<JobConfig> job = ParseJobConfig(ckpt.Meta("pcp.job"), "pcp.job", "");
+  if (job.ok()) snap->sample = job->sample;
+  uint64_t round = 0;
+  if (absl::SimpleAtoi(ckpt.Meta("pcp.round"), &round)) snap->round = round;
+  PCP_ASSIGN_OR_RETURN(std::vector<GptParamSpec> specs, GptParamSpecs(snap->model));
+  for (const GptParamSpec& s : specs) snap->names.push_back(s.name);
+  PCP_ASSIGN_OR_RETURN(snap->params, ParamsInOrder(ckpt, snap->names), _ << path);
+  return std::shared_ptr<const ParamsSnapshot>(std::move(snap));
+}
+
+absl::StatusOr<v1::SampleResponse> SampleText(const ParamsSnapshot& snap, const v1::SampleRequest& request,
+                                              int threads) {
+  if (request.max_new_tokens() > kMaxSampleTokens) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_new_tokens must be 1-", kMaxSampleTokens, " (0 = the job's), got ", request.max_new_tokens()));
+  }
+  if (request.has_temperature() && !(request.temperature() > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("temperature must be > 0, got ", request.temperature()));
+  }
+  const Tokenizer tokenizer = snap.tokenizer.value_or(Tokenizer::Byte());
+  const std::string prompt = request.prompt().empty() ? "\n" : request.prompt();
+  PCP_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer.Encode(prompt), _ << "prompt");
+  SampleOptions options{
+      .max_new_tokens = request.max_new_tokens() > 0 ? request.max_new_tokens() : snap.sample.max_new_tokens,
+      .temperature = request.has_temperature() ? request.temperature() : snap.sample.temperature,
+      .top_k = request.has_top_k() ? static_cast<int64_t>(request.top_k()) : snap.sample.top_k,
+      .seed = request.seed()};
+  PCP_ASSIGN_OR_RETURN(Function logits, BuildGptLogits(snap.model, 1, snap.model.block_size));
+  logits.name = "logits";
+  PCP_RETURN_IF_ERROR(RunStandardPasses(logits));
+  PCP_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend("cpu", threads));
+  PCP_ASSIGN_OR_RETURN(auto sampler, TextSampler::Create(*backend, logits, snap.params));
+  PCP_ASSIGN_OR_RETURN(std::vector<int32_t> out, sampler->Generate(ids, options));
+  std::vector<int32_t> generated(out.begin() + static_cast<std::ptrdiff_t>(ids.size()), out.end());
+  PCP_ASSIGN_OR_RETURN(std::string text, tokenizer.Decode(generated));
+  v1::SampleResponse response;
+  response.set_text(std::move(text));
+  response.set_job_id(snap.job_id);
+  response.set_round(snap.round);
+  response.set_final_parameters(snap.final);
+  response.set_tokens_generated(static_cast<uint32_t>(generated.size()));
+  return response;
+}
+
+}  // namespace pcp::shepherd

@@ -1,0 +1,176 @@
+#include "pcp/shepherd/shepherd.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <chrono>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "admin_service.h"
+#include "blocking_pool.h"
+#include "control_service.h"
+#include "coordinator.h"
+#include "pcp/shepherd/control_registry.h"
+#include "pcp/base/file.h"
+#include "pcp/base/status_macros.h"
+#include "pcp/rpc/channel_options.h"
+#include "pcp/shepherd/job_manager.h"
+#include "pcp/base/absl_fmt.h"
+#include "spdlog/spdlog.h"
+#include "training_service.h"
+#include "worker_registry.h"
+
+namespace pcp::shepherd {
+namespace {
+
+// The Admin service's view of the supervisors: the Control service's registry.
+class ControlDirectory final : public SupervisorDirectory {
+ public:
+  explicit ControlDirectory(ControlRegistry* registry) : registry_(registry) {}
+
+  void Command(SupervisorCommand command, const v1::WorkerCommandRequest& request,
+               std::chrono::system_clock::time_point deadline,
+               std::function<void(absl::StatusOr<v1::WorkerCommandResponse>)> done) override {
+    // A call without a deadline still gets an answer: 60 s.
+    auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::system_clock::now());
+    if (timeout > std::chrono::minutes(10) || timeout < std::chrono::milliseconds(0)) timeout = std::chrono::seconds(60);
+    v1::ControlCommand c = command == SupervisorCommand::kRestart
+                               ? MakeRestartWorker(request.reason(), request.grace_ms())
+                               : MakeDrainWorker(request.reason(), request.grace_ms());
+    registry_->SendCommand(request.supervisor_id(), std::move(c), absl::FromChrono(timeout),
+                           [done = std::move(done)](absl::StatusOr<v1::CommandAck> ack) {
+                             if (!ack.ok()) {
+                               done(ack.status());
+                               return;
+                             }
+                             v1::WorkerCommandResponse response;
+                             response.set_command_id(ack->command_id());
+                             response.set_code(ack->code());
+                             response.set_message(ack->message());
+                             done(std::move(response));
+                           });
+  }
+
+  std::vector<Supervisor> List() const override {
+    std::vector<Supervisor> out;
+    for (const SupervisorInfo& s : registry_->ListSupervisors()) {
+      out.push_back(Supervisor{.supervisor_id = s.supervisor_id, .host = s.host, .connected = s.connected,
+                               .process = s.worker});
+    }
+    return out;
+  }
+
+ private:
+  ControlRegistry* registry_;
+};
+
+}  // namespace
+
+struct Shepherd::Impl {
+  ShepherdConfig config;
+  std::string address;
+  int port = 0;
+  std::unique_ptr<JobManager> jobs;
+  std::unique_ptr<WorkerRegistry> registry;
+  std::unique_ptr<Coordinator> coordinator;
+  std::unique_ptr<BlockingPool> pool;
+  std::unique_ptr<ControlRegistry> control_registry;
+  std::unique_ptr<ControlDirectory> control_directory;
+  std::unique_ptr<ControlService> control;
+  std::unique_ptr<TrainingService> training;
+  std::unique_ptr<AdminService> admin;
+  std::unique_ptr<grpc::Server> server;
+  std::once_flag shutdown_once;
+};
+
+Shepherd::Shepherd(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Shepherd::~Shepherd() { Shutdown(); }
+
+const std::string& Shepherd::address() const { return impl_->address; }
+int Shepherd::port() const { return impl_->port; }
+
+absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& config) {
+  PCP_RETURN_IF_ERROR(config.Validate());
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  const ShepherdConfig& c = impl->config;
+  PCP_RETURN_IF_ERROR(MakeDirs(c.state_dir), _ << "creating state_dir");
+  PCP_ASSIGN_OR_RETURN(impl->jobs, JobManager::Open(c.state_dir));
+  SessionOptions session{.auth_token = c.auth_token,
+                         .heartbeat_interval_ms = static_cast<uint32_t>(c.heartbeat_interval_ms),
+                         .heartbeat_timeout_ms = static_cast<uint32_t>(c.heartbeat_timeout_ms),
+                         .chunk_bytes = c.chunk_bytes,
+                         .max_chunk_bytes = c.max_chunk_bytes,
+                         .shepherd_version = PCP_VERSION};
+  impl->registry = std::make_unique<WorkerRegistry>(session, c.heartbeat_timeout_ms / 1000.0,
+                                                    c.heartbeat_interval_ms / 1000.0);
+  impl->coordinator = std::make_unique<Coordinator>(&impl->config, impl->jobs.get(), impl->registry.get());
+  impl->registry->SetSink(impl->coordinator.get());
+  Coordinator* coordinator = impl->coordinator.get();
+  impl->jobs->SetListener([coordinator] { coordinator->Wake(); });
+  impl->pool = std::make_unique<BlockingPool>(2);
+  impl->training = std::make_unique<TrainingService>(impl->registry.get());
+  impl->control_registry = std::make_unique<ControlRegistry>();
+  impl->control_directory = std::make_unique<ControlDirectory>(impl->control_registry.get());
+  impl->control = std::make_unique<ControlService>(
+      impl->control_registry.get(),
+      ControlServiceOptions{.heartbeat_interval_ms = static_cast<uint32_t>(c.heartbeat_interval_ms),
+                            .heartbeat_timeout_ms = static_cast<uint32_t>(c.heartbeat_timeout_ms),
+                            .auth_token = c.auth_token,
+                            .version = PCP_VERSION});
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  impl->admin = std::make_unique<AdminService>(AdminService::Deps{.jobs = impl->jobs.get(),
+                                                                  .registry = impl->registry.get(),
+                                                                  .coordinator = impl->coordinator.get(),
+                                                                  .pool = impl->pool.get(),
+                                                                  .config = &impl->config,
+                                                                  .started_unix_ms = now_ms,
+                                                                  .supervisors = impl->control_directory.get()});
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  ApplyStreamServerOptions(&builder);
+  builder.AddListeningPort(c.listen, grpc::InsecureServerCredentials(), &impl->port);
+  builder.RegisterService(impl->training.get());
+  builder.RegisterService(impl->admin.get());
+  builder.RegisterService(impl->control.get());
+  impl->server = builder.BuildAndStart();
+  if (impl->server == nullptr || impl->port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", c.listen, " (address in use or invalid?)"));
+  }
+  const std::string host = c.listen.substr(0, c.listen.rfind(':'));
+  impl->address = absl::StrCat(host, ":", impl->port);
+  impl->registry->Start();
+  impl->coordinator->Start();
+  spdlog::info("listening on {} (state dir {}, heartbeat {} ms / timeout {} ms)", impl->address, c.state_dir,
+               c.heartbeat_interval_ms, c.heartbeat_timeout_ms);
+  return std::unique_ptr<Shepherd>(new Shepherd(std::move(impl)));
+}
+
+void Shepherd::Shutdown() {
+  if (impl_ == nullptr) return;
+  std::call_once(impl_->shutdown_once, [this] {
+    spdlog::info("shutting down");
+    // The coordinator first: it checkpoints a running job while workers are still attached
+    // (no new round starts), then the streams end (workers reconnect with backoff).
+    impl_->coordinator->Stop();
+    impl_->registry->Stop(absl::UnavailableError("the shepherd is shutting down"));
+    impl_->control->EndAllStreams(absl::UnavailableError("the shepherd is shutting down"));
+    impl_->admin->EndStreams(absl::UnavailableError("the shepherd is shutting down"));
+    spdlog::debug("coordinator, workers and supervisors stopped");
+    impl_->server->GetHealthCheckService()->Shutdown();
+    impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    spdlog::debug("server stopped");
+    impl_->pool->Stop();
+    spdlog::info("shut down");
+  });
+}
+
+}  // namespace pcp::shepherd

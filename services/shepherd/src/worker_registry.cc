@@ -1,0 +1,190 @@
+#include "worker_registry.h"
+
+#include "absl/strings/str_cat.h"
+#include "pcp/base/absl_fmt.h"
+#include "spdlog/spdlog.h"
+
+namespace pcp::shepherd {
+
+WorkerRegistry::WorkerRegistry(SessionOptions options, double heartbeat_timeout_s, double heartbeat_interval_s)
+    : options_(std::move(options)), timeout_s_(heartbeat_timeout_s), interval_s_(heartbeat_interval_s) {}
+
+WorkerRegistry::~WorkerRegistry() { Stop(absl::UnavailableError("shepherd shutting down")); }
+
+void WorkerRegistry::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { HeartbeatLoop(); });
+}
+
+void WorkerRegistry::Stop(const absl::Status& why) {
+  std::vector<std::shared_ptr<WorkerSession>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    all.assign(sessions_.begin(), sessions_.end());
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  for (auto& s : all) s->Close(why);
+}
+
+std::shared_ptr<WorkerSession> WorkerRegistry::NewSession(std::string peer) {
+  auto session = std::make_shared<WorkerSession>(absl::StrCat("s-", next_session_++), std::move(peer), options_, this);
+  std::lock_guard<std::mutex> lock(mu_);
+  sessions_.insert(session);
+  return session;
+}
+
+void WorkerRegistry::HeartbeatLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lock, std::chrono::duration<double>(interval_s_), [this] { return stopping_; });
+    if (stopping_) break;
+    std::vector<std::shared_ptr<WorkerSession>> all(sessions_.begin(), sessions_.end());
+    lock.unlock();
+    std::vector<std::shared_ptr<WorkerSession>> gone;
+    for (auto& s : all) {
+      if (s->Tick(timeout_s_)) {
+        gone.push_back(s);
+      } else {
+        s->SendHeartbeat();
+      }
+    }
+    lock.lock();
+    for (auto& s : gone) sessions_.erase(s);
+  }
+}
+
+absl::Status WorkerRegistry::AdmitJoin(const std::shared_ptr<WorkerSession>& session) {
+  const v1::Join& join = session->join();
+  std::shared_ptr<WorkerSession> replaced;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return absl::UnavailableError("the shepherd is shutting down");
+    Slot& slot = slots_[join.supervisor_id()];
+    std::shared_ptr<WorkerSession> live = slot.live.lock();
+    if (live != nullptr && !live->ended()) {
+      const v1::Join& old = live->join();
+      if (join.incarnation() <= old.incarnation()) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "supervisor id '", join.supervisor_id(), "' is already used by a live worker (session ", live->session_id(),
+            " from ", live->peer(), ", pid ", old.pid(), ", incarnation ", old.incarnation(),
+            "); a replacement must announce a higher incarnation"));
+      }
+      replaced = live;
+    }
+    slot.live = session;
+    slot.last_seen = std::chrono::steady_clock::now();
+    v1::WorkerInfo& info = slot.info;
+    info.set_supervisor_id(join.supervisor_id());
+    info.set_host(join.host());
+    info.set_worker_connected(true);
+    info.set_session_id(session->session_id());
+    info.set_backend(join.backend());
+    info.set_device(join.device());
+    info.set_threads(join.threads());
+    info.set_version(join.version());
+    info.set_phase(v1::WORKER_PHASE_IDLE);
+  }
+  if (replaced != nullptr) {
+    spdlog::warn("worker {}: incarnation {} replaces session {} (incarnation {})", join.supervisor_id(),
+                 join.incarnation(), replaced->session_id(), replaced->join().incarnation());
+    replaced->Close(absl::AbortedError(absl::StrCat("replaced by a newer worker process (incarnation ",
+                                                    join.incarnation(), ")")),
+                    /*peer_dead=*/true);
+  }
+  return absl::OkStatus();
+}
+
+void WorkerRegistry::OnJoined(const std::shared_ptr<WorkerSession>& session) {
+  const v1::Join& j = session->join();
+  spdlog::info("worker {} joined: session {}, pid {}, incarnation {}, host {}, {} ({}), {} threads, from {}",
+               j.supervisor_id(), session->session_id(), j.pid(), j.incarnation(), j.host(),
+               j.backend() == v1::BACKEND_VULKAN ? "vulkan" : "cpu", j.device(), j.threads(), session->peer());
+  if (sink_ != nullptr) sink_->WorkerJoined(session);
+}
+
+void WorkerRegistry::OnHeartbeat(const std::shared_ptr<WorkerSession>& session, const v1::WorkerHeartbeat& hb) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = slots_.find(session->supervisor_id());
+  if (it == slots_.end() || it->second.live.lock() != session) return;
+  it->second.last_seen = std::chrono::steady_clock::now();
+  it->second.info.set_phase(hb.phase());
+}
+
+void WorkerRegistry::OnReady(const std::shared_ptr<WorkerSession>& session, const v1::AssignmentReady& ready) {
+  if (sink_ != nullptr) sink_->WorkerReady(session, ready);
+}
+
+void WorkerRegistry::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, std::vector<Tensor> delta,
+                              const v1::RoundResult& result) {
+  if (sink_ != nullptr) sink_->WorkerResult(session, round, std::move(delta), result);
+}
+
+void WorkerRegistry::OnWorkerError(const std::shared_ptr<WorkerSession>& session, const v1::Error& error) {
+  spdlog::warn("worker {} reports an error (code {}, round {}): {}", session->supervisor_id(), error.code(),
+               error.round(), error.message());
+  if (sink_ != nullptr) sink_->WorkerError(session, error);
+}
+
+void WorkerRegistry::OnEnded(const std::shared_ptr<WorkerSession>& session, const absl::Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = slots_.find(session->supervisor_id());
+    if (it != slots_.end() && it->second.live.lock() == session) {
+      it->second.live.reset();
+      it->second.info.set_worker_connected(false);
+      it->second.info.set_phase(v1::WORKER_PHASE_UNSPECIFIED);
+      it->second.last_seen = std::chrono::steady_clock::now();
+    }
+  }
+  if (why.ok()) {
+    spdlog::info("worker {} left: session {} ended by the worker", session->supervisor_id(), session->session_id());
+  } else {
+    spdlog::warn("worker {} left: session {}: {}", session->supervisor_id(), session->session_id(), why.ToString());
+  }
+  if (sink_ != nullptr) sink_->WorkerLeft(session, why);
+}
+
+std::vector<v1::WorkerInfo> WorkerRegistry::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<v1::WorkerInfo> out;
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& [id, slot] : slots_) {
+    v1::WorkerInfo info = slot.info;
+    std::shared_ptr<WorkerSession> live = slot.live.lock();
+    const double seen_s = live != nullptr
+                              ? live->seconds_since_receive()
+                              : std::chrono::duration<double>(now - slot.last_seen).count();
+    info.set_last_seen_ms(static_cast<uint64_t>(seen_s * 1000.0));
+    out.push_back(std::move(info));
+  }
+  return out;  // std::map: sorted by supervisor id
+}
+
+uint32_t WorkerRegistry::connected() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint32_t n = 0;
+  for (const auto& [id, slot] : slots_) n += slot.info.worker_connected() ? 1 : 0;
+  return n;
+}
+
+void WorkerRegistry::NoteActivity(const std::string& supervisor_id, const std::string& job_id, uint64_t round) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = slots_.find(supervisor_id);
+  if (it == slots_.end()) return;
+  it->second.info.set_job_id(job_id);
+  it->second.info.set_round(round);
+}
+
+void WorkerRegistry::NoteRoundDelivered(const std::string& supervisor_id, double tokens_per_second) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = slots_.find(supervisor_id);
+  if (it == slots_.end()) return;
+  it->second.info.set_rounds_completed(it->second.info.rounds_completed() + 1);
+  it->second.info.set_tokens_per_second(tokens_per_second);
+}
+
+}  // namespace pcp::shepherd

@@ -1,0 +1,97 @@
+// Private: every worker the shepherd knows, by supervisor id, and the sessions of the ones
+// connected now. It admits joins (one live stream per supervisor id: a second one is refused
+// with ALREADY_EXISTS unless it comes from a newer incarnation, which replaces the old
+// stream), sends heartbeats to every session and closes the ones that fell silent, and
+// forwards everything else a session receives to the coordinator (EngineSink).
+//
+//   WorkerRegistry registry(session_options, /*timeout_s=*/3.0, /*interval_s=*/1.0);
+//   registry.SetSink(&coordinator);
+//   registry.Start();                                       // the heartbeat thread
+//   std::shared_ptr<WorkerSession> s = registry.NewSession(peer);   // per Connect call
+//   std::vector<v1::WorkerInfo> all = registry.List();     // for Admin.ListWorkers
+//   registry.Stop(absl::UnavailableError("shepherd shutting down"));
+#ifndef PCP_SHEPHERD_SRC_WORKER_REGISTRY_H_
+#define PCP_SHEPHERD_SRC_WORKER_REGISTRY_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pcp/v1/admin.pb.h"
+#include "worker_session.h"
+
+namespace pcp::shepherd {
+
+// What the coordinator learns about workers. Calls come from gRPC and heartbeat threads and
+// must not block.
+class EngineSink {
+ public:
+  virtual ~EngineSink() = default;
+  virtual void WorkerJoined(std::shared_ptr<WorkerSession> session) = 0;
+  virtual void WorkerLeft(std::shared_ptr<WorkerSession> session, absl::Status why) = 0;
+  virtual void WorkerReady(std::shared_ptr<WorkerSession> session, v1::AssignmentReady ready) = 0;
+  virtual void WorkerResult(std::shared_ptr<WorkerSession> session, uint64_t round, std::vector<Tensor> delta,
+                            v1::RoundResult result) = 0;
+  virtual void WorkerError(std::shared_ptr<WorkerSession> session, v1::Error error) = 0;
+};
+
+class WorkerRegistry final : public SessionObserver {
+ public:
+  WorkerRegistry(SessionOptions options, double heartbeat_timeout_s, double heartbeat_interval_s);
+  ~WorkerRegistry() override;
+
+  void SetSink(EngineSink* sink) { sink_ = sink; }
+  void Start();
+  // Closes every session with `why` and stops the heartbeat thread.
+  void Stop(const absl::Status& why);
+
+  std::shared_ptr<WorkerSession> NewSession(std::string peer);
+
+  std::vector<v1::WorkerInfo> List() const;
+  uint32_t connected() const;
+  // Bookkeeping shown by ListWorkers.
+  void NoteActivity(const std::string& supervisor_id, const std::string& job_id, uint64_t round);
+  void NoteRoundDelivered(const std::string& supervisor_id, double tokens_per_second);
+
+  // SessionObserver
+  absl::Status AdmitJoin(const std::shared_ptr<WorkerSession>& session) override;
+  void OnJoined(const std::shared_ptr<WorkerSession>& session) override;
+  void OnHeartbeat(const std::shared_ptr<WorkerSession>& session, const v1::WorkerHeartbeat& heartbeat) override;
+  void OnReady(const std::shared_ptr<WorkerSession>& session, const v1::AssignmentReady& ready) override;
+  void OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, std::vector<Tensor> delta,
+                const v1::RoundResult& result) override;
+  void OnWorkerError(const std::shared_ptr<WorkerSession>& session, const v1::Error& error) override;
+  void OnEnded(const std::shared_ptr<WorkerSession>& session, const absl::Status& why) override;
+
+ private:
+  struct Slot {
+    v1::WorkerInfo info;
+    std::weak_ptr<WorkerSession> live;
+    std::chrono::steady_clock::time_point last_seen;
+  };
+  void HeartbeatLoop();
+
+  const SessionOptions options_;
+  const double timeout_s_;
+  const double interval_s_;
+  EngineSink* sink_ = nullptr;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::map<std::string, Slot> slots_;                   // by supervisor id
+  std::set<std::shared_ptr<WorkerSession>> sessions_;  // until their transport is gone
+  std::atomic<uint64_t> next_session_{1};
+  std::thread thread_;
+};
+
+}  // namespace pcp::shepherd
+
+#endif  // PCP_SHEPHERD_SRC_WORKER_REGISTRY_H_

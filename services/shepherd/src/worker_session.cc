@@ -1,0 +1,442 @@
+#include "worker_session.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "pcp/base/status_macros.h"
+#include "pcp/rpc/tensor_proto.h"
+#include "pcp/base/absl_fmt.h"
+#include "spdlog/spdlog.h"
+
+namespace pcp::shepherd {
+namespace {
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// 1–128 characters of [A-Za-z0-9._:-] (training.proto, Join.supervisor_id).
+absl::Status CheckSupervisorId(const std::string& id) {
+  if (id.empty() || id.size() > 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Join.supervisor_id must be 1-128 characters, got ", id.size()));
+  }
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '_' || c == ':' || c == '-';
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Join.supervisor_id '", id, "' has a character outside [A-Za-z0-9._:-]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+WorkerSession::WorkerSession(std::string session_id, std::string peer, SessionOptions options,
+                             SessionObserver* observer)
+    : session_id_(std::move(session_id)),
+      peer_(std::move(peer)),
+      options_(std::move(options)),
+      observer_(observer),
+      last_receive_(std::chrono::steady_clock::now()) {}
+
+void WorkerSession::AttachTransport(SessionTransport* transport) {
+  std::lock_guard<std::mutex> lock(mu_);
+  transport_ = transport;
+}
+
+bool WorkerSession::ended() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return finish_status_.has_value();
+}
+
+bool WorkerSession::reading() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !finish_status_.has_value();
+}
+
+double WorkerSession::seconds_since_receive() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - last_receive_).count();
+}
+
+bool WorkerSession::HasProgram(const std::string& hash) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return programs_.count(hash) > 0;
+}
+
+void WorkerSession::NotePendingProgram(const std::string& hash) {
+  std::lock_guard<std::mutex> lock(mu_);
+  programs_.insert(hash);
+}
+
+// ------------------------------------------------------------------------------ inbound
+
+void WorkerSession::OnRead(const v1::WorkerMessage& message) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_receive_ = std::chrono::steady_clock::now();
+    if (finish_status_.has_value()) return;
+  }
+  absl::Status status = Handle(message);
+  if (!status.ok()) {
+    spdlog::warn("worker session {} ({}): {}", session_id_, joined_ ? supervisor_id() : peer_, status.message());
+    Close(status);
+  }
+}
+
+absl::Status WorkerSession::Handle(const v1::WorkerMessage& message) {
+  if (!joined_) {
+    if (message.kind_case() != v1::WorkerMessage::kJoin) {
+      return absl::FailedPreconditionError("the first message of Training.Connect must be a Join");
+    }
+    return HandleJoin(message.join());
+  }
+  auto self = shared_from_this();
+  switch (message.kind_case()) {
+    case v1::WorkerMessage::kJoin:
+      return absl::FailedPreconditionError("Join sent twice on one stream");
+    case v1::WorkerMessage::kHeartbeat:
+      observer_->OnHeartbeat(self, message.heartbeat());
+      return absl::OkStatus();
+    case v1::WorkerMessage::kReady:
+      observer_->OnReady(self, message.ready());
+      return absl::OkStatus();
+    case v1::WorkerMessage::kResultChunk:
+      return HandleResultChunk(message.result_chunk());
+    case v1::WorkerMessage::kRoundResult:
+      return HandleRoundResult(message.round_result());
+    case v1::WorkerMessage::kError: {
+      observer_->OnWorkerError(self, message.error());
+      bool abandon = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (message.error().round() != 0 && message.error().round() == expected_round_) {
+          abandoned_round_ = expected_round_;
+          expected_round_ = 0;
+          assembler_.reset();
+          abandon = true;
+        }
+      }
+      if (abandon) observer_->OnResult(self, message.error().round(), {}, v1::RoundResult());
+      return absl::OkStatus();
+    }
+    case v1::WorkerMessage::KIND_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError("WorkerMessage with no message set (unknown kind?)");
+}
+
+absl::Status WorkerSession::HandleJoin(const v1::Join& join) {
+  if (join.protocol_version() != v1::PROTOCOL_VERSION_1) {
+    return absl::FailedPreconditionError(absl::StrCat("Join.protocol_version ", join.protocol_version(),
+                                                      " is not supported (this shepherd speaks 1)"));
+  }
+  PCP_RETURN_IF_ERROR(CheckSupervisorId(join.supervisor_id()));
+  if (!options_.auth_token.empty() && join.auth_token() != options_.auth_token) {
+    return absl::UnauthenticatedError("Join.auth_token does not match the shepherd's token");
+  }
+  if (join.backend() != v1::BACKEND_CPU && join.backend() != v1::BACKEND_VULKAN) {
+    return absl::InvalidArgumentError("Join.backend must be BACKEND_CPU or BACKEND_VULKAN");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    join_ = join;
+    join_.clear_auth_token();
+    for (const std::string& h : join.cached_program_hashes()) programs_.insert(h);
+  }
+  absl::Status accepted = observer_->AdmitJoin(shared_from_this());
+  v1::ShepherdMessage ack;
+  v1::JoinAck* a = ack.mutable_join_ack();
+  if (!accepted.ok()) {
+    *a->mutable_rejection() = ErrorToProto(accepted);
+    Send(std::move(ack));
+    return accepted;  // the caller closes the stream with it, after the JoinAck
+  }
+  a->set_session_id(session_id_);
+  a->set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
+  a->set_heartbeat_timeout_ms(options_.heartbeat_timeout_ms);
+  a->set_shepherd_version(options_.shepherd_version);
+  a->set_max_chunk_bytes(static_cast<uint32_t>(options_.max_chunk_bytes));
+  Send(std::move(ack));
+  // From here on heartbeats may go out (after the JoinAck) and the end is reported.
+  joined_ = true;
+  bool closed_meanwhile = false;
+  absl::Status why;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finish_status_.has_value()) {
+      closed_meanwhile = true;
+      why = *finish_status_;
+    }
+  }
+  if (closed_meanwhile) {
+    NotifyEnded(why);
+  } else {
+    observer_->OnJoined(shared_from_this());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WorkerSession::HandleResultChunk(const v1::ResultChunk& chunk) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (chunk.round() != 0 && chunk.round() == abandoned_round_) return absl::OkStatus();  // late, dropped
+  if (expected_round_ == 0 || chunk.round() != expected_round_ || !assembler_.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "result chunk for round ", chunk.round(),
+        expected_round_ == 0 ? std::string(", but no round is running on this worker")
+                             : absl::StrCat(", but the worker is on round ", expected_round_)));
+  }
+  absl::Status s = assembler_->Add(chunk.chunk());
+  if (!s.ok()) return Annotate(s, absl::StrCat("result for round ", chunk.round()));
+  return absl::OkStatus();
+}
+
+absl::Status WorkerSession::HandleRoundResult(const v1::RoundResult& result) {
+  std::vector<NamedTensor> delta;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (result.round() != 0 && result.round() == abandoned_round_) return absl::OkStatus();
+    if (expected_round_ == 0 || result.round() != expected_round_ || !assembler_.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("RoundResult for round ", result.round(),
+                                                     ", but the worker is on round ", expected_round_));
+    }
+    if (assembler_->complete()) {
+      absl::StatusOr<std::vector<NamedTensor>> taken = assembler_->Take();
+      if (!taken.ok()) return taken.status();
+      delta = *std::move(taken);
+    } else if (assembler_->tensors_received() > 0 || assembler_->count() > 0) {
+      return absl::InvalidArgumentError(absl::StrCat("RoundResult for round ", result.round(), " before its delta was complete (",
+                                                     assembler_->tensors_received(), " of ", assembler_->count(),
+                                                     " tensors received)"));
+    }
+    abandoned_round_ = expected_round_;  // anything more for it is late
+    expected_round_ = 0;
+    assembler_.reset();
+  }
+  std::vector<Tensor> tensors;
+  for (NamedTensor& t : delta) tensors.push_back(std::move(t.tensor));
+  observer_->OnResult(shared_from_this(), result.round(), std::move(tensors), result);
+  return absl::OkStatus();
+}
+
+void WorkerSession::ExpectResult(uint64_t round, std::vector<TensorSpec> specs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  expected_round_ = round;
+  AssemblyLimits limits;
+  limits.max_chunk_bytes = options_.max_chunk_bytes;
+  assembler_.emplace(limits);
+  assembler_->ExpectSpecs(std::move(specs));
+}
+
+void WorkerSession::AbandonRound(uint64_t round) {
+  std::lock_guard<std::mutex> lock(mu_);
+  abandoned_round_ = round;
+  if (expected_round_ == round) {
+    expected_round_ = 0;
+    assembler_.reset();
+  }
+}
+
+void WorkerSession::OnReadsDone() {
+  Close(joined_ ? absl::OkStatus() : absl::CancelledError("the stream ended before a Join"));
+}
+
+void WorkerSession::OnCancelled() { Close(absl::CancelledError("the stream was cancelled (peer gone)")); }
+
+// ------------------------------------------------------------------------------ outbound
+
+void WorkerSession::Enqueue(Item item) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finish_status_.has_value()) return;
+    outbox_.push_back(std::move(item));
+  }
+  Pump();
+}
+
+void WorkerSession::Send(v1::ShepherdMessage message) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finish_status_.has_value()) return;
+    outbox_.push_back(std::move(message));
+  }
+  Pump();
+}
+
+void WorkerSession::SendParameters(uint64_t round, std::vector<NamedTensor> theta) {
+  ChunkOptions options{.chunk_bytes = options_.chunk_bytes};
+  absl::StatusOr<TensorListChunker> chunker = TensorListChunker::Create(std::move(theta), options);
+  if (!chunker.ok()) {
+    spdlog::error("session {}: cannot chunk parameters: {}", session_id_, chunker.status().message());
+    return;
+  }
+  Enqueue(TensorStream{round, *std::move(chunker)});
+}
+
+void WorkerSession::SendBlob(bool program, std::string name, std::shared_ptr<const std::string> data) {
+  ChunkOptions options{.chunk_bytes = options_.chunk_bytes};
+  absl::StatusOr<BlobChunker> chunker = BlobChunker::Create(std::move(name), *data, options);
+  if (!chunker.ok()) {
+    spdlog::error("session {}: cannot chunk a blob: {}", session_id_, chunker.status().message());
+    return;
+  }
+  Enqueue(BlobStream{program, std::move(data), *std::move(chunker)});
+}
+
+void WorkerSession::SendHeartbeat() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finish_status_.has_value() || !joined_) return;
+    heartbeat_due_ = true;
+  }
+  Pump();
+}
+
+bool WorkerSession::NextMessageLocked() {
+  current_.Clear();
+  if (heartbeat_due_) {
+    heartbeat_due_ = false;
+    v1::Heartbeat* hb = current_.mutable_heartbeat();
+    hb->set_sequence(++heartbeat_seq_);
+    hb->set_sent_unix_ms(NowUnixMs());
+    return true;
+  }
+  while (!outbox_.empty()) {
+    Item& item = outbox_.front();
+    if (auto* msg = std::get_if<v1::ShepherdMessage>(&item)) {
+      current_ = std::move(*msg);
+      outbox_.pop_front();
+      return true;
+    }
+    if (auto* ts = std::get_if<TensorStream>(&item)) {
+      if (ts->chunker.done()) {
+        outbox_.pop_front();
+        continue;
+      }
+      v1::ParameterChunk* p = current_.mutable_parameter_chunk();
+      p->set_round(ts->round);
+      ts->chunker.Next(p->mutable_chunk());
+      if (ts->chunker.done()) outbox_.pop_front();
+      return true;
+    }
+    auto& bs = std::get<BlobStream>(item);
+    if (bs.chunker.done()) {
+      outbox_.pop_front();
+      continue;
+    }
+    bs.chunker.Next(bs.program ? current_.mutable_program_chunk() : current_.mutable_shard_chunk());
+    if (bs.chunker.done()) outbox_.pop_front();
+    return true;
+  }
+  return false;
+}
+
+void WorkerSession::Pump() {
+  SessionTransport* transport = nullptr;
+  bool write = false;
+  absl::Status finish;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (transport_ == nullptr || write_in_flight_ || finish_started_) return;
+    // While closing, only what was queued before Close (a rejection) still goes out.
+    if (!write_broken_ && NextMessageLocked()) {
+      write_in_flight_ = true;
+      write = true;
+    } else if (finish_status_.has_value()) {
+      finish_started_ = true;
+      finish = *finish_status_;
+    } else {
+      return;
+    }
+    transport = transport_;
+  }
+  if (write) {
+    transport->StartWrite(&current_);
+  } else {
+    transport->Finish(finish);
+  }
+}
+
+void WorkerSession::OnWriteDone(bool ok) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    write_in_flight_ = false;
+    if (!ok) {
+      write_broken_ = true;
+      outbox_.clear();
+    }
+  }
+  if (!ok) Close(absl::UnavailableError("writing to the worker failed (stream broken)"));
+  Pump();
+}
+
+void WorkerSession::Close(const absl::Status& status, bool peer_dead) {
+  bool cancel = false;
+  SessionTransport* transport = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finish_status_.has_value()) return;
+    finish_status_ = status;
+    close_time_ = std::chrono::steady_clock::now();
+    // Queued work is dropped, except a rejection JoinAck (queued before a failed join's Close).
+    if (joined_) outbox_.clear();
+    heartbeat_due_ = false;
+    cancel = peer_dead && write_in_flight_ && transport_ != nullptr;
+    transport = transport_;
+  }
+  if (cancel) transport->Cancel();
+  NotifyEnded(status);
+  Pump();
+}
+
+bool WorkerSession::Tick(double timeout_s) {
+  bool close_dead = false, cancel = false;
+  SessionTransport* transport = nullptr;
+  double silent = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (transport_gone_) return true;
+    const auto now = std::chrono::steady_clock::now();
+    silent = std::chrono::duration<double>(now - last_receive_).count();
+    if (!finish_status_.has_value()) {
+      close_dead = silent > timeout_s;
+    } else if (!finish_started_ && write_in_flight_ && transport_ != nullptr &&
+               std::chrono::duration<double>(now - close_time_).count() > timeout_s) {
+      cancel = true;
+      transport = transport_;
+    }
+  }
+  if (close_dead) {
+    Close(absl::UnavailableError(absl::StrFormat("no message from worker '%s' for %.1f s (heartbeat timeout %.1f s)",
+                                                 joined_ ? supervisor_id() : peer_, silent, timeout_s)),
+          /*peer_dead=*/true);
+  }
+  if (cancel) transport->Cancel();
+  return false;
+}
+
+void WorkerSession::NotifyEnded(const absl::Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!joined_ || ended_notified_) return;
+    ended_notified_ = true;
+  }
+  observer_->OnEnded(shared_from_this(), why);
+}
+
+void WorkerSession::OnTransportDone() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    transport_ = nullptr;
+    transport_gone_ = true;
+    if (!finish_status_.has_value()) finish_status_ = absl::CancelledError("stream gone");
+  }
+  NotifyEnded(absl::CancelledError("stream gone"));
+}
+
+}  // namespace pcp::shepherd

@@ -1,0 +1,83 @@
+// pcp-worker: runs DiLoCo rounds for a shepherd. Usually started by pcp-supervisor, which
+// passes --shepherd and --supervisor_id and sets PCP_WORKER_INCARNATION.
+//
+//   pcp-worker --shepherd=127.0.0.1:7070 --supervisor_id=node-1 [--backend=cpu|vulkan|auto]
+//              [--threads=N] [--cache_dir=DIR]
+// SIGTERM / SIGINT: abandon the running round, leave the stream cleanly, exit 0.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "pcp/base/absl_fmt.h"
+#include "pcp/base/termination_signal.h"
+#include "pcp/worker/worker.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, shepherd, "127.0.0.1:7070", "the shepherd's HOST:PORT");
+ABSL_FLAG(std::string, supervisor_id, "", "stable identity of this worker slot (required)");
+ABSL_FLAG(int64_t, incarnation, -1, "worker process count of the supervisor (default: $PCP_WORKER_INCARNATION, else 1)");
+ABSL_FLAG(std::string, backend, "cpu", "compute backend: cpu, vulkan or auto");
+ABSL_FLAG(int32_t, threads, 0, "CPU threads (0 = all cores)");
+ABSL_FLAG(std::string, cache_dir, "", "keep received programs here (default: memory only)");
+ABSL_FLAG(std::string, auth_token, "", "the shepherd's shared secret, if it requires one");
+ABSL_FLAG(int64_t, backoff_initial_ms, 500, "first reconnect delay");
+ABSL_FLAG(int64_t, backoff_max_ms, 10000, "longest reconnect delay");
+ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("a PCP worker: pcp-worker --shepherd=HOST:PORT --supervisor_id=ID [--backend=cpu]");
+  absl::ParseCommandLine(argc, argv);
+  const std::string id = absl::GetFlag(FLAGS_supervisor_id);
+  spdlog::set_default_logger(spdlog::stderr_color_mt("worker"));
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%L%$ worker " + id + "] %v");
+  spdlog::set_level(spdlog::level::from_str(absl::GetFlag(FLAGS_log_level)));
+
+  pcp::worker::WorkerOptions options;
+  options.shepherd = absl::GetFlag(FLAGS_shepherd);
+  options.supervisor_id = id;
+  options.incarnation = 1;
+  if (const char* env = std::getenv("PCP_WORKER_INCARNATION"); env != nullptr) {
+    uint64_t n = 0;
+    if (absl::SimpleAtoi(env, &n) && n > 0) options.incarnation = n;
+  }
+  if (absl::GetFlag(FLAGS_incarnation) > 0) options.incarnation = static_cast<uint64_t>(absl::GetFlag(FLAGS_incarnation));
+  options.backend = absl::GetFlag(FLAGS_backend);
+  options.threads = absl::GetFlag(FLAGS_threads);
+  options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  options.auth_token = absl::GetFlag(FLAGS_auth_token);
+  options.backoff.initial_ms = absl::GetFlag(FLAGS_backoff_initial_ms);
+  options.backoff.max_ms = std::max(absl::GetFlag(FLAGS_backoff_max_ms), options.backoff.initial_ms);
+
+  if (absl::Status s = pcp::InstallTerminationHandler(); !s.ok()) {
+    spdlog::error("{}", s.message());
+    return 2;
+  }
+
+  absl::StatusOr<std::unique_ptr<pcp::worker::Worker>> worker = pcp::worker::Worker::Create(options);
+  if (!worker.ok()) {
+    spdlog::error("{}", worker.status().message());
+    return 2;
+  }
+  std::thread signal_thread([&] {
+    const int sig = pcp::WaitForTerminationSignal();
+    if (sig == 0) return;  // woken by main at exit
+    spdlog::info("received {}: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    (*worker)->Stop();
+  });
+  absl::Status status = (*worker)->Run();
+  pcp::WakeTerminationWaiter();
+  signal_thread.join();
+  if (!status.ok()) {
+    spdlog::error("giving up: {}", status.ToString());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,75 @@
+#include "pcp/worker/round_runner.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "pcp/base/status_macros.h"
+
+namespace pcp::worker {
+
+absl::StatusOr<std::vector<Tensor>> Subtract(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return absl::InvalidArgumentError(absl::StrCat(a.size(), " vs ", b.size(), " tensors"));
+  std::vector<Tensor> out;
+  out.reserve(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].dtype() != DType::kF32 || b[i].dtype() != DType::kF32 || a[i].shape() != b[i].shape()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor ", i, ": ", a[i].TypeString(), " minus ", b[i].TypeString()));
+    }
+    Tensor d(DType::kF32, a[i].shape());
+    const float* x = a[i].data<float>();
+    const float* y = b[i].data<float>();
+    float* z = d.data<float>();
+    for (int64_t k = 0; k < d.num_elements(); ++k) z[k] = x[k] - y[k];
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+absl::StatusOr<RoundOutput> RunRound(InnerLoop& loop, const TokenSequence& shard, const RoundInput& in,
+                                     const std::function<bool(uint32_t steps_done)>& keep_going) {
+  using Clock = std::chrono::steady_clock;
+  if (in.reset_optimizer) {
+    PCP_RETURN_IF_ERROR(loop.SetParams(in.theta), _ << "loading θ of round " << in.round);
+  } else {
+    PCP_RETURN_IF_ERROR(loop.LoadParamsKeepOptimizer(in.theta), _ << "loading θ of round " << in.round);
+  }
+  BatchSampler sampler(in.sampler_seed, in.sampler_cursor);
+  RoundOutput out;
+  double loss_sum = 0, step_ms = 0;
+  float last_loss = 0;
+  uint32_t steps = 0;
+  for (float lr : in.learning_rates) {
+    if (!keep_going(steps)) break;
+    PCP_ASSIGN_OR_RETURN(Batch batch, sampler.Next(shard, in.batch_size, in.block_size),
+                         _ << "drawing batch " << sampler.state().cursor);
+    const auto t0 = Clock::now();
+    PCP_ASSIGN_OR_RETURN(float loss, loop.Step(batch, lr));
+    step_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (!std::isfinite(loss)) {
+      return absl::InternalError(absl::StrCat("round ", in.round, ": loss became ", loss, " at inner step ", steps,
+                                              " (lr ", lr, ")"));
+    }
+    loss_sum += loss;
+    last_loss = loss;
+    ++steps;
+  }
+  v1::RoundResult& r = out.result;
+  r.set_round(in.round);
+  r.set_steps(steps);
+  r.set_tokens_processed(static_cast<uint64_t>(steps) * static_cast<uint64_t>(in.batch_size * in.block_size));
+  r.set_mean_loss(steps > 0 ? static_cast<float>(loss_sum / steps) : 0.0f);
+  r.set_last_loss(last_loss);
+  r.set_step_time_ms(steps > 0 ? step_ms / steps : 0);
+  r.set_tokens_per_second(step_ms > 0 ? static_cast<double>(r.tokens_processed()) * 1000.0 / step_ms : 0);
+  r.set_sampler_cursor(sampler.state().cursor);
+  out.complete = steps == in.learning_rates.size();
+  if (out.complete) {
+    PCP_ASSIGN_OR_RETURN(std::vector<Tensor> end, loop.GetParams());
+    PCP_ASSIGN_OR_RETURN(out.delta, Subtract(in.theta, end));
+  }
+  return out;
+}
+
+}  // namespace pcp::worker

@@ -1,0 +1,192 @@
+// Jobs: validation at submit, the state machine (queued -> running -> completed / failed /
+// cancelled), watchers, and persistence across a "restart" (a second JobManager on the same
+// state directory).
+#include "pcp/shepherd/job_manager.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pcp/base/file.h"
+#include "process_harness.h"
+
+namespace pcp::shepherd {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string JobsDir() { return std::string(PCP_SOURCE_DIR) + "/config/jobs"; }
+
+v1::SubmitJobRequest TinyRequest() {
+  v1::SubmitJobRequest r;
+  r.set_yaml(*ReadFile(JobsDir() + "/tiny.yaml"));
+  r.set_file_name("tiny.yaml");
+  r.set_base_dir(JobsDir());
+  return r;
+}
+
+class JobManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<testing::TempDir> dir = testing::TempDir::Create("pcp-job-manager");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_.emplace(*std::move(dir));
+    Reopen();
+  }
+  void Reopen() {
+    jobs_.reset();
+    absl::StatusOr<std::unique_ptr<JobManager>> m = JobManager::Open(dir_->path());
+    ASSERT_TRUE(m.ok()) << m.status();
+    jobs_ = *std::move(m);
+  }
+  std::optional<testing::TempDir> dir_;
+  std::unique_ptr<JobManager> jobs_;
+};
+
+TEST_F(JobManagerTest, SubmitValidatesYamlAndData) {
+  v1::SubmitJobRequest bad;
+  bad.set_yaml("training:\n  max_iters: -3\ndata:\n  path: x\n");
+  absl::StatusOr<v1::SubmitJobResponse> r = jobs_->Submit(bad);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("<submitted job>:2:14: training.max_iters"));
+
+  v1::SubmitJobRequest relative = TinyRequest();
+  relative.set_base_dir("config/jobs");
+  EXPECT_THAT(std::string(jobs_->Submit(relative).status().message()), HasSubstr("base_dir must be an absolute path"));
+
+  v1::SubmitJobRequest short_data = TinyRequest();
+  const std::string tiny_text = dir_->path() + "/short.txt";
+  ASSERT_TRUE(WriteFileAtomic(tiny_text, "abc").ok());
+  short_data.set_yaml("data:\n  path: " + tiny_text + "\n");
+  absl::Status s = jobs_->Submit(short_data).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("tiny.yaml: data"));
+  EXPECT_TRUE(jobs_->List({}).empty());
+}
+
+TEST_F(JobManagerTest, FifoStateMachineAndReasons) {
+  int notified = 0;
+  jobs_->SetListener([&] { ++notified; });
+  absl::StatusOr<v1::SubmitJobResponse> a = jobs_->Submit(TinyRequest());
+  absl::StatusOr<v1::SubmitJobResponse> b = jobs_->Submit(TinyRequest());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->job_id(), "job-0001");
+  EXPECT_EQ(b->job_id(), "job-0002");
+  EXPECT_EQ(a->queue_position(), 0u);
+  EXPECT_EQ(b->queue_position(), 1u);
+  EXPECT_EQ(notified, 2);
+
+  std::optional<RunnableJob> first = jobs_->StartNext();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->id, "job-0001");
+  EXPECT_FALSE(first->resumed);
+  EXPECT_TRUE(jobs_->IsRunning("job-0001"));
+  EXPECT_EQ(jobs_->Counts().running_id, "job-0001");
+  EXPECT_EQ(jobs_->Counts().queued, 1u);
+
+  // Watch the running job: progress, then the end.
+  std::vector<v1::JobEvent> events;
+  absl::StatusOr<JobManager::WatchStart> watch =
+      jobs_->Watch("job-0001", [&](const v1::JobEvent& e) { events.push_back(e); });
+  ASSERT_TRUE(watch.ok());
+  EXPECT_EQ(watch->snapshot.state(), v1::JOB_STATE_RUNNING);
+  EXPECT_FALSE(watch->snapshot.effective_yaml().empty());
+  v1::JobProgress p;
+  p.set_round(1);
+  p.set_total_rounds(5);
+  p.set_train_loss(3.5);
+  jobs_->ReportProgress("job-0001", p);
+  jobs_->ReportCheckpoint("job-0001", 1, "/x/ckpt.safetensors");
+  EXPECT_TRUE(jobs_->Finish("job-0001", v1::JOB_STATE_COMPLETED, ""));
+  EXPECT_FALSE(jobs_->Finish("job-0001", v1::JOB_STATE_FAILED, "late"));  // first end wins
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_TRUE(events[0].has_progress());
+  EXPECT_TRUE(events[1].has_checkpoint());
+  EXPECT_EQ(events[2].state_change().to(), v1::JOB_STATE_COMPLETED);
+  ASSERT_TRUE(events[3].has_result());
+  EXPECT_EQ(events[3].result().rounds_completed(), 1u);
+  EXPECT_EQ(events[3].result().checkpoint_path(), "/x/ckpt.safetensors");
+  EXPECT_DOUBLE_EQ(events[3].result().final_train_loss(), 3.5);
+
+  // Cancelling a finished job is refused; a queued one is cancelled with its reason.
+  absl::Status again = jobs_->Cancel("job-0001", "").status();
+  EXPECT_EQ(again.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(again.message()), HasSubstr("already finished (completed)"));
+  absl::StatusOr<v1::Job> cancelled = jobs_->Cancel("job-0002", "by alice: wrong lr");
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(cancelled->state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(cancelled->reason(), "by alice: wrong lr");
+  EXPECT_FALSE(jobs_->StartNext().has_value());
+  EXPECT_EQ(jobs_->Cancel("job-0042", "").status().code(), absl::StatusCode::kNotFound);
+
+  // Newest first; filters by state.
+  std::vector<v1::Job> all = jobs_->List({});
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].job_id(), "job-0002");
+  EXPECT_TRUE(all[0].effective_yaml().empty());
+  v1::ListJobsRequest only;
+  only.add_states(v1::JOB_STATE_COMPLETED);
+  ASSERT_EQ(jobs_->List(only).size(), 1u);
+  EXPECT_EQ(jobs_->LatestFinishedJob(), "job-0002");
+
+  // Watching a finished job gives its result at once.
+  absl::StatusOr<JobManager::WatchStart> done = jobs_->Watch("job-0001", [](const v1::JobEvent&) {});
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->watch_id, 0);
+  ASSERT_TRUE(done->result.has_value());
+  EXPECT_EQ(done->result->state(), v1::JOB_STATE_COMPLETED);
+}
+
+TEST_F(JobManagerTest, JobsSurviveARestartAndTheRunningOneResumes) {
+  ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());
+  ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());
+  ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());
+  ASSERT_TRUE(jobs_->StartNext().has_value());
+  v1::JobProgress p;
+  p.set_round(3);
+  p.set_val_loss(2.5);
+  jobs_->ReportProgress("job-0001", p);
+  ASSERT_TRUE(jobs_->Cancel("job-0003", "nope").ok());
+
+  Reopen();
+  absl::StatusOr<v1::Job> running = jobs_->Get("job-0001");
+  ASSERT_TRUE(running.ok());
+  EXPECT_EQ(running->state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(running->progress().round(), 3u);
+  EXPECT_DOUBLE_EQ(running->progress().val_loss(), 2.5);
+  EXPECT_GT(running->started_unix_ms(), 0);
+  EXPECT_EQ(jobs_->Get("job-0003")->reason(), "nope");
+  // The running job comes back first, marked resumed; then the queue in order.
+  std::optional<RunnableJob> next = jobs_->StartNext();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->id, "job-0001");
+  EXPECT_TRUE(next->resumed);
+  EXPECT_EQ(next->file_name, "tiny.yaml");
+  EXPECT_EQ(next->base_dir, JobsDir());
+  ASSERT_TRUE(jobs_->Finish("job-0001", v1::JOB_STATE_FAILED, "disk full"));
+  next = jobs_->StartNext();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->id, "job-0002");
+  // New ids continue after the highest one on disk.
+  absl::StatusOr<v1::SubmitJobResponse> fourth = jobs_->Submit(TinyRequest());
+  ASSERT_TRUE(fourth.ok());
+  EXPECT_EQ(fourth->job_id(), "job-0004");
+  Reopen();
+  EXPECT_EQ(jobs_->Get("job-0001")->reason(), "disk full");
+  EXPECT_EQ(jobs_->Get("job-0001")->state(), v1::JOB_STATE_FAILED);
+}
+
+TEST_F(JobManagerTest, AnUnreadableJobFolderIsSkipped) {
+  ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir_->path() + "/jobs/job-0001/state.json", "{not json").ok());
+  ASSERT_TRUE(MakeDirs(dir_->path() + "/jobs/job-0007").ok());  // no state.json: an interrupted submit
+  Reopen();
+  EXPECT_TRUE(jobs_->List({}).empty());
+  absl::StatusOr<v1::SubmitJobResponse> r = jobs_->Submit(TinyRequest());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->job_id(), "job-0008");  // never reuses a folder's number
+}
+
+}  // namespace
+}  // namespace pcp::shepherd

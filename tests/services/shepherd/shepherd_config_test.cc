@@ -1,0 +1,54 @@
+// The shepherd's YAML config: defaults, every key, and one-line errors with positions.
+#include "pcp/shepherd/shepherd_config.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace pcp::shepherd {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ShepherdConfigTest, DefaultsAndKeys) {
+  absl::StatusOr<ShepherdConfig> empty = ParseShepherdConfig("", "s.yaml");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->listen, "127.0.0.1:7070");
+  EXPECT_EQ(empty->heartbeat_timeout_ms, 3000);
+  absl::StatusOr<ShepherdConfig> c = ParseShepherdConfig(
+      "listen: 0.0.0.0:9000\nstate_dir: /var/lib/pcp\nheartbeat_interval_ms: 200\nheartbeat_timeout_ms: 900\n"
+      "auth_token: s3cret\nchunk_bytes: 262144\nmax_chunk_bytes: 524288\nround_start_grace_ms: 0\n"
+      "eval_threads: 2\nlog_level: debug\n",
+      "s.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->listen, "0.0.0.0:9000");
+  EXPECT_EQ(c->state_dir, "/var/lib/pcp");
+  EXPECT_EQ(c->heartbeat_interval_ms, 200);
+  EXPECT_EQ(c->auth_token, "s3cret");
+  EXPECT_EQ(c->chunk_bytes, 262144);
+  EXPECT_EQ(c->max_chunk_bytes, 524288);
+  EXPECT_EQ(c->eval_threads, 2);
+  EXPECT_EQ(c->log_level, "debug");
+}
+
+TEST(ShepherdConfigTest, ErrorsNameFileLineAndKey) {
+  absl::Status unknown = ParseShepherdConfig("listen: a:1\nstatedir: x\n", "s.yaml").status();
+  EXPECT_THAT(std::string(unknown.message()), HasSubstr("s.yaml:2:1: unknown key 'statedir'"));
+  absl::Status number = ParseShepherdConfig("heartbeat_interval_ms: soon\n", "s.yaml").status();
+  EXPECT_THAT(std::string(number.message()), HasSubstr("s.yaml:1:24: heartbeat_interval_ms: expected an integer"));
+  absl::Status order = ParseShepherdConfig("heartbeat_interval_ms: 500\nheartbeat_timeout_ms: 400\n", "s.yaml").status();
+  EXPECT_THAT(std::string(order.message()), HasSubstr("heartbeat_timeout_ms: must be greater"));
+  absl::Status syntax = ParseShepherdConfig("listen: [\n", "s.yaml").status();
+  EXPECT_EQ(syntax.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(syntax.message()), HasSubstr("s.yaml:"));
+  EXPECT_FALSE(ParseShepherdConfig("chunk_bytes: 100\n", "s.yaml").ok());
+  EXPECT_FALSE(ParseShepherdConfig("log_level: loud\n", "s.yaml").ok());
+  EXPECT_FALSE(ParseShepherdConfig("listen: nocolon\n", "s.yaml").ok());
+}
+
+TEST(ShepherdConfigTest, TheExampleConfigParses) {
+  absl::StatusOr<ShepherdConfig> c = LoadShepherdConfig(std::string(PCP_SOURCE_DIR) + "/config/shepherd.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+}
+
+}  // namespace
+}  // namespace pcp::shepherd
