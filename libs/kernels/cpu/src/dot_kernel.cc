@@ -1,0 +1,239 @@
+#include "dot_kernel.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "thread_pool.h"
+
+namespace pcp::cpu {
+namespace {
+
+// Below this many flops a product runs on the calling thread.
+constexpr int64_t kMinParallelFlops = 1 << 18;
+
+// Merges dimensions (sizes, strides) into one (size, stride) if they are row-major with
+// respect to each other after dropping size-1 dimensions.
+bool MergeDims(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t* size, int64_t* stride) {
+  *size = 1;
+  *stride = 1;
+  bool first = true;
+  int64_t expected = 0;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] == 1) continue;
+    if (first) {
+      *stride = strides[i];
+      first = false;
+    } else if (strides[i] != expected) {
+      return false;
+    }
+    *size *= sizes[i];
+    expected = strides[i] * sizes[i];
+  }
+  return true;
+}
+
+// Whether a rows x cols matrix with these strides is row-major (no transpose) or
+// column-major (transpose) for BLAS, and its leading dimension.
+bool FitMatrix(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool* trans, int64_t* ld) {
+  if (rows <= 1 && cols <= 1) {
+    *trans = false;
+    *ld = 1;
+    return true;
+  }
+  if (rows <= 1) {  // one row: row-major if contiguous, else column-major with ld = cs
+    *trans = cs != 1;
+    *ld = cs == 1 ? cols : cs;
+    return cs >= 1;
+  }
+  if (cols <= 1) {  // one column
+    *trans = rs == 1;
+    *ld = rs == 1 ? rows : rs;
+    return rs >= 1;
+  }
+  if (cs == 1 && rs >= cols) {
+    *trans = false;
+    *ld = rs;
+    return true;
+  }
+  if (rs == 1 && cs >= rows) {
+    *trans = true;
+    *ld = cs;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+DotKernel::DotKernel(Access lhs, Access rhs, const DotDims& dims, const Layout& out_layout, int out_storage,
+                     std::string description)
+    : out_storage_(out_storage), description_(std::move(description)) {
+  kind = Kind::kDot;
+  num_instructions = 1;
+  operands_[0].access = std::move(lhs);
+  operands_[1].access = std::move(rhs);
+  const Shape& ls = operands_[0].access.layout.shape;
+  const Shape& rs = operands_[1].access.layout.shape;
+  auto free_dims = [](int64_t rank, const std::vector<int64_t>& batch, const std::vector<int64_t>& contract) {
+    std::vector<int64_t> out;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
+          std::find(contract.begin(), contract.end(), d) == contract.end()) {
+        out.push_back(d);
+      }
+    }
+    return out;
+  };
+  const std::vector<int64_t> lhs_free = free_dims(static_cast<int64_t>(ls.size()), dims.lhs_batch, dims.lhs_contract);
+  const std::vector<int64_t> rhs_free = free_dims(static_cast<int64_t>(rs.size()), dims.rhs_batch, dims.rhs_contract);
+  std::vector<int64_t> batch_sizes;
+  for (int64_t d : dims.lhs_batch) {
+    batch_sizes.push_back(ls[d]);
+    batch_ *= ls[d];
+  }
+  m_ = n_ = k_ = 1;
+  for (int64_t d : lhs_free) m_ *= ls[d];
+  for (int64_t d : rhs_free) n_ *= rs[d];
+  for (int64_t d : dims.lhs_contract) k_ *= ls[d];
+  PlanOperand(0, dims.lhs_batch, lhs_free, dims.lhs_contract, batch_sizes);
+  PlanOperand(1, dims.rhs_batch, dims.rhs_contract, rhs_free, batch_sizes);
+
+  // The result [batch..., lhs free..., rhs free...] through `out_layout`: rows and columns
+  // must merge, with unit column stride.
+  const size_t nb = dims.lhs_batch.size(), nm = lhs_free.size();
+  const Shape& os = out_layout.shape;
+  std::vector<int64_t> msz(os.begin() + nb, os.begin() + nb + nm),
+      mst(out_layout.strides.begin() + nb, out_layout.strides.begin() + nb + nm);
+  std::vector<int64_t> nsz(os.begin() + nb + nm, os.end()),
+      nst(out_layout.strides.begin() + nb + nm, out_layout.strides.end());
+  int64_t merged = 0, row_stride = 0, col_stride = 0;
+  output_ok_ = MergeDims(msz, mst, &merged, &row_stride) && MergeDims(nsz, nst, &merged, &col_stride) &&
+               (n_ <= 1 || col_stride == 1) && (m_ <= 1 || row_stride >= n_);
+  ldc_ = m_ <= 1 ? std::max<int64_t>(n_, 1) : row_stride;
+  out_offsets_.assign(static_cast<size_t>(batch_), out_layout.offset);
+  for (int64_t b = 0; b < batch_; ++b) {
+    int64_t rest = b;
+    for (size_t i = nb; i-- > 0;) {
+      out_offsets_[b] += (rest % os[i]) * out_layout.strides[i];
+      rest /= os[i];
+    }
+  }
+
+  for (const Operand& o : operands_) reads.push_back(o.access.storage);
+  writes.push_back(out_storage_);
+}
+
+void DotKernel::PlanOperand(int o, const std::vector<int64_t>& batch_dims, const std::vector<int64_t>& row_dims,
+                            const std::vector<int64_t>& col_dims, const std::vector<int64_t>& batch_sizes) {
+  Operand& op = operands_[o];
+  const Layout& l = op.access.layout;
+  const int64_t rows = o == 0 ? m_ : k_, cols = o == 0 ? k_ : n_;
+  std::vector<int64_t> perm = batch_dims;
+  perm.insert(perm.end(), row_dims.begin(), row_dims.end());
+  perm.insert(perm.end(), col_dims.begin(), col_dims.end());
+  op.pack_view = TransposeLayout(l, perm);
+
+  auto sizes_strides = [&](const std::vector<int64_t>& ds, std::vector<int64_t>* sz, std::vector<int64_t>* st) {
+    for (int64_t d : ds) {
+      sz->push_back(l.shape[d]);
+      st->push_back(l.strides[d]);
+    }
+  };
+  std::vector<int64_t> rsz, rst, csz, cst;
+  sizes_strides(row_dims, &rsz, &rst);
+  sizes_strides(col_dims, &csz, &cst);
+  int64_t merged_rows, merged_cols;
+  bool fits = MergeDims(rsz, rst, &merged_rows, &op.row_stride) && MergeDims(csz, cst, &merged_cols, &op.col_stride) &&
+              FitMatrix(rows, cols, op.row_stride, op.col_stride, &op.trans, &op.ld);
+  std::vector<int64_t> batch_strides;
+  for (int64_t d : batch_dims) batch_strides.push_back(l.strides[d]);
+  int64_t base = l.offset;
+  if (!fits) {
+    // Pack into [batch, rows, cols], row-major.
+    op.pack_bytes = std::max<int64_t>(1, batch_ * rows * cols) * 4;
+    op.row_stride = cols;
+    op.col_stride = 1;
+    FitMatrix(rows, cols, cols, 1, &op.trans, &op.ld);
+    int64_t stride = rows * cols;
+    for (size_t i = batch_strides.size(); i-- > 0;) {
+      batch_strides[i] = stride;
+      stride *= batch_sizes[i];
+    }
+    base = 0;
+  }
+  // Offsets of every batch element, in row-major order of the batch dimensions.
+  op.batch_offsets.assign(static_cast<size_t>(batch_), base);
+  for (int64_t b = 0; b < batch_; ++b) {
+    int64_t rest = b;
+    for (size_t i = batch_sizes.size(); i-- > 0;) {
+      op.batch_offsets[b] += (rest % batch_sizes[i]) * batch_strides[i];
+      rest /= batch_sizes[i];
+    }
+  }
+}
+
+void DotKernel::set_pack_storage(int operand, int storage) {
+  operands_[operand].pack_storage = storage;
+  writes.push_back(storage);
+}
+
+void DotKernel::Run(const KernelContext& ctx) {
+  float* out = reinterpret_cast<float*>(ctx.storage[out_storage_]);
+  if (batch_ * m_ * n_ == 0) return;
+  if (k_ == 0) {
+    for (int64_t bi = 0; bi < batch_; ++bi) {
+      for (int64_t i = 0; i < m_; ++i) std::fill_n(out + out_offsets_[bi] + i * ldc_, n_, 0.0f);
+    }
+    return;
+  }
+  const float* base[2];
+  for (int o = 0; o < 2; ++o) {
+    Operand& op = operands_[o];
+    const uint8_t* src = ctx.storage[op.access.storage];
+    if (op.pack_bytes > 0) {
+      uint8_t* dst = ctx.storage[op.pack_storage];
+      StridedCopy(dst, Layout::Contiguous(op.pack_view.shape), src, op.pack_view, 4, ctx.pool);
+      base[o] = reinterpret_cast<const float*>(dst);
+    } else {
+      base[o] = reinterpret_cast<const float*>(src);
+    }
+  }
+  const Operand& a = operands_[0];
+  const Operand& b = operands_[1];
+  const int threads = ctx.pool->num_threads();
+  const int64_t flops = 2 * batch_ * m_ * n_ * k_;
+  // Split each product into `parts` row (or column) blocks when there are fewer products
+  // than threads.
+  int64_t parts = 1;
+  const bool split_rows = m_ >= n_;
+  if (threads > 1 && flops >= kMinParallelFlops && batch_ < threads) {
+    parts = std::min<int64_t>((threads + batch_ - 1) / batch_, std::max<int64_t>(1, (split_rows ? m_ : n_) / 16));
+  }
+  const int64_t split_size = split_rows ? m_ : n_;
+  auto run = [&](int64_t unit, int) {
+    const int64_t bi = unit / parts, part = unit % parts;
+    // Blocks of a multiple of 16 rows/columns, so each matches sgemm's register tiles.
+    const int64_t chunk = (split_size + parts - 1) / parts;
+    const int64_t aligned = parts == 1 ? split_size : (chunk + 15) / 16 * 16;
+    const int64_t s0 = std::min(split_size, part * aligned), s1 = std::min(split_size, s0 + aligned);
+    if (s1 <= s0) return;
+    const int64_t m0 = split_rows ? s0 : 0, mlen = split_rows ? s1 - s0 : m_;
+    const int64_t n0 = split_rows ? 0 : s0, nlen = split_rows ? n_ : s1 - s0;
+    const float* pa = base[0] + a.batch_offsets[bi] + m0 * a.row_stride;
+    const float* pb = base[1] + b.batch_offsets[bi] + n0 * b.col_stride;
+    float* pc = out + out_offsets_[bi] + m0 * ldc_ + n0;
+    cblas_sgemm(CblasRowMajor, a.trans ? CblasTrans : CblasNoTrans, b.trans ? CblasTrans : CblasNoTrans,
+                static_cast<blasint>(mlen), static_cast<blasint>(nlen), static_cast<blasint>(k_), 1.0f, pa,
+                static_cast<blasint>(a.ld), pb, static_cast<blasint>(b.ld), 0.0f, pc, static_cast<blasint>(ldc_));
+  };
+  const int64_t units = batch_ * parts;
+  if (threads > 1 && flops >= kMinParallelFlops && units > 1) {
+    ctx.pool->ParallelFor(units, run);
+  } else {
+    for (int64_t u = 0; u < units; ++u) run(u, 0);
+  }
+}
+
+}  // namespace pcp::cpu

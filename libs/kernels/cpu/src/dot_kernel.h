@@ -1,0 +1,67 @@
+// dot_general as (batched) cblas_sgemm calls. Operands are strided views: free and
+// contracting dimensions are merged into matrix rows and columns, and a view whose
+// matrix is row- or column-major (any leading dimension) is passed as is with
+// CblasNoTrans / CblasTrans, so transposes, head splits and column slices cost nothing.
+// An operand that cannot be expressed that way is first packed into a temporary buffer.
+// Batches, or row/column blocks of a single product, are spread over the pool; OpenBLAS
+// itself runs single-threaded inside each call.
+#ifndef PCP_KERNELS_CPU_DOT_KERNEL_H_
+#define PCP_KERNELS_CPU_DOT_KERNEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pcp/autodiff/ir.h"
+#include "program.h"
+
+namespace pcp::cpu {
+
+class DotKernel : public Kernel {
+ public:
+  // `lhs` and `rhs` are views in the operands' own shapes; the result is written to
+  // `out_storage` through `out_layout` (in the result's shape): contiguous, or e.g. the
+  // permutation that makes a following transpose free. Check output_ok() for the latter.
+  DotKernel(Access lhs, Access rhs, const DotDims& dims, const Layout& out_layout, int out_storage,
+            std::string description);
+
+  // Whether out_layout is one sgemm can write (row-major matrices per batch element).
+  bool output_ok() const { return output_ok_; }
+
+  // Bytes of packing buffer operand 0 (lhs) or 1 (rhs) needs; 0 if it is used in place.
+  int64_t pack_bytes(int operand) const { return operands_[operand].pack_bytes; }
+  // The temporary storage to pack into; must be set for every operand with pack_bytes > 0.
+  void set_pack_storage(int operand, int storage);
+
+  void Run(const KernelContext& ctx) override;
+  std::string Describe() const override { return description_; }
+
+ private:
+  struct Operand {
+    Access access;           // the operand as given
+    Layout pack_view;        // the operand's view permuted to [batch, rows, cols] order
+    int64_t pack_bytes = 0;  // > 0: copy pack_view into pack_storage first
+    int pack_storage = -1;
+    // The matrix seen by sgemm: element (i, j) at offset + i * row_stride + j * col_stride.
+    bool trans = false;
+    int64_t ld = 1;
+    int64_t row_stride = 0, col_stride = 0;
+    std::vector<int64_t> batch_offsets;  // per batch element, relative to the base
+  };
+  // Plans operand `o` (0 = lhs with rows M, cols K; 1 = rhs with rows K, cols N).
+  void PlanOperand(int o, const std::vector<int64_t>& batch_dims, const std::vector<int64_t>& row_dims,
+                   const std::vector<int64_t>& col_dims, const std::vector<int64_t>& batch_sizes);
+
+  Operand operands_[2];
+  int64_t batch_ = 1, m_ = 1, n_ = 1, k_ = 1;
+  int out_storage_;
+  bool output_ok_ = false;
+  int64_t ldc_ = 1;
+  std::vector<int64_t> out_offsets_;  // per batch element
+  std::string description_;
+};
+
+}  // namespace pcp::cpu
+
+#endif  // PCP_KERNELS_CPU_DOT_KERNEL_H_

@@ -1,0 +1,125 @@
+// The loop kernel: a fused group of elementwise ops, run as a tiny register machine over
+// blocks of kBlock elements. Each register is an array of one block; a contiguous input is a
+// register that points straight into its buffer, a strided view (broadcast, transpose,
+// slice) is gathered into one. Each op is one tight, auto-vectorised loop over the block.
+// Optionally the group ends in a reduction whose input is one of its registers, so e.g.
+// sum((x - mean)^2) reads x once and never writes the difference.
+//
+// Blocks always start at multiples of kBlock of the index space (or of whole rows for a
+// reduction), whatever the thread count, so results are identical for every thread count.
+#ifndef PCP_KERNELS_CPU_FUSED_KERNEL_H_
+#define PCP_KERNELS_CPU_FUSED_KERNEL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "layout.h"
+#include "pcp/autodiff/ir.h"
+#include "program.h"
+
+namespace pcp::cpu {
+
+inline constexpr int64_t kBlock = 512;            // elements per register
+inline constexpr int64_t kRegBytes = kBlock * 8;  // room for the widest element (i64)
+
+struct FusedOp;
+using ElementwiseFn = void (*)(const FusedOp& op, void* const* regs, int64_t n);
+
+struct FusedOp {
+  ElementwiseFn fn = nullptr;
+  int32_t dst = -1;
+  int32_t src[3] = {-1, -1, -1};
+  int32_t instruction = -1;  // for messages
+};
+
+// The loop for `op` with operands of `operand` dtype and a result of `result` dtype, or
+// nullptr if the CPU backend does not compute it.
+ElementwiseFn GetElementwiseFn(Op op, DType operand, DType result, ComparisonDirection direction);
+
+struct FusedLoad {
+  // kPeriodic: a view that repeats every kBlock elements (a bias broadcast over rows of a
+  // length dividing kBlock), read once per task like a scalar.
+  enum class Mode : uint8_t { kContiguous, kScalar, kPeriodic, kStrided };
+  Access access;  // layout simplified
+  int64_t elem_size = 4;
+  Mode mode = Mode::kContiguous;
+  int32_t reg = -1;
+};
+
+struct FusedStore {
+  int32_t reg = -1;
+  int storage = -1;
+  int64_t elem_size = 4;
+};
+
+// reduce(input register) over the dimensions `dims` of `input_shape`.
+struct ReduceRoot {
+  int32_t reg = -1;
+  ReduceKind kind = ReduceKind::kSum;
+  DType dtype = DType::kF32;
+  Access init;  // a scalar
+  int out_storage = -1;
+  Shape input_shape;
+  std::vector<int64_t> dims;
+};
+
+class FusedKernel : public Kernel {
+ public:
+  // `n` is the index space (the reduction's input size if there is one). Registers are
+  // numbered by the caller: each load and each op result has its own register;
+  // `reg_elem_size` gives each one's element size. Buffers are assigned here.
+  FusedKernel(int64_t n, std::vector<FusedLoad> loads, std::vector<FusedOp> ops, std::vector<FusedStore> stores,
+              std::optional<ReduceRoot> reduce, int num_regs, std::string description);
+
+  void Run(const KernelContext& ctx) override;
+  std::string Describe() const override { return description_; }
+  int64_t scratch_bytes() const override { return scratch_bytes_; }
+
+ private:
+  // The reduction's loop structure: input viewed as [a, r, c] with r reduced, or general.
+  struct ReducePlan {
+    bool general = false;
+    int64_t a = 1, r = 1, c = 1;
+    // general: simplified input shape and each dimension's stride in the output (0 if reduced).
+    Shape shape;
+    std::vector<int64_t> out_strides;
+    // Blocking, fixed by the shape alone.
+    int64_t rows_per_block = 0;             // c == 1: whole rows per block (0: a row spans blocks)
+    int64_t c_chunk = 0, num_c_chunks = 1;  // c > 1: columns per unit
+    int64_t r_chunk = 0, num_r_chunks = 1;  // rows of r per unit (> 1 chunk: partial results)
+    bool batch_rows = false;                // c > 1 and a block holds several whole rows of c
+  };
+
+  // Registers of thread `thread` set up for a new range of blocks.
+  void** SetUpThread(const KernelContext& ctx, int thread) const;
+  // Loads, runs the ops and stores for elements [start, start + n), n <= kBlock.
+  void Evaluate(const KernelContext& ctx, void** regs, int64_t start, int64_t n) const;
+  void RunElementwise(const KernelContext& ctx);
+  void RunReduce(const KernelContext& ctx);  // reduce_root.cc
+  void PlanReduce();                         // reduce_root.cc
+  template <typename T, ReduceKind kKind>
+  void RunReduceT(const KernelContext& ctx);
+
+  int64_t n_;
+  std::vector<FusedLoad> loads_;
+  std::vector<FusedOp> ops_;
+  std::vector<FusedStore> stores_;
+  std::optional<ReduceRoot> reduce_;
+  ReducePlan plan_;
+  int num_regs_;
+  std::vector<int32_t> reg_buffer_;  // scratch buffer of each register, -1 for pointers
+  int64_t regs_bytes_ = 0;           // the register pointer table at the start of scratch
+  int64_t buffers_bytes_ = 0;
+  int64_t scratch_bytes_ = 0;
+  std::vector<uint8_t> partials_;  // per-chunk results of a split reduction
+  // Per store, for the current Run: the op writes straight into the output buffer (which
+  // then shares no memory with any input); otherwise into scratch, copied after the block.
+  std::vector<uint8_t> direct_store_;
+  std::string description_;
+};
+
+}  // namespace pcp::cpu
+
+#endif  // PCP_KERNELS_CPU_FUSED_KERNEL_H_

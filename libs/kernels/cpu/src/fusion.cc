@@ -1,0 +1,348 @@
+#include "fusion.h"
+
+#include <algorithm>
+#include <queue>
+
+namespace pcp::cpu {
+
+bool IsKernelOp(Op op) {
+  switch (GetOpCategory(op)) {
+    case OpCategory::kSource:
+      return false;
+    case OpCategory::kLayout:
+      return op == Op::kConcatenate;
+    default:
+      return true;
+  }
+}
+
+FunctionAnalysis Analyze(const Function& f) {
+  FunctionAnalysis a;
+  const size_t nv = static_cast<size_t>(f.num_values());
+  a.producer.assign(nv, -1);
+  a.root.resize(nv);
+  a.node.assign(nv, -1);
+  a.root_users.resize(nv);
+  a.root_is_result.assign(nv, false);
+  a.live.assign(f.instructions.size(), false);
+  for (size_t v = 0; v < nv; ++v) a.root[v] = static_cast<ValueId>(v);
+  for (size_t i = 0; i < f.instructions.size(); ++i) {
+    const Instruction& inst = f.instructions[i];
+    a.producer[inst.result] = static_cast<int>(i);
+    if (inst.op == Op::kReshape) a.root[inst.result] = a.root[inst.operands[0]];
+    if (IsKernelOp(inst.op)) {
+      a.node[inst.result] = static_cast<int>(i);
+    } else if (!inst.operands.empty()) {
+      a.node[inst.result] = a.node[inst.operands[0]];
+    }
+  }
+  // Liveness: walk back from the results.
+  std::vector<bool> needed(nv, false);
+  for (ValueId r : f.results) needed[r] = true;
+  for (size_t i = f.instructions.size(); i-- > 0;) {
+    const Instruction& inst = f.instructions[i];
+    if (!needed[inst.result]) continue;
+    a.live[i] = true;
+    for (ValueId o : inst.operands) needed[o] = true;
+  }
+  for (size_t i = 0; i < f.instructions.size(); ++i) {
+    const Instruction& inst = f.instructions[i];
+    if (!a.live[i] || inst.op == Op::kReshape) continue;
+    for (ValueId o : inst.operands) {
+      std::vector<int>& users = a.root_users[a.root[o]];
+      if (users.empty() || users.back() != static_cast<int>(i)) users.push_back(static_cast<int>(i));
+    }
+  }
+  for (ValueId r : f.results) a.root_is_result[a.root[r]] = true;
+  return a;
+}
+
+namespace {
+
+class Fuser {
+ public:
+  Fuser(const Function& f, const FunctionAnalysis& a) : f_(f), a_(a) {
+    const size_t n = f.instructions.size();
+    parent_.resize(n);
+    for (size_t i = 0; i < n; ++i) parent_[i] = static_cast<int>(i);
+    members_.resize(n);
+    min_pos_.resize(n);
+    max_pos_.resize(n);
+    has_reduce_.assign(n, false);
+    stamp_.assign(n, 0);
+  }
+
+  FusionPlan Run() {
+    const int n = static_cast<int>(f_.instructions.size());
+    for (int i = 0; i < n; ++i) {
+      const Instruction& inst = f_.instructions[i];
+      if (!a_.live[i] || !IsKernelOp(inst.op)) continue;
+      members_[i] = {i};
+      min_pos_[i] = max_pos_[i] = i;
+      has_reduce_[i] = inst.op == Op::kReduce;
+      if (IsElementwise(inst.op)) {
+        for (ValueId o : inst.operands) {
+          const int p = FusableProducer(o);
+          if (p >= 0) TryMerge(Find(p), Find(i));
+        }
+      } else if (inst.op == Op::kReduce) {
+        const int p = FusableProducer(inst.operands[0]);
+        if (p >= 0) TryMerge(Find(p), Find(i));
+      }
+    }
+    return Schedule();
+  }
+
+ private:
+  int Find(int x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+
+  // The elementwise instruction producing `v` (through reshapes only), or -1.
+  int FusableProducer(ValueId v) const {
+    const int p = a_.producer[a_.root[v]];
+    if (p < 0 || !IsElementwise(f_.instructions[p].op)) return -1;
+    return p;
+  }
+
+  // Groups whose kernels must run before group g.
+  template <typename Fn>
+  void ForEachPred(int g, Fn&& fn) {
+    for (int m : members_[g]) {
+      for (ValueId o : f_.instructions[m].operands) {
+        const int node = a_.node[o];
+        if (node < 0) continue;
+        const int h = Find(node);
+        if (h != g) fn(h);
+      }
+    }
+  }
+
+  // Whether some path leads from group `from` to group `to` through a third group.
+  bool PathViaOthers(int from, int to) {
+    ++generation_;
+    std::vector<int> stack;
+    ForEachPred(to, [&](int h) {
+      if (h != from && stamp_[h] != generation_) {
+        stamp_[h] = generation_;
+        stack.push_back(h);
+      }
+    });
+    while (!stack.empty()) {
+      const int h = stack.back();
+      stack.pop_back();
+      if (h == from) return true;
+      if (max_pos_[h] < min_pos_[from]) continue;  // too early to depend on `from`
+      ForEachPred(h, [&](int p) {
+        if (stamp_[p] != generation_) {
+          stamp_[p] = generation_;
+          stack.push_back(p);
+        }
+      });
+    }
+    return false;
+  }
+
+  // Whether a member of group g needs a value of group h from memory: the result of h's
+  // reduction, or any value of h seen through a view (broadcast, transpose, slice). Inside
+  // one loop kernel such a value only exists once the loop is over, so g and h cannot merge.
+  bool NeedsStoredValueFrom(int g, int h) {
+    for (int m : members_[g]) {
+      for (ValueId o : f_.instructions[m].operands) {
+        const int node = a_.node[o];
+        if (node < 0 || Find(node) != h) continue;
+        const Instruction& producer = f_.instructions[node];
+        if (producer.op == Op::kReduce || a_.root[o] != producer.result) return true;
+      }
+    }
+    return false;
+  }
+
+  bool TryMerge(int x, int y) {
+    if (x == y) return true;
+    if (has_reduce_[x] && has_reduce_[y]) return false;
+    if (NeedsStoredValueFrom(x, y) || NeedsStoredValueFrom(y, x)) return false;
+    if (PathViaOthers(x, y) || PathViaOthers(y, x)) return false;
+    // Union into the smaller index so representatives stay stable-ish; either works.
+    const int keep = std::min(x, y), gone = std::max(x, y);
+    parent_[gone] = keep;
+    members_[keep].insert(members_[keep].end(), members_[gone].begin(), members_[gone].end());
+    std::sort(members_[keep].begin(), members_[keep].end());
+    members_[gone].clear();
+    min_pos_[keep] = std::min(min_pos_[keep], min_pos_[gone]);
+    max_pos_[keep] = std::max(max_pos_[keep], max_pos_[gone]);
+    has_reduce_[keep] = has_reduce_[keep] || has_reduce_[gone];
+    return true;
+  }
+
+  FusionPlan Schedule() {
+    const int n = static_cast<int>(f_.instructions.size());
+    std::vector<int> reps;
+    for (int i = 0; i < n; ++i) {
+      if (a_.live[i] && IsKernelOp(f_.instructions[i].op) && Find(i) == i) reps.push_back(i);
+    }
+    std::vector<int> indegree(static_cast<size_t>(n), 0);
+    std::vector<std::vector<int>> succs(static_cast<size_t>(n));
+    for (int g : reps) {
+      ++generation_;
+      ForEachPred(g, [&](int h) {
+        if (stamp_[h] == generation_) return;
+        stamp_[h] = generation_;
+        succs[h].push_back(g);
+        ++indegree[g];
+      });
+    }
+    // Kahn's algorithm, earliest first member first.
+    using Item = std::pair<int, int>;  // (min position, group)
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> ready;
+    for (int g : reps) {
+      if (indegree[g] == 0) ready.push({min_pos_[g], g});
+    }
+    FusionPlan plan;
+    plan.group_of.assign(static_cast<size_t>(n), -1);
+    while (!ready.empty()) {
+      const int g = ready.top().second;
+      ready.pop();
+      for (int m : members_[g]) plan.group_of[m] = static_cast<int>(plan.groups.size());
+      plan.groups.push_back(members_[g]);
+      for (int s : succs[g]) {
+        if (--indegree[s] == 0) ready.push({min_pos_[s], s});
+      }
+    }
+    return plan;
+  }
+
+  const Function& f_;
+  const FunctionAnalysis& a_;
+  std::vector<int> parent_;
+  std::vector<std::vector<int>> members_;
+  std::vector<int> min_pos_, max_pos_;
+  std::vector<bool> has_reduce_;
+  std::vector<uint32_t> stamp_;
+  uint32_t generation_ = 0;
+};
+
+}  // namespace
+
+namespace {
+
+// See FusionPlan::recompute.
+class RecomputePlanner {
+ public:
+  RecomputePlanner(const Function& f, const FunctionAnalysis& a, const FusionPlan& plan) : f_(f), a_(a), plan_(plan) {
+    const size_t nv = static_cast<size_t>(f.num_values());
+    stored_.assign(nv, false);
+    pinned_.assign(nv, false);
+    for (size_t i = 0; i < f.instructions.size(); ++i) {
+      const ValueId v = f.instructions[i].result;
+      if (plan.group_of[i] >= 0 && IsElementwise(f.instructions[i].op) && UsedOutside(v)) stored_[v] = true;
+    }
+  }
+
+  std::vector<bool> Run() {
+    std::vector<bool> recompute(static_cast<size_t>(f_.num_values()), false);
+    for (size_t i = 0; i < f_.instructions.size(); ++i) {
+      const ValueId v = f_.instructions[i].result;
+      if (!stored_[v] || pinned_[v] || !OnlyElementwiseUsersOutside(v)) continue;
+      std::vector<ValueId> leaves;
+      int ops = 0;
+      if (!Cone(v, plan_.group_of[i], &ops, &leaves) || ops > kMaxOps) continue;
+      int big = 0;
+      for (ValueId l : leaves) big += IsSmall(l) ? 0 : 1;
+      if (big > 1) continue;
+      recompute[v] = true;
+      stored_[v] = false;
+      for (ValueId l : leaves) pinned_[a_.root[l]] = true;
+    }
+    return recompute;
+  }
+
+ private:
+  static constexpr int kMaxOps = 12;
+
+  bool UsedOutside(ValueId v) const {
+    const int g = plan_.group_of[a_.producer[v]];
+    if (a_.root_is_result[v]) return true;
+    for (int u : a_.root_users[v]) {
+      if (plan_.group_of[u] != g) return true;
+    }
+    return false;
+  }
+
+  // Every use outside the value's group is an elementwise op, or the input of a reduce.
+  bool OnlyElementwiseUsersOutside(ValueId v) const {
+    if (a_.root_is_result[v]) return false;
+    const int g = plan_.group_of[a_.producer[v]];
+    for (int u : a_.root_users[v]) {
+      if (plan_.group_of[u] == g) continue;
+      const Instruction& inst = f_.instructions[u];
+      if (IsElementwise(inst.op)) continue;
+      if (inst.op == Op::kReduce && a_.root[inst.operands[1]] != v) continue;
+      return false;
+    }
+    return true;
+  }
+
+  // The ops of group g that computing v takes, stopping at values that are stored or come
+  // from elsewhere (the leaves). False if that reaches something other than elementwise ops.
+  bool Cone(ValueId v, int g, int* ops, std::vector<ValueId>* leaves) const {
+    std::vector<ValueId> stack = {v};
+    std::vector<ValueId> seen = {v};
+    while (!stack.empty()) {
+      const ValueId x = stack.back();
+      stack.pop_back();
+      const Instruction& inst = f_.instructions[a_.producer[x]];
+      if (!IsElementwise(inst.op)) return false;
+      ++*ops;
+      for (ValueId o : inst.operands) {
+        const ValueId r = a_.root[o];
+        const int p = a_.producer[r];
+        const bool inside = p >= 0 && plan_.group_of[p] == g && IsElementwise(f_.instructions[p].op) && !stored_[r];
+        // Another group's value that is not stored is recomputed itself: not followed here.
+        if (!inside && p >= 0 && plan_.group_of[p] >= 0 && IsElementwise(f_.instructions[p].op) && !stored_[r]) {
+          return false;
+        }
+        if (std::find(seen.begin(), seen.end(), inside ? r : o) != seen.end()) continue;
+        seen.push_back(inside ? r : o);
+        if (inside) {
+          stack.push_back(r);
+        } else {
+          leaves->push_back(o);
+        }
+      }
+    }
+    return true;
+  }
+
+  // A leaf that costs little to read again: a scalar or a broadcast of something small.
+  bool IsSmall(ValueId leaf) const {
+    ValueId x = leaf;
+    for (;;) {
+      if (f_.type(x).num_elements() <= 1) return true;
+      const int p = a_.producer[x];
+      if (p < 0) return false;
+      const Instruction& inst = f_.instructions[p];
+      if (inst.op == Op::kBroadcastInDim) {
+        return f_.type(inst.operands[0]).num_elements() * 16 <= f_.type(leaf).num_elements();
+      }
+      if (inst.op != Op::kReshape) return false;
+      x = inst.operands[0];
+    }
+  }
+
+  const Function& f_;
+  const FunctionAnalysis& a_;
+  const FusionPlan& plan_;
+  std::vector<bool> stored_, pinned_;
+};
+
+}  // namespace
+
+FusionPlan PlanFusion(const Function& function, const FunctionAnalysis& analysis) {
+  FusionPlan plan = Fuser(function, analysis).Run();
+  plan.recompute = RecomputePlanner(function, analysis, plan).Run();
+  return plan;
+}
+
+}  // namespace pcp::cpu

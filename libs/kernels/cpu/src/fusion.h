@@ -1,0 +1,52 @@
+// Which instructions share a kernel, and in which order kernels run.
+//
+// Views (broadcast_in_dim, transpose, slice), reshapes and sources (constant, iota) never
+// become kernels: their consumers read through them. Every other live instruction is a
+// kernel node. An elementwise node joins the group of an elementwise producer of one of
+// its operands (looking through reshapes), and a reduce joins the group that produces its
+// input as the group's one reduction, unless that would create a cycle between groups.
+// Groups are then ordered topologically, earliest first. Finally some values are marked
+// for recomputation by their consumers (FusionPlan::recompute).
+#ifndef PCP_KERNELS_CPU_FUSION_H_
+#define PCP_KERNELS_CPU_FUSION_H_
+
+#include <vector>
+
+#include "pcp/autodiff/ir.h"
+
+namespace pcp::cpu {
+
+// Facts about a function that fusion and lowering share.
+struct FunctionAnalysis {
+  std::vector<int> producer;  // per value: its instruction, -1 for parameters
+  std::vector<bool> live;     // per instruction: some result depends on it
+  std::vector<ValueId> root;  // per value: the value it is a reshape (chain) of, or itself
+  std::vector<int> node;      // per value: the kernel instruction whose output it reads
+                              // (through views and reshapes), -1 for parameters/constants
+  // Per root value: live instructions other than reshapes that use it or a reshape of it.
+  std::vector<std::vector<int>> root_users;
+  std::vector<bool> root_is_result;  // per root value: it or a reshape of it is a result
+};
+
+// Ops that become kernels (the rest are views, reshapes and sources).
+bool IsKernelOp(Op op);
+
+FunctionAnalysis Analyze(const Function& function);
+
+struct FusionPlan {
+  std::vector<std::vector<int>> groups;  // in schedule order; members in program order
+  std::vector<int> group_of;             // per instruction: index into groups, or -1
+  // Per value: computed in its group but needed outside only by elementwise consumers in
+  // other groups, which recompute it (and the chain of ops in its group it needs) from that
+  // chain's inputs instead of loading it: a stored value less. Typical case: the backward
+  // pass needs erf(h) and exp(-h^2/2) of a forward activation h, recomputed from the stored
+  // h instead of three more saved tensors. Chosen only where the chain is short and reads at
+  // most one full-size tensor, so loads do not grow and memory does not either.
+  std::vector<bool> recompute;
+};
+
+FusionPlan PlanFusion(const Function& function, const FunctionAnalysis& analysis);
+
+}  // namespace pcp::cpu
+
+#endif  // PCP_KERNELS_CPU_FUSION_H_

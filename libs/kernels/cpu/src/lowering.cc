@@ -1,0 +1,488 @@
+#include "lowering.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "dot_kernel.h"
+#include "fused_kernel.h"
+#include "fusion.h"
+#include "movement_kernels.h"
+#include "pcp/base/status_macros.h"
+
+namespace pcp::cpu {
+namespace {
+
+Tensor MakeIota(const TensorType& type, int64_t dimension) {
+  Tensor t(type.dtype, type.shape);
+  const std::vector<int64_t> strides = RowMajorStrides(type.shape);
+  const int64_t n = t.num_elements();
+  const int64_t size = type.shape[dimension], stride = strides[dimension];
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v = (i / stride) % size;
+    switch (type.dtype) {
+      case DType::kF32:
+        t.data<float>()[i] = static_cast<float>(v);
+        break;
+      case DType::kI32:
+        t.data<int32_t>()[i] = static_cast<int32_t>(v);
+        break;
+      default:
+        t.data<int64_t>()[i] = v;
+        break;
+    }
+  }
+  return t;
+}
+
+class Lowerer {
+ public:
+  explicit Lowerer(const Function& f) : f_(f), a_(Analyze(f)), plan_(PlanFusion(f, a_)) {}
+
+  absl::StatusOr<Program> Run() {
+    access_.resize(static_cast<size_t>(f_.num_values()));
+    for (size_t i = 0; i < f_.params.size(); ++i) {
+      const TensorType& t = f_.type(f_.params[i]);
+      Storage s{StorageKind::kParam, static_cast<int>(i), t.dtype, t.num_elements(),
+                t.num_elements() * SizeOf(t.dtype)};
+      s.name = f_.param_names[i].empty() ? absl::StrCat("param ", i) : f_.param_names[i];
+      const int id = AddStorage(std::move(s));
+      p_.param_storage.push_back(id);
+      access_[f_.params[i]] = Access{id, Layout::Contiguous(t.shape)};
+    }
+    for (const std::vector<int>& group : plan_.groups) {
+      const Instruction& first = f_.instructions[group.front()];
+      if (group.size() > 1 || IsElementwise(first.op) || first.op == Op::kReduce) {
+        PCP_RETURN_IF_ERROR(LowerFused(group));
+      } else {
+        PCP_RETURN_IF_ERROR(LowerSingle(group.front()),
+                            _ << "instruction " << group.front() << " (" << OpName(first.op) << ")");
+      }
+    }
+    PCP_RETURN_IF_ERROR(LowerResults());
+    return Finish();
+  }
+
+ private:
+  int AddStorage(Storage s) {
+    p_.storages.push_back(std::move(s));
+    return static_cast<int>(p_.storages.size()) - 1;
+  }
+
+  int NewArena(DType dtype, int64_t elements, std::string name, bool temporary = false) {
+    Storage s{StorageKind::kArena, -1, dtype, elements, elements * SizeOf(dtype)};
+    s.temporary = temporary;
+    s.name = std::move(name);
+    return AddStorage(std::move(s));
+  }
+
+  std::string ValueName(ValueId v) const {
+    const int p = a_.producer[v];
+    return p < 0 ? absl::StrCat("%", v) : absl::StrCat("%", v, " (", OpName(f_.instructions[p].op), ")");
+  }
+
+  void Emit(std::unique_ptr<Kernel> k) { kernels_.push_back(std::move(k)); }
+
+  // The value's access, computing views lazily (which may emit copy kernels).
+  absl::StatusOr<Access> GetAccess(ValueId v) {
+    if (access_[v]) return *access_[v];
+    const int p = a_.producer[v];
+    if (p < 0) return absl::InternalError(absl::StrCat("no access for ", ValueName(v)));
+    const Instruction& inst = f_.instructions[p];
+    const TensorType& t = f_.type(v);
+    Access a;
+    switch (inst.op) {
+      case Op::kConstant:
+      case Op::kIota: {
+        Tensor value = inst.op == Op::kConstant ? inst.attrs.literal : MakeIota(t, inst.attrs.dimension);
+        Storage s{StorageKind::kConstant, static_cast<int>(p_.constants.size()), t.dtype, t.num_elements(),
+                  value.byte_size()};
+        s.name = ValueName(v);
+        p_.constants.push_back(std::move(value));
+        a = Access{AddStorage(std::move(s)), Layout::Contiguous(t.shape)};
+        break;
+      }
+      case Op::kReshape: {
+        PCP_ASSIGN_OR_RETURN(a, GetAccess(inst.operands[0]));
+        if (std::optional<Layout> r = ReshapeLayout(a.layout, t.shape)) a.layout = *std::move(r);
+        break;
+      }
+      case Op::kBroadcastInDim: {
+        PCP_ASSIGN_OR_RETURN(a, DimAccess(inst.operands[0]));
+        a.layout = BroadcastLayout(a.layout, t.shape, inst.attrs.dims);
+        break;
+      }
+      case Op::kTranspose: {
+        PCP_ASSIGN_OR_RETURN(a, DimAccess(inst.operands[0]));
+        a.layout = TransposeLayout(a.layout, inst.attrs.dims);
+        break;
+      }
+      case Op::kSlice: {
+        PCP_ASSIGN_OR_RETURN(a, DimAccess(inst.operands[0]));
+        a.layout = SliceLayout(a.layout, inst.attrs.start, inst.attrs.stride, t.shape);
+        break;
+      }
+      default:
+        return absl::InternalError(absl::StrCat(ValueName(v), " is used before its kernel"));
+    }
+    access_[v] = a;
+    return a;
+  }
+
+  // A copy of the value into a new contiguous storage, which later uses share.
+  absl::StatusOr<Access> Materialize(ValueId v) {
+    PCP_ASSIGN_OR_RETURN(Access a, GetAccess(v));
+    const TensorType& t = f_.type(v);
+    const int s = NewArena(t.dtype, t.num_elements(), ValueName(v));
+    Emit(std::make_unique<CopyKernel>(a, s, SizeOf(t.dtype),
+                                      absl::StrCat("copy ", ValueName(v), " ", a.layout.ToString())));
+    access_[v] = Access{s, Layout::Contiguous(t.shape)};
+    return *access_[v];
+  }
+
+  // The access with a layout in the value's own shape.
+  absl::StatusOr<Access> DimAccess(ValueId v) {
+    PCP_ASSIGN_OR_RETURN(Access a, GetAccess(v));
+    const Shape& shape = f_.type(v).shape;
+    if (a.layout.shape == shape) return a;
+    if (std::optional<Layout> r = ReshapeLayout(a.layout, shape)) return Access{a.storage, *std::move(r)};
+    return Materialize(v);
+  }
+
+  // A contiguous access (copying the value first if it is a strided view).
+  absl::StatusOr<Access> ContiguousAccess(ValueId v) {
+    PCP_ASSIGN_OR_RETURN(Access a, GetAccess(v));
+    if (!a.layout.IsContiguous()) return Materialize(v);
+    return Access{a.storage, Layout::Contiguous(f_.type(v).shape, a.layout.offset)};
+  }
+
+  // Whether a value computed in group `g` must be stored for use outside it.
+  bool UsedOutside(ValueId v, int g) const {
+    if (plan_.recompute[v]) return false;  // its consumers compute it themselves
+    if (a_.root_is_result[v]) return true;
+    for (int u : a_.root_users[v]) {
+      if (plan_.group_of[u] != g) return true;
+    }
+    return false;
+  }
+
+  static absl::string_view Short(Op op) { return OpName(op).substr(OpName(op).rfind('.') + 1); }
+
+  using RegFn = std::function<absl::StatusOr<int32_t>(ValueId)>;
+
+  // The loop instruction for elementwise instruction i, its operands resolved by `reg`.
+  absl::StatusOr<FusedOp> MakeOp(int i, const RegFn& reg) {
+    const Instruction& inst = f_.instructions[i];
+    FusedOp op;
+    op.instruction = i;
+    const DType operand_dtype = f_.type(inst.operands[inst.op == Op::kSelect ? 1 : 0]).dtype;
+    op.fn = GetElementwiseFn(inst.op, operand_dtype, f_.type(inst.result).dtype, inst.attrs.comparison);
+    if (op.fn == nullptr) {
+      return absl::UnimplementedError(
+          absl::StrCat("cpu backend: ", OpName(inst.op), " on ", MlirName(operand_dtype), " (instruction ", i, ")"));
+    }
+    for (size_t k = 0; k < inst.operands.size() && k < 3; ++k) {
+      PCP_ASSIGN_OR_RETURN(op.src[k], reg(inst.operands[k]));
+    }
+    return op;
+  }
+
+  std::string Describe(int i) const {
+    const Instruction& inst = f_.instructions[i];
+    std::vector<std::string> operand_ids;
+    for (ValueId o : inst.operands) operand_ids.push_back(absl::StrCat(o));
+    return absl::StrCat("%", inst.result, "=", Short(inst.op), "(", absl::StrJoin(operand_ids, ","), ")");
+  }
+
+  absl::Status LowerFused(const std::vector<int>& members) {
+    const int g = plan_.group_of[members.front()];
+    std::map<int, int32_t> reg_of;  // value computed in this kernel -> register
+    std::vector<FusedLoad> loads;
+    std::vector<FusedOp> ops;
+    std::vector<FusedStore> stores;
+    std::optional<ReduceRoot> reduce;
+    int32_t num_regs = 0;
+    std::vector<std::string> names;
+    // An operand: a register of this kernel, another group's value recomputed here (see
+    // FusionPlan::recompute; it was not stored), or a load.
+    RegFn operand_reg = [&](ValueId o) -> absl::StatusOr<int32_t> {
+      const ValueId r = a_.root[o];
+      if (auto it = reg_of.find(r); it != reg_of.end()) return it->second;
+      const int p = a_.producer[r];
+      if (!access_[r] && p >= 0 && plan_.group_of[p] != g && IsElementwise(f_.instructions[p].op)) {
+        PCP_ASSIGN_OR_RETURN(FusedOp op, MakeOp(p, operand_reg));
+        op.dst = num_regs++;
+        ops.push_back(op);
+        reg_of[r] = op.dst;
+        names.push_back(absl::StrCat("(", Describe(p), ")"));
+        return op.dst;
+      }
+      PCP_ASSIGN_OR_RETURN(Access a, GetAccess(o));
+      a.layout = Simplify(a.layout);
+      for (const FusedLoad& l : loads) {
+        if (l.access.storage == a.storage && l.access.layout == a.layout) return l.reg;
+      }
+      FusedLoad l;
+      l.access = std::move(a);
+      l.elem_size = SizeOf(f_.type(o).dtype);
+      l.reg = num_regs++;
+      loads.push_back(std::move(l));
+      return loads.back().reg;
+    };
+    int64_t n = 0;
+    for (int m : members) {
+      const Instruction& inst = f_.instructions[m];
+      if (inst.op == Op::kReduce) {
+        ReduceRoot r;
+        PCP_ASSIGN_OR_RETURN(r.reg, operand_reg(inst.operands[0]));
+        PCP_ASSIGN_OR_RETURN(r.init, GetAccess(inst.operands[1]));
+        const TensorType& in = f_.type(inst.operands[0]);
+        const TensorType& out = f_.type(inst.result);
+        r.kind = inst.attrs.reduce_kind;
+        r.dtype = out.dtype;
+        r.input_shape = in.shape;
+        r.dims = inst.attrs.dims;
+        r.out_storage = NewArena(out.dtype, out.num_elements(), ValueName(inst.result));
+        access_[inst.result] = Access{r.out_storage, Layout::Contiguous(out.shape)};
+        n = in.num_elements();
+        reduce = std::move(r);
+        names.push_back(Describe(m));
+        continue;
+      }
+      PCP_ASSIGN_OR_RETURN(FusedOp op, MakeOp(m, operand_reg));
+      op.dst = num_regs++;
+      reg_of[inst.result] = op.dst;
+      ops.push_back(op);
+      names.push_back(Describe(m));
+      const TensorType& t = f_.type(inst.result);
+      if (!reduce) n = t.num_elements();
+      if (UsedOutside(inst.result, g)) {
+        const int s = NewArena(t.dtype, t.num_elements(), ValueName(inst.result));
+        stores.push_back(FusedStore{op.dst, s, SizeOf(t.dtype)});
+        access_[inst.result] = Access{s, Layout::Contiguous(t.shape)};
+      }
+    }
+    if (reduce) n = NumElements(reduce->input_shape);
+    // Ops whose results nothing here needs any more (their consumers recompute them).
+    std::vector<bool> needed(static_cast<size_t>(num_regs), false);
+    for (const FusedStore& st : stores) needed[st.reg] = true;
+    if (reduce) needed[reduce->reg] = true;
+    std::vector<bool> keep(ops.size(), false);
+    for (size_t i = ops.size(); i-- > 0;) {
+      if (!needed[ops[i].dst]) continue;
+      keep[i] = true;
+      for (int32_t src : ops[i].src) {
+        if (src >= 0) needed[src] = true;
+      }
+    }
+    std::vector<FusedOp> live_ops;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (keep[i]) live_ops.push_back(ops[i]);
+    }
+    ops = std::move(live_ops);
+    std::vector<FusedLoad> live_loads;
+    for (FusedLoad& l : loads) {
+      if (needed[l.reg]) live_loads.push_back(std::move(l));
+    }
+    loads = std::move(live_loads);
+    std::string description = absl::StrCat("fused n=", n, " [", absl::StrJoin(names, " "), "] ops ", ops.size(),
+                                           " loads ", loads.size(), " stores ", stores.size());
+    Emit(std::make_unique<FusedKernel>(n, std::move(loads), std::move(ops), std::move(stores), std::move(reduce),
+                                       num_regs, std::move(description)));
+    return absl::OkStatus();
+  }
+
+  // Temporary storages for the operands a dot_general has to pack.
+  void AddPacking(DotKernel& k, const std::string& name) {
+    for (int o = 0; o < 2; ++o) {
+      if (k.pack_bytes(o) > 0) {
+        k.set_pack_storage(o, NewArena(DType::kF32, k.pack_bytes(o) / 4, absl::StrCat("pack ", o, " of ", name),
+                                       /*temporary=*/true));
+      }
+    }
+  }
+
+  // The transpose that is the only use of `v` (and v is not a result), if there is one.
+  std::optional<ValueId> SoleTranspose(ValueId v) const {
+    if (a_.root_is_result[v] || a_.root_users[v].size() != 1) return std::nullopt;
+    const Instruction& user = f_.instructions[a_.root_users[v][0]];
+    if (user.op != Op::kTranspose || user.operands[0] != v) return std::nullopt;
+    // root_users skips reshapes: make sure v is not also used through one.
+    for (const Instruction& inst : f_.instructions) {
+      if (inst.op == Op::kReshape && inst.operands[0] == v && a_.live[a_.producer[inst.result]]) return std::nullopt;
+    }
+    return user.result;
+  }
+
+  absl::Status LowerSingle(int i) {
+    const Instruction& inst = f_.instructions[i];
+    const TensorType& t = f_.type(inst.result);
+    const std::string name = ValueName(inst.result);
+    switch (inst.op) {
+      case Op::kDotGeneral: {
+        PCP_ASSIGN_OR_RETURN(Access lhs, DimAccess(inst.operands[0]));
+        PCP_ASSIGN_OR_RETURN(Access rhs, DimAccess(inst.operands[1]));
+        const int out = NewArena(t.dtype, t.num_elements(), name);
+        const std::string description =
+            absl::StrCat("dot ", f_.type(inst.operands[0]).ToString(), " ", lhs.layout.ToString(), " x ",
+                         f_.type(inst.operands[1]).ToString(), " ", rhs.layout.ToString());
+        // A product used only by one transpose is written in the transposed order, so that
+        // the transpose (e.g. attention heads back to [B, T, H, D]) becomes free.
+        if (std::optional<ValueId> tr = SoleTranspose(inst.result)) {
+          const Instruction& tinst = f_.instructions[a_.producer[*tr]];
+          const Layout transposed = Layout::Contiguous(f_.type(*tr).shape);
+          Layout layout{0, t.shape, std::vector<int64_t>(t.shape.size(), 0)};
+          for (size_t d = 0; d < tinst.attrs.dims.size(); ++d)
+            layout.strides[tinst.attrs.dims[d]] = transposed.strides[d];
+          auto k = std::make_unique<DotKernel>(lhs, rhs, inst.attrs.dot, layout, out, description + " (transposed)");
+          if (k->output_ok()) {
+            AddPacking(*k, name);
+            Emit(std::move(k));
+            access_[inst.result] = Access{out, layout};
+            access_[*tr] = Access{out, transposed};
+            return absl::OkStatus();
+          }
+        }
+        auto k = std::make_unique<DotKernel>(lhs, rhs, inst.attrs.dot, Layout::Contiguous(t.shape), out, description);
+        AddPacking(*k, name);
+        Emit(std::move(k));
+        access_[inst.result] = Access{out, Layout::Contiguous(t.shape)};
+        return absl::OkStatus();
+      }
+      case Op::kGather: {
+        const TensorType& table_type = f_.type(inst.operands[0]);
+        const TensorType& index_type = f_.type(inst.operands[1]);
+        const int64_t rows = table_type.shape[0];
+        if (rows == 0 && t.num_elements() > 0) {
+          return absl::InvalidArgumentError(absl::StrCat(OpName(inst.op), ": gathers from a table with no rows"));
+        }
+        PCP_ASSIGN_OR_RETURN(Access table, ContiguousAccess(inst.operands[0]));
+        PCP_ASSIGN_OR_RETURN(Access indices, ContiguousAccess(inst.operands[1]));
+        const int out = NewArena(t.dtype, t.num_elements(), name);
+        Emit(std::make_unique<GatherKernel>(table, rows, rows == 0 ? 0 : table_type.num_elements() / rows,
+                                            SizeOf(t.dtype), indices, index_type.dtype, index_type.num_elements(), out,
+                                            absl::StrCat("gather ", t.ToString())));
+        access_[inst.result] = Access{out, Layout::Contiguous(t.shape)};
+        return absl::OkStatus();
+      }
+      case Op::kScatter: {
+        const TensorType& index_type = f_.type(inst.operands[1]);
+        const int64_t rows = t.shape[0];
+        PCP_ASSIGN_OR_RETURN(Access operand, GetAccess(inst.operands[0]));
+        PCP_ASSIGN_OR_RETURN(Access indices, ContiguousAccess(inst.operands[1]));
+        PCP_ASSIGN_OR_RETURN(Access updates, ContiguousAccess(inst.operands[2]));
+        const int out = NewArena(t.dtype, t.num_elements(), name);
+        Emit(std::make_unique<ScatterKernel>(operand, indices, index_type.dtype, updates, t.dtype, rows,
+                                             rows == 0 ? 0 : t.num_elements() / rows, index_type.num_elements(), out,
+                                             absl::StrCat("scatter-add ", t.ToString())));
+        access_[inst.result] = Access{out, Layout::Contiguous(t.shape)};
+        return absl::OkStatus();
+      }
+      case Op::kConcatenate: {
+        std::vector<Access> operands;
+        for (ValueId o : inst.operands) {
+          PCP_ASSIGN_OR_RETURN(Access a, DimAccess(o));
+          operands.push_back(std::move(a));
+        }
+        const int out = NewArena(t.dtype, t.num_elements(), name);
+        Emit(std::make_unique<ConcatenateKernel>(std::move(operands), inst.attrs.dimension, t.shape, out,
+                                                 SizeOf(t.dtype), absl::StrCat("concatenate ", t.ToString())));
+        access_[inst.result] = Access{out, Layout::Contiguous(t.shape)};
+        return absl::OkStatus();
+      }
+      default:
+        return absl::InternalError(absl::StrCat("no kernel for ", OpName(inst.op)));
+    }
+  }
+
+  // Gives every result a distinct arena storage that it fills completely.
+  absl::Status LowerResults() {
+    std::vector<bool> claimed;
+    for (size_t i = 0; i < f_.results.size(); ++i) {
+      const ValueId v = f_.results[i];
+      PCP_ASSIGN_OR_RETURN(Access a, GetAccess(v));  // may add storages
+      claimed.resize(p_.storages.size(), false);
+      const Storage s = p_.storages[a.storage];       // a copy: NewArena below may move it
+      const TensorType& t = f_.type(v);
+      if (s.kind == StorageKind::kArena && !s.temporary && !claimed[a.storage] && a.layout.offset == 0 &&
+          a.layout.IsContiguous() && s.elements == t.num_elements()) {
+        claimed[a.storage] = true;
+        p_.result_storage.push_back(a.storage);
+        continue;
+      }
+      // A copy: of a parameter, at the start (before anything may overwrite it in place),
+      // otherwise after everything else.
+      const std::string name = f_.result_names[i].empty() ? absl::StrCat("result ", i) : f_.result_names[i];
+      const int out = NewArena(t.dtype, t.num_elements(), name);
+      claimed.resize(p_.storages.size(), false);
+      claimed[out] = true;
+      auto k = std::make_unique<CopyKernel>(a, out, SizeOf(t.dtype), absl::StrCat("copy to ", name));
+      if (s.kind == StorageKind::kParam) {
+        front_.push_back(std::move(k));
+      } else {
+        Emit(std::move(k));
+      }
+      p_.result_storage.push_back(out);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Program> Finish() {
+    for (auto& k : front_) p_.kernels.push_back(std::move(k));
+    for (auto& k : kernels_) p_.kernels.push_back(std::move(k));
+    CpuExecutableStats& st = p_.stats;
+    st.num_instructions = static_cast<int>(f_.instructions.size());
+    st.num_kernels = static_cast<int>(p_.kernels.size());
+    for (size_t k = 0; k < p_.kernels.size(); ++k) {
+      Kernel& kernel = *p_.kernels[k];
+      p_.scratch_bytes = std::max(p_.scratch_bytes, kernel.scratch_bytes());
+      for (int s : kernel.writes) {
+        Storage& storage = p_.storages[s];
+        if (storage.kind != StorageKind::kArena || storage.producer >= 0) {
+          return absl::InternalError(
+              absl::StrCat("storage ", storage.name, " is written twice or is not in the arena"));
+        }
+        storage.producer = static_cast<int>(k);
+      }
+      switch (kernel.kind) {
+        case Kernel::Kind::kFused:
+          ++st.num_fused_kernels;
+          st.num_fused_instructions += kernel.num_instructions;
+          break;
+        case Kernel::Kind::kDot:
+          ++st.num_dot_kernels;
+          break;
+        case Kernel::Kind::kCopy:
+          ++st.num_copy_kernels;
+          break;
+        default:
+          break;
+      }
+    }
+    for (const Storage& s : p_.storages) {
+      if (s.kind == StorageKind::kConstant) st.constant_bytes += s.bytes;
+      if (s.kind == StorageKind::kArena) {
+        if (s.producer < 0) return absl::InternalError(absl::StrCat("storage ", s.name, " is never written"));
+        st.intermediate_bytes += s.bytes;
+      }
+    }
+    return std::move(p_);
+  }
+
+  const Function& f_;
+  FunctionAnalysis a_;
+  FusionPlan plan_;
+  Program p_;
+  std::vector<std::optional<Access>> access_;
+  std::vector<std::unique_ptr<Kernel>> kernels_, front_;
+};
+
+}  // namespace
+
+absl::StatusOr<Program> Lower(const Function& function) { return Lowerer(function).Run(); }
+
+}  // namespace pcp::cpu

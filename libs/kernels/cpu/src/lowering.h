@@ -1,0 +1,24 @@
+// Lowering: an IR function (already verified and checked by CpuBackend::Supports) to a
+// Program: storages, and kernels in schedule order (fusion.h decides groups and order).
+//
+// Every value is reached through an Access: parameters and kernel outputs are storages,
+// views and reshapes are layouts over their operand's storage, constants and iotas are
+// storages filled at compile time. A consumer that needs a layout a view cannot give
+// (sgemm operands, gather tables, reshapes strides cannot express) gets a copy kernel
+// first. Each result ends up in a distinct arena storage of its own (copied there if it
+// is a parameter, a constant, a view or another result's value), which the executable
+// then places directly in the result buffer where that is safe.
+#ifndef PCP_KERNELS_CPU_LOWERING_H_
+#define PCP_KERNELS_CPU_LOWERING_H_
+
+#include "absl/status/statusor.h"
+#include "pcp/autodiff/ir.h"
+#include "program.h"
+
+namespace pcp::cpu {
+
+absl::StatusOr<Program> Lower(const Function& function);
+
+}  // namespace pcp::cpu
+
+#endif  // PCP_KERNELS_CPU_LOWERING_H_

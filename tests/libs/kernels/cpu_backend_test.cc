@@ -1,0 +1,471 @@
+// Behaviour of backends beyond single ops (fusion, results over arguments, state kept on
+// the device over many steps, argument checking), on every test backend, plus the CPU
+// backend's own promises: its memory plan and identical results for any thread count.
+#include "pcp/kernels/cpu_backend.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "pcp/autodiff/builder.h"
+#include "pcp/autodiff/interpreter.h"
+#include "pcp/testing/tensor_testing.h"
+#include "test_backends.h"
+
+namespace pcp {
+namespace {
+
+using ::pcp::testing::RandomTensor;
+using ::pcp::testing::TensorsNear;
+using ::pcp::testing::TestBackends;
+
+TensorType F32(Shape s) { return {DType::kF32, std::move(s)}; }
+
+// Buffers for one set of tensors on one backend.
+struct Buffers {
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<Buffer*> ptrs;
+};
+
+absl::StatusOr<Buffers> Upload(Backend& backend, const std::vector<Tensor>& tensors) {
+  Buffers b;
+  for (const Tensor& t : tensors) {
+    absl::StatusOr<std::unique_ptr<Buffer>> buf = backend.Allocate({t.dtype(), t.shape()});
+    if (!buf.ok()) return buf.status();
+    if (absl::Status s = backend.CopyIn(t, **buf); !s.ok()) return s;
+    b.ptrs.push_back(buf->get());
+    b.owned.push_back(*std::move(buf));
+  }
+  return b;
+}
+
+absl::StatusOr<Buffers> AllocateResults(Backend& backend, const Function& f) {
+  Buffers b;
+  for (ValueId r : f.results) {
+    absl::StatusOr<std::unique_ptr<Buffer>> buf = backend.Allocate(f.type(r));
+    if (!buf.ok()) return buf.status();
+    b.ptrs.push_back(buf->get());
+    b.owned.push_back(*std::move(buf));
+  }
+  return b;
+}
+
+std::vector<Tensor> Download(Backend& backend, const std::vector<Buffer*>& buffers) {
+  std::vector<Tensor> out;
+  for (Buffer* b : buffers) {
+    absl::StatusOr<Tensor> t = backend.CopyOut(*b);
+    EXPECT_TRUE(t.ok()) << t.status();
+    out.push_back(t.ok() ? *t : Tensor());
+  }
+  return out;
+}
+
+// Compiles and runs `f` once on fresh buffers.
+absl::StatusOr<std::vector<Tensor>> RunOnce(Backend& backend, const Function& f, const std::vector<Tensor>& args,
+                                            std::unique_ptr<Executable>* keep = nullptr) {
+  absl::StatusOr<std::unique_ptr<Executable>> exe = backend.Compile(f);
+  if (!exe.ok()) return exe.status();
+  absl::StatusOr<Buffers> in = Upload(backend, args);
+  if (!in.ok()) return in.status();
+  absl::StatusOr<Buffers> out = AllocateResults(backend, f);
+  if (!out.ok()) return out.status();
+  if (absl::Status s = (*exe)->Run(in->ptrs, out->ptrs); !s.ok()) return s;
+  std::vector<Tensor> results = Download(backend, out->ptrs);
+  if (keep != nullptr) *keep = *std::move(exe);
+  return results;
+}
+
+void ExpectAllNear(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected, double rtol, double atol) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    EXPECT_TRUE(TensorsNear(actual[i], expected[i], rtol, atol)) << "result " << i;
+  }
+}
+
+const CpuExecutable* AsCpu(const std::unique_ptr<Executable>& exe) {
+  return dynamic_cast<const CpuExecutable*>(exe.get());
+}
+
+// AdamW on a linear least-squares model: train(w, m, v, t, x, y) -> (w', m', v', t', loss).
+absl::StatusOr<Function> LinearAdamW() {
+  FunctionBuilder b("train");
+  ValueId w = b.Parameter(F32({8, 4}), "w"), m = b.Parameter(F32({8, 4}), "m"), v = b.Parameter(F32({8, 4}), "v");
+  ValueId t = b.Parameter(F32({}), "t"), x = b.Parameter(F32({32, 8}), "x"), y = b.Parameter(F32({32, 4}), "y");
+  auto c = [&](double value) { return b.ScalarConstant(value); };
+  ValueId diff = b.Sub(b.MatMul(x, w), y);
+  ValueId loss = b.Mul(b.ReduceSum(b.Mul(diff, diff), {0, 1}), c(1.0 / 128));
+  ValueId g = b.DotGeneral(x, b.BMul(diff, c(2.0 / 128)), {{}, {}, {0}, {0}});
+  ValueId m2 = b.BAdd(b.BMul(m, c(0.9)), b.BMul(g, c(0.1)));
+  ValueId v2 = b.BAdd(b.BMul(v, c(0.999)), b.BMul(b.Mul(g, g), c(0.001)));
+  ValueId mhat = b.BDiv(m2, b.Sub(c(1.0), b.Pow(c(0.9), t)));
+  ValueId vhat = b.BDiv(v2, b.Sub(c(1.0), b.Pow(c(0.999), t)));
+  ValueId update = b.BAdd(b.Div(mhat, b.BAdd(b.Sqrt(vhat), c(1e-8))), b.BMul(w, c(0.01)));
+  ValueId w2 = b.Sub(w, b.BMul(update, c(0.05)));
+  b.Return({w2, m2, v2, b.Add(t, c(1.0)), loss}, {"w", "m", "v", "t", "loss"});
+  return b.Build();
+}
+
+class BackendBehaviourTest : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    const auto& tb = TestBackends()[GetParam()];
+    absl::StatusOr<std::unique_ptr<Backend>> b = tb.create();
+    if (!b.ok()) GTEST_SKIP() << tb.name << " unavailable: " << b.status();
+    backend_ = *std::move(b);
+  }
+  std::unique_ptr<Backend> backend_;
+};
+
+TEST_P(BackendBehaviourTest, FusedElementwiseChainMatchesInterpreter) {
+  // GELU (tanh form) of x + bias: broadcasts, constants and ten elementwise ops.
+  FunctionBuilder b("gelu");
+  ValueId x = b.Parameter(F32({64, 130})), bias = b.Parameter(F32({130}));
+  ValueId y = b.BAdd(x, bias);
+  ValueId inner =
+      b.BMul(b.BAdd(y, b.BMul(b.Mul(b.Mul(y, y), y), b.ScalarConstant(0.044715))), b.ScalarConstant(0.7978845608));
+  ValueId out = b.BMul(b.Mul(y, b.BAdd(b.Tanh(inner), b.ScalarConstant(1.0))), b.ScalarConstant(0.5));
+  b.Return({out});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::vector<Tensor> args = {RandomTensor(F32({64, 130}), 1, -3, 3), RandomTensor(F32({130}), 2)};
+  std::unique_ptr<Executable> exe;
+  absl::StatusOr<std::vector<Tensor>> got = RunOnce(*backend_, *f, args, &exe);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectAllNear(*got, *Interpret(*f, args), 2e-6, 1e-6);
+  if (const CpuExecutable* cpu = AsCpu(exe)) {
+    EXPECT_EQ(cpu->stats().num_kernels, 1) << cpu->DescribeSchedule();
+    EXPECT_EQ(cpu->stats().num_fused_instructions, 10) << cpu->DescribeSchedule();
+  }
+}
+
+TEST_P(BackendBehaviourTest, LayerNormAndSoftmaxFuseReductions) {
+  FunctionBuilder b("norms");
+  const Shape s = {48, 128};
+  ValueId x = b.Parameter(F32(s)), gamma = b.Parameter(F32({128}));
+  ValueId mean = b.BMul(b.ReduceSum(x, {1}), b.ScalarConstant(1.0 / 128));
+  ValueId xc = b.BSub(x, b.BroadcastInDim(mean, s, {0}));
+  ValueId var = b.BMul(b.ReduceSum(b.Mul(xc, xc), {1}), b.ScalarConstant(1.0 / 128));
+  ValueId rstd = b.Rsqrt(b.BAdd(var, b.ScalarConstant(1e-5)));
+  ValueId ln = b.BMul(b.Mul(xc, b.BroadcastInDim(rstd, s, {0})), gamma);
+  ValueId mx = b.ReduceMax(ln, {1});
+  ValueId e = b.Exp(b.Sub(ln, b.BroadcastInDim(mx, s, {0})));
+  ValueId softmax = b.Div(e, b.BroadcastInDim(b.ReduceSum(e, {1}), s, {0}));
+  b.Return({ln, softmax});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::vector<Tensor> args = {RandomTensor(F32(s), 3, -2, 2), RandomTensor(F32({128}), 4)};
+  std::unique_ptr<Executable> exe;
+  absl::StatusOr<std::vector<Tensor>> got = RunOnce(*backend_, *f, args, &exe);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectAllNear(*got, *Interpret(*f, args), 1e-5, 1e-6);
+  if (const CpuExecutable* cpu = AsCpu(exe)) {
+    // sum(x); mean; [x - mean, square, sum]; rstd; [normalise, max]; [exp, sum]; divide.
+    EXPECT_LE(cpu->stats().num_kernels, 8) << cpu->DescribeSchedule();
+  }
+}
+
+TEST_P(BackendBehaviourTest, StateStaysOnDeviceOverManySteps) {
+  absl::StatusOr<Function> f = LinearAdamW();
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::vector<Tensor> state = {RandomTensor(F32({8, 4}), 5), Tensor(DType::kF32, {8, 4}), Tensor(DType::kF32, {8, 4}),
+                               Tensor::Scalar<float>(1.0f)};
+  const Tensor x = RandomTensor(F32({32, 8}), 6), y = RandomTensor(F32({32, 4}), 7);
+  absl::StatusOr<std::unique_ptr<Executable>> exe = backend_->Compile(*f);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  std::vector<Tensor> args = state;
+  args.push_back(x);
+  args.push_back(y);
+  absl::StatusOr<Buffers> in = Upload(*backend_, args);
+  ASSERT_TRUE(in.ok()) << in.status();
+  absl::StatusOr<std::unique_ptr<Buffer>> loss_buffer = backend_->Allocate(F32({}));
+  ASSERT_TRUE(loss_buffer.ok());
+  // w, m, v, t are updated in place: each result buffer is its argument's buffer.
+  std::vector<Buffer*> results = {in->ptrs[0], in->ptrs[1], in->ptrs[2], in->ptrs[3], loss_buffer->get()};
+  std::vector<Tensor> expected = args;
+  Tensor expected_loss;
+  for (int step = 0; step < 6; ++step) {
+    ASSERT_TRUE((*exe)->Run(in->ptrs, results).ok());
+    absl::StatusOr<std::vector<Tensor>> ref = Interpret(*f, expected);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    for (int i = 0; i < 4; ++i) expected[i] = (*ref)[i];
+    expected_loss = (*ref)[4];
+  }
+  std::vector<Tensor> got = Download(*backend_, results);
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(TensorsNear(got[i], expected[i], 1e-4, 1e-5)) << f->result_names[i];
+  EXPECT_TRUE(TensorsNear(got[4], expected_loss, 1e-4, 1e-6));
+  EXPECT_EQ(got[3].data<float>()[0], 7.0f);
+  if (const CpuExecutable* cpu = AsCpu(*exe)) {
+    // Every state result is written in place by the kernel computing it, no copy at the end.
+    EXPECT_EQ(cpu->stats().num_direct_results, 5) << cpu->DescribeSchedule();
+    EXPECT_TRUE(cpu->CheckMemoryPlan().ok());
+  }
+}
+
+TEST_P(BackendBehaviourTest, ResultsOverArgumentsReadAsIfArgumentsWereReadFirst) {
+  // (b + 1, a + 1, a^T + a): every result buffer is an argument buffer that other results read.
+  FunctionBuilder b("swap");
+  ValueId a = b.Parameter(F32({9, 9})), c = b.Parameter(F32({9, 9}));
+  b.Parameter(F32({9, 9}));  // d: only its buffer is used, as a result
+  ValueId one = b.Full(1.0, F32({9, 9}));
+  b.Return({b.Add(c, one), b.Add(a, one), b.Add(b.Transpose(a, {1, 0}), a), c, a});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::vector<Tensor> args = {RandomTensor(F32({9, 9}), 8), RandomTensor(F32({9, 9}), 9),
+                              RandomTensor(F32({9, 9}), 10)};
+  absl::StatusOr<std::vector<Tensor>> expected = Interpret(*f, args);
+  ASSERT_TRUE(expected.ok());
+  absl::StatusOr<std::unique_ptr<Executable>> exe = backend_->Compile(*f);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  for (int pattern = 0; pattern < 3; ++pattern) {
+    absl::StatusOr<Buffers> in = Upload(*backend_, args);
+    ASSERT_TRUE(in.ok());
+    absl::StatusOr<Buffers> extra = AllocateResults(*backend_, *f);
+    ASSERT_TRUE(extra.ok());
+    std::vector<Buffer*> results = extra->ptrs;
+    Buffer* A = in->ptrs[0];
+    Buffer* C = in->ptrs[1];
+    Buffer* D = in->ptrs[2];
+    if (pattern == 0) results = {A, C, D, results[3], results[4]};  // c+1 over a, a+1 over c
+    if (pattern == 1) results = {results[0], results[1], A, D, C};  // a^T+a over a, c over d, a over c
+    if (pattern == 2) results = {D, results[1], C, A, results[4]};
+    ASSERT_TRUE((*exe)->Run(in->ptrs, results).ok()) << "pattern " << pattern;
+    ExpectAllNear(Download(*backend_, results), *expected, 1e-7, 0);
+  }
+}
+
+TEST_P(BackendBehaviourTest, ResultsMayBeParametersConstantsViewsOrRepeated) {
+  FunctionBuilder b("odd_results");
+  ValueId p = b.Parameter(F32({3, 5}));
+  ValueId twice = b.Add(p, p);
+  b.Return({p, b.Transpose(p, {1, 0}), b.Constant(Tensor::FromVector<float>({2}, {4, 5})), twice, twice,
+            b.Reshape(twice, {15})});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok());
+  std::vector<Tensor> args = {RandomTensor(F32({3, 5}), 11)};
+  absl::StatusOr<std::vector<Tensor>> got = RunOnce(*backend_, *f, args);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectAllNear(*got, *Interpret(*f, args), 0, 0);
+}
+
+TEST_P(BackendBehaviourTest, ZeroSizedTensors) {
+  FunctionBuilder b("empty");
+  ValueId x = b.Parameter(F32({0, 5})), w = b.Parameter(F32({5, 3}));
+  b.Return({b.Add(x, x), b.ReduceSum(x, {0}), b.MatMul(x, w), b.ReduceMax(x, {1})});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::vector<Tensor> args = {Tensor(DType::kF32, {0, 5}), RandomTensor(F32({5, 3}), 12)};
+  absl::StatusOr<std::vector<Tensor>> got = RunOnce(*backend_, *f, args);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectAllNear(*got, *Interpret(*f, args), 0, 0);
+}
+
+// A Buffer no backend made.
+class ForeignBuffer : public Buffer {
+ public:
+  const TensorType& type() const override { return type_; }
+  TensorType type_ = F32({2});
+};
+
+TEST_P(BackendBehaviourTest, RejectsBadArguments) {
+  FunctionBuilder b("neg");
+  ValueId x = b.Parameter(F32({2}));
+  b.Return({b.Neg(x)});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok());
+  absl::StatusOr<std::unique_ptr<Executable>> exe = backend_->Compile(*f);
+  ASSERT_TRUE(exe.ok());
+  auto good = backend_->Allocate(F32({2}));
+  auto other = backend_->Allocate(F32({2}));
+  auto wrong = backend_->Allocate(F32({3}));
+  ASSERT_TRUE(good.ok() && other.ok() && wrong.ok());
+  ForeignBuffer foreign;
+  std::vector<Buffer*> ok_args = {good->get()}, ok_results = {other->get()};
+  EXPECT_EQ((*exe)->Run({}, ok_results).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*exe)->Run(std::vector<Buffer*>{wrong->get()}, ok_results).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*exe)->Run(ok_args, std::vector<Buffer*>{wrong->get()}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*exe)->Run(std::vector<Buffer*>{&foreign}, ok_results).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*exe)->Run(std::vector<Buffer*>{nullptr}, ok_results).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(backend_->CopyIn(Tensor(DType::kF32, {3}), **good).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(backend_->CopyIn(Tensor(DType::kF32, {2}), foreign).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE((*exe)->Run(ok_args, ok_results).ok());
+  EXPECT_TRUE((*exe)->Run(ok_args, ok_args).ok());  // in place
+}
+
+TEST_P(BackendBehaviourTest, RejectsDuplicateResultBuffers) {
+  FunctionBuilder b("two");
+  ValueId x = b.Parameter(F32({2}));
+  b.Return({b.Neg(x), b.Abs(x)});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok());
+  absl::StatusOr<std::unique_ptr<Executable>> exe = backend_->Compile(*f);
+  ASSERT_TRUE(exe.ok());
+  auto in = backend_->Allocate(F32({2}));
+  auto out = backend_->Allocate(F32({2}));
+  ASSERT_TRUE(in.ok() && out.ok());
+  EXPECT_EQ((*exe)->Run(std::vector<Buffer*>{in->get()}, std::vector<Buffer*>{out->get(), out->get()}).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(BackendBehaviourTest, RejectsInvalidFunctions) {
+  Function f;  // a result that is not a value
+  f.name = "broken";
+  f.results = {3};
+  f.result_names = {""};
+  EXPECT_FALSE(backend_->Supports(f).ok());
+  EXPECT_FALSE(backend_->Compile(f).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BackendBehaviourTest, ::testing::Range(0, static_cast<int>(TestBackends().size())),
+                         [](const ::testing::TestParamInfo<int>& info) { return TestBackends()[info.param].name; });
+
+// ---- CPU backend specifics --------------------------------------------------------------
+
+TEST(CpuBackendTest, HalfPrecisionMovesButDoesNotCompute) {
+  std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});
+  FunctionBuilder b("half");
+  ValueId x = b.Parameter({DType::kBF16, {3, 4}});
+  b.Return({b.Transpose(x, {1, 0})});
+  absl::StatusOr<Function> moves = b.Build();
+  ASSERT_TRUE(moves.ok());
+  EXPECT_TRUE(cpu->Supports(*moves).ok());
+  Tensor t(DType::kBF16, {3, 4});
+  for (int i = 0; i < 12; ++i) static_cast<uint16_t*>(t.raw_data())[i] = static_cast<uint16_t>(0x3f80 + i);
+  absl::StatusOr<std::vector<Tensor>> got = RunOnce(*cpu, *moves, {t});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(BitwiseEqual((*got)[0], (*Interpret(*moves, {t}))[0]));
+
+  FunctionBuilder c("half_add");
+  ValueId y = c.Parameter({DType::kF16, {3}});
+  c.Return({c.Add(y, y)});
+  absl::StatusOr<Function> computes = c.Build();
+  ASSERT_TRUE(computes.ok());
+  EXPECT_EQ(cpu->Supports(*computes).code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(cpu->Compile(*computes).status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(CpuBackendTest, BackwardRecomputesCheapForwardValuesInsteadOfStoringThem) {
+  // gelu-like forward y = h * erf(h) feeding a product, and a "backward" that needs
+  // exp(-h^2) of the same h: that chain is recomputed from x and b, not stored.
+  FunctionBuilder b("recompute");
+  const Shape s = {64, 300};
+  ValueId x = b.Parameter(F32(s)), bias = b.Parameter(F32({300})), w = b.Parameter(F32({300, 300}));
+  ValueId h = b.BAdd(x, bias);
+  ValueId pdf = b.Exp(b.Neg(b.Mul(h, h)));
+  ValueId y = b.MatMul(b.Mul(h, b.Erf(h)), w);
+  b.Return({b.Mul(y, pdf)});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::vector<Tensor> args = {RandomTensor(F32(s), 1), RandomTensor(F32({300}), 2), RandomTensor(F32({300, 300}), 3)};
+  std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});
+  std::unique_ptr<Executable> exe;
+  absl::StatusOr<std::vector<Tensor>> got = RunOnce(*cpu, *f, args, &exe);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectAllNear(*got, *Interpret(*f, args), 1e-5, 1e-5);
+  // Stored: h * erf(h) (for the product), the product, the result; not exp(-h^2).
+  EXPECT_EQ(AsCpu(exe)->stats().intermediate_bytes, 3 * 64 * 300 * 4) << AsCpu(exe)->DescribeSchedule();
+}
+
+TEST(CpuBackendTest, MemoryPlanSharesMemoryAndNeverOverlapsLiveBuffers) {
+  // A 12-layer MLP's forward pass: most activations die quickly.
+  FunctionBuilder b("mlp");
+  ValueId h = b.Parameter(F32({64, 96}));
+  std::vector<ValueId> weights;
+  for (int i = 0; i < 12; ++i) weights.push_back(b.Parameter(F32({96, 96})));
+  for (ValueId w : weights) h = b.Tanh(b.MatMul(h, w));
+  b.Return({b.ReduceSum(h, {0, 1})});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok());
+  std::vector<Tensor> args = {RandomTensor(F32({64, 96}), 1)};
+  for (int i = 0; i < 12; ++i) args.push_back(RandomTensor(F32({96, 96}), 100 + i, -0.2, 0.2));
+  std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});
+  std::unique_ptr<Executable> exe;
+  absl::StatusOr<std::vector<Tensor>> got = RunOnce(*cpu, *f, args, &exe);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectAllNear(*got, *Interpret(*f, args), 1e-4, 1e-4);
+  const CpuExecutable* e = AsCpu(exe);
+  ASSERT_NE(e, nullptr);
+  const CpuExecutableStats st = e->stats();
+  EXPECT_LT(st.arena_bytes, st.intermediate_bytes / 4) << e->DescribeSchedule();
+  EXPECT_GE(st.arena_bytes, 2 * 64 * 96 * 4);  // a layer's input and output are live together
+  EXPECT_TRUE(e->CheckMemoryPlan().ok());
+  // The same check, independently: blocks alive at the same time never share bytes.
+  const std::vector<ArenaBlock> blocks = e->arena_blocks();
+  ASSERT_FALSE(blocks.empty());
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    EXPECT_LE(blocks[i].offset + blocks[i].size, st.arena_bytes);
+    for (size_t j = 0; j < i; ++j) {
+      const ArenaBlock& x = blocks[i];
+      const ArenaBlock& y = blocks[j];
+      const bool live_together = x.first <= y.last && y.first <= x.last;
+      const bool overlap = x.offset < y.offset + y.size && y.offset < x.offset + x.size;
+      EXPECT_FALSE(live_together && overlap) << x.what << " and " << y.what;
+    }
+  }
+}
+
+TEST(CpuBackendTest, OneAndTwoThreadsGiveIdenticalResults) {
+  FunctionBuilder b("mixed");
+  const Shape s = {300, 257};
+  ValueId x = b.Parameter(F32(s)), w = b.Parameter(F32({257, 64})), bias = b.Parameter(F32({257}));
+  ValueId y = b.Tanh(b.BMul(b.BAdd(x, bias), b.Exp(x)));
+  b.Return({y, b.ReduceSum(y, {1}), b.ReduceSum(y, {0}), b.ReduceMax(y, {0, 1}), b.ReduceSum(b.Mul(y, y), {0, 1}),
+            b.MatMul(y, w)});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok());
+  std::vector<Tensor> args = {RandomTensor(F32(s), 1), RandomTensor(F32({257, 64}), 2), RandomTensor(F32({257}), 3)};
+  std::unique_ptr<Backend> one = CreateCpuBackend({.threads = 1});
+  std::unique_ptr<Backend> two = CreateCpuBackend({.threads = 2});
+  absl::StatusOr<std::vector<Tensor>> a = RunOnce(*one, *f, args);
+  absl::StatusOr<std::vector<Tensor>> c = RunOnce(*two, *f, args);
+  ASSERT_TRUE(a.ok() && c.ok());
+  for (size_t i = 0; i + 1 < a->size(); ++i) {
+    EXPECT_TRUE(BitwiseEqual((*a)[i], (*c)[i])) << "result " << i << " differs between 1 and 2 threads";
+  }
+  EXPECT_TRUE(TensorsNear(a->back(), c->back(), 1e-6, 1e-6));
+  ExpectAllNear(*c, *Interpret(*f, args), 1e-4, 1e-4);
+}
+
+TEST(CpuBackendTest, ExecutablesOfOneBackendMayRunFromTwoThreads) {
+  // Each executable is used by one thread at a time; the backend's pool is shared by both.
+  std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});
+  FunctionBuilder b1("one"), b2("two");
+  ValueId x1 = b1.Parameter(F32({300, 200}));
+  b1.Return({b1.ReduceSum(b1.Exp(x1), {1})});
+  ValueId x2 = b2.Parameter(F32({200, 300}));
+  b2.Return({b2.MatMul(b2.Tanh(x2), b2.Transpose(x2, {1, 0}))});
+  std::vector<Function> fs = {*b1.Build(), *b2.Build()};
+  std::vector<std::vector<Tensor>> args = {{RandomTensor(F32({300, 200}), 1)}, {RandomTensor(F32({200, 300}), 2)}};
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      absl::StatusOr<std::unique_ptr<Executable>> exe = cpu->Compile(fs[t]);
+      absl::StatusOr<Buffers> in = Upload(*cpu, args[t]);
+      absl::StatusOr<Buffers> out = AllocateResults(*cpu, fs[t]);
+      if (!exe.ok() || !in.ok() || !out.ok()) {
+        errors[t] = "setup failed";
+        return;
+      }
+      for (int i = 0; i < 40 && errors[t].empty(); ++i) {
+        if (absl::Status s = (*exe)->Run(in->ptrs, out->ptrs); !s.ok()) errors[t] = s.ToString();
+      }
+      absl::StatusOr<Tensor> got = cpu->CopyOut(*out->ptrs[0]);
+      absl::StatusOr<std::vector<Tensor>> want = Interpret(fs[t], args[t]);
+      if (!got.ok() || !want.ok() || !TensorsNear(*got, (*want)[0], 1e-4, 1e-4)) errors[t] = "wrong result";
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+}
+
+TEST(CpuBackendTest, DescribesItself) {
+  std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});
+  EXPECT_EQ(cpu->Name(), "cpu");
+  EXPECT_NE(cpu->DeviceDescription().find("2 threads"), std::string::npos) << cpu->DeviceDescription();
+}
+
+}  // namespace
+}  // namespace pcp
