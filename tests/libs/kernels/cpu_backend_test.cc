@@ -346,25 +346,28 @@ TEST(CpuBackendTest, HalfPrecisionMovesButDoesNotCompute) {
 }
 
 TEST(CpuBackendTest, BackwardRecomputesCheapForwardValuesInsteadOfStoringThem) {
-  // gelu-like forward y = h * erf(h) feeding a product, and a "backward" that needs
-  // exp(-h^2) of the same h: that chain is recomputed from x and b, not stored.
+  // A gelu-like forward h * erf(h) feeds five layers, and a "backward" at the end needs
+  // exp(-h^2) of the same h: that chain is recomputed there from x and b, not stored.
   FunctionBuilder b("recompute");
   const Shape s = {64, 300};
   ValueId x = b.Parameter(F32(s)), bias = b.Parameter(F32({300})), w = b.Parameter(F32({300, 300}));
   ValueId h = b.BAdd(x, bias);
   ValueId pdf = b.Exp(b.Neg(b.Mul(h, h)));
-  ValueId y = b.MatMul(b.Mul(h, b.Erf(h)), w);
-  b.Return({b.Mul(y, pdf)});
+  ValueId a = b.Mul(h, b.Erf(h));
+  for (int i = 0; i < 5; ++i) a = b.Tanh(b.MatMul(a, w));
+  b.Return({b.Mul(a, pdf)});
   absl::StatusOr<Function> f = b.Build();
   ASSERT_TRUE(f.ok()) << f.status();
-  std::vector<Tensor> args = {RandomTensor(F32(s), 1), RandomTensor(F32({300}), 2), RandomTensor(F32({300, 300}), 3)};
+  std::vector<Tensor> args = {RandomTensor(F32(s), 1), RandomTensor(F32({300}), 2),
+                              RandomTensor(F32({300, 300}), 3, -0.1, 0.1)};
   std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});
   std::unique_ptr<Executable> exe;
   absl::StatusOr<std::vector<Tensor>> got = RunOnce(*cpu, *f, args, &exe);
   ASSERT_TRUE(got.ok()) << got.status();
   ExpectAllNear(*got, *Interpret(*f, args), 1e-5, 1e-5);
-  // Stored: h * erf(h) (for the product), the product, the result; not exp(-h^2).
-  EXPECT_EQ(AsCpu(exe)->stats().intermediate_bytes, 3 * 64 * 300 * 4) << AsCpu(exe)->DescribeSchedule();
+  // Stored: h * erf(h), five products, four tanh (the fifth is fused into the result) and
+  // the result; not exp(-h^2).
+  EXPECT_EQ(AsCpu(exe)->stats().intermediate_bytes, 11 * 64 * 300 * 4) << AsCpu(exe)->DescribeSchedule();
 }
 
 TEST(CpuBackendTest, MemoryPlanSharesMemoryAndNeverOverlapsLiveBuffers) {

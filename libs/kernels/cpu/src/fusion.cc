@@ -1,6 +1,7 @@
 #include "fusion.h"
 
 #include <algorithm>
+#include <limits>
 #include <queue>
 
 namespace pcp::cpu {
@@ -247,10 +248,14 @@ class RecomputePlanner {
       if (!stored_[v] || pinned_[v] || !OnlyElementwiseUsersOutside(v)) continue;
       std::vector<ValueId> leaves;
       int ops = 0;
-      if (!Cone(v, plan_.group_of[i], &ops, &leaves) || ops > kMaxOps) continue;
+      bool transcendental = false;
+      if (!Cone(v, plan_.group_of[i], &ops, &transcendental, &leaves) || ops > kMaxOps) continue;
       int big = 0;
       for (ValueId l : leaves) big += IsSmall(l) ? 0 : 1;
       if (big > 1) continue;
+      // exp, erf, ... cost more than reading the value back while it is still in cache:
+      // recompute them only for consumers far down the schedule (the backward pass).
+      if (transcendental && NearestOutsideUse(v) < kFarGroups) continue;
       recompute[v] = true;
       stored_[v] = false;
       for (ValueId l : leaves) pinned_[a_.root[l]] = true;
@@ -260,6 +265,17 @@ class RecomputePlanner {
 
  private:
   static constexpr int kMaxOps = 12;
+  static constexpr int kFarGroups = 8;
+
+  // How many kernels after v's own the first kernel that uses v runs.
+  int NearestOutsideUse(ValueId v) const {
+    const int g = plan_.group_of[a_.producer[v]];
+    int nearest = std::numeric_limits<int>::max();
+    for (int u : a_.root_users[v]) {
+      if (plan_.group_of[u] != g) nearest = std::min(nearest, plan_.group_of[u] - g);
+    }
+    return nearest;
+  }
 
   bool UsedOutside(ValueId v) const {
     const int g = plan_.group_of[a_.producer[v]];
@@ -286,7 +302,7 @@ class RecomputePlanner {
 
   // The ops of group g that computing v takes, stopping at values that are stored or come
   // from elsewhere (the leaves). False if that reaches something other than elementwise ops.
-  bool Cone(ValueId v, int g, int* ops, std::vector<ValueId>* leaves) const {
+  bool Cone(ValueId v, int g, int* ops, bool* transcendental, std::vector<ValueId>* leaves) const {
     std::vector<ValueId> stack = {v};
     std::vector<ValueId> seen = {v};
     while (!stack.empty()) {
@@ -295,6 +311,18 @@ class RecomputePlanner {
       const Instruction& inst = f_.instructions[a_.producer[x]];
       if (!IsElementwise(inst.op)) return false;
       ++*ops;
+      switch (inst.op) {
+        case Op::kExponential:
+        case Op::kLog:
+        case Op::kTanh:
+        case Op::kLogistic:
+        case Op::kErf:
+        case Op::kPower:
+          *transcendental = true;
+          break;
+        default:
+          break;
+      }
       for (ValueId o : inst.operands) {
         const ValueId r = a_.root[o];
         const int p = a_.producer[r];

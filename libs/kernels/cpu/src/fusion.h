@@ -41,7 +41,9 @@ struct FusionPlan {
   // chain's inputs instead of loading it: a stored value less. Typical case: the backward
   // pass needs erf(h) and exp(-h^2/2) of a forward activation h, recomputed from the stored
   // h instead of three more saved tensors. Chosen only where the chain is short and reads at
-  // most one full-size tensor, so loads do not grow and memory does not either.
+  // most one full-size tensor, so loads do not grow and memory does not either; a chain with
+  // exp, erf, tanh, ... only for consumers far down the schedule, whose loads would miss the
+  // cache (next to its producer, reading the value back is cheaper than recomputing it).
   std::vector<bool> recompute;
 };
 
