@@ -348,7 +348,9 @@ std::string JobManager::LatestFinishedJob() const {
   std::string best;
   int64_t best_ms = -1;
   for (const auto& [id, e] : jobs_) {
-    if (IsTerminal(e.stored.job.state()) && e.stored.job.finished_unix_ms() > best_ms) {
+    // >=: jobs_ iterates in id (= submission) order, so of jobs finished within the same
+    // millisecond the later one wins, deterministically.
+    if (IsTerminal(e.stored.job.state()) && e.stored.job.finished_unix_ms() >= best_ms) {
       best_ms = e.stored.job.finished_unix_ms();
       best = id;
     }
