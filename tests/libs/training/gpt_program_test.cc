@@ -1,0 +1,51 @@
+// The programs a GPT job compiles: verified, round-tripping through PCP's text form, and
+// accepted by LLVM's mlir-opt (the whole train step included).
+#include "pcp/training/gpt_program.h"
+
+#include "gtest/gtest.h"
+#include "pcp/autodiff/text.h"
+#include "pcp/autodiff/verifier.h"
+#include "text_test_util.h"
+
+namespace pcp {
+namespace {
+
+using text_testing::FindMlirOpt;
+using text_testing::ModulesEqual;
+using text_testing::RunMlirOpt;
+
+class GptProgramTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(GptProgramTest, FunctionsVerifyRoundTripAndPassMlirOpt) {
+  // nanoGPT's CPU configuration, bias on or off.
+  GPTConfig model{.vocab_size = 65, .block_size = 64, .n_layer = 4, .n_head = 4, .n_embd = 128, .bias = GetParam()};
+  auto program = BuildGptProgram(model, 12, AdamWConfig{.beta2 = 0.99, .weight_decay = 0.1, .grad_clip = 1.0});
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_EQ(program->train_step.results.size(), 3 * (program->train_step.params.size() - 4) / 3 + 1);
+  EXPECT_EQ(program->train_step.result_names.back(), "loss");
+  absl::StatusOr<std::string> mlir_opt = FindMlirOpt();
+  for (const Function* f : {&program->train_step, &program->eval_loss, &program->logits}) {
+    SCOPED_TRACE(f->name);
+    ASSERT_TRUE(Verify(*f).ok());
+    std::string text = PrintFunction(*f);
+    auto parsed = ParseModule(text, f->name);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    Module expected;
+    expected.functions.push_back(*f);
+    EXPECT_TRUE(ModulesEqual(*parsed, expected));
+    if (!mlir_opt.ok()) continue;
+    text_testing::MlirOptResult r = RunMlirOpt(*mlir_opt, text);
+    ASSERT_TRUE(r.status.ok()) << r.stderr_text.substr(0, 2000);
+    // What mlir-opt prints back parses into the same module.
+    auto reparsed = ParseModule(r.output, "mlir-opt output");
+    ASSERT_TRUE(reparsed.ok()) << reparsed.status();
+    EXPECT_TRUE(ModulesEqual(*reparsed, expected));
+  }
+  if (!mlir_opt.ok()) GTEST_SKIP() << "mlir-opt not found (install mlir-15-tools): " << mlir_opt.status();
+}
+
+INSTANTIATE_TEST_SUITE_P(Bias, GptProgramTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "bias" : "no_bias"; });
+
+}  // namespace
+}  // namespace pcp
