@@ -24,6 +24,7 @@
 #include "pcp/base/json.h"
 #include "pcp/kernels/cpu_backend.h"
 #include "pcp/models/gpt.h"
+#include "pcp/training/checkpoint.h"
 #include "pcp/training/dataset.h"
 #include "pcp/training/gpt_program.h"
 #include "pcp/training/inner_loop.h"
@@ -91,13 +92,9 @@ absl::StatusOr<Timing> TimeOurs(const GptProgram& program, const std::vector<Ten
 // backend corrects that for itself, so PyTorch is also timed with the corrected type and the
 // better figure is the baseline).
 absl::StatusOr<Json> RunTorch(const GPTConfig& m, int64_t batch, int threads, const std::string& coretype) {
-  Json c = Json::Object();
-  c.Set("vocab_size", m.vocab_size);
-  c.Set("block_size", m.block_size);
-  c.Set("n_layer", m.n_layer);
-  c.Set("n_head", m.n_head);
-  c.Set("n_embd", m.n_embd);
-  c.Set("bias", m.bias);
+  absl::StatusOr<Json> model_json = Json::Parse(GptConfigToJson(m));
+  if (!model_json.ok()) return model_json.status();
+  Json c = *std::move(model_json);
   c.Set("batch_size", batch);
   c.Set("threads", threads);
   c.Set("warmup", absl::GetFlag(FLAGS_warmup));

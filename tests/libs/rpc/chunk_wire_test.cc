@@ -1,11 +1,11 @@
 #include "pcp/rpc/chunk_wire.h"
 
-#include <random>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pcp/testing/tensor_testing.h"
 #include "pcp/rpc/crc32c.h"
 #include "pcp/rpc/tensor_list.h"
 
@@ -15,11 +15,7 @@ namespace {
 using ::testing::HasSubstr;
 
 Tensor RandomF32(Shape shape, uint32_t seed) {
-  Tensor t(DType::kF32, std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = u(rng);
-  return t;
+  return testing::RandomTensor({DType::kF32, std::move(shape)}, seed);
 }
 
 std::string Flatten(const grpc::ByteBuffer& buffer) {

@@ -9,12 +9,12 @@
 #include <chrono>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pcp/testing/tensor_testing.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/rpc/chunk_wire.h"
 #include "pcp/rpc/grpc_status.h"
@@ -27,11 +27,7 @@ namespace {
 using ::testing::HasSubstr;
 
 Tensor RandomF32(Shape shape, uint32_t seed) {
-  Tensor t(DType::kF32, std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = u(rng);
-  return t;
+  return testing::RandomTensor({DType::kF32, std::move(shape)}, seed);
 }
 
 // Receives one tensor list as ResultChunks, then sends it back as ParameterChunks of the
