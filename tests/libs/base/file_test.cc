@@ -12,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pcp/testing/temp_dir.h"
 
 namespace pcp {
 namespace {
@@ -22,24 +23,7 @@ using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 // A fresh directory under the test temp dir, removed at the end of the test.
-class FileTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string templ = ::testing::TempDir() + "/pcp_file_test_XXXXXX";
-    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
-    dir_ = templ;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::vector<std::string> Listing() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
-  std::string dir_;
-};
+class FileTest : public testing::TempDirTest {};
 
 TEST_F(FileTest, WriteThenReadRoundTripsBinaryBytes) {
   std::string bytes("a\0b\n\xff\x00z", 7);

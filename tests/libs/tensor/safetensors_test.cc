@@ -12,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pcp/testing/temp_dir.h"
 #include "pcp/base/file.h"
 #include "pcp/tensor/convert.h"
 
@@ -213,22 +214,7 @@ TEST(SafetensorsTest, CorruptInputsGiveSpecificErrors) {
   }
 }
 
-class SafetensorsFileTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string templ = ::testing::TempDir() + "/pcp_safetensors_test_XXXXXX";
-    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
-    dir_ = templ;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::vector<std::string> Listing() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-  std::string dir_;
-};
+class SafetensorsFileTest : public testing::TempDirTest {};
 
 TEST_F(SafetensorsFileTest, WriteThenReadRoundTripsAndLeavesNoTempFile) {
   std::string path = dir_ + "/model.safetensors";
