@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "pcp/base/enum_names.h"
 #include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/training/rng.h"
@@ -17,10 +18,7 @@ namespace pcp {
 
 
 absl::string_view DataFormatName(DataFormat format) {
-  for (const auto& [f, name] : kDataFormatNames) {
-    if (f == format) return name;
-  }
-  return "?";
+  return NameOf(kDataFormatNames, format);
 }
 
 DataFormat InferDataFormat(absl::string_view path) {

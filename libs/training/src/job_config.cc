@@ -9,6 +9,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "pcp/base/enum_names.h"
 #include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
 #include "yaml_fields.h"
@@ -254,10 +255,7 @@ absl::Status Finish(const Context& ctx, const std::string& base_dir, JobConfig& 
 }  // namespace
 
 absl::string_view BackendChoiceName(BackendChoice backend) {
-  for (const auto& [b, name] : kBackendChoiceNames) {
-    if (b == backend) return name;
-  }
-  return "?";
+  return NameOf(kBackendChoiceNames, backend);
 }
 
 absl::StatusOr<JobConfig> ParseJobConfig(absl::string_view yaml_text, absl::string_view file_name,

@@ -3,13 +3,12 @@
 #include <cmath>
 #include <numbers>
 
+#include "pcp/base/enum_names.h"
+
 namespace pcp {
 
 absl::string_view LrScheduleName(LrScheduleKind kind) {
-  for (const auto& [k, name] : kLrScheduleNames) {
-    if (k == kind) return name;
-  }
-  return "?";
+  return NameOf(kLrScheduleNames, kind);
 }
 
 double LrSchedule::At(int64_t it) const {

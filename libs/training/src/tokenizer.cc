@@ -7,6 +7,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "pcp/base/enum_names.h"
 
 namespace pcp {
 namespace {
@@ -30,10 +31,7 @@ int HexValue(char c) {
 }  // namespace
 
 absl::string_view TokenizerKindName(TokenizerKind kind) {
-  for (const auto& [k, name] : kTokenizerKindNames) {
-    if (k == kind) return name;
-  }
-  return "?";
+  return NameOf(kTokenizerKindNames, kind);
 }
 
 Tokenizer::Tokenizer() { id_of_.fill(-1); }

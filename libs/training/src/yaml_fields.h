@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "pcp/base/enum_names.h"
 #include "pcp/base/status_macros.h"
 
 namespace pcp::yaml_fields {
@@ -180,12 +181,7 @@ Field<S> EnumField(absl::string_view key, E S::*member,
             return ctx.Error(v.mark, absl::StrCat(v.qkey, ": expected one of ", choices, ", got ",
                                                   Describe(v.node)));
           },
-          [member, names](const S& in, int) {
-            for (const auto& [e, name] : names) {
-              if (e == in.*member) return absl::StrCat(" ", name);
-            }
-            return std::string(" ?");
-          }};
+          [member, names](const S& in, int) { return absl::StrCat(" ", NameOf(names, in.*member)); }};
 }
 
 template <typename S>
