@@ -53,8 +53,8 @@ int main(int argc, char** argv) {
   options.threads = absl::GetFlag(FLAGS_threads);
   options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
   options.auth_token = absl::GetFlag(FLAGS_auth_token);
-  options.backoff.initial_ms = absl::GetFlag(FLAGS_backoff_initial_ms);
-  options.backoff.max_ms = std::max(absl::GetFlag(FLAGS_backoff_max_ms), options.backoff.initial_ms);
+  options.backoff.initial = absl::Milliseconds(std::max<int64_t>(absl::GetFlag(FLAGS_backoff_initial_ms), 1));
+  options.backoff.max = std::max(absl::Milliseconds(absl::GetFlag(FLAGS_backoff_max_ms)), options.backoff.initial);
 
   if (absl::Status s = pcp::InstallTerminationHandler(); !s.ok()) {
     spdlog::error("{}", s.message());

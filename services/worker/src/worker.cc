@@ -131,9 +131,9 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(WorkerOptions options) {
   ApplyStreamChannelOptions(&args);
   // gRPC's own reconnection follows the worker's backoff, so a shepherd that comes back is
   // found within one backoff step.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(impl->options.backoff.initial_ms));
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(impl->options.backoff.initial_ms));
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(impl->options.backoff.max_ms));
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.initial)));
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.initial)));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.max)));
   impl->channel = grpc::CreateCustomChannel(impl->options.shepherd, grpc::InsecureChannelCredentials(), args);
   impl->stub = v1::Training::NewStub(impl->channel);
   return std::unique_ptr<Worker>(new Worker(std::move(impl)));
@@ -171,7 +171,7 @@ v1::Join Worker::Impl::MakeJoin() const {
 
 absl::Status Worker::Run() {
   Impl& w = *impl_;
-  ReconnectBackoff backoff(w.options.backoff);
+  Backoff backoff(w.options.backoff);
   spdlog::info("worker {} (incarnation {}): backend {} ({}), shepherd {}", w.options.supervisor_id,
                w.options.incarnation, w.backend->Name(), w.backend->DeviceDescription(), w.options.shepherd);
   while (!w.stop) {
@@ -213,9 +213,9 @@ absl::Status Worker::Run() {
       if (Permanent(opened)) return opened;
     }
     const auto wait = backoff.Next();
-    spdlog::info("reconnecting in {} ms (attempt {})", wait.count(), backoff.attempt());
+    spdlog::info("reconnecting in {} ms (attempt {})", absl::ToInt64Milliseconds(wait), backoff.attempt());
     std::unique_lock<std::mutex> lock(w.mu);
-    w.cv.wait_for(lock, wait, [&w] { return w.stop.load(); });
+    w.cv.wait_for(lock, absl::ToChronoMilliseconds(wait), [&w] { return w.stop.load(); });
   }
   spdlog::info("worker {} stopped", w.options.supervisor_id);
   return absl::OkStatus();

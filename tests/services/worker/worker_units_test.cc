@@ -14,7 +14,6 @@
 #include "pcp/models/gpt.h"
 #include "pcp/training/gpt_program.h"
 #include "pcp/worker/program_cache.h"
-#include "pcp/worker/reconnect_backoff.h"
 #include "pcp/worker/round_runner.h"
 #include "pcp/worker/shard_loader.h"
 #include "process_harness.h"
@@ -23,18 +22,6 @@ namespace pcp::worker {
 namespace {
 
 using ::testing::HasSubstr;
-
-TEST(ReconnectBackoffTest, GrowsWithJitterUpToTheCapAndResets) {
-  ReconnectBackoff b({.initial_ms = 100, .multiplier = 2, .max_ms = 1000, .jitter = 0.2}, /*seed=*/42);
-  const double bases[] = {100, 200, 400, 800, 1000, 1000};
-  for (double base : bases) {
-    const double ms = static_cast<double>(b.Next().count());
-    EXPECT_GE(ms, base * 0.8 - 1);
-    EXPECT_LE(ms, std::min(base * 1.2, 1000.0));
-  }
-  b.Reset();
-  EXPECT_LE(b.Next().count(), 120);
-}
 
 TEST(ShardLoaderTest, InlineTokens) {
   v1::DataShard shard;

@@ -32,7 +32,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "pcp/supervisor/backoff.h"
+#include "pcp/base/backoff.h"
 #include "pcp/supervisor/process_manager.h"
 
 namespace pcp::supervisor {

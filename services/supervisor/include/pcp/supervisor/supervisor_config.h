@@ -31,7 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "pcp/supervisor/backoff.h"
+#include "pcp/base/backoff.h"
 
 namespace pcp::supervisor {
 

@@ -20,7 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "pcp/worker/reconnect_backoff.h"
+#include "pcp/base/backoff.h"
 
 namespace pcp::worker {
 
@@ -32,7 +32,7 @@ struct WorkerOptions {
   int threads = 0;                          // CPU threads (0 = all cores)
   std::string cache_dir;                    // programs on disk; "" = memory only
   std::string auth_token;
-  BackoffPolicy backoff;
+  BackoffOptions backoff{.initial = absl::Milliseconds(500), .max = absl::Seconds(10)};
   int64_t join_timeout_ms = 10000;  // for the JoinAck of each attempt
 };
 

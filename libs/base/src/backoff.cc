@@ -1,4 +1,4 @@
-#include "pcp/supervisor/backoff.h"
+#include "pcp/base/backoff.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace pcp::supervisor {
+namespace pcp {
 
 absl::Status ValidateBackoffOptions(const BackoffOptions& options, absl::string_view what) {
   if (options.initial <= absl::ZeroDuration()) {
@@ -47,4 +47,4 @@ absl::Duration Backoff::Next() {
   return absl::Seconds(std::min(base_s * factor, max_s));
 }
 
-}  // namespace pcp::supervisor
+}  // namespace pcp

@@ -11,8 +11,8 @@
 // factor drawn uniformly from [1 - jitter, 1 + jitter], and never more than max. Jitter
 // keeps many supervisors that lost the shepherd at once from all reconnecting in the same
 // instant. Not thread-safe: each user owns its own Backoff.
-#ifndef PCP_SUPERVISOR_BACKOFF_H_
-#define PCP_SUPERVISOR_BACKOFF_H_
+#ifndef PCP_BASE_BACKOFF_H_
+#define PCP_BASE_BACKOFF_H_
 
 #include <cstdint>
 #include <random>
@@ -21,7 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
-namespace pcp::supervisor {
+namespace pcp {
 
 struct BackoffOptions {
   absl::Duration initial = absl::Seconds(1);  // first delay, > 0
@@ -54,6 +54,6 @@ class Backoff {
   std::mt19937_64 rng_;
 };
 
-}  // namespace pcp::supervisor
+}  // namespace pcp
 
-#endif  // PCP_SUPERVISOR_BACKOFF_H_
+#endif  // PCP_BASE_BACKOFF_H_

@@ -1,8 +1,8 @@
-#include "pcp/supervisor/backoff.h"
+#include "pcp/base/backoff.h"
 
 #include <gtest/gtest.h>
 
-namespace pcp::supervisor {
+namespace pcp {
 namespace {
 
 TEST(BackoffTest, GrowsByTheMultiplierUpToTheCap) {
@@ -69,4 +69,4 @@ TEST(BackoffTest, ValidationNamesTheField) {
 }
 
 }  // namespace
-}  // namespace pcp::supervisor
+}  // namespace pcp
