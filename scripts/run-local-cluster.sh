@@ -14,6 +14,10 @@
 #                    kept; default: a new temporary folder, removed at the end
 #   --keep-state     keep the temporary folder
 #   --build-dir DIR  where the binaries are; default: build (scripts/setup.sh builds it)
+#   --prometheus     also run Prometheus (/usr/bin/prometheus) on a free loopback port with
+#                    deploy/prometheus's config scraping every process each second, and at
+#                    the end save the job's loss curve from it as a PNG (scripts/plot-loss.py)
+#   --plot FILE      where --prometheus saves the PNG; default: loss.png in this folder
 # Exit status: pcpctl watch's (0 = the job completed), or 1 if the cluster did not start.
 set -euo pipefail
 
@@ -24,8 +28,10 @@ JOB=$ROOT/config/jobs/shakespeare_char.yaml
 THREADS=""
 STATE_DIR=""
 KEEP_STATE=0
+PROMETHEUS=0
+PLOT=$PWD/loss.png
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "run-local-cluster: $*" >&2; exit 1; }
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a value (see --help)"; }
 
@@ -40,6 +46,9 @@ while [[ $# -gt 0 ]]; do
     --state-dir) need_value "$@"; STATE_DIR=$2; shift 2 ;;
     --state-dir=*) STATE_DIR=${1#*=}; shift ;;
     --keep-state) KEEP_STATE=1; shift ;;
+    --prometheus) PROMETHEUS=1; shift ;;
+    --plot) need_value "$@"; PLOT=$2; shift 2 ;;
+    --plot=*) PLOT=${1#*=}; shift ;;
     --build-dir) need_value "$@"; BUILD_DIR=$2; shift 2 ;;
     --build-dir=*) BUILD_DIR=${1#*=}; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -79,6 +88,7 @@ mkdir -p "$LOGS"
 SHEPHERD_PID=""
 SUPERVISOR_PIDS=()
 WATCH_PID=""
+PROM_PID=""
 
 # Sends SIGTERM to a PID, waits up to $2 s, then SIGKILL.
 stop_pid() {
@@ -103,6 +113,7 @@ cleanup() {
   # Supervisors first (each stops its worker), then the shepherd (it checkpoints a running job).
   for pid in "${SUPERVISOR_PIDS[@]}"; do stop_pid "$pid" 20; done
   [[ -n "$SHEPHERD_PID" ]] && stop_pid "$SHEPHERD_PID" 30
+  [[ -n "$PROM_PID" ]] && stop_pid "$PROM_PID" 10
   if (( KEEP_STATE )); then
     echo "state and logs kept in $STATE_DIR"
   else
@@ -121,9 +132,35 @@ fail_with_log() {
   exit 1
 }
 
+# ---------------------------------------------------------------- metrics ports
+# Every process serves Prometheus /metrics on its own free loopback port (never one twice):
+# free_port sets FREE_PORT.
+USED_PORTS=" "
+free_port() {
+  for _ in $(seq 50); do
+    FREE_PORT=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    if [[ "$USED_PORTS" != *" $FREE_PORT "* ]]; then
+      USED_PORTS+="$FREE_PORT "
+      return 0
+    fi
+  done
+  die "no free port found"
+}
+free_port
+SHEPHERD_METRICS=127.0.0.1:$FREE_PORT
+SUPERVISOR_METRICS=()
+WORKER_METRICS=()
+for i in $(seq "$WORKERS"); do
+  free_port
+  SUPERVISOR_METRICS+=("127.0.0.1:$FREE_PORT")
+  free_port
+  WORKER_METRICS+=("127.0.0.1:$FREE_PORT")
+done
+
 # ---------------------------------------------------------------- shepherd
 # Port 0: the shepherd binds a free loopback port and writes it to shepherd.addr.
 "$SHEPHERD_BIN" --listen=127.0.0.1:0 --state_dir="$STATE_DIR/shepherd" \
+  --metrics_listen="$SHEPHERD_METRICS" \
   --address_file="$STATE_DIR/shepherd.addr" >"$LOGS/shepherd.log" 2>&1 &
 SHEPHERD_PID=$!
 for _ in $(seq 600); do
@@ -140,7 +177,9 @@ echo "shepherd: $ADDR (pid $SHEPHERD_PID, state $STATE_DIR/shepherd)"
 for i in $(seq "$WORKERS"); do
   "$SUPERVISOR_BIN" --shepherd="$ADDR" --supervisor_id="local-$i" \
     --state_dir="$STATE_DIR/supervisor-$i" --worker_binary="$WORKER_BIN" \
-    --worker_args="--backend=cpu,--threads=$THREADS" >"$LOGS/supervisor-$i.log" 2>&1 &
+    --metrics_listen="${SUPERVISOR_METRICS[$((i - 1))]}" \
+    --worker_args="--backend=cpu,--threads=$THREADS,--metrics_listen=${WORKER_METRICS[$((i - 1))]}" \
+    >"$LOGS/supervisor-$i.log" 2>&1 &
   SUPERVISOR_PIDS+=($!)
   echo "supervisor local-$i: pid $! ($THREADS worker threads)"
 done
@@ -159,9 +198,59 @@ done
 [[ "${connected:-0}" -ge "$WORKERS" ]] ||
   fail_with_log "only ${connected:-0} of $WORKERS workers connected after 120 s" "$LOGS/shepherd.log"
 echo "cluster up: $WORKERS workers connected; logs in $LOGS"
+echo "metrics (Prometheus /metrics):"
+echo "  shepherd          http://$SHEPHERD_METRICS/metrics"
+for i in $(seq "$WORKERS"); do
+  echo "  supervisor local-$i http://${SUPERVISOR_METRICS[$((i - 1))]}/metrics"
+  echo "  worker local-$i     http://${WORKER_METRICS[$((i - 1))]}/metrics"
+done
+
+# ---------------------------------------------------------------- prometheus (--prometheus)
+# deploy/prometheus/prometheus.yml as installed, except 1 s scrape/evaluation intervals; the
+# target files it reads (file_sd_configs) list this cluster's metrics ports.
+if (( PROMETHEUS )); then
+  [[ -x /usr/bin/prometheus ]] || die "--prometheus needs /usr/bin/prometheus (apt-get install prometheus)"
+  PROM_DIR=$STATE_DIR/prometheus
+  mkdir -p "$PROM_DIR/targets"
+  sed -E -e 's/^(  (scrape_interval|scrape_timeout|evaluation_interval):).*/\1 1s/' \
+    "$ROOT/deploy/prometheus/prometheus.yml" >"$PROM_DIR/prometheus.yml"
+  cp "$ROOT/deploy/prometheus/pcp-alerts.yml" "$PROM_DIR/"
+  targets_file() {  # job name, then HOST:PORT...
+    local file=$PROM_DIR/targets/$1.yml; shift
+    local list; list=$(printf "'%s', " "$@")
+    echo "- targets: [${list%, }]" >"$file"
+  }
+  targets_file pcp-shepherd "$SHEPHERD_METRICS"
+  targets_file pcp-supervisor "${SUPERVISOR_METRICS[@]}"
+  targets_file pcp-worker "${WORKER_METRICS[@]}"
+  free_port
+  PROM_ADDR=127.0.0.1:$FREE_PORT
+  /usr/bin/prometheus --config.file="$PROM_DIR/prometheus.yml" --storage.tsdb.path="$PROM_DIR/data" \
+    --web.listen-address="$PROM_ADDR" --log.level=warn >"$LOGS/prometheus.log" 2>&1 &
+  PROM_PID=$!
+  for _ in $(seq 300); do
+    /usr/bin/python3 -c "import urllib.request as u; u.urlopen('http://$PROM_ADDR/-/ready', timeout=1)" \
+      2>/dev/null && break
+    kill -0 "$PROM_PID" 2>/dev/null || fail_with_log "prometheus exited" "$LOGS/prometheus.log"
+    sleep 0.2
+  done
+  # Prometheus applies new targets every 5 s: wait until it has scraped every process once,
+  # so that even a job shorter than that is recorded.
+  targets_up=0
+  for _ in $(seq 60); do
+    targets_up=$(/usr/bin/python3 -c "import json, urllib.request as u, urllib.parse as p
+r = json.load(u.urlopen('http://$PROM_ADDR/api/v1/query?' + p.urlencode({'query': 'count(up == 1)'}), timeout=2))
+print(int(float(r['data']['result'][0]['value'][1])) if r['data']['result'] else 0)" 2>/dev/null) || targets_up=0
+    (( targets_up >= 1 + 2 * WORKERS )) && break
+    sleep 0.5
+  done
+  echo "prometheus: http://$PROM_ADDR (pid $PROM_PID; $targets_up of $((1 + 2 * WORKERS)) targets up;" \
+    "graph: http://$PROM_ADDR/graph?g0.expr=pcp_shepherd_train_loss)"
+fi
 echo
 
 # ---------------------------------------------------------------- the job
+JOB_START=$(date +%s)
 JOB_ID=$("$PCPCTL_BIN" submit --quiet "$JOB")
 echo "submitted $JOB as $JOB_ID"
 # In the background and waited for, so that Ctrl-C or SIGTERM reach the trap at once.
@@ -173,6 +262,13 @@ WATCH_PID=""
 echo
 "$PCPCTL_BIN" workers || true
 echo
+if (( PROMETHEUS )); then
+  sleep 2  # one more scrape, so Prometheus has the last round
+  /usr/bin/python3 "$ROOT/scripts/plot-loss.py" --prometheus "$PROM_ADDR" --job-id "$JOB_ID" \
+    --start "$JOB_START" --out "$PLOT" --title "PCP $JOB_ID ($(basename "$JOB")): loss from Prometheus" ||
+    echo "run-local-cluster: no loss plot (see above)" >&2
+  echo
+fi
 CHECKPOINT=$("$PCPCTL_BIN" status "$JOB_ID" | sed -n 's/^checkpoint  *//p') || true
 if [[ -n "$CHECKPOINT" && "$CHECKPOINT" != "-" ]]; then
   echo "checkpoint: $CHECKPOINT"

@@ -12,7 +12,8 @@ BUILD_DIR=${BUILD_DIR:-build}
 BUILD_TYPE=${BUILD_TYPE:-Release}
 
 # Build dependencies, then test-only references (PyTorch oracle, mlir-opt, Prometheus,
-# lavapipe for Vulkan tests without a GPU, reflection protos for the grpcurl-style test).
+# lavapipe for Vulkan tests without a GPU, reflection protos for the grpcurl-style test,
+# matplotlib for scripts/plot-loss.py).
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev grpc-proto
@@ -20,7 +21,7 @@ PACKAGES=(
   libvulkan-dev libshaderc-dev glslc glslang-tools mesa-vulkan-drivers vulkan-tools
   prometheus-cpp-dev libyaml-cpp-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-torch python3-numpy
+  python3 python3-torch python3-numpy python3-matplotlib
   prometheus mlir-15-tools systemd
 )
 

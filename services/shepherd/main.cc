@@ -3,6 +3,7 @@
 // it serves. SIGTERM / SIGINT: checkpoint a running job and exit 0.
 //
 //   pcp-shepherd --config config/shepherd.yaml [--listen=127.0.0.1:0] [--state_dir=DIR]
+//                [--metrics_listen=127.0.0.1:9470]   (Prometheus /metrics; --metrics_listen= = off)
 #include <signal.h>
 
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "pcp/base/absl_fmt.h"
 #include "pcp/base/file.h"
 #include "pcp/base/termination_signal.h"
+#include "pcp/metrics/metrics_server.h"
 #include "pcp/shepherd/shepherd.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "pcp/base/absl_fmt.h"
@@ -28,6 +30,10 @@ ABSL_FLAG(std::string, auth_token, "", "override 'auth_token'");
 ABSL_FLAG(int64_t, round_start_grace_ms, -1, "override 'round_start_grace_ms'");
 ABSL_FLAG(int64_t, eval_threads, -1, "override 'eval_threads'");
 ABSL_FLAG(std::string, log_level, "", "override 'log_level'");
+// "from-config" (not a valid address) marks the flag as not given, so that an empty value can
+// mean "metrics off".
+ABSL_FLAG(std::string, metrics_listen, "from-config",
+          "override 'metrics_listen': HOST:PORT of /metrics (port 0 = any free port; --metrics_listen= turns it off)");
 ABSL_FLAG(std::string, address_file, "", "write the bound HOST:PORT to this file once serving");
 
 namespace {
@@ -53,6 +59,8 @@ absl::StatusOr<pcp::shepherd::ShepherdConfig> LoadConfig() {
   num(FLAGS_round_start_grace_ms, &config.round_start_grace_ms);
   num(FLAGS_eval_threads, &config.eval_threads);
   str(FLAGS_log_level, &config.log_level);
+  // Given on the command line, even empty (= metrics off), the flag wins.
+  if (std::string v = absl::GetFlag(FLAGS_metrics_listen); v != "from-config") config.metrics_listen = v;
   if (absl::Status s = config.Validate(); !s.ok()) return s;
   return config;
 }
@@ -74,6 +82,15 @@ int main(int argc, char** argv) {
   if (absl::Status s = pcp::InstallTerminationHandler(); !s.ok()) {
     spdlog::error("{}", s.message());
     return 1;
+  }
+
+  // Metrics are a side channel: a port that cannot be bound is logged, and training goes on.
+  absl::StatusOr<std::unique_ptr<pcp::metrics::MetricsServer>> metrics =
+      pcp::metrics::ServeServiceMetrics(pcp::metrics::Service::kShepherd, config->metrics_listen);
+  if (!metrics.ok()) {
+    spdlog::error("no metrics: {}", metrics.status().message());
+  } else if (*metrics != nullptr) {
+    spdlog::info("metrics on {}", (*metrics)->url());
   }
 
   absl::StatusOr<std::unique_ptr<pcp::shepherd::Shepherd>> shepherd = pcp::shepherd::Shepherd::Start(*config);

@@ -3,6 +3,7 @@
 //
 //   pcp-supervisor --config=config/supervisor.yaml [--shepherd=HOST:PORT]
 //                  [--supervisor_id=ID] [--worker_binary=PATH] [--worker_args=A,B] ...
+//                  [--metrics_listen=127.0.0.1:9471]   (Prometheus /metrics; --metrics_listen= = off)
 //
 // Exits 0 after SIGTERM/SIGINT or the shepherd's Shutdown command, once the worker is gone;
 // 2 for a bad command line or configuration; 1 for other errors.
@@ -15,6 +16,8 @@
 
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "pcp/base/absl_fmt.h"
+#include "pcp/metrics/metrics_server.h"
 #include "pcp/supervisor/stop_signal.h"
 #include "pcp/supervisor/supervisor.h"
 #include "supervisor_flags.h"
@@ -39,6 +42,14 @@ int main(int argc, char** argv) {
   if (!config.ok()) {
     std::fprintf(stderr, "pcp-supervisor: %s\n", std::string(config.status().message()).c_str());
     return 2;
+  }
+  // Metrics are a side channel: a port that cannot be bound is logged, and the worker is kept.
+  absl::StatusOr<std::unique_ptr<pcp::metrics::MetricsServer>> metrics =
+      pcp::metrics::ServeServiceMetrics(pcp::metrics::Service::kSupervisor, config->metrics_listen);
+  if (!metrics.ok()) {
+    spdlog::error("no metrics: {}", metrics.status().message());
+  } else if (*metrics != nullptr) {
+    spdlog::info("metrics on {}", (*metrics)->url());
   }
   pcp::supervisor::StopSignal stop;
   if (absl::Status s = pcp::supervisor::RunSupervisor(*config, stop); !s.ok()) {

@@ -25,6 +25,11 @@ ABSL_FLAG(int64_t, backoff_max_ms, -1, "longest worker restart delay (ms)");
 ABSL_FLAG(double, backoff_jitter, -1, "relative jitter of the worker restart delay, [0, 1)");
 ABSL_FLAG(int64_t, reconnect_initial_ms, -1, "first delay before reconnecting to the shepherd");
 ABSL_FLAG(int64_t, reconnect_max_ms, -1, "longest delay before reconnecting to the shepherd");
+// "from-config" (not a valid address) marks the flag as not given, so that an empty value can
+// mean "metrics off".
+ABSL_FLAG(std::string, metrics_listen, "from-config",
+          "Prometheus /metrics HOST:PORT (overrides 'metrics_listen'; port 0 = any free port; "
+          "--metrics_listen= turns it off)");
 
 namespace pcp::supervisor {
 namespace {
@@ -63,6 +68,8 @@ absl::StatusOr<SupervisorConfig> ConfigFromFlags() {
   Override(FLAGS_backoff_jitter, &config.worker.backoff.jitter);
   OverrideMs(FLAGS_reconnect_initial_ms, &config.reconnect.backoff.initial);
   OverrideMs(FLAGS_reconnect_max_ms, &config.reconnect.backoff.max);
+  // Given on the command line, even empty (= metrics off), the flag wins.
+  if (std::string v = absl::GetFlag(FLAGS_metrics_listen); v != "from-config") config.metrics_listen = v;
   PCP_RETURN_IF_ERROR(ValidateSupervisorConfig(config));
   return config;
 }

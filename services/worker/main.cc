@@ -2,7 +2,7 @@
 // passes --shepherd and --supervisor_id and sets PCP_WORKER_INCARNATION.
 //
 //   pcp-worker --shepherd=127.0.0.1:7070 --supervisor_id=node-1 [--backend=cpu|vulkan|auto]
-//              [--threads=N] [--cache_dir=DIR]
+//              [--threads=N] [--cache_dir=DIR] [--metrics_listen=127.0.0.1:9472]
 // SIGTERM / SIGINT: abandon the running round, leave the stream cleanly, exit 0.
 #include <signal.h>
 
@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "pcp/base/absl_fmt.h"
 #include "pcp/base/termination_signal.h"
+#include "pcp/metrics/metrics_server.h"
 #include "pcp/worker/worker.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -31,6 +32,8 @@ ABSL_FLAG(std::string, auth_token, "", "the shepherd's shared secret, if it requ
 ABSL_FLAG(int64_t, backoff_initial_ms, 500, "first reconnect delay");
 ABSL_FLAG(int64_t, backoff_max_ms, 10000, "longest reconnect delay");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "serve Prometheus /metrics on HOST:PORT (port 0 = any free port); empty = no metrics");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("a PCP worker: pcp-worker --shepherd=HOST:PORT --supervisor_id=ID [--backend=cpu]");
@@ -59,6 +62,19 @@ int main(int argc, char** argv) {
   if (absl::Status s = pcp::InstallTerminationHandler(); !s.ok()) {
     spdlog::error("{}", s.message());
     return 2;
+  }
+
+  if (absl::Status s = pcp::metrics::ValidateMetricsListen(absl::GetFlag(FLAGS_metrics_listen)); !s.ok()) {
+    spdlog::error("--metrics_listen: {}", s.message());
+    return 2;
+  }
+  // Metrics are a side channel: a port that cannot be bound is logged, and the worker goes on.
+  absl::StatusOr<std::unique_ptr<pcp::metrics::MetricsServer>> metrics =
+      pcp::metrics::ServeServiceMetrics(pcp::metrics::Service::kWorker, absl::GetFlag(FLAGS_metrics_listen));
+  if (!metrics.ok()) {
+    spdlog::error("no metrics: {}", metrics.status().message());
+  } else if (*metrics != nullptr) {
+    spdlog::info("metrics on {}", (*metrics)->url());
   }
 
   absl::StatusOr<std::unique_ptr<pcp::worker::Worker>> worker = pcp::worker::Worker::Create(options);

@@ -7,11 +7,33 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/metrics/registry.h"
 #include "pcp/base/absl_fmt.h"
 #include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
 namespace {
+
+// pcp_shepherd_jobs{state}: recounted after every change (jobs are few).
+template <typename JobMap>
+void SetJobGauges(const JobMap& jobs) {
+  double queued = 0, running = 0, completed = 0, failed = 0, cancelled = 0;
+  for (const auto& [id, e] : jobs) {
+    switch (e.stored.job.state()) {
+      case v1::JOB_STATE_QUEUED: ++queued; break;
+      case v1::JOB_STATE_RUNNING: ++running; break;
+      case v1::JOB_STATE_COMPLETED: ++completed; break;
+      case v1::JOB_STATE_FAILED: ++failed; break;
+      case v1::JOB_STATE_CANCELLED: ++cancelled; break;
+      default: break;
+    }
+  }
+  metrics::Get(metrics::kShepherdJobs, {"queued"}).Set(queued);
+  metrics::Get(metrics::kShepherdJobs, {"running"}).Set(running);
+  metrics::Get(metrics::kShepherdJobs, {"completed"}).Set(completed);
+  metrics::Get(metrics::kShepherdJobs, {"failed"}).Set(failed);
+  metrics::Get(metrics::kShepherdJobs, {"cancelled"}).Set(cancelled);
+}
 
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -68,6 +90,7 @@ absl::StatusOr<std::unique_ptr<JobManager>> JobManager::Open(const std::string& 
     const std::string id = e.stored.job.job_id();
     m->jobs_.emplace(id, std::move(e));
   }
+  SetJobGauges(m->jobs_);
   JobCounts c = m->Counts();
   spdlog::info("{} jobs in {} ({} queued{})", m->jobs_.size(), state_dir, c.queued,
                c.running_id.empty() ? "" : absl::StrCat(", ", c.running_id, " was running and resumes"));
@@ -122,6 +145,7 @@ void JobManager::TransitionLocked(Entry& entry, v1::JobState to, absl::string_vi
   change.mutable_state_change()->set_to(to);
   change.mutable_state_change()->set_reason(std::string(reason));
   EventLocked(job.job_id(), std::move(change), out);
+  SetJobGauges(jobs_);
   if (IsTerminal(to)) {
     v1::JobEvent result;
     *result.mutable_result() = ResultOf(job);
@@ -169,6 +193,7 @@ absl::StatusOr<v1::SubmitJobResponse> JobManager::Submit(const v1::SubmitJobRequ
     spdlog::info("job {} ({}) queued from {}: {} rounds x {} inner steps, {} workers", job.job_id(), job.name(),
                  file_name, config.diloco.rounds, config.diloco.inner_steps, config.diloco.workers);
     jobs_.emplace(job.job_id(), std::move(e));
+    SetJobGauges(jobs_);
     listener = listener_;
   }
   if (listener) listener();

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/metrics/registry.h"
 #include "pcp/training/checkpoint.h"
 #include "pcp/training/rng.h"
 #include "pcp/base/absl_fmt.h"
@@ -79,6 +80,12 @@ absl::Status JobRun::Prepare() {
   if (state_.train_loss) progress_.set_train_loss(*state_.train_loss);
   if (state_.val_loss) progress_.set_val_loss(*state_.val_loss);
   progress_.set_val_round(state_.val_round);
+  // The job's series exist from its start (a resumed job's with the checkpoint's values).
+  metrics::Get(metrics::kShepherdRound, {job_.id}).Set(static_cast<double>(state_.round));
+  metrics::Get(metrics::kShepherdRoundsCompletedTotal, {job_.id});
+  metrics::Get(metrics::kShepherdTokensTotal, {job_.id});
+  if (state_.train_loss) metrics::Get(metrics::kShepherdTrainLoss, {job_.id}).Set(*state_.train_loss);
+  if (state_.val_loss) metrics::Get(metrics::kShepherdValLoss, {job_.id}).Set(*state_.val_loss);
   meter_ = std::make_unique<ProgressMeter>(static_cast<int64_t>(total_rounds() - std::min(total_rounds(), state_.round)));
   started_ = waiting_since_ = Clock::now();
   Publish(false);
@@ -273,6 +280,7 @@ void JobRun::StartRound(const std::vector<Member*>& members) {
   round_->start = Clock::now();
   round_->deadline = round_->start + std::chrono::duration_cast<Clock::duration>(
                                          std::chrono::duration<double>(prepared_->config.diloco.round_deadline_s));
+  metrics::Get(metrics::kShepherdRound, {job_.id}).Set(static_cast<double>(round_->number));
   std::vector<std::string> ids;
   for (Member* m : members) {
     SendRound(*m);
@@ -379,6 +387,7 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
     ++state_.slots[slot].rounds_done;
     ids.push_back(res.supervisor_id);
   }
+  const auto outer_start = Clock::now();
   absl::StatusOr<std::vector<Tensor>> avg = WeightedAverage(deltas);
   if (!avg.ok()) return Fail(absl::StrCat("round ", r, ": averaging the deltas: ", avg.status().message()));
   // θ is shared with chunk streams still being written: update a copy.
@@ -387,12 +396,19 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   absl::Status stepped = outer_->Step(*avg, &next);
   if (!stepped.ok()) return Fail(absl::StrCat("round ", r, ": outer step: ", stepped.message()));
   theta_ = std::move(next);
+  metrics::Get(metrics::kShepherdOuterStepDurationSeconds).Observe(Seconds(Clock::now() - outer_start));
   state_.round = r;
   state_.tokens_processed += tokens;
   state_.train_loss = loss_sum / weight;
   const double round_s = Seconds(now - round.start);
   meter_->Advance(round_s * 1000.0);
   const size_t workers = round.results.size();
+  metrics::Get(metrics::kShepherdRound, {job_.id}).Set(static_cast<double>(r));
+  metrics::Get(metrics::kShepherdRoundsCompletedTotal, {job_.id}).Increment();
+  metrics::Get(metrics::kShepherdTrainLoss, {job_.id}).Set(*state_.train_loss);
+  metrics::Get(metrics::kShepherdTokensTotal, {job_.id}).Increment(static_cast<double>(tokens));
+  metrics::Get(metrics::kShepherdTokensPerSecond, {job_.id}).Set(round_s > 0 ? static_cast<double>(tokens) / round_s : 0);
+  metrics::Get(metrics::kShepherdRoundDurationSeconds).Observe(round_s);
   round_.reset();
   waiting_since_ = Clock::now();
 
@@ -448,6 +464,7 @@ bool JobRun::ApplyEval(const EvalRunner::Result& r) {
   if (r.round < state_.val_round) return true;  // an older estimate than the one we have
   state_.val_loss = *r.val_loss;
   state_.val_round = r.round;
+  metrics::Get(metrics::kShepherdValLoss, {job_.id}).Set(*r.val_loss);
   progress_.set_val_loss(*r.val_loss);
   progress_.set_val_round(r.round);
   spdlog::info("job {}: val loss {:.4f} after round {} (estimated in {:.2f} s)", job_.id, *r.val_loss, r.round,
@@ -467,7 +484,11 @@ absl::Status JobRun::WriteCheckpoint() {
   if (state_.val_loss) meta.push_back({"pcp.val_loss", absl::StrFormat("%.6f", *state_.val_loss)});
   if (prepared_->data.tokenizer().has_value()) meta.push_back({"pcp.tokenizer", prepared_->data.tokenizer()->Serialize()});
   DilocoCheckpoint ckpt{.state = state_, .params = theta_, .momentum = outer_->momentum()};
+  const auto t0 = Clock::now();
   PCP_ASSIGN_OR_RETURN(std::string path, WriteDilocoCheckpoint(job_.dir, prepared_->param_names, ckpt, std::move(meta)));
+  metrics::Get(metrics::kShepherdCheckpointDurationSeconds).Observe(Seconds(Clock::now() - t0));
+  metrics::Get(metrics::kShepherdCheckpointLastSuccessTimestampSeconds)
+      .Set(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   checkpoint_round_ = state_.round;
   ctx_.jobs->ReportCheckpoint(job_.id, state_.round, path);
   spdlog::info("job {}: checkpoint of round {} written: {}", job_.id, state_.round, path);

@@ -20,6 +20,7 @@
 #include "pcp/shepherd/job_manager.h"
 #include "pcp/base/absl_fmt.h"
 #include "spdlog/spdlog.h"
+#include "shepherd_metrics.h"
 #include "training_service.h"
 #include "worker_registry.h"
 
@@ -137,6 +138,7 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   ApplyStreamServerOptions(&builder);
+  builder.experimental().SetInterceptorCreators(AdminMetricsInterceptors());
   builder.AddListeningPort(c.listen, grpc::InsecureServerCredentials(), &impl->port);
   builder.RegisterService(impl->training.get());
   builder.RegisterService(impl->admin.get());

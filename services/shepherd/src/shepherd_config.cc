@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/metrics/metrics_server.h"
 #include "pcp/rpc/tensor_chunks.h"
 
 namespace pcp::shepherd {
@@ -38,6 +39,7 @@ const std::vector<Key>& Keys() {
       {"round_start_grace_ms", [](const std::string& t, ShepherdConfig& c) { return SetInt(t, &c.round_start_grace_ms); }},
       {"eval_threads", [](const std::string& t, ShepherdConfig& c) { return SetInt(t, &c.eval_threads); }},
       {"log_level", [](const std::string& t, ShepherdConfig& c) { c.log_level = t; return absl::OkStatus(); }},
+      {"metrics_listen", [](const std::string& t, ShepherdConfig& c) { c.metrics_listen = t; return absl::OkStatus(); }},
   };
   return *keys;
 }
@@ -68,6 +70,9 @@ absl::Status ShepherdConfig::Validate() const {
   if (eval_threads < 0) return bad("eval_threads", "must be >= 0");
   static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
   if (!kLevels.count(log_level)) return bad("log_level", "expected trace, debug, info, warn or error");
+  if (!metrics::ValidateMetricsListen(metrics_listen).ok()) {
+    return bad("metrics_listen", "expected HOST:PORT (port 0 = any free port) or \"\" (no metrics)");
+  }
   return absl::OkStatus();
 }
 

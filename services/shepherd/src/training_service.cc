@@ -1,6 +1,7 @@
 #include "training_service.h"
 
 #include "pcp/rpc/grpc_status.h"
+#include "shepherd_metrics.h"
 #include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
@@ -27,6 +28,7 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v
       }
       return;
     }
+    CountReceived(in_);
     session_->OnRead(in_);
     if (session_->reading()) StartRead(&in_);
   }
@@ -39,7 +41,10 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v
   }
 
   // SessionTransport
-  void StartWrite(const v1::ShepherdMessage* message) override { ServerBidiReactor::StartWrite(message); }
+  void StartWrite(const v1::ShepherdMessage* message) override {
+    CountSent(*message);
+    ServerBidiReactor::StartWrite(message);
+  }
   void Finish(const absl::Status& status) override { ServerBidiReactor::Finish(ToGrpcStatus(status)); }
   void Cancel() override { context_->TryCancel(); }
 

@@ -2,9 +2,38 @@
 
 #include "absl/strings/str_cat.h"
 #include "pcp/base/absl_fmt.h"
+#include "pcp/metrics/registry.h"
 #include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
+namespace {
+
+// pcp_shepherd_workers{state}: every slot by the phase of its last heartbeat, recounted on
+// every heartbeat tick.
+template <typename SlotMap>
+void SetWorkerGauges(const SlotMap& slots) {
+  static const char* const kStates[] = {"idle", "preparing", "ready", "receiving", "training", "sending", "disconnected"};
+  double count[7] = {};
+  for (const auto& [id, slot] : slots) {
+    int i = 0;
+    if (!slot.info.worker_connected()) {
+      i = 6;
+    } else {
+      switch (slot.info.phase()) {
+        case v1::WORKER_PHASE_PREPARING: i = 1; break;
+        case v1::WORKER_PHASE_READY: i = 2; break;
+        case v1::WORKER_PHASE_RECEIVING: i = 3; break;
+        case v1::WORKER_PHASE_TRAINING: i = 4; break;
+        case v1::WORKER_PHASE_SENDING: i = 5; break;
+        default: i = 0; break;  // idle, or joined without a heartbeat yet
+      }
+    }
+    ++count[i];
+  }
+  for (int i = 0; i < 7; ++i) metrics::Get(metrics::kShepherdWorkers, {kStates[i]}).Set(count[i]);
+}
+
+}  // namespace
 
 WorkerRegistry::WorkerRegistry(SessionOptions options, double heartbeat_timeout_s, double heartbeat_interval_s)
     : options_(std::move(options)), timeout_s_(heartbeat_timeout_s), interval_s_(heartbeat_interval_s) {}
@@ -54,6 +83,7 @@ void WorkerRegistry::HeartbeatLoop() {
     }
     lock.lock();
     for (auto& s : gone) sessions_.erase(s);
+    SetWorkerGauges(slots_);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "pcp/metrics/registry.h"
 #include "pcp/rpc/grpc_status.h"
 #include "pcp/v1/control.grpc.pb.h"
 
@@ -141,6 +142,7 @@ void ControlClient::Impl::Run() {
     absl::Status status = Session(&welcomed);
     std::unique_lock<std::mutex> lock(box_->mu);
     box_->stats.connected = false;
+    metrics::Get(metrics::kSupervisorConnected).Set(0);
     if (!status.ok()) box_->stats.last_error = Text(status);
     if (box_->shutdown || box_->stop) break;
     if (welcomed) backoff.Reset();
@@ -336,6 +338,7 @@ absl::Status ControlClient::Impl::Session(bool* welcomed) {
         {
           std::lock_guard<std::mutex> lock(box_->mu);
           box_->stats.connected = true;
+          metrics::Get(metrics::kSupervisorConnected).Set(1);
           ++box_->stats.welcomes;
         }
         spdlog::info("connected to shepherd {} (version {}) as '{}'", options_.shepherd,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "pcp/metrics/registry.h"
 
 namespace pcp::supervisor {
 namespace {
@@ -281,6 +282,9 @@ void ProcessManager::Loop::ReapIfExited() {
   term_sent_ = kill_sent_ = false;
   exited_before_ = true;
   last_exit_ = *info;
+  metrics::Get(metrics::kSupervisorChildUp).Set(0);
+  metrics::Get(metrics::kSupervisorLastExitCode).Set(info->exit_code);
+  metrics::Get(metrics::kSupervisorLastExitSignal).Set(info->signal);
   const OnExit on_exit = std::exchange(on_exit_, OnExit::kBackoff);
   AnswerAll(&drain_waiters_, absl::OkStatus(), message);
   switch (on_exit) {
@@ -304,6 +308,7 @@ void ProcessManager::Loop::ReapIfExited() {
 void ProcessManager::Loop::EnterBackoff() {
   backoff_delay_ = backoff_.Next();
   backoff_until_ = Clock::now() + absl::ToChronoNanoseconds(backoff_delay_);
+  metrics::Get(metrics::kSupervisorBackoffSeconds).Set(absl::ToDoubleSeconds(backoff_delay_));
   state_ = WorkerState::kBackoff;
   Changed();
 }
@@ -321,6 +326,9 @@ void ProcessManager::Loop::StartWorker(const std::string& context) {
   }
   child_.emplace(*std::move(child));
   ++incarnation_;
+  metrics::Get(metrics::kSupervisorChildUp).Set(1);
+  metrics::Get(metrics::kSupervisorBackoffSeconds).Set(0);
+  if (incarnation_ > 1) metrics::Get(metrics::kSupervisorRestartsTotal).Increment();
   last_spawn_error_.clear();
   state_ = WorkerState::kRunning;
   Changed();

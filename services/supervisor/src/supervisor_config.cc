@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "pcp/base/file.h"
+#include "pcp/metrics/metrics_server.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/supervisor/supervisor_id.h"
 
@@ -156,6 +157,7 @@ absl::StatusOr<SupervisorConfig> ParseSupervisorConfig(absl::string_view yaml_te
          {"state_dir", [&](auto& n, auto& k) { return r.String(n, k, &config.state_dir); }},
          {"auth_token", [&](auto& n, auto& k) { return r.String(n, k, &config.auth_token); }},
          {"grace_ms", [&](auto& n, auto& k) { return r.Millis(n, k, &config.grace); }},
+         {"metrics_listen", [&](auto& n, auto& k) { return r.String(n, k, &config.metrics_listen); }},
          {"worker",
           [&](auto& n, auto& k) {
             return r.Mapping(
@@ -201,6 +203,10 @@ absl::Status ValidateSupervisorConfig(const SupervisorConfig& config) {
   }
   if (config.worker.grace <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("worker.grace_ms: must be > 0");
+  }
+  if (!metrics::ValidateMetricsListen(config.metrics_listen).ok()) {
+    return absl::InvalidArgumentError(
+        "metrics_listen: expected HOST:PORT (port 0 = any free port) or \"\" (no metrics)");
   }
   if (config.reconnect.connect_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("reconnect.connect_timeout_ms: must be > 0");

@@ -6,6 +6,7 @@
 #include "pcp/rpc/grpc_status.h"
 #include "pcp/rpc/tensor_proto.h"
 #include "spdlog/spdlog.h"
+#include "worker_metrics.h"
 
 namespace pcp::worker {
 namespace {
@@ -68,6 +69,7 @@ absl::Status Connection::Open(const v1::Join& join, std::chrono::milliseconds ti
 void Connection::ReadLoop() {
   v1::ShepherdMessage msg;
   while (stream_->Read(&msg)) {
+    CountReceived(msg);
     {
       std::lock_guard<std::mutex> lock(mu_);
       last_receive_ = std::chrono::steady_clock::now();
@@ -118,7 +120,10 @@ void Connection::HeartbeatLoop() {
       // A big write in progress (Δ chunks) already tells the shepherd we are alive; never
       // queue behind it, so that the silence check above keeps running.
       std::unique_lock<std::mutex> write_lock(write_mu_, std::try_to_lock);
-      if (write_lock.owns_lock() && !writes_done_ && !ended_) stream_->Write(hb);
+      if (write_lock.owns_lock() && !writes_done_ && !ended_) {
+        CountSent(hb);
+        stream_->Write(hb);
+      }
     }
     lock.lock();
   }
@@ -152,6 +157,7 @@ void Connection::Abort() {
 bool Connection::Write(const v1::WorkerMessage& message) {
   std::lock_guard<std::mutex> lock(write_mu_);
   if (writes_done_ || ended_ || stream_ == nullptr) return false;
+  CountSent(message);
   return stream_->Write(message);
 }
 

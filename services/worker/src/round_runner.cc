@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/metrics/registry.h"
 
 namespace pcp::worker {
 
@@ -36,6 +37,7 @@ absl::StatusOr<RoundOutput> RunRound(InnerLoop& loop, const TokenSequence& shard
     PCP_RETURN_IF_ERROR(loop.LoadParamsKeepOptimizer(in.theta), _ << "loading θ of round " << in.round);
   }
   BatchSampler sampler(in.sampler_seed, in.sampler_cursor);
+  static const metrics::Histogram step_seconds = metrics::Get(metrics::kWorkerInnerStepDurationSeconds);
   RoundOutput out;
   double loss_sum = 0, step_ms = 0;
   float last_loss = 0;
@@ -46,7 +48,9 @@ absl::StatusOr<RoundOutput> RunRound(InnerLoop& loop, const TokenSequence& shard
                          _ << "drawing batch " << sampler.state().cursor);
     const auto t0 = Clock::now();
     PCP_ASSIGN_OR_RETURN(float loss, loop.Step(batch, lr));
-    step_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    step_ms += ms;
+    step_seconds.Observe(ms / 1000.0);
     if (!std::isfinite(loss)) {
       return absl::InternalError(absl::StrCat("round ", in.round, ": loss became ", loss, " at inner step ", steps,
                                               " (lr ", lr, ")"));

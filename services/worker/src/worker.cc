@@ -14,6 +14,7 @@
 #include "pcp/base/absl_fmt.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/kernels/backend_factory.h"
+#include "pcp/metrics/registry.h"
 #include "pcp/rpc/channel_options.h"
 #include "pcp/rpc/tensor_list.h"
 #include "pcp/rpc/tensor_proto.h"
@@ -172,6 +173,7 @@ v1::Join Worker::Impl::MakeJoin() const {
 absl::Status Worker::Run() {
   Impl& w = *impl_;
   Backoff backoff(w.options.backoff);
+  metrics::Get(metrics::kWorkerBackendInfo, {w.backend->Name(), w.backend->DeviceDescription()}).Set(1);
   spdlog::info("worker {} (incarnation {}): backend {} ({}), shepherd {}", w.options.supervisor_id,
                w.options.incarnation, w.backend->Name(), w.backend->DeviceDescription(), w.options.shepherd);
   while (!w.stop) {
@@ -207,8 +209,10 @@ absl::Status Worker::Run() {
       if (ended.ok()) ended = closed;
       if (w.stop) break;
       spdlog::warn("stream to the shepherd ended: {}", ended.ToString());
+      if (!ended.ok()) metrics::Get(metrics::kWorkerErrorsTotal, {"stream"}).Increment();
     } else {
       spdlog::warn("cannot join shepherd {}: {}", w.options.shepherd, opened.ToString());
+      metrics::Get(metrics::kWorkerErrorsTotal, {"connect"}).Increment();
       // A refused Join (wrong version, token or id) stays refused; anything else may pass.
       if (Permanent(opened)) return opened;
     }
@@ -345,6 +349,7 @@ absl::Status Worker::Impl::MaybeReady(Connection& conn) {
   if (!entry.ok()) {
     // This worker cannot run the program: tell the shepherd, keep the stream.
     spdlog::error("cannot prepare program {}: {}", a.msg.program_hash(), entry.status().message());
+    metrics::Get(metrics::kWorkerErrorsTotal, {"compile"}).Increment();
     v1::WorkerMessage error;
     *error.mutable_error() = ErrorToProto(entry.status());
     conn.Write(error);
@@ -362,6 +367,7 @@ absl::Status Worker::Impl::MaybeReady(Connection& conn) {
                                                    " parameters, the assignment lists ", a.specs.size()));
   }
   a.ready = true;
+  metrics::Get(metrics::kWorkerProgramCompileSeconds).Set(static_cast<double>(a.entry->compile_ms) / 1000.0);
   v1::WorkerMessage ready;
   v1::AssignmentReady* r = ready.mutable_ready();
   r->set_job_id(a.msg.job_id());
@@ -406,6 +412,7 @@ absl::Status Worker::Impl::OnStartRound(Connection& conn, const v1::StartRound& 
   a.reset_optimizer = false;
   if (!out.ok()) {
     spdlog::error("round {} failed: {}", r, out.status().message());
+    metrics::Get(metrics::kWorkerErrorsTotal, {"run"}).Increment();
     v1::WorkerMessage error;
     *error.mutable_error() = ErrorToProto(out.status(), r);
     conn.Write(error);
@@ -413,6 +420,7 @@ absl::Status Worker::Impl::OnStartRound(Connection& conn, const v1::StartRound& 
     return absl::OkStatus();
   }
   const v1::RoundResult& res = out->result;
+  metrics::Get(metrics::kWorkerTokensPerSecond).Set(res.tokens_per_second());
   if (!out->complete) {
     if (cancels.Cancelled(epoch, r)) {
       spdlog::info("round {} cancelled by the shepherd after {} steps", r, res.steps());

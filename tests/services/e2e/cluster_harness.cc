@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "pcp/base/file.h"
+#include "pcp/testing/metrics_scrape.h"
 
 namespace pcp::testing {
 namespace {
@@ -36,7 +37,8 @@ void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) {
   context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
 }
 
-ClusterHarness::ClusterHarness(std::string dir) : dir_(std::move(dir)), port_(PickFreePort()) {
+ClusterHarness::ClusterHarness(std::string dir)
+    : dir_(std::move(dir)), port_(PickFreePort()), metrics_port_(PickFreePort()) {
   target_ = absl::StrCat("127.0.0.1:", port_);
   std::filesystem::create_directories(log_dir());
   std::filesystem::create_directories(job_dir());
@@ -56,7 +58,8 @@ absl::Status ClusterHarness::StartShepherd() {
       {.binary = PCP_SHEPHERD_BINARY,
        .args = {absl::StrCat("--listen=", target_), absl::StrCat("--state_dir=", state_dir()),
                 "--heartbeat_interval_ms=250", "--heartbeat_timeout_ms=1500",
-                "--round_start_grace_ms=1000", "--eval_threads=1"},
+                "--round_start_grace_ms=1000", "--eval_threads=1",
+                absl::StrCat("--metrics_listen=127.0.0.1:", metrics_port_)},
        .log_path = absl::StrCat(log_dir(), "/shepherd-", shepherd_starts_, ".log")});
   if (!started.ok()) return started.status();
   shepherd_ = *std::move(started);
@@ -79,7 +82,7 @@ absl::Status ClusterHarness::StartShepherd() {
   }
 }
 
-absl::Status ClusterHarness::StartSupervisors(int n) {
+absl::Status ClusterHarness::StartSupervisors(int n, const std::string& backend) {
   if (std::string(PCP_SUPERVISOR_BINARY).empty() || std::string(PCP_WORKER_BINARY).empty()) {
     return absl::FailedPreconditionError("pcp-supervisor / pcp-worker are not built in this tree");
   }
@@ -87,11 +90,15 @@ absl::Status ClusterHarness::StartSupervisors(int n) {
     int i = static_cast<int>(supervisors_.size());
     std::string state = absl::StrCat(dir_, "/supervisor-", i + 1);
     std::filesystem::create_directories(state);
+    supervisor_metrics_ports_.push_back(PickFreePort());
+    worker_metrics_ports_.push_back(PickFreePort());
     absl::StatusOr<std::unique_ptr<Process>> started = Process::Start(
         {.binary = PCP_SUPERVISOR_BINARY,
          .args = {absl::StrCat("--shepherd=", target_), absl::StrCat("--supervisor_id=", supervisor_id(i)),
                   absl::StrCat("--state_dir=", state), absl::StrCat("--worker_binary=", PCP_WORKER_BINARY),
-                  "--worker_args=--backend=cpu,--threads=1,--backoff_initial_ms=200,--backoff_max_ms=2000", "--backoff_initial_ms=200",
+                  absl::StrCat("--worker_args=--backend=", backend, ",--threads=1,--backoff_initial_ms=200,--backoff_max_ms=2000",
+                               ",--metrics_listen=127.0.0.1:", worker_metrics_ports_[i]),
+                  absl::StrCat("--metrics_listen=127.0.0.1:", supervisor_metrics_ports_[i]), "--backoff_initial_ms=200",
                   "--backoff_max_ms=2000", "--reconnect_initial_ms=100", "--reconnect_max_ms=1000",
                   "--grace_ms=10000", "--worker_grace_ms=5000"},
          .log_path = absl::StrCat(log_dir(), "/", supervisor_id(i), ".log")});
@@ -139,6 +146,23 @@ absl::Status ClusterHarness::WaitForWorkers(int n, absl::Duration timeout) {
     }
     absl::SleepFor(absl::Milliseconds(100));
   }
+}
+
+std::vector<MetricsEndpoint> ClusterHarness::MetricsEndpoints() const {
+  auto endpoint = [](std::string job, std::string instance, int port) {
+    return MetricsEndpoint{std::move(job), std::move(instance), absl::StrCat("127.0.0.1:", port), port};
+  };
+  std::vector<MetricsEndpoint> out = {endpoint("pcp-shepherd", "shepherd", metrics_port_)};
+  for (size_t i = 0; i < supervisor_metrics_ports_.size(); ++i) {
+    const std::string id = supervisor_id(static_cast<int>(i));
+    out.push_back(endpoint("pcp-supervisor", id, supervisor_metrics_ports_[i]));
+    out.push_back(endpoint("pcp-worker", absl::StrCat(id, "-worker"), worker_metrics_ports_[i]));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> ClusterHarness::ScrapeMetrics(int port) const {
+  return HttpGet("127.0.0.1", port, "/metrics");
 }
 
 std::string ClusterHarness::WriteJob(const E2eJob& job) {

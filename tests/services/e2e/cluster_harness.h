@@ -19,6 +19,12 @@
 // back where its supervisors and workers look for it. Timings are short for tests:
 // heartbeats every 250 ms, a peer is dead after 1.5 s of silence, worker restarts after
 // 200 ms (doubling, at most 2 s).
+//
+// Metrics: every process serves Prometheus /metrics on its own loopback port, picked once
+// (a restarted shepherd or worker comes back on the same port): the shepherd's at
+// construction, supervisor i's and its worker's when StartSupervisors starts it.
+//   for (const MetricsEndpoint& e : cluster.MetricsEndpoints()) ...   // job, instance, port
+//   absl::StatusOr<std::string> text = cluster.ScrapeMetrics(cluster.shepherd_metrics_port());
 #ifndef PCP_TESTS_SERVICES_E2E_CLUSTER_HARNESS_H_
 #define PCP_TESTS_SERVICES_E2E_CLUSTER_HARNESS_H_
 
@@ -55,6 +61,16 @@ struct E2eJob {
   std::string extra_yaml;
 };
 
+// One /metrics endpoint of the cluster. `job` is the Prometheus job name the deploy files use
+// (pcp-shepherd, pcp-supervisor, pcp-worker); `instance` names the process ("shepherd",
+// "node-1", "node-1-worker").
+struct MetricsEndpoint {
+  std::string job;
+  std::string instance;
+  std::string address;  // 127.0.0.1:PORT
+  int port = 0;
+};
+
 struct CommandResult {
   int exit_code = -1;  // -1: killed by a signal
   std::string output;  // stdout and stderr, interleaved
@@ -72,8 +88,8 @@ class ClusterHarness {
   // shepherd was killed or stopped starts a fresh process on the same port and state.
   absl::Status StartShepherd();
   // Starts supervisors "node-1".."node-N" (continuing the numbering on later calls), each
-  // running pcp-worker with --backend=cpu --threads=1.
-  absl::Status StartSupervisors(int n);
+  // running pcp-worker with --backend=<backend> --threads=1.
+  absl::Status StartSupervisors(int n, const std::string& backend = "cpu");
   // Waits until ListWorkers shows `n` workers with live Training streams.
   absl::Status WaitForWorkers(int n, absl::Duration timeout);
 
@@ -83,6 +99,14 @@ class ClusterHarness {
   std::string supervisor_id(int i) const;
   // The live worker process of supervisor `i` (its only child), or 0.
   pid_t WorkerPid(int i);
+
+  // Every metrics endpoint: the shepherd, then per supervisor its own and its worker's.
+  std::vector<MetricsEndpoint> MetricsEndpoints() const;
+  int shepherd_metrics_port() const { return metrics_port_; }
+  int supervisor_metrics_port(int i) const { return supervisor_metrics_ports_[i]; }
+  int worker_metrics_port(int i) const { return worker_metrics_ports_[i]; }
+  // The text of http://127.0.0.1:PORT/metrics (UNAVAILABLE while nothing serves it).
+  absl::StatusOr<std::string> ScrapeMetrics(int port) const;
 
   const std::string& admin_target() const { return target_; }
   const std::string& dir() const { return dir_; }
@@ -119,6 +143,9 @@ class ClusterHarness {
   std::string dir_;
   int port_;
   std::string target_;
+  int metrics_port_;
+  std::vector<int> supervisor_metrics_ports_;
+  std::vector<int> worker_metrics_ports_;
   int shepherd_starts_ = 0;
   std::unique_ptr<Process> shepherd_;
   std::vector<std::unique_ptr<Process>> supervisors_;

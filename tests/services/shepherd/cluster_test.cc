@@ -50,7 +50,8 @@ struct Cluster {
 
   absl::Status StartShepherd(const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args = {absl::StrCat("--listen=", target), absl::StrCat("--state_dir=", dir->path(), "/state"),
-                                     "--heartbeat_interval_ms=250", "--heartbeat_timeout_ms=1500", "--log_level=debug"};
+                                     "--heartbeat_interval_ms=250", "--heartbeat_timeout_ms=1500", "--log_level=debug",
+                                     "--metrics_listen="};  // no fixed port: tests run in parallel
     args.insert(args.end(), extra.begin(), extra.end());
     const size_t n = shepherd ? 2 : 1;
     absl::StatusOr<std::unique_ptr<Process>> s =

@@ -45,6 +45,14 @@ TEST(ShepherdConfigTest, ErrorsNameFileLineAndKey) {
   EXPECT_FALSE(ParseShepherdConfig("listen: nocolon\n", "s.yaml").ok());
 }
 
+TEST(ShepherdConfigTest, MetricsListen) {
+  EXPECT_EQ(ParseShepherdConfig("", "s.yaml")->metrics_listen, "127.0.0.1:9470");
+  EXPECT_EQ(ParseShepherdConfig("metrics_listen: 0.0.0.0:0\n", "s.yaml")->metrics_listen, "0.0.0.0:0");
+  EXPECT_EQ(ParseShepherdConfig("metrics_listen: \"\"\n", "s.yaml")->metrics_listen, "");  // off
+  absl::Status bad = ParseShepherdConfig("metrics_listen: 9470\n", "s.yaml").status();
+  EXPECT_THAT(std::string(bad.message()), HasSubstr("metrics_listen: expected HOST:PORT"));
+}
+
 TEST(ShepherdConfigTest, TheExampleConfigParses) {
   absl::StatusOr<ShepherdConfig> c = LoadShepherdConfig(std::string(PCP_SOURCE_DIR) + "/config/shepherd.yaml");
   ASSERT_TRUE(c.ok()) << c.status();

@@ -16,7 +16,9 @@ TEST(SupervisorConfigTest, TheExampleConfigLoadsAndValidates) {
   auto config = LoadSupervisorConfig(PCP_SOURCE_DIR "/config/supervisor.yaml");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->shepherd, "127.0.0.1:7070");
-  EXPECT_EQ(config->worker.args, (std::vector<std::string>{"--backend=cpu", "--threads=2"}));
+  EXPECT_EQ(config->worker.args,
+            (std::vector<std::string>{"--backend=cpu", "--threads=2", "--metrics_listen=127.0.0.1:9472"}));
+  EXPECT_EQ(config->metrics_listen, "127.0.0.1:9471");
   EXPECT_EQ(config->worker.backoff.initial, absl::Seconds(1));
   EXPECT_EQ(config->worker.backoff.max, absl::Seconds(30));
   EXPECT_EQ(config->worker.healthy_after, absl::Minutes(1));
@@ -68,6 +70,19 @@ TEST(SupervisorConfigTest, AnEmptyFileGivesDefaults) {
   absl::Status s = ValidateSupervisorConfig(*config);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("worker.binary"));
+}
+
+TEST(SupervisorConfigTest, MetricsListen) {
+  auto defaults = ParseSupervisorConfig("worker:\n  binary: /bin/true\n", "m.yaml");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->metrics_listen, "127.0.0.1:9471");
+  auto off = ParseSupervisorConfig("metrics_listen: \"\"\nworker:\n  binary: /bin/true\n", "m.yaml");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(off->metrics_listen, "");
+  EXPECT_TRUE(ValidateSupervisorConfig(*off).ok());
+  auto bad = ParseSupervisorConfig("metrics_listen: localhost\nworker:\n  binary: /bin/true\n", "m.yaml");
+  ASSERT_TRUE(bad.ok()) << bad.status();  // parsed; validation rejects it
+  EXPECT_THAT(std::string(ValidateSupervisorConfig(*bad).message()), HasSubstr("metrics_listen: expected HOST:PORT"));
 }
 
 struct BadCase {

@@ -47,7 +47,8 @@ class SupervisorProcessTest : public ::testing::Test {
                                      "--backoff_initial_ms=100",
                                      "--backoff_max_ms=1000",
                                      "--reconnect_initial_ms=100",
-                                     "--reconnect_max_ms=500"};
+                                     "--reconnect_max_ms=500",
+                                     "--metrics_listen="};  // no fixed port: tests run in parallel
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
   }
@@ -193,7 +194,7 @@ TEST_F(SupervisorProcessTest, FlagsOverrideTheConfigFile) {
   auto supervisor =
       StartProcess({kSupervisorPath, "--config=" + config, "--supervisor_id=from-flag",
                     "--worker_binary=" + std::string(kTestChildPath),
-                    "--worker_args=--log=" + log_},
+                    "--worker_args=--log=" + log_, "--metrics_listen="},
                    stderr_);
   ASSERT_TRUE(supervisor.ok()) << supervisor.status();
   WaitForWorker(1);

@@ -19,6 +19,8 @@
 //   eval_threads: 1                CPU threads for the shepherd's validation-loss estimates
 //                                  and sampling (0 = all cores)
 //   log_level: info                trace|debug|info|warn|error
+//   metrics_listen: "127.0.0.1:9470"  Prometheus /metrics address; port 0 = any free port
+//                                  (logged); "" = no metrics server
 // Errors are one line "FILE:LINE:COL: key: problem", as for job files.
 #ifndef PCP_SHEPHERD_SHEPHERD_CONFIG_H_
 #define PCP_SHEPHERD_SHEPHERD_CONFIG_H_
@@ -43,6 +45,7 @@ struct ShepherdConfig {
   int64_t round_start_grace_ms = 2000;
   int64_t eval_threads = 1;
   std::string log_level = "info";
+  std::string metrics_listen = "127.0.0.1:9470";
 
   // InvalidArgument naming the key for a value out of range.
   absl::Status Validate() const;

@@ -10,6 +10,7 @@
 //   state_dir: /var/lib/pcp-supervisor
 //   auth_token: ""                  # shared secret the shepherd may require
 //   grace_ms: 10000                 # SIGTERM -> SIGKILL when the supervisor itself stops
+//   metrics_listen: 127.0.0.1:9471  # Prometheus /metrics; port 0 = any free port; "" = off
 //   worker:
 //     binary: /usr/bin/pcp-worker   # started as: binary --shepherd=.. --supervisor_id=.. args
 //     args: [--backend=cpu, --threads=2]
@@ -56,6 +57,7 @@ struct SupervisorConfig {
   std::string state_dir;
   std::string auth_token;
   absl::Duration grace = absl::Seconds(10);
+  std::string metrics_listen = "127.0.0.1:9471";
   WorkerConfig worker;
   ReconnectConfig reconnect;
 };

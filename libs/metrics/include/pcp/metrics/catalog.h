@@ -1,0 +1,166 @@
+// Every Prometheus metric PCP exports, declared once: name, type, label names (with their
+// values where the set is fixed), histogram buckets and help text. The services, the
+// README's "Metrics" table (PrintCatalogMarkdown, tool pcp-metrics-catalog) and the tests
+// all read this list; nothing else spells a metric name.
+//
+//   using namespace pcp::metrics;
+//   const MetricInfo& info = InfoOf(Metric::kShepherdRoundsCompletedTotal);
+//   info.name == "pcp_shepherd_rounds_completed_total";  info.type == MetricType::kCounter;
+//   for (Metric m : MetricsOf(Service::kWorker)) { ... }   // pcp_build_info included
+//   std::string table = CatalogMarkdown();                  // pasted into README.md
+//
+// Adding a metric = one V(...) line below, plus the code that updates it (registry.h gives
+// typed handles: kCounter ids only yield counters, etc.). Label values must stay bounded:
+// never a per-chunk or per-request id as a label.
+#ifndef PCP_METRICS_CATALOG_H_
+#define PCP_METRICS_CATALOG_H_
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace pcp::metrics {
+
+// V(id, service, type, name, labels, buckets, help)
+//   service: Shepherd | Worker | Supervisor | All (exported by every service)
+//   type:    Counter | Gauge | Histogram
+//   labels:  "" | "name" | "a,b" | "name=v1|v2|v3" (a fixed set of values: each series is
+//            created at start, at 0, so rate() and absent() work from the first scrape)
+//   buckets: None | RoundSeconds | StepSeconds | ShortSeconds (see BucketsOf)
+// clang-format off
+#define PCP_METRIC_LIST(V)                                                                                         \
+  V(kBuildInfo, All, Gauge, "pcp_build_info", "service,version", None,                                              \
+    "Always 1; the labels name the service and its version.")                                                       \
+  /* ---- shepherd */                                                                                              \
+  V(kShepherdJobs, Shepherd, Gauge, "pcp_shepherd_jobs", "state=queued|running|completed|failed|cancelled", None,    \
+    "Jobs known to the shepherd, by state.")                                                                        \
+  V(kShepherdRound, Shepherd, Gauge, "pcp_shepherd_round", "job_id", None,                                          \
+    "The job's current round: the one running, else the last one completed.")                               \
+  V(kShepherdRoundsCompletedTotal, Shepherd, Counter, "pcp_shepherd_rounds_completed_total", "job_id", None,        \
+    "DiLoCo rounds completed (outer step applied) by this shepherd process.")                                       \
+  V(kShepherdTrainLoss, Shepherd, Gauge, "pcp_shepherd_train_loss", "job_id", None,                                 \
+    "Token-weighted mean worker training loss of the job's last round.")                                            \
+  V(kShepherdValLoss, Shepherd, Gauge, "pcp_shepherd_val_loss", "job_id", None,                                     \
+    "The job's last validation loss estimate.")                                                                     \
+  V(kShepherdTokensTotal, Shepherd, Counter, "pcp_shepherd_tokens_total", "job_id", None,                           \
+    "Training tokens processed by workers in completed rounds.")                                                    \
+  V(kShepherdTokensPerSecond, Shepherd, Gauge, "pcp_shepherd_tokens_per_second", "job_id", None,                    \
+    "Tokens per second of the job's last round (all workers, round wall time).")                                    \
+  V(kShepherdRoundDurationSeconds, Shepherd, Histogram, "pcp_shepherd_round_duration_seconds", "", RoundSeconds,     \
+    "Wall time of a round, from StartRound to the outer step.")                                                     \
+  V(kShepherdOuterStepDurationSeconds, Shepherd, Histogram, "pcp_shepherd_outer_step_duration_seconds", "",          \
+    ShortSeconds, "Time to average the deltas and apply the outer Nesterov step.")                                  \
+  V(kShepherdWorkers, Shepherd, Gauge, "pcp_shepherd_workers",                                                      \
+    "state=idle|preparing|ready|receiving|training|sending|disconnected", None,                                     \
+    "Workers known to the shepherd, by the phase of their last heartbeat (disconnected: no live stream).")          \
+  V(kShepherdBytesSentTotal, Shepherd, Counter, "pcp_shepherd_bytes_sent_total", "kind=params|program|shard|control",\
+    None, "Bytes of Training messages sent to workers (serialized size), by kind.")                                 \
+  V(kShepherdBytesReceivedTotal, Shepherd, Counter, "pcp_shepherd_bytes_received_total", "kind=delta|control", None,\
+    "Bytes of Training messages received from workers (serialized size), by kind.")                                 \
+  V(kShepherdCheckpointDurationSeconds, Shepherd, Histogram, "pcp_shepherd_checkpoint_duration_seconds", "",         \
+    ShortSeconds, "Time to write one checkpoint (successful writes).")                                              \
+  V(kShepherdCheckpointLastSuccessTimestampSeconds, Shepherd, Gauge,                                                \
+    "pcp_shepherd_checkpoint_last_success_timestamp_seconds", "", None,                                             \
+    "Unix time of the last checkpoint written successfully (0: none yet).")                                         \
+  V(kShepherdAdminRequestsTotal, Shepherd, Counter, "pcp_shepherd_admin_requests_total", "method,code", None,       \
+    "Admin API calls answered, by method and gRPC status code name (e.g. OK, NOT_FOUND).")                          \
+  /* ---- worker */                                                                                                \
+  V(kWorkerInnerStepDurationSeconds, Worker, Histogram, "pcp_worker_inner_step_duration_seconds", "", StepSeconds,   \
+    "Time of one inner training step (forward, backward, AdamW).")                                                  \
+  V(kWorkerTokensPerSecond, Worker, Gauge, "pcp_worker_tokens_per_second", "", None,                                \
+    "Training tokens per second of the worker's last round (step time only).")                                      \
+  V(kWorkerBackendInfo, Worker, Gauge, "pcp_worker_backend_info", "backend,device", None,                           \
+    "Always 1; the labels name the compute backend and device.")                                                    \
+  V(kWorkerBytesSentTotal, Worker, Counter, "pcp_worker_bytes_sent_total", "kind=delta|control", None,              \
+    "Bytes of Training messages sent to the shepherd (serialized size), by kind.")                                  \
+  V(kWorkerBytesReceivedTotal, Worker, Counter, "pcp_worker_bytes_received_total",                                  \
+    "kind=params|program|shard|control", None,                                                                      \
+    "Bytes of Training messages received from the shepherd (serialized size), by kind.")                            \
+  V(kWorkerProgramCompileSeconds, Worker, Gauge, "pcp_worker_program_compile_seconds", "", None,                    \
+    "Compile time of the last program prepared (0 when it came from the compiled cache).")                          \
+  V(kWorkerErrorsTotal, Worker, Counter, "pcp_worker_errors_total", "kind=connect|stream|compile|run", None,        \
+    "Errors by kind: connect (join failed), stream (stream broke), compile (program), run (round failed).")         \
+  /* ---- supervisor */                                                                                            \
+  V(kSupervisorChildUp, Supervisor, Gauge, "pcp_supervisor_child_up", "", None,                                     \
+    "1 while the worker process runs, else 0.")                                                                     \
+  V(kSupervisorRestartsTotal, Supervisor, Counter, "pcp_supervisor_restarts_total", "", None,                       \
+    "Worker processes started after the first one (any cause).")                                                    \
+  V(kSupervisorLastExitCode, Supervisor, Gauge, "pcp_supervisor_last_exit_code", "", None,                          \
+    "Exit code of the last worker that exited (-1 if a signal killed it).")                                         \
+  V(kSupervisorLastExitSignal, Supervisor, Gauge, "pcp_supervisor_last_exit_signal", "", None,                      \
+    "Signal that killed the last worker that exited (0 if none).")                                                  \
+  V(kSupervisorBackoffSeconds, Supervisor, Gauge, "pcp_supervisor_backoff_seconds", "", None,                       \
+    "Current restart delay while the worker waits to restart, else 0.")                                             \
+  V(kSupervisorConnected, Supervisor, Gauge, "pcp_supervisor_connected", "", None,                                  \
+    "1 while the Control stream to the shepherd is up, else 0.")
+// clang-format on
+
+enum class Service { kShepherd, kWorker, kSupervisor, kAll };
+enum class MetricType { kCounter, kGauge, kHistogram };
+enum class Buckets { kNone, kRoundSeconds, kStepSeconds, kShortSeconds };
+
+enum class Metric {
+#define PCP_METRIC_ENUM(id, service, type, name, labels, buckets, help) id,
+  PCP_METRIC_LIST(PCP_METRIC_ENUM)
+#undef PCP_METRIC_ENUM
+};
+
+inline constexpr int kNumMetrics = 0
+#define PCP_METRIC_COUNT(id, service, type, name, labels, buckets, help) +1
+    PCP_METRIC_LIST(PCP_METRIC_COUNT)
+#undef PCP_METRIC_COUNT
+    ;
+
+struct MetricInfo {
+  Metric id;
+  Service service;
+  MetricType type;
+  absl::string_view name;
+  absl::string_view labels;  // as in the list: "", "job_id", "kind=a|b"
+  Buckets buckets;
+  absl::string_view help;
+};
+
+inline constexpr std::array<MetricInfo, kNumMetrics> kMetrics = {{
+#define PCP_METRIC_INFO(id, service, type, name, labels, buckets, help) \
+  {Metric::id, Service::k##service, MetricType::k##type, name, labels, Buckets::k##buckets, help},
+    PCP_METRIC_LIST(PCP_METRIC_INFO)
+#undef PCP_METRIC_INFO
+}};
+
+// Typed ids, so that a counter cannot be fetched as a gauge: kShepherdJobs is a GaugeId.
+struct CounterId { Metric metric; };
+struct GaugeId { Metric metric; };
+struct HistogramId { Metric metric; };
+#define PCP_METRIC_TYPED_ID(id, service, type, name, labels, buckets, help) \
+  inline constexpr type##Id id{Metric::id};
+PCP_METRIC_LIST(PCP_METRIC_TYPED_ID)
+#undef PCP_METRIC_TYPED_ID
+
+inline const MetricInfo& InfoOf(Metric m) { return kMetrics[static_cast<int>(m)]; }
+
+// One declared label: its name and, when fixed, its values.
+struct LabelSpec {
+  std::string name;
+  std::vector<std::string> values;  // empty: any (bounded) value
+};
+std::vector<LabelSpec> LabelsOf(Metric m);
+
+// Upper bounds (seconds) of a histogram's buckets; empty for kNone.
+absl::Span<const double> BucketsOf(Buckets b);
+
+// Metrics the service exports (those of Service::kAll included), in list order.
+std::vector<Metric> MetricsOf(Service service);
+// "shepherd", "worker", "supervisor", "all"; "counter", "gauge", "histogram".
+absl::string_view ServiceName(Service service);
+absl::string_view TypeName(MetricType type);
+
+// A Markdown table of the whole catalog (service, name, type, labels, help), one row per metric.
+std::string CatalogMarkdown();
+
+}  // namespace pcp::metrics
+
+#endif  // PCP_METRICS_CATALOG_H_

@@ -1,0 +1,154 @@
+#include "pcp/metrics/registry.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace pcp::metrics {
+namespace {
+
+[[noreturn]] void Die(const std::string& why) {
+  std::fprintf(stderr, "pcp::metrics: %s\n", why.c_str());
+  std::abort();
+}
+
+// The label map of `m` for `values`, checked against the catalog.
+prometheus::Labels LabelsFor(Metric m, LabelValues values) {
+  const std::vector<LabelSpec> specs = LabelsOf(m);
+  if (specs.size() != values.size()) {
+    Die(absl::StrCat(InfoOf(m).name, " takes ", specs.size(), " label values, got ", values.size()));
+  }
+  prometheus::Labels labels;
+  size_t i = 0;
+  for (absl::string_view v : values) {
+    const LabelSpec& spec = specs[i++];
+    if (!spec.values.empty() && std::find(spec.values.begin(), spec.values.end(), v) == spec.values.end()) {
+      Die(absl::StrCat(InfoOf(m).name, ": '", v, "' is not a declared value of label ", spec.name, " (",
+                       absl::StrJoin(spec.values, "|"), ")"));
+    }
+    labels.emplace(spec.name, std::string(v));
+  }
+  return labels;
+}
+
+void CheckType(Metric m, MetricType want) {
+  if (InfoOf(m).type != want) {
+    Die(absl::StrCat(InfoOf(m).name, " is a ", TypeName(InfoOf(m).type), ", not a ", TypeName(want)));
+  }
+}
+
+}  // namespace
+
+void Counter::Increment(double v) const { c_->Increment(v); }
+double Counter::Value() const { return c_->Value(); }
+void Gauge::Set(double v) const { g_->Set(v); }
+void Gauge::Increment(double v) const { g_->Increment(v); }
+void Gauge::Decrement(double v) const { g_->Decrement(v); }
+double Gauge::Value() const { return g_->Value(); }
+void Histogram::Observe(double v) const { h_->Observe(v); }
+
+struct Registry::Families {
+  std::array<void*, kNumMetrics> family{};
+  std::array<bool, 4> declared{};
+};
+
+Registry::Registry() : registry_(std::make_shared<prometheus::Registry>()), families_(std::make_unique<Families>()) {}
+Registry::~Registry() = default;
+
+void* Registry::FamilyLocked(Metric m) {
+  void*& slot = families_->family[static_cast<int>(m)];
+  if (slot != nullptr) return slot;
+  const MetricInfo& info = InfoOf(m);
+  const std::string name(info.name), help(info.help);
+  switch (info.type) {
+    case MetricType::kCounter:
+      slot = &prometheus::BuildCounter().Name(name).Help(help).Register(*registry_);
+      break;
+    case MetricType::kGauge:
+      slot = &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_);
+      break;
+    case MetricType::kHistogram:
+      slot = &prometheus::BuildHistogram().Name(name).Help(help).Register(*registry_);
+      break;
+  }
+  return slot;
+}
+
+Counter Registry::Get(CounterId id, LabelValues labels) {
+  CheckType(id.metric, MetricType::kCounter);
+  prometheus::Labels l = LabelsFor(id.metric, labels);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto* family = static_cast<prometheus::Family<prometheus::Counter>*>(FamilyLocked(id.metric));
+  return Counter(&family->Add(l));
+}
+
+Gauge Registry::Get(GaugeId id, LabelValues labels) {
+  CheckType(id.metric, MetricType::kGauge);
+  prometheus::Labels l = LabelsFor(id.metric, labels);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto* family = static_cast<prometheus::Family<prometheus::Gauge>*>(FamilyLocked(id.metric));
+  return Gauge(&family->Add(l));
+}
+
+Histogram Registry::Get(HistogramId id, LabelValues labels) {
+  CheckType(id.metric, MetricType::kHistogram);
+  prometheus::Labels l = LabelsFor(id.metric, labels);
+  absl::Span<const double> b = BucketsOf(InfoOf(id.metric).buckets);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto* family = static_cast<prometheus::Family<prometheus::Histogram>*>(FamilyLocked(id.metric));
+  return Histogram(&family->Add(l, prometheus::Histogram::BucketBoundaries(b.begin(), b.end())));
+}
+
+void Registry::DeclareService(Service service, absl::string_view version) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    bool& declared = families_->declared[static_cast<int>(service)];
+    if (declared) return;
+    declared = true;
+  }
+  for (Metric m : MetricsOf(service)) {
+    if (m == Metric::kBuildInfo) {
+      Get(kBuildInfo, {ServiceName(service), version}).Set(1);
+      continue;
+    }
+    const std::vector<LabelSpec> specs = LabelsOf(m);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      FamilyLocked(m);  // help and type show even before the first series
+    }
+    // Series exist from the start when every label's values are fixed (one fixed label at
+    // most in the catalog; label-less metrics are the case of no label at all).
+    const bool fixed = std::all_of(specs.begin(), specs.end(), [](const LabelSpec& s) { return !s.values.empty(); });
+    if (!fixed || specs.size() > 1) continue;
+    std::vector<std::string> values = specs.empty() ? std::vector<std::string>{""} : specs[0].values;
+    for (const std::string& v : values) {
+      switch (InfoOf(m).type) {
+        case MetricType::kCounter: specs.empty() ? (void)Get(CounterId{m}) : (void)Get(CounterId{m}, {v}); break;
+        case MetricType::kGauge: specs.empty() ? (void)Get(GaugeId{m}) : (void)Get(GaugeId{m}, {v}); break;
+        case MetricType::kHistogram: specs.empty() ? (void)Get(HistogramId{m}) : (void)Get(HistogramId{m}, {v}); break;
+      }
+    }
+  }
+}
+
+std::string Registry::Scrape() const {
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+Registry& DefaultRegistry() {
+  static Registry* registry = new Registry();
+  return *registry;
+}
+
+}  // namespace pcp::metrics

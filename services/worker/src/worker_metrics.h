@@ -1,0 +1,20 @@
+// Private: the worker's byte counters on its Training stream (names in pcp/metrics/catalog.h).
+//
+//   CountSent(message);       // once per message written to the shepherd
+//   CountReceived(message);   // once per message read from it
+#ifndef PCP_WORKER_SRC_WORKER_METRICS_H_
+#define PCP_WORKER_SRC_WORKER_METRICS_H_
+
+#include "pcp/v1/training.pb.h"
+
+namespace pcp::worker {
+
+// pcp_worker_bytes_sent_total{kind}: serialized size; result_chunk = delta, else control.
+void CountSent(const v1::WorkerMessage& message);
+// pcp_worker_bytes_received_total{kind}: parameter_chunk = params, program_chunk = program,
+// shard_chunk = shard, else control.
+void CountReceived(const v1::ShepherdMessage& message);
+
+}  // namespace pcp::worker
+
+#endif  // PCP_WORKER_SRC_WORKER_METRICS_H_
