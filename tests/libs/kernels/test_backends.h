@@ -12,6 +12,9 @@
 #include "absl/status/statusor.h"
 #include "pcp/kernels/backend.h"
 #include "pcp/kernels/cpu_backend.h"
+#ifdef PCP_HAVE_VULKAN
+#include "pcp/kernels/vulkan_backend.h"
+#endif
 
 namespace pcp::testing {
 
@@ -24,7 +27,10 @@ inline const std::vector<TestBackend>& TestBackends() {
   static const auto* backends = new std::vector<TestBackend>{
       {"cpu1", [] { return absl::StatusOr<std::unique_ptr<Backend>>(CreateCpuBackend({.threads = 1})); }},
       {"cpu2", [] { return absl::StatusOr<std::unique_ptr<Backend>>(CreateCpuBackend({.threads = 2})); }},
-      // {"vulkan", [] { return CreateVulkanBackend({}); }},  // when libs/kernels/vulkan lands
+#ifdef PCP_HAVE_VULKAN
+      // Whatever device the loader offers (lavapipe on machines without a GPU); no device: skip.
+      {"vulkan", [] { return CreateVulkanBackend({}); }},
+#endif
   };
   return *backends;
 }

@@ -1,0 +1,68 @@
+// The Vulkan backend: compiles an IR function into compute shaders (GLSL generated per
+// kernel, compiled to SPIR-V at run time by shaderc, cached on disk by source hash) and
+// runs them from one recorded command buffer. Buffers live in device memory, so training
+// state stays on the device between Runs; only CopyIn/CopyOut move bytes to or from the host
+// (through host-visible staging buffers).
+//
+//   PCP_ASSIGN_OR_RETURN(std::unique_ptr<Backend> gpu, CreateVulkanBackend({}));
+//   std::printf("%s\n", gpu->DeviceDescription().c_str());   // "NVIDIA H100 (discrete GPU)"
+//   PCP_ASSIGN_OR_RETURN(auto exe, gpu->Compile(train_step));  // as with any Backend
+//
+// Device choice: the first device whose name contains `device_name` if set, else
+// `device_index` if >= 0, else the best by kind: discrete GPU, integrated GPU, virtual GPU,
+// CPU implementation (e.g. Mesa lavapipe). Devices need Vulkan 1.1+, shaderInt64 and 8-bit
+// storage buffers.
+//
+// Kernels: every elementwise, layout (broadcast/reshape/transpose/slice/concatenate),
+// iota and gather instruction is fused into the kernel of the value that consumes it when
+// it has one use (or is cheap index arithmetic); reductions, dot_general (a tiled matmul
+// whose tile loaders read operands through their fused index expressions) and scatter get
+// their own kernels. Shapes are compiled into the generated source as constants.
+//
+// Types: f32, i32, i64 and i1 (stored one byte per element) are computed as the CPU backend
+// computes them; f16/bf16 values are only moved (layout ops, gather rows), on devices with
+// 16-bit storage buffers; dot_general is f32.
+//
+// Profiling: with PCP_VULKAN_PROFILE=1 every kernel is timed with timestamp queries and each
+// executable prints its 40 heaviest kernels to stderr when destroyed.
+#ifndef PCP_KERNELS_VULKAN_BACKEND_H_
+#define PCP_KERNELS_VULKAN_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "pcp/kernels/backend.h"
+
+namespace pcp {
+
+struct VulkanBackendOptions {
+  int device_index = -1;        // index in ListVulkanDevices(); -1 = best by kind
+  std::string device_name;      // case-insensitive substring of the device name; wins if set
+  std::string shader_cache_dir;  // "" = $XDG_CACHE_HOME/pcp/spirv or ~/.cache/pcp/spirv;
+                                 // "none" disables the disk cache
+};
+
+enum class VulkanDeviceKind { kDiscreteGpu, kIntegratedGpu, kVirtualGpu, kCpu, kOther };
+absl::string_view VulkanDeviceKindName(VulkanDeviceKind kind);  // "discrete GPU", ...
+
+struct VulkanDeviceInfo {
+  int index = 0;
+  std::string name;
+  VulkanDeviceKind kind = VulkanDeviceKind::kOther;
+  std::string api_version;  // "1.3.230"
+  bool usable = false;      // has what the backend needs (compute queue, int64, 8-bit storage)
+  std::string why_unusable;
+};
+
+// Every physical device the loader reports; Unavailable if there is no Vulkan loader/driver.
+absl::StatusOr<std::vector<VulkanDeviceInfo>> ListVulkanDevices();
+
+// Unavailable (with the reason) when no usable device exists.
+absl::StatusOr<std::unique_ptr<Backend>> CreateVulkanBackend(VulkanBackendOptions options = {});
+
+}  // namespace pcp
+
+#endif  // PCP_KERNELS_VULKAN_BACKEND_H_

@@ -1,0 +1,134 @@
+#include "kernel_plan.h"
+
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "pcp/autodiff/verifier.h"
+#include "pcp/base/status_macros.h"
+
+namespace pcp::vulkan {
+
+namespace {
+
+bool IsHalf(DType d) { return d == DType::kF16 || d == DType::kBF16; }
+
+}  // namespace
+
+absl::Status CheckSupported(const Function& f, bool half_moves) {
+  PCP_RETURN_IF_ERROR(Verify(f));
+  for (ValueId p : f.params) {
+    if (IsHalf(f.type(p).dtype) && !half_moves) {
+      return absl::UnimplementedError(absl::StrCat("vulkan backend: ", MlirName(f.type(p).dtype),
+                                                   " values need 16-bit storage, which this device lacks"));
+    }
+  }
+  for (const Instruction& inst : f.instructions) {
+    const DType d = f.type(inst.result).dtype;
+    bool half = IsHalf(d);
+    for (ValueId o : inst.operands) half |= IsHalf(f.type(o).dtype);
+    const bool moves = GetOpCategory(inst.op) == OpCategory::kLayout || inst.op == Op::kConstant ||
+                       (inst.op == Op::kGather && !IsHalf(f.type(inst.operands[1]).dtype));
+    if (half && (!moves || !half_moves)) {
+      return absl::UnimplementedError(absl::StrCat("vulkan backend: ", OpName(inst.op), " on ", MlirName(d),
+                                                   moves ? " (needs 16-bit storage)" : " (f16/bf16 values are only moved)"));
+    }
+  }
+  for (const Instruction& inst : f.instructions) {
+    if (inst.op == Op::kDotGeneral && f.type(inst.result).dtype != DType::kF32) {
+      return absl::UnimplementedError(
+          absl::StrCat("vulkan backend: ", OpName(inst.op), " on ", MlirName(f.type(inst.result).dtype)));
+    }
+    if (inst.op == Op::kIota && f.type(inst.result).dtype == DType::kBool) {
+      return absl::UnimplementedError("vulkan backend: stablehlo.iota on i1");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<KernelPlan> PlanKernels(const Function& f, bool half_moves) {
+  PCP_RETURN_IF_ERROR(CheckSupported(f, half_moves));
+  const size_t n = static_cast<size_t>(f.num_values());
+  KernelPlan plan;
+  plan.materialized.assign(n, false);
+  plan.producer.assign(n, -1);
+  std::vector<int> uses(n, 0);
+  std::vector<bool> is_result(n, false), dense_reader(n, false);
+  for (size_t i = 0; i < f.instructions.size(); ++i) {
+    const Instruction& inst = f.instructions[i];
+    plan.producer[static_cast<size_t>(inst.result)] = static_cast<int>(i);
+    for (size_t k = 0; k < inst.operands.size(); ++k) {
+      const auto v = static_cast<size_t>(inst.operands[k]);
+      ++uses[v];
+      // dot_general re-reads operands per output tile; scatter re-reads indices/updates per
+      // output element: expensive expressions must not be recomputed there.
+      if (inst.op == Op::kDotGeneral || (inst.op == Op::kScatter && k > 0)) dense_reader[v] = true;
+    }
+  }
+  for (ValueId r : f.results) is_result[static_cast<size_t>(r)] = true;
+  for (ValueId p : f.params) plan.materialized[static_cast<size_t>(p)] = true;
+
+  std::vector<bool> cheap(n, false);
+  for (size_t i = 0; i < f.instructions.size(); ++i) {
+    const Instruction& inst = f.instructions[i];
+    const auto v = static_cast<size_t>(inst.result);
+    const TensorType& t = f.type(inst.result);
+    bool operands_cheap = true;
+    for (ValueId o : inst.operands) {
+      operands_cheap &= plan.materialized[static_cast<size_t>(o)] || cheap[static_cast<size_t>(o)];
+    }
+    switch (inst.op) {
+      case Op::kBroadcastInDim:
+      case Op::kReshape:
+      case Op::kTranspose:
+      case Op::kSlice: cheap[v] = operands_cheap; break;
+      case Op::kIota: cheap[v] = true; break;
+      case Op::kConstant: cheap[v] = t.rank() == 0 || t.num_elements() == 1; break;
+      default: break;
+    }
+    bool materialize = is_result[v];
+    KernelKind kind = KernelKind::kMap;
+    if (inst.op == Op::kReduce) {
+      kind = KernelKind::kReduce;
+      materialize = true;
+    } else if (inst.op == Op::kDotGeneral) {
+      kind = KernelKind::kDot;
+      materialize = true;
+    } else if (inst.op == Op::kScatter) {
+      kind = KernelKind::kScatter;
+      materialize = true;
+    } else if (inst.op == Op::kConstant) {
+      materialize = !cheap[v];  // a result that is a constant is uploaded, not computed
+      if (materialize) {
+        plan.materialized[v] = true;
+        plan.constants.push_back(inst.result);
+        continue;
+      }
+      if (is_result[v]) materialize = true;
+    } else if (!cheap[v] && (uses[v] > 1 || dense_reader[v])) {
+      materialize = true;
+    }
+    if (!materialize) continue;
+    plan.materialized[v] = true;
+    plan.kernels.push_back({kind, inst.result, static_cast<int>(i), 1});
+  }
+  // Count the instructions each kernel computes inline (for profiles and stats).
+  std::function<int(ValueId)> count = [&](ValueId v) -> int {
+    const int p = plan.producer[static_cast<size_t>(v)];
+    if (p < 0) return 0;
+    int c = 1;
+    for (ValueId o : f.instructions[static_cast<size_t>(p)].operands) {
+      if (!plan.materialized[static_cast<size_t>(o)]) c += count(o);
+    }
+    return c;
+  };
+  for (PlannedKernel& k : plan.kernels) {
+    int c = 1;
+    for (ValueId o : f.instructions[static_cast<size_t>(k.instruction)].operands) {
+      if (!plan.materialized[static_cast<size_t>(o)]) c += count(o);
+    }
+    k.fused_instructions = c;
+  }
+  return plan;
+}
+
+}  // namespace pcp::vulkan

@@ -1,0 +1,166 @@
+#include "kernel_sources.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "expr_codegen.h"
+#include "glsl_prelude.h"
+
+namespace pcp::vulkan {
+namespace {
+
+absl::string_view ShortName(Op op) {
+  absl::string_view n = OpName(op);
+  return n.substr(n.rfind('.') + 1);
+}
+
+std::string Assemble(const ExprCodegen& gen, DType out, int local_x, const std::string& shared,
+                     const std::string& main_body) {
+  const std::string rest = absl::StrCat("\nlayout(local_size_x = ", local_x, ") in;\n", gen.BufferDeclarations(out),
+                                        shared, "\nvoid main() {\n", main_body, "}\n");
+  return GlslPreludeFor(rest) + rest;
+}
+
+}  // namespace
+
+uint32_t GroupsFor(int64_t n, int64_t per_group) {
+  const int64_t g = (n + per_group - 1) / per_group;
+  return static_cast<uint32_t>(std::clamp<int64_t>(g, 1, 65535));
+}
+
+KernelSource MapKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst) {
+  const TensorType& rt = f.type(inst.result);
+  const int64_t n = rt.num_elements();
+  ExprCodegen gen(f, plan);
+  std::string body;
+  const std::vector<std::string> idx = gen.Delinearize("gid", rt.shape, &body);
+  const std::string v = gen.EmitInstruction(inst, idx, &body);
+  absl::StrAppend(&body, ExprCodegen::Store(rt.dtype, "gid", v));
+  const std::string main_body = absl::StrCat("  for (int gid = int(gl_GlobalInvocationID.x); gid < ", n,
+                                             "; gid += int(gl_NumWorkGroups.x) * 256) {\n", body, "  }\n");
+  KernelSource k;
+  k.name = absl::StrCat("map_", ShortName(inst.op), "_", inst.result);
+  k.glsl = Assemble(gen, rt.dtype, 256, "", main_body);
+  k.inputs = gen.inputs();
+  k.groups[0] = GroupsFor(n, 256);
+  k.empty = n == 0;
+  return k;
+}
+
+KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst) {
+  const TensorType& rt = f.type(inst.result);
+  const TensorType& in = f.type(inst.operands[0]);
+  const DType d = rt.dtype;
+  const char* type = GlslType(d);
+  const bool sum = inst.attrs.reduce_kind == ReduceKind::kSum;
+  std::vector<bool> reduced(in.shape.size(), false);
+  for (int64_t x : inst.attrs.dims) reduced[static_cast<size_t>(x)] = true;
+  Shape kept, red;
+  for (size_t i = 0; i < in.shape.size(); ++i) (reduced[i] ? red : kept).push_back(in.shape[i]);
+  const int64_t outputs = NumElements(kept), rn = NumElements(red);
+  std::string identity, combine_fn;
+  if (sum) {
+    identity = absl::StrCat(type, "(0)");
+  } else if (d == DType::kF32) {
+    identity = "uintBitsToFloat(0xff800000u)";
+  } else if (d == DType::kI32) {
+    identity = "int(0x80000000u)";
+  } else {
+    identity = "int64_t(0x8000000000000000ul)";
+  }
+  auto combine = [&](const std::string& a, const std::string& b) {
+    if (sum) return absl::StrCat("(", a, " + ", b, ")");
+    if (d == DType::kF32) return absl::StrCat("pcp_max(", a, ", ", b, ")");
+    return absl::StrCat("(", a, " > ", b, " ? ", a, " : ", b, ")");
+  };
+  ExprCodegen gen(f, plan);
+  // The element at output `o`, reduced position `r`.
+  std::string element;
+  const std::vector<std::string> oidx = gen.Delinearize("o", kept, &element);
+  const std::vector<std::string> ridx = gen.Delinearize("r", red, &element);
+  std::vector<std::string> idx;
+  for (size_t i = 0, ko = 0, kr = 0; i < in.shape.size(); ++i) idx.push_back(reduced[i] ? ridx[kr++] : oidx[ko++]);
+  const std::string x = gen.Emit(inst.operands[0], idx, &element);
+  absl::StrAppend(&element, "acc = ", combine("acc", x), ";\n");
+  std::string init_body;
+  const std::string init = gen.Emit(inst.operands[1], {}, &init_body);
+  const std::string finish =
+      absl::StrCat(init_body, ExprCodegen::Store(d, "o", combine(init, "acc")));
+
+  KernelSource k;
+  k.name = absl::StrCat("reduce_", sum ? "sum_" : "max_", inst.result);
+  k.inputs = {};
+  k.empty = outputs == 0;
+  // Long reductions: one work group of 64 per output with a shared-memory tree; short
+  // ones: one invocation per output.
+  if (rn >= 64) {
+    const std::string shared = absl::StrCat("shared ", type, " partial[64];\n");
+    const std::string main_body = absl::StrCat(
+        "  int lane = int(gl_LocalInvocationID.x);\n"
+        "  for (int o = int(gl_WorkGroupID.x); o < ", outputs, "; o += int(gl_NumWorkGroups.x)) {\n",
+        "    ", type, " acc = ", identity, ";\n",
+        "    for (int r = lane; r < ", rn, "; r += 64) {\n", element, "    }\n",
+        "    partial[lane] = acc;\n    barrier();\n",
+        "    for (int s = 32; s > 0; s >>= 1) {\n",
+        "      if (lane < s) partial[lane] = ", combine("partial[lane]", "partial[lane + s]"), ";\n",
+        "      barrier();\n    }\n",
+        "    if (lane == 0) {\n      acc = partial[0];\n", finish, "    }\n    barrier();\n  }\n");
+    k.glsl = Assemble(gen, d, 64, shared, main_body);
+    k.groups[0] = GroupsFor(outputs, 1);
+  } else {
+    const std::string main_body = absl::StrCat(
+        "  for (int o = int(gl_GlobalInvocationID.x); o < ", outputs, "; o += int(gl_NumWorkGroups.x) * 64) {\n",
+        "    ", type, " acc = ", identity, ";\n",
+        "    for (int r = 0; r < ", rn, "; ++r) {\n", element, "    }\n", finish, "  }\n");
+    k.glsl = Assemble(gen, d, 64, "", main_body);
+    k.groups[0] = GroupsFor(outputs, 64);
+  }
+  k.inputs = gen.inputs();
+  return k;
+}
+
+KernelSource ScatterKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst) {
+  // out[v, d] = operand[v, d] + sum over i in order with indices[i] == v of updates[i, d]:
+  // each output element is owned by one invocation, so the sums are deterministic and in
+  // the interpreter's order. O(V * D * I): meant for embedding-sized tables.
+  const TensorType& rt = f.type(inst.result);
+  const TensorType& indices = f.type(inst.operands[1]);
+  const int64_t n = rt.num_elements(), ni = indices.num_elements();
+  ExprCodegen gen(f, plan);
+  std::string body;
+  const std::vector<std::string> idx = gen.Delinearize("gid", rt.shape, &body);
+  const std::string base = gen.Emit(inst.operands[0], idx, &body);
+  absl::StrAppend(&body, GlslType(rt.dtype), " acc = ", base, ";\n");
+  std::string loop;
+  const std::vector<std::string> iidx = gen.Delinearize("i", indices.shape, &loop);
+  const std::string k = gen.Emit(inst.operands[1], iidx, &loop);
+  std::string add;
+  std::vector<std::string> uidx = iidx;
+  uidx.insert(uidx.end(), idx.begin() + 1, idx.end());
+  const std::string u = gen.Emit(inst.operands[2], uidx, &add);
+  absl::StrAppend(&body, "for (int i = 0; i < ", ni, "; ++i) {\n", loop, "if (", k, " == ",
+                  GlslType(indices.dtype), "(", idx[0], ")) {\n", add, "acc += ", u, ";\n}\n}\n",
+                  ExprCodegen::Store(rt.dtype, "gid", "acc"));
+  KernelSource ks;
+  ks.name = absl::StrCat("scatter_", inst.result);
+  ks.glsl = Assemble(gen, rt.dtype, 64,"",
+                     absl::StrCat("  for (int gid = int(gl_GlobalInvocationID.x); gid < ", n,
+                                  "; gid += int(gl_NumWorkGroups.x) * 64) {\n", body, "  }\n"));
+  ks.inputs = gen.inputs();
+  ks.groups[0] = GroupsFor(n, 64);
+  ks.empty = n == 0;
+  return ks;
+}
+
+absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan& plan, const PlannedKernel& k) {
+  const Instruction& inst = f.instructions[static_cast<size_t>(k.instruction)];
+  switch (k.kind) {
+    case KernelKind::kMap: return MapKernelSource(f, plan, inst);
+    case KernelKind::kReduce: return ReduceKernelSource(f, plan, inst);
+    case KernelKind::kScatter: return ScatterKernelSource(f, plan, inst);
+    case KernelKind::kDot: return DotKernelSource(f, plan, inst);
+  }
+  return absl::InternalError("unknown kernel kind");
+}
+
+}  // namespace pcp::vulkan

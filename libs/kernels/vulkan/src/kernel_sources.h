@@ -1,0 +1,42 @@
+// GLSL sources for each kind of kernel in a KernelPlan, built on ExprCodegen: the kernel's
+// root instruction and everything inlined into it, the storage buffers it reads (bindings
+// 0..n-1, materialized values) and its output (binding n), and the dispatch size.
+//
+//   PCP_ASSIGN_OR_RETURN(KernelSource src, KernelSourceFor(f, plan, plan.kernels[0]));
+//   compile src.glsl; bind src.inputs then the output; vkCmdDispatch(src.groups...)
+#ifndef PCP_KERNELS_VULKAN_SRC_KERNEL_SOURCES_H_
+#define PCP_KERNELS_VULKAN_SRC_KERNEL_SOURCES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernel_plan.h"
+#include "pcp/autodiff/ir.h"
+
+namespace pcp::vulkan {
+
+struct KernelSource {
+  std::string name;  // "map_add_12", "dot_34", ... (for messages and profiles)
+  std::string glsl;
+  std::vector<ValueId> inputs;  // binding i reads inputs[i]; binding inputs.size() is the output
+  uint32_t groups[3] = {1, 1, 1};
+  bool empty = false;  // nothing to compute (zero elements): no dispatch
+};
+
+absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan& plan, const PlannedKernel& k);
+
+// One kernel family each (kernel_sources.cc, matmul_source.cc).
+KernelSource MapKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
+KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
+KernelSource ScatterKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
+KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
+
+// Work-group count for `n` items of `per_group` each, capped at the portable limit (kernels
+// loop over the rest).
+uint32_t GroupsFor(int64_t n, int64_t per_group);
+
+}  // namespace pcp::vulkan
+
+#endif  // PCP_KERNELS_VULKAN_SRC_KERNEL_SOURCES_H_

@@ -1,0 +1,97 @@
+#include "pcp/kernels/vulkan_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "buffer_pool.h"
+#include "kernel_plan.h"
+#include "pcp/base/status_macros.h"
+#include "shader_compiler.h"
+#include "vulkan_buffer.h"
+#include "vulkan_context.h"
+#include "vulkan_executable.h"
+
+namespace pcp {
+namespace {
+
+using vulkan::BufferPool;
+using vulkan::VulkanBuffer;
+using vulkan::VulkanContext;
+
+class VulkanBackend : public Backend {
+ public:
+  VulkanBackend(std::shared_ptr<BufferPool> pool, std::string cache_dir)
+      : pool_(std::move(pool)), compiler_(std::move(cache_dir)) {
+    const char* p = std::getenv("PCP_VULKAN_PROFILE");
+    profile_ = p != nullptr && *p != '\0' && std::strcmp(p, "0") != 0;
+  }
+
+  std::string Name() const override { return "vulkan"; }
+  std::string DeviceDescription() const override {
+    const VulkanDeviceInfo& info = pool_->context()->info();
+    return absl::StrCat(info.name, " (", VulkanDeviceKindName(info.kind), ", Vulkan ", info.api_version, ")");
+  }
+  absl::Status Supports(const Function& function) const override {
+    return vulkan::CheckSupported(function, pool_->context()->storage_16bit());
+  }
+
+  absl::StatusOr<std::unique_ptr<Executable>> Compile(const Function& function) override {
+    PCP_ASSIGN_OR_RETURN(std::unique_ptr<vulkan::VulkanExecutable> exe,
+                         vulkan::VulkanExecutable::Create(function, pool_, compiler_, profile_));
+    return std::unique_ptr<Executable>(std::move(exe));
+  }
+
+  absl::StatusOr<std::unique_ptr<Buffer>> Allocate(const TensorType& type) override {
+    if ((type.dtype == DType::kF16 || type.dtype == DType::kBF16) && !pool_->context()->storage_16bit()) {
+      return absl::UnimplementedError(
+          absl::StrCat("vulkan backend: no ", MlirName(type.dtype), " buffers (the device lacks 16-bit storage)"));
+    }
+    const int64_t bytes = type.num_elements() * SizeOf(type.dtype);
+    PCP_ASSIGN_OR_RETURN(vulkan::DeviceBuffer b, pool_->Acquire(static_cast<VkDeviceSize>(bytes), false));
+    return std::unique_ptr<Buffer>(new VulkanBuffer(type, b, pool_));
+  }
+
+  absl::Status CopyIn(const Tensor& source, Buffer& destination) override {
+    PCP_ASSIGN_OR_RETURN(VulkanBuffer * dst, Own(&destination));
+    if (source.dtype() != dst->type().dtype || source.shape() != dst->type().shape) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("CopyIn: tensor ", source.TypeString(), " into a buffer of ", dst->type().ToString()));
+    }
+    return vulkan::UploadToBuffer(*pool_, source.raw_data(), static_cast<VkDeviceSize>(dst->bytes()),
+                                  dst->device_buffer());
+  }
+
+  absl::StatusOr<Tensor> CopyOut(const Buffer& source) override {
+    PCP_ASSIGN_OR_RETURN(VulkanBuffer * src, Own(const_cast<Buffer*>(&source)));
+    Tensor t(src->type().dtype, src->type().shape);
+    PCP_RETURN_IF_ERROR(vulkan::DownloadFromBuffer(*pool_, src->device_buffer(), static_cast<VkDeviceSize>(src->bytes()),
+                                                   t.raw_data()));
+    return t;
+  }
+
+ private:
+  absl::StatusOr<VulkanBuffer*> Own(Buffer* b) const {
+    auto* vb = dynamic_cast<VulkanBuffer*>(b);
+    if (vb == nullptr || vb->pool() != pool_.get()) {
+      return absl::InvalidArgumentError("buffer does not belong to this Vulkan backend");
+    }
+    return vb;
+  }
+
+  std::shared_ptr<BufferPool> pool_;
+  vulkan::ShaderCompiler compiler_;
+  bool profile_ = false;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateVulkanBackend(VulkanBackendOptions options) {
+  PCP_ASSIGN_OR_RETURN(std::shared_ptr<VulkanContext> ctx, VulkanContext::Create(options));
+  std::string cache_dir = options.shader_cache_dir;
+  if (cache_dir.empty()) cache_dir = vulkan::ShaderCompiler::DefaultCacheDir();
+  if (cache_dir == "none") cache_dir.clear();
+  return std::unique_ptr<Backend>(new VulkanBackend(std::make_shared<BufferPool>(std::move(ctx)), cache_dir));
+}
+
+}  // namespace pcp

@@ -1,0 +1,281 @@
+#include "vulkan_context.h"
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "pcp/base/status_macros.h"
+
+namespace pcp {
+
+absl::string_view VulkanDeviceKindName(VulkanDeviceKind kind) {
+  switch (kind) {
+    case VulkanDeviceKind::kDiscreteGpu: return "discrete GPU";
+    case VulkanDeviceKind::kIntegratedGpu: return "integrated GPU";
+    case VulkanDeviceKind::kVirtualGpu: return "virtual GPU";
+    case VulkanDeviceKind::kCpu: return "CPU implementation";
+    case VulkanDeviceKind::kOther: return "other";
+  }
+  return "other";
+}
+
+namespace vulkan {
+namespace {
+
+VulkanDeviceKind KindOf(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return VulkanDeviceKind::kDiscreteGpu;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return VulkanDeviceKind::kIntegratedGpu;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return VulkanDeviceKind::kVirtualGpu;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return VulkanDeviceKind::kCpu;
+    default: return VulkanDeviceKind::kOther;
+  }
+}
+
+absl::StatusOr<VkInstance> CreateInstance() {
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "pcp";
+  app.apiVersion = VK_API_VERSION_1_2;
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ci.pApplicationInfo = &app;
+  VkInstance instance = VK_NULL_HANDLE;
+  const VkResult r = vkCreateInstance(&ci, nullptr, &instance);
+  if (r != VK_SUCCESS) {
+    return absl::UnavailableError(absl::StrCat("no Vulkan driver (vkCreateInstance returned ", r, ")"));
+  }
+  return instance;
+}
+
+// Queue family with compute, or -1.
+int ComputeQueueFamily(VkPhysicalDevice pd) {
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, families.data());
+  int best = -1;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+    // Prefer a compute queue without graphics (async compute), else any.
+    if (best < 0 || !(families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) best = static_cast<int>(i);
+  }
+  return best;
+}
+
+VulkanDeviceInfo Describe(VkPhysicalDevice pd, int index) {
+  VkPhysicalDeviceProperties p;
+  vkGetPhysicalDeviceProperties(pd, &p);
+  VulkanDeviceInfo info;
+  info.index = index;
+  info.name = p.deviceName;
+  info.kind = KindOf(p.deviceType);
+  info.api_version = absl::StrCat(VK_API_VERSION_MAJOR(p.apiVersion), ".", VK_API_VERSION_MINOR(p.apiVersion), ".",
+                                  VK_API_VERSION_PATCH(p.apiVersion));
+  VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &s8;
+  if (p.apiVersion < VK_API_VERSION_1_1) {
+    info.why_unusable = "needs Vulkan 1.1";
+  } else {
+    vkGetPhysicalDeviceFeatures2(pd, &f2);
+    if (ComputeQueueFamily(pd) < 0) info.why_unusable = "no compute queue";
+    else if (!f2.features.shaderInt64) info.why_unusable = "no shaderInt64";
+    else if (!s8.storageBuffer8BitAccess) info.why_unusable = "no storageBuffer8BitAccess";
+  }
+  info.usable = info.why_unusable.empty();
+  return info;
+}
+
+int Rank(VulkanDeviceKind k) {
+  switch (k) {
+    case VulkanDeviceKind::kDiscreteGpu: return 0;
+    case VulkanDeviceKind::kIntegratedGpu: return 1;
+    case VulkanDeviceKind::kVirtualGpu: return 2;
+    case VulkanDeviceKind::kCpu: return 3;
+    default: return 4;
+  }
+}
+
+std::vector<VkPhysicalDevice> PhysicalDevices(VkInstance instance) {
+  uint32_t n = 0;
+  vkEnumeratePhysicalDevices(instance, &n, nullptr);
+  std::vector<VkPhysicalDevice> devices(n);
+  vkEnumeratePhysicalDevices(instance, &n, devices.data());
+  devices.resize(n);
+  return devices;
+}
+
+}  // namespace
+
+absl::Status VkCheck(VkResult result, const char* what) {
+  if (result == VK_SUCCESS) return absl::OkStatus();
+  if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": out of memory (VkResult ", result, ")"));
+  }
+  return absl::InternalError(absl::StrCat(what, " failed (VkResult ", result, ")"));
+}
+
+absl::StatusOr<std::shared_ptr<VulkanContext>> VulkanContext::Create(const VulkanBackendOptions& options) {
+  PCP_ASSIGN_OR_RETURN(VkInstance instance, CreateInstance());
+  std::shared_ptr<VulkanContext> ctx(new VulkanContext());
+  ctx->instance_ = instance;
+  const std::vector<VkPhysicalDevice> devices = PhysicalDevices(instance);
+  if (devices.empty()) return absl::UnavailableError("no Vulkan device (the loader reports none)");
+  std::vector<VulkanDeviceInfo> infos;
+  for (size_t i = 0; i < devices.size(); ++i) infos.push_back(Describe(devices[i], static_cast<int>(i)));
+  int chosen = -1;
+  if (!options.device_name.empty()) {
+    const std::string want = absl::AsciiStrToLower(options.device_name);
+    for (const VulkanDeviceInfo& d : infos) {
+      if (absl::StrContains(absl::AsciiStrToLower(d.name), want)) {
+        chosen = d.index;
+        break;
+      }
+    }
+    if (chosen < 0) return absl::NotFoundError(absl::StrCat("no Vulkan device named like '", options.device_name, "'"));
+  } else if (options.device_index >= 0) {
+    if (options.device_index >= static_cast<int>(infos.size())) {
+      return absl::NotFoundError(
+          absl::StrCat("Vulkan device index ", options.device_index, " out of range (", infos.size(), " devices)"));
+    }
+    chosen = options.device_index;
+  } else {
+    for (const VulkanDeviceInfo& d : infos) {
+      if (d.usable && (chosen < 0 || Rank(d.kind) < Rank(infos[chosen].kind))) chosen = d.index;
+    }
+    if (chosen < 0) {
+      return absl::UnavailableError(absl::StrCat("no usable Vulkan device (", infos[0].name, ": ", infos[0].why_unusable, ")"));
+    }
+  }
+  ctx->info_ = infos[chosen];
+  if (!ctx->info_.usable) {
+    return absl::FailedPreconditionError(absl::StrCat("Vulkan device ", ctx->info_.name, ": ", ctx->info_.why_unusable));
+  }
+  ctx->physical_ = devices[chosen];
+  ctx->queue_family_ = static_cast<uint32_t>(ComputeQueueFamily(ctx->physical_));
+
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(ctx->physical_, &props);
+  ctx->timestamp_period_ns_ = props.limits.timestampPeriod;
+  ctx->max_shared_memory_ = props.limits.maxComputeSharedMemorySize;
+  {
+    uint32_t n = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical_, &n, nullptr);
+    std::vector<VkQueueFamilyProperties> families(n);
+    vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical_, &n, families.data());
+    ctx->timestamp_valid_bits_ = families[ctx->queue_family_].timestampValidBits;
+  }
+  vkGetPhysicalDeviceMemoryProperties(ctx->physical_, &ctx->memory_);
+
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = ctx->queue_family_;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+  VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  {
+    VkPhysicalDeviceFeatures2 query{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    query.pNext = &s16;
+    vkGetPhysicalDeviceFeatures2(ctx->physical_, &query);
+    ctx->storage_16bit_ = s16.storageBuffer16BitAccess == VK_TRUE;
+    s16 = VkPhysicalDevice16BitStorageFeatures{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    s16.storageBuffer16BitAccess = ctx->storage_16bit_ ? VK_TRUE : VK_FALSE;
+  }
+  VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+  s8.storageBuffer8BitAccess = VK_TRUE;
+  s8.pNext = &s16;
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &s8;
+  f2.features.shaderInt64 = VK_TRUE;
+  const char* extensions[] = {"VK_KHR_8bit_storage"};
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.pNext = &f2;
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  // 8-bit storage is core in 1.2; name the extension only for 1.1 devices.
+  if (props.apiVersion < VK_API_VERSION_1_2) {
+    dci.enabledExtensionCount = 1;
+    dci.ppEnabledExtensionNames = extensions;
+  }
+  PCP_RETURN_IF_ERROR(VkCheck(vkCreateDevice(ctx->physical_, &dci, nullptr, &ctx->device_), "vkCreateDevice"));
+  vkGetDeviceQueue(ctx->device_, ctx->queue_family_, 0, &ctx->queue_);
+  VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pci.queueFamilyIndex = ctx->queue_family_;
+  PCP_RETURN_IF_ERROR(VkCheck(vkCreateCommandPool(ctx->device_, &pci, nullptr, &ctx->pool_), "vkCreateCommandPool"));
+  VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  PCP_RETURN_IF_ERROR(VkCheck(vkCreateFence(ctx->device_, &fci, nullptr, &ctx->fence_), "vkCreateFence"));
+  return ctx;
+}
+
+VulkanContext::~VulkanContext() {
+  if (device_ != VK_NULL_HANDLE) {
+    vkDeviceWaitIdle(device_);
+    if (fence_ != VK_NULL_HANDLE) vkDestroyFence(device_, fence_, nullptr);
+    if (pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, pool_, nullptr);
+    vkDestroyDevice(device_, nullptr);
+  }
+  if (instance_ != VK_NULL_HANDLE) vkDestroyInstance(instance_, nullptr);
+}
+
+absl::StatusOr<uint32_t> VulkanContext::FindMemoryType(uint32_t type_bits, VkMemoryPropertyFlags required) const {
+  for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
+    if ((type_bits & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & required) == required) return i;
+  }
+  return absl::ResourceExhaustedError(absl::StrCat("no Vulkan memory type with flags ", required));
+}
+
+absl::StatusOr<VkCommandBuffer> VulkanContext::AllocateCommandBuffer() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = pool_;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  PCP_RETURN_IF_ERROR(VkCheck(vkAllocateCommandBuffers(device_, &ai, &cb), "vkAllocateCommandBuffers"));
+  return cb;
+}
+
+void VulkanContext::FreeCommandBuffer(VkCommandBuffer cb) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  vkFreeCommandBuffers(device_, pool_, 1, &cb);
+}
+
+absl::Status VulkanContext::Submit(VkCommandBuffer cb) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cb;
+  PCP_RETURN_IF_ERROR(VkCheck(vkQueueSubmit(queue_, 1, &si, fence_), "vkQueueSubmit"));
+  const VkResult r = vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
+  vkResetFences(device_, 1, &fence_);
+  return VkCheck(r, "vkWaitForFences");
+}
+
+absl::Status VulkanContext::SubmitAndWait(const std::function<void(VkCommandBuffer)>& record) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  PCP_ASSIGN_OR_RETURN(VkCommandBuffer cb, AllocateCommandBuffer());
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  vkBeginCommandBuffer(cb, &bi);
+  record(cb);
+  vkEndCommandBuffer(cb);
+  absl::Status s = Submit(cb);
+  FreeCommandBuffer(cb);
+  return s;
+}
+
+}  // namespace vulkan
+
+absl::StatusOr<std::vector<VulkanDeviceInfo>> ListVulkanDevices() {
+  PCP_ASSIGN_OR_RETURN(VkInstance instance, vulkan::CreateInstance());
+  std::vector<VulkanDeviceInfo> infos;
+  const std::vector<VkPhysicalDevice> devices = vulkan::PhysicalDevices(instance);
+  for (size_t i = 0; i < devices.size(); ++i) infos.push_back(vulkan::Describe(devices[i], static_cast<int>(i)));
+  vkDestroyInstance(instance, nullptr);
+  return infos;
+}
+
+}  // namespace pcp

@@ -1,0 +1,77 @@
+// The Vulkan instance, the chosen physical device, a logical device with one compute queue
+// and a command pool, shared (std::shared_ptr) by the backend, its buffers and executables.
+//
+//   PCP_ASSIGN_OR_RETURN(std::shared_ptr<VulkanContext> ctx, VulkanContext::Create(options));
+//   PCP_RETURN_IF_ERROR(ctx->SubmitAndWait([&](VkCommandBuffer cb) { vkCmdCopyBuffer(...); }));
+#ifndef PCP_KERNELS_VULKAN_SRC_VULKAN_CONTEXT_H_
+#define PCP_KERNELS_VULKAN_SRC_VULKAN_CONTEXT_H_
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "pcp/kernels/vulkan_backend.h"
+
+namespace pcp::vulkan {
+
+// "vkCreateDevice: VK_ERROR_...(-3)" as an Internal status; OK for VK_SUCCESS.
+absl::Status VkCheck(VkResult result, const char* what);
+
+class VulkanContext {
+ public:
+  static absl::StatusOr<std::shared_ptr<VulkanContext>> Create(const VulkanBackendOptions& options);
+  ~VulkanContext();
+  VulkanContext(const VulkanContext&) = delete;
+  VulkanContext& operator=(const VulkanContext&) = delete;
+
+  VkDevice device() const { return device_; }
+  VkPhysicalDevice physical_device() const { return physical_; }
+  const VulkanDeviceInfo& info() const { return info_; }
+  bool timestamps() const { return timestamp_valid_bits_ > 0; }
+  double timestamp_period_ns() const { return timestamp_period_ns_; }
+  uint32_t max_shared_memory() const { return max_shared_memory_; }
+  // storageBuffer16BitAccess is available and enabled (f16/bf16 buffers can be moved).
+  bool storage_16bit() const { return storage_16bit_; }
+
+  // A memory type with all `required` flags among `type_bits`.
+  absl::StatusOr<uint32_t> FindMemoryType(uint32_t type_bits, VkMemoryPropertyFlags required) const;
+
+  // Held while recording a command buffer from the context's pool (Vulkan requires the pool
+  // to be externally synchronized; executables may record from different threads).
+  std::unique_lock<std::recursive_mutex> LockCommandPool() { return std::unique_lock<std::recursive_mutex>(mu_); }
+  // Allocates a primary command buffer from the context's pool.
+  absl::StatusOr<VkCommandBuffer> AllocateCommandBuffer();
+  void FreeCommandBuffer(VkCommandBuffer cb);
+  // Submits a recorded command buffer and waits for it to finish.
+  absl::Status Submit(VkCommandBuffer cb);
+  // Records `record` into a one-time command buffer, submits it and waits.
+  absl::Status SubmitAndWait(const std::function<void(VkCommandBuffer)>& record);
+
+ private:
+  VulkanContext() = default;
+
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  VulkanDeviceInfo info_;
+  VkPhysicalDeviceMemoryProperties memory_{};
+  uint32_t timestamp_valid_bits_ = 0;
+  double timestamp_period_ns_ = 1.0;
+  uint32_t max_shared_memory_ = 16384;
+  bool storage_16bit_ = false;
+  std::recursive_mutex mu_;  // queue, command pool and recording into its buffers
+};
+
+}  // namespace pcp::vulkan
+
+#endif  // PCP_KERNELS_VULKAN_SRC_VULKAN_CONTEXT_H_

@@ -1,0 +1,92 @@
+// A compiled function on the Vulkan backend: one compute pipeline per distinct kernel
+// source, one descriptor set per kernel, device buffers for every materialized value, and
+// one command buffer recorded for a binding of argument/result buffers and re-recorded only
+// when a Run binds different buffers. Run submits it and waits; nothing passes through the
+// host. Results are written after all kernels ran (copied from the executable's buffers),
+// so a result buffer may alias an argument.
+//
+// With PCP_VULKAN_PROFILE=1 each dispatch is bracketed by timestamp queries; the destructor
+// prints the 40 heaviest kernels (total ms over all Runs) to stderr.
+#ifndef PCP_KERNELS_VULKAN_SRC_VULKAN_EXECUTABLE_H_
+#define PCP_KERNELS_VULKAN_SRC_VULKAN_EXECUTABLE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "buffer_pool.h"
+#include "kernel_plan.h"
+#include "kernel_sources.h"
+#include "pcp/kernels/backend.h"
+#include "shader_compiler.h"
+
+namespace pcp::vulkan {
+
+struct VulkanExecutableStats {
+  int num_instructions = 0;
+  int num_kernels = 0;        // dispatches per Run
+  int num_pipelines = 0;      // distinct kernel sources
+  int64_t buffer_bytes = 0;    // executable-owned device memory (values and constants)
+  int64_t unshared_bytes = 0;  // what kernel outputs would take without sharing buffers
+  double codegen_seconds = 0;   // planning and GLSL generation
+  double shaderc_seconds = 0;   // GLSL -> SPIR-V (0 for sources found in the caches)
+  double pipeline_seconds = 0;  // vkCreateComputePipelines (the driver's compiler)
+};
+
+class VulkanExecutable : public Executable {
+ public:
+  static absl::StatusOr<std::unique_ptr<VulkanExecutable>> Create(const Function& f, std::shared_ptr<BufferPool> pool,
+                                                                   ShaderCompiler& compiler, bool profile);
+  ~VulkanExecutable() override;
+
+  const Function& function() const override { return f_; }
+  absl::Status Run(absl::Span<Buffer* const> args, absl::Span<Buffer* const> results) override;
+  VulkanExecutableStats stats() const;
+  // One line per kernel in dispatch order.
+  std::string DescribeSchedule() const;
+
+ private:
+  struct Pipeline {
+    VkShaderModule module = VK_NULL_HANDLE;
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+    VkPipeline pipeline = VK_NULL_HANDLE;
+  };
+  struct Kernel {
+    KernelSource src;
+    ValueId value = kNoValue;
+    int fused_instructions = 1;
+    int pipeline = -1;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    double total_ms = 0;
+  };
+
+  VulkanExecutable(Function f, std::shared_ptr<BufferPool> pool) : f_(std::move(f)), pool_(std::move(pool)) {}
+  absl::Status Build(ShaderCompiler& compiler, bool profile);
+  absl::Status AssignBuffers();
+  absl::Status Bind(const std::vector<VkBuffer>& args, const std::vector<VkBuffer>& results);
+  VkBuffer BufferOf(ValueId v, const std::vector<VkBuffer>& args) const;
+  void CollectTimestamps();
+
+  Function f_;
+  std::shared_ptr<BufferPool> pool_;
+  KernelPlan plan_;
+  std::vector<Pipeline> pipelines_;
+  std::vector<Kernel> kernels_;
+  std::vector<DeviceBuffer> value_buffers_;   // per value; empty for params and inlined values
+  std::vector<DeviceBuffer> owned_buffers_;   // distinct buffers behind value_buffers_
+  std::vector<DeviceBuffer> result_temps_;    // per result whose value is a parameter
+  std::vector<int> param_index_;              // per value: parameter position or -1
+  VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cb_ = VK_NULL_HANDLE;
+  VkQueryPool queries_ = VK_NULL_HANDLE;
+  bool recorded_ = false;
+  std::vector<VkBuffer> bound_args_, bound_results_;
+  int runs_ = 0;
+  double codegen_seconds_ = 0, shaderc_seconds_ = 0, pipeline_seconds_ = 0;
+};
+
+}  // namespace pcp::vulkan
+
+#endif  // PCP_KERNELS_VULKAN_SRC_VULKAN_EXECUTABLE_H_
