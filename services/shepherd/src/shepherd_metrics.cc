@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "pcp/metrics/registry.h"
+#include "pcp/rpc/traffic_kind.h"
 
 namespace pcp::shepherd {
 namespace {
@@ -46,24 +47,13 @@ class AdminMetricsFactory final : public grpc::experimental::ServerInterceptorFa
 }  // namespace
 
 void CountSent(const v1::ShepherdMessage& message) {
-  static const Counter params = metrics::Get(metrics::kShepherdBytesSentTotal, {"params"});
-  static const Counter program = metrics::Get(metrics::kShepherdBytesSentTotal, {"program"});
-  static const Counter shard = metrics::Get(metrics::kShepherdBytesSentTotal, {"shard"});
-  static const Counter control = metrics::Get(metrics::kShepherdBytesSentTotal, {"control"});
-  const double bytes = static_cast<double>(message.ByteSizeLong());
-  switch (message.kind_case()) {
-    case v1::ShepherdMessage::kParameterChunk: params.Increment(bytes); break;
-    case v1::ShepherdMessage::kProgramChunk: program.Increment(bytes); break;
-    case v1::ShepherdMessage::kShardChunk: shard.Increment(bytes); break;
-    default: control.Increment(bytes); break;
-  }
+  metrics::Get(metrics::kShepherdBytesSentTotal, {TrafficKind(message)})
+      .Increment(static_cast<double>(message.ByteSizeLong()));
 }
 
 void CountReceived(const v1::WorkerMessage& message) {
-  static const Counter delta = metrics::Get(metrics::kShepherdBytesReceivedTotal, {"delta"});
-  static const Counter control = metrics::Get(metrics::kShepherdBytesReceivedTotal, {"control"});
-  const double bytes = static_cast<double>(message.ByteSizeLong());
-  (message.kind_case() == v1::WorkerMessage::kResultChunk ? delta : control).Increment(bytes);
+  metrics::Get(metrics::kShepherdBytesReceivedTotal, {TrafficKind(message)})
+      .Increment(static_cast<double>(message.ByteSizeLong()));
 }
 
 std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> AdminMetricsInterceptors() {

@@ -9,10 +9,9 @@
 
 namespace pcp::worker {
 
-// pcp_worker_bytes_sent_total{kind}: serialized size; result_chunk = delta, else control.
+// pcp_worker_bytes_sent_total{kind} / pcp_worker_bytes_received_total{kind}: the serialized
+// size, by pcp/rpc/traffic_kind.h's kind.
 void CountSent(const v1::WorkerMessage& message);
-// pcp_worker_bytes_received_total{kind}: parameter_chunk = params, program_chunk = program,
-// shard_chunk = shard, else control.
 void CountReceived(const v1::ShepherdMessage& message);
 
 }  // namespace pcp::worker

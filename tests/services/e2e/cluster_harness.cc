@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <filesystem>
+#include <regex>
 #include <utility>
 
 #include <grpcpp/grpcpp.h>
@@ -31,6 +32,15 @@ absl::Time LogLineTime(const std::string& line, absl::Time fallback) {
     return fallback;
   }
   return t;
+}
+
+std::vector<RoundLine> RoundsFromLog(const std::string& log, const std::string& job_id) {
+  std::regex line("job " + job_id + R"(: round (\d+)/\d+ complete: (\d+) workers \(.*\), train loss ([0-9.]+))");
+  std::vector<RoundLine> rounds;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
+    rounds.push_back({std::stoi((*it)[1].str()), std::stoi((*it)[2].str()), std::stod((*it)[3].str())});
+  }
+  return rounds;
 }
 
 void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) {

@@ -159,6 +159,16 @@ class ClusterHarness {
 // time with milliseconds); `fallback` when the line carries no such time.
 absl::Time LogLineTime(const std::string& line, absl::Time fallback);
 
+// One completed round of a job, as the shepherd logs it:
+// "job J: round 3/6 complete: 2 workers (node-1, node-2), train loss 3.2109, ...".
+struct RoundLine {
+  int round = 0;
+  int workers = 0;
+  double train_loss = 0;
+};
+// Every completed round of `job_id` in a shepherd log, in order.
+std::vector<RoundLine> RoundsFromLog(const std::string& log, const std::string& job_id);
+
 // A ClientContext deadline `timeout` from now.
 void SetDeadline(grpc::ClientContext* context, absl::Duration timeout = absl::Seconds(20));
 

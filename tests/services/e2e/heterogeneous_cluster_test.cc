@@ -7,7 +7,6 @@
 // reports Unavailable); any other failure to create it fails the test.
 #include <cmath>
 #include <cstdio>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -21,22 +20,6 @@
 
 namespace pcp::testing {
 namespace {
-
-struct RoundLine {
-  int round = 0;
-  int workers = 0;
-  double train_loss = NAN;
-};
-
-// "job J: round 3/4 complete: 2 workers (node-1, node-2), train loss 3.2109, ..."
-std::vector<RoundLine> RoundsFromLog(const std::string& log, const std::string& job_id) {
-  std::regex line("job " + job_id + R"(: round (\d+)/\d+ complete: (\d+) workers \(.*\), train loss ([0-9.]+))");
-  std::vector<RoundLine> rounds;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
-    rounds.push_back({std::stoi((*it)[1].str()), std::stoi((*it)[2].str()), std::stod((*it)[3].str())});
-  }
-  return rounds;
-}
 
 TEST(HeterogeneousClusterTest, CpuAndVulkanWorkersTrainOneJob) {
   {
