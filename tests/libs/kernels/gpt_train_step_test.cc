@@ -11,13 +11,14 @@
 #include "pcp/models/gpt.h"
 #include "pcp/testing/tensor_testing.h"
 #include "test_backends.h"
+#include "train_step_args.h"
 
 namespace pcp {
 namespace {
 
 using ::pcp::testing::MaxRelativeError;
-using ::pcp::testing::RandomTensor;
 using ::pcp::testing::TestBackends;
+using ::pcp::testing::TrainStepArgs;
 
 constexpr int kSteps = 3;
 
@@ -40,16 +41,7 @@ TEST_P(GptTrainStepTest, MatchesInterpreterOverSeveralInPlaceSteps) {
 
   // Arguments: params, m, v (zeros), step, lr, tokens, targets.
   const size_t n = init->size();
-  std::vector<Tensor> args;
-  for (const NamedTensor& p : *init) args.push_back(p.tensor);
-  for (int k = 0; k < 2; ++k) {
-    for (const NamedTensor& p : *init) args.push_back(Tensor(DType::kF32, p.tensor.shape()));
-  }
-  args.push_back(Tensor::Scalar<float>(1.0f));
-  args.push_back(Tensor::Scalar<float>(3e-3f));
-  const TensorType ids{DType::kI32, {batch, config.block_size}};
-  args.push_back(RandomTensor(ids, 1, 0, config.vocab_size));
-  args.push_back(RandomTensor(ids, 2, 0, config.vocab_size));
+  std::vector<Tensor> args = TrainStepArgs(*init, 3e-3f, batch, config.block_size, config.vocab_size, 1);
   ASSERT_EQ(args.size(), step->params.size());
 
   absl::StatusOr<std::unique_ptr<Executable>> exe = (*backend)->Compile(*step);

@@ -19,12 +19,14 @@
 #include "pcp/models/gpt.h"
 #include "pcp/testing/temp_dir.h"
 #include "pcp/testing/tensor_testing.h"
+#include "train_step_args.h"
 
 namespace pcp {
 namespace {
 
 using ::pcp::testing::MaxRelativeError;
 using ::pcp::testing::RandomTensor;
+using ::pcp::testing::TrainStepArgs;
 
 #define PCP_VULKAN_OR_SKIP(var, options)                                    \
   absl::StatusOr<std::unique_ptr<Backend>> var = CreateVulkanBackend(options); \
@@ -74,16 +76,7 @@ TEST(VulkanBackendTest, GptTrainStepMatchesCpuBackend) {
   absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(config, 11);
   ASSERT_TRUE(init.ok()) << init.status();
   const size_t n = init->size();
-  std::vector<Tensor> args;
-  for (const NamedTensor& p : *init) args.push_back(p.tensor);
-  for (int k = 0; k < 2; ++k) {
-    for (const NamedTensor& p : *init) args.push_back(Tensor(DType::kF32, p.tensor.shape()));
-  }
-  args.push_back(Tensor::Scalar<float>(1.0f));
-  args.push_back(Tensor::Scalar<float>(1e-3f));
-  const TensorType ids{DType::kI32, {batch, config.block_size}};
-  args.push_back(RandomTensor(ids, 3, 0, config.vocab_size));
-  args.push_back(RandomTensor(ids, 4, 0, config.vocab_size));
+  const std::vector<Tensor> args = TrainStepArgs(*init, 1e-3f, batch, config.block_size, config.vocab_size, 3);
 
   std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 1});
   std::vector<Tensor> cpu_state, vk_state;
