@@ -46,14 +46,12 @@ class AdminMetricsFactory final : public grpc::experimental::ServerInterceptorFa
 
 }  // namespace
 
-void CountSent(const v1::ShepherdMessage& message) {
-  metrics::Get(metrics::kShepherdBytesSentTotal, {TrafficKind(message)})
-      .Increment(static_cast<double>(message.ByteSizeLong()));
+void CountSent(const v1::ShepherdMessage& message, size_t bytes) {
+  metrics::Get(metrics::kShepherdBytesSentTotal, {TrafficKind(message)}).Increment(static_cast<double>(bytes));
 }
 
-void CountReceived(const v1::WorkerMessage& message) {
-  metrics::Get(metrics::kShepherdBytesReceivedTotal, {TrafficKind(message)})
-      .Increment(static_cast<double>(message.ByteSizeLong()));
+void CountReceived(const v1::WorkerMessage& message, size_t bytes) {
+  metrics::Get(metrics::kShepherdBytesReceivedTotal, {TrafficKind(message)}).Increment(static_cast<double>(bytes));
 }
 
 std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> AdminMetricsInterceptors() {

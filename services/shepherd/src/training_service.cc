@@ -1,5 +1,7 @@
 #include "training_service.h"
 
+#include "absl/strings/str_cat.h"
+#include "pcp/rpc/chunk_wire.h"
 #include "pcp/rpc/grpc_status.h"
 #include "shepherd_metrics.h"
 #include "spdlog/spdlog.h"
@@ -9,7 +11,10 @@ namespace {
 
 // Reads with StartRead/OnReadDone and writes what the session hands it, one message at a
 // time. Every reaction returns at once: the session only queues, copies and validates.
-class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::ShepherdMessage>,
+// Messages travel as raw ByteBuffers so that chunk data is neither copied into protobuf
+// messages on the way out nor out of them on the way in (pcp/rpc/chunk_wire.h); the bytes
+// on the wire are the same protobuf messages as with the generated typed API.
+class ConnectReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
                              public SessionTransport {
  public:
   ConnectReactor(grpc::CallbackServerContext* context, std::shared_ptr<WorkerSession> session)
@@ -28,11 +33,20 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v
       }
       return;
     }
-    CountReceived(in_);
-    session_->OnRead(in_);
+    const size_t bytes = in_.Length();
+    if (absl::Status parsed = parser_.Parse(&in_, kResultChunkDataPath, &message_); !parsed.ok()) {
+      session_->Close(absl::InvalidArgumentError(
+          absl::StrCat("a message of ", bytes, " bytes is not a valid pcp.v1.WorkerMessage: ", parsed.message())));
+      return;
+    }
+    CountReceived(message_, bytes);
+    session_->OnRead(message_, parser_.payload());
     if (session_->reading()) StartRead(&in_);
   }
-  void OnWriteDone(bool ok) override { session_->OnWriteDone(ok); }
+  void OnWriteDone(bool ok) override {
+    out_.Clear();
+    session_->OnWriteDone(ok);
+  }
   void OnCancel() override { session_->OnCancelled(); }
   void OnDone() override {
     spdlog::debug("Connect stream of session {} done", session_->session_id());
@@ -41,9 +55,15 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v
   }
 
   // SessionTransport
-  void StartWrite(const v1::ShepherdMessage* message) override {
-    CountSent(*message);
-    ServerBidiReactor::StartWrite(message);
+  void StartWrite(const v1::ShepherdMessage* message, const ChunkPayload* payload) override {
+    if (payload != nullptr) {
+      out_ = SerializeWithPayload(*message, kParameterChunkDataPath, *payload);
+    } else {
+      grpc::Slice slice(message->SerializeAsString());
+      out_ = grpc::ByteBuffer(&slice, 1);
+    }
+    CountSent(*message, out_.Length());
+    ServerBidiReactor::StartWrite(&out_);
   }
   void Finish(const absl::Status& status) override { ServerBidiReactor::Finish(ToGrpcStatus(status)); }
   void Cancel() override { context_->TryCancel(); }
@@ -51,12 +71,14 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v
  private:
   grpc::CallbackServerContext* context_;
   std::shared_ptr<WorkerSession> session_;
-  v1::WorkerMessage in_;
+  grpc::ByteBuffer in_, out_;
+  ChunkMessageParser parser_;
+  v1::WorkerMessage message_;
 };
 
 }  // namespace
 
-grpc::ServerBidiReactor<v1::WorkerMessage, v1::ShepherdMessage>* TrainingService::Connect(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TrainingService::Connect(
     grpc::CallbackServerContext* context) {
   return new ConnectReactor(context, registry_->NewSession(context->peer()));
 }

@@ -11,11 +11,13 @@
 
 namespace pcp::shepherd {
 
-class TrainingService final : public v1::Training::CallbackService {
+// Connect is served on raw ByteBuffers (the generated WithRawCallbackMethod_Connect) for
+// zero-copy chunk data; clients see the ordinary pcp.v1.Training service.
+class TrainingService final : public v1::Training::WithRawCallbackMethod_Connect<v1::Training::Service> {
  public:
   explicit TrainingService(WorkerRegistry* registry) : registry_(registry) {}
 
-  grpc::ServerBidiReactor<v1::WorkerMessage, v1::ShepherdMessage>* Connect(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Connect(
       grpc::CallbackServerContext* context) override;
 
  private:

@@ -76,20 +76,20 @@ void WorkerSession::NotePendingProgram(const std::string& hash) {
 
 // ------------------------------------------------------------------------------ inbound
 
-void WorkerSession::OnRead(const v1::WorkerMessage& message) {
+void WorkerSession::OnRead(const v1::WorkerMessage& message, DataPieces payload) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_receive_ = std::chrono::steady_clock::now();
     if (finish_status_.has_value()) return;
   }
-  absl::Status status = Handle(message);
+  absl::Status status = Handle(message, payload);
   if (!status.ok()) {
     spdlog::warn("worker session {} ({}): {}", session_id_, joined_ ? supervisor_id() : peer_, status.message());
     Close(status);
   }
 }
 
-absl::Status WorkerSession::Handle(const v1::WorkerMessage& message) {
+absl::Status WorkerSession::Handle(const v1::WorkerMessage& message, DataPieces payload) {
   if (!joined_) {
     if (message.kind_case() != v1::WorkerMessage::kJoin) {
       return absl::FailedPreconditionError("the first message of Training.Connect must be a Join");
@@ -107,7 +107,7 @@ absl::Status WorkerSession::Handle(const v1::WorkerMessage& message) {
       observer_->OnReady(self, message.ready());
       return absl::OkStatus();
     case v1::WorkerMessage::kResultChunk:
-      return HandleResultChunk(message.result_chunk());
+      return HandleResultChunk(message.result_chunk(), payload);
     case v1::WorkerMessage::kRoundResult:
       return HandleRoundResult(message.round_result());
     case v1::WorkerMessage::kError: {
@@ -182,7 +182,7 @@ absl::Status WorkerSession::HandleJoin(const v1::Join& join) {
   return absl::OkStatus();
 }
 
-absl::Status WorkerSession::HandleResultChunk(const v1::ResultChunk& chunk) {
+absl::Status WorkerSession::HandleResultChunk(const v1::ResultChunk& chunk, DataPieces payload) {
   std::lock_guard<std::mutex> lock(mu_);
   if (chunk.round() != 0 && chunk.round() == abandoned_round_) return absl::OkStatus();  // late, dropped
   if (expected_round_ == 0 || chunk.round() != expected_round_ || !assembler_.has_value()) {
@@ -191,7 +191,7 @@ absl::Status WorkerSession::HandleResultChunk(const v1::ResultChunk& chunk) {
         expected_round_ == 0 ? std::string(", but no round is running on this worker")
                              : absl::StrCat(", but the worker is on round ", expected_round_)));
   }
-  absl::Status s = assembler_->Add(chunk.chunk());
+  absl::Status s = payload.empty() ? assembler_->Add(chunk.chunk()) : assembler_->AddPieces(chunk.chunk(), payload);
   if (!s.ok()) return Annotate(s, absl::StrCat("result for round ", chunk.round()));
   return absl::OkStatus();
 }
@@ -299,6 +299,7 @@ void WorkerSession::SendHeartbeat() {
 
 bool WorkerSession::NextMessageLocked() {
   current_.Clear();
+  current_payload_.reset();
   if (heartbeat_due_) {
     heartbeat_due_ = false;
     v1::Heartbeat* hb = current_.mutable_heartbeat();
@@ -320,7 +321,7 @@ bool WorkerSession::NextMessageLocked() {
       }
       v1::ParameterChunk* p = current_.mutable_parameter_chunk();
       p->set_round(ts->round);
-      ts->chunker.Next(p->mutable_chunk());
+      ts->chunker.Next(p->mutable_chunk(), &current_payload_.emplace());
       if (ts->chunker.done()) outbox_.pop_front();
       return true;
     }
@@ -356,7 +357,7 @@ void WorkerSession::Pump() {
     transport = transport_;
   }
   if (write) {
-    transport->StartWrite(&current_);
+    transport->StartWrite(&current_, current_payload_.has_value() ? &*current_payload_ : nullptr);
   } else {
     transport->Finish(finish);
   }

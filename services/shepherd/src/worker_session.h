@@ -1,6 +1,10 @@
 // Private: one worker's Training.Connect stream as the shepherd sees it, without gRPC types
 // (the reactor in training_service.cc implements SessionTransport and feeds the session).
 //
+// θ chunks go out without copying the parameters (the transport gets the chunk's bytes as
+// a ChunkPayload), and Δ chunks come in as views of gRPC's receive buffers, copied once
+// into the assembled tensors.
+//
 // Inbound, the session checks the protocol (Join first and once, chunks only for the round it
 // was told to expect, Δ of exactly the announced specs, chunk sizes within limits) and turns
 // valid messages into SessionObserver calls; any violation ends the stream with a status
@@ -42,8 +46,10 @@ class WorkerSession;
 class SessionTransport {
  public:
   virtual ~SessionTransport() = default;
-  // One write at a time; `message` stays alive until OnWriteDone.
-  virtual void StartWrite(const v1::ShepherdMessage* message) = 0;
+  // One write at a time; `message` (and `payload`) stay alive until OnWriteDone. With a
+  // payload, `message` is a parameter_chunk whose data field is empty and the chunk's bytes
+  // are payload's, to be sent without copying (pcp/rpc/chunk_wire.h).
+  virtual void StartWrite(const v1::ShepherdMessage* message, const ChunkPayload* payload) = 0;
   // Ends the RPC with `status` (no write in flight).
   virtual void Finish(const absl::Status& status) = 0;
   // Cancels the RPC so that a write stuck behind a dead peer completes (with ok = false).
@@ -87,7 +93,9 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
   void AttachTransport(SessionTransport* transport);
 
   // ---- from the transport (one call at a time per direction)
-  void OnRead(const v1::WorkerMessage& message);
+  // `payload`: a result_chunk's data, when the transport parsed it out of the message
+  // without copying (its data field is then empty); views valid during the call.
+  void OnRead(const v1::WorkerMessage& message, DataPieces payload = {});
   // The peer half-closed, or the stream broke.
   void OnReadsDone();
   void OnWriteDone(bool ok);
@@ -141,9 +149,9 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
   };
   using Item = std::variant<v1::ShepherdMessage, TensorStream, BlobStream>;
 
-  absl::Status Handle(const v1::WorkerMessage& message);
+  absl::Status Handle(const v1::WorkerMessage& message, DataPieces payload);
   absl::Status HandleJoin(const v1::Join& join);
-  absl::Status HandleResultChunk(const v1::ResultChunk& chunk);
+  absl::Status HandleResultChunk(const v1::ResultChunk& chunk, DataPieces payload);
   absl::Status HandleRoundResult(const v1::RoundResult& result);
   // Under mu_: fills current_ with the next message; false when nothing is queued.
   bool NextMessageLocked();
@@ -163,6 +171,7 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
   bool heartbeat_due_ = false;
   uint64_t heartbeat_seq_ = 0;
   v1::ShepherdMessage current_;
+  std::optional<ChunkPayload> current_payload_;  // current_'s chunk data, sent zero-copy
   bool write_in_flight_ = false;
   bool write_broken_ = false;
   std::optional<absl::Status> finish_status_;  // Close was called

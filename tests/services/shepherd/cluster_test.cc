@@ -298,7 +298,10 @@ TEST(ClusterTest, StalledWorkerIsLeftBehindAtTheRoundDeadline) {
     return true;
   });
   EXPECT_EQ(result.state(), v1::JOB_STATE_COMPLETED) << c.shepherd->LogTail(40);
-  ASSERT_EQ(rounds.size(), 2u);  // rounds 2 and 3 (round 1 ended before the watch began)
+  // Rounds 2 and 3. Round 1 ended before the watch began, but its validation loss, measured
+  // in the background, may still arrive as a progress event for round 1.
+  rounds.erase(1);
+  ASSERT_EQ(rounds.size(), 2u);
   for (const auto& [r, p] : rounds) {
     EXPECT_EQ(p.workers_in_last_round(), 1u);
     EXPECT_GE(p.round_time_s(), 1.9);
