@@ -70,9 +70,7 @@ class PrometheusClusterTest : public ::testing::Test {
     ASSERT_TRUE(dir.ok()) << dir.status();
     dir_ = new TempDir(*std::move(dir));
     cluster_ = new ClusterHarness(dir_->path() + "/cluster");
-    ASSERT_TRUE(cluster_->StartShepherd().ok()) << cluster_->Logs();
-    ASSERT_TRUE(cluster_->StartSupervisors(2).ok()) << cluster_->Logs();
-    ASSERT_TRUE(cluster_->WaitForWorkers(2, absl::Seconds(120)).ok()) << cluster_->Logs();
+    ASSERT_TRUE(cluster_->StartCluster(2).ok()) << cluster_->Logs();
 
     // Target files from the cluster's endpoints, one list per scrape job.
     PrometheusOptions options{.deploy_dir = PCP_SOURCE_DIR "/deploy/prometheus", .dir = dir_->path() + "/prometheus",

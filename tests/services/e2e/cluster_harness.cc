@@ -119,6 +119,12 @@ absl::Status ClusterHarness::StartSupervisors(int n, const std::string& backend)
   return absl::OkStatus();
 }
 
+absl::Status ClusterHarness::StartCluster(int workers, absl::Duration timeout) {
+  if (absl::Status s = StartShepherd(); !s.ok()) return s;
+  if (absl::Status s = StartSupervisors(workers); !s.ok()) return s;
+  return WaitForWorkers(workers, timeout);
+}
+
 pid_t ClusterHarness::WorkerPid(int i) {
   std::vector<pid_t> children = ChildrenOf(supervisors_[i]->pid());
   for (pid_t child : children) pids_seen_.insert(child);

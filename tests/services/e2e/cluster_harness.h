@@ -3,9 +3,7 @@
 //
 //   absl::StatusOr<TempDir> dir = TempDir::Create();
 //   ClusterHarness cluster(dir->path());
-//   ASSERT_TRUE(cluster.StartShepherd().ok());
-//   ASSERT_TRUE(cluster.StartSupervisors(2).ok());
-//   ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(60)).ok());
+//   ASSERT_TRUE(cluster.StartCluster(2).ok()) << cluster.Logs();  // shepherd + 2 supervisors/workers
 //   std::string job = cluster.WriteJob({.name = "tiny_e2e", .rounds = 6});
 //   absl::StatusOr<CommandResult> submit = cluster.Pcpctl({"submit", "--quiet", job});
 //   ...
@@ -92,6 +90,9 @@ class ClusterHarness {
   absl::Status StartSupervisors(int n, const std::string& backend = "cpu");
   // Waits until ListWorkers shows `n` workers with live Training streams.
   absl::Status WaitForWorkers(int n, absl::Duration timeout);
+  // The usual start: StartShepherd, StartSupervisors(workers) on the CPU backend, then
+  // WaitForWorkers(workers, timeout).
+  absl::Status StartCluster(int workers, absl::Duration timeout = absl::Seconds(120));
 
   Process* shepherd() { return shepherd_.get(); }
   Process* supervisor(int i) { return supervisors_[i].get(); }

@@ -50,9 +50,7 @@ TEST(E2eClusterTest, TwoWorkersTrainTheTinyJobThroughPcpctl) {
   ASSERT_TRUE(dir.ok()) << dir.status();
   ClusterHarness cluster(dir->path());
   absl::Time t0 = absl::Now();
-  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(2).ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(120)).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartCluster(2).ok()) << cluster.Logs();
   std::printf("cluster up (shepherd + 2 supervisors/workers) in %.2f s\n",
               absl::ToDoubleSeconds(absl::Now() - t0));
 
@@ -152,9 +150,7 @@ TEST(E2eClusterTest, RestartAndDrainThroughPcpctl) {
   absl::StatusOr<TempDir> dir = TempDir::Create();
   ASSERT_TRUE(dir.ok()) << dir.status();
   ClusterHarness cluster(dir->path());
-  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(1).ok());
-  ASSERT_TRUE(cluster.WaitForWorkers(1, absl::Seconds(120)).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartCluster(1).ok()) << cluster.Logs();
   auto wait_for_worker = [&](pid_t not_this) {
     absl::Time deadline = absl::Now() + absl::Seconds(30);
     pid_t pid = 0;

@@ -65,9 +65,7 @@ TEST(FaultTest, WorkerKilledMidRoundRejoinsWithTheSameIdAndTheJobCompletes) {
   absl::StatusOr<TempDir> dir = TempDir::Create();
   ASSERT_TRUE(dir.ok()) << dir.status();
   ClusterHarness cluster(dir->path());
-  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(2).ok());
-  ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(120)).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartCluster(2).ok()) << cluster.Logs();
 
   // Rounds long enough (hundreds of inner steps) to kill a worker in the middle of one.
   E2eJob spec;
@@ -151,9 +149,7 @@ TEST(FaultTest, ShepherdKilledMidJobResumesFromItsLastCheckpoint) {
   absl::StatusOr<TempDir> dir = TempDir::Create();
   ASSERT_TRUE(dir.ok()) << dir.status();
   ClusterHarness cluster(dir->path());
-  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(2).ok());
-  ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(120)).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartCluster(2).ok()) << cluster.Logs();
 
   E2eJob spec;
   spec.name = "fault_shepherd";
@@ -240,9 +236,7 @@ TEST(FaultTest, StalledWorkerIsDetectedByMissedHeartbeats) {
   absl::StatusOr<TempDir> dir = TempDir::Create();
   ASSERT_TRUE(dir.ok()) << dir.status();
   ClusterHarness cluster(dir->path());
-  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(2).ok());
-  ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(120)).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartCluster(2).ok()) << cluster.Logs();
 
   E2eJob spec;
   spec.name = "fault_stall";

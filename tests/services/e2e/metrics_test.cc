@@ -57,9 +57,7 @@ TEST(MetricsTest, EveryServiceExportsItsCatalogAndTheSeriesMove) {
   absl::StatusOr<TempDir> dir = TempDir::Create("pcp-metrics");
   ASSERT_TRUE(dir.ok()) << dir.status();
   ClusterHarness cluster(dir->path());
-  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(2).ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(120)).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartCluster(2).ok()) << cluster.Logs();
 
   const std::vector<MetricsEndpoint> endpoints = cluster.MetricsEndpoints();
   ASSERT_EQ(endpoints.size(), 5u);

@@ -143,9 +143,7 @@ TEST(ReflectionTest, ShepherdLikeGrpcurl) {
   absl::StatusOr<TempDir> dir = TempDir::Create();
   ASSERT_TRUE(dir.ok()) << dir.status();
   ClusterHarness cluster(dir->path());
-  ASSERT_TRUE(cluster.StartShepherd().ok());
-  ASSERT_TRUE(cluster.StartSupervisors(1).ok());
-  ASSERT_TRUE(cluster.WaitForWorkers(1, absl::Seconds(60)).ok());
+  ASSERT_TRUE(cluster.StartCluster(1, absl::Seconds(60)).ok()) << cluster.Logs();
   absl::StatusOr<std::string> yaml = ReadFile(cluster.TinyJobPath());
   ASSERT_TRUE(yaml.ok()) << yaml.status();
   std::string job_id = CheckAdminThroughReflection(cluster.admin_target(), *yaml, "tiny_e2e.yaml",
