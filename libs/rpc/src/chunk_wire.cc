@@ -159,6 +159,15 @@ absl::Status ChunkMessageParser::Parse(grpc::ByteBuffer* buffer, absl::Span<cons
   return absl::OkStatus();
 }
 
+ReceivedPayload ChunkMessageParser::TakePayload() {
+  ReceivedPayload taken;
+  taken.slices_ = std::move(slices_);
+  taken.pieces_ = std::move(pieces_);
+  slices_.clear();
+  pieces_.clear();
+  return taken;
+}
+
 grpc::ByteBuffer SerializeWithPayload(const google::protobuf::MessageLite& head,
                                       absl::Span<const int> path, const ChunkPayload& payload) {
   // The header of the nested path, outermost first: tag, length of everything inside.

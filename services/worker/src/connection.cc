@@ -16,7 +16,15 @@ int64_t NowUnixMs() {
       .count();
 }
 
+// The generated stub's method, driven with ByteBuffers (as the generated code itself does,
+// through the same internal factory) so that chunk data need not pass through protobuf.
+constexpr char kConnectMethod[] = "/pcp.v1.Training/Connect";
+
 }  // namespace
+
+Connection::Connection(std::shared_ptr<grpc::Channel> channel)
+    : channel_(std::move(channel)),
+      connect_method_(kConnectMethod, grpc::internal::RpcMethod::BIDI_STREAMING, channel_) {}
 
 Connection::~Connection() { Close(std::chrono::milliseconds(0)).IgnoreError(); }
 
@@ -27,7 +35,8 @@ absl::Status Connection::Open(const v1::Join& join, std::chrono::milliseconds ti
   // Wait for the channel to (re)connect instead of failing at once while gRPC's own
   // reconnect backoff runs; `timeout` bounds the wait (the context is cancelled below).
   context_.set_wait_for_ready(true);
-  stream_ = stub_->Connect(&context_);
+  stream_.reset(grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
+      channel_.get(), connect_method_, &context_));
   reader_ = std::thread([this] { ReadLoop(); });
   v1::WorkerMessage hello;
   *hello.mutable_join() = join;
@@ -35,7 +44,7 @@ absl::Status Connection::Open(const v1::Join& join, std::chrono::milliseconds ti
     Close(std::chrono::milliseconds(0)).IgnoreError();
     return absl::UnavailableError(absl::StrCat("cannot send Join: ", status().message()));
   }
-  v1::ShepherdMessage first;
+  Incoming first;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -51,12 +60,12 @@ absl::Status Connection::Open(const v1::Join& join, std::chrono::milliseconds ti
       return absl::UnavailableError(absl::StrCat("no JoinAck within ", timeout.count(), " ms"));
     }
   }
-  if (!first.has_join_ack()) {
+  if (!first.message.has_join_ack()) {
     context_.TryCancel();
     Close(std::chrono::milliseconds(0)).IgnoreError();
     return absl::FailedPreconditionError("the shepherd's first message is not a JoinAck");
   }
-  ack_ = first.join_ack();
+  ack_ = first.message.join_ack();
   if (ack_.has_rejection()) {
     absl::Status rejected = ErrorFromProto(ack_.rejection());
     Close(std::chrono::milliseconds(1000)).IgnoreError();
@@ -67,26 +76,36 @@ absl::Status Connection::Open(const v1::Join& join, std::chrono::milliseconds ti
 }
 
 void Connection::ReadLoop() {
-  v1::ShepherdMessage msg;
-  while (stream_->Read(&msg)) {
-    CountReceived(msg);
+  grpc::ByteBuffer buffer;
+  ChunkMessageParser parser;
+  absl::Status malformed;
+  while (stream_->Read(&buffer)) {
+    Incoming in;
+    if (absl::Status parsed = parser.Parse(&buffer, kParameterChunkDataPath, &in.message); !parsed.ok()) {
+      // The shepherd sent bytes that are not a ShepherdMessage: end the stream with that.
+      spdlog::warn("from the shepherd: {}", parsed.ToString());
+      if (malformed.ok()) malformed = parsed;
+      context_.TryCancel();
+      continue;
+    }
+    in.payload = parser.TakePayload();
+    CountReceived(in.message, buffer.Length());
     {
       std::lock_guard<std::mutex> lock(mu_);
       last_receive_ = std::chrono::steady_clock::now();
     }
-    if (msg.has_heartbeat()) continue;
-    if (peek_hook_) peek_hook_(msg);
+    if (in.message.has_heartbeat()) continue;
+    if (peek_hook_) peek_hook_(in.message);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      inbox_.push_back(std::move(msg));
+      inbox_.push_back(std::move(in));
     }
     cv_.notify_all();
-    msg.Clear();
   }
   grpc::Status status = stream_->Finish();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    status_ = FromGrpcStatus(status);
+    status_ = malformed.ok() ? FromGrpcStatus(status) : malformed;
     ended_ = true;
   }
   cv_.notify_all();
@@ -121,15 +140,19 @@ void Connection::HeartbeatLoop() {
       // queue behind it, so that the silence check above keeps running.
       std::unique_lock<std::mutex> write_lock(write_mu_, std::try_to_lock);
       if (write_lock.owns_lock() && !writes_done_ && !ended_) {
-        CountSent(hb);
-        stream_->Write(hb);
+        grpc::ByteBuffer buffer;
+        bool own = false;
+        if (grpc::SerializationTraits<v1::WorkerMessage>::Serialize(hb, &buffer, &own).ok()) {
+          CountSent(hb, buffer.Length());
+          stream_->Write(buffer);
+        }
       }
     }
     lock.lock();
   }
 }
 
-Connection::Pop Connection::Next(v1::ShepherdMessage* out, std::chrono::milliseconds timeout) {
+Connection::Pop Connection::Next(Incoming* out, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_for(lock, timeout, [this] { return !inbox_.empty() || ended_.load() || interrupted_; });
   interrupted_ = false;
@@ -155,10 +178,21 @@ void Connection::Abort() {
 }
 
 bool Connection::Write(const v1::WorkerMessage& message) {
+  grpc::ByteBuffer buffer;
+  bool own = false;
+  if (!grpc::SerializationTraits<v1::WorkerMessage>::Serialize(message, &buffer, &own).ok()) return false;
+  return WriteBuffer(message, buffer);
+}
+
+bool Connection::Write(const v1::WorkerMessage& head, const ChunkPayload& payload) {
+  return WriteBuffer(head, SerializeWithPayload(head, kResultChunkDataPath, payload));
+}
+
+bool Connection::WriteBuffer(const v1::WorkerMessage& message, const grpc::ByteBuffer& buffer) {
   std::lock_guard<std::mutex> lock(write_mu_);
   if (writes_done_ || ended_ || stream_ == nullptr) return false;
-  CountSent(message);
-  return stream_->Write(message);
+  CountSent(message, buffer.Length());
+  return stream_->Write(buffer);
 }
 
 absl::Status Connection::status() const {

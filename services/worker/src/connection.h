@@ -3,11 +3,18 @@
 // stream when the shepherd has been silent for the heartbeat timeout, and writes from any
 // thread are serialised.
 //
-//   Connection conn(stub.get());
+// Messages travel as raw ByteBuffers (the same protobuf bytes on the wire), as on the
+// shepherd (pcp/rpc/chunk_wire.h): θ chunk data stays in gRPC's receive buffers until the
+// assembler copies it into the tensor, and Δ chunk data is sent from the tensor itself.
+//
+//   Connection conn(channel);
 //   PCP_RETURN_IF_ERROR(conn.Open(join, std::chrono::seconds(10)));   // Join -> JoinAck
-//   v1::ShepherdMessage msg;
-//   while (conn.Next(&msg, std::chrono::milliseconds(200)) != Connection::Pop::kEnded) { ... }
+//   Connection::Incoming in;
+//   while (conn.Next(&in, std::chrono::milliseconds(200)) != Connection::Pop::kEnded) {
+//     ... in.message, and in.payload for a ParameterChunk's data ...
+//   }
 //   conn.Write(message);
+//   conn.Write(result_chunk_head, payload);   // Δ data referenced, not copied
 //   absl::Status end = conn.Close();   // half-close, wait briefly for the shepherd's status
 #ifndef PCP_WORKER_SRC_CONNECTION_H_
 #define PCP_WORKER_SRC_CONNECTION_H_
@@ -25,6 +32,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "pcp/rpc/chunk_wire.h"
 #include "pcp/v1/training.grpc.pb.h"
 
 namespace pcp::worker {
@@ -33,7 +41,13 @@ class Connection {
  public:
   enum class Pop { kMessage, kTimeout, kEnded };
 
-  explicit Connection(v1::Training::Stub* stub) : stub_(stub) {}
+  // A message from the shepherd; a ParameterChunk's data is in `payload`, not in the message.
+  struct Incoming {
+    v1::ShepherdMessage message;
+    ReceivedPayload payload;
+  };
+
+  explicit Connection(std::shared_ptr<grpc::Channel> channel);
   ~Connection();
 
   // Called on the reader thread with every message but heartbeats as soon as it arrives
@@ -47,7 +61,7 @@ class Connection {
 
   // The next message (heartbeats are consumed here), kTimeout, or kEnded once the stream is
   // over and drained (status() says why).
-  Pop Next(v1::ShepherdMessage* out, std::chrono::milliseconds timeout);
+  Pop Next(Incoming* out, std::chrono::milliseconds timeout);
   // Wakes a waiting Next (it returns kTimeout).
   void Interrupt();
   // Cancels the RPC (e.g. to stop waiting for a shepherd that does not answer); Open fails
@@ -55,6 +69,9 @@ class Connection {
   void Abort();
   // False once the stream is broken.
   bool Write(const v1::WorkerMessage& message);
+  // `head` with `payload` as its result chunk's data (pcp/rpc/chunk_wire.h); the tensor is
+  // referenced until gRPC has sent it.
+  bool Write(const v1::WorkerMessage& head, const ChunkPayload& payload);
   bool ended() const { return ended_.load(); }
   absl::Status status() const;
 
@@ -68,10 +85,12 @@ class Connection {
  private:
   void ReadLoop();
   void HeartbeatLoop();
+  bool WriteBuffer(const v1::WorkerMessage& message, const grpc::ByteBuffer& buffer);
 
-  v1::Training::Stub* stub_;
+  std::shared_ptr<grpc::Channel> channel_;
+  const grpc::internal::RpcMethod connect_method_;
   grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::ShepherdMessage>> stream_;
+  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> stream_;
   std::function<void(const v1::ShepherdMessage&)> peek_hook_;
   v1::JoinAck ack_;
 
@@ -80,7 +99,7 @@ class Connection {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<v1::ShepherdMessage> inbox_;
+  std::deque<Incoming> inbox_;
   bool interrupted_ = false;
   bool closing_ = false;
   std::atomic<bool> ended_{false};

@@ -65,7 +65,6 @@ struct Worker::Impl {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<ProgramCache> cache;
   std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<v1::Training::Stub> stub;
   v1::Backend backend_enum = v1::BACKEND_CPU;
 
   std::atomic<bool> stop{false};
@@ -109,7 +108,7 @@ struct Worker::Impl {
   std::optional<Assignment> assignment;
 
   absl::Status Session(Connection& conn);
-  absl::Status Handle(Connection& conn, v1::ShepherdMessage& msg);
+  absl::Status Handle(Connection& conn, Connection::Incoming& in);
   absl::Status OnAssignment(Connection& conn, const v1::Assignment& a);
   absl::Status MaybeReady(Connection& conn);
   absl::Status OnStartRound(Connection& conn, const v1::StartRound& start);
@@ -136,7 +135,6 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(WorkerOptions options) {
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.initial)));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.max)));
   impl->channel = grpc::CreateCustomChannel(impl->options.shepherd, grpc::InsecureChannelCredentials(), args);
-  impl->stub = v1::Training::NewStub(impl->channel);
   return std::unique_ptr<Worker>(new Worker(std::move(impl)));
 }
 
@@ -177,7 +175,7 @@ absl::Status Worker::Run() {
   spdlog::info("worker {} (incarnation {}): backend {} ({}), shepherd {}", w.options.supervisor_id,
                w.options.incarnation, w.backend->Name(), w.backend->DeviceDescription(), w.options.shepherd);
   while (!w.stop) {
-    Connection conn(w.stub.get());
+    Connection conn(w.channel);
     w.cancels.Reset();
     w.epoch = 0;
     w.assignment.reset();  // a new stream starts with a new Assignment
@@ -226,12 +224,12 @@ absl::Status Worker::Run() {
 }
 
 absl::Status Worker::Impl::Session(Connection& conn) {
-  v1::ShepherdMessage msg;
+  Connection::Incoming in;
   while (!stop) {
-    const Connection::Pop pop = conn.Next(&msg, std::chrono::milliseconds(500));
+    const Connection::Pop pop = conn.Next(&in, std::chrono::milliseconds(500));
     if (pop == Connection::Pop::kEnded) return conn.status();
     if (pop == Connection::Pop::kTimeout) continue;
-    absl::Status s = Handle(conn, msg);
+    absl::Status s = Handle(conn, in);
     if (!s.ok()) {
       // The shepherd broke the protocol (or this worker cannot go on): say why, then drop the
       // stream; a fresh one starts clean.
@@ -244,7 +242,8 @@ absl::Status Worker::Impl::Session(Connection& conn) {
   return absl::OkStatus();
 }
 
-absl::Status Worker::Impl::Handle(Connection& conn, v1::ShepherdMessage& msg) {
+absl::Status Worker::Impl::Handle(Connection& conn, Connection::Incoming& in) {
+  const v1::ShepherdMessage& msg = in.message;
   switch (msg.kind_case()) {
     case v1::ShepherdMessage::kAssignment:
       return OnAssignment(conn, msg.assignment());
@@ -276,7 +275,11 @@ absl::Status Worker::Impl::Handle(Connection& conn, v1::ShepherdMessage& msg) {
         assignment->theta_assembler->ExpectSpecs(assignment->specs);
         assignment->theta.clear();
       }
-      PCP_RETURN_IF_ERROR(assignment->theta_assembler->Add(p.chunk()), _ << "parameters of round " << p.round());
+      // The data is still in gRPC's receive buffers (or, from a shepherd that sends it
+      // inline, in the message): one copy, fused with the CRC check, into θ.
+      PCP_RETURN_IF_ERROR(in.payload.empty() ? assignment->theta_assembler->Add(p.chunk())
+                                             : assignment->theta_assembler->AddPieces(p.chunk(), in.payload.pieces()),
+                          _ << "parameters of round " << p.round());
       if (assignment->theta_assembler->complete()) {
         PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> theta, assignment->theta_assembler->Take());
         for (NamedTensor& t : theta) assignment->theta.push_back(std::move(t.tensor));
@@ -442,8 +445,9 @@ absl::Status Worker::Impl::OnStartRound(Connection& conn, const v1::StartRound& 
     if (cancels.Cancelled(epoch, r)) break;  // the round closed without us
     v1::ResultChunk* chunk = m.mutable_result_chunk();
     chunk->set_round(r);
-    chunker.Next(chunk->mutable_chunk());
-    if (!conn.Write(m)) return conn.status();
+    ChunkPayload payload;  // sent from Δ itself, not copied into the message
+    chunker.Next(chunk->mutable_chunk(), &payload);
+    if (!conn.Write(m, payload)) return conn.status();
   }
   if (chunker.done()) {
     m.Clear();

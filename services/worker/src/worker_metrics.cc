@@ -5,14 +5,12 @@
 
 namespace pcp::worker {
 
-void CountSent(const v1::WorkerMessage& message) {
-  metrics::Get(metrics::kWorkerBytesSentTotal, {TrafficKind(message)})
-      .Increment(static_cast<double>(message.ByteSizeLong()));
+void CountSent(const v1::WorkerMessage& message, size_t bytes) {
+  metrics::Get(metrics::kWorkerBytesSentTotal, {TrafficKind(message)}).Increment(static_cast<double>(bytes));
 }
 
-void CountReceived(const v1::ShepherdMessage& message) {
-  metrics::Get(metrics::kWorkerBytesReceivedTotal, {TrafficKind(message)})
-      .Increment(static_cast<double>(message.ByteSizeLong()));
+void CountReceived(const v1::ShepherdMessage& message, size_t bytes) {
+  metrics::Get(metrics::kWorkerBytesReceivedTotal, {TrafficKind(message)}).Increment(static_cast<double>(bytes));
 }
 
 }  // namespace pcp::worker

@@ -101,6 +101,35 @@ TEST(ChunkWireTest, ParserViewsPayloadWithoutCopyingAndAssembles) {
   }
 }
 
+TEST(ChunkWireTest, TakenPayloadOutlivesBufferAndNextParse) {
+  const std::vector<NamedTensor> list = {{"a", RandomF32({70000}, 4)}, {"b", RandomF32({5}, 5)}};
+  auto chunker = TensorListChunker::Create(list, ChunkOptions{kMinChunkBytes});
+  ASSERT_TRUE(chunker.ok());
+  ChunkMessageParser parser;
+  std::vector<std::pair<v1::ShepherdMessage, ReceivedPayload>> queued;
+  while (!chunker->done()) {
+    v1::ShepherdMessage head;
+    ChunkPayload payload;
+    chunker->Next(head.mutable_parameter_chunk()->mutable_chunk(), &payload);
+    // Tiny slices are stored inline in grpc_slice itself: the views must survive the move.
+    grpc::ByteBuffer received =
+        Fragmented(Flatten(SerializeWithPayload(head, kParameterChunkDataPath, payload)), 7);
+    v1::ShepherdMessage msg;
+    ASSERT_TRUE(parser.Parse(&received, kParameterChunkDataPath, &msg).ok());
+    queued.emplace_back(std::move(msg), parser.TakePayload());
+    EXPECT_TRUE(parser.payload().empty());
+  }  // every received buffer is gone, and the parser has parsed later messages
+  TensorListAssembler assembler;
+  assembler.ExpectSpecs(SpecsOf(list));
+  for (auto& [msg, payload] : queued) {
+    EXPECT_FALSE(payload.empty());
+    ASSERT_TRUE(assembler.AddPieces(msg.parameter_chunk().chunk(), payload.pieces()).ok());
+  }
+  auto back = assembler.Take();
+  ASSERT_TRUE(back.ok());
+  for (size_t i = 0; i < list.size(); ++i) EXPECT_TRUE(BitwiseEqual((*back)[i].tensor, list[i].tensor));
+}
+
 TEST(ChunkWireTest, ParserHandlesOtherMessagesAndFieldOrders) {
   ChunkMessageParser parser;
   // A message without the path parses as usual.

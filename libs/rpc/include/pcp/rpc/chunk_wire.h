@@ -57,6 +57,20 @@ grpc::ByteBuffer SerializeWithPayload(const google::protobuf::MessageLite& head,
 // a valid message of that type.
 absl::Status ParseByteBuffer(grpc::ByteBuffer* buffer, google::protobuf::MessageLite* msg);
 
+// Chunk data left where gRPC received it: views into gRPC's receive buffers plus the
+// references that keep those buffers alive, so a message can be queued and its data copied
+// (once, by TensorAssembler::AddPieces) later, on another thread. Moving it copies no bytes.
+class ReceivedPayload {
+ public:
+  DataPieces pieces() const { return pieces_; }
+  bool empty() const { return pieces_.empty(); }
+
+ private:
+  friend class ChunkMessageParser;
+  std::vector<grpc::Slice> slices_;  // moved as a whole, so the views stay valid
+  std::vector<absl::string_view> pieces_;
+};
+
 // Parses received messages without copying their chunk data: the message comes out with an
 // empty data field at `path`, and payload() views those bytes where they lie in gRPC's
 // receive buffer, ready for TensorAssembler::AddPieces (one copy, fused with the CRC, from
@@ -69,6 +83,9 @@ class ChunkMessageParser {
   absl::Status Parse(grpc::ByteBuffer* buffer, absl::Span<const int> path,
                      google::protobuf::MessageLite* msg);
   DataPieces payload() const { return pieces_; }
+  // The last parsed message's payload, kept alive past the next Parse (the parser's views
+  // are left empty).
+  ReceivedPayload TakePayload();
 
  private:
   std::vector<grpc::Slice> slices_;
