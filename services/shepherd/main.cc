@@ -16,9 +16,9 @@
 #include "pcp/base/file.h"
 #include "pcp/base/termination_signal.h"
 #include "pcp/metrics/metrics_server.h"
+#include "pcp/rpc/stream_memory.h"
 #include "pcp/shepherd/shepherd.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
-#include "pcp/base/absl_fmt.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, config, "", "shepherd YAML config (see config/shepherd.yaml); flags override it");
@@ -68,6 +68,7 @@ absl::StatusOr<pcp::shepherd::ShepherdConfig> LoadConfig() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  pcp::KeepStreamBuffersInHeap();  // before gRPC allocates anything (pcp/rpc/stream_memory.h)
   absl::SetProgramUsageMessage("the PCP shepherd: pcp-shepherd --config shepherd.yaml [--listen=HOST:PORT] ...");
   absl::ParseCommandLine(argc, argv);
   spdlog::set_default_logger(spdlog::stderr_color_mt("shepherd"));

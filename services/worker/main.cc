@@ -18,6 +18,7 @@
 #include "pcp/base/absl_fmt.h"
 #include "pcp/base/termination_signal.h"
 #include "pcp/metrics/metrics_server.h"
+#include "pcp/rpc/stream_memory.h"
 #include "pcp/worker/worker.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -36,6 +37,7 @@ ABSL_FLAG(std::string, metrics_listen, "",
           "serve Prometheus /metrics on HOST:PORT (port 0 = any free port); empty = no metrics");
 
 int main(int argc, char** argv) {
+  pcp::KeepStreamBuffersInHeap();  // before gRPC allocates anything (pcp/rpc/stream_memory.h)
   absl::SetProgramUsageMessage("a PCP worker: pcp-worker --shepherd=HOST:PORT --supervisor_id=ID [--backend=cpu]");
   absl::ParseCommandLine(argc, argv);
   const std::string id = absl::GetFlag(FLAGS_supervisor_id);
