@@ -20,6 +20,14 @@ int64_t NowUnixMs() {
 // through the same internal factory) so that chunk data need not pass through protobuf.
 constexpr char kConnectMethod[] = "/pcp.v1.Training/Connect";
 
+// The message's protobuf bytes (gRPC's own serializer, straight into its slices).
+grpc::ByteBuffer ToByteBuffer(const v1::WorkerMessage& message) {
+  grpc::ByteBuffer buffer;
+  bool own = false;
+  (void)grpc::SerializationTraits<v1::WorkerMessage>::Serialize(message, &buffer, &own);  // fails only past 2 GiB
+  return buffer;
+}
+
 }  // namespace
 
 Connection::Connection(std::shared_ptr<grpc::Channel> channel)
@@ -140,12 +148,9 @@ void Connection::HeartbeatLoop() {
       // queue behind it, so that the silence check above keeps running.
       std::unique_lock<std::mutex> write_lock(write_mu_, std::try_to_lock);
       if (write_lock.owns_lock() && !writes_done_ && !ended_) {
-        grpc::ByteBuffer buffer;
-        bool own = false;
-        if (grpc::SerializationTraits<v1::WorkerMessage>::Serialize(hb, &buffer, &own).ok()) {
-          CountSent(hb, buffer.Length());
-          stream_->Write(buffer);
-        }
+        const grpc::ByteBuffer buffer = ToByteBuffer(hb);
+        CountSent(hb, buffer.Length());
+        stream_->Write(buffer);
       }
     }
     lock.lock();
@@ -178,10 +183,7 @@ void Connection::Abort() {
 }
 
 bool Connection::Write(const v1::WorkerMessage& message) {
-  grpc::ByteBuffer buffer;
-  bool own = false;
-  if (!grpc::SerializationTraits<v1::WorkerMessage>::Serialize(message, &buffer, &own).ok()) return false;
-  return WriteBuffer(message, buffer);
+  return WriteBuffer(message, ToByteBuffer(message));
 }
 
 bool Connection::Write(const v1::WorkerMessage& head, const ChunkPayload& payload) {
