@@ -30,8 +30,9 @@
 //
 // Machines shared with other work are noisy, so each repetition measures raw TCP and every
 // variant back to back, and the ratio is taken per repetition; medians are printed. CPU
-// time (user + sys of both processes) per 100 MB is printed too, as it is far less sensitive
-// to other load, and so is the CPU steal of the host during the timed passes. Both processes
+// time (user + sys of both processes; the server's in 10 ms clock ticks, summed over all
+// repetitions, so keep --mb * --reps in the hundreds) per 100 MB is printed too, as it is far
+// less sensitive to other load, and so is the CPU steal of the host during the timed passes. Both processes
 // use the heap settings the shepherd and the worker use (pcp/rpc/stream_memory.h) unless
 // --malloc_defaults is given.
 #include <arpa/inet.h>
