@@ -120,7 +120,7 @@ struct Cluster {
 // The tiny model with `rounds` rounds of τ = `tau`, and extra diloco keys.
 std::string SmallJob(int rounds, int tau, const std::string& diloco_extra) {
   return absl::StrCat("name: small\nmodel: {block_size: 32, n_layer: 2, n_head: 2, n_embd: 32}\n",
-                      "data: {path: ../../../shared/data/tiny_shakespeare.txt}\n",
+                      "data: {path: ../../data/tiny_shakespeare.txt}\n",
                       "optimizer: {lr: 1.0e-3, min_lr: 1.0e-4, warmup_iters: 5}\n",
                       "training: {batch_size: 4, eval_iters: 2, seed: 1337}\n",
                       "diloco: {workers: 2, inner_steps: ", tau, ", rounds: ", rounds, diloco_extra, "}\n");
