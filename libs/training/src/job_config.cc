@@ -12,7 +12,7 @@
 #include "pcp/base/enum_names.h"
 #include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
-#include "yaml_fields.h"
+#include "pcp/config/yaml_fields.h"
 
 namespace pcp {
 namespace {
@@ -260,24 +260,15 @@ absl::string_view BackendChoiceName(BackendChoice backend) {
 
 absl::StatusOr<JobConfig> ParseJobConfig(absl::string_view yaml_text, absl::string_view file_name,
                                          const std::string& base_dir) {
-  Context ctx(file_name);
+  Context ctx(file_name, "job file");
   JobConfig config;
   std::string stem = fs::path(std::string(file_name)).stem().string();
   if (IsValidJobName(stem)) config.name = stem;
-  // yaml-cpp reports syntax and conversion problems by exception; none may escape.
-  try {
-    YAML::Node root = YAML::Load(std::string(yaml_text));
-    if (root.IsNull()) {
-      return ctx.Error(YAML::Mark::null_mark(),
-                       "the job file is empty; expected a mapping with at least data.path");
-    }
-    PCP_RETURN_IF_ERROR(
-        yaml_fields::ParseMapping(Value{root, root.Mark(), ""}, "", TopFields(), ctx, config));
-  } catch (const YAML::ParserException& e) {
-    return ctx.Error(e.mark, absl::StrCat("YAML syntax error: ", e.msg));
-  } catch (const YAML::Exception& e) {
-    return ctx.Error(e.mark, absl::StrCat("YAML error: ", e.msg));
+  if (absl::StripAsciiWhitespace(yaml_text).empty()) {
+    return ctx.Error(YAML::Mark::null_mark(),
+                     "the job file is empty; expected a mapping with at least data.path");
   }
+  PCP_RETURN_IF_ERROR(yaml_fields::ParseDocument(yaml_text, TopFields(), ctx, config));
   PCP_RETURN_IF_ERROR(Finish(ctx, base_dir, config));
   return config;
 }

@@ -1,51 +1,40 @@
 #include "pcp/shepherd/shepherd_config.h"
 
-#include <yaml-cpp/yaml.h>
-
-#include <functional>
 #include <set>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/config/yaml_fields.h"
 #include "pcp/metrics/metrics_server.h"
 #include "pcp/rpc/tensor_chunks.h"
 
 namespace pcp::shepherd {
 namespace {
 
-// One key of the file: its name and how to store its scalar text (error: what was expected).
-struct Key {
-  absl::string_view name;
-  std::function<absl::Status(const std::string& text, ShepherdConfig& out)> set;
-};
+using yaml_fields::Field;
+using yaml_fields::IntField;
+using yaml_fields::IntRange;
+using yaml_fields::StringField;
 
-absl::Status SetInt(const std::string& text, int64_t* out) {
-  if (!absl::SimpleAtoi(text, out)) return absl::InvalidArgumentError(absl::StrCat("expected an integer, got '", text, "'"));
-  return absl::OkStatus();
-}
-
-const std::vector<Key>& Keys() {
-  static const auto* keys = new std::vector<Key>{
-      {"listen", [](const std::string& t, ShepherdConfig& c) { c.listen = t; return absl::OkStatus(); }},
-      {"state_dir", [](const std::string& t, ShepherdConfig& c) { c.state_dir = t; return absl::OkStatus(); }},
-      {"heartbeat_interval_ms", [](const std::string& t, ShepherdConfig& c) { return SetInt(t, &c.heartbeat_interval_ms); }},
-      {"heartbeat_timeout_ms", [](const std::string& t, ShepherdConfig& c) { return SetInt(t, &c.heartbeat_timeout_ms); }},
-      {"auth_token", [](const std::string& t, ShepherdConfig& c) { c.auth_token = t; return absl::OkStatus(); }},
-      {"chunk_bytes", [](const std::string& t, ShepherdConfig& c) { return SetInt(t, &c.chunk_bytes); }},
-      {"max_chunk_bytes", [](const std::string& t, ShepherdConfig& c) { return SetInt(t, &c.max_chunk_bytes); }},
-      {"round_start_grace_ms", [](const std::string& t, ShepherdConfig& c) { return SetInt(t, &c.round_start_grace_ms); }},
-      {"eval_threads", [](const std::string& t, ShepherdConfig& c) { return SetInt(t, &c.eval_threads); }},
-      {"log_level", [](const std::string& t, ShepherdConfig& c) { c.log_level = t; return absl::OkStatus(); }},
-      {"metrics_listen", [](const std::string& t, ShepherdConfig& c) { c.metrics_listen = t; return absl::OkStatus(); }},
+// Every key of shepherd.yaml, once. Ranges are checked by ShepherdConfig::Validate (which
+// also sees the flags' overrides); the table only reads values.
+const std::vector<Field<ShepherdConfig>>& Fields() {
+  static const auto* fields = new std::vector<Field<ShepherdConfig>>{
+      StringField("listen", &ShepherdConfig::listen, /*allow_empty=*/false),
+      StringField("state_dir", &ShepherdConfig::state_dir, /*allow_empty=*/false),
+      IntField("heartbeat_interval_ms", &ShepherdConfig::heartbeat_interval_ms, IntRange{}),
+      IntField("heartbeat_timeout_ms", &ShepherdConfig::heartbeat_timeout_ms, IntRange{}),
+      StringField("auth_token", &ShepherdConfig::auth_token, /*allow_empty=*/true),
+      IntField("chunk_bytes", &ShepherdConfig::chunk_bytes, IntRange{}),
+      IntField("max_chunk_bytes", &ShepherdConfig::max_chunk_bytes, IntRange{}),
+      IntField("round_start_grace_ms", &ShepherdConfig::round_start_grace_ms, IntRange{}),
+      IntField("eval_threads", &ShepherdConfig::eval_threads, IntRange{}),
+      StringField("log_level", &ShepherdConfig::log_level, /*allow_empty=*/false),
+      StringField("metrics_listen", &ShepherdConfig::metrics_listen, /*allow_empty=*/true),
   };
-  return *keys;
-}
-
-std::string Where(absl::string_view file, const YAML::Mark& mark) {
-  return absl::StrCat(file, ":", mark.line < 0 ? 1 : mark.line + 1, ":", mark.column < 0 ? 1 : mark.column + 1);
+  return *fields;
 }
 
 }  // namespace
@@ -77,42 +66,10 @@ absl::Status ShepherdConfig::Validate() const {
 }
 
 absl::StatusOr<ShepherdConfig> ParseShepherdConfig(absl::string_view yaml_text, absl::string_view file_name) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml_text));
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(Where(file_name, e.mark), ": ", e.msg));
-  }
+  yaml_fields::Context ctx(file_name, "shepherd config");
   ShepherdConfig config;
-  if (root.IsNull()) return config;
-  if (!root.IsMap()) return absl::InvalidArgumentError(absl::StrCat(file_name, ":1:1: expected a mapping of settings"));
-  std::set<std::string> seen;
-  for (const auto& kv : root) {
-    const YAML::Node& key = kv.first;
-    const YAML::Node& value = kv.second;
-    const std::string name = key.IsScalar() ? key.Scalar() : "";
-    const Key* match = nullptr;
-    for (const Key& k : Keys()) {
-      if (k.name == name) match = &k;
-    }
-    if (match == nullptr) {
-      std::string valid;
-      for (const Key& k : Keys()) absl::StrAppend(&valid, valid.empty() ? "" : ", ", k.name);
-      return absl::InvalidArgumentError(
-          absl::StrCat(Where(file_name, key.Mark()), ": unknown key '", name, "'; valid keys: ", valid));
-    }
-    if (!seen.insert(name).second) {
-      return absl::InvalidArgumentError(absl::StrCat(Where(file_name, key.Mark()), ": ", name, ": duplicate key"));
-    }
-    if (!value.IsScalar()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(Where(file_name, value.IsNull() ? key.Mark() : value.Mark()), ": ", name, ": expected a value"));
-    }
-    absl::Status s = match->set(value.Scalar(), config);
-    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(Where(file_name, value.Mark()), ": ", name, ": ", s.message()));
-  }
-  absl::Status valid = config.Validate();
-  if (!valid.ok()) return absl::InvalidArgumentError(absl::StrCat(file_name, ": ", valid.message()));
+  PCP_RETURN_IF_ERROR(yaml_fields::ParseDocument(yaml_text, Fields(), ctx, config));
+  PCP_RETURN_IF_ERROR(ctx.Locate(config.Validate()));
   return config;
 }
 

@@ -21,7 +21,8 @@
 //   log_level: info                trace|debug|info|warn|error
 //   metrics_listen: "127.0.0.1:9470"  Prometheus /metrics address; port 0 = any free port
 //                                  (logged); "" = no metrics server
-// Errors are one line "FILE:LINE:COL: key: problem", as for job files.
+// Errors are one line "FILE:LINE:COL: key: problem", as for job files (one parser:
+// pcp/config/yaml_fields.h), also for checks across keys (heartbeat_timeout_ms > interval).
 #ifndef PCP_SHEPHERD_SHEPHERD_CONFIG_H_
 #define PCP_SHEPHERD_SHEPHERD_CONFIG_H_
 

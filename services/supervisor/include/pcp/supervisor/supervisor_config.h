@@ -21,7 +21,9 @@
 //     backoff: {initial_ms: 500, multiplier: 2.0, max_ms: 10000, jitter: 0.2}
 //     connect_timeout_ms: 5000      # to connect and get the shepherd's welcome
 //
-// Errors name the file, line and column: "supervisor.yaml:4:3: unknown key 'binay' in worker".
+// Errors name the file, line and column, as for job files and shepherd.yaml (one parser:
+// pcp/config/yaml_fields.h): "supervisor.yaml:4:3: unknown key 'binay' in section 'worker'
+// (did you mean 'binary'?); valid keys: ...".
 #ifndef PCP_SUPERVISOR_SUPERVISOR_CONFIG_H_
 #define PCP_SUPERVISOR_SUPERVISOR_CONFIG_H_
 

@@ -1,17 +1,26 @@
-// Private: table-driven parsing and emitting of YAML mappings, used by job_config.cc.
+// Table-driven parsing and emitting of YAML configuration files: job files
+// (libs/training/job_config), shepherd.yaml and supervisor.yaml. One parser, so a mistake in
+// any of them gets the same treatment: unknown keys with "did you mean", duplicate keys,
+// wrong types and out-of-range values, each one line "FILE:LINE:COL: section.key: problem"
+// (1-based line and column).
 //
 // A section is a table of Field<S>; each Field names its key once and says how to parse the
-// value into S and how to print it back, so the parser, the unknown-key message and ToYaml
-// all read the same table:
+// value into S and how to print it back, so the parser, the unknown-key message and the
+// printer all read the same table:
 //
-//   const std::vector<Field<OptimizerConfig>> fields = {
-//       RealField("lr", &OptimizerConfig::lr, kPositive), ...};
-//   PCP_RETURN_IF_ERROR(ParseMapping(node, key_mark, "optimizer", fields, ctx, config));
-//   std::string text = EmitMapping(fields, config, /*indent=*/2);
-//
-// Every error is one line "FILE:LINE:COL: section.key: problem" (1-based line and column).
-#ifndef PCP_TRAINING_SRC_YAML_FIELDS_H_
-#define PCP_TRAINING_SRC_YAML_FIELDS_H_
+//   const std::vector<Field<Settings>> fields = {
+//       StringField("listen", &Settings::listen, /*allow_empty=*/false),
+//       MillisField("timeout_ms", &Settings::timeout, kAtLeast1),
+//       StringListField("roots", &Settings::roots),
+//       SectionField("backoff", &Settings::backoff, &BackoffFields())};
+//   Context ctx("shepherd.yaml");
+//   Settings settings;
+//   PCP_RETURN_IF_ERROR(ParseDocument(yaml_text, fields, ctx, settings));
+//   // Checks across keys report where the offending key was written:
+//   PCP_RETURN_IF_ERROR(ctx.Locate(settings.Validate()));   // "shepherd.yaml:3:7: timeout_ms: ..."
+//   std::string text = EmitMapping(fields, settings, /*indent=*/0);
+#ifndef PCP_CONFIG_YAML_FIELDS_H_
+#define PCP_CONFIG_YAML_FIELDS_H_
 
 #include <yaml-cpp/yaml.h>
 
@@ -27,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "pcp/base/enum_names.h"
 #include "pcp/base/status_macros.h"
@@ -36,7 +46,11 @@ namespace pcp::yaml_fields {
 // Where errors are reported, and which keys were seen (with their marks).
 class Context {
  public:
-  explicit Context(absl::string_view file) : file_(file) {}
+  // `file` starts every message; `document` names the top level in messages about it
+  // ("job file: expected a mapping ...").
+  explicit Context(absl::string_view file, absl::string_view document = "file")
+      : file_(file), document_(document) {}
+  const std::string& document() const { return document_; }
 
   // InvalidArgument "file:line:col: message"; a null mark reads as 1:1.
   absl::Status Error(const YAML::Mark& mark, absl::string_view message) const;
@@ -51,8 +65,15 @@ class Context {
   YAML::Mark ValueMark(std::initializer_list<std::string> qkeys) const;
   YAML::Mark KeyMark(const std::string& qkey) const;
 
+  // For a check made after parsing (a Validate() whose InvalidArgument message begins with
+  // a qualified key, "worker.grace_ms: must be > 0"): the same status, prefixed with the
+  // file and the position of that key's value when the file set it, else with the file name
+  // alone. OK and other codes pass through unchanged.
+  absl::Status Locate(const absl::Status& status) const;
+
  private:
   std::string file_;
+  std::string document_;
   std::map<std::string, YAML::Mark> key_marks_;
   std::map<std::string, YAML::Mark> value_marks_;
 };
@@ -202,14 +223,48 @@ template <typename S, typename Sub>
 Field<S> SectionField(absl::string_view key, Sub S::*member,
                       const std::vector<Field<Sub>>* fields) {
   return {key,
-          [key, member, fields](const Value& v, Context& ctx, S& out) -> absl::Status {
-            return ParseMapping(v, key, *fields, ctx, out.*member);
+          [member, fields](const Value& v, Context& ctx, S& out) -> absl::Status {
+            return ParseMapping(v, v.qkey, *fields, ctx, out.*member);
           },
           [member, fields](const S& in, int indent) {
             return absl::StrCat("\n", EmitMapping(*fields, in.*member, indent + 2));
           },
           KeysOf(*fields)};
 }
+
+// A whole number of milliseconds in `range`, stored as an absl::Duration.
+template <typename S>
+Field<S> MillisField(absl::string_view key, absl::Duration S::*member, IntRange range) {
+  return {key,
+          [member, range](const Value& v, Context& ctx, S& out) -> absl::Status {
+            PCP_ASSIGN_OR_RETURN(int64_t ms, ReadInt(v, ctx, range));
+            out.*member = absl::Milliseconds(ms);
+            return absl::OkStatus();
+          },
+          [member](const S& in, int) {
+            return absl::StrCat(" ", absl::ToInt64Milliseconds(in.*member));
+          }};
+}
+
+// A sequence of strings, e.g. `roots: [data, /srv/pcp]`; null reads as empty.
+absl::StatusOr<std::vector<std::string>> ReadStringList(const Value& v, const Context& ctx);
+std::string EmitStringList(absl::Span<const std::string> items);  // " [\"a\", \"b\"]"
+
+template <typename S>
+Field<S> StringListField(absl::string_view key, std::vector<std::string> S::*member) {
+  return {key,
+          [member](const Value& v, Context& ctx, S& out) -> absl::Status {
+            PCP_ASSIGN_OR_RETURN(out.*member, ReadStringList(v, ctx));
+            return absl::OkStatus();
+          },
+          [member](const S& in, int) { return EmitStringList(in.*member); }};
+}
+
+// A sequence of mappings, each parsed with `fields` into one Item; items are named
+// "key[i]" in messages ("auth.tokens[1].sha256: ...").
+template <typename S, typename Item>
+Field<S> ListField(absl::string_view key, std::vector<Item> S::*member,
+                   const std::vector<Field<Item>>* fields);
 
 // ----------------------------------------------------------------------- mapping walker
 
@@ -224,7 +279,7 @@ absl::Status ParseMapping(const Value& v, absl::string_view section,
     std::string keys;
     for (absl::string_view k : valid) absl::StrAppend(&keys, keys.empty() ? "" : ", ", k);
     return ctx.Error(
-        v.mark, absl::StrCat(section.empty() ? "job file" : section,
+        v.mark, absl::StrCat(section.empty() ? ctx.document() : section,
                              ": expected a mapping with keys ", keys, "; got ", Describe(v.node)));
   }
   std::map<std::string, YAML::Mark> seen;
@@ -232,7 +287,7 @@ absl::Status ParseMapping(const Value& v, absl::string_view section,
     const YAML::Node& key = kv.first;
     const YAML::Node& value = kv.second;
     if (!key.IsScalar()) {
-      return ctx.Error(key.Mark(), absl::StrCat(section.empty() ? "job file" : section,
+      return ctx.Error(key.Mark(), absl::StrCat(section.empty() ? ctx.document() : section,
                                                 ": expected a key name, got ", Describe(key)));
     }
     const std::string& name = key.Scalar();
@@ -267,6 +322,58 @@ std::string EmitMapping(const std::vector<Field<S>>& fields, const S& in, int in
   return text;
 }
 
+template <typename S, typename Item>
+Field<S> ListField(absl::string_view key, std::vector<Item> S::*member,
+                   const std::vector<Field<Item>>* fields) {
+  return {key,
+          [member, fields](const Value& v, Context& ctx, S& out) -> absl::Status {
+            std::vector<Item> items;
+            if (!v.node.IsNull()) {
+              if (!v.node.IsSequence()) {
+                return ctx.Error(v.mark, absl::StrCat(v.qkey, ": expected a list, got ",
+                                                      Describe(v.node)));
+              }
+              for (size_t i = 0; i < v.node.size(); ++i) {
+                const YAML::Node item = v.node[i];
+                const std::string qkey = absl::StrCat(v.qkey, "[", i, "]");
+                ctx.Record(qkey, item.Mark(), item.Mark());
+                PCP_RETURN_IF_ERROR(
+                    ParseMapping(Value{item, item.Mark(), qkey}, qkey, *fields, ctx, items.emplace_back()));
+              }
+            }
+            out.*member = std::move(items);
+            return absl::OkStatus();
+          },
+          [member, fields](const S& in, int indent) {
+            if ((in.*member).empty()) return std::string(" []");
+            std::string text;
+            for (const Item& item : in.*member) {
+              // "- " then the item's keys, the first on the dash's line.
+              std::string body = EmitMapping(*fields, item, indent + 4);
+              body.replace(0, indent + 4, std::string(indent + 2, ' ') + "- ");
+              absl::StrAppend(&text, "\n", body);
+            }
+            return text;
+          },
+          KeysOf(*fields)};
+}
+
+// Loads a whole YAML document and parses its top-level mapping with `fields` into `out`
+// (an empty document leaves `out` as it is). Syntax errors come back as InvalidArgument
+// "FILE:LINE:COL: YAML syntax error: ..."; yaml-cpp's exceptions never escape.
+template <typename S>
+absl::Status ParseDocument(absl::string_view yaml_text, const std::vector<Field<S>>& fields,
+                           Context& ctx, S& out) {
+  try {
+    YAML::Node root = YAML::Load(std::string(yaml_text));
+    return ParseMapping(Value{root, root.Mark(), ""}, "", fields, ctx, out);
+  } catch (const YAML::ParserException& e) {
+    return ctx.Error(e.mark, absl::StrCat("YAML syntax error: ", e.msg));
+  } catch (const YAML::Exception& e) {
+    return ctx.Error(e.mark, absl::StrCat("YAML error: ", e.msg));
+  }
+}
+
 }  // namespace pcp::yaml_fields
 
-#endif  // PCP_TRAINING_SRC_YAML_FIELDS_H_
+#endif  // PCP_CONFIG_YAML_FIELDS_H_

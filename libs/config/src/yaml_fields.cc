@@ -1,4 +1,4 @@
-#include "yaml_fields.h"
+#include "pcp/config/yaml_fields.h"
 
 #include <algorithm>
 #include <charconv>
@@ -48,6 +48,19 @@ YAML::Mark Context::ValueMark(std::initializer_list<std::string> qkeys) const {
 YAML::Mark Context::KeyMark(const std::string& qkey) const {
   auto it = key_marks_.find(qkey);
   return it == key_marks_.end() ? YAML::Mark::null_mark() : it->second;
+}
+
+absl::Status Context::Locate(const absl::Status& status) const {
+  if (status.code() != absl::StatusCode::kInvalidArgument) return status;
+  const absl::string_view message = status.message();
+  const size_t colon = message.find(':');
+  if (colon != absl::string_view::npos) {
+    if (auto it = value_marks_.find(std::string(message.substr(0, colon)));
+        it != value_marks_.end()) {
+      return Error(it->second, message);
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(file_, ": ", message));
 }
 
 std::string Describe(const YAML::Node& node) {
@@ -118,6 +131,31 @@ absl::StatusOr<bool> ReadBool(const Value& v, const Context& ctx) {
   }
   return ctx.Error(v.mark,
                    absl::StrCat(v.qkey, ": expected true or false, got ", Describe(v.node)));
+}
+
+absl::StatusOr<std::vector<std::string>> ReadStringList(const Value& v, const Context& ctx) {
+  std::vector<std::string> items;
+  if (v.node.IsNull()) return items;
+  if (!v.node.IsSequence()) {
+    return ctx.Error(v.mark, absl::StrCat(v.qkey, ": expected a list of strings, got ",
+                                          Describe(v.node)));
+  }
+  for (const YAML::Node& item : v.node) {
+    if (!item.IsScalar()) {
+      return ctx.Error(item.Mark(), absl::StrCat(v.qkey, ": expected a list of strings, got ",
+                                                 Describe(item), " as an item"));
+    }
+    items.push_back(item.Scalar());
+  }
+  return items;
+}
+
+std::string EmitStringList(absl::Span<const std::string> items) {
+  std::string text = " [";
+  for (size_t i = 0; i < items.size(); ++i) {
+    absl::StrAppend(&text, i == 0 ? "" : ", ", EmitString(items[i]));
+  }
+  return text + "]";
 }
 
 std::string EmitReal(double x) {
