@@ -32,11 +32,11 @@ TEST(ShepherdConfigTest, DefaultsAndKeys) {
 
 TEST(ShepherdConfigTest, ErrorsNameFileLineAndKey) {
   absl::Status unknown = ParseShepherdConfig("listen: a:1\nstatedir: x\n", "s.yaml").status();
-  EXPECT_THAT(std::string(unknown.message()), HasSubstr("s.yaml:2:1: unknown key 'statedir'"));
+  EXPECT_THAT(std::string(unknown.message()), HasSubstr("s.yaml:2:1: unknown top-level key 'statedir' (did you mean 'state_dir'?)"));
   absl::Status number = ParseShepherdConfig("heartbeat_interval_ms: soon\n", "s.yaml").status();
   EXPECT_THAT(std::string(number.message()), HasSubstr("s.yaml:1:24: heartbeat_interval_ms: expected an integer"));
   absl::Status order = ParseShepherdConfig("heartbeat_interval_ms: 500\nheartbeat_timeout_ms: 400\n", "s.yaml").status();
-  EXPECT_THAT(std::string(order.message()), HasSubstr("heartbeat_timeout_ms: must be greater"));
+  EXPECT_THAT(std::string(order.message()), HasSubstr("s.yaml:2:23: heartbeat_timeout_ms: must be greater"));
   absl::Status syntax = ParseShepherdConfig("listen: [\n", "s.yaml").status();
   EXPECT_EQ(syntax.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(syntax.message()), HasSubstr("s.yaml:"));

@@ -81,8 +81,11 @@ TEST(SupervisorConfigTest, MetricsListen) {
   EXPECT_EQ(off->metrics_listen, "");
   EXPECT_TRUE(ValidateSupervisorConfig(*off).ok());
   auto bad = ParseSupervisorConfig("metrics_listen: localhost\nworker:\n  binary: /bin/true\n", "m.yaml");
-  ASSERT_TRUE(bad.ok()) << bad.status();  // parsed; validation rejects it
-  EXPECT_THAT(std::string(ValidateSupervisorConfig(*bad).message()), HasSubstr("metrics_listen: expected HOST:PORT"));
+  ASSERT_FALSE(bad.ok());  // checked where the file says it
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("m.yaml:1:17: metrics_listen: expected HOST:PORT"));
+  SupervisorConfig flagged = *defaults;
+  flagged.metrics_listen = "localhost";  // as from a flag, after parsing
+  EXPECT_THAT(std::string(ValidateSupervisorConfig(flagged).message()), HasSubstr("metrics_listen: expected HOST:PORT"));
 }
 
 struct BadCase {
@@ -92,14 +95,14 @@ struct BadCase {
 
 TEST(SupervisorConfigTest, MistakesNameFileLineAndColumn) {
   const BadCase cases[] = {
-      {"shepherd: a:1\nworker:\n  binay: x\n", "s.yaml:3:3: unknown key 'binay' in worker"},
-      {"shepherd: a:1\nshepherd: b:2\n", "s.yaml:2:1: duplicate key 'shepherd'"},
-      {"worker:\n  grace_ms: soon\n", "s.yaml:2:13: worker.grace_ms: expected a whole number"},
-      {"worker:\n  grace_ms: -5\n", "worker.grace_ms: expected a whole number of milliseconds"},
+      {"shepherd: a:1\nworker:\n  binay: x\n", "s.yaml:3:3: unknown key 'binay' in section 'worker' (did you mean 'binary'?)"},
+      {"shepherd: a:1\nshepherd: b:2\n", "s.yaml:2:1: shepherd: duplicate key"},
+      {"worker:\n  grace_ms: soon\n", "s.yaml:2:13: worker.grace_ms: expected an integer"},
+      {"worker:\n  grace_ms: -5\n", "s.yaml:2:13: worker.grace_ms: must be >= 0, got -5"},
       {"worker:\n  args: --backend=cpu\n", "s.yaml:2:9: worker.args: expected a list"},
-      {"worker:\n  backoff: {multiplier: fast}\n", "worker.backoff.multiplier: expected a number"},
-      {"supervisor_id: bad id!\n", "s.yaml:1:16: supervisor id 'bad id!'"},
-      {"- just\n- a list\n", "s.yaml:1:1: expected a mapping"},
+      {"worker:\n  backoff: {multiplier: fast}\n", "worker.backoff.multiplier: expected a (finite) number"},
+      {"supervisor_id: bad id!\n", "s.yaml:1:16: supervisor_id: supervisor id 'bad id!'"},
+      {"- just\n- a list\n", "s.yaml:1:1: supervisor config: expected a mapping"},
       {"worker: [1, 2]\n", "s.yaml:1:9: worker: expected a mapping"},
       {"shepherd: [unclosed\n", "s.yaml:"},
   };
