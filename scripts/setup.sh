@@ -23,6 +23,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-torch python3-numpy python3-matplotlib
   prometheus mlir-15-tools systemd
+  clang-14 libclang-rt-14-dev   # scripts/fuzz.sh: libFuzzer, ASan, UBSan
 )
 
 if [[ "${SKIP_APT:-0}" != 1 ]]; then
