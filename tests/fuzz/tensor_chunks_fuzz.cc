@@ -3,12 +3,10 @@
 // pcp.v1.TensorChunk, fed to a TensorListAssembler, once pinned to an expected list and once
 // free. An odd mode byte first recomputes every chunk's and tensor's CRC-32C, so that
 // mutations reach the checks behind the checksums.
-#include <algorithm>
-#include <map>
 #include <vector>
 
 #include "fuzz_target.h"
-#include "pcp/rpc/crc32c.h"
+#include "fuzz_chunks.h"
 #include "pcp/rpc/tensor_list.h"
 #include "pcp/v1/tensor.pb.h"
 
@@ -36,33 +34,25 @@ void Feed(const std::vector<pcp::v1::TensorChunk>& chunks, bool pinned) {
   }
 }
 
-// Sets crc32c of every chunk, and tensor_crc32c to the CRC of all chunks with its index.
-void FixChecksums(std::vector<pcp::v1::TensorChunk>& chunks) {
-  std::map<uint32_t, uint32_t> tensor_crc;
-  for (pcp::v1::TensorChunk& chunk : chunks) {
-    chunk.set_crc32c(pcp::Crc32c(chunk.data().data(), chunk.data().size()));
-    uint32_t& crc = tensor_crc[chunk.index()];
-    crc = pcp::Crc32cExtend(crc, chunk.data().data(), chunk.data().size());
-  }
-  for (pcp::v1::TensorChunk& chunk : chunks) chunk.set_tensor_crc32c(tensor_crc[chunk.index()]);
-}
-
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  pcp::fuzz::QuietProtobuf();
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const bool fix_checksums = data[0] % 2 == 1;
   ++data;
   --size;
-  std::vector<pcp::v1::TensorChunk> chunks;
-  while (size >= 2 && chunks.size() < 256) {
-    const size_t n = std::min<size_t>(size - 2, data[0] | (size_t{data[1]} << 8));
-    pcp::v1::TensorChunk chunk;
-    if (chunk.ParseFromArray(data + 2, static_cast<int>(n))) chunks.push_back(std::move(chunk));
-    data += 2 + n;
-    size -= 2 + n;
+  std::vector<pcp::v1::TensorChunk> chunks =
+      pcp::fuzz::SplitMessages<pcp::v1::TensorChunk>(data, size, 256);
+  if (fix_checksums) {
+    std::vector<pcp::v1::TensorChunk*> pointers;
+    for (pcp::v1::TensorChunk& c : chunks) pointers.push_back(&c);
+    pcp::fuzz::FixChecksums(pointers);
   }
-  if (fix_checksums) FixChecksums(chunks);
   Feed(chunks, /*pinned=*/false);
   Feed(chunks, /*pinned=*/true);
   return 0;

@@ -1,0 +1,109 @@
+// The shepherd's side of a worker's Training.Connect stream, driven through the real
+// handler (services/shepherd/src/worker_session.h) from bytes, without a network: the input
+// is a mode byte, then WorkerMessages, each a 2-byte little-endian length and the serialized
+// message. The session is told to expect round 1's Δ (w[4,8], b[8], f32) once the worker
+// joined; an odd mode byte recomputes the result chunks' CRCs. Whatever the bytes, the
+// session ends at most once, and a Δ it hands on has exactly the expected shapes.
+#include <memory>
+#include <vector>
+
+#include "fuzz_chunks.h"
+#include "fuzz_target.h"
+#include "pcp/v1/training.pb.h"
+#include "spdlog/spdlog.h"
+#include "worker_session.h"
+
+namespace {
+
+using pcp::shepherd::WorkerSession;
+
+const std::vector<pcp::TensorSpec>& DeltaSpecs() {
+  static const auto* specs = new std::vector<pcp::TensorSpec>{
+      {"w", pcp::DType::kF32, {4, 8}}, {"b", pcp::DType::kF32, {8}}};
+  return *specs;
+}
+
+// Completes every write at once (the reactor's OnWriteDone), outside the session's calls.
+class Transport final : public pcp::shepherd::SessionTransport {
+ public:
+  void StartWrite(const pcp::v1::ShepherdMessage*, const pcp::ChunkPayload*) override { ++pending_; }
+  void Finish(const absl::Status&) override { ++finished_; }
+  void Cancel() override {}
+  // Delivers the completions the session is waiting for.
+  void Drain(WorkerSession& session) {
+    for (int guard = 0; pending_ > 0 && guard < 10000; ++guard) {
+      --pending_;
+      session.OnWriteDone(true);
+    }
+  }
+  int finished() const { return finished_; }
+
+ private:
+  int pending_ = 0;
+  int finished_ = 0;
+};
+
+class Observer final : public pcp::shepherd::SessionObserver {
+ public:
+  absl::Status AdmitJoin(const std::shared_ptr<WorkerSession>& session) override {
+    if (session->supervisor_id() == "taken") return absl::AlreadyExistsError("slot taken");
+    return absl::OkStatus();
+  }
+  void OnJoined(const std::shared_ptr<WorkerSession>& session) override {
+    session->ExpectResult(1, DeltaSpecs());
+  }
+  void OnHeartbeat(const std::shared_ptr<WorkerSession>&, const pcp::v1::WorkerHeartbeat&) override {}
+  void OnReady(const std::shared_ptr<WorkerSession>&, const pcp::v1::AssignmentReady&) override {}
+  void OnResult(const std::shared_ptr<WorkerSession>&, uint64_t round, std::vector<pcp::Tensor> delta,
+                const pcp::v1::RoundResult&) override {
+    PCP_FUZZ_CHECK(round == 1);
+    if (delta.empty()) return;
+    PCP_FUZZ_CHECK(delta.size() == DeltaSpecs().size());
+    for (size_t i = 0; i < delta.size(); ++i) PCP_FUZZ_CHECK(delta[i].shape() == DeltaSpecs()[i].shape);
+  }
+  void OnWorkerError(const std::shared_ptr<WorkerSession>&, const pcp::v1::Error&) override {}
+  void OnEnded(const std::shared_ptr<WorkerSession>&, const absl::Status&) override { ++ended_; }
+  int ended() const { return ended_; }
+
+ private:
+  int ended_ = 0;
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  pcp::fuzz::QuietProtobuf();
+  spdlog::set_level(spdlog::level::off);  // every refused message is logged as a warning
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const bool fix_checksums = data[0] % 2 == 1;
+  std::vector<pcp::v1::WorkerMessage> messages =
+      pcp::fuzz::SplitMessages<pcp::v1::WorkerMessage>(data + 1, size - 1, 256);
+  if (fix_checksums) {
+    std::vector<pcp::v1::TensorChunk*> chunks;
+    for (pcp::v1::WorkerMessage& m : messages) {
+      if (m.has_result_chunk()) chunks.push_back(m.mutable_result_chunk()->mutable_chunk());
+    }
+    pcp::fuzz::FixChecksums(chunks);
+  }
+  Observer observer;
+  Transport transport;
+  pcp::shepherd::SessionOptions options;
+  options.max_chunk_bytes = 1 << 16;
+  auto session = std::make_shared<WorkerSession>("s-1", "ipv4:127.0.0.1:1", options, &observer);
+  session->AttachTransport(&transport);
+  for (const pcp::v1::WorkerMessage& m : messages) {
+    if (!session->reading()) break;
+    session->OnRead(m);
+    transport.Drain(*session);
+  }
+  session->Close(absl::OkStatus());
+  transport.Drain(*session);
+  session->OnTransportDone();
+  PCP_FUZZ_CHECK(observer.ended() <= 1);
+  PCP_FUZZ_CHECK(transport.finished() <= 1);
+  return 0;
+}
