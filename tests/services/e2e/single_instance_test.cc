@@ -1,6 +1,7 @@
 // One shepherd per port and per state directory, with real pcp-shepherd processes: a second
 // one on the same port, or on the same state dir, exits at start with an error that names
 // the port or the first one's pid, and the first one goes on serving alone.
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <memory>
@@ -11,25 +12,15 @@
 #include "cluster_harness.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shepherd_fixture.h"
 
 namespace pcp::testing {
 namespace {
 
 using ::testing::HasSubstr;
 
-class SingleInstanceTest : public ::testing::Test {
+class SingleInstanceTest : public ShepherdOnlyTest {
  protected:
-  void SetUp() override {
-    absl::StatusOr<TempDir> dir = TempDir::Create();
-    ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = std::make_unique<TempDir>(*std::move(dir));
-    cluster_ = std::make_unique<ClusterHarness>(dir_->path());
-    ASSERT_TRUE(cluster_->StartShepherd().ok()) << cluster_->Logs();
-  }
-  void TearDown() override {
-    if (cluster_ != nullptr) EXPECT_TRUE(cluster_->StopAll().ok()) << cluster_->Logs();
-  }
-
   // Starts a second pcp-shepherd and waits for it to exit; returns its log.
   std::string SecondShepherdFails(const std::string& listen, const std::string& state_dir, const std::string& name) {
     absl::StatusOr<std::unique_ptr<Process>> second =
@@ -55,9 +46,6 @@ class SingleInstanceTest : public ::testing::Test {
     ASSERT_TRUE(jobs.ok()) << jobs.status();
     EXPECT_EQ(jobs->exit_code, 0) << jobs->output;
   }
-
-  std::unique_ptr<TempDir> dir_;
-  std::unique_ptr<ClusterHarness> cluster_;
 };
 
 TEST_F(SingleInstanceTest, ASecondShepherdOnTheSamePortExitsNamingThePort) {
