@@ -190,6 +190,8 @@ TEST_F(ProcessManagerTest, WorkerThatMadeProgressRestartsAtOnceAndResetsTheBacko
   ASSERT_TRUE(m.WaitFor([](const WorkerStatus& x) { return x.progress_reports == 1; }, absl::Seconds(10),
                         &progressed));
   EXPECT_EQ(progressed.pid, s.pid);
+  // The child logs "progress" right after its report; let it, before the kill.
+  ASSERT_TRUE(WaitUntil([&] { return LogLines(log_, "progress ").size() == 1; }, absl::Seconds(5)));
   s = kill_and_wait_next(s);  // would wait 10 s as a crash loop: WaitRunningNot allows 10 s
   ASSERT_EQ(s.incarnation, 4u);
   EXPECT_FALSE(backoff_seen_after(3)) << "a worker that made progress went through BACKOFF";

@@ -244,7 +244,7 @@ TEST_F(SupervisorProcessTest, ConfigMistakesExitWithTwoAndOneClearLine) {
   std::optional<ExitInfo> exit = supervisor->WaitFor(absl::Seconds(10));
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->exit_code, 2);
-  EXPECT_THAT(ReadAll(stderr_), HasSubstr(config + ":3:3: unknown key 'binay' in worker"));
+  EXPECT_THAT(ReadAll(stderr_), HasSubstr(config + ":3:3: unknown key 'binay' in section 'worker'"));
 }
 
 TEST_F(SupervisorProcessTest, AMissingWorkerBinaryIsAClearError) {
