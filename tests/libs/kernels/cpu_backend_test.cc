@@ -447,7 +447,7 @@ TEST(CpuBackendTest, ProductsAreBitwiseIdenticalForEveryThreadCount) {
       {"columns_split", {48, 200}, {200, 777}, {{}, {}, {1}, {0}}},
       {"lhs_transposed", {130, 517}, {130, 96}, {{}, {}, {0}, {0}}},
       {"rhs_transposed", {1000, 64}, {65, 64}, {{}, {}, {1}, {1}}},
-      {"few_batches", {3, 200, 70}, {3, 70, 90}, {{0}, {0}, {2}, {1}}},
+      {"few_batches", {3, 300, 70}, {3, 70, 90}, {{0}, {0}, {2}, {1}}},
       {"many_batches", {24, 64, 32}, {24, 32, 64}, {{0}, {0}, {2}, {1}}},
       {"long_contraction", {100, 2000}, {2000, 40}, {{}, {}, {1}, {0}}},
   };

@@ -12,12 +12,12 @@ namespace {
 
 // Below this many flops a product is one sgemm call.
 constexpr int64_t kMinParallelFlops = 1 << 18;
-// A larger product is split into row (or column) blocks so that up to this many threads
-// have work...
+// A larger product is split into a power of two of row (or column) blocks, so that 2, 4, 8
+// or 16 threads share them evenly, up to this many blocks...
 constexpr int64_t kTargetBlocks = 16;
-// ...but no block is thinner than this: OpenBLAS packs the other operand again for every
-// call, which costs about as much as kMinBlock / 20 rows of the product.
-constexpr int64_t kMinBlock = 64;
+// ...but no block is thinner than this: each call packs the other operand again, and 64-row
+// blocks cost a single thread a visible share of its speed at the GPT's shapes (768 rows).
+constexpr int64_t kMinBlock = 128;
 
 // Merges dimensions (sizes, strides) into one (size, stride) if they are row-major with
 // respect to each other after dropping size-1 dimensions.
@@ -221,8 +221,8 @@ void DotKernel::Run(const KernelContext& ctx) {
   const int64_t split_size = split_rows ? m_ : n_;
   int64_t parts = 1;
   if (flops >= kMinParallelFlops && batch_ < kTargetBlocks) {
-    parts = std::clamp<int64_t>(std::min((kTargetBlocks + batch_ - 1) / batch_, split_size / kMinBlock), 1,
-                                kTargetBlocks);
+    const int64_t most = std::min((kTargetBlocks + batch_ - 1) / batch_, split_size / kMinBlock);
+    while (parts * 2 <= most) parts *= 2;
   }
   auto run = [&](int64_t unit, int) {
     const int64_t bi = unit / parts, part = unit % parts;
