@@ -33,7 +33,8 @@ PACKAGES=(
   # systemd-analyze for the unit files.
   python3 python3-torch python3-numpy python3-matplotlib
   prometheus mlir-15-tools systemd
-  clang-14 libclang-rt-14-dev   # scripts/fuzz.sh: libFuzzer, ASan, UBSan
+  # scripts/fuzz.sh and sanitizer builds: clang's libFuzzer, ASan, UBSan
+  clang-14 libclang-rt-14-dev
 )
 
 if [[ "${SKIP_APT:-0}" != 1 ]]; then
