@@ -133,34 +133,29 @@ fail_with_log() {
 }
 
 # ---------------------------------------------------------------- metrics ports
-# Every process serves Prometheus /metrics on its own free loopback port (never one twice):
-# free_port sets FREE_PORT.
-USED_PORTS=" "
-free_port() {
-  for _ in $(seq 50); do
-    FREE_PORT=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    if [[ "$USED_PORTS" != *" $FREE_PORT "* ]]; then
-      USED_PORTS+="$FREE_PORT "
+# Every process serves Prometheus /metrics on a port of its own: it binds port 0 and writes
+# the port it got to an address file (--metrics_address_file), so no port is picked here
+# and then lost to another process before it is bound. A restarted worker rebinds the port
+# in its file. read_address waits for such a file and sets ADDRESS: path, pid of the
+# process that writes it (or of its supervisor), that process's log.
+read_address() {
+  for _ in $(seq 600); do
+    if [[ -s "$1" ]]; then
+      ADDRESS=$(head -n 1 "$1")
       return 0
     fi
+    kill -0 "$2" 2>/dev/null || fail_with_log "$(basename "$3" .log) exited" "$3"
+    sleep 0.1
   done
-  die "no free port found"
+  fail_with_log "no $1 after 60 s" "$3"
 }
-free_port
-SHEPHERD_METRICS=127.0.0.1:$FREE_PORT
-SUPERVISOR_METRICS=()
-WORKER_METRICS=()
-for i in $(seq "$WORKERS"); do
-  free_port
-  SUPERVISOR_METRICS+=("127.0.0.1:$FREE_PORT")
-  free_port
-  WORKER_METRICS+=("127.0.0.1:$FREE_PORT")
-done
+ADDRESSES=$STATE_DIR/addresses
+mkdir -p "$ADDRESSES"
 
 # ---------------------------------------------------------------- shepherd
 # Port 0: the shepherd binds a free loopback port and writes it to shepherd.addr.
 "$SHEPHERD_BIN" --listen=127.0.0.1:0 --state_dir="$STATE_DIR/shepherd" \
-  --metrics_listen="$SHEPHERD_METRICS" \
+  --metrics_listen=127.0.0.1:0 --metrics_address_file="$ADDRESSES/shepherd.metrics" \
   --address_file="$STATE_DIR/shepherd.addr" >"$LOGS/shepherd.log" 2>&1 &
 SHEPHERD_PID=$!
 for _ in $(seq 600); do
@@ -170,6 +165,8 @@ for _ in $(seq 600); do
 done
 [[ -s "$STATE_DIR/shepherd.addr" ]] || fail_with_log "pcp-shepherd did not start in 60 s" "$LOGS/shepherd.log"
 ADDR=$(head -n 1 "$STATE_DIR/shepherd.addr")
+read_address "$ADDRESSES/shepherd.metrics" "$SHEPHERD_PID" "$LOGS/shepherd.log"
+SHEPHERD_METRICS=$ADDRESS
 export PCP_SHEPHERD=$ADDR
 echo "shepherd: $ADDR (pid $SHEPHERD_PID, state $STATE_DIR/shepherd)"
 
@@ -177,8 +174,8 @@ echo "shepherd: $ADDR (pid $SHEPHERD_PID, state $STATE_DIR/shepherd)"
 for i in $(seq "$WORKERS"); do
   "$SUPERVISOR_BIN" --shepherd="$ADDR" --supervisor_id="local-$i" \
     --state_dir="$STATE_DIR/supervisor-$i" --worker_binary="$WORKER_BIN" \
-    --metrics_listen="${SUPERVISOR_METRICS[$((i - 1))]}" \
-    --worker_args="--backend=cpu,--threads=$THREADS,--metrics_listen=${WORKER_METRICS[$((i - 1))]}" \
+    --metrics_listen=127.0.0.1:0 --metrics_address_file="$ADDRESSES/supervisor-$i.metrics" \
+    --worker_args="--backend=cpu,--threads=$THREADS,--metrics_listen=127.0.0.1:0,--metrics_address_file=$ADDRESSES/worker-$i.metrics" \
     >"$LOGS/supervisor-$i.log" 2>&1 &
   SUPERVISOR_PIDS+=($!)
   echo "supervisor local-$i: pid $! ($THREADS worker threads)"
@@ -197,6 +194,15 @@ for _ in $(seq 240); do
 done
 [[ "${connected:-0}" -ge "$WORKERS" ]] ||
   fail_with_log "only ${connected:-0} of $WORKERS workers connected after 120 s" "$LOGS/shepherd.log"
+SUPERVISOR_METRICS=()
+WORKER_METRICS=()
+for i in $(seq "$WORKERS"); do
+  # A connected worker has written its file (it serves /metrics before it connects).
+  read_address "$ADDRESSES/supervisor-$i.metrics" "${SUPERVISOR_PIDS[$((i - 1))]}" "$LOGS/supervisor-$i.log"
+  SUPERVISOR_METRICS+=("$ADDRESS")
+  read_address "$ADDRESSES/worker-$i.metrics" "${SUPERVISOR_PIDS[$((i - 1))]}" "$LOGS/supervisor-$i.log"
+  WORKER_METRICS+=("$ADDRESS")
+done
 echo "cluster up: $WORKERS workers connected; logs in $LOGS"
 echo "metrics (Prometheus /metrics):"
 echo "  shepherd          http://$SHEPHERD_METRICS/metrics"
@@ -223,8 +229,9 @@ if (( PROMETHEUS )); then
   targets_file pcp-shepherd "$SHEPHERD_METRICS"
   targets_file pcp-supervisor "${SUPERVISOR_METRICS[@]}"
   targets_file pcp-worker "${WORKER_METRICS[@]}"
-  free_port
-  PROM_ADDR=127.0.0.1:$FREE_PORT
+  # Prometheus cannot report a port it chose, so this one port is picked here (and could, in
+  # principle, be taken by another process before Prometheus binds it).
+  PROM_ADDR=127.0.0.1:$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   /usr/bin/prometheus --config.file="$PROM_DIR/prometheus.yml" --storage.tsdb.path="$PROM_DIR/data" \
     --web.listen-address="$PROM_ADDR" --log.level=warn >"$LOGS/prometheus.log" 2>&1 &
   PROM_PID=$!

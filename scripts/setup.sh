@@ -11,19 +11,30 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 BUILD_TYPE=${BUILD_TYPE:-Release}
 
-# Build dependencies, then test-only references (PyTorch oracle, mlir-opt, Prometheus,
-# lavapipe for Vulkan tests without a GPU, reflection protos for the grpcurl-style test,
-# matplotlib for scripts/plot-loss.py).
+# Every package that the build or a test uses directly (not just what happens to pull it
+# in), and nothing else.
 PACKAGES=(
+  # toolchain; pkg-config finds OpenBLAS (cmake/PcpDependencies.cmake)
   build-essential cmake ninja-build pkg-config git
+  # gRPC and protobuf; grpc-proto has the reflection .proto that a test's client compiles
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev grpc-proto
   libabsl-dev libopenblas-dev
-  libvulkan-dev libshaderc-dev glslc glslang-tools mesa-vulkan-drivers vulkan-tools
+  # libs/base/include/pcp/base/absl_fmt.h includes <fmt/format.h> itself
+  libfmt-dev
+  # Vulkan backend: find_package(Vulkan COMPONENTS shaderc_combined) and find_package(glslang)
+  # (glslang-dev). glslang-tools: glslang-dev's CMake package declares glslangValidator as an
+  # imported target and refuses to load when /usr/bin/glslangValidator is missing.
+  # mesa-vulkan-drivers: lavapipe, the Vulkan device of the tests on machines without a GPU.
+  libvulkan-dev libshaderc-dev glslang-dev glslang-tools mesa-vulkan-drivers
   prometheus-cpp-dev libyaml-cpp-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # Test-only references: the PyTorch oracle (/usr/bin/python3 with torch and numpy),
+  # matplotlib for scripts/plot-loss.py, the real Prometheus server, LLVM's mlir-opt, and
+  # systemd-analyze for the unit files.
   python3 python3-torch python3-numpy python3-matplotlib
   prometheus mlir-15-tools systemd
-  clang-14 libclang-rt-14-dev   # scripts/fuzz.sh: libFuzzer, ASan, UBSan
+  # scripts/fuzz.sh and sanitizer builds: clang's libFuzzer, ASan, UBSan
+  clang-14 libclang-rt-14-dev
 )
 
 if [[ "${SKIP_APT:-0}" != 1 ]]; then

@@ -4,7 +4,7 @@
 //
 //   pcp-shepherd --config config/shepherd.yaml [--listen=127.0.0.1:0] [--state_dir=DIR]
 //                [--metrics_listen=127.0.0.1:9470]   (Prometheus /metrics; --metrics_listen= = off)
-#include <signal.h>
+//                [--address_file=F] [--metrics_address_file=F]   (bound HOST:PORT, for port 0)
 
 #include <cstdio>
 #include <string>
@@ -35,6 +35,9 @@ ABSL_FLAG(std::string, log_level, "", "override 'log_level'");
 ABSL_FLAG(std::string, metrics_listen, "from-config",
           "override 'metrics_listen': HOST:PORT of /metrics (port 0 = any free port; --metrics_listen= turns it off)");
 ABSL_FLAG(std::string, address_file, "", "write the bound HOST:PORT to this file once serving");
+ABSL_FLAG(std::string, metrics_address_file, "",
+          "write the bound HOST:PORT of /metrics to this file once serving (with metrics port 0, a "
+          "restart reuses the port in it when free)");
 
 namespace {
 
@@ -87,7 +90,8 @@ int main(int argc, char** argv) {
 
   // Metrics are a side channel: a port that cannot be bound is logged, and training goes on.
   absl::StatusOr<std::unique_ptr<pcp::metrics::MetricsServer>> metrics =
-      pcp::metrics::ServeServiceMetrics(pcp::metrics::Service::kShepherd, config->metrics_listen);
+      pcp::metrics::ServeServiceMetrics(pcp::metrics::Service::kShepherd, config->metrics_listen,
+                                        absl::GetFlag(FLAGS_metrics_address_file));
   if (!metrics.ok()) {
     spdlog::error("no metrics: {}", metrics.status().message());
   } else if (*metrics != nullptr) {
@@ -106,8 +110,7 @@ int main(int argc, char** argv) {
       spdlog::error("--address_file: {}", s.message());
     }
   }
-  const int sig = pcp::WaitForTerminationSignal();
-  spdlog::info("received {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  spdlog::info("stopping ({})", pcp::WaitForTermination());
   (*shepherd)->Shutdown();
   return 0;
 }

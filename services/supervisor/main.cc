@@ -4,6 +4,7 @@
 //   pcp-supervisor --config=config/supervisor.yaml [--shepherd=HOST:PORT]
 //                  [--supervisor_id=ID] [--worker_binary=PATH] [--worker_args=A,B] ...
 //                  [--metrics_listen=127.0.0.1:9471]   (Prometheus /metrics; --metrics_listen= = off)
+//                  [--metrics_address_file=F]          (bound HOST:PORT of /metrics, for port 0)
 //
 // Exits 0 after SIGTERM/SIGINT or the shepherd's Shutdown command, once the worker is gone;
 // 2 for a bad command line or configuration; 1 for other errors.
@@ -14,17 +15,21 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "pcp/base/absl_fmt.h"
 #include "pcp/metrics/metrics_server.h"
-#include "pcp/supervisor/stop_signal.h"
+#include "pcp/base/termination_signal.h"
 #include "pcp/supervisor/supervisor.h"
 #include "supervisor_flags.h"
 
+ABSL_FLAG(std::string, metrics_address_file, "",
+          "write the bound HOST:PORT of /metrics to this file once serving (with metrics port 0, a "
+          "restart reuses the port in it when free)");
+
 int main(int argc, char** argv) {
-  // Before any thread exists, so every thread inherits the blocked mask.
-  if (absl::Status s = pcp::supervisor::BlockStopSignals(); !s.ok()) {
+  if (absl::Status s = pcp::InstallTerminationHandler(); !s.ok()) {
     std::fprintf(stderr, "pcp-supervisor: %s\n", std::string(s.message()).c_str());
     return 1;
   }
@@ -45,14 +50,14 @@ int main(int argc, char** argv) {
   }
   // Metrics are a side channel: a port that cannot be bound is logged, and the worker is kept.
   absl::StatusOr<std::unique_ptr<pcp::metrics::MetricsServer>> metrics =
-      pcp::metrics::ServeServiceMetrics(pcp::metrics::Service::kSupervisor, config->metrics_listen);
+      pcp::metrics::ServeServiceMetrics(pcp::metrics::Service::kSupervisor, config->metrics_listen,
+                                        absl::GetFlag(FLAGS_metrics_address_file));
   if (!metrics.ok()) {
     spdlog::error("no metrics: {}", metrics.status().message());
   } else if (*metrics != nullptr) {
     spdlog::info("metrics on {}", (*metrics)->url());
   }
-  pcp::supervisor::StopSignal stop;
-  if (absl::Status s = pcp::supervisor::RunSupervisor(*config, stop); !s.ok()) {
+  if (absl::Status s = pcp::supervisor::RunSupervisor(*config); !s.ok()) {
     std::fprintf(stderr, "pcp-supervisor: %s\n", std::string(s.message()).c_str());
     return 1;
   }

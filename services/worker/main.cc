@@ -3,8 +3,8 @@
 //
 //   pcp-worker --shepherd=127.0.0.1:7070 --supervisor_id=node-1 [--backend=cpu|vulkan|auto]
 //              [--threads=N] [--cache_dir=DIR] [--metrics_listen=127.0.0.1:9472]
+//              [--metrics_address_file=F]   (bound HOST:PORT of /metrics, for port 0)
 // SIGTERM / SIGINT: abandon the running round, leave the stream cleanly, exit 0.
-#include <signal.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +35,9 @@ ABSL_FLAG(int64_t, backoff_max_ms, 10000, "longest reconnect delay");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 ABSL_FLAG(std::string, metrics_listen, "",
           "serve Prometheus /metrics on HOST:PORT (port 0 = any free port); empty = no metrics");
+ABSL_FLAG(std::string, metrics_address_file, "",
+          "write the bound HOST:PORT of /metrics to this file once serving (with metrics port 0, a "
+          "restart reuses the port in it when free)");
 
 int main(int argc, char** argv) {
   pcp::KeepStreamBuffersInHeap();  // before gRPC allocates anything (pcp/rpc/stream_memory.h)
@@ -72,7 +75,8 @@ int main(int argc, char** argv) {
   }
   // Metrics are a side channel: a port that cannot be bound is logged, and the worker goes on.
   absl::StatusOr<std::unique_ptr<pcp::metrics::MetricsServer>> metrics =
-      pcp::metrics::ServeServiceMetrics(pcp::metrics::Service::kWorker, absl::GetFlag(FLAGS_metrics_listen));
+      pcp::metrics::ServeServiceMetrics(pcp::metrics::Service::kWorker, absl::GetFlag(FLAGS_metrics_listen),
+                                        absl::GetFlag(FLAGS_metrics_address_file));
   if (!metrics.ok()) {
     spdlog::error("no metrics: {}", metrics.status().message());
   } else if (*metrics != nullptr) {
@@ -84,14 +88,15 @@ int main(int argc, char** argv) {
     spdlog::error("{}", worker.status().message());
     return 2;
   }
+  constexpr absl::string_view kRunEnded = "the worker's run ended";
   std::thread signal_thread([&] {
-    const int sig = pcp::WaitForTerminationSignal();
-    if (sig == 0) return;  // woken by main at exit
-    spdlog::info("received {}: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    const std::string why = pcp::WaitForTermination();
+    if (why == kRunEnded) return;
+    spdlog::info("received {}: stopping", why);
     (*worker)->Stop();
   });
   absl::Status status = (*worker)->Run();
-  pcp::WakeTerminationWaiter();
+  pcp::RequestTermination(kRunEnded);
   signal_thread.join();
   if (!status.ok()) {
     spdlog::error("giving up: {}", status.ToString());

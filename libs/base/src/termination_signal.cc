@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 
@@ -15,12 +16,30 @@ namespace {
 int g_pipe[2] = {-1, -1};
 volatile sig_atomic_t g_signal = 0;
 
+std::mutex& Mu() {
+  static std::mutex* mu = new std::mutex;
+  return *mu;
+}
+std::string& Reason() {  // guarded by Mu()
+  static std::string* reason = new std::string;
+  return *reason;
+}
+
+void Wake() {
+  const char byte = 1;
+  [[maybe_unused]] ssize_t n = write(g_pipe[1], &byte, 1);
+}
+
 void OnSignal(int sig) {
   const int saved = errno;
   if (g_signal == 0) g_signal = sig;
-  const char byte = 1;
-  [[maybe_unused]] ssize_t n = write(g_pipe[1], &byte, 1);
+  Wake();
   errno = saved;
+}
+
+// Moves a recorded signal into the reason (the handler cannot take the lock).
+void TakeSignalLocked() {
+  if (Reason().empty() && g_signal != 0) Reason() = g_signal == SIGINT ? "SIGINT" : "SIGTERM";
 }
 
 }  // namespace
@@ -44,18 +63,30 @@ absl::Status InstallTerminationHandler() {
   return absl::OkStatus();
 }
 
-int WaitForTerminationSignal() {
-  char byte;
+std::string WaitForTermination() {
   while (true) {
+    {
+      std::lock_guard<std::mutex> lock(Mu());
+      TakeSignalLocked();
+      if (!Reason().empty()) {
+        // Pass the wake-up on: another thread may be blocked in read() below.
+        Wake();
+        return Reason();
+      }
+    }
+    char byte;
     const ssize_t n = read(g_pipe[0], &byte, 1);
-    if (n == 1 || (n < 0 && errno != EINTR)) break;
+    if (n < 0 && errno != EINTR) return "termination pipe failed";
   }
-  return g_signal;
 }
 
-void WakeTerminationWaiter() {
-  const char byte = 0;
-  [[maybe_unused]] ssize_t n = write(g_pipe[1], &byte, 1);
+void RequestTermination(absl::string_view reason) {
+  {
+    std::lock_guard<std::mutex> lock(Mu());
+    TakeSignalLocked();
+    if (Reason().empty()) Reason() = std::string(reason.empty() ? "requested" : reason);
+  }
+  Wake();
 }
 
 }  // namespace pcp

@@ -5,8 +5,11 @@
 
 #include <exception>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "pcp/base/file.h"
 
 namespace pcp::metrics {
 
@@ -47,10 +50,31 @@ MetricsServer::~MetricsServer() = default;
 
 absl::string_view PcpVersion() { return PCP_VERSION; }
 
-absl::StatusOr<std::unique_ptr<MetricsServer>> ServeServiceMetrics(Service service, absl::string_view listen) {
+absl::StatusOr<std::unique_ptr<MetricsServer>> ServeServiceMetrics(Service service, absl::string_view listen,
+                                                                   absl::string_view address_file) {
   DefaultRegistry().DeclareService(service, PcpVersion());
   if (listen.empty()) return std::unique_ptr<MetricsServer>();
-  return MetricsServer::Start(listen, DefaultRegistry());
+  if (absl::Status s = ValidateMetricsListen(listen); !s.ok()) return s;
+  const absl::string_view host = listen.substr(0, listen.rfind(':'));
+  absl::StatusOr<std::unique_ptr<MetricsServer>> server = absl::UnavailableError("not started");
+  if (!address_file.empty() && absl::EndsWith(listen, ":0")) {
+    // The previous run's port, if the file holds one for this host.
+    absl::StatusOr<std::string> previous = ReadFile(address_file);
+    int port = 0;
+    if (previous.ok()) {
+      const absl::string_view text = absl::StripAsciiWhitespace(*previous);
+      if (absl::StartsWith(text, absl::StrCat(host, ":")) &&
+          absl::SimpleAtoi(text.substr(host.size() + 1), &port) && port > 0 && port <= 65535) {
+        server = MetricsServer::Start(absl::StrCat(host, ":", port), DefaultRegistry());
+      }
+    }
+  }
+  if (!server.ok()) server = MetricsServer::Start(listen, DefaultRegistry());
+  if (!server.ok() || address_file.empty()) return server;
+  if (absl::Status s = WriteFileAtomic(address_file, (*server)->address() + "\n"); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("--metrics_address_file: ", s.message()));
+  }
+  return server;
 }
 
 }  // namespace pcp::metrics

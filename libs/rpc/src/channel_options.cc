@@ -14,6 +14,7 @@ void ApplyStreamServerOptions(grpc::ServerBuilder* builder) {
   builder->AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kStreamWindowBytes);
   builder->AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   builder->SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
+  builder->AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
 }
 
 }  // namespace pcp

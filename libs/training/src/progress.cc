@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "absl/strings/str_format.h"
+#include "pcp/base/format_duration.h"
 
 namespace pcp {
 
@@ -19,12 +19,5 @@ double ProgressMeter::EtaSeconds() const {
 }
 
 std::string ProgressMeter::Eta() const { return FormatDuration(EtaSeconds()); }
-
-std::string FormatDuration(double seconds) {
-  int64_t s = static_cast<int64_t>(std::llround(std::max(seconds, 0.0)));
-  if (s >= 3600) return absl::StrFormat("%dh%02dm", s / 3600, (s % 3600) / 60);
-  if (s >= 60) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
-  return absl::StrFormat("%ds", s);
-}
 
 }  // namespace pcp

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "pcp/base/format_duration.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/metrics/registry.h"
 #include "pcp/training/checkpoint.h"

@@ -14,6 +14,7 @@
 #include "control_service.h"
 #include "coordinator.h"
 #include "pcp/shepherd/control_registry.h"
+#include "pcp/base/dir_lock.h"
 #include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/rpc/channel_options.h"
@@ -72,6 +73,7 @@ class ControlDirectory final : public SupervisorDirectory {
 
 struct Shepherd::Impl {
   ShepherdConfig config;
+  DirLock state_lock;  // held from before the first read of state_dir until Shutdown ends
   std::string address;
   int port = 0;
   std::unique_ptr<JobManager> jobs;
@@ -100,6 +102,7 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   impl->config = config;
   const ShepherdConfig& c = impl->config;
   PCP_RETURN_IF_ERROR(MakeDirs(c.state_dir), _ << "creating state_dir");
+  PCP_ASSIGN_OR_RETURN(impl->state_lock, DirLock::Acquire(c.state_dir, "state_dir"));
   PCP_ASSIGN_OR_RETURN(impl->jobs, JobManager::Open(c.state_dir));
   SessionOptions session{.auth_token = c.auth_token,
                          .heartbeat_interval_ms = static_cast<uint32_t>(c.heartbeat_interval_ms),
@@ -171,6 +174,7 @@ void Shepherd::Shutdown() {
     impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     spdlog::debug("server stopped");
     impl_->pool->Stop();
+    impl_->state_lock.Release();
     spdlog::info("shut down");
   });
 }

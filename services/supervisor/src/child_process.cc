@@ -31,7 +31,7 @@ ExitInfo FromWaitStatus(int status) {
 // The child's side of Spawn, between fork and exec: only async-signal-safe calls (the
 // supervisor has gRPC threads, and any lock they held at fork time stays held here).
 [[noreturn]] void ExecChild(pid_t parent, int error_fd, const char* path, char* const* argv,
-                            char* const* envp) {
+                            char* const* envp, const int* keep_fds, size_t num_keep_fds) {
   // Die with the thread that spawned us; then close the race where the parent died before
   // prctl took effect.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -50,6 +50,7 @@ ExitInfo FromWaitStatus(int status) {
   if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
     for (int fd = 3; fd < 4096; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
   }
+  for (size_t i = 0; i < num_keep_fds; ++i) fcntl(keep_fds[i], F_SETFD, 0);
   execve(path, argv, envp);
   int error = errno;
   ssize_t ignored = write(error_fd, &error, sizeof error);
@@ -112,7 +113,10 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const SpawnOptions& options) {
     close(error_pipe[1]);
     return absl::ErrnoToStatus(error, absl::StrCat("fork for '", options.path, "'"));
   }
-  if (pid == 0) ExecChild(parent, error_pipe[1], options.path.c_str(), argv.data(), envp.data());
+  if (pid == 0) {
+    ExecChild(parent, error_pipe[1], options.path.c_str(), argv.data(), envp.data(), options.keep_fds.data(),
+              options.keep_fds.size());
+  }
 
   close(error_pipe[1]);
   setpgid(pid, pid);  // also done by the child; whichever runs first wins, both agree

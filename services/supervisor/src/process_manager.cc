@@ -1,5 +1,6 @@
 #include "pcp/supervisor/process_manager.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -16,6 +17,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "pcp/base/format_duration.h"
+#include "pcp/base/progress_report.h"
 #include "pcp/metrics/registry.h"
 
 namespace pcp::supervisor {
@@ -27,10 +30,6 @@ absl::Duration Since(Clock::time_point t, Clock::time_point now) {
   return absl::FromChrono(now - t);
 }
 
-std::string Seconds(absl::Duration d) {
-  return absl::StrCat(absl::Trunc(d, absl::Milliseconds(1)) / absl::Milliseconds(1) / 1000.0,
-                      " s");
-}
 
 }  // namespace
 
@@ -82,6 +81,7 @@ class ProcessManager::Loop {
         wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
   ~Loop() {
     if (wake_fd_ >= 0) close(wake_fd_);
+    CloseProgressPipe();
   }
 
   void Run();
@@ -108,6 +108,12 @@ class ProcessManager::Loop {
   void EscalateIfDue();
   void StartWorker(const std::string& context);
   void EnterBackoff();
+  // Counts the bytes the live worker wrote to its progress pipe (pcp/base/progress_report.h).
+  void ReadProgress();
+  void CloseProgressPipe() {
+    if (progress_fd_ >= 0) close(progress_fd_);
+    progress_fd_ = -1;
+  }
   void Changed() {
     ++changes_;
     listener_due_ = true;
@@ -143,6 +149,8 @@ class ProcessManager::Loop {
   Clock::time_point backoff_until_;
   absl::Duration backoff_delay_;
   uint64_t incarnation_ = 0;
+  int progress_fd_ = -1;           // read end of the live worker's progress pipe
+  uint64_t progress_reports_ = 0;  // of the live (or just exited) worker
   bool exited_before_ = false;
   ExitInfo last_exit_;
   std::string last_spawn_error_;
@@ -167,6 +175,7 @@ WorkerStatus ProcessManager::Loop::StatusLocked() const {
   if (child_) {
     s.pid = child_->pid();
     s.uptime = Since(child_->started(), now);
+    s.progress_reports = progress_reports_;
   }
   if (state_ == WorkerState::kBackoff) {
     s.backoff_left = std::max(absl::ZeroDuration(), absl::FromChrono(backoff_until_ - now));
@@ -257,7 +266,7 @@ void ProcessManager::Loop::StopChild(absl::Duration grace) {
     return;
   }
   spdlog::info("stopping worker pid {} (SIGTERM, SIGKILL after {})", child_->pid(),
-               Seconds(grace));
+               FormatDuration(absl::ToDoubleSeconds(grace)));
   if (absl::Status s = child_->Signal(SIGTERM); !s.ok()) spdlog::warn("{}", std::string(s.message()));
   term_sent_ = true;
   kill_at_ = kill_at;
@@ -271,13 +280,29 @@ void ProcessManager::Loop::EscalateIfDue() {
   kill_sent_ = true;
 }
 
+void ProcessManager::Loop::ReadProgress() {
+  if (progress_fd_ < 0) return;
+  char buffer[256];
+  ssize_t n;
+  uint64_t before = progress_reports_;
+  while ((n = read(progress_fd_, buffer, sizeof buffer)) > 0) progress_reports_ += static_cast<uint64_t>(n);
+  // End of file: the worker is gone (or closed its end); nothing more can come.
+  if (n == 0) CloseProgressPipe();
+  if (progress_reports_ != before) changed_.notify_all();
+}
+
 void ProcessManager::Loop::ReapIfExited() {
   if (!child_) return;
   std::optional<ExitInfo> info = child_->TryReap();
   if (!info) return;
+  ReadProgress();  // what it reported just before exiting
+  CloseProgressPipe();
+  const uint64_t rounds = progress_reports_;
   const absl::Duration uptime = Since(child_->started(), Clock::now());
-  const std::string message = absl::StrCat("worker ", child_->pid(), " exited (",
-                                           info->ToString(), ") after ", Seconds(uptime));
+  const std::string message =
+      absl::StrCat("worker ", child_->pid(), " exited (", info->ToString(), ") after ",
+                   FormatDuration(absl::ToDoubleSeconds(uptime)),
+                   rounds > 0 ? absl::StrCat(" and ", rounds, rounds == 1 ? " round" : " rounds") : "");
   child_.reset();
   term_sent_ = kill_sent_ = false;
   exited_before_ = true;
@@ -298,9 +323,18 @@ void ProcessManager::Loop::ReapIfExited() {
       StartWorker(message);
       return;
     case OnExit::kBackoff:
+      // A worker that completed a round was doing useful work: whatever killed it, it is no
+      // crash loop, and every second it waits is a round lost. Restart it at once.
+      if (rounds > 0) {
+        backoff_.Reset();
+        spdlog::warn("{}; it made progress, restarting at once", message);
+        StartWorker(message);
+        return;
+      }
       if (uptime >= options_.healthy_after) backoff_.Reset();
       EnterBackoff();
-      spdlog::warn("{}; restarting in {}", message, Seconds(backoff_delay_));
+      spdlog::warn("{}; restarting in {}", message,
+                   FormatDuration(absl::ToDoubleSeconds(backoff_delay_)));
       return;
   }
 }
@@ -316,11 +350,30 @@ void ProcessManager::Loop::EnterBackoff() {
 void ProcessManager::Loop::StartWorker(const std::string& context) {
   SpawnOptions spawn = options_.spawn;
   spawn.env.emplace_back("PCP_WORKER_INCARNATION", absl::StrCat(incarnation_ + 1));
+  // A fresh progress pipe per worker: the write end goes to the child (and is closed here
+  // once it has it), so the read end reaches end of file when the worker is gone.
+  CloseProgressPipe();
+  progress_reports_ = 0;
+  int progress[2];
+  if (pipe2(progress, O_CLOEXEC | O_NONBLOCK) == 0) {
+    spawn.env.emplace_back(kProgressFdEnv, absl::StrCat(progress[1]));
+    spawn.keep_fds.push_back(progress[1]);
+  } else {
+    progress[0] = progress[1] = -1;
+    spdlog::warn("no progress pipe for the worker ({}): every exit counts toward the backoff", strerror(errno));
+  }
   absl::StatusOr<ChildProcess> child = ChildProcess::Spawn(spawn);
+  if (progress[1] >= 0) close(progress[1]);
+  if (child.ok()) {
+    progress_fd_ = progress[0];
+  } else if (progress[0] >= 0) {
+    close(progress[0]);
+  }
   if (!child.ok()) {
     last_spawn_error_ = std::string(child.status().message());
     EnterBackoff();
-    spdlog::error("{}; retrying in {}", last_spawn_error_, Seconds(backoff_delay_));
+    spdlog::error("{}; retrying in {}", last_spawn_error_,
+                  FormatDuration(absl::ToDoubleSeconds(backoff_delay_)));
     AnswerAll(&restart_waiters_, child.status(), "");
     return;
   }
@@ -364,7 +417,8 @@ void ProcessManager::Loop::Run() {
     EscalateIfDue();
     if (state_ == WorkerState::kBackoff && !child_ && !shutting_down_ &&
         Clock::now() >= backoff_until_) {
-      StartWorker(absl::StrCat("restart after ", Seconds(backoff_delay_), " backoff"));
+      StartWorker(
+          absl::StrCat("restart after ", FormatDuration(absl::ToDoubleSeconds(backoff_delay_)), " backoff"));
     }
     if (shutting_down_ && !child_) {
       if (state_ != WorkerState::kStopped) {
@@ -385,8 +439,9 @@ void ProcessManager::Loop::Run() {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(*wake - Clock::now()).count();
       timeout_ms = static_cast<int>(std::clamp<int64_t>(left, 0, 60'000));
     }
-    struct pollfd fds[2] = {{.fd = wake_fd_, .events = POLLIN, .revents = 0},
-                            {.fd = -1, .events = POLLIN, .revents = 0}};
+    struct pollfd fds[3] = {{.fd = wake_fd_, .events = POLLIN, .revents = 0},
+                            {.fd = -1, .events = POLLIN, .revents = 0},
+                            {.fd = progress_fd_, .events = POLLIN, .revents = 0}};
     if (child_) {
       if (child_->pidfd() >= 0) {
         fds[1].fd = child_->pidfd();
@@ -395,11 +450,12 @@ void ProcessManager::Loop::Run() {
       }
     }
     lock.unlock();
-    poll(fds, 2, timeout_ms);
+    poll(fds, 3, timeout_ms);
     uint64_t drained;
     ssize_t ignored = read(wake_fd_, &drained, sizeof drained);
     (void)ignored;
     lock.lock();
+    ReadProgress();
   }
   finished_ = true;
   // Requests that raced with the shutdown.

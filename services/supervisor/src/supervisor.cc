@@ -7,15 +7,25 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "pcp/base/dir_lock.h"
+#include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/base/termination_signal.h"
 #include "pcp/supervisor/control_client.h"
 #include "pcp/supervisor/process_manager.h"
 #include "pcp/supervisor/supervisor_id.h"
 
 namespace pcp::supervisor {
 
-absl::Status RunSupervisor(const SupervisorConfig& config, StopSignal& stop) {
+absl::Status RunSupervisor(const SupervisorConfig& config) {
   PCP_RETURN_IF_ERROR(ValidateSupervisorConfig(config));
+  // One supervisor per state_dir: a second one would share the id kept there, and the
+  // shepherd would take the two for one node.
+  DirLock state_lock;
+  if (!config.state_dir.empty()) {
+    PCP_RETURN_IF_ERROR(MakeDirs(config.state_dir), _ << "state_dir");
+    PCP_ASSIGN_OR_RETURN(state_lock, DirLock::Acquire(config.state_dir, "state_dir"));
+  }
   const std::string host = HostName();
   PCP_ASSIGN_OR_RETURN(std::string id,
                        ResolveSupervisorId(config.supervisor_id, config.state_dir, host));
@@ -40,9 +50,9 @@ absl::Status RunSupervisor(const SupervisorConfig& config, StopSignal& stop) {
                                .reconnect = config.reconnect.backoff,
                                .connect_timeout = config.reconnect.connect_timeout};
   std::unique_ptr<ControlClient> client = ControlClient::Start(
-      control, manager.get(), [&stop](std::string reason) { stop.Request(reason); });
+      control, manager.get(), [](std::string reason) { RequestTermination(reason); });
 
-  const std::string reason = stop.Wait();
+  const std::string reason = WaitForTermination();
   spdlog::info("stopping ({}): worker gets SIGTERM, SIGKILL after {}", reason,
                absl::FormatDuration(config.grace));
   // Worker first, stream second: the shepherd sees the worker drain in the heartbeats.

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "connection.h"
 #include "pcp/base/absl_fmt.h"
+#include "pcp/base/progress_report.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/kernels/backend_factory.h"
 #include "pcp/metrics/registry.h"
@@ -452,7 +453,8 @@ absl::Status Worker::Impl::OnStartRound(Connection& conn, const v1::StartRound& 
   if (chunker.done()) {
     m.Clear();
     *m.mutable_round_result() = res;
-    conn.Write(m);
+    // Tells the supervisor this process did useful work: if it dies now, it is no crash loop.
+    if (conn.Write(m)) ReportProgress();
   }
   conn.SetPhase(v1::WORKER_PHASE_READY, 0, 0);
   spdlog::info("round {} done: {} steps, loss {:.4f} (last {:.4f}), {:.1f} ms/step, {:.0f} tok/s, {:.2f} s in all", r,

@@ -13,6 +13,8 @@
 #include "pcp/metrics/catalog.h"
 #include "pcp/metrics/metrics_server.h"
 #include "pcp/metrics/registry.h"
+#include "pcp/base/file.h"
+#include "pcp/testing/temp_dir.h"
 #include "pcp/testing/metrics_scrape.h"
 
 namespace pcp::metrics {
@@ -137,6 +139,35 @@ TEST(MetricsServerTest, ServesTheRegistryOverHttpOnAnyFreePort) {
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable) << second.status();
   EXPECT_TRUE(absl::StrContains(second.status().message(), "cannot serve metrics on 127.0.0.1:")) << second.status();
+}
+
+class MetricsAddressFileTest : public pcp::testing::TempDirTest {};
+
+// Port 0 plus an address file: the bound port is written down (scripts read it instead of
+// picking a port in advance), and a restart binds the same port again while it is free.
+TEST_F(MetricsAddressFileTest, HoldsTheBoundPortAndARestartReusesIt) {
+  const std::string file = dir_ + "/worker.metrics";
+  absl::StatusOr<std::unique_ptr<MetricsServer>> first = ServeServiceMetrics(Service::kWorker, "127.0.0.1:0", file);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const int port = (*first)->port();
+  EXPECT_EQ(ReadFile(file).value_or(""), absl::StrCat("127.0.0.1:", port, "\n"));
+  first->reset();  // the worker exits
+
+  absl::StatusOr<std::unique_ptr<MetricsServer>> again = ServeServiceMetrics(Service::kWorker, "127.0.0.1:0", file);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)->port(), port);
+
+  // While that port is taken, a restart gets another one and says so in the file.
+  absl::StatusOr<std::unique_ptr<MetricsServer>> other = ServeServiceMetrics(Service::kWorker, "127.0.0.1:0", file);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_NE((*other)->port(), port);
+  EXPECT_EQ(ReadFile(file).value_or(""), absl::StrCat("127.0.0.1:", (*other)->port(), "\n"));
+
+  // A file that cannot be written is an error naming the flag.
+  absl::StatusOr<std::unique_ptr<MetricsServer>> unwritable =
+      ServeServiceMetrics(Service::kWorker, "127.0.0.1:0", dir_ + "/missing/dir/file");
+  ASSERT_FALSE(unwritable.ok());
+  EXPECT_TRUE(absl::StrContains(unwritable.status().message(), "--metrics_address_file")) << unwritable.status();
 }
 
 TEST(MetricsServerTest, BadAddressesAreErrors) {

@@ -14,25 +14,13 @@
 #include "cluster_harness.h"
 #include "gtest/gtest.h"
 #include "pcp/base/file.h"
+#include "shepherd_fixture.h"
 
 namespace pcp::testing {
 namespace {
 
-class BadInputTest : public ::testing::Test {
+class BadInputTest : public ShepherdOnlyTest {
  protected:
-  void SetUp() override {
-    absl::StatusOr<TempDir> dir = TempDir::Create();
-    ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = std::make_unique<TempDir>(*std::move(dir));
-    cluster_ = std::make_unique<ClusterHarness>(dir_->path());
-    ASSERT_TRUE(cluster_->StartShepherd().ok()) << cluster_->Logs();
-  }
-  void TearDown() override {
-    if (cluster_ != nullptr) {
-      EXPECT_TRUE(cluster_->StopAll().ok()) << cluster_->Logs();
-    }
-  }
-
   grpc::Status Submit(const std::string& yaml, const std::string& file_name, v1::SubmitJobResponse* response) {
     grpc::ClientContext context;
     SetDeadline(&context, absl::Seconds(60));
@@ -56,8 +44,6 @@ class BadInputTest : public ::testing::Test {
     return yaml.ok() ? *yaml : "";
   }
 
-  std::unique_ptr<TempDir> dir_;
-  std::unique_ptr<ClusterHarness> cluster_;
 };
 
 // "FILE:LINE:COL: " at the start of the message.

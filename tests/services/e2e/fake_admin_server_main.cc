@@ -3,8 +3,6 @@
 // reflection_test as the small server that needs no cluster.
 //
 //   fake_admin_server --port=PORT     logs "listening on 127.0.0.1:PORT"; stops on SIGTERM/SIGINT
-#include <signal.h>
-
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -17,17 +15,16 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "fake_admin_service.h"
+#include "pcp/base/termination_signal.h"
 
 ABSL_FLAG(int, port, 0, "port on 127.0.0.1 (0 = any free port)");
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  // Block the stop signals in every thread (gRPC's included) and take them with sigwait.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  if (absl::Status s = pcp::InstallTerminationHandler(); !s.ok()) {
+    std::fprintf(stderr, "fake_admin_server: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -44,9 +41,8 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr, "listening on 127.0.0.1:%d\n", port);
   std::fflush(stderr);
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
+  const std::string why = pcp::WaitForTermination();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  std::fprintf(stderr, "stopped by signal %d\n", signal_number);
+  std::fprintf(stderr, "stopped by %s\n", why.c_str());
   return 0;
 }

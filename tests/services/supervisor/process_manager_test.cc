@@ -4,6 +4,8 @@
 #include <signal.h>
 
 #include <future>
+#include <mutex>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -145,6 +147,78 @@ TEST_F(ProcessManagerTest, BackoffResetsAfterAHealthyPeriod) {
   ASSERT_TRUE(m.WaitFor([](const WorkerStatus& x) { return x.uptime > absl::Milliseconds(700); },
                         absl::Seconds(5)));
   EXPECT_EQ(kill_and_get_delay(s.pid), absl::Milliseconds(100));
+}
+
+// Crash loop or progress (process_manager.h): incarnations 1 and 2 die before reporting a
+// round, 3 reports one and is killed, 4 dies before reporting. With delays of 100 ms and then
+// 1 s, 10 s, ...: 1 and 2 back off and the backoff grows; 3 restarts at once (no BACKOFF at
+// all) and resets it, so 4 waits 100 ms again instead of 10 s.
+TEST_F(ProcessManagerTest, WorkerThatMadeProgressRestartsAtOnceAndResetsTheBackoff) {
+  ProcessManagerOptions options = Options({"--progress_incarnation=3"});
+  options.backoff = {.initial = absl::Milliseconds(100), .multiplier = 10, .max = absl::Hours(1), .jitter = 0};
+  options.healthy_after = absl::Hours(1);
+  auto manager = ProcessManager::Start(options);
+  ASSERT_TRUE(manager.ok()) << manager.status();
+  ProcessManager& m = **manager;
+  std::mutex mu;
+  std::vector<std::pair<uint64_t, WorkerState>> states;  // (incarnation, state) at each change
+  m.SetChangeListener([&] {
+    WorkerStatus st = m.Status();
+    std::lock_guard<std::mutex> lock(mu);
+    states.emplace_back(st.incarnation, st.state);
+  });
+  auto kill_and_wait_next = [&](const WorkerStatus& s) {
+    EXPECT_EQ(kill(s.pid, SIGKILL), 0);
+    return WaitRunningNot(m, s.pid);
+  };
+  auto backoff_seen_after = [&](uint64_t incarnation) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [inc, state] : states) {
+      if (inc == incarnation && state == WorkerState::kBackoff) return true;
+    }
+    return false;
+  };
+
+  WorkerStatus s = WaitRunningNot(m, 0);
+  EXPECT_EQ(s.progress_reports, 0u);
+  s = kill_and_wait_next(s);
+  EXPECT_TRUE(backoff_seen_after(1));
+  s = kill_and_wait_next(s);  // waits 1 s
+  EXPECT_TRUE(backoff_seen_after(2));
+  ASSERT_EQ(s.incarnation, 3u);
+  WorkerStatus progressed;
+  ASSERT_TRUE(m.WaitFor([](const WorkerStatus& x) { return x.progress_reports == 1; }, absl::Seconds(10),
+                        &progressed));
+  EXPECT_EQ(progressed.pid, s.pid);
+  // The child logs "progress" right after its report; let it, before the kill.
+  ASSERT_TRUE(WaitUntil([&] { return LogLines(log_, "progress ").size() == 1; }, absl::Seconds(5)));
+  s = kill_and_wait_next(s);  // would wait 10 s as a crash loop: WaitRunningNot allows 10 s
+  ASSERT_EQ(s.incarnation, 4u);
+  EXPECT_FALSE(backoff_seen_after(3)) << "a worker that made progress went through BACKOFF";
+  EXPECT_EQ(s.progress_reports, 0u);  // counted per worker process
+
+  ASSERT_EQ(kill(s.pid, SIGKILL), 0);
+  WorkerStatus backoff;
+  ASSERT_TRUE(
+      m.WaitFor([](const WorkerStatus& x) { return x.state == WorkerState::kBackoff; }, absl::Seconds(5), &backoff));
+  EXPECT_EQ(backoff.backoff_delay, absl::Milliseconds(100));  // starts over, not 10 s
+  EXPECT_EQ(LogLines(log_, "progress ").size(), 1u);
+}
+
+// A worker that dies before reporting any round is a crash loop, however often it restarts:
+// its backoff keeps growing (here to a delay that outlasts the test).
+TEST_F(ProcessManagerTest, WorkerThatNeverReportsProgressBacksOffEveryTime) {
+  ProcessManagerOptions options = Options({"--exit_after_ms=0", "--exit_code=1"});
+  options.backoff = {.initial = absl::Milliseconds(50), .multiplier = 1000, .max = absl::Hours(1), .jitter = 0};
+  auto manager = ProcessManager::Start(options);
+  ASSERT_TRUE(manager.ok()) << manager.status();
+  WorkerStatus s;
+  ASSERT_TRUE((*manager)->WaitFor(
+      [](const WorkerStatus& x) { return x.incarnation == 2 && x.state == WorkerState::kBackoff; },
+      absl::Seconds(10), &s));
+  EXPECT_EQ(s.backoff_delay, absl::Seconds(50));
+  EXPECT_EQ(s.last_exit.exit_code, 1);
+  EXPECT_TRUE(LogLines(log_, "progress ").empty());
 }
 
 TEST_F(ProcessManagerTest, ExitCodeIsReportedAndCleanExitsAreRestartedToo) {

@@ -142,6 +142,77 @@ TEST_F(SupervisorProcessTest, RestartsAKilledWorkerWhileTheShepherdIsUnreachable
   EXPECT_FALSE(ProcessAlive(second));
 }
 
+// One supervisor per state_dir: the second exits 1 at start naming the first one's pid,
+// and starts no worker; once the first is gone, the directory is free again.
+TEST_F(SupervisorProcessTest, ASecondSupervisorOnTheSameStateDirExitsNamingTheFirst) {
+  const std::string state = dir_ + "/state";
+  auto first = StartProcess(Argv({"--state_dir=" + state}), stderr_);
+  ASSERT_TRUE(first.ok()) << first.status();
+  WaitForWorker(1);  // the lock is taken before the worker starts
+  const std::string second_stderr = dir_ + "/second.stderr";
+  auto second = StartProcess(Argv({"--state_dir=" + state}), second_stderr);
+  ASSERT_TRUE(second.ok()) << second.status();
+  std::optional<ExitInfo> exit = second->WaitFor(absl::Seconds(15));
+  ASSERT_TRUE(exit.has_value()) << "the second supervisor is still running";
+  EXPECT_EQ(exit->exit_code, 1) << exit->ToString();
+  EXPECT_THAT(ReadAll(second_stderr),
+              HasSubstr(absl::StrCat("state_dir '", state, "' is in use by process ", first->pid())));
+  EXPECT_EQ(StartedPids(log_).size(), 1u);  // no second worker
+  EXPECT_TRUE(ProcessAlive(first->pid()));
+
+  ASSERT_EQ(kill(first->pid(), SIGTERM), 0);
+  ASSERT_TRUE(first->WaitFor(absl::Seconds(15)).has_value());
+  auto third = StartProcess(Argv({"--state_dir=" + state}), dir_ + "/third.stderr");
+  ASSERT_TRUE(third.ok()) << third.status();
+  WaitForWorker(2);
+  ASSERT_EQ(kill(third->pid(), SIGTERM), 0);
+  EXPECT_TRUE(third->WaitFor(absl::Seconds(15)).has_value());
+}
+
+// The supervisor's listening port is its /metrics: port 0 plus --metrics_address_file gives
+// the bound port, and a second supervisor asked to use it says which port is taken (metrics
+// are a side channel: it logs this and keeps its worker).
+TEST_F(SupervisorProcessTest, AMetricsPortInUseIsNamed) {
+  const std::string address_file = dir_ + "/metrics.addr";
+  auto first = StartProcess(Argv({"--supervisor_id=node-m1", "--metrics_listen=127.0.0.1:0",
+                                  "--metrics_address_file=" + address_file}),
+                            stderr_);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(WaitUntil([&] { return !ReadAll(address_file).empty(); }, absl::Seconds(15)));
+  const std::string address(absl::StripTrailingAsciiWhitespace(ReadAll(address_file)));
+  ASSERT_THAT(address, ::testing::StartsWith("127.0.0.1:"));
+  const std::string second_stderr = dir_ + "/second.stderr";
+  auto second = StartProcess(Argv({"--supervisor_id=node-m2", "--metrics_listen=" + address}), second_stderr);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(WaitUntil([&] { return ReadAll(second_stderr).find("cannot serve metrics on " + address) !=
+                                     std::string::npos; },
+                        absl::Seconds(15)))
+      << ReadAll(second_stderr);
+  for (auto* p : {&*first, &*second}) {
+    ASSERT_EQ(kill(p->pid(), SIGTERM), 0);
+    EXPECT_TRUE(p->WaitFor(absl::Seconds(15)).has_value());
+  }
+}
+
+// The real binary passes the progress pipe through exec: a worker that reported a completed
+// round is restarted at once, even with a one-minute backoff.
+TEST_F(SupervisorProcessTest, AWorkerThatReportedProgressIsRestartedAtOnce) {
+  auto supervisor = StartProcess(Argv({"--supervisor_id=node-p", "--backoff_initial_ms=60000",
+                                       "--backoff_max_ms=60000"},
+                                      ",--progress_incarnation=0"),
+                                 stderr_);
+  ASSERT_TRUE(supervisor.ok()) << supervisor.status();
+  const pid_t worker = WaitForWorker(1);
+  ASSERT_TRUE(WaitUntil([&] { return LogLines(log_, "progress ").size() == 1; }, absl::Seconds(10)));
+  // The byte is in the pipe before the kill; the supervisor reads the pipe when it reaps.
+  ASSERT_EQ(kill(worker, SIGKILL), 0);
+  const pid_t next = WaitForWorker(2);  // 10 s at most, far below the 60 s backoff
+  EXPECT_NE(next, worker);
+  EXPECT_THAT(ReadAll(stderr_), HasSubstr("made progress, restarting at once"));
+  ASSERT_EQ(kill(supervisor->pid(), SIGTERM), 0);
+  EXPECT_TRUE(supervisor->WaitFor(absl::Seconds(15)).has_value());
+}
+
 TEST_F(SupervisorProcessTest, AGeneratedIdIsKeptAcrossRestarts) {
   const std::string state = dir_ + "/state";
   std::string first_id;

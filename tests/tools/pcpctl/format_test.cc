@@ -1,4 +1,4 @@
-// pcpctl's text: durations, rates, tables, the progress line, the watch printer.
+// pcpctl's text (durations: tests/libs/base/format_duration_test.cc): rates, tables, the progress line, the watch printer.
 #include "pcp/pcpctl/format.h"
 
 #include <cstdio>
@@ -10,16 +10,6 @@
 
 namespace pcp::pcpctl {
 namespace {
-
-TEST(FormatTest, Durations) {
-  EXPECT_EQ(FormatDuration(0.25), "250ms");
-  EXPECT_EQ(FormatDuration(42.4), "42s");
-  EXPECT_EQ(FormatDuration(1.5), "1.5s");
-  EXPECT_EQ(FormatDuration(192), "3m12s");
-  EXPECT_EQ(FormatDuration(2 * 3600 + 5 * 60), "2h05m");
-  EXPECT_EQ(FormatDuration(3 * 86400 + 4 * 3600), "3d04h");
-  EXPECT_EQ(FormatDuration(-1), "-");
-}
 
 TEST(FormatTest, RatesAndLosses) {
   EXPECT_EQ(FormatRate(950), "950");

@@ -10,8 +10,14 @@
 namespace pcp::cpu {
 namespace {
 
-// Below this many flops a product runs on the calling thread.
+// Below this many flops a product is one sgemm call.
 constexpr int64_t kMinParallelFlops = 1 << 18;
+// A larger product is split into a power of two of row (or column) blocks, so that 2, 4, 8
+// or 16 threads share them evenly, up to this many blocks...
+constexpr int64_t kTargetBlocks = 16;
+// ...but no block is thinner than this: each call packs the other operand again, and 64-row
+// blocks cost a single thread a visible share of its speed at the GPT's shapes (768 rows).
+constexpr int64_t kMinBlock = 128;
 
 // Merges dimensions (sizes, strides) into one (size, stride) if they are row-major with
 // respect to each other after dropping size-1 dimensions.
@@ -204,14 +210,20 @@ void DotKernel::Run(const KernelContext& ctx) {
   const Operand& b = operands_[1];
   const int threads = ctx.pool->num_threads();
   const int64_t flops = 2 * batch_ * m_ * n_ * k_;
-  // Split each product into `parts` row (or column) blocks when there are fewer products
-  // than threads.
-  int64_t parts = 1;
+  // Each product is split into `parts` row (or column) blocks, and how depends on the shape
+  // alone, never on the thread count. Every output element is then computed by the same
+  // sgemm call (same sizes, same operands) with 1 thread or N, and single-threaded OpenBLAS
+  // computes a given call the same way each time, on any CPU. Blocks sized by the thread
+  // count would change the calls' sizes, and OpenBLAS chooses code paths by size (its
+  // "direct" and small-matrix kernels, edge kernels, K blocking), which sum in another order:
+  // results would differ in the last bits between 1 and 2 threads.
   const bool split_rows = m_ >= n_;
-  if (threads > 1 && flops >= kMinParallelFlops && batch_ < threads) {
-    parts = std::min<int64_t>((threads + batch_ - 1) / batch_, std::max<int64_t>(1, (split_rows ? m_ : n_) / 16));
-  }
   const int64_t split_size = split_rows ? m_ : n_;
+  int64_t parts = 1;
+  if (flops >= kMinParallelFlops && batch_ < kTargetBlocks) {
+    const int64_t most = std::min((kTargetBlocks + batch_ - 1) / batch_, split_size / kMinBlock);
+    while (parts * 2 <= most) parts *= 2;
+  }
   auto run = [&](int64_t unit, int) {
     const int64_t bi = unit / parts, part = unit % parts;
     // Blocks of a multiple of 16 rows/columns, so each matches sgemm's register tiles.

@@ -4,7 +4,8 @@
 // CblasNoTrans / CblasTrans, so transposes, head splits and column slices cost nothing.
 // An operand that cannot be expressed that way is first packed into a temporary buffer.
 // Batches, or row/column blocks of a single product, are spread over the pool; OpenBLAS
-// itself runs single-threaded inside each call.
+// itself runs single-threaded inside each call. The blocks depend on the shapes alone, so a
+// result is bitwise the same for every thread count (see Run).
 #ifndef PCP_KERNELS_CPU_DOT_KERNEL_H_
 #define PCP_KERNELS_CPU_DOT_KERNEL_H_
 

@@ -47,7 +47,15 @@ class MetricsServer {
 // What every service's main() does: declares the service's metrics in DefaultRegistry() (with
 // pcp_build_info's version = PCP's), then serves them on `listen`; nullptr when `listen` is ""
 // (metrics off). Errors as Start.
-absl::StatusOr<std::unique_ptr<MetricsServer>> ServeServiceMetrics(Service service, absl::string_view listen);
+//
+// `address_file` (optional; each service's --metrics_address_file): once serving, the bound
+// HOST:PORT and a newline are written to it atomically, so that a script can ask for port 0
+// and read the port back without racing anyone for it. With port 0 and an address file left
+// by an earlier run (a worker its supervisor restarted), the port in the file is tried first:
+// a restarted process keeps its metrics address whenever that port is still free, and takes
+// any free one otherwise. A file that cannot be written is an error (the server is stopped).
+absl::StatusOr<std::unique_ptr<MetricsServer>> ServeServiceMetrics(Service service, absl::string_view listen,
+                                                                   absl::string_view address_file = "");
 
 // PCP's version, as pcp_build_info reports it.
 absl::string_view PcpVersion();

@@ -16,6 +16,9 @@
 //   stream may buffer in the receiver.
 // - gRPC's default 4 MiB receive limit, stated explicitly: chunk messages stay at about
 //   1 MiB (kMaxChunkMessageBytes), so a bigger message is a peer's mistake.
+// - Servers: no port sharing. gRPC sets SO_REUSEPORT by default, so a second server on a
+//   port in use starts without error and the kernel splits connections between the two
+//   (two shepherds, each numbering its own jobs). Without it, BuildAndStart fails.
 #ifndef PCP_RPC_CHANNEL_OPTIONS_H_
 #define PCP_RPC_CHANNEL_OPTIONS_H_
 

@@ -17,7 +17,7 @@ class ProgressMeter {
   // Records one finished step that took `ms` milliseconds.
   void Advance(double ms);
   int64_t done() const { return done_; }
-  // Estimated time for the remaining steps, as "2h03m", "1m32s" or "12s".
+  // Estimated time for the remaining steps, as "2h03m", "1m32s" or "12s" (FormatDuration).
   std::string Eta() const;
   // Seconds remaining, by the moving average.
   double EtaSeconds() const;
@@ -27,9 +27,6 @@ class ProgressMeter {
   int64_t done_ = 0;
   double avg_ms_ = 0;
 };
-
-// Formats seconds as "2h03m", "1m32s" or "12s".
-std::string FormatDuration(double seconds);
 
 }  // namespace pcp
 

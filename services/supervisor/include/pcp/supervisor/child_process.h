@@ -15,7 +15,7 @@
 //   worker's own helpers go with it and a Ctrl-C on the supervisor's terminal reaches only
 //   the supervisor (which forwards SIGTERM).
 // - The child starts with an empty signal mask and default signal dispositions, and with
-//   every inherited descriptor except 0, 1 and 2 closed on exec.
+//   every inherited descriptor except 0, 1, 2 and SpawnOptions::keep_fds closed on exec.
 // - Destroying a ChildProcess that has not been reaped SIGKILLs and reaps it.
 //
 // A failed exec (missing binary, no permission) is reported by Spawn as an error, not as a
@@ -53,6 +53,9 @@ struct SpawnOptions {
   std::vector<std::string> args;   // argv[1..]
   // Added to (or replacing entries of) the supervisor's own environment.
   std::vector<std::pair<std::string, std::string>> env;
+  // Descriptors of the supervisor that the child inherits, under the same numbers (every
+  // other one is closed on exec). The caller keeps its own copies open until Spawn returns.
+  std::vector<int> keep_fds;
 };
 
 class ChildProcess {

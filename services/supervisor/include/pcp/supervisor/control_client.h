@@ -4,7 +4,7 @@
 //   ControlClientOptions options{.shepherd = "127.0.0.1:7070", .supervisor_id = "node-1",
 //                                .host = HostName()};
 //   std::unique_ptr<ControlClient> client = ControlClient::Start(
-//       options, manager.get(), [&](std::string reason) { stop.Request(reason); });
+//       options, manager.get(), [&](std::string reason) { RequestTermination(reason); });
 //   ...
 //   client->Stop();   // ends the stream; the worker is not touched
 //

@@ -13,12 +13,20 @@
 //   manager->Shutdown(absl::ZeroDuration());       // blocks until the worker is gone
 //
 // Lifecycle of the worker (WorkerState mirrors control.proto's WorkerProcessState):
-//   RUNNING --exit--> BACKOFF --delay--> RUNNING      any exit, whatever its code
+//   RUNNING --exit, no progress--> BACKOFF --delay--> RUNNING   whatever the exit code
+//   RUNNING --exit after progress--> RUNNING          (at once; the backoff starts over)
 //   RUNNING --Restart--> RESTARTING --exit--> RUNNING (at once, no backoff)
 //   RUNNING --Drain--> DRAINING --exit--> STOPPED --Restart--> RUNNING
 // Stopping a worker = SIGTERM to its process group, then SIGKILL once the grace period has
-// passed. The backoff restarts from `backoff.initial` when the exiting worker had been up for
-// at least `healthy_after`.
+// passed.
+//
+// Crash loop or progress: each worker gets the write end of a pipe (PCP_PROGRESS_FD, see
+// pcp/base/progress_report.h) and writes a byte per completed round. A worker that exits
+// having reported progress did useful work, so it is restarted at once, however short its
+// life (rounds may take seconds); one that dies before any report is in a crash loop, and
+// each such exit lengthens the backoff. The backoff also starts over from
+// `backoff.initial` when a worker without reports had been up for at least `healthy_after`
+// (e.g. a worker that waited long for its first round).
 //
 // Threading: one loop thread owns the child (it spawns it, so the child's PDEATHSIG is tied
 // to it; see child_process.h). Every public method is thread-safe and never blocks on the
@@ -66,6 +74,7 @@ struct WorkerStatus {
   bool exited_before = false;       // false until a worker has exited
   ExitInfo last_exit;               // how the previous worker ended
   absl::Duration uptime;            // of the live worker; 0 when none
+  uint64_t progress_reports = 0;    // rounds the live worker reported done; 0 when none
   absl::Duration backoff_left;      // BACKOFF: time until the next start
   absl::Duration backoff_delay;     // BACKOFF: the whole delay chosen for this wait
   std::string last_spawn_error;     // why the last start failed; empty if it did not
@@ -74,10 +83,12 @@ struct WorkerStatus {
 
 struct ProcessManagerOptions {
   // The worker binary and its arguments. The manager adds PCP_WORKER_INCARNATION=<n> to
-  // the worker's environment (n = WorkerStatus::incarnation of that process).
+  // the worker's environment (n = WorkerStatus::incarnation of that process), and
+  // PCP_PROGRESS_FD with its progress pipe.
   SpawnOptions spawn;
   BackoffOptions backoff;
-  // A worker up at least this long is healthy: its exit restarts the backoff from `initial`.
+  // A worker up at least this long is healthy: its exit restarts the backoff from `initial`
+  // (a worker that reported progress is restarted at once anyway).
   absl::Duration healthy_after = absl::Seconds(60);
   // Time between SIGTERM and SIGKILL when a request gives none.
   absl::Duration grace = absl::Seconds(10);

@@ -16,6 +16,7 @@
 //     args: [--backend=cpu, --threads=2]
 //     grace_ms: 10000               # SIGTERM -> SIGKILL for restart/drain commands
 //     healthy_after_ms: 60000       # up this long = healthy: backoff starts over
+//                                   # (an exit after a completed round restarts at once)
 //     backoff: {initial_ms: 1000, multiplier: 2.0, max_ms: 30000, jitter: 0.2}
 //   reconnect:                      # to the shepherd
 //     backoff: {initial_ms: 500, multiplier: 2.0, max_ms: 10000, jitter: 0.2}

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "pcp/base/format_duration.h"
 #include "pcp/v1/admin.pb.h"
 
 namespace pcp::pcpctl {
@@ -29,9 +30,7 @@ std::string WorkerPhaseName(v1::WorkerPhase phase);
 std::string WorkerProcessStateName(v1::WorkerProcessState state);
 std::string BackendName(v1::Backend backend);
 
-// A duration for people: "850ms", "1.5s", "42s", "3m12s", "2h05m", "3d04h"; "-" when negative or
-// not finite.
-std::string FormatDuration(double seconds);
+// Durations: pcp::FormatDuration (pcp/base/format_duration.h).
 // A rate with an SI suffix: "950", "12.3k", "1.25M".
 std::string FormatRate(double per_second);
 // A loss with 4 decimals ("2.1345"), or "-" when `has_value` is false.
