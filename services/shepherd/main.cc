@@ -4,10 +4,12 @@
 //
 //   pcp-shepherd --config config/shepherd.yaml [--listen=127.0.0.1:0] [--state_dir=DIR]
 //                [--metrics_listen=127.0.0.1:9470]   (Prometheus /metrics; --metrics_listen= = off)
+//                [--data_roots=DIR,DIR] [--max_queued_jobs=N] ...   (admission; see --help)
 #include <signal.h>
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -35,6 +37,19 @@ ABSL_FLAG(std::string, log_level, "", "override 'log_level'");
 ABSL_FLAG(std::string, metrics_listen, "from-config",
           "override 'metrics_listen': HOST:PORT of /metrics (port 0 = any free port; --metrics_listen= turns it off)");
 ABSL_FLAG(std::string, address_file, "", "write the bound HOST:PORT to this file once serving");
+// Admission (README "Admission and limits"). "from-config" marks --data_roots as not given,
+// so that an empty value can mean "no data may be submitted".
+ABSL_FLAG(std::vector<std::string>, data_roots, {"from-config"},
+          "override 'data_roots': comma-separated folders job data must resolve inside (empty = none)");
+ABSL_FLAG(int64_t, max_data_file_bytes, -1, "override 'max_data_file_bytes'");
+ABSL_FLAG(int64_t, worker_memory_bytes, -1, "override 'worker_memory_bytes' (0 = half of this machine's memory)");
+ABSL_FLAG(int64_t, shepherd_memory_bytes, -1, "override 'shepherd_memory_bytes' (0 = half of this machine's memory)");
+ABSL_FLAG(int64_t, max_jobs, -1, "override 'max_jobs'");
+ABSL_FLAG(int64_t, max_queued_jobs, -1, "override 'max_queued_jobs'");
+ABSL_FLAG(int64_t, max_job_start_attempts, -1, "override 'max_job_start_attempts'");
+ABSL_FLAG(int64_t, max_admin_calls, -1, "override 'max_admin_calls'");
+ABSL_FLAG(int64_t, max_watch_streams, -1, "override 'max_watch_streams'");
+ABSL_FLAG(int64_t, max_watch_queue, -1, "override 'max_watch_queue'");
 
 namespace {
 
@@ -59,6 +74,18 @@ absl::StatusOr<pcp::shepherd::ShepherdConfig> LoadConfig() {
   num(FLAGS_round_start_grace_ms, &config.round_start_grace_ms);
   num(FLAGS_eval_threads, &config.eval_threads);
   str(FLAGS_log_level, &config.log_level);
+  if (std::vector<std::string> v = absl::GetFlag(FLAGS_data_roots); v != std::vector<std::string>{"from-config"}) {
+    config.data_roots = v;
+  }
+  num(FLAGS_max_data_file_bytes, &config.max_data_file_bytes);
+  num(FLAGS_worker_memory_bytes, &config.worker_memory_bytes);
+  num(FLAGS_shepherd_memory_bytes, &config.shepherd_memory_bytes);
+  num(FLAGS_max_jobs, &config.max_jobs);
+  num(FLAGS_max_queued_jobs, &config.max_queued_jobs);
+  num(FLAGS_max_job_start_attempts, &config.max_job_start_attempts);
+  num(FLAGS_max_admin_calls, &config.max_admin_calls);
+  num(FLAGS_max_watch_streams, &config.max_watch_streams);
+  num(FLAGS_max_watch_queue, &config.max_watch_queue);
   // Given on the command line, even empty (= metrics off), the flag wins.
   if (std::string v = absl::GetFlag(FLAGS_metrics_listen); v != "from-config") config.metrics_listen = v;
   if (absl::Status s = config.Validate(); !s.ok()) return s;

@@ -61,6 +61,8 @@ std::string Errno(int err) { return std::strerror(err); }
 
 }  // namespace
 
+std::string DefaultDataRoot() { return PCP_DEFAULT_DATA_ROOT; }
+
 absl::StatusOr<DataRoots> DataRoots::Confined(const std::vector<std::string>& roots,
                                               int64_t max_file_bytes) {
   if (max_file_bytes < 1) {

@@ -34,8 +34,14 @@ namespace pcp {
 // The default size cap of one data file: 1 GiB (tokenized text needs about 3x that in memory).
 inline constexpr int64_t kDefaultMaxDataFileBytes = int64_t{1} << 30;
 
+// The services' default data root: the folder of the example data this build was configured
+// with (CMake's PCP_DATA_DIR: the repository's data/ unless a package sets another).
+std::string DefaultDataRoot();
+
 class DataRoots {
  public:
+  // Confined to no root: every path is refused.
+  DataRoots() = default;
   // Reads confined to `roots` (each made absolute and, where it exists, canonical).
   // InvalidArgument if max_file_bytes < 1 or a root is empty.
   static absl::StatusOr<DataRoots> Confined(const std::vector<std::string>& roots,
