@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -63,29 +64,33 @@ absl::StatusOr<pcp::shepherd::ShepherdConfig> LoadConfig() {
   auto str = [](const absl::Flag<std::string>& flag, std::string* out) {
     if (std::string v = absl::GetFlag(flag); !v.empty()) *out = v;
   };
-  auto num = [](const absl::Flag<int64_t>& flag, int64_t* out) {
-    if (int64_t v = absl::GetFlag(flag); v >= 0) *out = v;
-  };
   str(FLAGS_listen, &config.listen);
   str(FLAGS_state_dir, &config.state_dir);
-  num(FLAGS_heartbeat_interval_ms, &config.heartbeat_interval_ms);
-  num(FLAGS_heartbeat_timeout_ms, &config.heartbeat_timeout_ms);
   str(FLAGS_auth_token, &config.auth_token);
-  num(FLAGS_round_start_grace_ms, &config.round_start_grace_ms);
-  num(FLAGS_eval_threads, &config.eval_threads);
   str(FLAGS_log_level, &config.log_level);
+  // Integer flags: -1 (the default) = not given.
+  using Config = pcp::shepherd::ShepherdConfig;
+  const std::pair<const absl::Flag<int64_t>*, int64_t Config::*> numbers[] = {
+      {&FLAGS_heartbeat_interval_ms, &Config::heartbeat_interval_ms},
+      {&FLAGS_heartbeat_timeout_ms, &Config::heartbeat_timeout_ms},
+      {&FLAGS_round_start_grace_ms, &Config::round_start_grace_ms},
+      {&FLAGS_eval_threads, &Config::eval_threads},
+      {&FLAGS_max_data_file_bytes, &Config::max_data_file_bytes},
+      {&FLAGS_worker_memory_bytes, &Config::worker_memory_bytes},
+      {&FLAGS_shepherd_memory_bytes, &Config::shepherd_memory_bytes},
+      {&FLAGS_max_jobs, &Config::max_jobs},
+      {&FLAGS_max_queued_jobs, &Config::max_queued_jobs},
+      {&FLAGS_max_job_start_attempts, &Config::max_job_start_attempts},
+      {&FLAGS_max_admin_calls, &Config::max_admin_calls},
+      {&FLAGS_max_watch_streams, &Config::max_watch_streams},
+      {&FLAGS_max_watch_queue, &Config::max_watch_queue},
+  };
+  for (const auto& [flag, member] : numbers) {
+    if (int64_t v = absl::GetFlag(*flag); v >= 0) config.*member = v;
+  }
   if (std::vector<std::string> v = absl::GetFlag(FLAGS_data_roots); v != std::vector<std::string>{"from-config"}) {
     config.data_roots = v;
   }
-  num(FLAGS_max_data_file_bytes, &config.max_data_file_bytes);
-  num(FLAGS_worker_memory_bytes, &config.worker_memory_bytes);
-  num(FLAGS_shepherd_memory_bytes, &config.shepherd_memory_bytes);
-  num(FLAGS_max_jobs, &config.max_jobs);
-  num(FLAGS_max_queued_jobs, &config.max_queued_jobs);
-  num(FLAGS_max_job_start_attempts, &config.max_job_start_attempts);
-  num(FLAGS_max_admin_calls, &config.max_admin_calls);
-  num(FLAGS_max_watch_streams, &config.max_watch_streams);
-  num(FLAGS_max_watch_queue, &config.max_watch_queue);
   // Given on the command line, even empty (= metrics off), the flag wins.
   if (std::string v = absl::GetFlag(FLAGS_metrics_listen); v != "from-config") config.metrics_listen = v;
   if (absl::Status s = config.Validate(); !s.ok()) return s;

@@ -6,10 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -185,6 +187,52 @@ TEST_F(AdmissionTest, TenThousandSubmitsHitTheQueueBound) {
   EXPECT_TRUE(absl::StrContains(exhausted_message, "max_queued_jobs 50")) << exhausted_message;
   // Refused submits hold nothing: far less than the 9,950 job copies a leak would keep.
   EXPECT_LT(rss_after - rss_before, 64 * 1024);
+  ExpectUp();
+}
+
+// Admin calls in flight are bounded: 40 SubmitJobs sent at once to a shepherd that takes 2
+// at a time (each reads and tokenizes a megabyte) get RESOURCE_EXHAUSTED beyond those.
+TEST_F(AdmissionTest, AdminCallsInFlightAreBounded) {
+  Start({"--max_admin_calls=2"});
+  struct Call {
+    grpc::ClientContext context;
+    v1::SubmitJobRequest request;
+    v1::SubmitJobResponse response;
+    grpc::Status status;
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0;
+  for (int i = 0; i < 40; ++i) {
+    auto call = std::make_unique<Call>();
+    SetDeadline(&call->context, absl::Seconds(120));
+    call->request.set_yaml(Job());
+    Call* c = call.get();
+    cluster_->admin().async()->SubmitJob(&c->context, &c->request, &c->response, [&, c](grpc::Status s) {
+      std::lock_guard<std::mutex> lock(mu);
+      c->status = std::move(s);
+      ++done;
+      cv.notify_all();
+    });
+    calls.push_back(std::move(call));
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done == 40; });
+  }
+  int ok = 0, busy = 0;
+  for (const auto& c : calls) {
+    if (c->status.ok()) ++ok;
+    if (c->status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      ++busy;
+      EXPECT_TRUE(absl::StrContains(c->status.error_message(), "max_admin_calls")) << c->status.error_message();
+    }
+  }
+  std::printf("40 concurrent SubmitJob calls, max_admin_calls 2: %d accepted, %d RESOURCE_EXHAUSTED\n", ok, busy);
+  EXPECT_EQ(ok + busy, 40);
+  EXPECT_GE(ok, 2);
+  EXPECT_GE(busy, 1);
   ExpectUp();
 }
 
