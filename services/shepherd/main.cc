@@ -5,9 +5,12 @@
 //   pcp-shepherd --config config/shepherd.yaml [--listen=127.0.0.1:0] [--state_dir=DIR]
 //                [--metrics_listen=127.0.0.1:9470]   (Prometheus /metrics; --metrics_listen= = off)
 //                [--address_file=F] [--metrics_address_file=F]   (bound HOST:PORT, for port 0)
+//                [--data_roots=DIR,DIR] [--max_queued_jobs=N] ...   (admission; see --help)
 
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -38,6 +41,19 @@ ABSL_FLAG(std::string, address_file, "", "write the bound HOST:PORT to this file
 ABSL_FLAG(std::string, metrics_address_file, "",
           "write the bound HOST:PORT of /metrics to this file once serving (with metrics port 0, a "
           "restart reuses the port in it when free)");
+// Admission (README "Admission and limits"). "from-config" marks --data_roots as not given,
+// so that an empty value can mean "no data may be submitted".
+ABSL_FLAG(std::vector<std::string>, data_roots, {"from-config"},
+          "override 'data_roots': comma-separated folders job data must resolve inside (empty = none)");
+ABSL_FLAG(int64_t, max_data_file_bytes, -1, "override 'max_data_file_bytes'");
+ABSL_FLAG(int64_t, worker_memory_bytes, -1, "override 'worker_memory_bytes' (0 = half of this machine's memory)");
+ABSL_FLAG(int64_t, shepherd_memory_bytes, -1, "override 'shepherd_memory_bytes' (0 = half of this machine's memory)");
+ABSL_FLAG(int64_t, max_jobs, -1, "override 'max_jobs'");
+ABSL_FLAG(int64_t, max_queued_jobs, -1, "override 'max_queued_jobs'");
+ABSL_FLAG(int64_t, max_job_start_attempts, -1, "override 'max_job_start_attempts'");
+ABSL_FLAG(int64_t, max_admin_calls, -1, "override 'max_admin_calls'");
+ABSL_FLAG(int64_t, max_watch_streams, -1, "override 'max_watch_streams'");
+ABSL_FLAG(int64_t, max_watch_queue, -1, "override 'max_watch_queue'");
 
 namespace {
 
@@ -51,17 +67,33 @@ absl::StatusOr<pcp::shepherd::ShepherdConfig> LoadConfig() {
   auto str = [](const absl::Flag<std::string>& flag, std::string* out) {
     if (std::string v = absl::GetFlag(flag); !v.empty()) *out = v;
   };
-  auto num = [](const absl::Flag<int64_t>& flag, int64_t* out) {
-    if (int64_t v = absl::GetFlag(flag); v >= 0) *out = v;
-  };
   str(FLAGS_listen, &config.listen);
   str(FLAGS_state_dir, &config.state_dir);
-  num(FLAGS_heartbeat_interval_ms, &config.heartbeat_interval_ms);
-  num(FLAGS_heartbeat_timeout_ms, &config.heartbeat_timeout_ms);
   str(FLAGS_auth_token, &config.auth_token);
-  num(FLAGS_round_start_grace_ms, &config.round_start_grace_ms);
-  num(FLAGS_eval_threads, &config.eval_threads);
   str(FLAGS_log_level, &config.log_level);
+  // Integer flags: -1 (the default) = not given.
+  using Config = pcp::shepherd::ShepherdConfig;
+  const std::pair<const absl::Flag<int64_t>*, int64_t Config::*> numbers[] = {
+      {&FLAGS_heartbeat_interval_ms, &Config::heartbeat_interval_ms},
+      {&FLAGS_heartbeat_timeout_ms, &Config::heartbeat_timeout_ms},
+      {&FLAGS_round_start_grace_ms, &Config::round_start_grace_ms},
+      {&FLAGS_eval_threads, &Config::eval_threads},
+      {&FLAGS_max_data_file_bytes, &Config::max_data_file_bytes},
+      {&FLAGS_worker_memory_bytes, &Config::worker_memory_bytes},
+      {&FLAGS_shepherd_memory_bytes, &Config::shepherd_memory_bytes},
+      {&FLAGS_max_jobs, &Config::max_jobs},
+      {&FLAGS_max_queued_jobs, &Config::max_queued_jobs},
+      {&FLAGS_max_job_start_attempts, &Config::max_job_start_attempts},
+      {&FLAGS_max_admin_calls, &Config::max_admin_calls},
+      {&FLAGS_max_watch_streams, &Config::max_watch_streams},
+      {&FLAGS_max_watch_queue, &Config::max_watch_queue},
+  };
+  for (const auto& [flag, member] : numbers) {
+    if (int64_t v = absl::GetFlag(*flag); v >= 0) config.*member = v;
+  }
+  if (std::vector<std::string> v = absl::GetFlag(FLAGS_data_roots); v != std::vector<std::string>{"from-config"}) {
+    config.data_roots = v;
+  }
   // Given on the command line, even empty (= metrics off), the flag wins.
   if (std::string v = absl::GetFlag(FLAGS_metrics_listen); v != "from-config") config.metrics_listen = v;
   if (absl::Status s = config.Validate(); !s.ok()) return s;

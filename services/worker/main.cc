@@ -4,12 +4,14 @@
 //   pcp-worker --shepherd=127.0.0.1:7070 --supervisor_id=node-1 [--backend=cpu|vulkan|auto]
 //              [--threads=N] [--cache_dir=DIR] [--metrics_listen=127.0.0.1:9472]
 //              [--metrics_address_file=F]   (bound HOST:PORT of /metrics, for port 0)
+//              [--data_roots=DIR,DIR] [--max_data_file_bytes=N]   (shared data files only)
 // SIGTERM / SIGINT: abandon the running round, leave the stream cleanly, exit 0.
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -32,6 +34,10 @@ ABSL_FLAG(std::string, cache_dir, "", "keep received programs here (default: mem
 ABSL_FLAG(std::string, auth_token, "", "the shepherd's shared secret, if it requires one");
 ABSL_FLAG(int64_t, backoff_initial_ms, 500, "first reconnect delay");
 ABSL_FLAG(int64_t, backoff_max_ms, 10000, "longest reconnect delay");
+ABSL_FLAG(std::vector<std::string>, data_roots, {pcp::DefaultDataRoot()},
+          "comma-separated folders a shared data file (data.shared: true) must resolve inside; "
+          "empty = none (default: the example data folder of this build)");
+ABSL_FLAG(int64_t, max_data_file_bytes, pcp::kDefaultMaxDataFileBytes, "largest shared data file read");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 ABSL_FLAG(std::string, metrics_listen, "",
           "serve Prometheus /metrics on HOST:PORT (port 0 = any free port); empty = no metrics");
@@ -60,6 +66,8 @@ int main(int argc, char** argv) {
   options.backend = absl::GetFlag(FLAGS_backend);
   options.threads = absl::GetFlag(FLAGS_threads);
   options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  options.data_roots = absl::GetFlag(FLAGS_data_roots);
+  options.max_data_file_bytes = absl::GetFlag(FLAGS_max_data_file_bytes);
   options.auth_token = absl::GetFlag(FLAGS_auth_token);
   options.backoff.initial = absl::Milliseconds(std::max<int64_t>(absl::GetFlag(FLAGS_backoff_initial_ms), 1));
   options.backoff.max = std::max(absl::Milliseconds(absl::GetFlag(FLAGS_backoff_max_ms)), options.backoff.initial);

@@ -14,9 +14,6 @@
 
 namespace pcp {
 
-
-
-
 absl::string_view DataFormatName(DataFormat format) {
   return NameOf(kDataFormatNames, format);
 }
@@ -79,8 +76,8 @@ absl::StatusOr<TokenSequence> ParseTokenBin(absl::string_view bytes, absl::strin
   return TokenSequence(std::move(tokens));
 }
 
-absl::StatusOr<TokenSequence> ReadTokenBin(const std::string& path) {
-  PCP_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+absl::StatusOr<TokenSequence> ReadTokenBin(const std::string& path, const DataRoots& roots) {
+  PCP_ASSIGN_OR_RETURN(std::string bytes, roots.Read(path));
   return ParseTokenBin(bytes, path);
 }
 
@@ -114,8 +111,9 @@ absl::StatusOr<Dataset> Dataset::FromText(absl::string_view text, const Tokenize
   return Dataset(std::move(train), std::move(val), tokenizer);
 }
 
-absl::StatusOr<Dataset> Dataset::LoadTextFile(const std::string& path, TokenizerKind kind) {
-  PCP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+absl::StatusOr<Dataset> Dataset::LoadTextFile(const std::string& path, TokenizerKind kind,
+                                              const DataRoots& roots) {
+  PCP_ASSIGN_OR_RETURN(std::string text, roots.Read(path));
   if (text.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": empty text file"));
   Tokenizer tokenizer = Tokenizer::Byte();
   if (kind == TokenizerKind::kChar) {
@@ -124,15 +122,16 @@ absl::StatusOr<Dataset> Dataset::LoadTextFile(const std::string& path, Tokenizer
   return FromText(text, tokenizer, path);
 }
 
-absl::StatusOr<Dataset> Dataset::LoadTextFile(const std::string& path, const Tokenizer& tokenizer) {
-  PCP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+absl::StatusOr<Dataset> Dataset::LoadTextFile(const std::string& path, const Tokenizer& tokenizer,
+                                              const DataRoots& roots) {
+  PCP_ASSIGN_OR_RETURN(std::string text, roots.Read(path));
   return FromText(text, tokenizer, path);
 }
 
 absl::StatusOr<Dataset> Dataset::LoadBinFiles(const std::string& train_path,
-                                              const std::string& val_path) {
-  PCP_ASSIGN_OR_RETURN(TokenSequence train, ReadTokenBin(train_path));
-  PCP_ASSIGN_OR_RETURN(TokenSequence val, ReadTokenBin(val_path));
+                                              const std::string& val_path, const DataRoots& roots) {
+  PCP_ASSIGN_OR_RETURN(TokenSequence train, ReadTokenBin(train_path, roots));
+  PCP_ASSIGN_OR_RETURN(TokenSequence val, ReadTokenBin(val_path, roots));
   return Dataset(std::move(train), std::move(val), std::nullopt);
 }
 
@@ -183,17 +182,18 @@ absl::StatusOr<TokenSequence> Dataset::Shard(int64_t index, int64_t count,
 }
 
 absl::StatusOr<Dataset> LoadDataset(DataFormat format, const std::string& path,
-                                    const std::string& val_path, int64_t block_size) {
+                                    const std::string& val_path, int64_t block_size,
+                                    const DataRoots& roots) {
   absl::StatusOr<Dataset> data;
   switch (format) {
     case DataFormat::kTextChar:
-      data = Dataset::LoadTextFile(path, TokenizerKind::kChar);
+      data = Dataset::LoadTextFile(path, TokenizerKind::kChar, roots);
       break;
     case DataFormat::kTextByte:
-      data = Dataset::LoadTextFile(path, TokenizerKind::kByte);
+      data = Dataset::LoadTextFile(path, TokenizerKind::kByte, roots);
       break;
     case DataFormat::kBin:
-      data = Dataset::LoadBinFiles(path, val_path);
+      data = Dataset::LoadBinFiles(path, val_path, roots);
       break;
   }
   if (!data.ok()) return data.status();

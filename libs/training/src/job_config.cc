@@ -35,6 +35,17 @@ using yaml_fields::StringField;
 using yaml_fields::Value;
 
 // ------------------------------------------------------------------ the schema, key by key
+//
+// Every number has an upper bound: a job is submitted by someone else, and each of these
+// sizes a loop, a wait or an allocation. With these bounds every shape product of a model
+// fits int64 (EstimateJobMemory in job_memory.h checks them anyway).
+
+using yaml_fields::RealRange;
+// Steps of a schedule (nanoGPT counts iterations in the thousands; 10^9 is decades of them).
+constexpr IntRange kIters0{0, 1'000'000'000};
+constexpr IntRange kIters1{1, 1'000'000'000};
+// Rounds and steps per round: a million each.
+constexpr IntRange kRounds{1, 1'000'000};
 
 bool IsValidJobName(absl::string_view name) {
   if (name.empty()) return false;
@@ -105,8 +116,8 @@ const std::vector<Field<OptimizerConfig>>* OptimizerFields() {
   static const auto* fields = new std::vector<Field<OptimizerConfig>>{
       RealField("lr", &OptimizerConfig::lr, kPositive),
       RealField("min_lr", &OptimizerConfig::min_lr, kNonNegative),
-      IntField("warmup_iters", &OptimizerConfig::warmup_iters, kAtLeast0),
-      IntField("lr_decay_iters", &OptimizerConfig::lr_decay_iters, kAtLeast0),
+      IntField("warmup_iters", &OptimizerConfig::warmup_iters, kIters0),
+      IntField("lr_decay_iters", &OptimizerConfig::lr_decay_iters, kIters0),
       RealField("beta1", &OptimizerConfig::beta1, kUnitHalfOpen),
       RealField("beta2", &OptimizerConfig::beta2, kUnitHalfOpen),
       RealField("eps", &OptimizerConfig::eps, kPositive),
@@ -119,11 +130,11 @@ const std::vector<Field<OptimizerConfig>>* OptimizerFields() {
 
 const std::vector<Field<TrainingConfig>>* TrainingFields() {
   static const auto* fields = new std::vector<Field<TrainingConfig>>{
-      IntField("max_iters", &TrainingConfig::max_iters, kAtLeast1),
+      IntField("max_iters", &TrainingConfig::max_iters, kIters1),
       IntField("batch_size", &TrainingConfig::batch_size, IntRange{1, 1 << 20}),
-      IntField("eval_interval", &TrainingConfig::eval_interval, kAtLeast1),
-      IntField("eval_iters", &TrainingConfig::eval_iters, kAtLeast1),
-      IntField("log_interval", &TrainingConfig::log_interval, kAtLeast1),
+      IntField("eval_interval", &TrainingConfig::eval_interval, kIters1),
+      IntField("eval_iters", &TrainingConfig::eval_iters, IntRange{1, 100000}),
+      IntField("log_interval", &TrainingConfig::log_interval, kIters1),
       IntField("seed", &TrainingConfig::seed, kAtLeast0),
       StringField("out_dir", &TrainingConfig::out_dir, /*allow_empty=*/false),
       IntField("threads", &TrainingConfig::threads, IntRange{0, 4096}),
@@ -135,15 +146,15 @@ const std::vector<Field<TrainingConfig>>* TrainingFields() {
 const std::vector<Field<DiLoCoConfig>>* DiLoCoFields() {
   static const auto* fields = new std::vector<Field<DiLoCoConfig>>{
       IntField("workers", &DiLoCoConfig::workers, IntRange{1, 1 << 16}),
-      IntField("inner_steps", &DiLoCoConfig::inner_steps, kAtLeast1),
+      IntField("inner_steps", &DiLoCoConfig::inner_steps, kRounds),
       RealField("outer_lr", &DiLoCoConfig::outer_lr, kPositive),
       RealField("outer_momentum", &DiLoCoConfig::outer_momentum, kUnitHalfOpen),
       BoolField("nesterov", &DiLoCoConfig::nesterov),
-      IntField("rounds", &DiLoCoConfig::rounds, kAtLeast1),
-      IntField("min_workers", &DiLoCoConfig::min_workers, kAtLeast1),
-      RealField("round_deadline_s", &DiLoCoConfig::round_deadline_s, kPositive),
-      IntField("checkpoint_every", &DiLoCoConfig::checkpoint_every, kAtLeast1),
-      IntField("eval_every", &DiLoCoConfig::eval_every, kAtLeast1),
+      IntField("rounds", &DiLoCoConfig::rounds, kRounds),
+      IntField("min_workers", &DiLoCoConfig::min_workers, IntRange{1, 1 << 16}),
+      RealField("round_deadline_s", &DiLoCoConfig::round_deadline_s, RealRange{0.0, 7 * 24 * 3600.0, true, false}),
+      IntField("checkpoint_every", &DiLoCoConfig::checkpoint_every, kRounds),
+      IntField("eval_every", &DiLoCoConfig::eval_every, kRounds),
   };
   return fields;
 }
@@ -151,9 +162,9 @@ const std::vector<Field<DiLoCoConfig>>* DiLoCoFields() {
 const std::vector<Field<SampleConfig>>* SampleFields() {
   static const auto* fields = new std::vector<Field<SampleConfig>>{
       StringField("prompt", &SampleConfig::prompt, /*allow_empty=*/true),
-      IntField("max_new_tokens", &SampleConfig::max_new_tokens, kAtLeast1),
-      RealField("temperature", &SampleConfig::temperature, kPositive),
-      IntField("top_k", &SampleConfig::top_k, kAtLeast0),
+      IntField("max_new_tokens", &SampleConfig::max_new_tokens, IntRange{1, kMaxSampleTokens}),
+      RealField("temperature", &SampleConfig::temperature, RealRange{0.0, 1000.0, true, false}),
+      IntField("top_k", &SampleConfig::top_k, IntRange{0, kMaxTokenVocab}),
   };
   return fields;
 }
@@ -180,20 +191,16 @@ std::string ResolvePath(const std::string& base_dir, const std::string& path) {
   return (ec ? joined : absolute).lexically_normal().string();
 }
 
+// The data roots decide (data_roots.h); the message is theirs, placed at the key's line.
 absl::Status CheckFile(const Context& ctx, const YAML::Mark& mark, absl::string_view key,
-                       const std::string& path) {
-  std::error_code ec;
-  fs::file_status st = fs::status(path, ec);
-  if (!fs::exists(st)) {
-    return ctx.Error(mark, absl::StrCat(key, ": file not found: ", path));
-  }
-  if (fs::is_directory(st)) {
-    return ctx.Error(mark, absl::StrCat(key, ": is a directory, expected a file: ", path));
-  }
+                       const std::string& path, const DataRoots& roots) {
+  absl::StatusOr<std::string> checked = roots.Check(path);
+  if (!checked.ok()) return ctx.Error(mark, absl::StrCat(key, ": ", checked.status().message()));
   return absl::OkStatus();
 }
 
-absl::Status FinishData(const Context& ctx, const std::string& base_dir, DataConfig& data) {
+absl::Status FinishData(const Context& ctx, const std::string& base_dir, const DataRoots& roots,
+                        DataConfig& data) {
   if (!ctx.Has("data.path")) {
     return ctx.Error(ctx.KeyMark("data"),
                      "data.path: missing; the training data (a text file, or nanoGPT's "
@@ -201,7 +208,7 @@ absl::Status FinishData(const Context& ctx, const std::string& base_dir, DataCon
   }
   const YAML::Mark path_mark = ctx.ValueMark({"data.path"});
   data.path = ResolvePath(base_dir, data.path);
-  PCP_RETURN_IF_ERROR(CheckFile(ctx, path_mark, "data.path", data.path));
+  PCP_RETURN_IF_ERROR(CheckFile(ctx, path_mark, "data.path", data.path, roots));
   if (!ctx.Has("data.format")) data.format = InferDataFormat(data.path);
 
   if (data.format != DataFormat::kBin) {
@@ -223,11 +230,12 @@ absl::Status FinishData(const Context& ctx, const std::string& base_dir, DataCon
     data.val_path = ResolvePath(base_dir, data.val_path);
   }
   return CheckFile(ctx, ctx.ValueMark({"data.val_path", "data.path"}), "data.val_path",
-                   data.val_path);
+                   data.val_path, roots);
 }
 
-absl::Status Finish(const Context& ctx, const std::string& base_dir, JobConfig& c) {
-  PCP_RETURN_IF_ERROR(FinishData(ctx, base_dir, c.data));
+absl::Status Finish(const Context& ctx, const std::string& base_dir, const DataRoots& roots,
+                    JobConfig& c) {
+  PCP_RETURN_IF_ERROR(FinishData(ctx, base_dir, roots, c.data));
   if (c.model.n_embd % c.model.n_head != 0) {
     return ctx.Error(ctx.ValueMark({"model.n_embd", "model.n_head"}),
                      absl::StrCat("model.n_embd: ", c.model.n_embd,
@@ -244,6 +252,12 @@ absl::Status Finish(const Context& ctx, const std::string& base_dir, JobConfig& 
     c.diloco.rounds = c.training.max_iters / c.diloco.inner_steps +
                       (c.training.max_iters % c.diloco.inner_steps != 0 ? 1 : 0);
   }
+  if (c.diloco.rounds > kRounds.max) {
+    return ctx.Error(ctx.ValueMark({"training.max_iters", "diloco.inner_steps"}),
+                     absl::StrCat("diloco.rounds: ceil(training.max_iters / diloco.inner_steps) = ",
+                                  c.diloco.rounds, " is more than ", kRounds.max,
+                                  "; raise inner_steps or set diloco.rounds"));
+  }
   if (c.diloco.min_workers > c.diloco.workers) {
     return ctx.Error(ctx.ValueMark({"diloco.min_workers", "diloco.workers"}),
                      absl::StrCat("diloco.min_workers: ", c.diloco.min_workers,
@@ -259,7 +273,7 @@ absl::string_view BackendChoiceName(BackendChoice backend) {
 }
 
 absl::StatusOr<JobConfig> ParseJobConfig(absl::string_view yaml_text, absl::string_view file_name,
-                                         const std::string& base_dir) {
+                                         const std::string& base_dir, const DataRoots& data_roots) {
   Context ctx(file_name, "job file");
   JobConfig config;
   std::string stem = fs::path(std::string(file_name)).stem().string();
@@ -269,14 +283,14 @@ absl::StatusOr<JobConfig> ParseJobConfig(absl::string_view yaml_text, absl::stri
                      "the job file is empty; expected a mapping with at least data.path");
   }
   PCP_RETURN_IF_ERROR(yaml_fields::ParseDocument(yaml_text, TopFields(), ctx, config));
-  PCP_RETURN_IF_ERROR(Finish(ctx, base_dir, config));
+  PCP_RETURN_IF_ERROR(Finish(ctx, base_dir, data_roots, config));
   return config;
 }
 
 absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path) {
   PCP_ASSIGN_OR_RETURN(std::string text, ReadFile(path),
                        _ << "reading job file");
-  return ParseJobConfig(text, path, fs::path(path).parent_path().string());
+  return ParseJobConfig(text, path, fs::path(path).parent_path().string(), DataRoots::Unconfined());
 }
 
 std::string ToYaml(const JobConfig& config) {
@@ -293,10 +307,10 @@ std::vector<std::string> JobConfigKeys() {
   return keys;
 }
 
-absl::StatusOr<Dataset> LoadJobDataset(JobConfig* config) {
+absl::StatusOr<Dataset> LoadJobDataset(JobConfig* config, const DataRoots& data_roots) {
   PCP_ASSIGN_OR_RETURN(Dataset data,
                        LoadDataset(config->data.format, config->data.path, config->data.val_path,
-                                   config->model.block_size),
+                                   config->model.block_size, data_roots),
                        _ << "job '" << config->name << "'");
   if (config->model.vocab_size == 0) {
     config->model.vocab_size = data.vocab_size();

@@ -31,7 +31,8 @@ AdamWConfig AdamWFrom(const OptimizerConfig& o) {
 }  // namespace
 
 absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& backend, std::FILE* out) {
-  PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&job));
+  // pcp-local trains on the user's own files: no data roots (data_roots.h).
+  PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&job, DataRoots::Unconfined()));
   const GPTConfig model = job.model.ToGPTConfig();
   const TrainingConfig& t = job.training;
   std::fprintf(out, "job %s: GPT %lld layers x %lld heads x %lld wide, block %lld, vocab %lld; %lld train / %lld val tokens\n",

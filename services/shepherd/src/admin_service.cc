@@ -1,5 +1,6 @@
 #include "admin_service.h"
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -7,6 +8,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "pcp/metrics/registry.h"
 #include "pcp/rpc/grpc_status.h"
 #include "sampling.h"
 #include "pcp/base/absl_fmt.h"
@@ -33,6 +35,12 @@ class WatchReactor;
 struct WatchState {
   std::mutex mu;
   WatchReactor* reactor = nullptr;
+  grpc::CallbackServerContext* context = nullptr;
+  size_t max_queue = 256;
+  // Held while cancelling the call from outside gRPC (Push) and by OnDone before the reactor
+  // (and its context) go away. Taken before `mu`, never while holding it; OnCancel (which
+  // TryCancel may run inline) does not take it.
+  std::mutex cancel_mu;
   grpc::Status end_status = grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled");
   std::deque<v1::JobEvent> queue;
   v1::JobEvent current;
@@ -44,6 +52,7 @@ struct WatchState {
 struct WatchRegistry {
   std::mutex mu;
   std::set<std::shared_ptr<WatchState>> live;
+  size_t max_live = 64;
 };
 
 class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
@@ -51,12 +60,24 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
   using State = WatchState;
   using Registry = WatchRegistry;
 
-  WatchReactor(JobManager* jobs, Registry* registry, const std::string& job_id)
+  WatchReactor(JobManager* jobs, Registry* registry, grpc::CallbackServerContext* context, size_t max_queue,
+               const std::string& job_id)
       : jobs_(jobs), registry_(registry), state_(std::make_shared<State>()) {
     state_->reactor = this;
+    state_->context = context;
+    state_->max_queue = max_queue;
+    bool full = false;
     {
       std::lock_guard<std::mutex> lock(registry_->mu);
-      registry_->live.insert(state_);
+      full = registry_->live.size() >= registry_->max_live;
+      if (!full) registry_->live.insert(state_);
+    }
+    if (full) {
+      metrics::Get(metrics::kShepherdAdmissionRefusalsTotal, {"watch_streams"}).Increment();
+      Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          absl::StrCat(registry_->max_live, " WatchJob streams are open, the most this shepherd "
+                                       "serves (max_watch_streams); retry later")));
+      return;
     }
     std::weak_ptr<State> weak = state_;
     absl::StatusOr<JobManager::WatchStart> start = jobs_->Watch(job_id, [weak](const v1::JobEvent& e) {
@@ -109,6 +130,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
       registry_->live.erase(state_);
     }
     {
+      std::lock_guard<std::mutex> cancel(state_->cancel_mu);
       std::lock_guard<std::mutex> lock(state_->mu);
       state_->reactor = nullptr;
     }
@@ -127,10 +149,32 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
 
 
   static void Push(const std::shared_ptr<State>& s, const v1::JobEvent& e) {
+    grpc::CallbackServerContext* drop = nullptr;
     {
       std::lock_guard<std::mutex> lock(s->mu);
-      if (s->reactor == nullptr || s->finished) return;
-      s->queue.push_back(e);
+      if (s->reactor == nullptr || s->finished || s->broken) return;
+      if (s->queue.size() >= s->max_queue) {
+        // A watcher that does not read must not grow the shepherd: it is dropped. Cancelling
+        // ends the write in flight (which a silent client never completes), then Pump finishes.
+        s->queue.clear();
+        s->broken = true;
+        s->end_status = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                     absl::StrCat("the watcher fell ", s->max_queue,
+                                                  " events behind (max_watch_queue); watch again"));
+        drop = s->context;
+      } else {
+        s->queue.push_back(e);
+      }
+    }
+    if (drop != nullptr) {
+      metrics::Get(metrics::kShepherdAdmissionRefusalsTotal, {"watch_queue"}).Increment();
+      std::lock_guard<std::mutex> cancel(s->cancel_mu);
+      bool live = false;
+      {
+        std::lock_guard<std::mutex> lock(s->mu);
+        live = s->reactor != nullptr;
+      }
+      if (live) drop->TryCancel();
     }
     Pump(s);
   }
@@ -178,6 +222,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
 grpc::ServerUnaryReactor* AdminService::SubmitJob(grpc::CallbackServerContext* context,
                                                   const v1::SubmitJobRequest* request,
                                                   v1::SubmitJobResponse* response) {
+  if (!Enter()) return Busy(context);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // Validation reads the job's data: off the gRPC thread.
   d_.pool->Run([this, reactor, request, response] {
@@ -187,6 +232,7 @@ grpc::ServerUnaryReactor* AdminService::SubmitJob(grpc::CallbackServerContext* c
     } else {
       spdlog::info("SubmitJob rejected: {}", r.status().message());
     }
+    Leave();
     reactor->Finish(ToGrpcStatus(r.status()));
   });
   return reactor;
@@ -214,10 +260,28 @@ grpc::ServerUnaryReactor* AdminService::CancelJob(grpc::CallbackServerContext* c
 
 grpc::ServerWriteReactor<v1::JobEvent>* AdminService::WatchJob(grpc::CallbackServerContext* context,
                                                                const v1::WatchJobRequest* request) {
-  return new WatchReactor(d_.jobs, watches_.get(), request->job_id());
+  return new WatchReactor(d_.jobs, watches_.get(), context, static_cast<size_t>(d_.config->max_watch_queue),
+                          request->job_id());
 }
 
-AdminService::AdminService(Deps deps) : d_(deps), watches_(std::make_unique<WatchRegistry>()) {}
+AdminService::AdminService(Deps deps) : d_(deps), watches_(std::make_unique<WatchRegistry>()) {
+  watches_->max_live = static_cast<size_t>(d_.config->max_watch_streams);
+}
+
+bool AdminService::Enter() {
+  if (in_flight_.fetch_add(1) < d_.config->max_admin_calls) return true;
+  in_flight_.fetch_sub(1);
+  metrics::Get(metrics::kShepherdAdmissionRefusalsTotal, {"admin_calls"}).Increment();
+  return false;
+}
+
+void AdminService::Leave() { in_flight_.fetch_sub(1); }
+
+grpc::ServerUnaryReactor* AdminService::Busy(grpc::CallbackServerContext* context) {
+  return Done(context, absl::ResourceExhaustedError(absl::StrCat(
+                           d_.config->max_admin_calls,
+                           " Admin calls are in flight, the most this shepherd takes (max_admin_calls); retry later")));
+}
 AdminService::~AdminService() = default;
 
 void AdminService::EndStreams(const absl::Status& why) {
@@ -261,12 +325,14 @@ grpc::ServerUnaryReactor* AdminService::Command(SupervisorCommand command, grpc:
   if (request->supervisor_id().empty()) {
     return Done(context, absl::InvalidArgumentError(absl::StrCat(name, ": supervisor_id is required")));
   }
+  if (!Enter()) return Busy(context);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   spdlog::info("{} {} requested{}", name, request->supervisor_id(),
                request->reason().empty() ? "" : absl::StrCat(": ", request->reason()));
   d_.supervisors->Command(command, *request, context->deadline(),
-                          [reactor, response](absl::StatusOr<v1::WorkerCommandResponse> r) {
+                          [this, reactor, response](absl::StatusOr<v1::WorkerCommandResponse> r) {
                             if (r.ok()) *response = *std::move(r);
+                            Leave();
                             reactor->Finish(ToGrpcStatus(r.status()));
                           });
   return reactor;
@@ -308,6 +374,7 @@ grpc::ServerUnaryReactor* AdminService::GetCluster(grpc::CallbackServerContext* 
 
 grpc::ServerUnaryReactor* AdminService::Sample(grpc::CallbackServerContext* context,
                                                const v1::SampleRequest* request, v1::SampleResponse* response) {
+  if (!Enter()) return Busy(context);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   d_.pool->Run([this, reactor, request, response] {
     auto run = [&]() -> absl::StatusOr<v1::SampleResponse> {
@@ -332,6 +399,7 @@ grpc::ServerUnaryReactor* AdminService::Sample(grpc::CallbackServerContext* cont
     };
     absl::StatusOr<v1::SampleResponse> r = run();
     if (r.ok()) *response = *std::move(r);
+    Leave();
     reactor->Finish(ToGrpcStatus(r.status()));
   });
   return reactor;

@@ -2,12 +2,17 @@
 // SubmitJob (reads the job's data) and Sample (runs the model) run on a BlockingPool;
 // WatchJob is a write reactor fed by JobManager events; RestartWorker / DrainWorker go to the
 // supervisors through a SupervisorDirectory (UNIMPLEMENTED when there is none).
+// Bounded (config: max_admin_calls, max_watch_streams, max_watch_queue): calls in flight and
+// open watches past their limit get RESOURCE_EXHAUSTED; a watcher that falls max_watch_queue
+// events behind is dropped.
 //
 //   AdminService admin({.jobs = jobs, .registry = &registry, .coordinator = &coordinator,
 //                       .pool = &pool, .config = &config, .started_unix_ms = now});
 //   builder.RegisterService(&admin);
 #ifndef PCP_SHEPHERD_SRC_ADMIN_SERVICE_H_
 #define PCP_SHEPHERD_SRC_ADMIN_SERVICE_H_
+
+#include <atomic>
 
 #include "blocking_pool.h"
 #include "coordinator.h"
@@ -63,7 +68,14 @@ class AdminService final : public v1::Admin::CallbackService {
  private:
   grpc::ServerUnaryReactor* Command(SupervisorCommand command, grpc::CallbackServerContext* context,
                                     const v1::WorkerCommandRequest* request, v1::WorkerCommandResponse* response);
+  // Calls that outlive their handler (SubmitJob, Sample, RestartWorker, DrainWorker) count as
+  // in flight from Enter to Leave; past max_admin_calls, Enter is false and Busy answers
+  // RESOURCE_EXHAUSTED. (The other calls answer inline and hold nothing.)
+  bool Enter();
+  void Leave();
+  grpc::ServerUnaryReactor* Busy(grpc::CallbackServerContext* context);
   Deps d_;
+  std::atomic<int64_t> in_flight_{0};
   std::unique_ptr<WatchRegistry> watches_;
 };
 

@@ -58,7 +58,15 @@ v1::ControlCommand MakeShutdown(absl::string_view reason, uint32_t grace_ms) {
   return c;
 }
 
-ControlRegistry::ControlRegistry() : timer_([this] { TimerLoop(); }) {}
+ControlRegistry::ControlRegistry(absl::Duration forget_after)
+    : forget_after_(absl::ToChronoSeconds(forget_after)), timer_([this] { TimerLoop(); }) {}
+
+void ControlRegistry::ForgetGoneLocked(Clock::time_point now) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    const bool gone = !it->second.info.connected && now - it->second.last_seen > forget_after_;
+    it = gone ? entries_.erase(it) : std::next(it);
+  }
+}
 
 ControlRegistry::~ControlRegistry() {
   std::map<uint64_t, Pending> pending;
@@ -109,6 +117,8 @@ absl::StatusOr<uint64_t> ControlRegistry::Connect(const v1::SupervisorHello& hel
                                                   ControlSession* session) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return absl::UnavailableError("the shepherd is shutting down");
+  // New ids keep arriving on a long-lived shepherd: the entries of long-gone ones go.
+  ForgetGoneLocked(Clock::now());
   Entry& entry = entries_[hello.supervisor_id()];
   if (entry.info.connected) {
     return absl::AlreadyExistsError(absl::StrCat(

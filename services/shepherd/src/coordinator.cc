@@ -1,10 +1,31 @@
 #include "coordinator.h"
 
+#include <exception>
+#include <new>
+
 #include "absl/strings/str_cat.h"
 #include "pcp/base/absl_fmt.h"
 #include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
+namespace {
+
+// Runs `f`, turning an exception into a status: whatever a job makes the shepherd do (an
+// allocation too large for this machine, a bug in a kernel) fails that job, not the process.
+template <typename F>
+absl::Status Contain(F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory (an allocation failed)");
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("internal error: ", e.what()));
+  } catch (...) {
+    return absl::InternalError("internal error (unknown exception)");
+  }
+}
+
+}  // namespace
 
 Coordinator::Coordinator(const ShepherdConfig* config, JobManager* jobs, WorkerRegistry* registry)
     : config_(config), jobs_(jobs), registry_(registry) {}
@@ -110,10 +131,15 @@ void Coordinator::MaybeStartJob() {
     std::optional<RunnableJob> next = jobs_->StartNext();
     if (!next.has_value()) return;
     spdlog::info("job {}: {}", next->id, next->resumed ? "resuming after a shepherd restart" : "starting");
-    absl::StatusOr<std::unique_ptr<JobRun>> run = JobRun::Start(*next, RunContext{config_, jobs_, registry_, [this] { Nudge(); }});
+    absl::StatusOr<std::unique_ptr<JobRun>> run;
+    absl::Status contained = Contain([&] {
+      run = JobRun::Start(*next, RunContext{config_, jobs_, registry_, [this] { Nudge(); }});
+      return absl::OkStatus();
+    });
+    if (!contained.ok()) run = contained;
     if (!run.ok()) {
       spdlog::error("job {} failed to start: {}", next->id, run.status().message());
-      jobs_->Finish(next->id, v1::JOB_STATE_FAILED, std::string(run.status().message()));
+      jobs_->Finish(next->id, v1::JOB_STATE_FAILED, absl::StrCat("failed to start: ", run.status().message()));
       continue;
     }
     run_ = *std::move(run);
@@ -121,6 +147,17 @@ void Coordinator::MaybeStartJob() {
       if (!session->ended()) run_->AddWorker(session);
     }
   }
+}
+
+void Coordinator::FailRun(const absl::Status& why) {
+  if (!run_) return;
+  spdlog::error("job {} failed: {}", run_->job_id(), why.message());
+  jobs_->Finish(run_->job_id(), v1::JOB_STATE_FAILED, std::string(why.message()));
+  Contain([&] {
+    run_->Release(absl::StrCat("job failed: ", why.message()));
+    return absl::OkStatus();
+  }).IgnoreError();
+  run_.reset();
 }
 
 void Coordinator::PublishStatus() {
@@ -148,7 +185,11 @@ void Coordinator::Loop() {
     nudged_ = false;
     lock.unlock();
 
-    for (Event& e : events) Handle(e);
+    absl::Status contained = Contain([&] {
+      for (Event& e : events) Handle(e);
+      return absl::OkStatus();
+    });
+    if (!contained.ok()) FailRun(contained);
     if (run_ && jobs_changed && !jobs_->IsRunning(run_->job_id())) {
       spdlog::info("job {}: no longer running (cancelled); releasing its workers", run_->job_id());
       run_->Release("job cancelled");
@@ -156,8 +197,16 @@ void Coordinator::Loop() {
     }
     MaybeStartJob();
     while (run_) {
-      const JobRun::Outcome outcome = run_->Advance(Clock::now());
-      if (outcome == JobRun::Outcome::kRunning) break;
+      JobRun::Outcome outcome = JobRun::Outcome::kRunning;
+      contained = Contain([&] {
+        outcome = run_->Advance(Clock::now());
+        return absl::OkStatus();
+      });
+      if (!contained.ok()) {
+        FailRun(contained);
+      } else if (outcome == JobRun::Outcome::kRunning) {
+        break;
+      }
       PublishStatus();
       run_.reset();
       MaybeStartJob();

@@ -1,7 +1,8 @@
 // Private: the shepherd's one decision-making thread. It takes events (workers joining,
 // leaving, ready, results; jobs queued or cancelled) from a queue filled by gRPC and
 // heartbeat threads, and drives the running job's JobRun: starting the next job when idle,
-// advancing rounds, finishing, cancelling. Nothing it does blocks a gRPC thread.
+// advancing rounds, finishing, cancelling. Nothing it does blocks a gRPC thread. An exception
+// out of a job (std::bad_alloc, ...) fails that job with the reason; the shepherd goes on.
 //
 //   Coordinator coordinator(&config, jobs.get(), &registry);
 //   registry.SetSink(&coordinator);
@@ -68,6 +69,8 @@ class Coordinator final : public EngineSink {
   void Loop();
   void Handle(Event& event);
   void MaybeStartJob();
+  // The running job failed (an exception escaped it): record why, release its workers.
+  void FailRun(const absl::Status& why);
   void PublishStatus();
 
   const ShepherdConfig* config_;

@@ -52,10 +52,17 @@ std::string StateName(v1::JobState s) {
 }  // namespace
 
 absl::StatusOr<JobConfig> ValidateJob(absl::string_view yaml, absl::string_view file_name,
-                                      const std::string& base_dir) {
-  PCP_ASSIGN_OR_RETURN(JobConfig config, ParseJobConfig(yaml, file_name, base_dir));
-  PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&config), _ << file_name << ": data");
+                                      const std::string& base_dir, const DataRoots& data_roots,
+                                      const MemoryBudgets& budgets) {
+  PCP_ASSIGN_OR_RETURN(JobConfig config, ParseJobConfig(yaml, file_name, base_dir, data_roots));
+  // Before reading the data: a model too large for any budget is refused at once.
+  PCP_ASSIGN_OR_RETURN(JobMemoryEstimate need, EstimateJobMemory(config), _ << file_name);
+  PCP_RETURN_IF_ERROR(CheckMemoryBudgets(need, budgets), _ << file_name);
+  PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&config, data_roots), _ << file_name << ": data");
   (void)data;
+  // Again with the vocabulary the data brought.
+  PCP_ASSIGN_OR_RETURN(need, EstimateJobMemory(config), _ << file_name);
+  PCP_RETURN_IF_ERROR(CheckMemoryBudgets(need, budgets), _ << file_name);
   return config;
 }
 
@@ -74,8 +81,9 @@ v1::JobResult ResultOf(const v1::Job& job) {
   return r;
 }
 
-absl::StatusOr<std::unique_ptr<JobManager>> JobManager::Open(const std::string& state_dir) {
-  std::unique_ptr<JobManager> m(new JobManager(JobStore(state_dir)));
+absl::StatusOr<std::unique_ptr<JobManager>> JobManager::Open(const std::string& state_dir,
+                                                             AdmissionPolicy policy) {
+  std::unique_ptr<JobManager> m(new JobManager(JobStore(state_dir), std::move(policy)));
   int64_t max_seq = 0;
   PCP_ASSIGN_OR_RETURN(std::vector<StoredJob> stored, m->store_.LoadAll(&max_seq),
                        _ << "loading jobs from " << state_dir);
@@ -84,7 +92,7 @@ absl::StatusOr<std::unique_ptr<JobManager>> JobManager::Open(const std::string& 
     Entry e;
     e.stored = std::move(s);
     absl::StatusOr<JobConfig> config =
-        ParseJobConfig(e.stored.yaml, e.stored.file_name, e.stored.base_dir);
+        ParseJobConfig(e.stored.yaml, e.stored.file_name, e.stored.base_dir, m->policy_.data_roots);
     if (config.ok()) e.effective_yaml = ToYaml(*config);
     m->next_seq_ = std::max(m->next_seq_, e.stored.seq + 1);
     const std::string id = e.stored.job.job_id();
@@ -156,17 +164,57 @@ void JobManager::TransitionLocked(Entry& entry, v1::JobState to, absl::string_vi
   }
 }
 
+absl::Status JobManager::MakeRoomLocked() {
+  int64_t active = 0;
+  for (const auto& [id, e] : jobs_) active += IsTerminal(e.stored.job.state()) ? 0 : 1;
+  if (active >= policy_.max_queued_jobs) {
+    metrics::Get(metrics::kShepherdAdmissionRefusalsTotal, {"jobs_queued"}).Increment();
+    return absl::ResourceExhaustedError(absl::StrCat(
+        active, " jobs are queued or running, the most this shepherd takes (max_queued_jobs ",
+        policy_.max_queued_jobs, "); retry when some have finished"));
+  }
+  // jobs_ iterates in submission order: the oldest finished jobs go first.
+  for (auto it = jobs_.begin(); it != jobs_.end() && static_cast<int64_t>(jobs_.size()) >= policy_.max_jobs;) {
+    if (!IsTerminal(it->second.stored.job.state())) {
+      ++it;
+      continue;
+    }
+    if (absl::Status s = store_.Remove(it->first); !s.ok()) {
+      spdlog::error("pruning job {}: {}", it->first, s.message());
+      return absl::ResourceExhaustedError(absl::StrCat("the shepherd keeps at most ", policy_.max_jobs,
+                                                       " jobs (max_jobs) and could not prune a finished one"));
+    }
+    spdlog::info("job {} ({}) pruned: {} jobs kept at most (max_jobs)", it->first, it->second.stored.job.name(),
+                 policy_.max_jobs);
+    it = jobs_.erase(it);
+  }
+  if (static_cast<int64_t>(jobs_.size()) >= policy_.max_jobs) {
+    metrics::Get(metrics::kShepherdAdmissionRefusalsTotal, {"jobs_stored"}).Increment();
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the shepherd keeps at most ", policy_.max_jobs, " jobs (max_jobs), none of them finished"));
+  }
+  SetJobGauges(jobs_);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::SubmitJobResponse> JobManager::Submit(const v1::SubmitJobRequest& request) {
   const std::string file_name = request.file_name().empty() ? kDefaultSubmitFileName : request.file_name();
   if (!request.base_dir().empty() && request.base_dir()[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat("base_dir must be an absolute path, got '", request.base_dir(), "'"));
   }
+  {
+    // Refused before the slow part when the queue is already full.
+    std::lock_guard<std::mutex> lock(mu_);
+    PCP_RETURN_IF_ERROR(MakeRoomLocked());
+  }
   // The slow part (parsing, reading the data) runs without the lock.
-  PCP_ASSIGN_OR_RETURN(JobConfig config, ValidateJob(request.yaml(), file_name, request.base_dir()));
+  PCP_ASSIGN_OR_RETURN(JobConfig config, ValidateJob(request.yaml(), file_name, request.base_dir(),
+                                                     policy_.data_roots, policy_.budgets));
   Listener listener;
   v1::SubmitJobResponse response;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    PCP_RETURN_IF_ERROR(MakeRoomLocked());
     Entry e;
     e.stored.seq = next_seq_;
     e.stored.yaml = request.yaml();
@@ -258,25 +306,45 @@ std::optional<RunnableJob> JobManager::StartNext() {
   std::optional<RunnableJob> next;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Entry* pick = nullptr;
-    for (auto& [id, e] : jobs_) {
-      const v1::JobState s = e.stored.job.state();
-      if (s == v1::JOB_STATE_RUNNING) {
-        pick = &e;
-        break;
+    // Each pass starts a job, finds none, or fails one that used up its starts.
+    while (!next.has_value()) {
+      Entry* pick = nullptr;
+      for (auto& [id, e] : jobs_) {
+        const v1::JobState s = e.stored.job.state();
+        if (s == v1::JOB_STATE_RUNNING) {
+          pick = &e;
+          break;
+        }
+        if (s == v1::JOB_STATE_QUEUED && (pick == nullptr || e.stored.seq < pick->stored.seq)) pick = &e;
       }
-      if (s == v1::JOB_STATE_QUEUED && (pick == nullptr || e.stored.seq < pick->stored.seq)) pick = &e;
+      if (pick == nullptr) break;
+      v1::Job& job = pick->stored.job;
+      // Only a job left running by a stopped shepherd has starts behind it (one that failed to
+      // start is failed at once): it took the process down while starting, that often.
+      if (static_cast<int64_t>(job.start_attempts()) >= policy_.max_start_attempts) {
+        TransitionLocked(*pick, v1::JOB_STATE_FAILED,
+                         absl::StrCat("started ", job.start_attempts(),
+                                      " times without completing a round (max_job_start_attempts); the shepherd "
+                                      "stopped while it started or ran"),
+                         &emit);
+        continue;
+      }
+      // Counted (and persisted) before the job starts: a start that kills the process counts too.
+      job.set_start_attempts(job.start_attempts() + 1);
+      RunnableJob r;
+      r.id = job.job_id();
+      r.yaml = pick->stored.yaml;
+      r.file_name = pick->stored.file_name;
+      r.base_dir = pick->stored.base_dir;
+      r.dir = store_.JobDir(r.id);
+      r.resumed = job.state() == v1::JOB_STATE_RUNNING;
+      if (r.resumed) {
+        PersistLocked(*pick);
+      } else {
+        TransitionLocked(*pick, v1::JOB_STATE_RUNNING, "", &emit);  // persists
+      }
+      next = std::move(r);
     }
-    if (pick == nullptr) return std::nullopt;
-    RunnableJob r;
-    r.id = pick->stored.job.job_id();
-    r.yaml = pick->stored.yaml;
-    r.file_name = pick->stored.file_name;
-    r.base_dir = pick->stored.base_dir;
-    r.dir = store_.JobDir(r.id);
-    r.resumed = pick->stored.job.state() == v1::JOB_STATE_RUNNING;
-    if (!r.resumed) TransitionLocked(*pick, v1::JOB_STATE_RUNNING, "", &emit);
-    next = std::move(r);
   }
   Deliver(&emit);
   return next;
@@ -294,6 +362,8 @@ void JobManager::ReportProgress(absl::string_view job_id, const v1::JobProgress&
     std::lock_guard<std::mutex> lock(mu_);
     Entry* e = FindLocked(job_id);
     if (e == nullptr || e->stored.job.state() != v1::JOB_STATE_RUNNING) return;
+    // A completed round: the job runs, its starts so far were not failures.
+    if (progress.round() > e->stored.job.progress().round()) e->stored.job.set_start_attempts(0);
     *e->stored.job.mutable_progress() = progress;
     PersistLocked(*e);
     v1::JobEvent event;

@@ -16,8 +16,8 @@ AdamWConfig AdamWOf(const OptimizerConfig& o) {
 
 }  // namespace
 
-absl::StatusOr<PreparedJob> PrepareJob(JobConfig config) {
-  PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&config), _ << "loading the job's data");
+absl::StatusOr<PreparedJob> PrepareJob(JobConfig config, const DataRoots& data_roots) {
+  PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&config, data_roots), _ << "loading the job's data");
   PCP_ASSIGN_OR_RETURN(GptProgram program,
                        BuildGptProgram(config.model.ToGPTConfig(), config.training.batch_size, AdamWOf(config.optimizer)),
                        _ << "building the training program");

@@ -39,8 +39,15 @@ absl::StatusOr<std::unique_ptr<JobRun>> JobRun::Start(const RunnableJob& job, Ru
 
 absl::Status JobRun::Prepare() {
   const auto t0 = Clock::now();
-  PCP_ASSIGN_OR_RETURN(JobConfig config, ParseJobConfig(job_.yaml, job_.file_name, job_.base_dir));
-  PCP_ASSIGN_OR_RETURN(PreparedJob prepared, PrepareJob(std::move(config)));
+  const AdmissionPolicy& policy = ctx_.jobs->policy();
+  PCP_ASSIGN_OR_RETURN(JobConfig config, ParseJobConfig(job_.yaml, job_.file_name, job_.base_dir, policy.data_roots));
+  // The budgets may have shrunk since the job was submitted (or it was stored by an older
+  // shepherd): checked again before anything is allocated.
+  PCP_ASSIGN_OR_RETURN(JobMemoryEstimate need, EstimateJobMemory(config));
+  PCP_RETURN_IF_ERROR(CheckMemoryBudgets(need, policy.budgets));
+  PCP_ASSIGN_OR_RETURN(PreparedJob prepared, PrepareJob(std::move(config), policy.data_roots));
+  PCP_ASSIGN_OR_RETURN(need, EstimateJobMemory(prepared.config));
+  PCP_RETURN_IF_ERROR(CheckMemoryBudgets(need, policy.budgets));
   prepared_ = std::make_unique<PreparedJob>(std::move(prepared));
   const JobConfig& c = prepared_->config;
   outer_ = std::make_unique<OuterOptimizer>(

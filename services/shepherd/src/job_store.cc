@@ -76,6 +76,17 @@ absl::Status JobStore::Create(const StoredJob& job) const {
   return SaveState(job);
 }
 
+absl::Status JobStore::Remove(const std::string& job_id) const {
+  const std::string dir = JobDir(job_id);
+  std::error_code ec;
+  // state.json first: a folder without it is not a job, so a crash part-way loses nothing else.
+  std::filesystem::remove(dir + "/" + kStateFile, ec);
+  if (ec) return absl::InternalError(absl::StrCat("removing ", dir, "/", kStateFile, ": ", ec.message()));
+  std::filesystem::remove_all(dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("removing ", dir, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
 absl::Status JobStore::SaveState(const StoredJob& job) const {
   PCP_ASSIGN_OR_RETURN(std::string text, StateJson(job));
   return WriteFileAtomic(JobDir(job.job.job_id()) + "/" + kStateFile, text);

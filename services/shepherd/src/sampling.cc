@@ -11,7 +11,6 @@
 
 namespace pcp::shepherd {
 
-inline constexpr uint32_t kMaxSampleTokens = 10000;
 
 absl::StatusOr<std::shared_ptr<const ParamsSnapshot>> SnapshotFromCheckpoint(const std::string& job_id,
                                                                              const std::string& path, bool final) {
@@ -25,7 +24,7 @@ absl::StatusOr<std::shared_ptr<const ParamsSnapshot>> SnapshotFromCheckpoint(con
   }
   // The job's sample defaults; a job whose data has moved no longer parses, then the
   // schema's defaults apply.
-  absl::StatusOr<JobConfig> job = ParseJobConfig(ckpt.Meta("pcp.job"), "pcp.job", "");
+  absl::StatusOr<JobConfig> job = ParseJobConfig(ckpt.Meta("pcp.job"), "pcp.job", "", DataRoots::Unconfined());
   if (job.ok()) snap->sample = job->sample;
   uint64_t round = 0;
   if (absl::SimpleAtoi(ckpt.Meta("pcp.round"), &round)) snap->round = round;
@@ -37,7 +36,7 @@ absl::StatusOr<std::shared_ptr<const ParamsSnapshot>> SnapshotFromCheckpoint(con
 
 absl::StatusOr<v1::SampleResponse> SampleText(const ParamsSnapshot& snap, const v1::SampleRequest& request,
                                               int threads) {
-  if (request.max_new_tokens() > kMaxSampleTokens) {
+  if (int64_t{request.max_new_tokens()} > kMaxSampleTokens) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_new_tokens must be 1-", kMaxSampleTokens, " (0 = the job's), got ", request.max_new_tokens()));
   }

@@ -19,6 +19,7 @@
 #include "pcp/base/status_macros.h"
 #include "pcp/rpc/channel_options.h"
 #include "pcp/shepherd/job_manager.h"
+#include "pcp/training/job_memory.h"
 #include "pcp/base/absl_fmt.h"
 #include "spdlog/spdlog.h"
 #include "shepherd_metrics.h"
@@ -103,7 +104,18 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   const ShepherdConfig& c = impl->config;
   PCP_RETURN_IF_ERROR(MakeDirs(c.state_dir), _ << "creating state_dir");
   PCP_ASSIGN_OR_RETURN(impl->state_lock, DirLock::Acquire(c.state_dir, "state_dir"));
-  PCP_ASSIGN_OR_RETURN(impl->jobs, JobManager::Open(c.state_dir));
+  PCP_ASSIGN_OR_RETURN(DataRoots data_roots, DataRoots::Confined(c.data_roots, c.max_data_file_bytes),
+                       _ << "data_roots");
+  AdmissionPolicy policy{.data_roots = std::move(data_roots),
+                         .budgets = c.EffectiveMemoryBudgets(),
+                         .max_jobs = c.max_jobs,
+                         .max_queued_jobs = c.max_queued_jobs,
+                         .max_start_attempts = c.max_job_start_attempts};
+  spdlog::info("admission: job data from {} (files up to {}); memory budgets {} per worker, {} at the shepherd; "
+               "{} jobs kept, {} queued",
+               policy.data_roots.Describe(), FormatBytes(c.max_data_file_bytes), FormatBytes(policy.budgets.worker_bytes),
+               FormatBytes(policy.budgets.shepherd_bytes), c.max_jobs, c.max_queued_jobs);
+  PCP_ASSIGN_OR_RETURN(impl->jobs, JobManager::Open(c.state_dir, std::move(policy)));
   SessionOptions session{.auth_token = c.auth_token,
                          .heartbeat_interval_ms = static_cast<uint32_t>(c.heartbeat_interval_ms),
                          .heartbeat_timeout_ms = static_cast<uint32_t>(c.heartbeat_timeout_ms),
@@ -111,14 +123,15 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
                          .max_chunk_bytes = c.max_chunk_bytes,
                          .shepherd_version = PCP_VERSION};
   impl->registry = std::make_unique<WorkerRegistry>(session, c.heartbeat_timeout_ms / 1000.0,
-                                                    c.heartbeat_interval_ms / 1000.0);
+                                                    c.heartbeat_interval_ms / 1000.0,
+                                                    static_cast<double>(c.forget_supervisors_after_s));
   impl->coordinator = std::make_unique<Coordinator>(&impl->config, impl->jobs.get(), impl->registry.get());
   impl->registry->SetSink(impl->coordinator.get());
   Coordinator* coordinator = impl->coordinator.get();
   impl->jobs->SetListener([coordinator] { coordinator->Wake(); });
   impl->pool = std::make_unique<BlockingPool>(2);
   impl->training = std::make_unique<TrainingService>(impl->registry.get());
-  impl->control_registry = std::make_unique<ControlRegistry>();
+  impl->control_registry = std::make_unique<ControlRegistry>(absl::Seconds(c.forget_supervisors_after_s));
   impl->control_directory = std::make_unique<ControlDirectory>(impl->control_registry.get());
   impl->control = std::make_unique<ControlService>(
       impl->control_registry.get(),
@@ -141,6 +154,12 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   ApplyStreamServerOptions(&builder);
+  // gRPC's own memory (connections, buffers, pending messages) is bounded: past the quota it
+  // refuses new streams rather than growing; and one connection opens at most so many streams.
+  grpc::ResourceQuota quota("pcp-shepherd");
+  quota.Resize(static_cast<size_t>(c.grpc_memory_bytes));
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, static_cast<int>(c.max_streams_per_connection));
   builder.experimental().SetInterceptorCreators(AdminMetricsInterceptors());
   builder.AddListeningPort(c.listen, grpc::InsecureServerCredentials(), &impl->port);
   builder.RegisterService(impl->training.get());

@@ -1,5 +1,7 @@
 #include "pcp/shepherd/shepherd_config.h"
 
+#include <unistd.h>
+
 #include <set>
 #include <vector>
 
@@ -17,6 +19,7 @@ using yaml_fields::Field;
 using yaml_fields::IntField;
 using yaml_fields::IntRange;
 using yaml_fields::StringField;
+using yaml_fields::StringListField;
 
 // Every key of shepherd.yaml, once. Ranges are checked by ShepherdConfig::Validate (which
 // also sees the flags' overrides); the table only reads values.
@@ -33,6 +36,20 @@ const std::vector<Field<ShepherdConfig>>& Fields() {
       IntField("eval_threads", &ShepherdConfig::eval_threads, IntRange{}),
       StringField("log_level", &ShepherdConfig::log_level, /*allow_empty=*/false),
       StringField("metrics_listen", &ShepherdConfig::metrics_listen, /*allow_empty=*/true),
+      // Admission.
+      StringListField("data_roots", &ShepherdConfig::data_roots),
+      IntField("max_data_file_bytes", &ShepherdConfig::max_data_file_bytes, IntRange{}),
+      IntField("worker_memory_bytes", &ShepherdConfig::worker_memory_bytes, IntRange{}),
+      IntField("shepherd_memory_bytes", &ShepherdConfig::shepherd_memory_bytes, IntRange{}),
+      IntField("max_jobs", &ShepherdConfig::max_jobs, IntRange{}),
+      IntField("max_queued_jobs", &ShepherdConfig::max_queued_jobs, IntRange{}),
+      IntField("max_job_start_attempts", &ShepherdConfig::max_job_start_attempts, IntRange{}),
+      IntField("max_admin_calls", &ShepherdConfig::max_admin_calls, IntRange{}),
+      IntField("max_watch_streams", &ShepherdConfig::max_watch_streams, IntRange{}),
+      IntField("max_watch_queue", &ShepherdConfig::max_watch_queue, IntRange{}),
+      IntField("max_streams_per_connection", &ShepherdConfig::max_streams_per_connection, IntRange{}),
+      IntField("grpc_memory_bytes", &ShepherdConfig::grpc_memory_bytes, IntRange{}),
+      IntField("forget_supervisors_after_s", &ShepherdConfig::forget_supervisors_after_s, IntRange{}),
   };
   return *fields;
 }
@@ -62,7 +79,36 @@ absl::Status ShepherdConfig::Validate() const {
   if (!metrics::ValidateMetricsListen(metrics_listen).ok()) {
     return bad("metrics_listen", "expected HOST:PORT (port 0 = any free port) or \"\" (no metrics)");
   }
+  for (const std::string& root : data_roots) {
+    if (root.empty()) return bad("data_roots", "a root is an empty path");
+  }
+  struct Positive {
+    absl::string_view key;
+    int64_t value;
+  };
+  for (const Positive& p : {Positive{"max_data_file_bytes", max_data_file_bytes}, Positive{"max_jobs", max_jobs},
+                            Positive{"max_queued_jobs", max_queued_jobs},
+                            Positive{"max_job_start_attempts", max_job_start_attempts},
+                            Positive{"max_admin_calls", max_admin_calls},
+                            Positive{"max_watch_streams", max_watch_streams},
+                            Positive{"max_watch_queue", max_watch_queue},
+                            Positive{"max_streams_per_connection", max_streams_per_connection},
+                            Positive{"grpc_memory_bytes", grpc_memory_bytes},
+                            Positive{"forget_supervisors_after_s", forget_supervisors_after_s}}) {
+    if (p.value < 1) return bad(p.key, "must be >= 1");
+  }
+  if (worker_memory_bytes < 0) return bad("worker_memory_bytes", "must be >= 0 (0 = half of the machine's memory)");
+  if (shepherd_memory_bytes < 0) return bad("shepherd_memory_bytes", "must be >= 0 (0 = half of the machine's memory)");
+  if (max_queued_jobs > max_jobs) return bad("max_queued_jobs", "must be <= max_jobs");
   return absl::OkStatus();
+}
+
+MemoryBudgets ShepherdConfig::EffectiveMemoryBudgets() const {
+  const long pages = sysconf(_SC_PHYS_PAGES);     // NOLINT(runtime/int): sysconf's type
+  const long page_size = sysconf(_SC_PAGE_SIZE);  // NOLINT(runtime/int)
+  const int64_t half = pages > 0 && page_size > 0 ? int64_t{pages} * page_size / 2 : int64_t{8} << 30;
+  return MemoryBudgets{.worker_bytes = worker_memory_bytes > 0 ? worker_memory_bytes : half,
+                       .shepherd_bytes = shepherd_memory_bytes > 0 ? shepherd_memory_bytes : half};
 }
 
 absl::StatusOr<ShepherdConfig> ParseShepherdConfig(absl::string_view yaml_text, absl::string_view file_name) {

@@ -35,8 +35,12 @@ void SetWorkerGauges(const SlotMap& slots) {
 
 }  // namespace
 
-WorkerRegistry::WorkerRegistry(SessionOptions options, double heartbeat_timeout_s, double heartbeat_interval_s)
-    : options_(std::move(options)), timeout_s_(heartbeat_timeout_s), interval_s_(heartbeat_interval_s) {}
+WorkerRegistry::WorkerRegistry(SessionOptions options, double heartbeat_timeout_s, double heartbeat_interval_s,
+                               double forget_after_s)
+    : options_(std::move(options)),
+      timeout_s_(heartbeat_timeout_s),
+      interval_s_(heartbeat_interval_s),
+      forget_after_s_(forget_after_s) {}
 
 WorkerRegistry::~WorkerRegistry() { Stop(absl::UnavailableError("shepherd shutting down")); }
 
@@ -93,6 +97,12 @@ absl::Status WorkerRegistry::AdmitJoin(const std::shared_ptr<WorkerSession>& ses
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return absl::UnavailableError("the shepherd is shutting down");
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = slots_.begin(); it != slots_.end();) {
+      const bool gone = it->second.live.expired() &&
+                        std::chrono::duration<double>(now - it->second.last_seen).count() > forget_after_s_;
+      it = gone && it->first != join.supervisor_id() ? slots_.erase(it) : std::next(it);
+    }
     Slot& slot = slots_[join.supervisor_id()];
     std::shared_ptr<WorkerSession> live = slot.live.lock();
     if (live != nullptr && !live->ended()) {

@@ -44,7 +44,10 @@ class EngineSink {
 
 class WorkerRegistry final : public SessionObserver {
  public:
-  WorkerRegistry(SessionOptions options, double heartbeat_timeout_s, double heartbeat_interval_s);
+  // A worker slot without a live stream for longer than forget_after_s is forgotten (removed
+  // when another worker joins), so the registry does not grow with every id ever seen.
+  WorkerRegistry(SessionOptions options, double heartbeat_timeout_s, double heartbeat_interval_s,
+                 double forget_after_s = 86400.0);
   ~WorkerRegistry() override;
 
   void SetSink(EngineSink* sink) { sink_ = sink; }
@@ -81,6 +84,7 @@ class WorkerRegistry final : public SessionObserver {
   const SessionOptions options_;
   const double timeout_s_;
   const double interval_s_;
+  const double forget_after_s_;
   EngineSink* sink_ = nullptr;
 
   mutable std::mutex mu_;

@@ -1,14 +1,13 @@
 #include "pcp/worker/shard_loader.h"
 
 #include "absl/strings/str_cat.h"
-#include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/training/tokenizer.h"
 
 namespace pcp::worker {
 namespace {
 
-absl::StatusOr<TokenSequence> FromSharedFile(const v1::SharedFileShard& s) {
+absl::StatusOr<TokenSequence> FromSharedFile(const v1::SharedFileShard& s, const DataRoots& roots) {
   if (s.begin_token() > s.end_token()) {
     return absl::InvalidArgumentError(
         absl::StrCat("shared shard: begin_token ", s.begin_token(), " > end_token ", s.end_token()));
@@ -17,12 +16,12 @@ absl::StatusOr<TokenSequence> FromSharedFile(const v1::SharedFileShard& s) {
   const int64_t length = static_cast<int64_t>(s.end_token() - s.begin_token());
   switch (s.format()) {
     case v1::SHARED_FILE_FORMAT_TOKENS_U16_LE: {
-      PCP_ASSIGN_OR_RETURN(TokenSequence all, ReadTokenBin(s.path()));
+      PCP_ASSIGN_OR_RETURN(TokenSequence all, ReadTokenBin(s.path(), roots));
       return all.Slice(begin, length);
     }
     case v1::SHARED_FILE_FORMAT_TEXT_CHAR:
     case v1::SHARED_FILE_FORMAT_TEXT_BYTE: {
-      PCP_ASSIGN_OR_RETURN(std::string text, ReadFile(s.path()));
+      PCP_ASSIGN_OR_RETURN(std::string text, roots.Read(s.path()));
       if (static_cast<uint64_t>(text.size()) < s.end_token()) {
         return absl::InvalidArgumentError(absl::StrCat("shared shard: '", s.path(), "' has ", text.size(),
                                                        " bytes, the shard ends at ", s.end_token()));
@@ -42,7 +41,8 @@ absl::StatusOr<TokenSequence> FromSharedFile(const v1::SharedFileShard& s) {
 
 }  // namespace
 
-absl::StatusOr<TokenSequence> LoadShard(const v1::DataShard& shard, absl::string_view inline_bytes) {
+absl::StatusOr<TokenSequence> LoadShard(const v1::DataShard& shard, absl::string_view inline_bytes,
+                                        const DataRoots& roots) {
   switch (shard.source_case()) {
     case v1::DataShard::kInlineTokens: {
       const v1::InlineShard& s = shard.inline_tokens();
@@ -56,7 +56,7 @@ absl::StatusOr<TokenSequence> LoadShard(const v1::DataShard& shard, absl::string
       return ParseTokenBin(inline_bytes, "inline shard");
     }
     case v1::DataShard::kSharedFile:
-      return FromSharedFile(shard.shared_file());
+      return FromSharedFile(shard.shared_file(), roots);
     case v1::DataShard::SOURCE_NOT_SET:
       break;
   }

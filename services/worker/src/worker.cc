@@ -63,6 +63,7 @@ struct Assignment {
 
 struct Worker::Impl {
   WorkerOptions options;
+  DataRoots data_roots;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<ProgramCache> cache;
   std::shared_ptr<grpc::Channel> channel;
@@ -124,6 +125,9 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(WorkerOptions options) {
   if (options.shepherd.empty()) return absl::InvalidArgumentError("--shepherd is required (HOST:PORT)");
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
+  PCP_ASSIGN_OR_RETURN(impl->data_roots,
+                       DataRoots::Confined(impl->options.data_roots, impl->options.max_data_file_bytes),
+                       _ << "--data_roots");
   PCP_ASSIGN_OR_RETURN(impl->backend, CreateBackend(impl->options.backend, impl->options.threads),
                        _ << "--backend " << impl->options.backend);
   impl->backend_enum = impl->backend->Name() == "vulkan" ? v1::BACKEND_VULKAN : v1::BACKEND_CPU;
@@ -343,7 +347,7 @@ absl::Status Worker::Impl::OnAssignment(Connection& conn, const v1::Assignment& 
 absl::Status Worker::Impl::MaybeReady(Connection& conn) {
   Assignment& a = *assignment;
   if (a.ready || a.program || a.shard) return absl::OkStatus();
-  PCP_ASSIGN_OR_RETURN(a.tokens, LoadShard(a.msg.shard(), a.shard_bytes), _ << "loading the shard");
+  PCP_ASSIGN_OR_RETURN(a.tokens, LoadShard(a.msg.shard(), a.shard_bytes, data_roots), _ << "loading the shard");
   a.shard_bytes.clear();
   const v1::Hyperparameters& h = a.msg.hyperparameters();
   if (a.tokens.size() < static_cast<int64_t>(h.block_size()) + 1) {

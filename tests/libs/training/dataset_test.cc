@@ -44,7 +44,7 @@ TokenSequence Iota(int64_t n) {
 }
 
 TEST(DatasetTest, TextSplitIsNanoGpt90_10) {
-  absl::StatusOr<Dataset> data = Dataset::LoadTextFile(kShakespeare, TokenizerKind::kChar);
+  absl::StatusOr<Dataset> data = Dataset::LoadTextFile(kShakespeare, TokenizerKind::kChar, DataRoots::Unconfined());
   ASSERT_TRUE(data.ok()) << data.status();
   // nanoGPT's prepare.py: "train has 1,003,854 tokens", "val has 111,540 tokens".
   EXPECT_EQ(data->train().size(), 1003854);
@@ -67,7 +67,7 @@ TEST(DatasetTest, TextWithGivenTokenizerReportsUnknownCharacter) {
   const std::string dir = TestDir();
   WriteBytes(dir + "/t.txt", "abcabcabc#");
   absl::StatusOr<Dataset> data =
-      Dataset::LoadTextFile(dir + "/t.txt", *Tokenizer::BuildChar("abc"));
+      Dataset::LoadTextFile(dir + "/t.txt", *Tokenizer::BuildChar("abc"), DataRoots::Unconfined());
   ASSERT_FALSE(data.ok());
   EXPECT_THAT(Message(data.status()), HasSubstr("t.txt"));
   EXPECT_THAT(Message(data.status()), HasSubstr("'#'"));
@@ -79,7 +79,7 @@ TEST(DatasetTest, BinFilesAreLittleEndianUint16) {
   // Tokens 1, 0x1234, 65535, 7 written byte by byte, low byte first.
   WriteBytes(dir + "/train.bin", std::string("\x01\x00\x34\x12\xff\xff\x07\x00", 8));
   WriteBytes(dir + "/val.bin", std::string("\x02\x00\x03\x00", 4));
-  absl::StatusOr<Dataset> data = Dataset::LoadBinFiles(dir + "/train.bin", dir + "/val.bin");
+  absl::StatusOr<Dataset> data = Dataset::LoadBinFiles(dir + "/train.bin", dir + "/val.bin", DataRoots::Unconfined());
   ASSERT_TRUE(data.ok()) << data.status();
   EXPECT_EQ(data->train().ToVector(), (std::vector<uint16_t>{1, 0x1234, 65535, 7}));
   EXPECT_EQ(data->val().ToVector(), (std::vector<uint16_t>{2, 3}));
@@ -100,34 +100,34 @@ TEST(DatasetTest, LoadErrorsNameTheFileAndProblem) {
   WriteBytes(dir + "/empty.txt", "");
   WriteBytes(dir + "/good.bin", std::string(200, '\0'));
 
-  absl::StatusOr<Dataset> odd = Dataset::LoadBinFiles(dir + "/odd.bin", dir + "/good.bin");
+  absl::StatusOr<Dataset> odd = Dataset::LoadBinFiles(dir + "/odd.bin", dir + "/good.bin", DataRoots::Unconfined());
   ASSERT_FALSE(odd.ok());
   EXPECT_THAT(Message(odd.status()), HasSubstr("odd.bin: odd byte count 3"));
 
-  absl::StatusOr<Dataset> empty = Dataset::LoadBinFiles(dir + "/good.bin", dir + "/empty.bin");
+  absl::StatusOr<Dataset> empty = Dataset::LoadBinFiles(dir + "/good.bin", dir + "/empty.bin", DataRoots::Unconfined());
   ASSERT_FALSE(empty.ok());
   EXPECT_THAT(Message(empty.status()), HasSubstr("empty.bin: empty token file"));
 
-  absl::StatusOr<Dataset> missing = LoadDataset(DataFormat::kTextChar, dir + "/nope.txt", "", 8);
+  absl::StatusOr<Dataset> missing = LoadDataset(DataFormat::kTextChar, dir + "/nope.txt", "", 8, DataRoots::Unconfined());
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(Message(missing.status()), HasSubstr(dir + "/nope.txt"));
 
   absl::StatusOr<Dataset> empty_text =
-      LoadDataset(DataFormat::kTextByte, dir + "/empty.txt", "", 8);
+      LoadDataset(DataFormat::kTextByte, dir + "/empty.txt", "", 8, DataRoots::Unconfined());
   ASSERT_FALSE(empty_text.ok());
   EXPECT_THAT(Message(empty_text.status()), HasSubstr("empty.txt: empty text file"));
 
   // 100 train tokens but only 10 val tokens (text split), block 64.
   WriteBytes(dir + "/short.txt", std::string(100, 'a'));
   absl::StatusOr<Dataset> short_data =
-      LoadDataset(DataFormat::kTextChar, dir + "/short.txt", "", 64);
+      LoadDataset(DataFormat::kTextChar, dir + "/short.txt", "", 64, DataRoots::Unconfined());
   ASSERT_FALSE(short_data.ok());
   EXPECT_THAT(Message(short_data.status()), HasSubstr("short.txt"));
   EXPECT_THAT(Message(short_data.status()),
               HasSubstr("val split has 10 tokens, shorter than block_size + 1 = 65"));
-  EXPECT_TRUE(LoadDataset(DataFormat::kTextChar, dir + "/short.txt", "", 9).ok());
-  EXPECT_FALSE(LoadDataset(DataFormat::kTextChar, dir + "/short.txt", "", 10).ok());
+  EXPECT_TRUE(LoadDataset(DataFormat::kTextChar, dir + "/short.txt", "", 9, DataRoots::Unconfined()).ok());
+  EXPECT_FALSE(LoadDataset(DataFormat::kTextChar, dir + "/short.txt", "", 10, DataRoots::Unconfined()).ok());
 
   EXPECT_EQ(InferDataFormat("/d/train.bin"), DataFormat::kBin);
   EXPECT_EQ(InferDataFormat("/d/input.txt"), DataFormat::kTextChar);

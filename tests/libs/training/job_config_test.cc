@@ -43,7 +43,7 @@ void WriteFile(const std::string& path, const std::string& text) {
 }
 
 absl::StatusOr<JobConfig> Parse(const std::string& yaml) {
-  return ParseJobConfig(yaml, "job.yaml", kDataDir);
+  return ParseJobConfig(yaml, "job.yaml", kDataDir, DataRoots::Unconfined());
 }
 
 TEST(JobConfigTest, ShakespeareCharJobParses) {
@@ -84,7 +84,7 @@ TEST(JobConfigTest, TinyJobParsesAndLoadsItsData) {
   EXPECT_EQ(job->optimizer.lr_decay_iters, 50);  // derived from max_iters
   EXPECT_EQ(job->diloco.rounds, 5);              // ceil(50 / 10)
 
-  absl::StatusOr<Dataset> data = LoadJobDataset(&*job);
+  absl::StatusOr<Dataset> data = LoadJobDataset(&*job, DataRoots::Unconfined());
   ASSERT_TRUE(data.ok()) << data.status();
   EXPECT_EQ(job->model.vocab_size, 65);
   EXPECT_EQ(data->train().size(), 1003854);
@@ -92,7 +92,7 @@ TEST(JobConfigTest, TinyJobParsesAndLoadsItsData) {
 }
 
 TEST(JobConfigTest, DefaultsAreNanoGptCpuSettings) {
-  absl::StatusOr<JobConfig> job = ParseJobConfig(kData, "configs/my-run.yaml", kDataDir);
+  absl::StatusOr<JobConfig> job = ParseJobConfig(kData, "configs/my-run.yaml", kDataDir, DataRoots::Unconfined());
   ASSERT_TRUE(job.ok()) << job.status();
   JobConfig expected;
   expected.name = "my-run";  // the file's stem
@@ -127,7 +127,7 @@ TEST(JobConfigTest, ToYamlRoundTrips) {
     EXPECT_THAT(yaml, HasSubstr(leaf + ":")) << key;
   }
   // Paths are absolute, so any base directory reads the same file.
-  absl::StatusOr<JobConfig> back = ParseJobConfig(yaml, "effective.yaml", "/");
+  absl::StatusOr<JobConfig> back = ParseJobConfig(yaml, "effective.yaml", "/", DataRoots::Unconfined());
   ASSERT_TRUE(back.ok()) << back.status() << "\n" << yaml;
   EXPECT_EQ(*back, *job);
 
@@ -172,7 +172,7 @@ TEST(JobConfigTest, ToYamlRoundTrips) {
                 .temperature = 1e-3,
                 .top_k = 0};
   std::string odd_yaml = ToYaml(odd);
-  absl::StatusOr<JobConfig> odd_back = ParseJobConfig(odd_yaml, "odd.yaml", "/");
+  absl::StatusOr<JobConfig> odd_back = ParseJobConfig(odd_yaml, "odd.yaml", "/", DataRoots::Unconfined());
   ASSERT_TRUE(odd_back.ok()) << odd_back.status() << "\n" << odd_yaml;
   EXPECT_EQ(*odd_back, odd) << odd_yaml;
 }
@@ -194,7 +194,7 @@ TEST(JobConfigTest, BinDataFindsValBinBesideTrainBin) {
   EXPECT_EQ(job->data.format, DataFormat::kBin);
   EXPECT_EQ(job->data.path, Normal(dir + "/d/train.bin"));
   EXPECT_EQ(job->data.val_path, Normal(dir + "/d/val.bin"));
-  absl::StatusOr<Dataset> data = LoadJobDataset(&*job);
+  absl::StatusOr<Dataset> data = LoadJobDataset(&*job, DataRoots::Unconfined());
   ASSERT_TRUE(data.ok()) << data.status();
   EXPECT_EQ(job->model.vocab_size, 0x0202 + 1);  // largest id + 1
   EXPECT_EQ(data->train().size(), 200);
@@ -203,7 +203,7 @@ TEST(JobConfigTest, BinDataFindsValBinBesideTrainBin) {
   WriteFile(dir + "/small_vocab.yaml", "model:\n  vocab_size: 300\ndata:\n  path: d/train.bin\n");
   absl::StatusOr<JobConfig> small = LoadJobConfig(dir + "/small_vocab.yaml");
   ASSERT_TRUE(small.ok()) << small.status();
-  absl::StatusOr<Dataset> bad = LoadJobDataset(&*small);
+  absl::StatusOr<Dataset> bad = LoadJobDataset(&*small, DataRoots::Unconfined());
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(Message(bad.status()), HasSubstr("token id 514"));
 
@@ -310,7 +310,18 @@ TEST(JobConfigTest, BadInputsGiveOneLineWithPositionAndKey) {
       {kData + "diloco:\n  outer_momentum: 1\n",
        "4:19",
        {"diloco.outer_momentum: must be in [0.0, 1.0), got 1"}},
-      {kData + "sample:\n  temperature: 0\n", "4:16", {"sample.temperature: must be > 0.0, got 0"}},
+      {kData + "sample:\n  temperature: 0\n", "4:16", {"sample.temperature: must be in (0.0, 1000.0], got 0"}},
+      // Every number has an upper bound (issue 10).
+      {kData + "diloco:\n  inner_steps: 1000000000\n", "4:16",
+       {"diloco.inner_steps: must be in [1, 1000000], got 1000000000"}},
+      {kData + "diloco:\n  round_deadline_s: 1e18\n", "4:21",
+       {"diloco.round_deadline_s: must be in (0.0, 604800.0], got 1e18"}},
+      {kData + "sample:\n  max_new_tokens: 1000000000\n", "4:19",
+       {"sample.max_new_tokens: must be in [1, 10000], got 1000000000"}},
+      {kData + "training:\n  eval_iters: 1000000\n", "4:15",
+       {"training.eval_iters: must be in [1, 100000], got 1000000"}},
+      {kData + "training:\n  max_iters: 1000000000\n", "4:14",
+       {"diloco.rounds: ceil(training.max_iters / diloco.inner_steps) = 20000000 is more than 1000000"}},
       {"name: my job\n" + kData, "1:7", {"name: expected letters, digits"}},
       {kData + "model: {n_layer: 2\n", "4:1", {"YAML syntax error: end of map flow not found"}},
       {"", "1:1", {"the job file is empty"}},
@@ -340,7 +351,7 @@ TEST(JobConfigTest, UnknownKeyFarFromAnyValidOneGetsNoSuggestion) {
 TEST(JobConfigTest, DamagedFilesNeverCrashAndErrorsStayOneLine) {
   std::ifstream in(kJobsDir + "/shakespeare_char.yaml");
   const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  ASSERT_TRUE(ParseJobConfig(good, "job.yaml", kJobsDir).ok());
+  ASSERT_TRUE(ParseJobConfig(good, "job.yaml", kJobsDir, DataRoots::Unconfined()).ok());
   int failures = 0;
   // Drop, duplicate or replace one byte at every 7th position.
   for (size_t i = 0; i < good.size(); i += 7) {
@@ -349,7 +360,7 @@ TEST(JobConfigTest, DamagedFilesNeverCrashAndErrorsStayOneLine) {
           good.substr(0, i) + ":" + good.substr(i + 1),
           good.substr(0, i) + "\t" + good.substr(i + 1),
           good.substr(0, i) + "[" + good.substr(i + 1)}) {
-      absl::StatusOr<JobConfig> job = ParseJobConfig(damaged, "job.yaml", kJobsDir);
+      absl::StatusOr<JobConfig> job = ParseJobConfig(damaged, "job.yaml", kJobsDir, DataRoots::Unconfined());
       if (job.ok()) continue;
       ++failures;
       EXPECT_THAT(Message(job.status()), StartsWith("job.yaml:"));

@@ -64,13 +64,15 @@ absl::Status ClusterHarness::StartShepherd() {
     dead_.push_back(std::move(shepherd_));
   }
   ++shepherd_starts_;
-  absl::StatusOr<std::unique_ptr<Process>> started = Process::Start(
-      {.binary = PCP_SHEPHERD_BINARY,
-       .args = {absl::StrCat("--listen=", target_), absl::StrCat("--state_dir=", state_dir()),
-                "--heartbeat_interval_ms=250", "--heartbeat_timeout_ms=1500",
-                "--round_start_grace_ms=1000", "--eval_threads=1",
-                absl::StrCat("--metrics_listen=127.0.0.1:", metrics_port_)},
-       .log_path = absl::StrCat(log_dir(), "/shepherd-", shepherd_starts_, ".log")});
+  std::vector<std::string> args = {absl::StrCat("--listen=", target_), absl::StrCat("--state_dir=", state_dir()),
+                                   "--heartbeat_interval_ms=250", "--heartbeat_timeout_ms=1500",
+                                   "--round_start_grace_ms=1000", "--eval_threads=1",
+                                   absl::StrCat("--metrics_listen=127.0.0.1:", metrics_port_)};
+  args.insert(args.end(), shepherd_flags_.begin(), shepherd_flags_.end());
+  absl::StatusOr<std::unique_ptr<Process>> started =
+      Process::Start({.binary = PCP_SHEPHERD_BINARY,
+                      .args = std::move(args),
+                      .log_path = absl::StrCat(log_dir(), "/shepherd-", shepherd_starts_, ".log")});
   if (!started.ok()) return started.status();
   shepherd_ = *std::move(started);
   pids_seen_.insert(shepherd_->pid());

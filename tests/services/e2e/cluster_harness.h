@@ -94,6 +94,9 @@ class ClusterHarness {
   // WaitForWorkers(workers, timeout).
   absl::Status StartCluster(int workers, absl::Duration timeout = absl::Seconds(120));
 
+  // Flags added to the shepherd's command line from its next start on (e.g. limits).
+  void SetShepherdFlags(std::vector<std::string> flags) { shepherd_flags_ = std::move(flags); }
+
   Process* shepherd() { return shepherd_.get(); }
   Process* supervisor(int i) { return supervisors_[i].get(); }
   int supervisor_count() const { return static_cast<int>(supervisors_.size()); }
@@ -148,6 +151,7 @@ class ClusterHarness {
   std::vector<int> supervisor_metrics_ports_;
   std::vector<int> worker_metrics_ports_;
   int shepherd_starts_ = 0;
+  std::vector<std::string> shepherd_flags_;
   std::unique_ptr<Process> shepherd_;
   std::vector<std::unique_ptr<Process>> supervisors_;
   std::vector<std::unique_ptr<Process>> dead_;  // killed processes, kept for their logs

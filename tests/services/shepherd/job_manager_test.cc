@@ -36,11 +36,18 @@ class JobManagerTest : public ::testing::Test {
   }
   void Reopen() {
     jobs_.reset();
-    absl::StatusOr<std::unique_ptr<JobManager>> m = JobManager::Open(dir_->path());
+    absl::StatusOr<std::unique_ptr<JobManager>> m = JobManager::Open(dir_->path(), Policy());
     ASSERT_TRUE(m.ok()) << m.status();
     jobs_ = *std::move(m);
   }
+  // The repository's data and this test's folder are the data roots.
+  AdmissionPolicy Policy() const {
+    AdmissionPolicy p = policy_;
+    p.data_roots = *DataRoots::Confined({DefaultDataRoot(), dir_->path()});
+    return p;
+  }
   std::optional<testing::TempDir> dir_;
+  AdmissionPolicy policy_;
   std::unique_ptr<JobManager> jobs_;
 };
 
@@ -186,6 +193,77 @@ TEST_F(JobManagerTest, AnUnreadableJobFolderIsSkipped) {
   absl::StatusOr<v1::SubmitJobResponse> r = jobs_->Submit(TinyRequest());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->job_id(), "job-0008");  // never reuses a folder's number
+}
+
+// A job whose start keeps taking the shepherd down (each "restart" here: a new JobManager
+// on the same folder without Finish) fails after max_start_attempts instead of looping; a
+// completed round resets the count.
+TEST_F(JobManagerTest, AJobThatKeepsDyingAtStartFailsInsteadOfLooping) {
+  policy_.max_start_attempts = 3;
+  Reopen();
+  ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());
+  ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());
+  for (uint32_t attempt = 1; attempt <= 3; ++attempt) {
+    std::optional<RunnableJob> next = jobs_->StartNext();
+    ASSERT_TRUE(next.has_value());
+    EXPECT_EQ(next->id, "job-0001");
+    EXPECT_EQ(jobs_->Get("job-0001")->start_attempts(), attempt);
+    Reopen();  // the process died while starting it
+  }
+  std::optional<RunnableJob> next = jobs_->StartNext();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->id, "job-0002");  // job-0001 failed instead
+  absl::StatusOr<v1::Job> failed = jobs_->Get("job-0001");
+  EXPECT_EQ(failed->state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(failed->reason(), HasSubstr("started 3 times without completing a round"));
+
+  // job-0002 completes a round after its first start: its count starts again.
+  v1::JobProgress p;
+  p.set_round(1);
+  jobs_->ReportProgress("job-0002", p);
+  EXPECT_EQ(jobs_->Get("job-0002")->start_attempts(), 0u);
+  Reopen();
+  EXPECT_EQ(jobs_->Get("job-0001")->state(), v1::JOB_STATE_FAILED);  // stays failed
+  next = jobs_->StartNext();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->id, "job-0002");
+  EXPECT_TRUE(next->resumed);
+}
+
+TEST_F(JobManagerTest, QueueAndStoreAreBoundedOldFinishedJobsPruned) {
+  policy_.max_jobs = 3;
+  policy_.max_queued_jobs = 2;
+  Reopen();
+  ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());  // job-0001
+  ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());  // job-0002
+  absl::Status full = jobs_->Submit(TinyRequest()).status();
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(full.message()), HasSubstr("max_queued_jobs 2"));
+  ASSERT_TRUE(jobs_->Cancel("job-0001", "").ok());
+  ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());  // job-0003: 3 kept
+  ASSERT_TRUE(jobs_->Cancel("job-0002", "").ok());
+  ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());  // job-0004: job-0001 (oldest finished) pruned
+  EXPECT_EQ(jobs_->Get("job-0001").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(jobs_->Get("job-0002").ok());
+  EXPECT_EQ(jobs_->List({}).size(), 3u);
+  Reopen();  // pruned from disk too
+  EXPECT_EQ(jobs_->List({}).size(), 3u);
+  EXPECT_EQ(jobs_->Get("job-0001").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(JobManagerTest, SubmitChecksDataRootsAndMemoryBudgets) {
+  v1::SubmitJobRequest outside = TinyRequest();
+  outside.set_yaml("data:\n  path: /etc/passwd\n");
+  absl::Status s = jobs_->Submit(outside).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("data file '/etc/passwd' refused"));
+
+  policy_.budgets = MemoryBudgets{.worker_bytes = 1 << 20};
+  Reopen();
+  s = jobs_->Submit(TinyRequest()).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("over the worker memory budget of 1.0 MiB"));
+  EXPECT_TRUE(jobs_->List({}).empty());
 }
 
 }  // namespace

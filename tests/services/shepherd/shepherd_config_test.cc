@@ -58,5 +58,23 @@ TEST(ShepherdConfigTest, TheExampleConfigParses) {
   ASSERT_TRUE(c.ok()) << c.status();
 }
 
+TEST(ShepherdConfigTest, AdmissionKeys) {
+  absl::StatusOr<ShepherdConfig> defaults = ParseShepherdConfig("", "s.yaml");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->data_roots, std::vector<std::string>{DefaultDataRoot()});
+  EXPECT_EQ(defaults->max_queued_jobs, 100);
+  EXPECT_GT(defaults->EffectiveMemoryBudgets().worker_bytes, 0);  // half of the machine
+  absl::StatusOr<ShepherdConfig> c = ParseShepherdConfig(
+      "data_roots: [/srv/a, b]\nmax_jobs: 10\nmax_queued_jobs: 5\nworker_memory_bytes: 1024\n", "s.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->data_roots, (std::vector<std::string>{"/srv/a", "b"}));
+  EXPECT_EQ(c->EffectiveMemoryBudgets().worker_bytes, 1024);
+  EXPECT_TRUE(ParseShepherdConfig("data_roots: []\n", "s.yaml")->data_roots.empty());  // nothing remote
+  EXPECT_THAT(std::string(ParseShepherdConfig("max_jobs: 10\nmax_queued_jobs: 20\n", "s.yaml").status().message()),
+              HasSubstr("max_queued_jobs: must be <= max_jobs"));
+  EXPECT_THAT(std::string(ParseShepherdConfig("max_watch_streams: 0\n", "s.yaml").status().message()),
+              HasSubstr("max_watch_streams: must be >= 1"));
+}
+
 }  // namespace
 }  // namespace pcp::shepherd

@@ -28,13 +28,13 @@ TEST(ShardLoaderTest, InlineTokens) {
   shard.mutable_inline_tokens()->set_encoding(v1::TOKEN_ENCODING_U16_LE);
   shard.mutable_inline_tokens()->set_num_tokens(3);
   const std::string bytes("\x01\x00\x02\x01\xff\xff", 6);
-  absl::StatusOr<TokenSequence> t = LoadShard(shard, bytes);
+  absl::StatusOr<TokenSequence> t = LoadShard(shard, bytes, DataRoots());
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_THAT(t->ToVector(), ::testing::ElementsAre(1, 258, 65535));
-  absl::Status wrong = LoadShard(shard, bytes.substr(0, 4)).status();
+  absl::Status wrong = LoadShard(shard, bytes.substr(0, 4), DataRoots()).status();
   EXPECT_EQ(wrong.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(wrong.message()), HasSubstr("4 bytes for 3 tokens"));
-  EXPECT_FALSE(LoadShard(v1::DataShard(), "").ok());
+  EXPECT_FALSE(LoadShard(v1::DataShard(), "", DataRoots()).ok());
 }
 
 TEST(ShardLoaderTest, SharedFiles) {
@@ -42,6 +42,7 @@ TEST(ShardLoaderTest, SharedFiles) {
   ASSERT_TRUE(dir.ok());
   const std::string text_path = dir->path() + "/t.txt";
   ASSERT_TRUE(WriteFileAtomic(text_path, "abcabcxyz").ok());
+  const DataRoots roots = *DataRoots::Confined({dir->path()});
   v1::DataShard shard;
   v1::SharedFileShard* s = shard.mutable_shared_file();
   s->set_path(text_path);
@@ -49,28 +50,42 @@ TEST(ShardLoaderTest, SharedFiles) {
   s->set_char_vocabulary("abcxyz");
   s->set_begin_token(2);
   s->set_end_token(7);
-  absl::StatusOr<TokenSequence> t = LoadShard(shard, "");
+  absl::StatusOr<TokenSequence> t = LoadShard(shard, "", roots);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_THAT(t->ToVector(), ::testing::ElementsAre(2, 0, 1, 2, 3));  // "cabcx"
   s->set_format(v1::SHARED_FILE_FORMAT_TEXT_BYTE);
-  t = LoadShard(shard, "");
+  t = LoadShard(shard, "", roots);
   ASSERT_TRUE(t.ok());
   EXPECT_THAT(t->ToVector(), ::testing::ElementsAre('c', 'a', 'b', 'c', 'x'));
   s->set_end_token(100);
-  EXPECT_THAT(std::string(LoadShard(shard, "").status().message()), HasSubstr("the shard ends at 100"));
+  EXPECT_THAT(std::string(LoadShard(shard, "", roots).status().message()), HasSubstr("the shard ends at 100"));
   s->set_format(v1::SHARED_FILE_FORMAT_TEXT_CHAR);
   s->set_end_token(7);
   s->set_char_vocabulary("ab");  // 'c' is not in it
-  EXPECT_FALSE(LoadShard(shard, "").ok());
+  EXPECT_FALSE(LoadShard(shard, "", roots).ok());
   const std::string bin_path = dir->path() + "/train.bin";
   ASSERT_TRUE(WriteTokenBin(bin_path, TokenSequence(std::vector<uint16_t>{5, 6, 7, 8, 9})).ok());
   s->set_path(bin_path);
   s->set_format(v1::SHARED_FILE_FORMAT_TOKENS_U16_LE);
   s->set_begin_token(1);
   s->set_end_token(4);
-  t = LoadShard(shard, "");
+  t = LoadShard(shard, "", roots);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_THAT(t->ToVector(), ::testing::ElementsAre(6, 7, 8));
+
+  // The shepherd names the path; the worker reads only inside its own roots, and says the
+  // same whether the file outside exists or not.
+  const DataRoots elsewhere = *DataRoots::Confined({dir->path() + "/sub"});
+  absl::Status refused = LoadShard(shard, "", elsewhere).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(std::string(refused.message()), elsewhere.RefusalMessage(bin_path));
+  for (const std::string path : {"/etc/passwd", "/etc/no_such_file", "/proc/self/environ", "/dev/zero"}) {
+    s->set_path(path);
+    s->set_format(v1::SHARED_FILE_FORMAT_TEXT_BYTE);
+    refused = LoadShard(shard, "", roots).status();
+    EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied) << path;
+    EXPECT_EQ(std::string(refused.message()), roots.RefusalMessage(path));
+  }
 }
 
 // A tiny GPT's train_step as the shepherd sends it.

@@ -67,6 +67,9 @@ namespace pcp::metrics {
     "Unix time of the last checkpoint written successfully (0: none yet).")                                         \
   V(kShepherdAdminRequestsTotal, Shepherd, Counter, "pcp_shepherd_admin_requests_total", "method,code", None,       \
     "Admin API calls answered, by method and gRPC status code name (e.g. OK, NOT_FOUND).")                          \
+  V(kShepherdAdmissionRefusalsTotal, Shepherd, Counter, "pcp_shepherd_admission_refusals_total",                   \
+    "limit=jobs_queued|jobs_stored|admin_calls|watch_streams|watch_queue", None,                                   \
+    "Calls refused (RESOURCE_EXHAUSTED) or watchers dropped because a bound was reached, by the bound.")           \
   /* ---- worker */                                                                                                \
   V(kWorkerInnerStepDurationSeconds, Worker, Histogram, "pcp_worker_inner_step_duration_seconds", "", StepSeconds,   \
     "Time of one inner training step (forward, backward, AdamW).")                                                  \

@@ -5,7 +5,7 @@
 //
 //   PCP_ASSIGN_OR_RETURN(Dataset data,
 //                        LoadDataset(DataFormat::kTextChar, "tiny_shakespeare.txt", "",
-//                                    /*block_size=*/64));
+//                                    /*block_size=*/64, DataRoots::Unconfined()));
 //   PCP_ASSIGN_OR_RETURN(TokenSequence mine, data.Shard(worker_index, worker_count, 64));
 //   BatchSampler sampler(/*seed=*/1337);
 //   PCP_ASSIGN_OR_RETURN(Batch b, sampler.Next(mine, /*batch_size=*/12, /*block_size=*/64));
@@ -14,7 +14,8 @@
 //   BatchSampler resumed(saved);                    // continues with the same batches
 //
 // Tokens are stored as uint16 (vocabularies up to 65536) in shared, immutable storage, so
-// shards and copies of a TokenSequence are cheap views.
+// shards and copies of a TokenSequence are cheap views. Every file is read through a
+// DataRoots (data_roots.h): a service confines what a caller may name; a local tool may not.
 #ifndef PCP_TRAINING_DATASET_H_
 #define PCP_TRAINING_DATASET_H_
 
@@ -30,6 +31,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "pcp/tensor/tensor.h"
+#include "pcp/training/data_roots.h"
 #include "pcp/training/tokenizer.h"
 
 namespace pcp {
@@ -78,7 +80,7 @@ class TokenSequence {
 // Decodes nanoGPT's .bin bytes (uint16 little-endian, no header). `name` is for messages.
 // Errors: empty input, odd byte count.
 absl::StatusOr<TokenSequence> ParseTokenBin(absl::string_view bytes, absl::string_view name);
-absl::StatusOr<TokenSequence> ReadTokenBin(const std::string& path);
+absl::StatusOr<TokenSequence> ReadTokenBin(const std::string& path, const DataRoots& roots);
 // Writes tokens in the same format (for data preparation and tests).
 absl::Status WriteTokenBin(const std::string& path, const TokenSequence& tokens);
 
@@ -89,12 +91,14 @@ class Dataset {
   static absl::StatusOr<Dataset> FromText(absl::string_view text, const Tokenizer& tokenizer,
                                           absl::string_view name);
   // Reads a text file; kChar builds the vocabulary from the whole file (as nanoGPT).
-  static absl::StatusOr<Dataset> LoadTextFile(const std::string& path, TokenizerKind kind);
+  static absl::StatusOr<Dataset> LoadTextFile(const std::string& path, TokenizerKind kind,
+                                              const DataRoots& roots);
   // Reads a text file with a given tokenizer (e.g. the one saved in a checkpoint).
-  static absl::StatusOr<Dataset> LoadTextFile(const std::string& path, const Tokenizer& tokenizer);
+  static absl::StatusOr<Dataset> LoadTextFile(const std::string& path, const Tokenizer& tokenizer,
+                                              const DataRoots& roots);
   // Reads nanoGPT's train.bin and val.bin.
   static absl::StatusOr<Dataset> LoadBinFiles(const std::string& train_path,
-                                              const std::string& val_path);
+                                              const std::string& val_path, const DataRoots& roots);
   // From ready token sequences (vocab_size: the tokenizer's, or max token + 1 without one).
   Dataset(TokenSequence train, TokenSequence val, std::optional<Tokenizer> tokenizer);
 
@@ -121,9 +125,11 @@ class Dataset {
 };
 
 // Loads `path` in `format` (`val_path` only for kBin) and checks both splits against
-// `block_size`. Errors name the file: missing, empty, odd byte count, too short.
+// `block_size`. Errors name the file: refused by `roots` (data_roots.h), empty, odd byte
+// count, too short.
 absl::StatusOr<Dataset> LoadDataset(DataFormat format, const std::string& path,
-                                    const std::string& val_path, int64_t block_size);
+                                    const std::string& val_path, int64_t block_size,
+                                    const DataRoots& roots);
 
 // One batch: inputs and next-token targets, both i32 [batch_size, block_size].
 struct Batch {

@@ -2,7 +2,8 @@
 // error is one line "FILE:LINE:COL: key: problem", and a printer of the effective config.
 //
 //   PCP_ASSIGN_OR_RETURN(JobConfig job, LoadJobConfig("config/jobs/shakespeare_char.yaml"));
-//   PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&job));   // fills model.vocab_size
+//   PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&job, DataRoots::Unconfined()));
+//                                                              // fills model.vocab_size
 //   GPTConfig gpt = job.model.ToGPTConfig();
 //   double lr = job.optimizer.Schedule().At(step);
 //   std::string effective = ToYaml(job);   // parses back to an equal JobConfig
@@ -26,6 +27,12 @@
 //              nesterov: true, rounds: (ceil(max_iters / inner_steps)), min_workers: 1,
 //              round_deadline_s: 600, checkpoint_every: 5 (rounds), eval_every: 1 (rounds)}
 //   sample:   {prompt: "\n", max_new_tokens: 500, temperature: 0.8, top_k: 200 (0: off)}
+//
+// Every number has an upper bound (the error names it): vocab_size 65536, block_size and
+// n_embd 2^20, n_layer 1024, n_head 2^14, batch_size 2^20, threads 4096, workers and
+// min_workers 65536; max_iters, warmup_iters, lr_decay_iters, eval_interval, log_interval 10^9;
+// inner_steps, rounds, checkpoint_every, eval_every 10^6; eval_iters 10^5; round_deadline_s
+// 7 days; max_new_tokens 10000 (kMaxSampleTokens); top_k 65536; temperature 1000.
 #ifndef PCP_TRAINING_JOB_CONFIG_H_
 #define PCP_TRAINING_JOB_CONFIG_H_
 
@@ -37,10 +44,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "pcp/models/gpt_config.h"
+#include "pcp/training/data_roots.h"
 #include "pcp/training/dataset.h"
 #include "pcp/training/lr_schedule.h"
 
 namespace pcp {
+
+// The most tokens one sample may generate (a job's sample.max_new_tokens, Admin.Sample's).
+inline constexpr int64_t kMaxSampleTokens = 10000;
 
 enum class BackendChoice { kCpu, kVulkan, kAuto };
 // Every backend choice with its name in job files: the one place the names are spelled.
@@ -150,10 +161,13 @@ struct JobConfig {
 
 // Parses and validates a job. `file_name` is used in messages only; relative data paths are
 // resolved against `base_dir` (the job file's folder; "" = the working directory) and must
-// exist. Errors are InvalidArgument, one line "FILE:LINE:COL: key: problem".
+// be files `data_roots` lets be read (data_roots.h: a service passes its confined roots).
+// Errors are InvalidArgument, one line "FILE:LINE:COL: key: problem" (for a refused data path
+// the problem is DataRoots::RefusalMessage: the same whether or not the file exists).
 absl::StatusOr<JobConfig> ParseJobConfig(absl::string_view yaml_text, absl::string_view file_name,
-                                         const std::string& base_dir);
-// Reads `path` and parses it with base_dir = its folder.
+                                         const std::string& base_dir, const DataRoots& data_roots);
+// Reads `path` and parses it with base_dir = its folder. For a user's own job files (the
+// local tools): data paths are not confined (DataRoots::Unconfined()).
 absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path);
 
 // The full effective configuration as YAML (every key, derived defaults filled in);
@@ -163,9 +177,9 @@ std::string ToYaml(const JobConfig& config);
 // Every key of the schema, qualified ("name", "model.n_layer", ...), in file order.
 std::vector<std::string> JobConfigKeys();
 
-// Loads the job's data (checking it against model.block_size), then sets model.vocab_size
-// from the data when it is 0, or checks every token is below it.
-absl::StatusOr<Dataset> LoadJobDataset(JobConfig* config);
+// Loads the job's data through `data_roots` (checking it against model.block_size), then sets
+// model.vocab_size from the data when it is 0, or checks every token is below it.
+absl::StatusOr<Dataset> LoadJobDataset(JobConfig* config, const DataRoots& data_roots);
 
 }  // namespace pcp
 

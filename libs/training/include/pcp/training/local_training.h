@@ -25,6 +25,7 @@ struct LocalTrainingResult {
 };
 
 // `job` must come from LoadJobConfig/ParseJobConfig (paths resolved). Progress goes to `out`.
+// The data is read unconfined (DataRoots::Unconfined()): a local run reads the user's own files.
 absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& backend, std::FILE* out);
 
 }  // namespace pcp

@@ -85,7 +85,9 @@ class ControlRegistry {
  public:
   using CommandCallback = std::function<void(absl::StatusOr<v1::CommandAck>)>;
 
-  ControlRegistry();
+  // A supervisor disconnected for longer than `forget_after` is forgotten (its entry removed
+  // when another connects), so that the registry does not grow with every id ever seen.
+  explicit ControlRegistry(absl::Duration forget_after = absl::Hours(24));
   // Fails every pending command with UNAVAILABLE.
   ~ControlRegistry();
   ControlRegistry(const ControlRegistry&) = delete;
@@ -93,7 +95,7 @@ class ControlRegistry {
 
   // ---- for Admin and the rest of the shepherd
 
-  // Every supervisor ever seen since the shepherd started, sorted by id.
+  // Every supervisor seen since the shepherd started and not forgotten, sorted by id.
   std::vector<SupervisorInfo> ListSupervisors() const;
   std::optional<SupervisorInfo> GetSupervisor(absl::string_view supervisor_id) const;
   uint32_t connected() const;
@@ -139,7 +141,9 @@ class ControlRegistry {
   };
   void TimerLoop();
   SupervisorInfo Snapshot(const Entry& entry, Clock::time_point now) const;
+  void ForgetGoneLocked(Clock::time_point now);
 
+  const Clock::duration forget_after_;
   mutable std::mutex mu_;
   std::condition_variable timer_cv_;
   std::map<std::string, Entry, std::less<>> entries_;

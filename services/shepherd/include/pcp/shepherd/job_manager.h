@@ -3,7 +3,7 @@
 // before it is announced, so a restarted shepherd knows every job it ever accepted; a job
 // that was running when the shepherd stopped is running again (resumed) after a restart.
 //
-//   PCP_ASSIGN_OR_RETURN(std::unique_ptr<JobManager> jobs, JobManager::Open(state_dir));
+//   PCP_ASSIGN_OR_RETURN(std::unique_ptr<JobManager> jobs, JobManager::Open(state_dir, policy));
 //   jobs->SetListener([&] { coordinator.Wake(); });          // queued / cancelled
 //   PCP_ASSIGN_OR_RETURN(v1::SubmitJobResponse r, jobs->Submit(request));   // validates
 //   ...
@@ -30,7 +30,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "pcp/shepherd/job_store.h"
+#include "pcp/training/data_roots.h"
 #include "pcp/training/job_config.h"
+#include "pcp/training/job_memory.h"
 #include "pcp/v1/admin.pb.h"
 
 namespace pcp::shepherd {
@@ -38,11 +40,23 @@ namespace pcp::shepherd {
 // The job file name used in messages when a submission names none.
 inline constexpr char kDefaultSubmitFileName[] = "<submitted job>";
 
-// Parses and fully validates a submitted job: the YAML (errors "FILE:LINE:COL: ..."), and its
-// data (files exist, are readable, long enough for the model's block size). Used at submit
-// and again when a job starts.
+// What the shepherd accepts: where job data may come from, the memory a job may need, how
+// many jobs it keeps, how often a job may try to start.
+struct AdmissionPolicy {
+  DataRoots data_roots;  // default: confined to nothing
+  MemoryBudgets budgets;
+  int64_t max_jobs = 1000;         // stored; beyond it the oldest finished jobs are pruned
+  int64_t max_queued_jobs = 100;   // queued; SubmitJob past it is RESOURCE_EXHAUSTED
+  int64_t max_start_attempts = 3;  // starts without a completed round before the job fails
+};
+
+// Parses and fully validates a submitted job: the YAML (errors "FILE:LINE:COL: ..."), its
+// data (inside the data roots, readable, long enough for the model's block size), and its
+// memory estimate against the budgets (job_memory.h; checked before the data is read, and
+// again with the data's vocabulary). Used at submit and again when a job starts.
 absl::StatusOr<JobConfig> ValidateJob(absl::string_view yaml, absl::string_view file_name,
-                                      const std::string& base_dir);
+                                      const std::string& base_dir, const DataRoots& data_roots,
+                                      const MemoryBudgets& budgets);
 
 // What the coordinator needs to run a job.
 struct RunnableJob {
@@ -66,12 +80,17 @@ class JobManager {
   using WatchFn = std::function<void(const v1::JobEvent&)>;
 
   // Loads every job under state_dir (creating the folder if needed).
-  static absl::StatusOr<std::unique_ptr<JobManager>> Open(const std::string& state_dir);
+  static absl::StatusOr<std::unique_ptr<JobManager>> Open(const std::string& state_dir,
+                                                          AdmissionPolicy policy);
+
+  const AdmissionPolicy& policy() const { return policy_; }
 
   // Called (from the thread that made the change) after a job is queued or cancelled.
   void SetListener(Listener listener);
 
-  // Validates (ValidateJob) and queues. InvalidArgument with the YAML or data problem.
+  // Validates (ValidateJob) and queues. InvalidArgument with the YAML, data or memory
+  // problem; ResourceExhausted when max_queued_jobs are queued, or max_jobs are kept and none
+  // of them has finished (finished ones are pruned, oldest first, to make room).
   absl::StatusOr<v1::SubmitJobResponse> Submit(const v1::SubmitJobRequest& request);
   // Newest first, without effective_yaml.
   std::vector<v1::Job> List(const v1::ListJobsRequest& request) const;
@@ -82,7 +101,10 @@ class JobManager {
 
   // ---- for the coordinator
   // The job to run next, now marked running: a job that was running before a restart first
-  // (resumed = true), else the oldest queued one. nullopt when none.
+  // (resumed = true), else the oldest queued one. nullopt when none. Each start is counted
+  // (Job.start_attempts, persisted before the job starts, reset by a completed round): a job
+  // that already used max_start_attempts (it kept failing, or the process kept dying, while
+  // it started) fails instead.
   std::optional<RunnableJob> StartNext();
   bool IsRunning(absl::string_view job_id) const;
   void ReportProgress(absl::string_view job_id, const v1::JobProgress& progress);
@@ -117,7 +139,10 @@ class JobManager {
   };
   using Emit = std::vector<std::pair<WatchFn, v1::JobEvent>>;
 
-  explicit JobManager(JobStore store) : store_(std::move(store)) {}
+  JobManager(JobStore store, AdmissionPolicy policy) : store_(std::move(store)), policy_(std::move(policy)) {}
+  // Makes room for one more job: RESOURCE_EXHAUSTED if max_queued_jobs are queued or
+  // running, else prunes finished jobs (oldest first) while max_jobs are kept.
+  absl::Status MakeRoomLocked();
   Entry* FindLocked(absl::string_view job_id);
   const Entry* FindLocked(absl::string_view job_id) const;
   void PersistLocked(const Entry& entry);
@@ -127,6 +152,7 @@ class JobManager {
   static void Deliver(Emit* emit);
 
   JobStore store_;
+  const AdmissionPolicy policy_;
   mutable std::mutex mu_;
   int64_t next_seq_ = 1;
   std::map<std::string, Entry> jobs_;  // by id ("job-0001" sorts in submission order)

@@ -2,7 +2,7 @@
 // program as MLIR text with its content hash, the parameter list, and per worker slot the
 // data shard and per round the inner learning rates.
 //
-//   PCP_ASSIGN_OR_RETURN(PreparedJob job, PrepareJob(config));
+//   PCP_ASSIGN_OR_RETURN(PreparedJob job, PrepareJob(config, data_roots));
 //   job.program_hash;   // Sha256ContentHash(*job.program_text): "sha256:3f1c..."
 //   PCP_ASSIGN_OR_RETURN(std::vector<Tensor> theta, InitialParams(job));
 //   PCP_ASSIGN_OR_RETURN(ShardPlan shard, ShardForSlot(job, /*slot=*/1, /*world=*/2));
@@ -34,8 +34,9 @@ struct PreparedJob {
   std::vector<TensorSpec> param_specs;
 };
 
-// Loads the data, builds and prints the program. Slow (seconds for large models).
-absl::StatusOr<PreparedJob> PrepareJob(JobConfig config);
+// Loads the data (through `data_roots`), builds and prints the program. Slow (seconds for
+// large models).
+absl::StatusOr<PreparedJob> PrepareJob(JobConfig config, const DataRoots& data_roots);
 
 // nanoGPT's initialisation with the job's seed, in program order.
 absl::StatusOr<std::vector<Tensor>> InitialParams(const PreparedJob& job);

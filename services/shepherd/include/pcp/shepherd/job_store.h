@@ -45,6 +45,8 @@ class JobStore {
 
   // Writes a new job's folder: job.yaml, then state.json (the job exists once state.json does).
   absl::Status Create(const StoredJob& job) const;
+  // Deletes the job's folder (state.json first), e.g. a finished job pruned to make room.
+  absl::Status Remove(const std::string& job_id) const;
   // Replaces state.json.
   absl::Status SaveState(const StoredJob& job) const;
   // Every job with a readable state.json, in submission order. A folder that cannot be read

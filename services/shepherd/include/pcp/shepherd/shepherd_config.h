@@ -21,6 +21,22 @@
 //   log_level: info                trace|debug|info|warn|error
 //   metrics_listen: "127.0.0.1:9470"  Prometheus /metrics address; port 0 = any free port
 //                                  (logged); "" = no metrics server
+// Admission (what a caller may make the shepherd do; README "Admission and limits"):
+//   data_roots: [<PCP_DATA_DIR>]   folders a job's data must resolve inside (DataRoots,
+//                                  pcp/training/data_roots.h); [] = no data may be submitted
+//   max_data_file_bytes: 1 GiB     largest data file a job may name
+//   worker_memory_bytes: 0         memory budget of one worker for a job's estimate
+//                                  (job_memory.h); 0 = half of this machine's memory
+//   shepherd_memory_bytes: 0       the same for the shepherd's share of a job
+//   max_jobs: 1000                 jobs kept (finished ones pruned oldest first beyond)
+//   max_queued_jobs: 100           queued jobs; SubmitJob past it: RESOURCE_EXHAUSTED
+//   max_job_start_attempts: 3      starts without a completed round before the job fails
+//   max_admin_calls: 64            Admin calls in flight (beyond: RESOURCE_EXHAUSTED)
+//   max_watch_streams: 64          concurrent WatchJob streams
+//   max_watch_queue: 256           events queued for one slow watcher before it is dropped
+//   max_streams_per_connection: 100  HTTP/2 streams one connection may open at once
+//   grpc_memory_bytes: 1 GiB       gRPC's own buffers (grpc::ResourceQuota)
+//   forget_supervisors_after_s: 86400  a supervisor gone this long leaves ListWorkers
 // Errors are one line "FILE:LINE:COL: key: problem", as for job files (one parser:
 // pcp/config/yaml_fields.h), also for checks across keys (heartbeat_timeout_ms > interval).
 #ifndef PCP_SHEPHERD_SHEPHERD_CONFIG_H_
@@ -28,10 +44,13 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "pcp/training/data_roots.h"
+#include "pcp/training/job_memory.h"
 
 namespace pcp::shepherd {
 
@@ -47,6 +66,23 @@ struct ShepherdConfig {
   int64_t eval_threads = 1;
   std::string log_level = "info";
   std::string metrics_listen = "127.0.0.1:9470";
+  // Admission.
+  std::vector<std::string> data_roots = {DefaultDataRoot()};
+  int64_t max_data_file_bytes = kDefaultMaxDataFileBytes;
+  int64_t worker_memory_bytes = 0;
+  int64_t shepherd_memory_bytes = 0;
+  int64_t max_jobs = 1000;
+  int64_t max_queued_jobs = 100;
+  int64_t max_job_start_attempts = 3;
+  int64_t max_admin_calls = 64;
+  int64_t max_watch_streams = 64;
+  int64_t max_watch_queue = 256;
+  int64_t max_streams_per_connection = 100;
+  int64_t grpc_memory_bytes = int64_t{1} << 30;
+  int64_t forget_supervisors_after_s = 86400;
+
+  // The memory budgets with 0 replaced by half of this machine's physical memory.
+  MemoryBudgets EffectiveMemoryBudgets() const;
 
   // InvalidArgument naming the key for a value out of range.
   absl::Status Validate() const;

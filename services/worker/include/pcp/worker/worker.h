@@ -17,10 +17,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "pcp/base/backoff.h"
+#include "pcp/training/data_roots.h"
 
 namespace pcp::worker {
 
@@ -34,6 +36,10 @@ struct WorkerOptions {
   std::string auth_token;
   BackoffOptions backoff{.initial = absl::Milliseconds(500), .max = absl::Seconds(10)};
   int64_t join_timeout_ms = 10000;  // for the JoinAck of each attempt
+  // A shared-file shard (data.shared: true) must resolve inside one of these (DataRoots,
+  // pcp/training/data_roots.h); empty = no shared files. Inline shards need none.
+  std::vector<std::string> data_roots = {DefaultDataRoot()};
+  int64_t max_data_file_bytes = kDefaultMaxDataFileBytes;
 };
 
 class Worker {
