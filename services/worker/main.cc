@@ -36,6 +36,10 @@ ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 ABSL_FLAG(std::string, metrics_listen, "",
           "serve Prometheus /metrics on HOST:PORT (port 0 = any free port); empty = no metrics");
 
+ABSL_FLAG(std::string, fault_delta, "",
+          "TESTING ONLY: corrupt the Δs sent, one step per round in turn: none, scale:F, negate_scale:F, "
+          "noise:F or nan, separated by '/' (see pcp/worker/delta_fault.h)");
+
 int main(int argc, char** argv) {
   pcp::KeepStreamBuffersInHeap();  // before gRPC allocates anything (pcp/rpc/stream_memory.h)
   absl::SetProgramUsageMessage("a PCP worker: pcp-worker --shepherd=HOST:PORT --supervisor_id=ID [--backend=cpu]");
@@ -58,6 +62,7 @@ int main(int argc, char** argv) {
   options.threads = absl::GetFlag(FLAGS_threads);
   options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
   options.auth_token = absl::GetFlag(FLAGS_auth_token);
+  options.fault_delta = absl::GetFlag(FLAGS_fault_delta);
   options.backoff.initial = absl::Milliseconds(std::max<int64_t>(absl::GetFlag(FLAGS_backoff_initial_ms), 1));
   options.backoff.max = std::max(absl::Milliseconds(absl::GetFlag(FLAGS_backoff_max_ms)), options.backoff.initial);
 

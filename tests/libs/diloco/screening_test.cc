@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "pcp/metrics/catalog.h"
 
 namespace pcp::diloco {
 namespace {
@@ -149,6 +151,19 @@ TEST(ScreeningNamesTest, Spelled) {
   EXPECT_EQ(ScreenActionName(ScreenAction::kClip), "clip");
   EXPECT_TRUE(AllFinite(std::vector<float>{1, 2}));
   EXPECT_FALSE(AllFinite(std::vector<float>{1, std::numeric_limits<float>::infinity()}));
+}
+
+// The metric's label values are the refusal reasons (declared in two places: the catalog's
+// V(...) line and kRefusalReasonNames).
+TEST(ScreeningNamesTest, MetricLabelValuesAreTheRefusalReasons) {
+  std::vector<metrics::LabelSpec> labels = metrics::LabelsOf(metrics::Metric::kShepherdDeltasRefusedTotal);
+  ASSERT_EQ(labels.size(), 1u);
+  EXPECT_EQ(labels[0].name, "reason");
+  std::vector<std::string> reasons;
+  for (const auto& [reason, name] : kRefusalReasonNames) {
+    if (reason != RefusalReason::kNone) reasons.emplace_back(name);
+  }
+  EXPECT_EQ(labels[0].values, reasons);
 }
 
 }  // namespace

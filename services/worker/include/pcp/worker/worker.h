@@ -34,6 +34,8 @@ struct WorkerOptions {
   std::string auth_token;
   BackoffOptions backoff{.initial = absl::Milliseconds(500), .max = absl::Seconds(10)};
   int64_t join_timeout_ms = 10000;  // for the JoinAck of each attempt
+  // TESTING ONLY: corrupt the Δs sent (pcp/worker/delta_fault.h); "" = never.
+  std::string fault_delta;
 };
 
 class Worker {
