@@ -13,8 +13,10 @@
 // diloco.rounds, diloco.inner_steps, training.max_iters (rounds × inner_steps unless given,
 // so the LR schedule fits the shorter job), training.eval_iters, training.threads (1).
 // Exit status 0 when both jobs completed and the poisoned one quarantined the worker.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +27,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "cluster_harness.h"
