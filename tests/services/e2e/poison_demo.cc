@@ -144,9 +144,12 @@ int Main() {
   for (const v1::JobEvent& e : poisoned.events) {
     if (!e.has_screening()) continue;
     const v1::ScreeningEvent& s = e.screening();
-    std::printf("round %llu  %-18s %-7s %-10s norm %-11.4g threshold %-11.4g refusals %u\n",
-                static_cast<unsigned long long>(s.round()), v1::ScreeningEvent::Kind_Name(s.kind()).c_str(),
-                s.supervisor_id().c_str(), s.reason().c_str(), s.norm(), s.threshold(), s.refusals());
+    const bool delta = s.kind() == v1::ScreeningEvent::DELTA_REJECTED || s.kind() == v1::ScreeningEvent::DELTA_CLIPPED;
+    std::printf("round %llu  %-18s %-7s %-10s %s refusals %u\n", static_cast<unsigned long long>(s.round()),
+                v1::ScreeningEvent::Kind_Name(s.kind()).c_str(), s.supervisor_id().c_str(), s.reason().c_str(),
+                delta ? absl::StrFormat("norm %-11.4g threshold %-11.4g", s.norm(), s.threshold()).c_str()
+                      : std::string(39, ' ').c_str(),
+                s.refusals());
   }
   std::printf("\n== poisoned run: GetJob screening\n");
   const v1::JobProgress& p = poisoned.job.progress();
