@@ -45,6 +45,10 @@ ABSL_FLAG(std::string, metrics_address_file, "",
           "write the bound HOST:PORT of /metrics to this file once serving (with metrics port 0, a "
           "restart reuses the port in it when free)");
 
+ABSL_FLAG(std::string, fault_delta, "",
+          "TESTING ONLY: corrupt the Δs sent, one step per round in turn: none, scale:F, negate_scale:F, "
+          "noise:F or nan, separated by '/' (see pcp/worker/delta_fault.h)");
+
 int main(int argc, char** argv) {
   pcp::KeepStreamBuffersInHeap();  // before gRPC allocates anything (pcp/rpc/stream_memory.h)
   absl::SetProgramUsageMessage("a PCP worker: pcp-worker --shepherd=HOST:PORT --supervisor_id=ID [--backend=cpu]");
@@ -69,6 +73,7 @@ int main(int argc, char** argv) {
   options.data_roots = absl::GetFlag(FLAGS_data_roots);
   options.max_data_file_bytes = absl::GetFlag(FLAGS_max_data_file_bytes);
   options.auth_token = absl::GetFlag(FLAGS_auth_token);
+  options.fault_delta = absl::GetFlag(FLAGS_fault_delta);
   options.backoff.initial = absl::Milliseconds(std::max<int64_t>(absl::GetFlag(FLAGS_backoff_initial_ms), 1));
   options.backoff.max = std::max(absl::Milliseconds(absl::GetFlag(FLAGS_backoff_max_ms)), options.backoff.initial);
 

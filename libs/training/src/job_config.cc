@@ -143,6 +143,19 @@ const std::vector<Field<TrainingConfig>>* TrainingFields() {
   return fields;
 }
 
+const std::vector<Field<diloco::ScreeningOptions>>* ScreeningFields() {
+  using diloco::ScreeningOptions;
+  static const auto* fields = new std::vector<Field<ScreeningOptions>>{
+      RealField("norm_k", &ScreeningOptions::norm_k, yaml_fields::RealRange{1.0}),
+      RealField("max_norm", &ScreeningOptions::max_norm, kNonNegative),
+      EnumField("action", &ScreeningOptions::action, absl::MakeConstSpan(diloco::kScreenActionNames)),
+      IntField("quarantine_after", &ScreeningOptions::quarantine_after, kAtLeast0),
+      IntField("max_rollbacks", &ScreeningOptions::max_rollbacks, kAtLeast1),
+      RealField("trimmed_mean", &ScreeningOptions::trimmed_mean, yaml_fields::RealRange{0.0, 0.5, false, true}),
+  };
+  return fields;
+}
+
 const std::vector<Field<DiLoCoConfig>>* DiLoCoFields() {
   static const auto* fields = new std::vector<Field<DiLoCoConfig>>{
       IntField("workers", &DiLoCoConfig::workers, IntRange{1, 1 << 16}),
@@ -155,6 +168,7 @@ const std::vector<Field<DiLoCoConfig>>* DiLoCoFields() {
       RealField("round_deadline_s", &DiLoCoConfig::round_deadline_s, RealRange{0.0, 7 * 24 * 3600.0, true, false}),
       IntField("checkpoint_every", &DiLoCoConfig::checkpoint_every, kRounds),
       IntField("eval_every", &DiLoCoConfig::eval_every, kRounds),
+      SectionField("screening", &DiLoCoConfig::screening, ScreeningFields()),
   };
   return fields;
 }
@@ -299,12 +313,7 @@ std::string ToYaml(const JobConfig& config) {
 }
 
 std::vector<std::string> JobConfigKeys() {
-  std::vector<std::string> keys;
-  for (const Field<JobConfig>& f : TopFields()) {
-    if (f.subkeys.empty()) keys.emplace_back(f.key);
-    for (absl::string_view sub : f.subkeys) keys.push_back(absl::StrCat(f.key, ".", sub));
-  }
-  return keys;
+  return yaml_fields::LeafKeysOf(TopFields());
 }
 
 absl::StatusOr<Dataset> LoadJobDataset(JobConfig* config, const DataRoots& data_roots) {

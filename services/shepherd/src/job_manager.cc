@@ -389,6 +389,19 @@ void JobManager::ReportCheckpoint(absl::string_view job_id, uint64_t round, cons
   Deliver(&emit);
 }
 
+void JobManager::ReportScreening(absl::string_view job_id, const v1::ScreeningEvent& screening) {
+  Emit emit;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry* e = FindLocked(job_id);
+    if (e == nullptr) return;
+    v1::JobEvent event;
+    *event.mutable_screening() = screening;
+    EventLocked(e->stored.job.job_id(), std::move(event), &emit);
+  }
+  Deliver(&emit);
+}
+
 bool JobManager::Finish(absl::string_view job_id, v1::JobState state, absl::string_view reason) {
   Emit emit;
   {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -21,6 +22,21 @@ namespace {
 constexpr uint64_t kEvalSeedOffset = 1000003;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Multiplies every element of the Δ by `scale` (clipping it to the threshold).
+void Scale(std::vector<Tensor>* delta, double scale) {
+  const float f = static_cast<float>(scale);
+  for (Tensor& t : *delta) {
+    float* p = t.data<float>();
+    for (int64_t k = 0; k < t.num_elements(); ++k) p[k] *= f;
+  }
+}
+
+double NormOf(const std::vector<Tensor>& delta) {
+  diloco::NormAccumulator acc;
+  for (const Tensor& t : delta) acc.Add(absl::MakeConstSpan(t.data<float>(), static_cast<size_t>(t.num_elements())));
+  return acc.norm();
+}
 
 v1::ShepherdMessage CancelMessage(uint64_t round, const std::string& reason) {
   v1::ShepherdMessage m;
@@ -53,6 +69,8 @@ absl::Status JobRun::Prepare() {
   outer_ = std::make_unique<OuterOptimizer>(
       OuterOptimizerOptions{.lr = c.diloco.outer_lr, .momentum = c.diloco.outer_momentum, .nesterov = c.diloco.nesterov},
       prepared_->param_specs);
+  screen_ = std::make_unique<diloco::DeltaScreen>(c.diloco.screening);
+  refusals_ = std::make_unique<diloco::RefusalLedger>(c.diloco.screening.quarantine_after);
   PCP_ASSIGN_OR_RETURN(std::optional<DilocoCheckpoint> ckpt, ReadLatestDilocoCheckpoint(job_.dir, prepared_->param_names),
                        _ << "reading the job's latest checkpoint");
   if (ckpt.has_value() && ckpt->state.slots.size() == static_cast<size_t>(c.diloco.workers)) {
@@ -140,6 +158,11 @@ void JobRun::AddWorker(const std::shared_ptr<WorkerSession>& session) {
   if (Find(session) != nullptr) return;
   Member& m = members_[session.get()];
   m.session = session;
+  if (refusals_->quarantined(session->supervisor_id())) {
+    m.phase = Phase::kQuarantined;
+    spdlog::warn("job {}: worker {} stays idle (quarantined in this job)", job_.id, session->supervisor_id());
+    return;
+  }
   m.slot = ClaimSlot(session->supervisor_id());
   if (m.slot < 0) {
     spdlog::info("job {}: worker {} stays idle (all {} slots are taken)", job_.id, session->supervisor_id(),
@@ -251,12 +274,14 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
         result.tokens_processed(), ", ", result.sampler_cursor())));
     return;
   }
-  if (!AllFinite(delta) || !std::isfinite(result.mean_loss())) {
-    spdlog::error("job {}: worker {}'s delta for round {} is not finite (mean loss {}); left out", job_.id,
-                  session->supervisor_id(), round, result.mean_loss());
+  // The norm is taken here, as the Δ arrives; the threshold is known when the round closes.
+  const double norm = std::isfinite(result.mean_loss()) ? NormOf(delta) : std::numeric_limits<double>::infinity();
+  if (!std::isfinite(norm)) {
+    round_->refused.insert(m->slot);
+    Refuse(session->supervisor_id(), round, screen_->Judge(norm, screen_->RoundThreshold({})));
     return;
   }
-  round_->results[m->slot] = SlotResult{std::move(delta), result, session->supervisor_id()};
+  round_->results[m->slot] = SlotResult{std::move(delta), result, session->supervisor_id(), norm};
   ctx_.registry->NoteRoundDelivered(session->supervisor_id(), result.tokens_per_second());
 }
 
@@ -312,7 +337,7 @@ JobRun::Outcome JobRun::Advance(Clock::time_point now) {
     return Outcome::kCompleted;
   }
   for (auto& [key, m] : members_) {
-    if (m.slot < 0) {
+    if (m.slot < 0 && m.phase != Phase::kQuarantined) {
       m.slot = ClaimSlot(m.session->supervisor_id());
       if (m.slot >= 0) Assign(m);
     }
@@ -328,7 +353,7 @@ JobRun::Outcome JobRun::Advance(Clock::time_point now) {
   if (!round_.has_value()) {
     // Start with every slot ready; else wait up to the grace period for missing workers and
     // for ones still compiling, then start with the ready ones (at least min_workers).
-    const bool full = ready.size() >= state_.slots.size();
+    const bool full = ready.size() >= ActiveSlots();
     const bool grace_over = now - waiting_since_ >= grace;
     if (ready.empty() || ready.size() < min_workers) return Outcome::kRunning;
     if (!full && (!grace_over || preparing)) return Outcome::kRunning;
@@ -336,23 +361,23 @@ JobRun::Outcome JobRun::Advance(Clock::time_point now) {
     return Outcome::kRunning;
   }
   Round& round = *round_;
-  if (round.running.empty() && round.results.size() < min_workers) {
+  if (round.running.empty() && round.delivered() < min_workers) {
     // Everyone still in the round has reported, but too few results: take in ready workers
     // whose slot has not reported yet.
     std::vector<std::string> ids;
     for (Member* m : ready) {
-      if (round.results.count(m->slot) == 0 && round.running.count(m->slot) == 0) {
+      if (round.results.count(m->slot) == 0 && round.running.count(m->slot) == 0 && round.refused.count(m->slot) == 0) {
         SendRound(*m);
         ids.push_back(m->session->supervisor_id());
       }
     }
     if (!ids.empty()) {
       spdlog::info("job {}: round {} has {} of {} needed results; {} joins it", job_.id, round.number,
-                   round.results.size(), min_workers, absl::StrJoin(ids, ", "));
+                   round.delivered(), min_workers, absl::StrJoin(ids, ", "));
     }
     return Outcome::kRunning;
   }
-  if (round.running.empty() || (now >= round.deadline && round.results.size() >= min_workers)) {
+  if (round.running.empty() || (now >= round.deadline && round.delivered() >= min_workers)) {
     return CloseRound(now);
   }
   return Outcome::kRunning;
@@ -381,36 +406,59 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
     spdlog::warn("job {}: round {} closes at its deadline without worker {}", job_.id, r,
                  it->second.session->supervisor_id());
   }
+  // Screening: every Δ is judged against the round's threshold; a refused one is left out
+  // (reject) or scaled down to the threshold (clip).
+  std::vector<double> norms;
+  for (const auto& [slot, res] : round.results) norms.push_back(res.norm);
+  const diloco::ScreenThreshold threshold = screen_->RoundThreshold(norms);
   std::vector<WeightedDelta> deltas;
+  std::vector<double> accepted_norms;
+  std::vector<int> used_slots;
   double weight = 0, loss_sum = 0;
   uint64_t tokens = 0;
   std::vector<std::string> ids;
   for (auto& [slot, res] : round.results) {
+    const diloco::ScreenVerdict verdict = screen_->Judge(res.norm, threshold);
+    if (verdict.action != diloco::ScreenVerdict::kAccept) Refuse(res.supervisor_id, r, verdict);
+    if (verdict.action == diloco::ScreenVerdict::kReject) continue;
+    if (verdict.action == diloco::ScreenVerdict::kClip) {
+      Scale(&res.delta, verdict.scale);
+    } else {
+      accepted_norms.push_back(res.norm);
+    }
     const double w = static_cast<double>(res.result.tokens_processed());
     deltas.push_back({std::move(res.delta), w});
     weight += w;
     loss_sum += w * res.result.mean_loss();
     tokens += res.result.tokens_processed();
-    state_.slots[slot].sampler_cursor = res.result.sampler_cursor();
-    ++state_.slots[slot].rounds_done;
+    used_slots.push_back(slot);
     ids.push_back(res.supervisor_id);
   }
+  if (deltas.empty()) return RollBack(r, "every Δ of the round was refused");
   const auto outer_start = Clock::now();
-  absl::StatusOr<std::vector<Tensor>> avg = WeightedAverage(deltas);
+  const double trim = c.diloco.screening.trimmed_mean;
+  absl::StatusOr<std::vector<Tensor>> avg = trim > 0 ? TrimmedMean(deltas, trim) : WeightedAverage(deltas);
   if (!avg.ok()) return Fail(absl::StrCat("round ", r, ": averaging the deltas: ", avg.status().message()));
-  // θ is shared with chunk streams still being written: update a copy.
-  std::vector<Tensor> next;
-  for (const Tensor& t : theta_) next.push_back(t.Clone());
-  absl::Status stepped = outer_->Step(*avg, &next);
-  if (!stepped.ok()) return Fail(absl::StrCat("round ", r, ": outer step: ", stepped.message()));
+  // θ's tensors are shared with chunk streams still being written: StepIfFinite replaces
+  // them in `next`, never writes into them.
+  std::vector<Tensor> next = theta_;
+  absl::StatusOr<bool> stepped = outer_->StepIfFinite(*avg, &next);
+  if (!stepped.ok()) return Fail(absl::StrCat("round ", r, ": outer step: ", stepped.status().message()));
+  if (!*stepped) return RollBack(r, "θ or the outer momentum is not finite after the outer step");
+  rollbacks_in_a_row_ = 0;
   theta_ = std::move(next);
+  screen_->EndRound(accepted_norms);
+  for (int slot : used_slots) {
+    state_.slots[slot].sampler_cursor = round.results[slot].result.sampler_cursor();
+    ++state_.slots[slot].rounds_done;
+  }
   metrics::Get(metrics::kShepherdOuterStepDurationSeconds).Observe(Seconds(Clock::now() - outer_start));
   state_.round = r;
   state_.tokens_processed += tokens;
   state_.train_loss = loss_sum / weight;
   const double round_s = Seconds(now - round.start);
   meter_->Advance(round_s * 1000.0);
-  const size_t workers = round.results.size();
+  const size_t workers = used_slots.size();
   metrics::Get(metrics::kShepherdRound, {job_.id}).Set(static_cast<double>(r));
   metrics::Get(metrics::kShepherdRoundsCompletedTotal, {job_.id}).Increment();
   metrics::Get(metrics::kShepherdTrainLoss, {job_.id}).Set(*state_.train_loss);
@@ -462,6 +510,96 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
                state_.val_loss ? absl::StrFormat(", val loss %.4f", *state_.val_loss) : std::string(),
                LatestCheckpointPath(job_.dir));
   return Outcome::kCompleted;
+}
+
+void JobRun::Refuse(const std::string& id, uint64_t round, const diloco::ScreenVerdict& verdict) {
+  const absl::string_view reason = diloco::RefusalReasonName(verdict.reason);
+  const bool clipped = verdict.action == diloco::ScreenVerdict::kClip;
+  const bool quarantine = refusals_->Refuse(id);
+  const int64_t count = refusals_->refusals(id);
+  metrics::Get(metrics::kShepherdDeltasRefusedTotal, {reason}).Increment();
+  progress_.set_deltas_refused(progress_.deltas_refused() + 1);
+  v1::ScreenedWorker* screened = nullptr;
+  for (v1::ScreenedWorker& w : *progress_.mutable_screened_workers()) {
+    if (w.supervisor_id() == id) screened = &w;
+  }
+  if (screened == nullptr) {
+    screened = progress_.add_screened_workers();
+    screened->set_supervisor_id(id);
+  }
+  screened->set_refusals(static_cast<uint32_t>(count));
+  screened->set_last_reason(std::string(reason));
+  screened->set_last_round(round);
+  const int64_t limit = prepared_->config.diloco.screening.quarantine_after;
+  spdlog::warn("job {}: worker {}'s Δ for round {} {} ({}): norm {:.4g}, threshold {:.4g}; refusal {}{}", job_.id, id,
+               round, clipped ? "clipped to the threshold" : "rejected", reason, verdict.norm, verdict.threshold,
+               count, limit > 0 ? absl::StrCat(" of ", limit, " before quarantine") : std::string());
+  v1::ScreeningEvent event;
+  event.set_kind(clipped ? v1::ScreeningEvent::DELTA_CLIPPED : v1::ScreeningEvent::DELTA_REJECTED);
+  event.set_round(round);
+  event.set_supervisor_id(id);
+  event.set_reason(std::string(reason));
+  event.set_norm(verdict.norm);
+  event.set_threshold(verdict.threshold);
+  event.set_refusals(static_cast<uint32_t>(count));
+  ctx_.jobs->ReportScreening(job_.id, event);
+  if (quarantine) {
+    screened->set_quarantined(true);
+    Quarantine(id, round);
+  }
+}
+
+void JobRun::Quarantine(const std::string& id, uint64_t round) {
+  const int64_t count = refusals_->refusals(id);
+  spdlog::error("job {}: worker {} is quarantined after {} refused Δs (round {}): no more rounds for it in this job",
+                job_.id, id, count, round);
+  v1::ScreeningEvent event;
+  event.set_kind(v1::ScreeningEvent::WORKER_QUARANTINED);
+  event.set_round(round);
+  event.set_supervisor_id(id);
+  event.set_refusals(static_cast<uint32_t>(count));
+  ctx_.jobs->ReportScreening(job_.id, event);
+  for (auto& [key, m] : members_) {
+    if (m.session->supervisor_id() != id) continue;
+    if (round_.has_value() && m.slot >= 0) {
+      auto r = round_->running.find(m.slot);
+      if (r != round_->running.end() && r->second == key) round_->running.erase(r);
+    }
+    // Its slot (and data stream) is free for another worker.
+    m.slot = -1;
+    m.phase = Phase::kQuarantined;
+    m.session->Send(CancelMessage(0, absl::StrCat("quarantined in job ", job_.id, " after ", count, " refused Δs")));
+    ctx_.registry->NoteActivity(id, "", 0);
+  }
+}
+
+JobRun::Outcome JobRun::RollBack(uint64_t round, const std::string& why) {
+  ++rollbacks_in_a_row_;
+  progress_.set_rounds_rolled_back(progress_.rounds_rolled_back() + 1);
+  const int64_t limit = prepared_->config.diloco.screening.max_rollbacks;
+  spdlog::error("job {}: round {} rolled back ({}): θ and the outer momentum are as before it; {} of {} in a row",
+                job_.id, round, why, rollbacks_in_a_row_, limit);
+  v1::ScreeningEvent event;
+  event.set_kind(v1::ScreeningEvent::ROUND_ROLLED_BACK);
+  event.set_round(round);
+  event.set_reason(why);
+  ctx_.jobs->ReportScreening(job_.id, event);
+  round_.reset();
+  waiting_since_ = Clock::now();
+  if (rollbacks_in_a_row_ >= limit) {
+    return Fail(absl::StrCat(rollbacks_in_a_row_, " rounds in a row rolled back (diloco.screening.max_rollbacks ",
+                             limit, "); the last, round ", round, ": ", why));
+  }
+  ctx_.jobs->ReportProgress(job_.id, progress_);
+  return Advance(Clock::now());
+}
+
+size_t JobRun::ActiveSlots() const {
+  size_t n = 0;
+  for (const SlotState& slot : state_.slots) {
+    if (!refusals_->quarantined(slot.supervisor_id)) ++n;
+  }
+  return n;
 }
 
 bool JobRun::ApplyEval(const EvalRunner::Result& r) {

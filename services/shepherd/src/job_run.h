@@ -7,7 +7,13 @@
 // rates and the slot's sampler state. A round closes when every participant has reported
 // (or left), or at the deadline if at least min_workers have reported; with fewer it waits,
 // taking in ready workers that are not in the round. The Δs are averaged weighted by tokens
-// and applied with the outer Nesterov step; val loss every eval_every rounds (estimated in
+// and applied with the outer Nesterov step, after screening (pcp/diloco/screening.h): a Δ
+// above the round's norm threshold is rejected or clipped, a worker refused
+// diloco.screening.quarantine_after times is quarantined (no more rounds in this job, its slot
+// free for another worker), and a round whose outer step leaves θ or the momentum not finite
+// (or whose Δs were all rejected) is rolled back and redone; max_rollbacks in a row fail the
+// job. With diloco.screening.trimmed_mean > 0 the Δs are combined by a coordinate-wise
+// trimmed mean instead of the average. Val loss every eval_every rounds (estimated in
 // the background while the next round runs, and before the job ends), checkpoints every
 // checkpoint_every rounds and at the end.
 //
@@ -22,9 +28,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "pcp/diloco/screening.h"
 #include "pcp/kernels/backend.h"
 #include "pcp/shepherd/checkpoint_store.h"
 #include "pcp/shepherd/job_manager.h"
@@ -80,7 +88,7 @@ class JobRun {
   std::shared_ptr<const ParamsSnapshot> snapshot() const { return snapshot_; }
 
  private:
-  enum class Phase { kIdle, kAssigning, kReady, kInRound, kFailed };
+  enum class Phase { kIdle, kAssigning, kReady, kInRound, kFailed, kQuarantined };
   struct Member {
     std::shared_ptr<WorkerSession> session;
     int slot = -1;
@@ -91,12 +99,16 @@ class JobRun {
     std::vector<Tensor> delta;
     v1::RoundResult result;
     std::string supervisor_id;
+    double norm = 0;  // Δ's L2 norm
   };
   struct Round {
     uint64_t number = 0;
     Clock::time_point start, deadline;
     std::map<int, WorkerSession*> running;  // slot -> member key
     std::map<int, SlotResult> results;
+    std::set<int> refused;  // slots whose Δ was refused as it arrived (not finite)
+    // Results in, refused or not: what min_workers counts.
+    size_t delivered() const { return results.size() + refused.size(); }
   };
 
   JobRun(RunnableJob job, RunContext context) : job_(std::move(job)), ctx_(context) {}
@@ -107,6 +119,15 @@ class JobRun {
   void StartRound(const std::vector<Member*>& members);
   void SendRound(Member& m);
   Outcome CloseRound(Clock::time_point now);
+  // Counts a refused Δ of worker `id` (log, metric, event, progress); quarantines the worker
+  // at the job's limit.
+  void Refuse(const std::string& id, uint64_t round, const diloco::ScreenVerdict& verdict);
+  void Quarantine(const std::string& id, uint64_t round);
+  // Discards the open round (θ and momentum unchanged); fails the job after max_rollbacks in
+  // a row.
+  Outcome RollBack(uint64_t round, const std::string& why);
+  // Slots whose owner is not quarantined: a round with that many ready workers starts at once.
+  size_t ActiveSlots() const;
   // Takes a finished validation estimate into the job's progress; false if it failed.
   bool ApplyEval(const EvalRunner::Result& result);
   absl::Status WriteCheckpoint();
@@ -119,6 +140,9 @@ class JobRun {
   std::unique_ptr<PreparedJob> prepared_;
   std::vector<Tensor> theta_;
   std::unique_ptr<OuterOptimizer> outer_;
+  std::unique_ptr<diloco::DeltaScreen> screen_;
+  std::unique_ptr<diloco::RefusalLedger> refusals_;
+  int64_t rollbacks_in_a_row_ = 0;
   RunState state_;
   uint64_t checkpoint_round_ = 0;
   std::unique_ptr<EvalRunner> eval_;

@@ -3,6 +3,9 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "pcp/base/status_macros.h"
+#include "pcp/diloco/screening.h"
+#include "pcp/diloco/trimmed_mean.h"
 
 namespace pcp::shepherd {
 namespace {
@@ -15,9 +18,8 @@ absl::Status CheckF32(const Tensor& t, const Shape& shape, absl::string_view wha
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<Tensor>> WeightedAverage(const std::vector<WeightedDelta>& deltas) {
+// Checks `deltas` for WeightedAverage / TrimmedMean; returns the total weight.
+absl::StatusOr<double> CheckDeltas(const std::vector<WeightedDelta>& deltas) {
   if (deltas.empty()) return absl::InvalidArgumentError("no results to average");
   const std::vector<Tensor>& first = deltas[0].delta;
   double total = 0;
@@ -35,6 +37,14 @@ absl::StatusOr<std::vector<Tensor>> WeightedAverage(const std::vector<WeightedDe
     }
     total += deltas[w].weight;
   }
+  return total;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Tensor>> WeightedAverage(const std::vector<WeightedDelta>& deltas) {
+  PCP_ASSIGN_OR_RETURN(const double total, CheckDeltas(deltas));
+  const std::vector<Tensor>& first = deltas[0].delta;
   std::vector<Tensor> out;
   out.reserve(first.size());
   std::vector<double> acc;
@@ -54,13 +64,30 @@ absl::StatusOr<std::vector<Tensor>> WeightedAverage(const std::vector<WeightedDe
   return out;
 }
 
+absl::StatusOr<std::vector<Tensor>> TrimmedMean(const std::vector<WeightedDelta>& deltas, double fraction) {
+  PCP_RETURN_IF_ERROR(CheckDeltas(deltas).status());
+  std::vector<double> weights;
+  for (const WeightedDelta& d : deltas) weights.push_back(d.weight);
+  std::vector<Tensor> out;
+  std::vector<absl::Span<const float>> inputs(deltas.size());
+  for (size_t i = 0; i < deltas[0].delta.size(); ++i) {
+    const Tensor& like = deltas[0].delta[i];
+    for (size_t w = 0; w < deltas.size(); ++w) {
+      inputs[w] = absl::MakeConstSpan(deltas[w].delta[i].data<float>(), static_cast<size_t>(like.num_elements()));
+    }
+    Tensor t(DType::kF32, like.shape());
+    PCP_RETURN_IF_ERROR(diloco::TrimmedMean(inputs, weights, fraction,
+                                            absl::MakeSpan(t.data<float>(), static_cast<size_t>(t.num_elements()))),
+                        _ << "tensor " << i);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 bool AllFinite(const std::vector<Tensor>& tensors) {
   for (const Tensor& t : tensors) {
     if (t.dtype() != DType::kF32) continue;
-    const float* p = t.data<float>();
-    for (int64_t k = 0; k < t.num_elements(); ++k) {
-      if (!std::isfinite(p[k])) return false;
-    }
+    if (!diloco::AllFinite(absl::MakeConstSpan(t.data<float>(), static_cast<size_t>(t.num_elements())))) return false;
   }
   return true;
 }
@@ -83,30 +110,56 @@ absl::Status OuterOptimizer::SetMomentum(std::vector<Tensor> momentum) {
   return absl::OkStatus();
 }
 
-absl::Status OuterOptimizer::Step(const std::vector<Tensor>& gradient, std::vector<Tensor>* params) {
-  if (gradient.size() != specs_.size() || params->size() != specs_.size()) {
+absl::Status OuterOptimizer::Check(const std::vector<Tensor>& gradient, const std::vector<Tensor>& params) const {
+  if (gradient.size() != specs_.size() || params.size() != specs_.size()) {
     return absl::InvalidArgumentError(absl::StrCat("outer step: expected ", specs_.size(), " tensors, got ",
-                                                   gradient.size(), " gradients and ", params->size(), " parameters"));
+                                                   gradient.size(), " gradients and ", params.size(), " parameters"));
   }
   for (size_t i = 0; i < specs_.size(); ++i) {
     absl::Status s = CheckF32(gradient[i], specs_[i].shape, absl::StrCat("outer gradient '", specs_[i].name, "'"));
-    if (s.ok()) s = CheckF32((*params)[i], specs_[i].shape, absl::StrCat("parameter '", specs_[i].name, "'"));
+    if (s.ok()) s = CheckF32(params[i], specs_[i].shape, absl::StrCat("parameter '", specs_[i].name, "'"));
     if (!s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+void OuterOptimizer::Apply(const Tensor& gradient, const Tensor& momentum, const Tensor& param, Tensor& momentum_out,
+                           Tensor& param_out) const {
   const float mu = static_cast<float>(options_.momentum);
   const float lr = static_cast<float>(options_.lr);
+  const int64_t n = gradient.num_elements();
+  const float* g = gradient.data<float>();
+  const float* b_in = momentum.data<float>();
+  const float* p_in = param.data<float>();
+  float* b = momentum_out.data<float>();
+  float* p = param_out.data<float>();
+  for (int64_t k = 0; k < n; ++k) {
+    b[k] = mu * b_in[k] + g[k];
+    const float update = options_.nesterov ? g[k] + mu * b[k] : b[k];
+    p[k] = p_in[k] - lr * update;
+  }
+}
+
+absl::Status OuterOptimizer::Step(const std::vector<Tensor>& gradient, std::vector<Tensor>* params) {
+  PCP_RETURN_IF_ERROR(Check(gradient, *params));
   for (size_t i = 0; i < specs_.size(); ++i) {
-    const int64_t n = gradient[i].num_elements();
-    const float* g = gradient[i].data<float>();
-    float* b = momentum_[i].data<float>();
-    float* p = (*params)[i].data<float>();
-    for (int64_t k = 0; k < n; ++k) {
-      b[k] = mu * b[k] + g[k];
-      const float update = options_.nesterov ? g[k] + mu * b[k] : b[k];
-      p[k] -= lr * update;
-    }
+    Apply(gradient[i], momentum_[i], (*params)[i], momentum_[i], (*params)[i]);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> OuterOptimizer::StepIfFinite(const std::vector<Tensor>& gradient, std::vector<Tensor>* params) {
+  PCP_RETURN_IF_ERROR(Check(gradient, *params));
+  std::vector<Tensor> momentum, next;
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    momentum.emplace_back(DType::kF32, specs_[i].shape);
+    next.emplace_back(DType::kF32, specs_[i].shape);
+    Apply(gradient[i], momentum_[i], (*params)[i], momentum.back(), next.back());
+  }
+  if (!AllFinite(momentum) || !AllFinite(next)) return false;
+  momentum_ = std::move(momentum);
+  *params = std::move(next);
+  return true;
 }
 
 }  // namespace pcp::shepherd

@@ -227,6 +227,10 @@ absl::Status WorkerSession::HandleRoundResult(const v1::RoundResult& result) {
 void WorkerSession::ExpectResult(uint64_t round, std::vector<TensorSpec> specs) {
   std::lock_guard<std::mutex> lock(mu_);
   expected_round_ = round;
+  // A rolled-back round is redone under the same number: this attempt's result is not late.
+  // (Chunks of an earlier attempt abandoned mid-send would now be taken for this one; the
+  // assembler refuses the mix and the session ends, and the worker rejoins.)
+  if (abandoned_round_ == round) abandoned_round_ = 0;
   AssemblyLimits limits;
   limits.max_chunk_bytes = options_.max_chunk_bytes;
   assembler_.emplace(limits);

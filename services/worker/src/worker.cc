@@ -19,6 +19,7 @@
 #include "pcp/rpc/channel_options.h"
 #include "pcp/rpc/tensor_list.h"
 #include "pcp/rpc/tensor_proto.h"
+#include "pcp/worker/delta_fault.h"
 #include "pcp/worker/program_cache.h"
 #include "pcp/worker/round_runner.h"
 #include "pcp/worker/shard_loader.h"
@@ -64,6 +65,7 @@ struct Assignment {
 struct Worker::Impl {
   WorkerOptions options;
   DataRoots data_roots;
+  DeltaFault fault;  // testing only
   std::unique_ptr<Backend> backend;
   std::unique_ptr<ProgramCache> cache;
   std::shared_ptr<grpc::Channel> channel;
@@ -124,6 +126,10 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(WorkerOptions options) {
   if (options.supervisor_id.empty()) return absl::InvalidArgumentError("--supervisor_id is required");
   if (options.shepherd.empty()) return absl::InvalidArgumentError("--shepherd is required (HOST:PORT)");
   auto impl = std::make_unique<Impl>();
+  PCP_ASSIGN_OR_RETURN(impl->fault, DeltaFault::Parse(options.fault_delta));
+  if (!impl->fault.empty()) {
+    spdlog::warn("TESTING ONLY: --fault_delta={}: the Δs this worker sends are corrupted", options.fault_delta);
+  }
   impl->options = std::move(options);
   PCP_ASSIGN_OR_RETURN(impl->data_roots,
                        DataRoots::Confined(impl->options.data_roots, impl->options.max_data_file_bytes),
@@ -440,6 +446,9 @@ absl::Status Worker::Impl::OnStartRound(Connection& conn, const v1::StartRound& 
     }
     conn.SetPhase(v1::WORKER_PHASE_READY, 0, 0);
     return absl::OkStatus();
+  }
+  if (std::string corruption = fault.ApplyNext(&out->delta); !corruption.empty()) {
+    spdlog::warn("TESTING ONLY: the Δ of round {} is corrupted ({})", r, corruption);
   }
   conn.SetPhase(v1::WORKER_PHASE_SENDING, r, res.steps());
   std::vector<NamedTensor> delta;

@@ -166,7 +166,13 @@ TEST(JobConfigTest, ToYamlRoundTrips) {
                 .min_workers = 8,
                 .round_deadline_s = 0.25,
                 .checkpoint_every = 2,
-                .eval_every = 3};
+                .eval_every = 3,
+                .screening = {.norm_k = 2.5,
+                              .max_norm = 0,
+                              .action = diloco::ScreenAction::kClip,
+                              .quarantine_after = 0,
+                              .max_rollbacks = 7,
+                              .trimmed_mean = 0.25}};
   odd.sample = {.prompt = "He said: \"to be\\or\tnot\"\n\x01 caf\xc3\xa9",
                 .max_new_tokens = 1,
                 .temperature = 1e-3,
@@ -307,6 +313,18 @@ TEST(JobConfigTest, BadInputsGiveOneLineWithPositionAndKey) {
       {kData + "diloco:\n  workers: 2\n  min_workers: 3\n",
        "5:16",
        {"diloco.min_workers: 3 is more than diloco.workers (2)"}},
+      {kData + "diloco:\n  screening:\n    action: drop\n",
+       "5:13",
+       {"diloco.screening.action: expected one of reject, clip, got 'drop'"}},
+      {kData + "diloco:\n  screening:\n    norm_k: 0.5\n",
+       "5:13",
+       {"diloco.screening.norm_k: must be"}},
+      {kData + "diloco:\n  screening:\n    trimmed_mean: 0.5\n",
+       "5:19",
+       {"diloco.screening.trimmed_mean: must be in [0.0, 0.5), got 0.5"}},
+      {kData + "diloco:\n  screening:\n    norm_kk: 3\n",
+       "5:5",
+       {"unknown key 'norm_kk' in section 'diloco.screening' (did you mean 'norm_k'?)"}},
       {kData + "diloco:\n  outer_momentum: 1\n",
        "4:19",
        {"diloco.outer_momentum: must be in [0.0, 1.0), got 1"}},
@@ -373,7 +391,8 @@ TEST(JobConfigTest, DamagedFilesNeverCrashAndErrorsStayOneLine) {
 TEST(JobConfigTest, KeysAreListedOnce) {
   std::vector<std::string> keys = JobConfigKeys();
   EXPECT_EQ(keys.front(), "name");
-  EXPECT_EQ(keys.size(), 1u + 7 + 4 + 10 + 9 + 10 + 4);
+  EXPECT_EQ(keys.size(), 1u + 7 + 4 + 10 + 9 + (10 + 6) + 4);
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.screening.norm_k"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.round_deadline_s"), keys.end());
   EXPECT_EQ(BackendChoiceName(BackendChoice::kAuto), "auto");
   EXPECT_EQ(DataFormatName(DataFormat::kTextByte), "text_byte");

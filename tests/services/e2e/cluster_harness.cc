@@ -94,7 +94,7 @@ absl::Status ClusterHarness::StartShepherd() {
   }
 }
 
-absl::Status ClusterHarness::StartSupervisors(int n, const std::string& backend) {
+absl::Status ClusterHarness::StartSupervisors(int n, const std::string& backend, const std::string& worker_args) {
   if (std::string(PCP_SUPERVISOR_BINARY).empty() || std::string(PCP_WORKER_BINARY).empty()) {
     return absl::FailedPreconditionError("pcp-supervisor / pcp-worker are not built in this tree");
   }
@@ -109,7 +109,8 @@ absl::Status ClusterHarness::StartSupervisors(int n, const std::string& backend)
          .args = {absl::StrCat("--shepherd=", target_), absl::StrCat("--supervisor_id=", supervisor_id(i)),
                   absl::StrCat("--state_dir=", state), absl::StrCat("--worker_binary=", PCP_WORKER_BINARY),
                   absl::StrCat("--worker_args=--backend=", backend, ",--threads=1,--backoff_initial_ms=200,--backoff_max_ms=2000",
-                               ",--metrics_listen=127.0.0.1:", worker_metrics_ports_[i]),
+                               ",--metrics_listen=127.0.0.1:", worker_metrics_ports_[i],
+                               worker_args.empty() ? "" : ",", worker_args),
                   absl::StrCat("--metrics_listen=127.0.0.1:", supervisor_metrics_ports_[i]), "--backoff_initial_ms=200",
                   "--backoff_max_ms=2000", "--reconnect_initial_ms=100", "--reconnect_max_ms=1000",
                   "--grace_ms=10000", "--worker_grace_ms=5000"},
@@ -195,7 +196,7 @@ std::string ClusterHarness::WriteJob(const E2eJob& job) {
       "\n  seed: 1337\n  threads: 1\n  backend: cpu\n",
       "diloco:\n  workers: ", job.workers, "\n  inner_steps: ", job.inner_steps, "\n  rounds: ", job.rounds,
       "\n  min_workers: ", job.min_workers, "\n  round_deadline_s: ", job.round_deadline_s,
-      "\n  checkpoint_every: ", job.checkpoint_every, "\n  eval_every: 1\n",
+      "\n  checkpoint_every: ", job.checkpoint_every, "\n  eval_every: 1\n", job.diloco_yaml,
       "sample:\n  max_new_tokens: 40\n", job.extra_yaml);
   std::string path = absl::StrCat(job_dir(), "/", job.name, ".yaml");
   absl::Status written = WriteFileAtomic(path, yaml);

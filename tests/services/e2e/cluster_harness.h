@@ -55,6 +55,9 @@ struct E2eJob {
   int n_embd = 32;
   int block_size = 32;
   int eval_iters = 4;
+  // Extra keys of the diloco section, each line indented by two spaces (e.g.
+  // "  screening: {action: clip}\n").
+  std::string diloco_yaml;
   // Extra YAML appended verbatim (e.g. a deliberate mistake).
   std::string extra_yaml;
 };
@@ -86,8 +89,9 @@ class ClusterHarness {
   // shepherd was killed or stopped starts a fresh process on the same port and state.
   absl::Status StartShepherd();
   // Starts supervisors "node-1".."node-N" (continuing the numbering on later calls), each
-  // running pcp-worker with --backend=<backend> --threads=1.
-  absl::Status StartSupervisors(int n, const std::string& backend = "cpu");
+  // running pcp-worker with --backend=<backend> --threads=1, and `worker_args` (more worker
+  // flags, comma-separated, e.g. "--fault_delta=scale:1000") when given.
+  absl::Status StartSupervisors(int n, const std::string& backend = "cpu", const std::string& worker_args = "");
   // Waits until ListWorkers shows `n` workers with live Training streams.
   absl::Status WaitForWorkers(int n, absl::Duration timeout);
   // The usual start: StartShepherd, StartSupervisors(workers) on the CPU backend, then

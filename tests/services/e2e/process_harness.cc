@@ -281,11 +281,25 @@ absl::Status WaitForPort(int port, absl::Duration timeout) {
   }
 }
 
+namespace {
+
+// The text of a /proc file, "" when it cannot be read: a process that exits meanwhile makes
+// the read fail with ESRCH, which libstdc++'s filebuf throws as std::ios_base::failure.
+std::string ReadProcFile(const std::string& path) {
+  std::ifstream in(path);
+  try {
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+}  // namespace
+
 bool PidAlive(pid_t pid) {
   if (pid <= 0) return false;
   if (kill(pid, 0) != 0 && errno != EPERM) return false;
-  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::string text = ReadProcFile(absl::StrCat("/proc/", pid, "/stat"));
   size_t close_paren = text.rfind(')');
   if (close_paren == std::string::npos || close_paren + 2 >= text.size()) return false;
   char state = text[close_paren + 2];
@@ -298,8 +312,7 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const std::string text = ReadProcFile(entry.path() / "stat");
     // "pid (comm) state ppid ...": comm may hold spaces and parentheses; the last ')' ends it.
     size_t close_paren = text.rfind(')');
     if (close_paren == std::string::npos) continue;

@@ -3,6 +3,7 @@
 // with Δ as the gradient.
 #include "pcp/shepherd/outer_optimizer.h"
 
+#include <cmath>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -89,6 +90,58 @@ TEST(OuterOptimizerTest, MomentumRestoresAndChecksShapes) {
   std::vector<Tensor> theta = {Vec({0, 0})};
   absl::Status wrong = outer.Step({Vec({1})}, &theta);
   EXPECT_THAT(std::string(wrong.message()), HasSubstr("outer gradient 'a': expected f32[2], got f32[1]"));
+}
+
+TEST(OuterOptimizerTest, StepIfFiniteMatchesStep) {
+  OuterOptimizer a({.lr = 0.7, .momentum = 0.9, .nesterov = true}, {{"w", DType::kF32, {2}}});
+  OuterOptimizer b({.lr = 0.7, .momentum = 0.9, .nesterov = true}, {{"w", DType::kF32, {2}}});
+  std::vector<Tensor> ta = {Vec({1, 2})}, tb = {Vec({1, 2})};
+  for (float g : {0.5f, -0.25f, 1.0f}) {
+    ASSERT_TRUE(a.Step({Vec({g, 2 * g})}, &ta).ok());
+    absl::StatusOr<bool> stepped = b.StepIfFinite({Vec({g, 2 * g})}, &tb);
+    ASSERT_TRUE(stepped.ok() && *stepped);
+  }
+  EXPECT_EQ(ta[0].ToVector<float>(), tb[0].ToVector<float>());
+  EXPECT_EQ(a.momentum()[0].ToVector<float>(), b.momentum()[0].ToVector<float>());
+}
+
+TEST(OuterOptimizerTest, StepIfFiniteRollsBackWhenThetaOrMomentumOverflow) {
+  OuterOptimizer outer({.lr = 0.7, .momentum = 0.9, .nesterov = true}, {{"w", DType::kF32, {2}}});
+  std::vector<Tensor> theta = {Vec({1, 2})};
+  ASSERT_TRUE(*outer.StepIfFinite({Vec({0.5f, 0.5f})}, &theta));
+  const std::vector<float> theta_before = theta[0].ToVector<float>();
+  const std::vector<float> b_before = outer.momentum()[0].ToVector<float>();
+  const Tensor storage = theta[0];  // aliases θ's bytes: they must not be written
+  // A finite Δ of ±3e38 (what screening without a cap would let through): b = 0.9·b + g is
+  // finite, but g + 0.9·b overflows float, so θ would become -inf.
+  absl::StatusOr<bool> stepped = outer.StepIfFinite({Vec({3e38f, 1})}, &theta);
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  EXPECT_FALSE(*stepped);
+  EXPECT_EQ(theta[0].ToVector<float>(), theta_before);
+  EXPECT_EQ(storage.ToVector<float>(), theta_before);
+  EXPECT_EQ(outer.momentum()[0].ToVector<float>(), b_before);
+  // Momentum itself overflowing (b = 0.9·b + g with g = 3.4e38 twice) is rolled back too.
+  std::vector<Tensor> t2 = {Vec({0, 0})};
+  OuterOptimizer plain({.lr = 1e-30, .momentum = 0.9, .nesterov = false}, {{"w", DType::kF32, {2}}});
+  ASSERT_TRUE(*plain.StepIfFinite({Vec({3.4e38f, 0})}, &t2));
+  EXPECT_FALSE(*plain.StepIfFinite({Vec({3.4e38f, 0})}, &t2));
+  EXPECT_FLOAT_EQ(plain.momentum()[0].data<float>()[0], 3.4e38f);
+  // A NaN gradient is rolled back; a good step afterwards goes through.
+  EXPECT_FALSE(*outer.StepIfFinite({Vec({std::nanf(""), 0})}, &theta));
+  EXPECT_TRUE(*outer.StepIfFinite({Vec({0.1f, 0.1f})}, &theta));
+  // Bad shapes are errors, not rollbacks.
+  EXPECT_EQ(outer.StepIfFinite({Vec({1})}, &theta).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TrimmedMeanTest, TensorsTrimPerElementAndCheckLikeTheAverage) {
+  std::vector<WeightedDelta> deltas;
+  for (float v : {1.0f, 2.0f, 3.0f, 4.0f, 1000.0f}) deltas.push_back({{Vec({v, -v})}, 1.0});
+  absl::StatusOr<std::vector<Tensor>> trimmed = TrimmedMean(deltas, 0.2);
+  ASSERT_TRUE(trimmed.ok()) << trimmed.status();
+  EXPECT_THAT((*trimmed)[0].ToVector<float>(), ::testing::ElementsAre(3.0f, -3.0f));
+  EXPECT_EQ(TrimmedMean({}, 0.2).status().code(), absl::StatusCode::kInvalidArgument);
+  absl::Status shape = TrimmedMean({{{Vec({1, 2})}, 1.0}, {{Vec({1})}, 1.0}}, 0.2).status();
+  EXPECT_THAT(std::string(shape.message()), HasSubstr("expected f32[2], got f32[1]"));
 }
 
 }  // namespace

@@ -52,6 +52,42 @@ TEST(FormatTest, ProgressLine) {
   EXPECT_TRUE(absl::StrContains(FormatProgressLine(p), "train -  val -  12.3k tok/s  1 worker "));
 }
 
+TEST(FormatTest, Screening) {
+  v1::JobProgress p;
+  p.set_round(4);
+  p.set_total_rounds(6);
+  p.set_deltas_refused(3);
+  p.set_rounds_rolled_back(1);
+  v1::ScreenedWorker* w = p.add_screened_workers();
+  w->set_supervisor_id("node-3");
+  w->set_refusals(3);
+  w->set_quarantined(true);
+  w->set_last_reason("norm");
+  w->set_last_round(4);
+  EXPECT_TRUE(absl::StrContains(FormatProgressLine(p), "  3 refused, 1 quarantined")) << FormatProgressLine(p);
+  EXPECT_EQ(FormatScreenedWorker(*w), "node-3: 3 Δs refused (last: norm, round 4), QUARANTINED");
+  v1::Job job;
+  *job.mutable_progress() = p;
+  const std::string details = FormatJobDetails(job, false);
+  EXPECT_TRUE(absl::StrContains(details, "3 Δs refused, 1 rounds rolled back\n")) << details;
+  EXPECT_TRUE(absl::StrContains(details, "node-3: 3 Δs refused (last: norm, round 4), QUARANTINED\n")) << details;
+
+  v1::ScreeningEvent e;
+  e.set_kind(v1::ScreeningEvent::DELTA_CLIPPED);
+  e.set_round(2);
+  e.set_supervisor_id("node-3");
+  e.set_reason("max_norm");
+  e.set_norm(12345.6);
+  e.set_threshold(10000);
+  e.set_refusals(1);
+  EXPECT_EQ(FormatScreeningEvent(e), "round 2: Δ of node-3 clipped (max_norm: norm 1.235e+04, threshold 1e+04), refusal 1");
+  e.set_kind(v1::ScreeningEvent::WORKER_QUARANTINED);
+  EXPECT_EQ(FormatScreeningEvent(e), "round 2: worker node-3 QUARANTINED after 1 refused Δs");
+  e.set_kind(v1::ScreeningEvent::ROUND_ROLLED_BACK);
+  e.set_reason("θ or the outer momentum is not finite after the outer step");
+  EXPECT_EQ(FormatScreeningEvent(e), "round 2 rolled back: θ or the outer momentum is not finite after the outer step");
+}
+
 TEST(FormatTest, JobResult) {
   v1::JobResult r;
   r.set_state(v1::JOB_STATE_COMPLETED);

@@ -138,6 +138,13 @@ std::string FormatJobDetails(const v1::Job& job, bool include_yaml) {
                                                  ? FormatDuration(p.eta_s())
                                                  : std::string("-"))});
   rows.push_back({"workers", absl::StrCat(p.workers_in_last_round(), " in the last round")});
+  if (p.deltas_refused() > 0 || p.rounds_rolled_back() > 0) {
+    rows.push_back({"screening", absl::StrCat(p.deltas_refused(), " Δs refused, ", p.rounds_rolled_back(),
+                                              " rounds rolled back")});
+    for (const v1::ScreenedWorker& w : p.screened_workers()) {
+      rows.push_back({"", FormatScreenedWorker(w)});
+    }
+  }
   rows.push_back({"checkpoint", OrDash(job.checkpoint_path())});
   std::string out = FormatKeyValues(rows);
   if (include_yaml && !job.effective_yaml().empty()) {
@@ -183,6 +190,29 @@ std::string FormatCluster(const v1::Cluster& c) {
   });
 }
 
+std::string FormatScreenedWorker(const v1::ScreenedWorker& w) {
+  return absl::StrCat(w.supervisor_id(), ": ", w.refusals(), w.refusals() == 1 ? " Δ" : " Δs", " refused (last: ",
+                      w.last_reason(), ", round ", w.last_round(), ")", w.quarantined() ? ", QUARANTINED" : "");
+}
+
+std::string FormatScreeningEvent(const v1::ScreeningEvent& e) {
+  switch (e.kind()) {
+    case v1::ScreeningEvent::DELTA_REJECTED:
+    case v1::ScreeningEvent::DELTA_CLIPPED:
+      return absl::StrCat("round ", e.round(), ": Δ of ", e.supervisor_id(),
+                          e.kind() == v1::ScreeningEvent::DELTA_REJECTED ? " rejected" : " clipped", " (", e.reason(),
+                          ": norm ", absl::StrFormat("%.4g", e.norm()), ", threshold ",
+                          absl::StrFormat("%.4g", e.threshold()), "), refusal ", e.refusals());
+    case v1::ScreeningEvent::WORKER_QUARANTINED:
+      return absl::StrCat("round ", e.round(), ": worker ", e.supervisor_id(), " QUARANTINED after ", e.refusals(),
+                          " refused Δs");
+    case v1::ScreeningEvent::ROUND_ROLLED_BACK:
+      return absl::StrCat("round ", e.round(), " rolled back: ", e.reason());
+    default:
+      return absl::StrCat("screening event ", static_cast<int>(e.kind()), " in round ", e.round());
+  }
+}
+
 std::string FormatProgressLine(const v1::JobProgress& p) {
   std::string line = absl::StrCat("round ", RoundOf(p), "  train ",
                                   FormatLoss(p.has_train_loss(), p.train_loss()), "  val ",
@@ -191,6 +221,12 @@ std::string FormatProgressLine(const v1::JobProgress& p) {
   absl::StrAppend(&line, "  ", FormatRate(p.tokens_per_second()), " tok/s  ",
                   p.workers_in_last_round(), p.workers_in_last_round() == 1 ? " worker" : " workers",
                   "  ", FormatDuration(p.round_time_s()), "/round  ETA ", FormatDuration(p.eta_s()));
+  if (p.deltas_refused() > 0) {
+    int quarantined = 0;
+    for (const v1::ScreenedWorker& w : p.screened_workers()) quarantined += w.quarantined() ? 1 : 0;
+    absl::StrAppend(&line, "  ", p.deltas_refused(), " refused");
+    if (quarantined > 0) absl::StrAppend(&line, ", ", quarantined, " quarantined");
+  }
   return line;
 }
 
@@ -254,6 +290,9 @@ void WatchPrinter::OnEvent(const v1::JobEvent& event) {
     case v1::JobEvent::kCheckpoint:
       PrintLine(absl::StrCat("checkpoint after round ", event.checkpoint().round(), ": ",
                              event.checkpoint().path()));
+      break;
+    case v1::JobEvent::kScreening:
+      PrintLine(FormatScreeningEvent(event.screening()));
       break;
     case v1::JobEvent::kResult: {
       has_result_ = true;

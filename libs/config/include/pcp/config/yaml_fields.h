@@ -92,8 +92,9 @@ struct Field {
   // The YAML text that follows "key:" when printing `in` at `indent` (a scalar with a
   // leading space, or a newline and a nested, indented block).
   std::function<std::string(const S& in, int indent)> emit;
-  // A nested section's keys, in order (empty for a scalar key).
-  std::vector<absl::string_view> subkeys = {};
+  // A nested section's keys, in order, those of sections within it qualified
+  // ("norm_k", "screening.norm_k"); empty for a scalar key.
+  std::vector<std::string> subkeys = {};
 };
 
 // Closed integer interval.
@@ -218,18 +219,30 @@ std::vector<absl::string_view> KeysOf(const std::vector<Field<S>>& fields) {
 template <typename S>
 std::string EmitMapping(const std::vector<Field<S>>& fields, const S& in, int indent);
 
+// Every key of `fields`, nested sections' keys qualified by their section ("a", "b.c").
+template <typename S>
+std::vector<std::string> LeafKeysOf(const std::vector<Field<S>>& fields) {
+  std::vector<std::string> keys;
+  for (const Field<S>& f : fields) {
+    if (f.subkeys.empty()) keys.emplace_back(f.key);
+    for (const std::string& sub : f.subkeys) keys.push_back(absl::StrCat(f.key, ".", sub));
+  }
+  return keys;
+}
+
 // A nested section: `key:` followed by a mapping parsed with `fields` into `in.*member`.
 template <typename S, typename Sub>
 Field<S> SectionField(absl::string_view key, Sub S::*member,
                       const std::vector<Field<Sub>>* fields) {
   return {key,
           [member, fields](const Value& v, Context& ctx, S& out) -> absl::Status {
+            // v.qkey is the section's qualified name ("diloco.screening" when nested).
             return ParseMapping(v, v.qkey, *fields, ctx, out.*member);
           },
           [member, fields](const S& in, int indent) {
             return absl::StrCat("\n", EmitMapping(*fields, in.*member, indent + 2));
           },
-          KeysOf(*fields)};
+          LeafKeysOf(*fields)};
 }
 
 // A whole number of milliseconds in `range`, stored as an absl::Duration.
@@ -355,7 +368,7 @@ Field<S> ListField(absl::string_view key, std::vector<Item> S::*member,
             }
             return text;
           },
-          KeysOf(*fields)};
+          LeafKeysOf(*fields)};
 }
 
 // Loads a whole YAML document and parses its top-level mapping with `fields` into `out`

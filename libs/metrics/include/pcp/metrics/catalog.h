@@ -65,6 +65,9 @@ namespace pcp::metrics {
   V(kShepherdCheckpointLastSuccessTimestampSeconds, Shepherd, Gauge,                                                \
     "pcp_shepherd_checkpoint_last_success_timestamp_seconds", "", None,                                             \
     "Unix time of the last checkpoint written successfully (0: none yet).")                                         \
+  V(kShepherdDeltasRefusedTotal, Shepherd, Counter, "pcp_shepherd_deltas_refused_total",                           \
+    "reason=non_finite|norm|max_norm", None,                                                                        \
+    "Workers' Δs refused (rejected or clipped) by the shepherd's screening, by reason (diloco.screening).")         \
   V(kShepherdAdminRequestsTotal, Shepherd, Counter, "pcp_shepherd_admin_requests_total", "method,code", None,       \
     "Admin API calls answered, by method and gRPC status code name (e.g. OK, NOT_FOUND).")                          \
   V(kShepherdAdmissionRefusalsTotal, Shepherd, Counter, "pcp_shepherd_admission_refusals_total",                   \

@@ -25,7 +25,11 @@
 //              backend: cpu|vulkan|auto}
 //   diloco:   {workers: 2, inner_steps: 50, outer_lr: 0.7, outer_momentum: 0.9,
 //              nesterov: true, rounds: (ceil(max_iters / inner_steps)), min_workers: 1,
-//              round_deadline_s: 600, checkpoint_every: 5 (rounds), eval_every: 1 (rounds)}
+//              round_deadline_s: 600, checkpoint_every: 5 (rounds), eval_every: 1 (rounds),
+//              screening: {norm_k: 5, max_norm: 1e4 (0: no cap), action: reject|clip,
+//                          quarantine_after: 3 (0: never), max_rollbacks: 3,
+//                          trimmed_mean: 0.0 (fraction trimmed at each end, [0, 0.5))}}
+//              (screening: see pcp/diloco/screening.h)
 //   sample:   {prompt: "\n", max_new_tokens: 500, temperature: 0.8, top_k: 200 (0: off)}
 //
 // Every number has an upper bound (the error names it): vocab_size 65536, block_size and
@@ -43,6 +47,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "pcp/diloco/screening.h"
 #include "pcp/models/gpt_config.h"
 #include "pcp/training/data_roots.h"
 #include "pcp/training/dataset.h"
@@ -137,6 +142,7 @@ struct DiLoCoConfig {
   double round_deadline_s = 600.0;
   int64_t checkpoint_every = 5;  // rounds
   int64_t eval_every = 1;        // rounds
+  diloco::ScreeningOptions screening;  // Δ screening, rollback, trimmed mean
   bool operator==(const DiLoCoConfig&) const = default;
 };
 

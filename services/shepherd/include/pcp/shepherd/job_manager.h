@@ -109,6 +109,9 @@ class JobManager {
   bool IsRunning(absl::string_view job_id) const;
   void ReportProgress(absl::string_view job_id, const v1::JobProgress& progress);
   void ReportCheckpoint(absl::string_view job_id, uint64_t round, const std::string& path);
+  // A Δ refused, a worker quarantined or a round rolled back: an event for the job's watchers
+  // (the counts reach GetJob through the next ReportProgress).
+  void ReportScreening(absl::string_view job_id, const v1::ScreeningEvent& event);
   // Running -> a terminal state. False (and nothing changes) if the job is not running any
   // more (e.g. cancelled meanwhile).
   bool Finish(absl::string_view job_id, v1::JobState state, absl::string_view reason);

@@ -11,6 +11,7 @@
 //   PCP_ASSIGN_OR_RETURN(std::vector<Tensor> avg, WeightedAverage(results));
 //   OuterOptimizer outer({.lr = 0.7, .momentum = 0.9, .nesterov = true}, SpecsOf(theta));
 //   PCP_RETURN_IF_ERROR(outer.Step(avg, &theta));                  // updates θ in place
+//   PCP_ASSIGN_OR_RETURN(bool stepped, outer.StepIfFinite(avg, &theta));   // or rolls back
 //   const std::vector<Tensor>& b = outer.momentum();               // for checkpoints
 //
 // Tensors are f32; the average is accumulated in double per element.
@@ -37,7 +38,12 @@ struct WeightedDelta {
 // whose lengths, dtypes (f32 only) or shapes differ.
 absl::StatusOr<std::vector<Tensor>> WeightedAverage(const std::vector<WeightedDelta>& deltas);
 
-// True when every element of every tensor is finite (a worker whose Δ is not is left out).
+// The coordinate-wise trimmed mean of the Δs (pcp/diloco/trimmed_mean.h): per element, the
+// floor(fraction × n) smallest and largest values are dropped and the rest averaged weighted.
+// Same checks as WeightedAverage; fraction in [0, 0.5).
+absl::StatusOr<std::vector<Tensor>> TrimmedMean(const std::vector<WeightedDelta>& deltas, double fraction);
+
+// True when every element of every tensor is finite.
 bool AllFinite(const std::vector<Tensor>& tensors);
 
 struct OuterOptimizerOptions {
@@ -53,12 +59,21 @@ class OuterOptimizer {
 
   // Applies one step to `params` (modified in place; each must match its spec).
   absl::Status Step(const std::vector<Tensor>& gradient, std::vector<Tensor>* params);
+  // The step, all or nothing: θ' and b' are computed into new tensors and replace `params`'
+  // tensors and the momentum only if every element of both is finite; returns false (and
+  // nothing changed, `params`' storage never written) otherwise: the round is rolled back.
+  absl::StatusOr<bool> StepIfFinite(const std::vector<Tensor>& gradient, std::vector<Tensor>* params);
 
   const std::vector<Tensor>& momentum() const { return momentum_; }
   // Restores buffers saved from momentum() (checkpoint resume); shapes must match.
   absl::Status SetMomentum(std::vector<Tensor> momentum);
 
  private:
+  absl::Status Check(const std::vector<Tensor>& gradient, const std::vector<Tensor>& params) const;
+  // b_out = μ·b + g, p_out = p − lr·(nesterov ? g + μ·b_out : b_out); out may alias in.
+  void Apply(const Tensor& gradient, const Tensor& momentum, const Tensor& param, Tensor& momentum_out,
+             Tensor& param_out) const;
+
   OuterOptimizerOptions options_;
   std::vector<TensorSpec> specs_;
   std::vector<Tensor> momentum_;

@@ -40,6 +40,8 @@ struct WorkerOptions {
   // pcp/training/data_roots.h); empty = no shared files. Inline shards need none.
   std::vector<std::string> data_roots = {DefaultDataRoot()};
   int64_t max_data_file_bytes = kDefaultMaxDataFileBytes;
+  // TESTING ONLY: corrupt the Δs sent (pcp/worker/delta_fault.h); "" = never.
+  std::string fault_delta;
 };
 
 class Worker {

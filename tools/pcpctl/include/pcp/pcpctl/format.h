@@ -54,6 +54,12 @@ std::string FormatCluster(const v1::Cluster& cluster);
 // One progress line without a newline, e.g.
 // "round 12/40  train 2.1345  val 2.2012 (r10)  12.3k tok/s  2 workers  ETA 3m12s".
 std::string FormatProgressLine(const v1::JobProgress& progress);
+// One worker of JobProgress.screened_workers, e.g.
+// "node-3: 3 Δs refused (last: norm, round 4), QUARANTINED".
+std::string FormatScreenedWorker(const v1::ScreenedWorker& worker);
+// A WatchJob screening event, e.g.
+// "round 4: Δ of node-3 rejected (norm: norm 1.2e+04, threshold 55.1), refusal 3".
+std::string FormatScreeningEvent(const v1::ScreeningEvent& event);
 // How a job ended, e.g. "job-0001 completed: 40 rounds in 3m12s, train loss 1.9012, ..."
 // followed by a "checkpoint: PATH" line when there is one.
 std::string FormatJobResult(absl::string_view job_id, const v1::JobResult& result);

@@ -1,0 +1,170 @@
+#include "pcp/diloco/screening.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "pcp/metrics/catalog.h"
+
+namespace pcp::diloco {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+TEST(NormAccumulatorTest, ChunkByChunkEqualsWhole) {
+  std::vector<float> v = {3, 4, 12, -84};  // |v| = 85
+  NormAccumulator whole, pieces;
+  whole.Add(v);
+  pieces.Add(absl::MakeConstSpan(v).subspan(0, 1));
+  pieces.Add(absl::MakeConstSpan(v).subspan(1, 2));
+  pieces.Add(absl::MakeConstSpan(v).subspan(3));
+  EXPECT_DOUBLE_EQ(whole.norm(), 85.0);
+  EXPECT_DOUBLE_EQ(pieces.norm(), 85.0);
+  EXPECT_TRUE(pieces.finite());
+}
+
+TEST(NormAccumulatorTest, HugeFloatsDoNotOverflowAndNonFiniteIsInfinite) {
+  NormAccumulator huge;
+  huge.Add(std::vector<float>{3e38f, -3e38f});
+  EXPECT_TRUE(huge.finite());
+  EXPECT_NEAR(huge.norm(), 3e38 * std::sqrt(2.0), 1e32);
+  NormAccumulator nan;
+  nan.Add(std::vector<float>{1.0f, std::nanf("")});
+  nan.Add(std::vector<float>{1.0f});
+  EXPECT_FALSE(nan.finite());
+  EXPECT_EQ(nan.norm(), kInf);
+  NormAccumulator inf;
+  inf.Add(std::vector<float>{std::numeric_limits<float>::infinity()});
+  EXPECT_FALSE(inf.finite());
+}
+
+TEST(MedianTest, OddEvenEmpty) {
+  EXPECT_FALSE(Median({}).has_value());
+  EXPECT_EQ(*Median(std::vector<double>{5}), 5);
+  EXPECT_EQ(*Median(std::vector<double>{9, 1, 5}), 5);
+  EXPECT_EQ(*Median(std::vector<double>{9, 1, 5, 3}), 4);
+  EXPECT_EQ(*Median(std::vector<double>{1, 1e30, 2}), 2);  // one outlier cannot move it
+}
+
+TEST(DeltaScreenTest, RoundMedianWithThreeOrMoreNorms) {
+  DeltaScreen screen({.norm_k = 5, .max_norm = 0});
+  std::vector<double> norms = {10, 11, 11000};  // Δ × 1000 among two honest ones
+  ScreenThreshold t = screen.RoundThreshold(norms);
+  EXPECT_EQ(t.basis, "round");
+  EXPECT_EQ(t.median, 11);
+  EXPECT_EQ(t.value, 55);
+  EXPECT_EQ(t.reason, RefusalReason::kNorm);
+  EXPECT_EQ(screen.Judge(10, t).action, ScreenVerdict::kAccept);
+  EXPECT_EQ(screen.Judge(55, t).action, ScreenVerdict::kAccept);  // at the threshold passes
+  ScreenVerdict bad = screen.Judge(11000, t);
+  EXPECT_EQ(bad.action, ScreenVerdict::kReject);
+  EXPECT_EQ(bad.reason, RefusalReason::kNorm);
+  EXPECT_EQ(bad.norm, 11000);
+  EXPECT_EQ(bad.threshold, 55);
+}
+
+TEST(DeltaScreenTest, FewerThanThreeUseThePastRunningMedianOrOnlyTheCap) {
+  DeltaScreen screen({.norm_k = 5, .max_norm = 1e4});
+  // First round, two workers: no history, only the cap applies.
+  ScreenThreshold first = screen.RoundThreshold(std::vector<double>{10, 400});
+  EXPECT_EQ(first.value, 1e4);
+  EXPECT_EQ(first.reason, RefusalReason::kMaxNorm);
+  EXPECT_EQ(screen.Judge(400, first).action, ScreenVerdict::kAccept);
+  EXPECT_EQ(screen.Judge(2e4, first).reason, RefusalReason::kMaxNorm);
+  EXPECT_FALSE(screen.PastMedian().has_value());
+
+  screen.EndRound(std::vector<double>{10, 12});  // median 11
+  screen.EndRound(std::vector<double>{8});        // median 8
+  screen.EndRound(std::vector<double>{20, 20, 30});  // median 20
+  EXPECT_EQ(*screen.PastMedian(), 11);
+  ScreenThreshold later = screen.RoundThreshold(std::vector<double>{9, 5000});
+  EXPECT_EQ(later.basis, "past rounds");
+  EXPECT_EQ(later.value, 55);
+  EXPECT_EQ(screen.Judge(5000, later).action, ScreenVerdict::kReject);
+  // A round with nothing accepted leaves the history as it was.
+  screen.EndRound({});
+  EXPECT_EQ(*screen.PastMedian(), 11);
+  // Streaming: judged without the round's norms.
+  EXPECT_EQ(screen.RoundThreshold({}).value, 55);
+}
+
+TEST(DeltaScreenTest, HistoryKeepsTheLastRoundsOnly) {
+  DeltaScreen screen({.norm_k = 2, .max_norm = 0});
+  for (size_t r = 0; r < kScreenHistoryRounds; ++r) screen.EndRound(std::vector<double>{1000});
+  for (size_t r = 0; r < kScreenHistoryRounds; ++r) screen.EndRound(std::vector<double>{1});
+  EXPECT_EQ(*screen.PastMedian(), 1);  // the early large norms have aged out
+}
+
+TEST(DeltaScreenTest, CapIsTheSmallerBound) {
+  DeltaScreen screen({.norm_k = 5, .max_norm = 30});
+  ScreenThreshold t = screen.RoundThreshold(std::vector<double>{10, 10, 10});
+  EXPECT_EQ(t.value, 30);
+  EXPECT_EQ(t.reason, RefusalReason::kMaxNorm);
+}
+
+TEST(DeltaScreenTest, ClipScalesToTheThreshold) {
+  DeltaScreen screen({.norm_k = 5, .max_norm = 0, .action = ScreenAction::kClip});
+  ScreenThreshold t = screen.RoundThreshold(std::vector<double>{10, 10, 200});
+  ScreenVerdict v = screen.Judge(200, t);
+  EXPECT_EQ(v.action, ScreenVerdict::kClip);
+  EXPECT_EQ(v.reason, RefusalReason::kNorm);
+  EXPECT_DOUBLE_EQ(v.scale, 0.25);  // 200 × 0.25 = 50 = 5 × 10
+  EXPECT_EQ(screen.Judge(10, t).scale, 1);
+}
+
+TEST(DeltaScreenTest, NonFiniteIsRejectedEvenWhenClipping) {
+  DeltaScreen screen({.norm_k = 5, .max_norm = 0, .action = ScreenAction::kClip});
+  ScreenThreshold none = screen.RoundThreshold({});
+  EXPECT_EQ(none.value, kInf);
+  EXPECT_EQ(none.reason, RefusalReason::kNone);
+  EXPECT_EQ(screen.Judge(1e300, none).action, ScreenVerdict::kAccept);
+  ScreenVerdict v = screen.Judge(kInf, none);
+  EXPECT_EQ(v.action, ScreenVerdict::kReject);
+  EXPECT_EQ(v.reason, RefusalReason::kNonFinite);
+  EXPECT_EQ(screen.Judge(std::nan(""), none).reason, RefusalReason::kNonFinite);
+}
+
+TEST(RefusalLedgerTest, QuarantinesAfterN) {
+  RefusalLedger ledger(3);
+  EXPECT_FALSE(ledger.Refuse("node-2"));
+  EXPECT_FALSE(ledger.Refuse("node-1"));
+  EXPECT_FALSE(ledger.Refuse("node-2"));
+  EXPECT_FALSE(ledger.quarantined("node-2"));
+  EXPECT_TRUE(ledger.Refuse("node-2"));  // the third
+  EXPECT_TRUE(ledger.quarantined("node-2"));
+  EXPECT_FALSE(ledger.Refuse("node-2"));  // reported once
+  EXPECT_EQ(ledger.refusals("node-2"), 4);
+  EXPECT_FALSE(ledger.quarantined("node-1"));
+  EXPECT_FALSE(ledger.quarantined("node-3"));
+  EXPECT_EQ(ledger.all().size(), 2u);
+
+  RefusalLedger never(0);
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(never.Refuse("x"));
+  EXPECT_FALSE(never.quarantined("x"));
+}
+
+TEST(ScreeningNamesTest, Spelled) {
+  EXPECT_EQ(RefusalReasonName(RefusalReason::kNonFinite), "non_finite");
+  EXPECT_EQ(RefusalReasonName(RefusalReason::kMaxNorm), "max_norm");
+  EXPECT_EQ(ScreenActionName(ScreenAction::kClip), "clip");
+  EXPECT_TRUE(AllFinite(std::vector<float>{1, 2}));
+  EXPECT_FALSE(AllFinite(std::vector<float>{1, std::numeric_limits<float>::infinity()}));
+}
+
+// The metric's label values are the refusal reasons (declared in two places: the catalog's
+// V(...) line and kRefusalReasonNames).
+TEST(ScreeningNamesTest, MetricLabelValuesAreTheRefusalReasons) {
+  std::vector<metrics::LabelSpec> labels = metrics::LabelsOf(metrics::Metric::kShepherdDeltasRefusedTotal);
+  ASSERT_EQ(labels.size(), 1u);
+  EXPECT_EQ(labels[0].name, "reason");
+  std::vector<std::string> reasons;
+  for (const auto& [reason, name] : kRefusalReasonNames) {
+    if (reason != RefusalReason::kNone) reasons.emplace_back(name);
+  }
+  EXPECT_EQ(labels[0].values, reasons);
+}
+
+}  // namespace
+}  // namespace pcp::diloco
