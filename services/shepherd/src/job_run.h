@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,11 @@ class JobRun {
     Clock::time_point start, deadline;
     std::map<int, WorkerSession*> running;  // slot -> member key
     std::map<int, SlotResult> results;
+    // For the round's history record (RoundRecord).
+    int64_t start_unix_ms = 0;
+    double bytes_sent_at_start = 0, bytes_received_at_start = 0;
+    std::set<std::string> sent_to;                          // supervisor ids
+    std::vector<std::pair<std::string, std::string>> refused;  // supervisor id, reason
   };
 
   JobRun(RunnableJob job, RunContext context) : job_(std::move(job)), ctx_(context) {}
@@ -107,6 +113,8 @@ class JobRun {
   void StartRound(const std::vector<Member*>& members);
   void SendRound(Member& m);
   Outcome CloseRound(Clock::time_point now);
+  // The history record of the round being closed (train loss, tokens and θ already updated).
+  v1::RoundRecord RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s) const;
   // Takes a finished validation estimate into the job's progress; false if it failed.
   bool ApplyEval(const EvalRunner::Result& result);
   absl::Status WriteCheckpoint();

@@ -54,6 +54,8 @@ std::string FormatCluster(const v1::Cluster& cluster);
 // One progress line without a newline, e.g.
 // "round 12/40  train 2.1345  val 2.2012 (r10)  12.3k tok/s  2 workers  ETA 3m12s".
 std::string FormatProgressLine(const v1::JobProgress& progress);
+// `pcpctl history`: one row per round record (oldest first); "no rounds recorded" when empty.
+std::string FormatHistoryTable(const std::vector<v1::RoundRecord>& records);
 // How a job ended, e.g. "job-0001 completed: 40 rounds in 3m12s, train loss 1.9012, ..."
 // followed by a "checkpoint: PATH" line when there is one.
 std::string FormatJobResult(absl::string_view job_id, const v1::JobResult& result);
