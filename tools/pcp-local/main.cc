@@ -64,7 +64,7 @@ absl::Status Train(const std::string& job_path) {
     if (local.val_loss) r.set_val_loss(*local.val_loss);
     r.set_round_s(local.seconds);
     r.set_inner_lr(local.lr);
-    history_status = AppendFileSynced(history_path, history::RecordCsvRow(r));
+    history_status = AppendFile(history_path, history::RecordCsvRow(r), /*sync=*/false);
   };
   PCP_ASSIGN_OR_RETURN(LocalTrainingResult result, RunLocalTraining(job, *backend, stdout, on_record));
   PCP_RETURN_IF_ERROR(history_status, _ << "writing the run's record");

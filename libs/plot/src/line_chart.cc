@@ -57,16 +57,20 @@ void DrawPanel(Canvas& c, const Panel& panel, int x0, int y0, int w, int h, int 
     yr.lo -= 0.5;
     yr.hi += 0.5;
   }
-  const double pad = (yr.hi - yr.lo) * 0.05;
-  yr.lo -= pad;
-  yr.hi += pad;
+  // A little room around the data, so points on the edges (and their markers) show whole.
+  const double ypad = (yr.hi - yr.lo) * 0.05, xpad = (xr.hi - xr.lo) * 0.02;
+  yr.lo -= ypad;
+  yr.hi += ypad;
+  xr.lo -= xpad;
+  xr.hi += xpad;
   std::vector<double> yticks = NiceTicks(&yr.lo, &yr.hi, 6, /*widen=*/false);
   std::vector<double> xticks = NiceTicks(&xr.lo, &xr.hi, 6, /*widen=*/false);
   const double ystep = yticks.size() > 1 ? yticks[1] - yticks[0] : 1;
   const double xstep = xticks.size() > 1 ? xticks[1] - xticks[0] : 1;
+  const double ymag = std::max(std::abs(yr.lo), std::abs(yr.hi)), xmag = std::max(std::abs(xr.lo), std::abs(xr.hi));
 
   int label_w = 0;
-  for (double t : yticks) label_w = std::max(label_w, Canvas::TextWidth(FormatTick(t, ystep), scale));
+  for (double t : yticks) label_w = std::max(label_w, Canvas::TextWidth(FormatTick(t, ystep, ymag), scale));
   const int left = x0 + label_w + 16, right = x0 + w - 24;
   const int top = y0 + char_h + 16, bottom = y0 + h - 2 * char_h - 24;
   if (right - left < 20 || bottom - top < 20) return;
@@ -77,14 +81,14 @@ void DrawPanel(Canvas& c, const Panel& panel, int x0, int y0, int w, int h, int 
     const int y = static_cast<int>(std::lround(py(t)));
     c.DrawLine(left, y, right, y, kGrid);
     c.DrawLine(left - 5, y, left, y, kAxis);
-    const std::string label = FormatTick(t, ystep);
+    const std::string label = FormatTick(t, ystep, ymag);
     c.DrawText(left - 8 - Canvas::TextWidth(label, scale), y - char_h / 2, label, kText, scale);
   }
   for (double t : xticks) {
     const int x = static_cast<int>(std::lround(px(t)));
     c.DrawLine(x, top, x, bottom, kGrid);
     c.DrawLine(x, bottom, x, bottom + 5, kAxis);
-    const std::string label = FormatTick(t, xstep);
+    const std::string label = FormatTick(t, xstep, xmag);
     c.DrawText(x - Canvas::TextWidth(label, scale) / 2, bottom + 9, label, kText, scale);
   }
   c.DrawLine(left, top, left, bottom, kAxis);
@@ -151,8 +155,8 @@ std::vector<double> NiceTicks(double* lo, double* hi, int target, bool widen) {
   return ticks;
 }
 
-std::string FormatTick(double value, double step) {
-  const double a = std::max(std::abs(value), step);
+std::string FormatTick(double value, double step, double magnitude) {
+  const double a = std::max(std::abs(magnitude), step);
   double scale = 1;
   const char* suffix = "";
   if (a >= 1e10) {

@@ -22,9 +22,11 @@ bool ByRound(const v1::RoundRecord& r, uint64_t round) { return r.round() < roun
 
 }  // namespace
 
-absl::StatusOr<JobHistory> JobHistory::Open(std::string path, size_t max_records) {
-  if (max_records < 4) return absl::InvalidArgumentError(absl::StrCat("history bound ", max_records, " is below 4"));
-  JobHistory history(std::move(path), max_records);
+absl::StatusOr<JobHistory> JobHistory::Open(std::string path, JobHistoryOptions options) {
+  if (options.max_records < 4) {
+    return absl::InvalidArgumentError(absl::StrCat("history bound ", options.max_records, " is below 4"));
+  }
+  JobHistory history(std::move(path), options);
   absl::StatusOr<std::string> bytes = ReadFile(history.path_);
   if (!bytes.ok()) {
     if (absl::IsNotFound(bytes.status())) return history;
@@ -112,7 +114,7 @@ absl::Status JobHistory::Put(const v1::RoundRecord& in) {
   std::string bytes;
   AppendDelimited(record, &bytes);
   ++records_in_file_;
-  return AppendFileSynced(path_, bytes);
+  return AppendFile(path_, bytes, sync_appends_);
 }
 
 absl::Status JobHistory::DropAfter(uint64_t round) {

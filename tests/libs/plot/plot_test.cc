@@ -55,12 +55,13 @@ TEST(LineChartTest, TicksAreNiceAndLabelsShort) {
   ticks = NiceTicks(&lo, &hi, 5, true);
   EXPECT_DOUBLE_EQ(lo, 0);
   EXPECT_DOUBLE_EQ(hi, 100);
-  EXPECT_EQ(FormatTick(2.5, 0.5), "2.5");
-  EXPECT_EQ(FormatTick(2, 0.5), "2.0");
-  EXPECT_EQ(FormatTick(40, 20), "40");
-  EXPECT_EQ(FormatTick(200000, 100000), "200k");
-  EXPECT_EQ(FormatTick(1500000, 500000), "1500k");
-  EXPECT_EQ(FormatTick(15000000, 5000000), "15M");
+  EXPECT_EQ(FormatTick(2.5, 0.5, 3.5), "2.5");
+  EXPECT_EQ(FormatTick(2, 0.5, 3.5), "2.0");
+  EXPECT_EQ(FormatTick(40, 20, 100), "40");
+  EXPECT_EQ(FormatTick(200000, 100000, 300000), "200k");
+  EXPECT_EQ(FormatTick(8000, 2000, 12800), "8k");  // one suffix for the whole axis
+  EXPECT_EQ(FormatTick(1500000, 500000, 2000000), "1500k");
+  EXPECT_EQ(FormatTick(15000000, 5000000, 20000000), "15M");
 }
 
 TEST(LineChartTest, SeriesColoursAppearInTheirPanels) {

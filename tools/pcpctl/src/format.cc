@@ -139,6 +139,8 @@ std::string FormatJobDetails(const v1::Job& job, bool include_yaml) {
                                                  : std::string("-"))});
   rows.push_back({"workers", absl::StrCat(p.workers_in_last_round(), " in the last round")});
   rows.push_back({"checkpoint", OrDash(job.checkpoint_path())});
+  rows.push_back({"history", absl::StrCat(job.history_records(), " round records (at most ",
+                                          job.history_max_records(), "; pcpctl history ", job.job_id(), ")")});
   std::string out = FormatKeyValues(rows);
   if (include_yaml && !job.effective_yaml().empty()) {
     absl::StrAppend(&out, "\neffective configuration:\n", job.effective_yaml());
@@ -281,6 +283,7 @@ void WatchPrinter::OnEvent(const v1::JobEvent& event) {
       PrintLine(text);
       break;
     }
+    case v1::JobEvent::kRoundRecord:  // the progress line shows the round; `pcpctl history` the records
     case v1::JobEvent::KIND_NOT_SET:
       break;
   }

@@ -44,8 +44,9 @@ struct ChartOptions {
 // The ticks for [lo, hi]: multiples of a 1/2/5 x 10^k step, about `target` of them, within
 // the range (the range is widened to the ticks around it when `widen`).
 std::vector<double> NiceTicks(double* lo, double* hi, int target, bool widen);
-// A tick label: as few decimals as the step needs; k/M/G suffixes from 10,000 on.
-std::string FormatTick(double value, double step);
+// A tick label: as few decimals as the step needs; a k/M/G suffix when the axis's largest
+// absolute value (`magnitude`) reaches 10,000, the same suffix for every tick of an axis.
+std::string FormatTick(double value, double step, double magnitude);
 
 // Draws `panels` side by side. InvalidArgument for no panels or a size too small to draw.
 absl::StatusOr<Canvas> RenderCharts(const std::vector<Panel>& panels, const ChartOptions& options);

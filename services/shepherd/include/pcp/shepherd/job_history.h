@@ -9,7 +9,7 @@
 //   std::vector<v1::RoundRecord> page = history.Page(/*after_round=*/0, /*limit=*/100, &next);
 //
 // The file: RoundRecord messages, each preceded by its size as a varint (protobuf's
-// delimited format). Put appends one record (O(1) per round, fdatasync'd); a later record of
+// delimited format). Put appends one record (O(1) per round, fdatasync'd by default); a later record of
 // a round replaces an earlier one (how a val loss that arrives after the round is added).
 // The file is rewritten atomically (temp file + rename) only when the history is thinned,
 // rounds are dropped, or it holds more than twice max_records records (so the cost per
@@ -40,10 +40,16 @@ namespace pcp::shepherd {
 // The bound every job's history has unless told otherwise (Job.history_max_records).
 inline constexpr size_t kDefaultMaxHistoryRecords = 1024;
 
+struct JobHistoryOptions {
+  size_t max_records = kDefaultMaxHistoryRecords;  // >= 4
+  // fdatasync after each append (a record survives a power loss once Put returns).
+  bool sync_appends = true;
+};
+
 class JobHistory {
  public:
-  // Reads (and compacts) `path`; a missing file is an empty history. `max_records` >= 4.
-  static absl::StatusOr<JobHistory> Open(std::string path, size_t max_records = kDefaultMaxHistoryRecords);
+  // Reads (and compacts) `path`; a missing file is an empty history.
+  static absl::StatusOr<JobHistory> Open(std::string path, JobHistoryOptions options = {});
 
   // Adds the record of a new round, or replaces the record of a round it holds. A record
   // for a round older than the newest that the history does not hold (thinned out, or
@@ -67,7 +73,8 @@ class JobHistory {
   size_t records_in_file() const { return records_in_file_; }
 
  private:
-  JobHistory(std::string path, size_t max_records) : path_(std::move(path)), max_records_(max_records) {}
+  JobHistory(std::string path, JobHistoryOptions options)
+      : path_(std::move(path)), max_records_(options.max_records), sync_appends_(options.sync_appends) {}
   // Inserts or replaces in memory; false when the record was ignored.
   bool Insert(const v1::RoundRecord& record);
   // Drops every second older record while over the bound; true if it dropped any.
@@ -77,6 +84,7 @@ class JobHistory {
 
   std::string path_;
   size_t max_records_;
+  bool sync_appends_;
   std::vector<v1::RoundRecord> records_;  // by round, ascending, each round once
   size_t records_in_file_ = 0;
 };
