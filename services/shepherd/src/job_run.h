@@ -9,7 +9,9 @@
 // taking in ready workers that are not in the round. The Δs are averaged weighted by tokens
 // and applied with the outer Nesterov step; val loss every eval_every rounds (estimated in
 // the background while the next round runs, and before the job ends), checkpoints every
-// checkpoint_every rounds and at the end.
+// checkpoint_every rounds and at the end. Each closed round's RoundRecord goes to the job's
+// history (JobManager::RecordRound; its val loss later, RecordValLoss); a resumed job first
+// drops the records of the rounds after its checkpoint (they run again).
 //
 //   PCP_ASSIGN_OR_RETURN(auto run, JobRun::Start(runnable, context));  // slow: builds, resumes
 //   run->AddWorker(session);  run->OnReady(session, ready);  run->OnResult(...);
