@@ -127,6 +127,7 @@ def plot_history(args):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, axes = plt.subplots(1, 2, figsize=(13, 5), dpi=110)
     for ax, key, label in ((axes[0], "round", "round"), (axes[1], "tokens", "tokens processed")):
@@ -136,6 +137,8 @@ def plot_history(args):
                 xs, ys = zip(*pts)
                 ax.plot(xs, ys, style, marker="o" if name == "val" else None, markersize=3, label=f"{name} loss")
         ax.set_xlabel(label)
+        if key == "round":
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_ylabel("loss (cross-entropy, nats/token)")
         ax.grid(True, alpha=0.3)
         ax.legend()

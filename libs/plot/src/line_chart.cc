@@ -63,7 +63,7 @@ void DrawPanel(Canvas& c, const Panel& panel, int x0, int y0, int w, int h, int 
   yr.hi += ypad;
   xr.lo -= xpad;
   xr.hi += xpad;
-  std::vector<double> yticks = NiceTicks(&yr.lo, &yr.hi, 6, /*widen=*/false);
+  std::vector<double> yticks = NiceTicks(&yr.lo, &yr.hi, 10, /*widen=*/false);
   std::vector<double> xticks = NiceTicks(&xr.lo, &xr.hi, 6, /*widen=*/false);
   const double ystep = yticks.size() > 1 ? yticks[1] - yticks[0] : 1;
   const double xstep = xticks.size() > 1 ? xticks[1] - xticks[0] : 1;
@@ -156,18 +156,18 @@ std::vector<double> NiceTicks(double* lo, double* hi, int target, bool widen) {
 }
 
 std::string FormatTick(double value, double step, double magnitude) {
-  const double a = std::max(std::abs(magnitude), step);
+  // The largest of k, M, G that the step reaches: ticks stay short ("2M", not "2000k") and
+  // whole numbers.
   double scale = 1;
   const char* suffix = "";
-  if (a >= 1e10) {
-    scale = 1e9;
-    suffix = "G";
-  } else if (a >= 1e7) {
-    scale = 1e6;
-    suffix = "M";
-  } else if (a >= 1e4) {
-    scale = 1e3;
-    suffix = "k";
+  if (std::max(std::abs(magnitude), step) >= 1e4) {
+    for (auto [s, name] : {std::pair{1e9, "G"}, {1e6, "M"}, {1e3, "k"}}) {
+      if (step >= s) {
+        scale = s;
+        suffix = name;
+        break;
+      }
+    }
   }
   const double s = step / scale;
   const int decimals = s >= 1 ? 0 : std::min(6, static_cast<int>(std::ceil(-std::log10(s) - 1e-9)));

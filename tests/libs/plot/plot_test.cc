@@ -62,6 +62,8 @@ TEST(LineChartTest, TicksAreNiceAndLabelsShort) {
   EXPECT_EQ(FormatTick(8000, 2000, 12800), "8k");  // one suffix for the whole axis
   EXPECT_EQ(FormatTick(1500000, 500000, 2000000), "1500k");
   EXPECT_EQ(FormatTick(15000000, 5000000, 20000000), "15M");
+  EXPECT_EQ(FormatTick(2000000, 1000000, 3072000), "2M");
+  EXPECT_EQ(FormatTick(0.0001, 0.00005, 0.0003), "0.00010");
 }
 
 TEST(LineChartTest, SeriesColoursAppearInTheirPanels) {

@@ -307,6 +307,21 @@ TEST_F(PcpctlTest, PlotWritesAPng) {
   ASSERT_TRUE(png.ok()) << png.status();
   EXPECT_EQ(png->substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
   EXPECT_GT(png->size(), 2000u);
+  // scripts/plot-loss.py draws the same history from `pcpctl history --json`.
+  options_.json = true;
+  r = Run({"history", id});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  ASSERT_TRUE(WriteFileAtomic(dir_->path() + "/history.jsonl", r.out).ok());
+  const std::string py_png = dir_->path() + "/py.png";
+  const std::string command = absl::StrCat("/usr/bin/python3 ", PCP_SOURCE_DIR, "/scripts/plot-loss.py --history ",
+                                           dir_->path(), "/history.jsonl --out ", py_png, " > ", dir_->path(),
+                                           "/py.log 2>&1");
+  EXPECT_EQ(std::system(command.c_str()), 0) << *ReadFile(dir_->path() + "/py.log");
+  absl::StatusOr<std::string> py = ReadFile(py_png);
+  ASSERT_TRUE(py.ok()) << py.status();
+  EXPECT_EQ(py->substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_TRUE(absl::StrContains(*ReadFile(dir_->path() + "/py.log"), "train: 2500 points"));
+
   options_.out = dir_->path() + "/no/such/folder/loss.png";
   r = Run({"plot", id});
   EXPECT_EQ(r.code, kExitError);

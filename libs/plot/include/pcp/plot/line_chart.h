@@ -44,8 +44,9 @@ struct ChartOptions {
 // The ticks for [lo, hi]: multiples of a 1/2/5 x 10^k step, about `target` of them, within
 // the range (the range is widened to the ticks around it when `widen`).
 std::vector<double> NiceTicks(double* lo, double* hi, int target, bool widen);
-// A tick label: as few decimals as the step needs; a k/M/G suffix when the axis's largest
-// absolute value (`magnitude`) reaches 10,000, the same suffix for every tick of an axis.
+// A tick label: as few decimals as the step needs. When the axis's largest absolute value
+// (`magnitude`) reaches 10,000, a k/M/G suffix: the largest the step reaches, so every tick
+// of an axis gets the same one ("1M 2M 3M", "500k 1000k 1500k").
 std::string FormatTick(double value, double step, double magnitude);
 
 // Draws `panels` side by side. InvalidArgument for no panels or a size too small to draw.
