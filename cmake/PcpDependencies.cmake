@@ -11,6 +11,7 @@ find_package(spdlog CONFIG REQUIRED)
 find_package(prometheus-cpp CONFIG REQUIRED)
 find_package(GTest CONFIG REQUIRED)
 find_package(benchmark CONFIG REQUIRED)
+find_package(ZLIB REQUIRED)  # libs/plot: PNG compression
 include(GoogleTest)
 # The Vulkan backend (libs/kernels/vulkan): the loader plus shaderc for run-time GLSL ->
 # SPIR-V. Debian's libshaderc.so is under-linked, so the static shaderc_combined plus

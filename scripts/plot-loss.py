@@ -1,17 +1,29 @@
 #!/usr/bin/python3
-"""Saves a PNG of a PCP job's loss curve, read from Prometheus's HTTP API.
+"""Saves a PNG of a PCP job's loss curve, from the job's own history or from Prometheus.
 
-After (or during) a job whose shepherd Prometheus scrapes (deploy/prometheus/prometheus.yml;
-scripts/run-local-cluster.sh --prometheus runs one), e.g.:
+From the history (every round the shepherd recorded; no Prometheus needed): the JSON lines
+of `pcpctl history --json JOB` (a file, or - for stdin), or the CSV of `pcpctl history --csv`
+or of `pcp-local train` (out_dir/history.csv). Two panels: loss against rounds (steps for
+pcp-local) and against tokens processed:
+
+  pcpctl history --json job-0001 | scripts/plot-loss.py --history - --out loss.png
+  scripts/plot-loss.py --history out/history.csv --out local-loss.png
+
+From Prometheus (live, cluster-wide; any job its shepherd scrape saw, at scrape resolution:
+rounds shorter than the scrape interval are missed), e.g. with
+scripts/run-local-cluster.sh --prometheus:
 
   scripts/plot-loss.py --prometheus 127.0.0.1:9090 --job-id job-0001 --out loss.png
   scripts/plot-loss.py --prometheus 127.0.0.1:9090 --since 2h          # every job seen
 
 It queries /api/v1/query_range for pcp_shepherd_train_loss and pcp_shepherd_val_loss (and
-pcp_shepherd_rounds_completed_total, to put rounds on the x axis), and draws them with
-matplotlib (Debian's python3-matplotlib; run with /usr/bin/python3). Exit status: 0 = PNG
-written, 1 = no loss data in the range, 2 = bad arguments or Prometheus unreachable.
+pcp_shepherd_rounds_completed_total, to put rounds on the x axis). Both draw with
+matplotlib (Debian's python3-matplotlib; run with /usr/bin/python3); `pcpctl plot` draws
+the same from the history without Python. Exit status: 0 = PNG written, 1 = no loss data,
+2 = bad arguments, an unreadable history, or Prometheus unreachable.
 """
+import csv
+import io
 import argparse
 import json
 import math
@@ -81,9 +93,70 @@ def per_round(points, completed):
     return sorted(last.items()) or None
 
 
+def read_history(path):
+    """[{round, tokens_total, train_loss, val_loss}] from JSON lines or CSV (pcpctl history)."""
+    text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    rows = []
+    if text.lstrip().startswith("{"):
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except ValueError as e:
+                    raise ValueError(f"{path}:{n}: not a JSON line: {e}") from e
+    else:
+        rows = list(csv.DictReader(io.StringIO(text)))
+
+    def num(row, key):
+        v = row.get(key)
+        return float(v) if v not in (None, "") else None
+
+    return [{"round": num(r, "round") or 0.0, "tokens": num(r, "tokens_total") or 0.0,
+             "train": num(r, "train_loss"), "val": num(r, "val_loss")} for r in rows]
+
+
+def plot_history(args):
+    try:
+        records = read_history(args.history)
+    except (OSError, ValueError) as e:
+        print(f"plot-loss: {e}", file=sys.stderr)
+        return 2
+    if not any(r["train"] is not None or r["val"] is not None for r in records):
+        print(f"plot-loss: no loss in {args.history}", file=sys.stderr)
+        return 1
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5), dpi=110)
+    for ax, key, label in ((axes[0], "round", "round"), (axes[1], "tokens", "tokens processed")):
+        for name, style in (("train", "-"), ("val", "--")):
+            pts = [(r[key], r[name]) for r in records if r[name] is not None]
+            if pts:
+                xs, ys = zip(*pts)
+                ax.plot(xs, ys, style, marker="o" if name == "val" else None, markersize=3, label=f"{name} loss")
+        ax.set_xlabel(label)
+        if key == "round":
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.set_ylabel("loss (cross-entropy, nats/token)")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    train = [r["train"] for r in records if r["train"] is not None]
+    if train:
+        print(f"train: {len(train)} points, first {train[0]:.4f}, last {train[-1]:.4f}, min {min(train):.4f}")
+    fig.suptitle(args.title or f"PCP loss (history: {args.history})")
+    fig.tight_layout()
+    fig.savefig(args.out)
+    print(f"wrote {args.out}")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--prometheus", required=True, help="HOST:PORT or URL of Prometheus")
+    source = ap.add_mutually_exclusive_group(required=True)
+    source.add_argument("--history", help="pcpctl history --json/--csv output, or pcp-local's history.csv (- = stdin)")
+    source.add_argument("--prometheus", help="HOST:PORT or URL of Prometheus")
     ap.add_argument("--job-id", default="", help="one job (default: every job_id in the range)")
     ap.add_argument("--since", type=parse_duration, default=parse_duration("6h"),
                     help="how far back from --end (default 6h)")
@@ -92,6 +165,8 @@ def main():
     ap.add_argument("--out", default="loss.png", help="PNG to write (default loss.png)")
     ap.add_argument("--title", default="", help="plot title")
     args = ap.parse_args()
+    if args.history:
+        return plot_history(args)
 
     base = args.prometheus if "://" in args.prometheus else f"http://{args.prometheus}"
     end = args.end if args.end is not None else time.time()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs a whole PCP cluster on this machine, on loopback: one pcp-shepherd and N
 # pcp-supervisor processes (each keeps one pcp-worker alive), submits a job, follows it to
-# the end with `pcpctl watch`, prints where the checkpoint is and a text sample, and stops
-# everything it started (by PID, also on Ctrl-C or an error).
+# the end with `pcpctl watch`, prints where the checkpoint is, the loss plot (`pcpctl plot`,
+# from the job's own per-round history) and a text sample, and stops everything it started
+# (by PID, also on Ctrl-C or an error).
 #
 # Usage: scripts/run-local-cluster.sh [--workers N] [--job FILE] [--threads N]
 #                                     [--state-dir DIR] [--keep-state] [--build-dir DIR]
@@ -14,10 +15,12 @@
 #                    kept; default: a new temporary folder, removed at the end
 #   --keep-state     keep the temporary folder
 #   --build-dir DIR  where the binaries are; default: build (scripts/setup.sh builds it)
+#   --plot FILE      where to save the loss plot (pcpctl plot: train and val loss vs rounds
+#                    and vs tokens, from the job's history); default: loss.png in the state
+#                    folder when it is kept, else in this folder
 #   --prometheus     also run Prometheus (/usr/bin/prometheus) on a free loopback port with
-#                    deploy/prometheus's config scraping every process each second, and at
-#                    the end save the job's loss curve from it as a PNG (scripts/plot-loss.py)
-#   --plot FILE      where --prometheus saves the PNG; default: loss.png in this folder
+#                    deploy/prometheus's config scraping every process each second, for live
+#                    cluster-wide views (its URL is printed)
 # Exit status: pcpctl watch's (0 = the job completed), or 1 if the cluster did not start.
 set -euo pipefail
 
@@ -29,9 +32,9 @@ THREADS=""
 STATE_DIR=""
 KEEP_STATE=0
 PROMETHEUS=0
-PLOT=$PWD/loss.png
+PLOT=""
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "run-local-cluster: $*" >&2; exit 1; }
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a value (see --help)"; }
 
@@ -257,7 +260,6 @@ fi
 echo
 
 # ---------------------------------------------------------------- the job
-JOB_START=$(date +%s)
 JOB_ID=$("$PCPCTL_BIN" submit --quiet "$JOB")
 echo "submitted $JOB as $JOB_ID"
 # In the background and waited for, so that Ctrl-C or SIGTERM reach the trap at once.
@@ -269,12 +271,13 @@ WATCH_PID=""
 echo
 "$PCPCTL_BIN" workers || true
 echo
-if (( PROMETHEUS )); then
-  sleep 2  # one more scrape, so Prometheus has the last round
-  /usr/bin/python3 "$ROOT/scripts/plot-loss.py" --prometheus "$PROM_ADDR" --job-id "$JOB_ID" \
-    --start "$JOB_START" --out "$PLOT" --title "PCP $JOB_ID ($(basename "$JOB")): loss from Prometheus" ||
-    echo "run-local-cluster: no loss plot (see above)" >&2
-  echo
+if [[ -z "$PLOT" ]]; then
+  if (( KEEP_STATE )); then PLOT=$STATE_DIR/loss.png; else PLOT=$PWD/loss.png; fi
+fi
+if "$PCPCTL_BIN" plot "$JOB_ID" --out "$PLOT" >/dev/null; then
+  echo "loss plot: $PLOT (every round: pcpctl history $JOB_ID)"
+else
+  echo "run-local-cluster: no loss plot (see above)" >&2
 fi
 CHECKPOINT=$("$PCPCTL_BIN" status "$JOB_ID" | sed -n 's/^checkpoint  *//p') || true
 if [[ -n "$CHECKPOINT" && "$CHECKPOINT" != "-" ]]; then

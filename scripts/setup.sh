@@ -27,6 +27,8 @@ PACKAGES=(
   # mesa-vulkan-drivers: lavapipe, the Vulkan device of the tests on machines without a GPU.
   libvulkan-dev libshaderc-dev glslang-dev glslang-tools mesa-vulkan-drivers
   prometheus-cpp-dev libyaml-cpp-dev libspdlog-dev
+  # libs/plot: PNG compression (pcpctl plot)
+  zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # Test-only references: the PyTorch oracle (/usr/bin/python3 with torch and numpy),
   # matplotlib for scripts/plot-loss.py, the real Prometheus server, LLVM's mlir-opt, and

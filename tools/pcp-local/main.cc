@@ -2,6 +2,7 @@
 //
 //   pcp-local train config/jobs/shakespeare_char.yaml [--max_iters=N] [--out_dir=DIR]
 //                   [--threads=N] [--backend=cpu|vulkan|auto]
+//     (writes out_dir/ckpt.safetensors and out_dir/history.csv, the run's record)
 //   pcp-local sample out/ckpt.safetensors [--prompt=TEXT] [--max_new_tokens=N]
 //                   [--temperature=T] [--top_k=K] [--seed=S]
 #include <cstdio>
@@ -14,6 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/kernels/backend_factory.h"
+#include "pcp/base/file.h"
+#include "pcp/history/round_record_format.h"
 #include "pcp/training/checkpoint.h"
 #include "pcp/training/gpt_program.h"
 #include "pcp/training/job_config.h"
@@ -43,7 +46,29 @@ absl::Status Train(const std::string& job_path) {
   if (backend_name.empty()) backend_name = std::string(BackendChoiceName(job.training.backend));
   PCP_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
                        CreateBackend(backend_name, static_cast<int>(job.training.threads)));
-  PCP_ASSIGN_OR_RETURN(LocalTrainingResult result, RunLocalTraining(job, *backend, stdout));
+  // The run's record, as the cluster's per-round record (pcpctl history --csv) has it:
+  // one line per log line and per evaluation, appended as they happen.
+  PCP_RETURN_IF_ERROR(MakeDirs(job.training.out_dir), _ << "creating out_dir");
+  const std::string history_path = job.training.out_dir + "/history.csv";
+  PCP_RETURN_IF_ERROR(WriteFileAtomic(history_path, history::RecordsCsvHeader()));
+  absl::Status history_status;
+  auto on_record = [&](const LocalRecord& local) {
+    if (!history_status.ok()) return;
+    v1::RoundRecord r;
+    r.set_round(static_cast<uint64_t>(local.step));
+    r.set_start_unix_ms(local.start_unix_ms);
+    r.set_end_unix_ms(local.end_unix_ms);
+    r.set_tokens(static_cast<uint64_t>(local.tokens));
+    r.set_tokens_total(static_cast<uint64_t>(local.tokens_total));
+    if (local.train_loss) r.set_train_loss(*local.train_loss);
+    if (local.val_loss) r.set_val_loss(*local.val_loss);
+    r.set_round_s(local.seconds);
+    r.set_inner_lr(local.lr);
+    history_status = AppendFile(history_path, history::RecordCsvRow(r), /*sync=*/false);
+  };
+  PCP_ASSIGN_OR_RETURN(LocalTrainingResult result, RunLocalTraining(job, *backend, stdout, on_record));
+  PCP_RETURN_IF_ERROR(history_status, _ << "writing the run's record");
+  std::printf("record of the run: %s\n", history_path.c_str());
   std::printf("sample with: pcp-local sample %s\n", result.checkpoint_path.c_str());
   return absl::OkStatus();
 }

@@ -31,6 +31,9 @@ ABSL_FLAG(uint32_t, max_new_tokens, 0, "sample: tokens to generate (0 = the job'
 ABSL_FLAG(std::optional<double>, temperature, std::nullopt, "sample: softmax temperature (> 0)");
 ABSL_FLAG(std::optional<int64_t>, top_k, std::nullopt, "sample: keep the k most likely tokens (0 = all)");
 ABSL_FLAG(uint64_t, seed, 1337, "sample: random seed");
+ABSL_FLAG(bool, csv, false, "history: print CSV (a header, then one line per round)");
+ABSL_FLAG(bool, json, false, "history: print JSON lines (one RoundRecord object per round)");
+ABSL_FLAG(std::string, out, "loss.png", "plot: the PNG file to write");
 
 namespace {
 
@@ -54,6 +57,9 @@ bool OptionsFromFlags(pcp::pcpctl::PcpctlOptions* options) {
   options->temperature = absl::GetFlag(FLAGS_temperature);
   options->top_k = absl::GetFlag(FLAGS_top_k);
   options->seed = absl::GetFlag(FLAGS_seed);
+  options->csv = absl::GetFlag(FLAGS_csv);
+  options->json = absl::GetFlag(FLAGS_json);
+  options->out = absl::GetFlag(FLAGS_out);
   return true;
 }
 

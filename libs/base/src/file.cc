@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "pcp/base/status_macros.h"
 
 namespace pcp {
 namespace {
@@ -186,6 +187,16 @@ absl::Status MakeDirs(absl::string_view path) {
     }
     return ErrnoError(err, "creating directory", prefix);
   }
+  return absl::OkStatus();
+}
+
+absl::Status AppendFile(absl::string_view path, absl::string_view bytes, bool sync) {
+  const std::string p(path);
+  int fd = ::open(p.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError(errno, "opening for appending", path);
+  FdCloser closer(fd);
+  PCP_RETURN_IF_ERROR(WriteAll(fd, bytes, path));
+  if (sync && ::fdatasync(fd) != 0) return ErrnoError(errno, "syncing", path);
   return absl::OkStatus();
 }
 

@@ -28,9 +28,15 @@ AdamWConfig AdamWFrom(const OptimizerConfig& o) {
                      .grad_clip = o.grad_clip};
 }
 
+int64_t UnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
-absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& backend, std::FILE* out) {
+absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& backend, std::FILE* out,
+                                                     const std::function<void(const LocalRecord&)>& on_record) {
   // pcp-local trains on the user's own files: no data roots (data_roots.h).
   PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&job, DataRoots::Unconfined()));
   const GPTConfig model = job.model.ToGPTConfig();
@@ -71,10 +77,19 @@ absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& bac
     std::fprintf(out, "step %lld: train loss %.4f, val loss %.4f (eval %.1f s)\n", (long long)iter,
                  result.final_train_loss, result.final_val_loss, MsSince(e0) / 1000);
     std::fflush(out);
+    if (on_record) {
+      LocalRecord r{.step = iter, .start_unix_ms = UnixMs(), .end_unix_ms = UnixMs()};
+      r.tokens_total = static_cast<int64_t>(static_cast<double>(iter) * tokens_per_step);
+      r.val_loss = result.final_val_loss;
+      r.lr = schedule.At(std::max<int64_t>(iter - 1, 0));
+      on_record(r);
+    }
     return absl::OkStatus();
   };
 
-  double interval_ms = 0;
+  double interval_ms = 0, interval_loss = 0;
+  int64_t interval_steps = 0;
+  int64_t interval_start_ms = UnixMs();
   for (int64_t iter = 0; iter < t.max_iters; ++iter) {
     if (t.eval_interval > 0 && iter % t.eval_interval == 0) PCP_RETURN_IF_ERROR(evaluate(iter));
     PCP_ASSIGN_OR_RETURN(Batch batch, sampler.Next(data.train(), t.batch_size, model.block_size));
@@ -87,6 +102,8 @@ absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& bac
       ++timed_steps;
     }
     interval_ms += ms;
+    interval_loss += loss;
+    ++interval_steps;
     meter.Advance(ms);
     if (!std::isfinite(loss)) {
       return absl::InternalError(absl::StrCat("loss became ", loss, " at step ", iter, " (lr ", lr, ")"));
@@ -98,7 +115,19 @@ absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& bac
                    (long long)iter, (long long)t.max_iters, loss, lr, avg_ms, tokens_per_step * 1000.0 / avg_ms,
                    meter.Eta().c_str());
       std::fflush(out);
+      if (on_record) {
+        LocalRecord r{.step = iter + 1, .start_unix_ms = interval_start_ms, .end_unix_ms = UnixMs()};
+        r.tokens = static_cast<int64_t>(static_cast<double>(interval_steps) * tokens_per_step);
+        r.tokens_total = static_cast<int64_t>(static_cast<double>(iter + 1) * tokens_per_step);
+        r.train_loss = interval_loss / static_cast<double>(interval_steps);
+        r.seconds = interval_ms / 1000.0;
+        r.lr = lr;
+        on_record(r);
+      }
       interval_ms = 0;
+      interval_loss = 0;
+      interval_steps = 0;
+      interval_start_ms = UnixMs();
     }
   }
   result.iters = t.max_iters;

@@ -258,6 +258,14 @@ grpc::ServerUnaryReactor* AdminService::CancelJob(grpc::CallbackServerContext* c
   return Done(context, job.status());
 }
 
+grpc::ServerUnaryReactor* AdminService::GetJobHistory(grpc::CallbackServerContext* context,
+                                                      const v1::GetJobHistoryRequest* request,
+                                                      v1::GetJobHistoryResponse* response) {
+  absl::StatusOr<v1::GetJobHistoryResponse> history = d_.jobs->History(*request);
+  if (history.ok()) *response = *std::move(history);
+  return Done(context, history.status());
+}
+
 grpc::ServerWriteReactor<v1::JobEvent>* AdminService::WatchJob(grpc::CallbackServerContext* context,
                                                                const v1::WatchJobRequest* request) {
   return new WatchReactor(d_.jobs, watches_.get(), context, static_cast<size_t>(d_.config->max_watch_queue),

@@ -64,6 +64,8 @@ class AdminService final : public v1::Admin::CallbackService {
                                        v1::Cluster* response) override;
   grpc::ServerUnaryReactor* Sample(grpc::CallbackServerContext* context, const v1::SampleRequest* request,
                                    v1::SampleResponse* response) override;
+  grpc::ServerUnaryReactor* GetJobHistory(grpc::CallbackServerContext* context, const v1::GetJobHistoryRequest* request,
+                                          v1::GetJobHistoryResponse* response) override;
 
  private:
   grpc::ServerUnaryReactor* Command(SupervisorCommand command, grpc::CallbackServerContext* context,

@@ -95,6 +95,7 @@ absl::StatusOr<std::unique_ptr<JobManager>> JobManager::Open(const std::string& 
         ParseJobConfig(e.stored.yaml, e.stored.file_name, e.stored.base_dir, m->policy_.data_roots);
     if (config.ok()) e.effective_yaml = ToYaml(*config);
     m->next_seq_ = std::max(m->next_seq_, e.stored.seq + 1);
+    m->OpenHistoryLocked(e);
     const std::string id = e.stored.job.job_id();
     m->jobs_.emplace(id, std::move(e));
   }
@@ -229,6 +230,7 @@ absl::StatusOr<v1::SubmitJobResponse> JobManager::Submit(const v1::SubmitJobRequ
     job.mutable_progress()->set_total_rounds(static_cast<uint64_t>(config.diloco.rounds));
     job.mutable_progress()->set_inner_steps(static_cast<uint64_t>(config.diloco.inner_steps));
     PCP_RETURN_IF_ERROR(store_.Create(e.stored), _ << "storing job " << job.job_id());
+    OpenHistoryLocked(e);
     ++next_seq_;
     uint32_t ahead = 0;
     for (const auto& [id, other] : jobs_) {
@@ -400,6 +402,93 @@ void JobManager::ReportScreening(absl::string_view job_id, const v1::ScreeningEv
     EventLocked(e->stored.job.job_id(), std::move(event), &emit);
   }
   Deliver(&emit);
+}
+
+void JobManager::OpenHistoryLocked(Entry& entry) {
+  const std::string& id = entry.stored.job.job_id();
+  absl::StatusOr<JobHistory> history = JobHistory::Open(store_.HistoryPath(id));
+  if (!history.ok()) {
+    spdlog::error("job {}: its history cannot be read (it is not kept): {}", id, history.status().message());
+    return;
+  }
+  entry.history.emplace(*std::move(history));
+  entry.stored.job.set_history_records(entry.history->size());
+  entry.stored.job.set_history_max_records(entry.history->max_records());
+}
+
+void JobManager::PutRecordLocked(Entry& entry, const v1::RoundRecord& record, Emit* out) {
+  if (!entry.history.has_value()) return;
+  absl::Status s = entry.history->Put(record);
+  // The record stays in memory; the file is repaired by the next rewrite (or the job's
+  // history after a restart lacks this round).
+  if (!s.ok()) spdlog::error("job {}: saving the record of round {}: {}", entry.stored.job.job_id(), record.round(), s.message());
+  entry.stored.job.set_history_records(entry.history->size());
+  const v1::RoundRecord* kept = entry.history->Find(record.round());
+  if (kept == nullptr) return;
+  v1::JobEvent event;
+  *event.mutable_round_record() = *kept;
+  EventLocked(entry.stored.job.job_id(), std::move(event), out);
+}
+
+void JobManager::RecordRound(absl::string_view job_id, const v1::RoundRecord& record) {
+  Emit emit;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry* e = FindLocked(job_id);
+    if (e == nullptr) return;
+    PutRecordLocked(*e, record, &emit);
+  }
+  Deliver(&emit);
+}
+
+void JobManager::RecordValLoss(absl::string_view job_id, uint64_t round, double val_loss) {
+  Emit emit;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry* e = FindLocked(job_id);
+    if (e == nullptr || !e->history.has_value()) return;
+    const v1::RoundRecord* held = e->history->Find(round);
+    if (held == nullptr) return;
+    v1::RoundRecord record = *held;
+    record.set_val_loss(val_loss);
+    PutRecordLocked(*e, record, &emit);
+  }
+  Deliver(&emit);
+}
+
+void JobManager::DropHistoryAfter(absl::string_view job_id, uint64_t round) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry* e = FindLocked(job_id);
+  if (e == nullptr || !e->history.has_value()) return;
+  const size_t before = e->history->size();
+  absl::Status s = e->history->DropAfter(round);
+  if (!s.ok()) spdlog::error("job {}: dropping history records after round {}: {}", job_id, round, s.message());
+  if (e->history->size() != before) {
+    spdlog::info("job {}: history records of the {} rounds after round {} dropped (they run again)", job_id,
+                 before - e->history->size(), round);
+  }
+  e->stored.job.set_history_records(e->history->size());
+}
+
+absl::StatusOr<v1::GetJobHistoryResponse> JobManager::History(const v1::GetJobHistoryRequest& request) const {
+  constexpr uint32_t kDefaultLimit = 1000, kMaxLimit = 10000;
+  if (request.limit() > kMaxLimit) {
+    return absl::InvalidArgumentError(absl::StrCat("limit ", request.limit(), " is over ", kMaxLimit));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const Entry* e = FindLocked(request.job_id());
+  if (e == nullptr) return absl::NotFoundError(absl::StrCat("no job '", request.job_id(), "'"));
+  v1::GetJobHistoryResponse response;
+  if (!e->history.has_value()) return response;
+  uint64_t next = 0;
+  for (v1::RoundRecord& r :
+       e->history->Page(request.after_round(), request.limit() == 0 ? kDefaultLimit : request.limit(), &next)) {
+    *response.add_records() = std::move(r);
+  }
+  response.set_next_after_round(next);
+  response.set_total_records(e->history->size());
+  response.set_max_records(e->history->max_records());
+  return response;
 }
 
 bool JobManager::Finish(absl::string_view job_id, v1::JobState state, absl::string_view reason) {

@@ -38,6 +38,16 @@ double NormOf(const std::vector<Tensor>& delta) {
   return acc.norm();
 }
 
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Training-stream bytes so far: θ sent (pcp/rpc/traffic_kind.h's "params") and Δ received
+// ("delta"). One job runs at a time, so a round's traffic is the difference across it.
+double ParamsBytesSent() { return metrics::Get(metrics::kShepherdBytesSentTotal, {"params"}).Value(); }
+double DeltaBytesReceived() { return metrics::Get(metrics::kShepherdBytesReceivedTotal, {"delta"}).Value(); }
+
 v1::ShepherdMessage CancelMessage(uint64_t round, const std::string& reason) {
   v1::ShepherdMessage m;
   m.mutable_cancel()->set_round(round);
@@ -89,6 +99,8 @@ absl::Status JobRun::Prepare() {
     }
   }
   state_.program_hash = prepared_->program_hash;
+  // Rounds after the checkpoint run again; their new records replace the old ones.
+  ctx_.jobs->DropHistoryAfter(job_.id, state_.round);
   PCP_ASSIGN_OR_RETURN(eval_, EvalRunner::Create(prepared_->program, prepared_->data.val(), c.training.eval_iters,
                                                  static_cast<uint64_t>(c.training.seed) + kEvalSeedOffset + 1,
                                                  static_cast<int>(ctx_.config->eval_threads), ctx_.nudge));
@@ -304,6 +316,7 @@ void JobRun::SendRound(Member& m) {
   s.Send(std::move(msg));
   m.phase = Phase::kInRound;
   round_->running[m.slot] = m.session.get();
+  round_->sent_to.insert(s.supervisor_id());
   ctx_.registry->NoteActivity(s.supervisor_id(), job_.id, r);
 }
 
@@ -311,6 +324,9 @@ void JobRun::StartRound(const std::vector<Member*>& members) {
   round_.emplace();
   round_->number = state_.round + 1;
   round_->start = Clock::now();
+  round_->start_unix_ms = NowUnixMs();
+  round_->bytes_sent_at_start = ParamsBytesSent();
+  round_->bytes_received_at_start = DeltaBytesReceived();
   round_->deadline = round_->start + std::chrono::duration_cast<Clock::duration>(
                                          std::chrono::duration<double>(prepared_->config.diloco.round_deadline_s));
   metrics::Get(metrics::kShepherdRound, {job_.id}).Set(static_cast<double>(round_->number));
@@ -452,7 +468,8 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
     state_.slots[slot].sampler_cursor = round.results[slot].result.sampler_cursor();
     ++state_.slots[slot].rounds_done;
   }
-  metrics::Get(metrics::kShepherdOuterStepDurationSeconds).Observe(Seconds(Clock::now() - outer_start));
+  const double outer_step_s = Seconds(Clock::now() - outer_start);
+  metrics::Get(metrics::kShepherdOuterStepDurationSeconds).Observe(outer_step_s);
   state_.round = r;
   state_.tokens_processed += tokens;
   state_.train_loss = loss_sum / weight;
@@ -465,6 +482,8 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   metrics::Get(metrics::kShepherdTokensTotal, {job_.id}).Increment(static_cast<double>(tokens));
   metrics::Get(metrics::kShepherdTokensPerSecond, {job_.id}).Set(round_s > 0 ? static_cast<double>(tokens) / round_s : 0);
   metrics::Get(metrics::kShepherdRoundDurationSeconds).Observe(round_s);
+  // Recorded before its val loss is estimated (ApplyEval adds it to the record).
+  ctx_.jobs->RecordRound(job_.id, RecordOf(round, tokens, round_s, outer_step_s));
   round_.reset();
   waiting_since_ = Clock::now();
 
@@ -516,6 +535,8 @@ void JobRun::Refuse(const std::string& id, uint64_t round, const diloco::ScreenV
   const absl::string_view reason = diloco::RefusalReasonName(verdict.reason);
   const bool clipped = verdict.action == diloco::ScreenVerdict::kClip;
   const bool quarantine = refusals_->Refuse(id);
+  // A rejected Δ is listed in the round's history record (a clipped one took part).
+  if (!clipped && round_.has_value()) round_->refused_ids.emplace_back(id, std::string(reason));
   const int64_t count = refusals_->refusals(id);
   metrics::Get(metrics::kShepherdDeltasRefusedTotal, {reason}).Increment();
   progress_.set_deltas_refused(progress_.deltas_refused() + 1);
@@ -602,6 +623,41 @@ size_t JobRun::ActiveSlots() const {
   return n;
 }
 
+v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s) const {
+  const JobConfig& c = prepared_->config;
+  v1::RoundRecord rec;
+  rec.set_round(round.number);
+  rec.set_start_unix_ms(round.start_unix_ms);
+  rec.set_end_unix_ms(NowUnixMs());
+  // Refused Δs (rejected by screening) are not the round's participants; clipped ones are.
+  std::set<std::string> refused;
+  for (const auto& [id, reason] : round.refused_ids) {
+    v1::RefusedWorker* w = rec.add_refused();
+    w->set_supervisor_id(id);
+    w->set_reason(reason);
+    refused.insert(id);
+  }
+  std::set<std::string> participants;
+  for (const auto& [slot, res] : round.results) {
+    if (refused.count(res.supervisor_id) == 0) participants.insert(res.supervisor_id);
+  }
+  for (const std::string& id : participants) rec.add_participants(id);
+  for (const std::string& id : round.sent_to) {
+    if (participants.count(id) == 0 && refused.count(id) == 0) rec.add_missing(id);
+  }
+  rec.set_tokens(tokens);
+  rec.set_tokens_total(state_.tokens_processed);
+  if (state_.train_loss) rec.set_train_loss(*state_.train_loss);
+  rec.set_round_s(round_s);
+  rec.set_outer_step_s(outer_step_s);
+  rec.set_bytes_down(static_cast<uint64_t>(std::max(0.0, ParamsBytesSent() - round.bytes_sent_at_start)));
+  rec.set_bytes_up(static_cast<uint64_t>(std::max(0.0, DeltaBytesReceived() - round.bytes_received_at_start)));
+  rec.set_outer_lr(c.diloco.outer_lr);
+  const std::vector<float> lrs = RoundLearningRates(c, round.number);
+  if (!lrs.empty()) rec.set_inner_lr(lrs.back());
+  return rec;
+}
+
 bool JobRun::ApplyEval(const EvalRunner::Result& r) {
   if (!r.val_loss.ok()) {
     Fail(absl::StrCat("estimating the validation loss after round ", r.round, ": ", r.val_loss.status().message()));
@@ -610,6 +666,7 @@ bool JobRun::ApplyEval(const EvalRunner::Result& r) {
   if (r.round < state_.val_round) return true;  // an older estimate than the one we have
   state_.val_loss = *r.val_loss;
   state_.val_round = r.round;
+  ctx_.jobs->RecordValLoss(job_.id, r.round, *r.val_loss);
   metrics::Get(metrics::kShepherdValLoss, {job_.id}).Set(*r.val_loss);
   progress_.set_val_loss(*r.val_loss);
   progress_.set_val_round(r.round);

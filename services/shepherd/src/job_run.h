@@ -15,7 +15,9 @@
 // job. With diloco.screening.trimmed_mean > 0 the Δs are combined by a coordinate-wise
 // trimmed mean instead of the average. Val loss every eval_every rounds (estimated in
 // the background while the next round runs, and before the job ends), checkpoints every
-// checkpoint_every rounds and at the end.
+// checkpoint_every rounds and at the end. Each closed round's RoundRecord goes to the job's
+// history (JobManager::RecordRound; its val loss later, RecordValLoss); a resumed job first
+// drops the records of the rounds after its checkpoint (they run again).
 //
 //   PCP_ASSIGN_OR_RETURN(auto run, JobRun::Start(runnable, context));  // slow: builds, resumes
 //   run->AddWorker(session);  run->OnReady(session, ready);  run->OnResult(...);
@@ -109,6 +111,11 @@ class JobRun {
     std::set<int> refused;  // slots whose Δ was refused as it arrived (not finite)
     // Results in, refused or not: what min_workers counts.
     size_t delivered() const { return results.size() + refused.size(); }
+    // For the round's history record (RoundRecord).
+    int64_t start_unix_ms = 0;
+    double bytes_sent_at_start = 0, bytes_received_at_start = 0;
+    std::set<std::string> sent_to;                          // supervisor ids
+    std::vector<std::pair<std::string, std::string>> refused_ids;  // rejected Δs: supervisor id, reason
   };
 
   JobRun(RunnableJob job, RunContext context) : job_(std::move(job)), ctx_(context) {}
@@ -128,6 +135,9 @@ class JobRun {
   Outcome RollBack(uint64_t round, const std::string& why);
   // Slots whose owner is not quarantined: a round with that many ready workers starts at once.
   size_t ActiveSlots() const;
+
+  // The history record of the round being closed (train loss, tokens and θ already updated).
+  v1::RoundRecord RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s) const;
   // Takes a finished validation estimate into the job's progress; false if it failed.
   bool ApplyEval(const EvalRunner::Result& result);
   absl::Status WriteCheckpoint();

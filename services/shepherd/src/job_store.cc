@@ -11,6 +11,7 @@
 #include "pcp/base/json.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/base/absl_fmt.h"
+#include "pcp/v1/shepherd_state.pb.h"
 #include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
@@ -18,33 +19,20 @@ namespace {
 
 constexpr char kJobsFolder[] = "jobs";
 constexpr char kYamlFile[] = "job.yaml";
-constexpr char kStateFile[] = "state.json";
+constexpr char kHistoryFile[] = "history.pb";
+constexpr char kStateFile[] = "state.pb";
+// Shepherds before state.pb wrote {"file_name", "base_dir", "job": <Job as proto JSON>}.
+constexpr char kLegacyStateFile[] = "state.json";
 
-absl::StatusOr<std::string> StateJson(const StoredJob& stored) {
-  v1::Job job = stored.job;
-  job.clear_effective_yaml();
-  std::string proto_json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  auto s = google::protobuf::util::MessageToJsonString(job, &proto_json, options);
-  if (!s.ok()) return absl::InternalError(absl::StrCat("encoding job ", job.job_id(), ": ", s.ToString()));
-  PCP_ASSIGN_OR_RETURN(Json job_json, Json::Parse(proto_json));
-  Json doc = Json::Object();
-  doc.Set("file_name", stored.file_name);
-  doc.Set("base_dir", stored.base_dir);
-  doc.Set("job", std::move(job_json));
-  return doc.Serialize() + "\n";
-}
-
-absl::StatusOr<StoredJob> ReadJob(const std::string& dir, const std::string& id) {
-  PCP_ASSIGN_OR_RETURN(std::string state_text, ReadFile(dir + "/" + kStateFile));
-  PCP_ASSIGN_OR_RETURN(Json doc, Json::Parse(state_text), _ << dir << "/" << kStateFile);
+absl::StatusOr<StoredJob> ReadLegacyState(const std::string& path) {
+  PCP_ASSIGN_OR_RETURN(std::string state_text, ReadFile(path));
+  PCP_ASSIGN_OR_RETURN(Json doc, Json::Parse(state_text), _ << path);
   const Json* file_name = doc.Find("file_name");
   const Json* base_dir = doc.Find("base_dir");
   const Json* job = doc.Find("job");
   if (file_name == nullptr || !file_name->is_string() || base_dir == nullptr || !base_dir->is_string() ||
       job == nullptr || !job->is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(dir, "/", kStateFile, ": expected file_name, base_dir and job"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": expected file_name, base_dir and job"));
   }
   StoredJob stored;
   stored.file_name = file_name->string_value();
@@ -52,10 +40,31 @@ absl::StatusOr<StoredJob> ReadJob(const std::string& dir, const std::string& id)
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = true;
   auto s = google::protobuf::util::JsonStringToMessage(job->Serialize(), &stored.job, options);
-  if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(dir, "/", kStateFile, ": ", s.ToString()));
+  if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.ToString()));
+  return stored;
+}
+
+absl::StatusOr<StoredJob> ReadState(const std::string& path) {
+  PCP_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  v1::StoredJobState state;
+  if (!state.ParseFromString(bytes)) return absl::DataLossError(absl::StrCat(path, ": not a StoredJobState"));
+  StoredJob stored;
+  stored.file_name = state.file_name();
+  stored.base_dir = state.base_dir();
+  stored.job = std::move(*state.mutable_job());
+  return stored;
+}
+
+absl::StatusOr<StoredJob> ReadJob(const std::string& dir, const std::string& id) {
+  const std::string state_path = dir + "/" + kStateFile;
+  absl::StatusOr<StoredJob> read = std::filesystem::exists(state_path)
+                                       ? ReadState(state_path)
+                                       : ReadLegacyState(dir + "/" + kLegacyStateFile);
+  PCP_RETURN_IF_ERROR(read.status());
+  StoredJob stored = *std::move(read);
   if (stored.job.job_id() != id) {
     return absl::InvalidArgumentError(
-        absl::StrCat(dir, "/", kStateFile, ": job id '", stored.job.job_id(), "' does not match its folder"));
+        absl::StrCat(dir, ": state names job '", stored.job.job_id(), "', not its folder's"));
   }
   PCP_ASSIGN_OR_RETURN(stored.yaml, ReadFile(dir + "/" + kYamlFile));
   return stored;
@@ -79,17 +88,33 @@ absl::Status JobStore::Create(const StoredJob& job) const {
 absl::Status JobStore::Remove(const std::string& job_id) const {
   const std::string dir = JobDir(job_id);
   std::error_code ec;
-  // state.json first: a folder without it is not a job, so a crash part-way loses nothing else.
-  std::filesystem::remove(dir + "/" + kStateFile, ec);
-  if (ec) return absl::InternalError(absl::StrCat("removing ", dir, "/", kStateFile, ": ", ec.message()));
+  // The state file first: a folder without one is not a job, so a crash part-way loses
+  // nothing else.
+  for (const char* file : {kStateFile, kLegacyStateFile}) {
+    std::filesystem::remove(dir + "/" + file, ec);
+    if (ec) return absl::InternalError(absl::StrCat("removing ", dir, "/", file, ": ", ec.message()));
+  }
   std::filesystem::remove_all(dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("removing ", dir, ": ", ec.message()));
   return absl::OkStatus();
 }
 
 absl::Status JobStore::SaveState(const StoredJob& job) const {
-  PCP_ASSIGN_OR_RETURN(std::string text, StateJson(job));
-  return WriteFileAtomic(JobDir(job.job.job_id()) + "/" + kStateFile, text);
+  v1::StoredJobState state;
+  state.set_file_name(job.file_name);
+  state.set_base_dir(job.base_dir);
+  *state.mutable_job() = job.job;
+  state.mutable_job()->clear_effective_yaml();
+  const std::string dir = JobDir(job.job.job_id());
+  PCP_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + kStateFile, state.SerializeAsString()));
+  // A job from an older shepherd: state.pb supersedes its state.json from now on.
+  std::error_code ec;
+  std::filesystem::remove(dir + "/" + kLegacyStateFile, ec);
+  return absl::OkStatus();
+}
+
+std::string JobStore::HistoryPath(const std::string& job_id) const {
+  return absl::StrCat(JobDir(job_id), "/", kHistoryFile);
 }
 
 absl::StatusOr<std::vector<StoredJob>> JobStore::LoadAll(int64_t* max_seq) const {
@@ -103,7 +128,9 @@ absl::StatusOr<std::vector<StoredJob>> JobStore::LoadAll(int64_t* max_seq) const
     int64_t seq = 0;
     if (!entry.is_directory() || id.rfind("job-", 0) != 0 || !absl::SimpleAtoi(id.substr(4), &seq)) continue;
     if (max_seq != nullptr) *max_seq = std::max(*max_seq, seq);
-    if (!std::filesystem::exists(entry.path() / kStateFile)) continue;  // submit interrupted
+    if (!std::filesystem::exists(entry.path() / kStateFile) && !std::filesystem::exists(entry.path() / kLegacyStateFile)) {
+      continue;  // submit interrupted
+    }
     absl::StatusOr<StoredJob> job = ReadJob(entry.path().string(), id);
     if (!job.ok()) {
       spdlog::warn("skipping job folder {}: {}", entry.path().string(), job.status().message());

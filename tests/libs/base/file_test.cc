@@ -73,6 +73,16 @@ TEST_F(FileTest, PartsAreWrittenInOrder) {
   EXPECT_THAT(Listing(), ElementsAre("parts"));
 }
 
+TEST_F(FileTest, AppendCreatesThenExtends) {
+  const std::string path = dir_ + "/log.bin";
+  ASSERT_TRUE(AppendFile(path, "abc", /*sync=*/true).ok());
+  ASSERT_TRUE(AppendFile(path, std::string("\0d", 2), /*sync=*/false).ok());
+  EXPECT_EQ(*ReadFile(path), std::string("abc\0d", 5));
+  absl::Status s = AppendFile(dir_ + "/no/such/dir/x", "x", true);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("no/such/dir/x"), std::string::npos) << s;
+}
+
 TEST_F(FileTest, ReadMissingFileIsNotFoundNamingThePath) {
   std::string path = dir_ + "/missing.txt";
   absl::StatusOr<std::string> read = ReadFile(path);

@@ -2,10 +2,12 @@
 // that PyTorch's strict load_state_dict accepts, sampling from it, and checkpoint errors.
 #include "pcp/training/local_training.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -47,7 +49,8 @@ class LocalTrainingTest : public ::testing::Test {
     job->training.eval_iters = 5;
     auto backend = CreateCpuBackend({.threads = 1});
     std::FILE* log = std::tmpfile();
-    auto result = RunLocalTraining(*job, *backend, log);
+    records_ = new std::vector<LocalRecord>;
+    auto result = RunLocalTraining(*job, *backend, log, [](const LocalRecord& r) { records_->push_back(r); });
     ASSERT_TRUE(result.ok()) << result.status();
     result_ = new LocalTrainingResult(*result);
     log_ = new std::string(ReadAll(log));
@@ -58,15 +61,42 @@ class LocalTrainingTest : public ::testing::Test {
     delete out_dir_;
     delete result_;
     delete log_;
+    delete records_;
   }
 
   static std::string* out_dir_;
   static LocalTrainingResult* result_;
   static std::string* log_;
+  static std::vector<LocalRecord>* records_;
 };
+std::vector<LocalRecord>* LocalTrainingTest::records_ = nullptr;
 std::string* LocalTrainingTest::out_dir_ = nullptr;
 LocalTrainingResult* LocalTrainingTest::result_ = nullptr;
 std::string* LocalTrainingTest::log_ = nullptr;
+
+// One record per log line (log_interval 5: after steps 1, 6, ..., 56 and the last, 60) and
+// per evaluation (before steps 0 and 30, and after the last).
+TEST_F(LocalTrainingTest, RecordsEveryLogLineAndEvaluation) {
+  ASSERT_NE(records_, nullptr);
+  std::vector<int64_t> train_steps, val_steps;
+  int64_t tokens = 0;
+  for (const LocalRecord& r : *records_) {
+    EXPECT_EQ(r.tokens_total, r.step * 4 * 32) << r.step;
+    EXPECT_LE(r.start_unix_ms, r.end_unix_ms);
+    if (r.train_loss) {
+      train_steps.push_back(r.step);
+      tokens += r.tokens;
+      EXPECT_GT(r.lr, 0);
+      EXPECT_GT(r.seconds, 0);
+      EXPECT_TRUE(std::isfinite(*r.train_loss));
+    }
+    if (r.val_loss) val_steps.push_back(r.step);
+  }
+  EXPECT_EQ(train_steps, (std::vector<int64_t>{1, 6, 11, 16, 21, 26, 31, 36, 41, 46, 51, 56, 60}));
+  EXPECT_EQ(val_steps, (std::vector<int64_t>{0, 30, 60}));
+  EXPECT_EQ(tokens, 60 * 4 * 32);  // every step counted once
+  EXPECT_FLOAT_EQ(static_cast<float>(*records_->back().val_loss), result_->final_val_loss);
+}
 
 TEST_F(LocalTrainingTest, PrintsProgressAndLossFalls) {
   ASSERT_NE(result_, nullptr);

@@ -247,4 +247,27 @@ v1::SubmitJobRequest FakeAdminService::last_submit() const {
   return last_submit_;
 }
 
+grpc::Status FakeAdminService::GetJobHistory(grpc::ServerContext*, const v1::GetJobHistoryRequest* request,
+                                             v1::GetJobHistoryResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (jobs_.count(request->job_id()) == 0) return NoSuchJob(request->job_id());
+  const uint64_t limit = request->limit() == 0 ? 1000 : request->limit();
+  const auto last = static_cast<uint64_t>(history_rounds_);
+  uint64_t r = request->after_round() + 1;
+  for (; r <= last && static_cast<uint64_t>(response->records_size()) < limit; ++r) {
+    v1::RoundRecord* rec = response->add_records();
+    rec->set_round(r);
+    rec->set_tokens(1000);
+    rec->set_tokens_total(1000 * r);
+    rec->set_train_loss(3.0 - static_cast<double>(r) / 1000.0);
+    if (r % 10 == 0) rec->set_val_loss(3.1 - static_cast<double>(r) / 1000.0);
+    rec->add_participants("node-a");
+    rec->set_rounds_since_previous(1);
+  }
+  response->set_next_after_round(r <= last ? r - 1 : 0);
+  response->set_total_records(last);
+  response->set_max_records(last);
+  return grpc::Status::OK;
+}
+
 }  // namespace pcp::testing

@@ -15,6 +15,8 @@
 //   CANCELLED for one cancelled before it is watched.
 // - ListWorkers: two workers, "node-a" (connected, training) and "node-b" (supervisor only,
 //   worker in backoff). RestartWorker / DrainWorker: OK for those two, NOT_FOUND otherwise.
+// - GetJobHistory: `history_rounds` records per known job (round r: train loss 3 - r/1000,
+//   tokens 1000 r, val loss every 10th round), paged as the real service pages.
 // - Unknown job ids: NOT_FOUND naming the id.
 #ifndef PCP_TESTS_SERVICES_E2E_FAKE_ADMIN_SERVICE_H_
 #define PCP_TESTS_SERVICES_E2E_FAKE_ADMIN_SERVICE_H_
@@ -30,7 +32,8 @@ namespace pcp::testing {
 class FakeAdminService final : public v1::Admin::Service {
  public:
   // Progress events per WatchJob stream.
-  explicit FakeAdminService(int rounds = 5) : rounds_(rounds) {}
+  explicit FakeAdminService(int rounds = 5, int history_rounds = 2500)
+      : rounds_(rounds), history_rounds_(history_rounds) {}
 
   grpc::Status SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest*, v1::SubmitJobResponse*) override;
   grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*, v1::ListJobsResponse*) override;
@@ -46,6 +49,8 @@ class FakeAdminService final : public v1::Admin::Service {
                            v1::WorkerCommandResponse*) override;
   grpc::Status GetCluster(grpc::ServerContext*, const v1::GetClusterRequest*, v1::Cluster*) override;
   grpc::Status Sample(grpc::ServerContext*, const v1::SampleRequest*, v1::SampleResponse*) override;
+  grpc::Status GetJobHistory(grpc::ServerContext*, const v1::GetJobHistoryRequest*,
+                             v1::GetJobHistoryResponse*) override;
 
   // The last SubmitJobRequest received (for assertions on what a client sent).
   v1::SubmitJobRequest last_submit() const;
@@ -54,6 +59,7 @@ class FakeAdminService final : public v1::Admin::Service {
   grpc::Status WorkerCommand(const v1::WorkerCommandRequest& request, v1::WorkerCommandResponse* response);
 
   const int rounds_;
+  const int history_rounds_;
   mutable std::mutex mu_;
   std::map<std::string, v1::Job> jobs_;
   int next_job_ = 1;

@@ -3,7 +3,9 @@
 //      supervisor restarts it, it rejoins under the same supervisor id, the job completes.
 //  (b) the shepherd killed mid-job: started again on the same state dir it resumes from its
 //      last checkpoint (losing at most checkpoint_every rounds), the workers reconnect by
-//      themselves, the job completes; a `pcpctl watch` running across the restart follows it.
+//      themselves, the job completes; a `pcpctl watch` running across the restart follows it;
+//      the job's per-round history survives too: rounds up to the checkpoint keep their
+//      records, the rounds run again replace theirs, and every round is there once.
 // Prints time to detect and time to rejoin / resume.
 #include <signal.h>
 
@@ -11,6 +13,7 @@
 #include <cstdio>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -51,6 +54,26 @@ int LastNumber(const std::string& log, const std::string& pattern) {
     last = std::max(last, std::stoi((*it)[1].str()));
   }
   return last;
+}
+
+// Every record of the job's history (GetJobHistory, all pages).
+std::vector<v1::RoundRecord> History(ClusterHarness& cluster, const std::string& job_id) {
+  std::vector<v1::RoundRecord> records;
+  v1::GetJobHistoryRequest request;
+  request.set_job_id(job_id);
+  request.set_limit(3);  // several pages even for a short job
+  while (true) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::GetJobHistoryResponse page;
+    grpc::Status status = cluster.admin().GetJobHistory(&context, request, &page);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    if (!status.ok()) break;
+    records.insert(records.end(), page.records().begin(), page.records().end());
+    if (page.next_after_round() == 0) break;
+    request.set_after_round(page.next_after_round());
+  }
+  return records;
 }
 
 double MsSince(absl::Time t) { return absl::ToDoubleMilliseconds(absl::Now() - t); }
@@ -173,7 +196,11 @@ TEST(FaultTest, ShepherdKilledMidJobResumesFromItsLastCheckpoint) {
       << cluster.Logs();
   ASSERT_TRUE(first->WaitForLogRegex(absl::StrCat("job ", job_id, ": round 3/8 complete"), absl::Seconds(300)).ok())
       << cluster.Logs();
+  std::vector<v1::RoundRecord> before_kill = History(cluster, job_id);
+  ASSERT_GE(before_kill.size(), 3u);
+  for (size_t i = 0; i < before_kill.size(); ++i) EXPECT_EQ(before_kill[i].round(), i + 1);
   absl::SleepFor(absl::Milliseconds(200));
+  const int64_t kill_unix_ms = absl::ToUnixMillis(absl::Now());
   ASSERT_TRUE(first->Signal(SIGKILL).ok());
   absl::StatusOr<int> killed = first->Wait(absl::Seconds(10));
   ASSERT_TRUE(killed.ok());
@@ -217,6 +244,31 @@ TEST(FaultTest, ShepherdKilledMidJobResumesFromItsLastCheckpoint) {
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->state(), v1::JOB_STATE_COMPLETED) << job->reason();
   EXPECT_EQ(job->progress().round(), 8u);
+
+  // The history: every round once, in order; the rounds up to the checkpoint resumed from
+  // recorded before the kill, the ones after it recorded again after the restart.
+  std::vector<v1::RoundRecord> history = History(cluster, job_id);
+  ASSERT_EQ(history.size(), 8u);
+  uint64_t tokens = 0;
+  for (size_t i = 0; i < history.size(); ++i) {
+    const v1::RoundRecord& r = history[i];
+    EXPECT_EQ(r.round(), i + 1);
+    EXPECT_TRUE(r.has_train_loss()) << r.round();
+    EXPECT_GT(r.tokens_total(), tokens) << r.round();
+    tokens = r.tokens_total();
+    EXPECT_GE(r.participants_size(), 1) << r.round();
+    EXPECT_GT(r.bytes_down(), 0u) << r.round();
+    EXPECT_GT(r.bytes_up(), 0u) << r.round();
+    EXPECT_GT(r.inner_lr(), 0) << r.round();
+    if (r.round() <= static_cast<uint64_t>(resumed_at)) {
+      EXPECT_LT(r.end_unix_ms(), kill_unix_ms) << r.round();
+    } else {
+      EXPECT_GT(r.start_unix_ms(), kill_unix_ms) << r.round() << " was not run again";
+    }
+  }
+  EXPECT_EQ(tokens, job->progress().tokens_processed());
+  EXPECT_TRUE(history.back().has_val_loss());  // the last round is always evaluated
+  EXPECT_DOUBLE_EQ(history.back().val_loss(), job->progress().val_loss());
 
   // The watch followed the job across the restart and reports its result.
   absl::StatusOr<int> watched = (*watch)->Wait(absl::Seconds(60));

@@ -62,7 +62,8 @@ std::string CheckAdminThroughReflection(const std::string& target, const std::st
                                         "pcp.v1.Admin.GetJob", "pcp.v1.Admin.CancelJob",
                                         "pcp.v1.Admin.WatchJob", "pcp.v1.Admin.ListWorkers",
                                         "pcp.v1.Admin.RestartWorker", "pcp.v1.Admin.DrainWorker",
-                                        "pcp.v1.Admin.GetCluster", "pcp.v1.Admin.Sample"}));
+                                        "pcp.v1.Admin.GetCluster", "pcp.v1.Admin.Sample",
+                                        "pcp.v1.Admin.GetJobHistory"}));
   }
 
   // grpcurl -plaintext -d @ HOST:PORT pcp.v1.Admin/SubmitJob

@@ -162,6 +162,8 @@ TEST(ClusterTest, ShepherdAndTwoWorkersTrainTheTinyJob) {
   // Progress comes after each round, and again when its validation loss is in: keep the
   // latest per round.
   std::map<uint64_t, v1::JobProgress> by_round;
+  // The per-round records the watch carries (a round's record comes again with its val loss).
+  std::map<uint64_t, v1::RoundRecord> records;
   v1::JobResult result;
   bool saw_snapshot = false, saw_checkpoint = false;
   std::vector<std::unique_ptr<Process>> workers;
@@ -200,6 +202,7 @@ TEST(ClusterTest, ShepherdAndTwoWorkersTrainTheTinyJob) {
                     event.progress().workers_in_last_round(), event.progress().round_time_s());
       }
       if (event.has_checkpoint()) saw_checkpoint = true;
+      if (event.has_round_record()) records[event.round_record().round()] = event.round_record();
       if (event.has_result()) result = event.result();
     }
     grpc::Status s = reader->Finish();
@@ -221,6 +224,27 @@ TEST(ClusterTest, ShepherdAndTwoWorkersTrainTheTinyJob) {
   ASSERT_TRUE(result.has_final_val_loss());
   EXPECT_LT(result.final_val_loss(), 3.9);
   EXPECT_EQ(result.tokens_processed(), 5u * 2u * 10u * 4u * 32u);
+
+  // The job's history holds every round, exactly as the watch delivered it.
+  {
+    grpc::ClientContext context;
+    SetDeadline(&context, 60);
+    v1::GetJobHistoryRequest request;
+    request.set_job_id(submitted.job_id());
+    v1::GetJobHistoryResponse history;
+    grpc::Status s = admin->GetJobHistory(&context, request, &history);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_EQ(history.records_size(), 5);
+    EXPECT_EQ(history.next_after_round(), 0u);
+    ASSERT_EQ(records.size(), 5u);
+    for (const v1::RoundRecord& r : history.records()) {
+      EXPECT_EQ(r.SerializeAsString(), records[r.round()].SerializeAsString()) << r.round();
+      EXPECT_EQ(r.participants_size(), 2) << r.round();
+      EXPECT_EQ(r.tokens(), 2u * 10u * 4u * 32u);
+      EXPECT_DOUBLE_EQ(r.train_loss(), by_round[r.round()].train_loss()) << r.round();
+    }
+    EXPECT_DOUBLE_EQ(history.records(4).val_loss(), result.final_val_loss());
+  }
 
   // The checkpoint: nanoGPT names, readable as safetensors.
   ASSERT_FALSE(result.checkpoint_path().empty());

@@ -3,6 +3,7 @@
 // state directory).
 #include "pcp/shepherd/job_manager.h"
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -186,8 +187,8 @@ TEST_F(JobManagerTest, JobsSurviveARestartAndTheRunningOneResumes) {
 
 TEST_F(JobManagerTest, AnUnreadableJobFolderIsSkipped) {
   ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());
-  ASSERT_TRUE(WriteFileAtomic(dir_->path() + "/jobs/job-0001/state.json", "{not json").ok());
-  ASSERT_TRUE(MakeDirs(dir_->path() + "/jobs/job-0007").ok());  // no state.json: an interrupted submit
+  ASSERT_TRUE(WriteFileAtomic(dir_->path() + "/jobs/job-0001/state.pb", "\xff\xff not a proto").ok());
+  ASSERT_TRUE(MakeDirs(dir_->path() + "/jobs/job-0007").ok());  // no state file: an interrupted submit
   Reopen();
   EXPECT_TRUE(jobs_->List({}).empty());
   absl::StatusOr<v1::SubmitJobResponse> r = jobs_->Submit(TinyRequest());
@@ -264,6 +265,94 @@ TEST_F(JobManagerTest, SubmitChecksDataRootsAndMemoryBudgets) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("over the worker memory budget of 1.0 MiB"));
   EXPECT_TRUE(jobs_->List({}).empty());
+}
+
+// Shepherds before state.pb wrote state.json; such a folder still loads, and the first save
+// replaces it with state.pb.
+TEST_F(JobManagerTest, ALegacyStateJsonStillLoads) {
+  const std::string dir = dir_->path() + "/jobs/job-0003";
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/job.yaml", TinyRequest().yaml()).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/state.json",
+                              "{\"file_name\": \"tiny.yaml\", \"base_dir\": \"" + JobsDir() +
+                                  "\", \"job\": {\"job_id\": \"job-0003\", \"name\": \"tiny\", "
+                                  "\"state\": \"JOB_STATE_QUEUED\", \"progress\": {\"total_rounds\": \"5\"}}}\n")
+                  .ok());
+  Reopen();
+  absl::StatusOr<v1::Job> job = jobs_->Get("job-0003");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(job->progress().total_rounds(), 5u);
+  std::optional<RunnableJob> next = jobs_->StartNext();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->base_dir, JobsDir());
+  EXPECT_TRUE(std::filesystem::exists(dir + "/state.pb"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/state.json"));
+  Reopen();
+  EXPECT_EQ(jobs_->Get("job-0003")->state(), v1::JOB_STATE_RUNNING);
+}
+
+v1::RoundRecord Record(uint64_t round, double train_loss) {
+  v1::RoundRecord r;
+  r.set_round(round);
+  r.set_train_loss(train_loss);
+  r.set_tokens_total(100 * round);
+  r.add_participants("node-a");
+  return r;
+}
+
+TEST_F(JobManagerTest, TheHistoryIsWatchedPersistedAndPaged) {
+  ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());
+  ASSERT_TRUE(jobs_->StartNext().has_value());
+  std::vector<v1::JobEvent> events;
+  absl::StatusOr<JobManager::WatchStart> watch =
+      jobs_->Watch("job-0001", [&](const v1::JobEvent& e) { events.push_back(e); });
+  ASSERT_TRUE(watch.ok());
+  for (uint64_t r = 1; r <= 5; ++r) jobs_->RecordRound("job-0001", Record(r, 3.0 - 0.1 * r));
+  jobs_->RecordValLoss("job-0001", 4, 2.75);
+  ASSERT_EQ(events.size(), 6u);
+  EXPECT_EQ(events[4].round_record().round(), 5u);
+  EXPECT_EQ(events[5].round_record().round(), 4u);  // round 4 again, now with its val loss
+  EXPECT_DOUBLE_EQ(events[5].round_record().val_loss(), 2.75);
+  EXPECT_DOUBLE_EQ(events[5].round_record().train_loss(), 2.6);
+
+  Reopen();
+  v1::GetJobHistoryRequest request;
+  request.set_job_id("job-0001");
+  request.set_limit(2);
+  std::vector<uint64_t> rounds;
+  while (true) {
+    absl::StatusOr<v1::GetJobHistoryResponse> page = jobs_->History(request);
+    ASSERT_TRUE(page.ok()) << page.status();
+    EXPECT_EQ(page->total_records(), 5u);
+    EXPECT_EQ(page->max_records(), kDefaultMaxHistoryRecords);
+    for (const v1::RoundRecord& r : page->records()) {
+      rounds.push_back(r.round());
+      EXPECT_EQ(r.has_val_loss(), r.round() == 4) << r.round();
+    }
+    if (page->next_after_round() == 0) break;
+    request.set_after_round(page->next_after_round());
+  }
+  EXPECT_EQ(rounds, (std::vector<uint64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(jobs_->Get("job-0001")->history_records(), 5u);
+
+  // Resumed from round 3's checkpoint: rounds 4 and 5 run again.
+  jobs_->DropHistoryAfter("job-0001", 3);
+  jobs_->RecordRound("job-0001", Record(4, 1.0));
+  Reopen();
+  request.set_after_round(0);
+  request.set_limit(0);
+  absl::StatusOr<v1::GetJobHistoryResponse> all = jobs_->History(request);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->records_size(), 4);
+  EXPECT_DOUBLE_EQ(all->records(3).train_loss(), 1.0);
+  EXPECT_FALSE(all->records(3).has_val_loss());
+
+  request.set_limit(10001);
+  EXPECT_EQ(jobs_->History(request).status().code(), absl::StatusCode::kInvalidArgument);
+  request.set_job_id("job-0099");
+  request.set_limit(0);
+  EXPECT_EQ(jobs_->History(request).status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

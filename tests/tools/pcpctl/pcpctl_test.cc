@@ -266,5 +266,67 @@ TEST_F(PcpctlTest, BinaryTakesTheShepherdFromFlagOrEnvironment) {
   EXPECT_EQ(code, 2) << log;
 }
 
+// The fake serves 2500 records per job: more than one page of GetJobHistory.
+TEST_F(PcpctlTest, HistoryFetchesEveryPageAsTableCsvOrJson) {
+  std::string id = SubmitOne("tiny");
+  Result r = Run({"history", id});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_TRUE(absl::StartsWith(r.out, "ROUND  END  TRAIN   VAL     TOKENS")) << r.out.substr(0, 200);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2501);
+  EXPECT_TRUE(absl::StrContains(r.out, "\n10     -    2.9900  3.0900  10000")) << r.out.substr(0, 1000);
+
+  options_.csv = true;
+  r = Run({"history", id});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_TRUE(absl::StartsWith(r.out, "round,start_unix_ms,")) << r.out.substr(0, 200);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2501);
+  EXPECT_TRUE(absl::StrContains(r.out, "\n2500,0,0,1000,2500000,0.5,0.6,")) << r.out.substr(r.out.size() - 300);
+
+  options_.csv = false;
+  options_.json = true;
+  r = Run({"history", id});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2500);
+  EXPECT_TRUE(absl::StartsWith(r.out, "{\"round\":\"1\",")) << r.out.substr(0, 200);
+
+  options_.csv = true;
+  EXPECT_EQ(Run({"history", id}).code, kExitUsage);
+  options_.csv = options_.json = false;
+  r = Run({"history", "job-0099"});
+  EXPECT_EQ(r.code, kExitError);
+  EXPECT_EQ(r.err, "pcpctl history: no job 'job-0099'\n");
+}
+
+TEST_F(PcpctlTest, PlotWritesAPng) {
+  std::string id = SubmitOne("tiny");
+  options_.out = dir_->path() + "/loss.png";
+  Result r = Run({"plot", id});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, options_.out + "\n");
+  absl::StatusOr<std::string> png = ReadFile(options_.out);
+  ASSERT_TRUE(png.ok()) << png.status();
+  EXPECT_EQ(png->substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_GT(png->size(), 2000u);
+  // scripts/plot-loss.py draws the same history from `pcpctl history --json`.
+  options_.json = true;
+  r = Run({"history", id});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  ASSERT_TRUE(WriteFileAtomic(dir_->path() + "/history.jsonl", r.out).ok());
+  const std::string py_png = dir_->path() + "/py.png";
+  const std::string command = absl::StrCat("/usr/bin/python3 ", PCP_SOURCE_DIR, "/scripts/plot-loss.py --history ",
+                                           dir_->path(), "/history.jsonl --out ", py_png, " > ", dir_->path(),
+                                           "/py.log 2>&1");
+  EXPECT_EQ(std::system(command.c_str()), 0) << *ReadFile(dir_->path() + "/py.log");
+  absl::StatusOr<std::string> py = ReadFile(py_png);
+  ASSERT_TRUE(py.ok()) << py.status();
+  EXPECT_EQ(py->substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_TRUE(absl::StrContains(*ReadFile(dir_->path() + "/py.log"), "train: 2500 points"));
+
+  options_.out = dir_->path() + "/no/such/folder/loss.png";
+  r = Run({"plot", id});
+  EXPECT_EQ(r.code, kExitError);
+  EXPECT_TRUE(absl::StrContains(r.err, "no/such/folder")) << r.err;
+}
+
 }  // namespace
 }  // namespace pcp::pcpctl

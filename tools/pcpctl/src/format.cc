@@ -146,6 +146,8 @@ std::string FormatJobDetails(const v1::Job& job, bool include_yaml) {
     }
   }
   rows.push_back({"checkpoint", OrDash(job.checkpoint_path())});
+  rows.push_back({"history", absl::StrCat(job.history_records(), " round records (at most ",
+                                          job.history_max_records(), "; pcpctl history ", job.job_id(), ")")});
   std::string out = FormatKeyValues(rows);
   if (include_yaml && !job.effective_yaml().empty()) {
     absl::StrAppend(&out, "\neffective configuration:\n", job.effective_yaml());
@@ -230,6 +232,24 @@ std::string FormatProgressLine(const v1::JobProgress& p) {
   return line;
 }
 
+std::string FormatHistoryTable(const std::vector<v1::RoundRecord>& records) {
+  if (records.empty()) return "no rounds recorded\n";
+  std::vector<std::vector<std::string>> rows = {{"ROUND", "END", "TRAIN", "VAL", "TOKENS", "ROUND TIME", "OUTER STEP",
+                                                 "DOWN", "UP", "INNER LR", "WORKERS", "MISSING", "REFUSED"}};
+  for (const v1::RoundRecord& r : records) {
+    std::vector<std::string> refused;
+    for (const v1::RefusedWorker& w : r.refused()) refused.push_back(w.supervisor_id());
+    rows.push_back({absl::StrCat(r.round()), FormatUnixMs(r.end_unix_ms()),
+                    FormatLoss(r.has_train_loss(), r.train_loss()), FormatLoss(r.has_val_loss(), r.val_loss()),
+                    absl::StrCat(r.tokens_total()), FormatDuration(r.round_s()), FormatDuration(r.outer_step_s()),
+                    FormatRate(static_cast<double>(r.bytes_down())) + "B",
+                    FormatRate(static_cast<double>(r.bytes_up())) + "B", absl::StrFormat("%.3g", r.inner_lr()),
+                    absl::StrCat(r.participants_size()), OrDash(absl::StrJoin(r.missing(), ",")),
+                    OrDash(absl::StrJoin(refused, ","))});
+  }
+  return FormatTable(rows);
+}
+
 std::string FormatJobResult(absl::string_view job_id, const v1::JobResult& r) {
   std::string out = absl::StrCat(job_id, " ", JobStateName(r.state()));
   if (!r.reason().empty()) absl::StrAppend(&out, " (", r.reason(), ")");
@@ -302,6 +322,7 @@ void WatchPrinter::OnEvent(const v1::JobEvent& event) {
       PrintLine(text);
       break;
     }
+    case v1::JobEvent::kRoundRecord:  // the progress line shows the round; `pcpctl history` the records
     case v1::JobEvent::KIND_NOT_SET:
       break;
   }

@@ -16,7 +16,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "pcp/base/file.h"
+#include "pcp/base/status_macros.h"
+#include "pcp/history/round_record_format.h"
 #include "pcp/pcpctl/format.h"
+#include "pcp/pcpctl/loss_plot.h"
 #include "pcp/rpc/grpc_status.h"
 #include "pcp/v1/admin.grpc.pb.h"
 
@@ -40,6 +43,9 @@ constexpr char kUsage[] =
     "  sample [JOB_ID]        generate text from a job's parameters (--prompt, --max_new_tokens,\n"
     "                         --temperature, --top_k, --seed)\n"
     "  cluster                the shepherd and cluster at a glance\n"
+    "  history JOB_ID         the job's record of every round (--csv or --json for CSV / JSON lines)\n"
+    "  plot JOB_ID            train and val loss vs rounds and vs tokens, as a PNG (--out=FILE,\n"
+    "                         default loss.png); needs no Prometheus\n"
     "\n"
     "The shepherd's address: --shepherd, else $PCP_SHEPHERD, else 127.0.0.1:7070.\n"
     "Every call has a deadline (--timeout=SECONDS, default 30).\n";
@@ -69,6 +75,7 @@ class Cli {
         {"watch", 1, 1, &Cli::Watch},     {"workers", 0, 0, &Cli::Workers},
         {"restart", 1, 1, &Cli::Restart}, {"drain", 1, 1, &Cli::Drain},
         {"sample", 0, 1, &Cli::Sample},   {"cluster", 0, 0, &Cli::ClusterInfo},
+        {"history", 1, 1, &Cli::History}, {"plot", 1, 1, &Cli::Plot},
     };
     for (const Entry& entry : kCommands) {
       if (command != entry.name) continue;
@@ -301,6 +308,66 @@ class Cli {
     Print(FormatCluster(cluster));
     return kExitOk;
   }
+
+  // Every page of the job's history.
+  absl::StatusOr<std::vector<v1::RoundRecord>> FetchHistory(const std::string& job_id) {
+    std::vector<v1::RoundRecord> records;
+    v1::GetJobHistoryRequest request;
+    request.set_job_id(job_id);
+    request.set_limit(kHistoryPage);
+    while (true) {
+      v1::GetJobHistoryResponse page;
+      PCP_RETURN_IF_ERROR(Call(&v1::Admin::Stub::GetJobHistory, request, &page));
+      for (v1::RoundRecord& r : *page.mutable_records()) records.push_back(std::move(r));
+      if (page.next_after_round() == 0 || page.next_after_round() <= request.after_round()) break;
+      request.set_after_round(page.next_after_round());
+    }
+    return records;
+  }
+
+  int History(const std::vector<std::string>& operands) {
+    if (options_.csv && options_.json) {
+      std::fprintf(err_, "pcpctl history: --csv and --json exclude each other\n");
+      return kExitUsage;
+    }
+    absl::StatusOr<std::vector<v1::RoundRecord>> records = FetchHistory(operands[0]);
+    if (!records.ok()) return Fail(records.status());
+    std::string text;
+    if (options_.csv) {
+      text = history::RecordsCsvHeader();
+      for (const v1::RoundRecord& r : *records) text += history::RecordCsvRow(r);
+    } else if (options_.json) {
+      for (const v1::RoundRecord& r : *records) text += history::RecordJsonLine(r);
+    } else {
+      text = FormatHistoryTable(*records);
+    }
+    Print(text);
+    return kExitOk;
+  }
+
+  int Plot(const std::vector<std::string>& operands) {
+    if (options_.out.empty()) {
+      std::fprintf(err_, "pcpctl plot: --out is empty; expected the PNG's path\n");
+      return kExitUsage;
+    }
+    v1::GetJobRequest get;
+    get.set_job_id(operands[0]);
+    v1::Job job;
+    if (absl::Status s = Call(&v1::Admin::Stub::GetJob, get, &job); !s.ok()) return Fail(s);
+    absl::StatusOr<std::vector<v1::RoundRecord>> records = FetchHistory(operands[0]);
+    if (!records.ok()) return Fail(records.status());
+    std::string title = absl::StrCat("PCP ", job.job_id(), " (", job.name(), "): ", records->size(), " rounds");
+    if (!records->empty() && records->back().round() != records->size()) {
+      absl::StrAppend(&title, " shown of ", records->back().round());
+    }
+    absl::StatusOr<std::string> png = LossPlotPng(*records, title);
+    if (!png.ok()) return Fail(png.status());
+    if (absl::Status s = WriteFileAtomic(options_.out, *png); !s.ok()) return Fail(s);
+    Print(absl::StrCat(options_.out, "\n"));
+    return kExitOk;
+  }
+
+  static constexpr uint32_t kHistoryPage = 1000;
 
   const PcpctlOptions& options_;
   std::FILE* out_;

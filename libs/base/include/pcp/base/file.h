@@ -38,6 +38,10 @@ namespace pcp {
 // Succeeds if it already exists as a directory; fails if a component exists and is not one.
 [[nodiscard]] absl::Status MakeDirs(absl::string_view path);
 
+// Appends `bytes` to `path` (created, mode 0644 & ~umask, if missing), then fdatasyncs it
+// when `sync`. A crash may leave a torn tail: readers of an append-only file must tolerate one.
+[[nodiscard]] absl::Status AppendFile(absl::string_view path, absl::string_view bytes, bool sync);
+
 }  // namespace pcp
 
 #endif  // PCP_BASE_FILE_H_

@@ -8,6 +8,8 @@
 #define PCP_TRAINING_LOCAL_TRAINING_H_
 
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -15,6 +17,20 @@
 #include "pcp/training/job_config.h"
 
 namespace pcp {
+
+// One line of a local run's record (pcp-local writes them as history.csv, with the
+// columns of the cluster's per-round record where they apply): one per log line (every
+// log_interval steps and the last; train_loss = mean loss of those steps) and one per
+// evaluation (val_loss of the parameters after `step` steps).
+struct LocalRecord {
+  int64_t step = 0;          // steps done (the record's "round")
+  int64_t start_unix_ms = 0, end_unix_ms = 0;
+  int64_t tokens = 0;        // tokens in the steps since the previous log line
+  int64_t tokens_total = 0;  // step x batch_size x block_size
+  std::optional<double> train_loss, val_loss;
+  double seconds = 0;        // wall time of those steps (evaluations excluded)
+  double lr = 0;             // the learning rate of the last of them
+};
 
 struct LocalTrainingResult {
   int64_t iters = 0;
@@ -26,7 +42,9 @@ struct LocalTrainingResult {
 
 // `job` must come from LoadJobConfig/ParseJobConfig (paths resolved). Progress goes to `out`.
 // The data is read unconfined (DataRoots::Unconfined()): a local run reads the user's own files.
-absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& backend, std::FILE* out);
+// `on_record` (optional) gets each LocalRecord as it happens.
+absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& backend, std::FILE* out,
+                                                     const std::function<void(const LocalRecord&)>& on_record = {});
 
 }  // namespace pcp
 

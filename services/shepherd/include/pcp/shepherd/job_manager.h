@@ -9,6 +9,7 @@
 //   ...
 //   std::optional<RunnableJob> next = jobs->StartNext();      // coordinator: queued -> running
 //   jobs->ReportProgress(next->id, progress);                   // after each round
+//   jobs->RecordRound(next->id, record);                        // its history record
 //   jobs->Finish(next->id, v1::JOB_STATE_COMPLETED, "");
 //
 // States: QUEUED -> RUNNING -> COMPLETED | FAILED | CANCELLED, or QUEUED -> CANCELLED.
@@ -29,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "pcp/shepherd/job_history.h"
 #include "pcp/shepherd/job_store.h"
 #include "pcp/training/data_roots.h"
 #include "pcp/training/job_config.h"
@@ -112,6 +114,17 @@ class JobManager {
   // A Δ refused, a worker quarantined or a round rolled back: an event for the job's watchers
   // (the counts reach GetJob through the next ReportProgress).
   void ReportScreening(absl::string_view job_id, const v1::ScreeningEvent& event);
+  // Adds (or replaces, same round) a record of the job's history, persists it and sends it
+  // to the job's watchers (JobEvent.round_record).
+  void RecordRound(absl::string_view job_id, const v1::RoundRecord& record);
+  // Adds the validation loss measured after `round` to that round's record (if the history
+  // still holds it), as RecordRound does.
+  void RecordValLoss(absl::string_view job_id, uint64_t round, double val_loss);
+  // Forgets the job's records of rounds after `round` (resumed from that round's checkpoint:
+  // the rounds after it run again).
+  void DropHistoryAfter(absl::string_view job_id, uint64_t round);
+  // GetJobHistory. NotFound for an unknown id, InvalidArgument for a limit over 10000.
+  absl::StatusOr<v1::GetJobHistoryResponse> History(const v1::GetJobHistoryRequest& request) const;
   // Running -> a terminal state. False (and nothing changes) if the job is not running any
   // more (e.g. cancelled meanwhile).
   bool Finish(absl::string_view job_id, v1::JobState state, absl::string_view reason);
@@ -135,6 +148,7 @@ class JobManager {
   struct Entry {
     StoredJob stored;
     std::string effective_yaml;
+    std::optional<JobHistory> history;  // empty only if its file could not be opened
   };
   struct Watcher {
     std::string job_id;
@@ -152,6 +166,9 @@ class JobManager {
   // Queues `event` for every watcher of the job (delivered after the lock is released).
   void EventLocked(const std::string& job_id, v1::JobEvent event, Emit* out);
   void TransitionLocked(Entry& entry, v1::JobState to, absl::string_view reason, Emit* out);
+  // Opens the job's history file (an unreadable one is logged and the job goes without).
+  void OpenHistoryLocked(Entry& entry);
+  void PutRecordLocked(Entry& entry, const v1::RoundRecord& record, Emit* out);
   static void Deliver(Emit* emit);
 
   JobStore store_;

@@ -2,13 +2,17 @@
 // restarts. One folder per job under <state_dir>/jobs/:
 //
 //   jobs/job-0007/job.yaml        the job file exactly as submitted (written once)
-//   jobs/job-0007/state.json      {"file_name", "base_dir", "job": <pcp.v1.Job as proto JSON>}
+//   jobs/job-0007/state.pb        pcp.v1.StoredJobState (shepherd_state.proto), binary
+//   jobs/job-0007/history.pb      the per-round history, see job_history.h
 //   jobs/job-0007/checkpoints/    see checkpoint_store.h
 //
-// Every file is replaced atomically (WriteFileAtomic: temp file, fsync, rename).
+// Every file but history.pb (appended) is replaced atomically (WriteFileAtomic: temp file,
+// fsync, rename). Folders written by older shepherds hold state.json instead of state.pb
+// ({"file_name", "base_dir", "job": <pcp.v1.Job as proto JSON>}): they still load, and the
+// first save replaces state.json with state.pb.
 //
 //   JobStore store("/var/lib/pcp/shepherd");
-//   PCP_RETURN_IF_ERROR(store.Create(record));           // job.yaml + state.json
+//   PCP_RETURN_IF_ERROR(store.Create(record));           // job.yaml + state.pb
 //   PCP_RETURN_IF_ERROR(store.SaveState(record));        // after every change
 //   PCP_ASSIGN_OR_RETURN(std::vector<StoredJob> all, store.LoadAll());
 #ifndef PCP_SHEPHERD_JOB_STORE_H_
@@ -43,13 +47,16 @@ class JobStore {
   // <state_dir>/jobs/<id>
   std::string JobDir(const std::string& job_id) const;
 
-  // Writes a new job's folder: job.yaml, then state.json (the job exists once state.json does).
+  // <state_dir>/jobs/<id>/history.pb
+  std::string HistoryPath(const std::string& job_id) const;
+
+  // Writes a new job's folder: job.yaml, then state.pb (the job exists once state.pb does).
   absl::Status Create(const StoredJob& job) const;
-  // Deletes the job's folder (state.json first), e.g. a finished job pruned to make room.
+  // Deletes the job's folder (its state file first), e.g. a finished job pruned to make room.
   absl::Status Remove(const std::string& job_id) const;
-  // Replaces state.json.
+  // Replaces state.pb (and removes a legacy state.json).
   absl::Status SaveState(const StoredJob& job) const;
-  // Every job with a readable state.json, in submission order. A folder that cannot be read
+  // Every job with a readable state.pb (or legacy state.json), in submission order. A folder that cannot be read
   // is skipped with a logged warning (one bad folder must not stop the shepherd).
   // `max_seq` (optional) gets the highest job number among all folders, readable or not, so
   // new ids never reuse one.

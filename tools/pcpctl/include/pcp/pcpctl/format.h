@@ -60,6 +60,8 @@ std::string FormatScreenedWorker(const v1::ScreenedWorker& worker);
 // A WatchJob screening event, e.g.
 // "round 4: Δ of node-3 rejected (norm: norm 1.2e+04, threshold 55.1), refusal 3".
 std::string FormatScreeningEvent(const v1::ScreeningEvent& event);
+// `pcpctl history`: one row per round record (oldest first); "no rounds recorded" when empty.
+std::string FormatHistoryTable(const std::vector<v1::RoundRecord>& records);
 // How a job ended, e.g. "job-0001 completed: 40 rounds in 3m12s, train loss 1.9012, ..."
 // followed by a "checkpoint: PATH" line when there is one.
 std::string FormatJobResult(absl::string_view job_id, const v1::JobResult& result);

@@ -16,6 +16,9 @@
 //   drain SUPERVISOR     stop that supervisor's worker and keep it stopped
 //   sample [JOB_ID]      text from a job's parameters (`prompt`, `max_new_tokens`, ...)
 //   cluster              the shepherd at a glance
+//   history JOB_ID       the job's per-round record as a table (`csv`, `json`: as CSV or
+//                        JSON lines, pcp/history/round_record_format.h)
+//   plot JOB_ID          train / val loss vs rounds and vs tokens as a PNG (`out`)
 //
 // Errors go to `err` as one line, "pcpctl COMMAND: MESSAGE", the shepherd's message as is
 // (for a YAML mistake it names file, line and column).
@@ -68,6 +71,12 @@ struct PcpctlOptions {
   std::optional<double> temperature;
   std::optional<int64_t> top_k;
   uint64_t seed = 1337;
+
+  // history: CSV or JSON lines instead of a table (at most one of them)
+  bool csv = false;
+  bool json = false;
+  // plot: the PNG to write
+  std::string out = "loss.png";
 };
 
 // `$PCP_SHEPHERD` when set and not empty, else kDefaultShepherd.
