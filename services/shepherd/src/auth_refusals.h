@@ -13,6 +13,10 @@ namespace pcp::shepherd {
 // `service`: "Admin", "Training", "Control"; `reason`: a pcp/auth/authenticator.h kReason*.
 void CountAuthRefusal(absl::string_view service, absl::string_view reason);
 
+// Creates every {service, reason} series at 0 (at start), so that the family is exported and
+// rate() works from the first scrape.
+void DeclareAuthRefusals();
+
 }  // namespace pcp::shepherd
 
 #endif  // PCP_SHEPHERD_SRC_AUTH_REFUSALS_H_

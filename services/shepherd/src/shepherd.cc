@@ -123,6 +123,7 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
     metrics::Get(metrics::kShepherdInsecureListen).Set(1);
   }
   impl->authenticator = std::make_unique<auth::Authenticator>(c.auth);
+  DeclareAuthRefusals();
   spdlog::info("transport {}; {}", tls.enabled() ? (tls.ca.empty() ? "TLS" : "mTLS") : "plaintext",
                impl->authenticator->enabled()
                    ? absl::StrCat("auth on (", c.auth.identities.size(), " certificate identities, ", c.auth.tokens.size(),
