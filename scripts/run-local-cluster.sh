@@ -21,6 +21,10 @@
 #   --prometheus     also run Prometheus (/usr/bin/prometheus) on a free loopback port with
 #                    deploy/prometheus's config scraping every process each second, for live
 #                    cluster-wide views (its URL is printed)
+#   --tls            mTLS with roles: makes a throwaway CA and certificates with openssl
+#                    (STATE/tls: the shepherd's, one per supervisor id for its node, one for
+#                    pcpctl as admin) and an admin token; pcpctl uses them via PCP_CA/PCP_CERT/
+#                    PCP_KEY/PCP_TOKEN_FILE; the grpcurl command line is printed
 # Exit status: pcpctl watch's (0 = the job completed), or 1 if the cluster did not start.
 set -euo pipefail
 
@@ -33,8 +37,9 @@ STATE_DIR=""
 KEEP_STATE=0
 PROMETHEUS=0
 PLOT=""
+TLS=0
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "run-local-cluster: $*" >&2; exit 1; }
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a value (see --help)"; }
 
@@ -50,6 +55,7 @@ while [[ $# -gt 0 ]]; do
     --state-dir=*) STATE_DIR=${1#*=}; shift ;;
     --keep-state) KEEP_STATE=1; shift ;;
     --prometheus) PROMETHEUS=1; shift ;;
+    --tls) TLS=1; shift ;;
     --plot) need_value "$@"; PLOT=$2; shift 2 ;;
     --plot=*) PLOT=${1#*=}; shift ;;
     --build-dir) need_value "$@"; BUILD_DIR=$2; shift 2 ;;
@@ -155,9 +161,61 @@ read_address() {
 ADDRESSES=$STATE_DIR/addresses
 mkdir -p "$ADDRESSES"
 
+# ---------------------------------------------------------------- --tls: CA, certificates, roles
+SHEPHERD_ARGS=()
+# supervisor_tls_args I: the TLS flags of supervisor local-I (none without --tls).
+supervisor_tls_args() { :; }
+if (( TLS )); then
+  command -v openssl >/dev/null || die "--tls needs openssl (apt-get install openssl)"
+  TLS_DIR=$STATE_DIR/tls
+  mkdir -p "$TLS_DIR"
+  chmod 700 "$TLS_DIR"
+  # issue NAME [SAN]: NAME.crt/NAME.key signed by the CA (CN=NAME; SAN when given).
+  issue() {
+    local name=$1 san=${2:-}
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$TLS_DIR/$name.key" \
+      -out "$TLS_DIR/$name.csr" -subj "/CN=$name" 2>>"$LOGS/openssl.log"
+    { echo "basicConstraints=CA:FALSE"; echo "extendedKeyUsage=serverAuth,clientAuth"
+      [[ -n "$san" ]] && echo "subjectAltName=$san"; } >"$TLS_DIR/$name.ext"
+    openssl x509 -req -in "$TLS_DIR/$name.csr" -CA "$TLS_DIR/ca.crt" -CAkey "$TLS_DIR/ca.key" \
+      -CAcreateserial -days 7 -extfile "$TLS_DIR/$name.ext" -out "$TLS_DIR/$name.crt" 2>>"$LOGS/openssl.log"
+  }
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 7 -subj "/CN=pcp-local-ca" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -keyout "$TLS_DIR/ca.key" -out "$TLS_DIR/ca.crt" 2>>"$LOGS/openssl.log" || die "openssl failed (see $LOGS/openssl.log)"
+  issue shepherd "DNS:localhost,IP:127.0.0.1"
+  issue pcp-admin
+  IDENTITIES="    - {identity: pcp-admin, roles: [admin]}"
+  for i in $(seq "$WORKERS"); do
+    issue "local-$i" "DNS:local-$i"
+    IDENTITIES+=$'\n'"    - {identity: local-$i, roles: [node]}"
+  done
+  # The admin token: in a file (mode 600); the shepherd keeps only its SHA-256.
+  (umask 077; openssl rand -hex 24 >"$TLS_DIR/admin.token")
+  TOKEN_SHA256=$(tr -d '\n' <"$TLS_DIR/admin.token" | sha256sum | cut -d' ' -f1)
+  cat >"$STATE_DIR/shepherd.yaml" <<YAML
+tls:
+  ca: $TLS_DIR/ca.crt
+  cert: $TLS_DIR/shepherd.crt
+  key: $TLS_DIR/shepherd.key
+auth:
+  identities:
+$IDENTITIES
+  tokens:
+    - {name: local-admin-token, sha256: $TOKEN_SHA256, roles: [admin]}
+YAML
+  SHEPHERD_ARGS=(--config="$STATE_DIR/shepherd.yaml")
+  supervisor_tls_args() {
+    echo "--tls_ca=$TLS_DIR/ca.crt --tls_cert=$TLS_DIR/local-$1.crt --tls_key=$TLS_DIR/local-$1.key"
+  }
+  export PCP_CA=$TLS_DIR/ca.crt PCP_CERT=$TLS_DIR/pcp-admin.crt PCP_KEY=$TLS_DIR/pcp-admin.key
+  export PCP_TOKEN_FILE=$TLS_DIR/admin.token
+  echo "tls: mTLS with roles; CA and certificates in $TLS_DIR"
+fi
+
 # ---------------------------------------------------------------- shepherd
 # Port 0: the shepherd binds a free loopback port and writes it to shepherd.addr.
-"$SHEPHERD_BIN" --listen=127.0.0.1:0 --state_dir="$STATE_DIR/shepherd" \
+"$SHEPHERD_BIN" ${SHEPHERD_ARGS[@]+"${SHEPHERD_ARGS[@]}"} --listen=127.0.0.1:0 --state_dir="$STATE_DIR/shepherd" \
   --metrics_listen=127.0.0.1:0 --metrics_address_file="$ADDRESSES/shepherd.metrics" \
   --address_file="$STATE_DIR/shepherd.addr" >"$LOGS/shepherd.log" 2>&1 &
 SHEPHERD_PID=$!
@@ -175,7 +233,8 @@ echo "shepherd: $ADDR (pid $SHEPHERD_PID, state $STATE_DIR/shepherd)"
 
 # ---------------------------------------------------------------- supervisors + workers
 for i in $(seq "$WORKERS"); do
-  "$SUPERVISOR_BIN" --shepherd="$ADDR" --supervisor_id="local-$i" \
+  # shellcheck disable=SC2046  # the TLS flags are paths without spaces (under STATE_DIR)
+  "$SUPERVISOR_BIN" --shepherd="$ADDR" --supervisor_id="local-$i" $(supervisor_tls_args "$i") \
     --state_dir="$STATE_DIR/supervisor-$i" --worker_binary="$WORKER_BIN" \
     --metrics_listen=127.0.0.1:0 --metrics_address_file="$ADDRESSES/supervisor-$i.metrics" \
     --worker_args="--backend=cpu,--threads=$THREADS,--metrics_listen=127.0.0.1:0,--metrics_address_file=$ADDRESSES/worker-$i.metrics" \
@@ -207,6 +266,10 @@ for i in $(seq "$WORKERS"); do
   WORKER_METRICS+=("$ADDRESS")
 done
 echo "cluster up: $WORKERS workers connected; logs in $LOGS"
+if (( TLS )); then
+  echo "grpcurl: grpcurl -cacert $PCP_CA -cert $PCP_CERT -key $PCP_KEY \\"
+  echo "           -H \"authorization: Bearer \$(cat $PCP_TOKEN_FILE)\" $ADDR pcp.v1.Admin/GetCluster"
+fi
 echo "metrics (Prometheus /metrics):"
 echo "  shepherd          http://$SHEPHERD_METRICS/metrics"
 for i in $(seq "$WORKERS"); do

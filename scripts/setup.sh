@@ -34,7 +34,7 @@ PACKAGES=(
   # matplotlib for scripts/plot-loss.py, the real Prometheus server, LLVM's mlir-opt, and
   # systemd-analyze for the unit files.
   python3 python3-torch python3-numpy python3-matplotlib
-  prometheus mlir-15-tools systemd
+  prometheus mlir-15-tools systemd openssl   # openssl: run-local-cluster.sh --tls, auth_e2e_test
   # scripts/fuzz.sh and sanitizer builds: clang's libFuzzer, ASan, UBSan
   clang-14 libclang-rt-14-dev
 )

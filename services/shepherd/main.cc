@@ -29,7 +29,6 @@ ABSL_FLAG(std::string, listen, "", "override 'listen': HOST:PORT (port 0 = any f
 ABSL_FLAG(std::string, state_dir, "", "override 'state_dir'");
 ABSL_FLAG(int64_t, heartbeat_interval_ms, -1, "override 'heartbeat_interval_ms'");
 ABSL_FLAG(int64_t, heartbeat_timeout_ms, -1, "override 'heartbeat_timeout_ms'");
-ABSL_FLAG(std::string, auth_token, "", "override 'auth_token'");
 ABSL_FLAG(int64_t, round_start_grace_ms, -1, "override 'round_start_grace_ms'");
 ABSL_FLAG(int64_t, eval_threads, -1, "override 'eval_threads'");
 ABSL_FLAG(std::string, log_level, "", "override 'log_level'");
@@ -69,7 +68,6 @@ absl::StatusOr<pcp::shepherd::ShepherdConfig> LoadConfig() {
   };
   str(FLAGS_listen, &config.listen);
   str(FLAGS_state_dir, &config.state_dir);
-  str(FLAGS_auth_token, &config.auth_token);
   str(FLAGS_log_level, &config.log_level);
   // Integer flags: -1 (the default) = not given.
   using Config = pcp::shepherd::ShepherdConfig;

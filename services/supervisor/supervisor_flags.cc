@@ -12,7 +12,11 @@ ABSL_FLAG(std::string, shepherd, "", "shepherd address host:port (overrides 'she
 ABSL_FLAG(std::string, supervisor_id, "",
           "stable supervisor id (overrides 'supervisor_id'; default: generated into state_dir)");
 ABSL_FLAG(std::string, state_dir, "", "directory for the generated id (overrides 'state_dir')");
-ABSL_FLAG(std::string, auth_token, "", "shared secret for the shepherd (overrides 'auth_token')");
+ABSL_FLAG(std::string, tls_ca, "", "CA of the shepherd's certificate; set = TLS (overrides 'tls.ca')");
+ABSL_FLAG(std::string, tls_cert, "", "this node's certificate for mTLS (overrides 'tls.cert')");
+ABSL_FLAG(std::string, tls_key, "", "this node's private key for mTLS (overrides 'tls.key')");
+ABSL_FLAG(std::string, token_source, "",
+          "where this node's bearer token is: env:NAME, file:PATH or credential:NAME (overrides 'token')");
 ABSL_FLAG(std::string, worker_binary, "", "worker executable (overrides 'worker.binary')");
 ABSL_FLAG(std::vector<std::string>, worker_args, {},
           "extra worker arguments, comma-separated (replace 'worker.args')");
@@ -54,7 +58,10 @@ absl::StatusOr<SupervisorConfig> ConfigFromFlags() {
   Override(FLAGS_shepherd, &config.shepherd);
   Override(FLAGS_supervisor_id, &config.supervisor_id);
   Override(FLAGS_state_dir, &config.state_dir);
-  Override(FLAGS_auth_token, &config.auth_token);
+  Override(FLAGS_tls_ca, &config.tls.ca);
+  Override(FLAGS_tls_cert, &config.tls.cert);
+  Override(FLAGS_tls_key, &config.tls.key);
+  Override(FLAGS_token_source, &config.token_source);
   Override(FLAGS_worker_binary, &config.worker.binary);
   if (std::vector<std::string> args = absl::GetFlag(FLAGS_worker_args); !args.empty()) {
     config.worker.args = args;

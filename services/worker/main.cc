@@ -5,6 +5,8 @@
 //              [--threads=N] [--cache_dir=DIR] [--metrics_listen=127.0.0.1:9472]
 //              [--metrics_address_file=F]   (bound HOST:PORT of /metrics, for port 0)
 //              [--data_roots=DIR,DIR] [--max_data_file_bytes=N]   (shared data files only)
+//              [--tls_ca=ca.pem [--tls_cert=node.pem --tls_key=node.key]] [--token_source=env:PCP_TOKEN]
+// The token itself is never a flag: --token_source names where to read it.
 // SIGTERM / SIGINT: abandon the running round, leave the stream cleanly, exit 0.
 
 #include <cstdio>
@@ -17,6 +19,8 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
+#include "pcp/auth/secret.h"
+#include "pcp/auth/tls_credentials.h"
 #include "pcp/base/absl_fmt.h"
 #include "pcp/base/termination_signal.h"
 #include "pcp/metrics/metrics_server.h"
@@ -31,7 +35,12 @@ ABSL_FLAG(int64_t, incarnation, -1, "worker process count of the supervisor (def
 ABSL_FLAG(std::string, backend, "cpu", "compute backend: cpu, vulkan or auto");
 ABSL_FLAG(int32_t, threads, 0, "CPU threads (0 = all cores)");
 ABSL_FLAG(std::string, cache_dir, "", "keep received programs here (default: memory only)");
-ABSL_FLAG(std::string, auth_token, "", "the shepherd's shared secret, if it requires one");
+ABSL_FLAG(std::string, tls_ca, "", "CA certificate (PEM) that signed the shepherd's certificate; set = TLS");
+ABSL_FLAG(std::string, tls_cert, "", "this node's certificate (PEM) for mTLS; may be credential:NAME");
+ABSL_FLAG(std::string, tls_key, "", "this node's private key (PEM) for mTLS; may be credential:NAME");
+ABSL_FLAG(int32_t, tls_refresh_s, pcp::auth::kDefaultCertRefreshSeconds, "re-read the TLS files this often");
+ABSL_FLAG(std::string, token_source, "",
+          "where this node's bearer token is (env:NAME, file:PATH or credential:NAME; never the token itself)");
 ABSL_FLAG(int64_t, backoff_initial_ms, 500, "first reconnect delay");
 ABSL_FLAG(int64_t, backoff_max_ms, 10000, "longest reconnect delay");
 ABSL_FLAG(std::vector<std::string>, data_roots, {pcp::DefaultDataRoot()},
@@ -72,7 +81,20 @@ int main(int argc, char** argv) {
   options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
   options.data_roots = absl::GetFlag(FLAGS_data_roots);
   options.max_data_file_bytes = absl::GetFlag(FLAGS_max_data_file_bytes);
-  options.auth_token = absl::GetFlag(FLAGS_auth_token);
+  options.credentials.tls = {.ca = absl::GetFlag(FLAGS_tls_ca), .cert = absl::GetFlag(FLAGS_tls_cert),
+                             .key = absl::GetFlag(FLAGS_tls_key), .refresh_interval_s = absl::GetFlag(FLAGS_tls_refresh_s)};
+  if (absl::Status s = pcp::auth::ResolveTlsFiles("--tls", /*server=*/false, &options.credentials.tls); !s.ok()) {
+    spdlog::error("{}", s.message());
+    return 2;
+  }
+  if (const std::string source = absl::GetFlag(FLAGS_token_source); !source.empty()) {
+    absl::StatusOr<std::string> token = pcp::auth::LoadSecret(source);
+    if (!token.ok()) {
+      spdlog::error("--token_source: {}", token.status().message());
+      return 2;
+    }
+    options.credentials.token = *std::move(token);
+  }
   options.fault_delta = absl::GetFlag(FLAGS_fault_delta);
   options.backoff.initial = absl::Milliseconds(std::max<int64_t>(absl::GetFlag(FLAGS_backoff_initial_ms), 1));
   options.backoff.max = std::max(absl::Milliseconds(absl::GetFlag(FLAGS_backoff_max_ms)), options.backoff.initial);

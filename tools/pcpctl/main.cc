@@ -3,7 +3,10 @@
 //   pcpctl submit config/jobs/shakespeare_char.yaml
 //   pcpctl watch job-0001
 //   pcpctl --shepherd=10.0.0.5:7070 workers
+//   pcpctl --shepherd=shepherd.example:7070 --ca=ca.pem --cert=me.pem --key=me.key jobs
+//   PCP_TOKEN_FILE=~/.pcp/token pcpctl cluster
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +17,8 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/time/time.h"
+#include "pcp/auth/secret.h"
+#include "pcp/auth/tls_credentials.h"
 #include "pcp/pcpctl/pcpctl.h"
 
 ABSL_FLAG(std::string, shepherd, "",
@@ -34,6 +39,11 @@ ABSL_FLAG(uint64_t, seed, 1337, "sample: random seed");
 ABSL_FLAG(bool, csv, false, "history: print CSV (a header, then one line per round)");
 ABSL_FLAG(bool, json, false, "history: print JSON lines (one RoundRecord object per round)");
 ABSL_FLAG(std::string, out, "loss.png", "plot: the PNG file to write");
+ABSL_FLAG(std::string, ca, "", "CA certificate (PEM) of the shepherd; set = TLS (default: $PCP_CA)");
+ABSL_FLAG(std::string, cert, "", "client certificate (PEM) for mTLS (default: $PCP_CERT)");
+ABSL_FLAG(std::string, key, "", "client private key (PEM) for mTLS (default: $PCP_KEY)");
+ABSL_FLAG(std::string, token_file, "",
+          "file holding a bearer token, or env:NAME / credential:NAME (default: $PCP_TOKEN_FILE)");
 
 namespace {
 
@@ -60,6 +70,31 @@ bool OptionsFromFlags(pcp::pcpctl::PcpctlOptions* options) {
   options->csv = absl::GetFlag(FLAGS_csv);
   options->json = absl::GetFlag(FLAGS_json);
   options->out = absl::GetFlag(FLAGS_out);
+  // Credentials: a flag, else its environment variable. Only locations are taken from the
+  // command line; the token is read from where they point.
+  auto flag_or_env = [](const absl::Flag<std::string>& flag, const char* env) {
+    std::string v = absl::GetFlag(flag);
+    if (v.empty()) {
+      const char* e = std::getenv(env);
+      v = e == nullptr ? "" : e;
+    }
+    return v;
+  };
+  options->credentials.tls = {.ca = flag_or_env(FLAGS_ca, "PCP_CA"), .cert = flag_or_env(FLAGS_cert, "PCP_CERT"),
+                              .key = flag_or_env(FLAGS_key, "PCP_KEY")};
+  if (absl::Status s = pcp::auth::ResolveTlsFiles("--ca/--cert/--key", /*server=*/false, &options->credentials.tls);
+      !s.ok()) {
+    std::fprintf(stderr, "pcpctl: %s\n", std::string(s.message()).c_str());
+    return false;
+  }
+  if (const std::string source = flag_or_env(FLAGS_token_file, "PCP_TOKEN_FILE"); !source.empty()) {
+    absl::StatusOr<std::string> token = pcp::auth::LoadSecret(source);
+    if (!token.ok()) {
+      std::fprintf(stderr, "pcpctl: --token_file: %s\n", std::string(token.status().message()).c_str());
+      return false;
+    }
+    options->credentials.token = *std::move(token);
+  }
   return true;
 }
 

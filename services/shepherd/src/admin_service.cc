@@ -8,6 +8,8 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "pcp/auth/authorization.h"
+#include "pcp/auth/refused_reactor.h"
 #include "pcp/metrics/registry.h"
 #include "pcp/rpc/grpc_status.h"
 #include "sampling.h"
@@ -22,6 +24,13 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl:
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
+}
+
+// The call finished with the authorization interceptor's refusal, or null when the caller
+// may go on (roles per method: method_roles.cc).
+grpc::ServerUnaryReactor* Refused(grpc::CallbackServerContext* context) {
+  absl::Status refused = auth::CallerOf(context).status();
+  return refused.ok() ? nullptr : Done(context, refused);
 }
 
 }  // namespace
@@ -222,6 +231,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
 grpc::ServerUnaryReactor* AdminService::SubmitJob(grpc::CallbackServerContext* context,
                                                   const v1::SubmitJobRequest* request,
                                                   v1::SubmitJobResponse* response) {
+  if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
   if (!Enter()) return Busy(context);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // Validation reads the job's data: off the gRPC thread.
@@ -240,12 +250,14 @@ grpc::ServerUnaryReactor* AdminService::SubmitJob(grpc::CallbackServerContext* c
 
 grpc::ServerUnaryReactor* AdminService::ListJobs(grpc::CallbackServerContext* context,
                                                  const v1::ListJobsRequest* request, v1::ListJobsResponse* response) {
+  if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
   for (v1::Job& job : d_.jobs->List(*request)) *response->add_jobs() = std::move(job);
   return Done(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* AdminService::GetJob(grpc::CallbackServerContext* context, const v1::GetJobRequest* request,
                                                v1::Job* response) {
+  if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
   absl::StatusOr<v1::Job> job = d_.jobs->Get(request->job_id());
   if (job.ok()) *response = *std::move(job);
   return Done(context, job.status());
@@ -253,6 +265,7 @@ grpc::ServerUnaryReactor* AdminService::GetJob(grpc::CallbackServerContext* cont
 
 grpc::ServerUnaryReactor* AdminService::CancelJob(grpc::CallbackServerContext* context,
                                                   const v1::CancelJobRequest* request, v1::Job* response) {
+  if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
   absl::StatusOr<v1::Job> job = d_.jobs->Cancel(request->job_id(), request->reason());
   if (job.ok()) *response = *std::move(job);
   return Done(context, job.status());
@@ -261,6 +274,7 @@ grpc::ServerUnaryReactor* AdminService::CancelJob(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* AdminService::GetJobHistory(grpc::CallbackServerContext* context,
                                                       const v1::GetJobHistoryRequest* request,
                                                       v1::GetJobHistoryResponse* response) {
+  if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
   absl::StatusOr<v1::GetJobHistoryResponse> history = d_.jobs->History(*request);
   if (history.ok()) *response = *std::move(history);
   return Done(context, history.status());
@@ -268,6 +282,9 @@ grpc::ServerUnaryReactor* AdminService::GetJobHistory(grpc::CallbackServerContex
 
 grpc::ServerWriteReactor<v1::JobEvent>* AdminService::WatchJob(grpc::CallbackServerContext* context,
                                                                const v1::WatchJobRequest* request) {
+  if (absl::Status refused = auth::CallerOf(context).status(); !refused.ok()) {
+    return new auth::RefusedWriteReactor<v1::JobEvent>(refused);
+  }
   return new WatchReactor(d_.jobs, watches_.get(), context, static_cast<size_t>(d_.config->max_watch_queue),
                           request->job_id());
 }
@@ -304,6 +321,7 @@ void AdminService::EndStreams(const absl::Status& why) {
 grpc::ServerUnaryReactor* AdminService::ListWorkers(grpc::CallbackServerContext* context,
                                                     const v1::ListWorkersRequest* request,
                                                     v1::ListWorkersResponse* response) {
+  if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
   std::map<std::string, v1::WorkerInfo> by_id;
   for (v1::WorkerInfo& w : d_.registry->List()) {
     const std::string id = w.supervisor_id();
@@ -325,6 +343,7 @@ grpc::ServerUnaryReactor* AdminService::ListWorkers(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* AdminService::Command(SupervisorCommand command, grpc::CallbackServerContext* context,
                                                 const v1::WorkerCommandRequest* request,
                                                 v1::WorkerCommandResponse* response) {
+  if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
   const char* name = command == SupervisorCommand::kRestart ? "RestartWorker" : "DrainWorker";
   if (d_.supervisors == nullptr) {
     return Done(context, absl::UnimplementedError(absl::StrCat(
@@ -360,6 +379,7 @@ grpc::ServerUnaryReactor* AdminService::DrainWorker(grpc::CallbackServerContext*
 
 grpc::ServerUnaryReactor* AdminService::GetCluster(grpc::CallbackServerContext* context,
                                                    const v1::GetClusterRequest* request, v1::Cluster* response) {
+  if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
   const JobCounts counts = d_.jobs->Counts();
   const Coordinator::Status status = d_.coordinator->status();
   response->set_shepherd_version(PCP_VERSION);
@@ -382,6 +402,7 @@ grpc::ServerUnaryReactor* AdminService::GetCluster(grpc::CallbackServerContext* 
 
 grpc::ServerUnaryReactor* AdminService::Sample(grpc::CallbackServerContext* context,
                                                const v1::SampleRequest* request, v1::SampleResponse* response) {
+  if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
   if (!Enter()) return Busy(context);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   d_.pool->Run([this, reactor, request, response] {

@@ -8,6 +8,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "auth_refusals.h"
+#include "pcp/auth/authorization.h"
+#include "pcp/auth/refused_reactor.h"
 #include "pcp/rpc/grpc_status.h"
 
 namespace pcp::shepherd {
@@ -16,15 +19,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
-
-// Compares secrets in time independent of where they differ.
-bool SameToken(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  }
-  return diff == 0;
-}
 
 std::string Text(const absl::Status& s) { return std::string(s.message()); }
 
@@ -38,8 +32,9 @@ class ControlService::Reactor final
     : public grpc::ServerBidiReactor<v1::SupervisorMessage, v1::ControlCommand>,
       public ControlSession {
  public:
-  Reactor(ControlService* service, grpc::CallbackServerContext* context)
+  Reactor(ControlService* service, grpc::CallbackServerContext* context, auth::Principal caller)
       : service_(service),
+        caller_(std::move(caller)),
         registry_(service->registry_),
         context_(context),
         peer_(context->peer()),
@@ -204,10 +199,9 @@ class ControlService::Reactor final
           " is not supported; this shepherd speaks PROTOCOL_VERSION_1 (1)"));
     }
     if (absl::Status s = ValidateSupervisorId(hello.supervisor_id()); !s.ok()) return s;
-    const std::string& expected = service_->options_.auth_token;
-    if (!expected.empty() && !SameToken(hello.auth_token(), expected)) {
-      return absl::UnauthenticatedError(
-          absl::StrCat("supervisor '", hello.supervisor_id(), "': wrong or missing auth_token"));
+    if (absl::Status bound = auth::CheckNodeIdentity(caller_, hello.supervisor_id()); !bound.ok()) {
+      CountAuthRefusal("Control", auth::kReasonNodeMismatch);
+      return bound;
     }
     if (absl::Status closed = service_->Closed(); !closed.ok()) return closed;
     absl::StatusOr<uint64_t> token = registry_->Connect(hello, this);
@@ -276,6 +270,7 @@ class ControlService::Reactor final
   }
 
   ControlService* const service_;
+  const auth::Principal caller_;  // who opened the stream; its hello must be for its own id
   ControlRegistry* const registry_;
   grpc::CallbackServerContext* const context_;
   const std::string peer_;
@@ -309,7 +304,11 @@ ControlService::~ControlService() {
 
 grpc::ServerBidiReactor<v1::SupervisorMessage, v1::ControlCommand>* ControlService::Supervise(
     grpc::CallbackServerContext* context) {
-  return new Reactor(this, context);
+  absl::StatusOr<auth::Principal> caller = auth::CallerOf(context);
+  if (!caller.ok()) {
+    return new auth::RefusedBidiReactor<v1::SupervisorMessage, v1::ControlCommand>(caller.status());
+  }
+  return new Reactor(this, context, *std::move(caller));
 }
 
 void ControlService::Add(Reactor* reactor) {

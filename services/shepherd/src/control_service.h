@@ -1,5 +1,6 @@
 // Private: the Control service (protos/pcp/v1/control.proto), callback API, one reactor per
-// supervisor stream. It checks each SupervisorHello (protocol version, id, auth token),
+// supervisor stream. It checks each SupervisorHello (protocol version, id, and that a node
+// credential speaks for its own supervisor id: pcp/auth/authenticator.h CheckNodeIdentity),
 // admits the stream into the ControlRegistry (which refuses a second live stream for one id
 // with ALREADY_EXISTS), answers with SupervisorWelcome, relays heartbeats and CommandAcks
 // into the registry, and sends the registry's commands down the stream.
@@ -7,7 +8,6 @@
 //   ControlRegistry registry;
 //   ControlService control(&registry, {.heartbeat_interval_ms = 1000,
 //                                      .heartbeat_timeout_ms = 3000,
-//                                      .auth_token = config.auth_token,
 //                                      .version = "0.1.0"});
 //   grpc::ServerBuilder builder;
 //   builder.RegisterService(&control);
@@ -39,7 +39,6 @@ namespace pcp::shepherd {
 struct ControlServiceOptions {
   uint32_t heartbeat_interval_ms = 1000;  // announced in the welcome; > 0
   uint32_t heartbeat_timeout_ms = 3000;   // announced in the welcome; > interval
-  std::string auth_token;                 // empty = none required
   std::string version;                    // the shepherd's version, sent in the welcome
 };
 

@@ -10,6 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "admin_service.h"
+#include "auth_refusals.h"
+#include "method_roles.h"
+#include "pcp/auth/authorization.h"
+#include "pcp/auth/tls_credentials.h"
+#include "pcp/metrics/registry.h"
 #include "blocking_pool.h"
 #include "control_service.h"
 #include "coordinator.h"
@@ -77,6 +82,7 @@ struct Shepherd::Impl {
   DirLock state_lock;  // held from before the first read of state_dir until Shutdown ends
   std::string address;
   int port = 0;
+  std::unique_ptr<auth::Authenticator> authenticator;  // outlives the server
   std::unique_ptr<JobManager> jobs;
   std::unique_ptr<WorkerRegistry> registry;
   std::unique_ptr<Coordinator> coordinator;
@@ -103,6 +109,26 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   impl->config = config;
   const ShepherdConfig& c = impl->config;
   PCP_RETURN_IF_ERROR(MakeDirs(c.state_dir), _ << "creating state_dir");
+  // Transport and auth first: a refused listen address or a bad certificate is reported
+  // before anything binds or opens the state directory's jobs.
+  auth::TlsFiles tls = c.tls;
+  PCP_RETURN_IF_ERROR(auth::ResolveTlsFiles("tls", /*server=*/true, &tls));
+  PCP_RETURN_IF_ERROR(auth::CheckPlaintextListen(c.listen, tls.enabled(), c.insecure));
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (tls.enabled()) {
+    PCP_ASSIGN_OR_RETURN(credentials, auth::MakeServerCredentials(tls));
+  } else if (!auth::IsLoopbackAddress(c.listen)) {
+    spdlog::warn("insecure: true: serving plaintext on {}; anyone on the network can read and forge the traffic",
+                 c.listen);
+    metrics::Get(metrics::kShepherdInsecureListen).Set(1);
+  }
+  impl->authenticator = std::make_unique<auth::Authenticator>(c.auth);
+  DeclareAuthRefusals();
+  spdlog::info("transport {}; {}", tls.enabled() ? (tls.ca.empty() ? "TLS" : "mTLS") : "plaintext",
+               impl->authenticator->enabled()
+                   ? absl::StrCat("auth on (", c.auth.identities.size(), " certificate identities, ", c.auth.tokens.size(),
+                                  " tokens)")
+                   : std::string("auth off (no identities or tokens configured)"));
   PCP_ASSIGN_OR_RETURN(impl->state_lock, DirLock::Acquire(c.state_dir, "state_dir"));
   PCP_ASSIGN_OR_RETURN(DataRoots data_roots, DataRoots::Confined(c.data_roots, c.max_data_file_bytes),
                        _ << "data_roots");
@@ -116,8 +142,7 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
                policy.data_roots.Describe(), FormatBytes(c.max_data_file_bytes), FormatBytes(policy.budgets.worker_bytes),
                FormatBytes(policy.budgets.shepherd_bytes), c.max_jobs, c.max_queued_jobs);
   PCP_ASSIGN_OR_RETURN(impl->jobs, JobManager::Open(c.state_dir, std::move(policy)));
-  SessionOptions session{.auth_token = c.auth_token,
-                         .heartbeat_interval_ms = static_cast<uint32_t>(c.heartbeat_interval_ms),
+  SessionOptions session{.heartbeat_interval_ms = static_cast<uint32_t>(c.heartbeat_interval_ms),
                          .heartbeat_timeout_ms = static_cast<uint32_t>(c.heartbeat_timeout_ms),
                          .chunk_bytes = c.chunk_bytes,
                          .max_chunk_bytes = c.max_chunk_bytes,
@@ -137,7 +162,6 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
       impl->control_registry.get(),
       ControlServiceOptions{.heartbeat_interval_ms = static_cast<uint32_t>(c.heartbeat_interval_ms),
                             .heartbeat_timeout_ms = static_cast<uint32_t>(c.heartbeat_timeout_ms),
-                            .auth_token = c.auth_token,
                             .version = PCP_VERSION});
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
@@ -160,8 +184,13 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   quota.Resize(static_cast<size_t>(c.grpc_memory_bytes));
   builder.SetResourceQuota(quota);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, static_cast<int>(c.max_streams_per_connection));
-  builder.experimental().SetInterceptorCreators(AdminMetricsInterceptors());
-  builder.AddListeningPort(c.listen, grpc::InsecureServerCredentials(), &impl->port);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  // First: its refusal is the status the metrics interceptor after it counts.
+  interceptors.push_back(auth::MakeAuthorizationInterceptorFactory(
+      {.authenticator = impl->authenticator.get(), .rules = ShepherdMethodRules(), .on_refusal = CountAuthRefusal}));
+  for (auto& f : AdminMetricsInterceptors()) interceptors.push_back(std::move(f));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  builder.AddListeningPort(c.listen, credentials, &impl->port);
   builder.RegisterService(impl->training.get());
   builder.RegisterService(impl->admin.get());
   builder.RegisterService(impl->control.get());

@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "pcp/base/file.h"
+#include "pcp/auth/config_fields.h"
+#include "pcp/auth/token.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/config/yaml_fields.h"
 #include "pcp/metrics/metrics_server.h"
@@ -29,7 +31,6 @@ const std::vector<Field<ShepherdConfig>>& Fields() {
       StringField("state_dir", &ShepherdConfig::state_dir, /*allow_empty=*/false),
       IntField("heartbeat_interval_ms", &ShepherdConfig::heartbeat_interval_ms, IntRange{}),
       IntField("heartbeat_timeout_ms", &ShepherdConfig::heartbeat_timeout_ms, IntRange{}),
-      StringField("auth_token", &ShepherdConfig::auth_token, /*allow_empty=*/true),
       IntField("chunk_bytes", &ShepherdConfig::chunk_bytes, IntRange{}),
       IntField("max_chunk_bytes", &ShepherdConfig::max_chunk_bytes, IntRange{}),
       IntField("round_start_grace_ms", &ShepherdConfig::round_start_grace_ms, IntRange{}),
@@ -50,6 +51,9 @@ const std::vector<Field<ShepherdConfig>>& Fields() {
       IntField("max_streams_per_connection", &ShepherdConfig::max_streams_per_connection, IntRange{}),
       IntField("grpc_memory_bytes", &ShepherdConfig::grpc_memory_bytes, IntRange{}),
       IntField("forget_supervisors_after_s", &ShepherdConfig::forget_supervisors_after_s, IntRange{}),
+      yaml_fields::SectionField("tls", &ShepherdConfig::tls, &auth::TlsFields()),
+      yaml_fields::BoolField("insecure", &ShepherdConfig::insecure),
+      yaml_fields::SectionField("auth", &ShepherdConfig::auth, &auth::AuthGrantsFields()),
   };
   return *fields;
 }
@@ -76,6 +80,21 @@ absl::Status ShepherdConfig::Validate() const {
   if (eval_threads < 0) return bad("eval_threads", "must be >= 0");
   static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
   if (!kLevels.count(log_level)) return bad("log_level", "expected trace, debug, info, warn or error");
+  for (const auth::IdentityGrant& g : auth.identities) {
+    if (g.identity.empty()) return bad("auth.identities", "an entry has an empty identity");
+    if (g.roles.empty()) return bad("auth.identities", absl::StrCat("'", g.identity, "' has no roles"));
+  }
+  for (const auth::TokenGrant& t : auth.tokens) {
+    if (t.name.empty()) return bad("auth.tokens", "an entry has an empty name");
+    if (t.roles.empty()) return bad("auth.tokens", absl::StrCat("'", t.name, "' has no roles"));
+    if (absl::Status s = auth::ValidateTokenSha256(t.sha256); !s.ok()) {
+      return bad("auth.tokens", absl::StrCat("'", t.name, "': sha256: ", s.message()));
+    }
+  }
+  if (!tls.ca.empty() && auth.empty()) {
+    return bad("tls.ca", "mTLS needs auth.identities mapping certificate identities to roles");
+  }
+  if (tls.refresh_interval_s < 1) return bad("tls.refresh_interval_s", "must be >= 1");
   if (!metrics::ValidateMetricsListen(metrics_listen).ok()) {
     return bad("metrics_listen", "expected HOST:PORT (port 0 = any free port) or \"\" (no metrics)");
   }

@@ -1,6 +1,8 @@
 #include "training_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "pcp/auth/authorization.h"
+#include "pcp/auth/refused_reactor.h"
 #include "pcp/rpc/chunk_wire.h"
 #include "pcp/rpc/grpc_status.h"
 #include "shepherd_metrics.h"
@@ -80,7 +82,9 @@ class ConnectReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TrainingService::Connect(
     grpc::CallbackServerContext* context) {
-  return new ConnectReactor(context, registry_->NewSession(context->peer()));
+  absl::StatusOr<auth::Principal> caller = auth::CallerOf(context);
+  if (!caller.ok()) return new auth::RefusedBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>(caller.status());
+  return new ConnectReactor(context, registry_->NewSession(context->peer(), *std::move(caller)));
 }
 
 }  // namespace pcp::shepherd

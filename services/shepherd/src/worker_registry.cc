@@ -63,8 +63,9 @@ void WorkerRegistry::Stop(const absl::Status& why) {
   for (auto& s : all) s->Close(why);
 }
 
-std::shared_ptr<WorkerSession> WorkerRegistry::NewSession(std::string peer) {
-  auto session = std::make_shared<WorkerSession>(absl::StrCat("s-", next_session_++), std::move(peer), options_, this);
+std::shared_ptr<WorkerSession> WorkerRegistry::NewSession(std::string peer, auth::Principal caller) {
+  auto session = std::make_shared<WorkerSession>(absl::StrCat("s-", next_session_++), std::move(peer), options_, this,
+                                                 std::move(caller));
   std::lock_guard<std::mutex> lock(mu_);
   sessions_.insert(session);
   return session;

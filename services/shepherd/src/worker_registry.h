@@ -7,7 +7,7 @@
 //   WorkerRegistry registry(session_options, /*timeout_s=*/3.0, /*interval_s=*/1.0);
 //   registry.SetSink(&coordinator);
 //   registry.Start();                                       // the heartbeat thread
-//   std::shared_ptr<WorkerSession> s = registry.NewSession(peer);   // per Connect call
+//   std::shared_ptr<WorkerSession> s = registry.NewSession(peer, caller);   // per Connect call
 //   std::vector<v1::WorkerInfo> all = registry.List();     // for Admin.ListWorkers
 //   registry.Stop(absl::UnavailableError("shepherd shutting down"));
 #ifndef PCP_SHEPHERD_SRC_WORKER_REGISTRY_H_
@@ -55,7 +55,9 @@ class WorkerRegistry final : public SessionObserver {
   // Closes every session with `why` and stops the heartbeat thread.
   void Stop(const absl::Status& why);
 
-  std::shared_ptr<WorkerSession> NewSession(std::string peer);
+  // `caller`: who opened the stream (pcp/auth/authorization.h); its Join must be for its own
+  // supervisor id when auth is on.
+  std::shared_ptr<WorkerSession> NewSession(std::string peer, auth::Principal caller = {});
 
   std::vector<v1::WorkerInfo> List() const;
   uint32_t connected() const;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "auth_refusals.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/rpc/tensor_proto.h"
 #include "pcp/base/absl_fmt.h"
@@ -37,10 +38,11 @@ absl::Status CheckSupervisorId(const std::string& id) {
 }  // namespace
 
 WorkerSession::WorkerSession(std::string session_id, std::string peer, SessionOptions options,
-                             SessionObserver* observer)
+                             SessionObserver* observer, auth::Principal caller)
     : session_id_(std::move(session_id)),
       peer_(std::move(peer)),
       options_(std::move(options)),
+      caller_(std::move(caller)),
       observer_(observer),
       last_receive_(std::chrono::steady_clock::now()) {}
 
@@ -137,19 +139,22 @@ absl::Status WorkerSession::HandleJoin(const v1::Join& join) {
                                                       " is not supported (this shepherd speaks 1)"));
   }
   PCP_RETURN_IF_ERROR(CheckSupervisorId(join.supervisor_id()));
-  if (!options_.auth_token.empty() && join.auth_token() != options_.auth_token) {
-    return absl::UnauthenticatedError("Join.auth_token does not match the shepherd's token");
-  }
   if (join.backend() != v1::BACKEND_CPU && join.backend() != v1::BACKEND_VULKAN) {
     return absl::InvalidArgumentError("Join.backend must be BACKEND_CPU or BACKEND_VULKAN");
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     join_ = join;
-    join_.clear_auth_token();
     for (const std::string& h : join.cached_program_hashes()) programs_.insert(h);
   }
-  absl::Status accepted = observer_->AdmitJoin(shared_from_this());
+  // A node credential joins only under its own supervisor id: checked before admission, so
+  // a refused Join never takes or displaces another node's slot.
+  absl::Status accepted = auth::CheckNodeIdentity(caller_, join.supervisor_id());
+  if (accepted.ok()) {
+    accepted = observer_->AdmitJoin(shared_from_this());
+  } else {
+    CountAuthRefusal("Training", auth::kReasonNodeMismatch);
+  }
   v1::ShepherdMessage ack;
   v1::JoinAck* a = ack.mutable_join_ack();
   if (!accepted.ok()) {

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "pcp/auth/authenticator.h"
 #include "pcp/rpc/tensor_list.h"
 #include "pcp/v1/training.pb.h"
 
@@ -78,7 +79,6 @@ class SessionObserver {
 };
 
 struct SessionOptions {
-  std::string auth_token;            // "" = none required
   uint32_t heartbeat_interval_ms = 1000;
   uint32_t heartbeat_timeout_ms = 3000;
   int64_t chunk_bytes = 1 << 20;      // sent
@@ -88,7 +88,10 @@ struct SessionOptions {
 
 class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
  public:
-  WorkerSession(std::string session_id, std::string peer, SessionOptions options, SessionObserver* observer);
+  // `caller`: the stream's authenticated principal; a Join for another node's supervisor id
+  // is refused (PERMISSION_DENIED) before it can take that slot.
+  WorkerSession(std::string session_id, std::string peer, SessionOptions options, SessionObserver* observer,
+                auth::Principal caller = {});
 
   void AttachTransport(SessionTransport* transport);
 
@@ -163,6 +166,7 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
   const std::string session_id_;
   const std::string peer_;
   const SessionOptions options_;
+  const auth::Principal caller_;
   SessionObserver* const observer_;
 
   mutable std::mutex mu_;

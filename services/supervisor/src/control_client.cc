@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "pcp/base/status_macros.h"
 #include "pcp/metrics/registry.h"
 #include "pcp/rpc/grpc_status.h"
 #include "pcp/v1/control.grpc.pb.h"
@@ -215,8 +216,8 @@ absl::Status ControlClient::Impl::Session(bool* welcomed) {
   // A private subchannel pool: a new channel starts connecting at once instead of
   // inheriting gRPC's reconnect backoff from an earlier one.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(options_.shepherd, grpc::InsecureChannelCredentials(), args);
+  PCP_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                       auth::MakeChannel(options_.shepherd, options_.credentials, args));
   {
     std::lock_guard<std::mutex> lock(box_->mu);
     ++box_->stats.attempts;
@@ -280,7 +281,6 @@ absl::Status ControlClient::Impl::Session(bool* welcomed) {
   hello.mutable_hello()->set_supervisor_id(options_.supervisor_id);
   hello.mutable_hello()->set_host(options_.host);
   hello.mutable_hello()->set_version(PCP_VERSION);
-  hello.mutable_hello()->set_auth_token(options_.auth_token);
   *hello.mutable_hello()->mutable_worker() = ToProto(manager_->Status());
   write(hello);
 

@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "pcp/auth/secret.h"
+#include "pcp/auth/tls_credentials.h"
 #include "pcp/base/dir_lock.h"
 #include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
@@ -34,6 +36,18 @@ absl::Status RunSupervisor(const SupervisorConfig& config) {
   process.spawn.path = config.worker.binary;
   process.spawn.args = {absl::StrCat("--shepherd=", config.shepherd),
                         absl::StrCat("--supervisor_id=", id)};
+  // The worker gets the node's credentials as *sources* (paths, credential:NAME, env:NAME),
+  // never the token itself: argv is world-readable in ps and lands in this log line. It
+  // inherits the environment, so env: and credential: ($CREDENTIALS_DIRECTORY) resolve the
+  // same for it.
+  if (config.tls.enabled()) {
+    for (const auto& [flag, value] : {std::pair{"--tls_ca=", &config.tls.ca}, std::pair{"--tls_cert=", &config.tls.cert},
+                                      std::pair{"--tls_key=", &config.tls.key}}) {
+      if (!value->empty()) process.spawn.args.push_back(absl::StrCat(flag, *value));
+    }
+    process.spawn.args.push_back(absl::StrCat("--tls_refresh_s=", config.tls.refresh_interval_s));
+  }
+  if (!config.token_source.empty()) process.spawn.args.push_back(absl::StrCat("--token_source=", config.token_source));
   process.spawn.args.insert(process.spawn.args.end(), config.worker.args.begin(),
                             config.worker.args.end());
   process.backoff = config.worker.backoff;
@@ -41,12 +55,17 @@ absl::Status RunSupervisor(const SupervisorConfig& config) {
   process.grace = config.worker.grace;
   spdlog::info("supervisor '{}' on {}: worker {} {}; shepherd {}", id, host, process.spawn.path,
                absl::StrJoin(process.spawn.args, " "), config.shepherd);
+  auth::ClientCredentials credentials{.tls = config.tls};
+  PCP_RETURN_IF_ERROR(auth::ResolveTlsFiles("tls", /*server=*/false, &credentials.tls));
+  if (!config.token_source.empty()) {
+    PCP_ASSIGN_OR_RETURN(credentials.token, auth::LoadSecret(config.token_source), _ << "token");
+  }
   PCP_ASSIGN_OR_RETURN(std::unique_ptr<ProcessManager> manager, ProcessManager::Start(process));
 
   ControlClientOptions control{.shepherd = config.shepherd,
                                .supervisor_id = id,
                                .host = host,
-                               .auth_token = config.auth_token,
+                               .credentials = std::move(credentials),
                                .reconnect = config.reconnect.backoff,
                                .connect_timeout = config.reconnect.connect_timeout};
   std::unique_ptr<ControlClient> client = ControlClient::Start(

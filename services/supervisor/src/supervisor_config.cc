@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "pcp/base/file.h"
+#include "pcp/auth/config_fields.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/config/yaml_fields.h"
 #include "pcp/metrics/metrics_server.h"
@@ -59,7 +60,8 @@ const std::vector<Field<SupervisorConfig>>& Fields() {
       StringField("shepherd", &SupervisorConfig::shepherd, /*allow_empty=*/false),
       StringField("supervisor_id", &SupervisorConfig::supervisor_id, /*allow_empty=*/true),
       StringField("state_dir", &SupervisorConfig::state_dir, /*allow_empty=*/true),
-      StringField("auth_token", &SupervisorConfig::auth_token, /*allow_empty=*/true),
+      SectionField("tls", &SupervisorConfig::tls, &auth::TlsFields()),
+      StringField("token", &SupervisorConfig::token_source, /*allow_empty=*/true),
       MillisField("grace_ms", &SupervisorConfig::grace, kAtLeast0),
       StringField("metrics_listen", &SupervisorConfig::metrics_listen, /*allow_empty=*/true),
       SectionField("worker", &SupervisorConfig::worker, &WorkerFields()),

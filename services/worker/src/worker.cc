@@ -145,7 +145,7 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(WorkerOptions options) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.initial)));
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.initial)));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.max)));
-  impl->channel = grpc::CreateCustomChannel(impl->options.shepherd, grpc::InsecureChannelCredentials(), args);
+  PCP_ASSIGN_OR_RETURN(impl->channel, auth::MakeChannel(impl->options.shepherd, impl->options.credentials, args));
   return std::unique_ptr<Worker>(new Worker(std::move(impl)));
 }
 
@@ -173,7 +173,6 @@ v1::Join Worker::Impl::MakeJoin() const {
   join.set_device(backend->DeviceDescription());
   join.set_threads(static_cast<uint32_t>(options.threads));
   join.set_version(PCP_VERSION);
-  join.set_auth_token(options.auth_token);
   for (const std::string& h : cache->Hashes()) join.add_cached_program_hashes(h);
   join.set_host(HostName());
   return join;

@@ -66,6 +66,7 @@ TEST(RegistryTest, DeclaredMetricsAppearWithHelpTypeAndFixedSeries) {
   registry.Get(kShepherdTokensTotal, {"job-0001"});
   registry.Get(kShepherdTokensPerSecond, {"job-0001"});
   registry.Get(kShepherdAdminRequestsTotal, {"GetJob", "NOT_FOUND"}).Increment();
+  registry.Get(kShepherdAuthRefusalsTotal, {"Admin", "wrong_role"});
   text = registry.Scrape();
   for (Metric m : MetricsOf(Service::kShepherd)) {
     const MetricInfo& info = InfoOf(m);

@@ -56,6 +56,12 @@ ClusterHarness::ClusterHarness(std::string dir)
 
 ClusterHarness::~ClusterHarness() { (void)StopAll(); }
 
+void ClusterHarness::SetSecurity(ClusterSecurity security) {
+  security_ = std::move(security);
+  admin_.reset();
+  channel_.reset();
+}
+
 std::string ClusterHarness::supervisor_id(int i) const { return absl::StrCat("node-", i + 1); }
 
 absl::Status ClusterHarness::StartShepherd() {
@@ -69,6 +75,11 @@ absl::Status ClusterHarness::StartShepherd() {
                                    "--round_start_grace_ms=1000", "--eval_threads=1",
                                    absl::StrCat("--metrics_listen=127.0.0.1:", metrics_port_)};
   args.insert(args.end(), shepherd_flags_.begin(), shepherd_flags_.end());
+  if (!security_.shepherd_yaml.empty()) {
+    const std::string config = absl::StrCat(dir_, "/shepherd.yaml");
+    if (absl::Status s = WriteFileAtomic(config, security_.shepherd_yaml); !s.ok()) return s;
+    args.push_back(absl::StrCat("--config=", config));
+  }
   absl::StatusOr<std::unique_ptr<Process>> started =
       Process::Start({.binary = PCP_SHEPHERD_BINARY,
                       .args = std::move(args),
@@ -104,16 +115,21 @@ absl::Status ClusterHarness::StartSupervisors(int n, const std::string& backend,
     std::filesystem::create_directories(state);
     supervisor_metrics_ports_.push_back(PickFreePort());
     worker_metrics_ports_.push_back(PickFreePort());
+    std::vector<std::string> args = {
+        absl::StrCat("--shepherd=", target_), absl::StrCat("--supervisor_id=", supervisor_id(i)),
+        absl::StrCat("--state_dir=", state), absl::StrCat("--worker_binary=", PCP_WORKER_BINARY),
+        absl::StrCat("--worker_args=--backend=", backend, ",--threads=1,--backoff_initial_ms=200,--backoff_max_ms=2000",
+                     ",--metrics_listen=127.0.0.1:", worker_metrics_ports_[i], worker_args.empty() ? "" : ",",
+                     worker_args),
+        absl::StrCat("--metrics_listen=127.0.0.1:", supervisor_metrics_ports_[i]), "--backoff_initial_ms=200",
+        "--backoff_max_ms=2000", "--reconnect_initial_ms=100", "--reconnect_max_ms=1000",
+        "--grace_ms=10000", "--worker_grace_ms=5000"};
+    if (security_.supervisor_args) {
+      for (std::string& a : security_.supervisor_args(i)) args.push_back(std::move(a));
+    }
     absl::StatusOr<std::unique_ptr<Process>> started = Process::Start(
         {.binary = PCP_SUPERVISOR_BINARY,
-         .args = {absl::StrCat("--shepherd=", target_), absl::StrCat("--supervisor_id=", supervisor_id(i)),
-                  absl::StrCat("--state_dir=", state), absl::StrCat("--worker_binary=", PCP_WORKER_BINARY),
-                  absl::StrCat("--worker_args=--backend=", backend, ",--threads=1,--backoff_initial_ms=200,--backoff_max_ms=2000",
-                               ",--metrics_listen=127.0.0.1:", worker_metrics_ports_[i],
-                               worker_args.empty() ? "" : ",", worker_args),
-                  absl::StrCat("--metrics_listen=127.0.0.1:", supervisor_metrics_ports_[i]), "--backoff_initial_ms=200",
-                  "--backoff_max_ms=2000", "--reconnect_initial_ms=100", "--reconnect_max_ms=1000",
-                  "--grace_ms=10000", "--worker_grace_ms=5000"},
+         .args = args,
          .log_path = absl::StrCat(log_dir(), "/", supervisor_id(i), ".log")});
     if (!started.ok()) return started.status();
     pids_seen_.insert((*started)->pid());
@@ -208,6 +224,7 @@ absl::StatusOr<CommandResult> ClusterHarness::Pcpctl(const std::vector<std::stri
                                                      absl::Duration timeout) {
   static int count = 0;
   std::vector<std::string> full = {absl::StrCat("--shepherd=", target_)};
+  full.insert(full.end(), security_.pcpctl_args.begin(), security_.pcpctl_args.end());
   full.insert(full.end(), args.begin(), args.end());
   absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(
       {.binary = PCPCTL_BINARY,
@@ -225,7 +242,7 @@ absl::StatusOr<CommandResult> ClusterHarness::Pcpctl(const std::vector<std::stri
 
 v1::Admin::Stub& ClusterHarness::admin() {
   if (admin_ == nullptr) {
-    channel_ = grpc::CreateChannel(target_, grpc::InsecureChannelCredentials());
+    channel_ = *auth::MakeChannel(target_, security_.admin, grpc::ChannelArguments());
     admin_ = v1::Admin::NewStub(channel_);
   }
   return *admin_;

@@ -28,6 +28,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -36,6 +37,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "pcp/auth/tls_credentials.h"
 #include "pcp/v1/admin.grpc.pb.h"
 #include "process_harness.h"
 
@@ -72,6 +74,18 @@ struct MetricsEndpoint {
   int port = 0;
 };
 
+// A cluster under TLS / mTLS with roles (SetSecurity before starting anything).
+struct ClusterSecurity {
+  // Extra shepherd.yaml text (tls:, auth:), written to a config file the shepherd reads.
+  std::string shepherd_yaml;
+  // Extra supervisor flags for supervisor i (0-based), e.g. its --tls_cert / --tls_key.
+  std::function<std::vector<std::string>(int i)> supervisor_args;
+  // Extra pcpctl flags (--ca, --cert, --key, --token_file).
+  std::vector<std::string> pcpctl_args;
+  // The harness's own Admin client (GetCluster, ListWorkers, GetJob polling).
+  auth::ClientCredentials admin;
+};
+
 struct CommandResult {
   int exit_code = -1;  // -1: killed by a signal
   std::string output;  // stdout and stderr, interleaved
@@ -80,6 +94,8 @@ struct CommandResult {
 class ClusterHarness {
  public:
   explicit ClusterHarness(std::string dir);
+  // TLS files, roles and credentials for every process started from now on.
+  void SetSecurity(ClusterSecurity security);
   ~ClusterHarness();  // StopAll()
   ClusterHarness(const ClusterHarness&) = delete;
   ClusterHarness& operator=(const ClusterHarness&) = delete;
@@ -162,6 +178,7 @@ class ClusterHarness {
   std::set<pid_t> pids_seen_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Admin::Stub> admin_;
+  ClusterSecurity security_;
 };
 
 // When a service logged `line` ("2026-01-02 03:04:05.678 I shepherd] ...", spdlog's local

@@ -1,6 +1,7 @@
 #include "reflection_client.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <condition_variable>
 #include <mutex>
 #include <set>
@@ -26,10 +27,10 @@ namespace pb = ::google::protobuf;
 namespace refl = ::grpc::reflection::v1alpha;
 
 struct ReflectionClient::Impl {
-  Impl(const std::string& target, absl::Duration timeout)
+  Impl(const std::string& target, absl::Duration timeout, std::shared_ptr<grpc::Channel> to_server)
       : target(target),
         timeout(timeout),
-        channel(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())),
+        channel(std::move(to_server)),
         reflection(refl::ServerReflection::NewStub(channel)),
         generic(channel),
         pool(&database),
@@ -110,7 +111,15 @@ struct ReflectionClient::Impl {
 };
 
 ReflectionClient::ReflectionClient(const std::string& target, absl::Duration timeout)
-    : impl_(std::make_unique<Impl>(target, timeout)) {}
+    : impl_(std::make_unique<Impl>(target, timeout, grpc::CreateChannel(target, grpc::InsecureChannelCredentials()))) {}
+
+ReflectionClient::ReflectionClient(const std::string& target, const auth::ClientCredentials& credentials,
+                                   absl::Duration timeout) {
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = auth::MakeChannel(target, credentials, grpc::ChannelArguments());
+  // A refused combination (a token in clear text to a remote host) is a test's mistake.
+  if (!channel.ok()) std::abort();
+  impl_ = std::make_unique<Impl>(target, timeout, *std::move(channel));
+}
 
 ReflectionClient::~ReflectionClient() = default;
 

@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "pcp/auth/tls_credentials.h"
 
 namespace pcp::testing {
 
@@ -38,6 +39,10 @@ class ReflectionClient {
  public:
   // `target`: HOST:PORT, plaintext (as grpcurl -plaintext). Connects lazily.
   explicit ReflectionClient(const std::string& target, absl::Duration timeout = absl::Seconds(10));
+  // With TLS files and/or a bearer token, as `grpcurl -cacert CA -cert C -key K
+  // -H 'authorization: Bearer T'` (pcp/auth/tls_credentials.h; files already resolved).
+  ReflectionClient(const std::string& target, const auth::ClientCredentials& credentials,
+                   absl::Duration timeout = absl::Seconds(10));
   ~ReflectionClient();
   ReflectionClient(const ReflectionClient&) = delete;
   ReflectionClient& operator=(const ReflectionClient&) = delete;

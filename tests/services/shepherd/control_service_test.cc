@@ -16,6 +16,9 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "pcp/auth/authorization.h"
+#include "pcp/auth/tls_credentials.h"
+#include "pcp/auth/token.h"
 #include "pcp/shepherd/control_registry.h"
 #include "pcp/supervisor/child_process.h"
 #include "pcp/supervisor/supervisor_id.h"
@@ -25,6 +28,7 @@ namespace pcp::shepherd {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using supervisor::ChildProcess;
 using supervisor::ExitInfo;
 using supervisor_testing::kSupervisorPath;
@@ -57,12 +61,11 @@ struct RawStream {
   std::unique_ptr<grpc::ClientReaderWriter<v1::SupervisorMessage, v1::ControlCommand>> stream;
 };
 
-v1::SupervisorMessage HelloMessage(const std::string& id, const std::string& token = "") {
+v1::SupervisorMessage HelloMessage(const std::string& id) {
   v1::SupervisorMessage m;
   m.mutable_hello()->set_protocol_version(v1::PROTOCOL_VERSION_1);
   m.mutable_hello()->set_supervisor_id(id);
   m.mutable_hello()->set_host("raw-client");
-  m.mutable_hello()->set_auth_token(token);
   return m;
 }
 
@@ -81,14 +84,22 @@ class ControlServiceTest : public ::testing::Test {
     StopShepherd();
   }
 
-  void StartShepherd(int port, std::string auth_token = "") {
+  // `grants`: with any, the shepherd's authorization interceptor guards the service.
+  void StartShepherd(int port, auth::AuthGrants grants = {}) {
     registry_ = std::make_unique<ControlRegistry>();
     service_ = std::make_unique<ControlService>(
         registry_.get(), ControlServiceOptions{.heartbeat_interval_ms = 100,
                                                .heartbeat_timeout_ms = 1000,
-                                               .auth_token = std::move(auth_token),
                                                .version = "test-shepherd"});
     grpc::ServerBuilder builder;
+    if (!grants.empty()) {
+      authenticator_ = std::make_unique<auth::Authenticator>(std::move(grants));
+      std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+      interceptors.push_back(auth::MakeAuthorizationInterceptorFactory(
+          {.authenticator = authenticator_.get(),
+           .rules = {{"/pcp.v1.Control/Supervise", {auth::Role::kNode}}}}));
+      builder.experimental().SetInterceptorCreators(std::move(interceptors));
+    }
     builder.AddListeningPort(absl::StrCat("127.0.0.1:", port), grpc::InsecureServerCredentials(),
                              &port_);
     builder.RegisterService(service_.get());
@@ -175,9 +186,12 @@ class ControlServiceTest : public ::testing::Test {
     return pids.size() >= n ? pids[n - 1] : -1;
   }
 
-  std::unique_ptr<RawStream> OpenRaw() {
+  // `token`: sent as "authorization: Bearer <token>" when not empty.
+  std::unique_ptr<RawStream> OpenRaw(const std::string& token = "") {
     auto raw = std::make_unique<RawStream>();
-    raw->channel = grpc::CreateChannel(Address(), grpc::InsecureChannelCredentials());
+    auth::ClientCredentials credentials;
+    credentials.token = token;
+    raw->channel = *auth::MakeChannel(Address(), credentials, grpc::ChannelArguments());
     raw->stub = v1::Control::NewStub(raw->channel);
     raw->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     raw->stream = raw->stub->Supervise(&raw->context);
@@ -185,9 +199,12 @@ class ControlServiceTest : public ::testing::Test {
   }
 
   // Sends `first` on a fresh stream; returns the welcome's rejection and the RPC's status.
-  std::pair<v1::Error, grpc::Status> RejectedHello(const v1::SupervisorMessage& first) {
-    std::unique_ptr<RawStream> raw = OpenRaw();
-    EXPECT_TRUE(raw->stream->Write(first));
+  std::pair<v1::Error, grpc::Status> RejectedHello(const v1::SupervisorMessage& first,
+                                                   const std::string& token = "") {
+    std::unique_ptr<RawStream> raw = OpenRaw(token);
+    // A stream refused by authorization may be over before the hello is written.
+    const bool wrote = raw->stream->Write(first);
+    EXPECT_TRUE(wrote || !token.empty() || authenticator_ != nullptr);
     v1::ControlCommand reply;
     v1::Error rejection;
     if (raw->stream->Read(&reply)) {
@@ -200,6 +217,7 @@ class ControlServiceTest : public ::testing::Test {
     return {rejection, raw->stream->Finish()};
   }
 
+  std::unique_ptr<auth::Authenticator> authenticator_;  // outlives server_
   std::unique_ptr<ControlRegistry> registry_;
   std::unique_ptr<ControlService> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -379,14 +397,29 @@ TEST_F(ControlServiceTest, BadHellosGetClearStatuses) {
   EXPECT_TRUE(registry_->ListSupervisors().empty());
 }
 
-TEST_F(ControlServiceTest, AuthTokenIsRequiredWhenConfigured) {
+// Node tokens over loopback plaintext: the stream needs a node credential, and a node's
+// credential speaks only for its own supervisor id.
+TEST_F(ControlServiceTest, ANodeCredentialIsRequiredAndBoundToItsId) {
   const int port = port_;
   StopShepherd();
-  StartShepherd(port, "s3cret");
-  auto [rejection, status] = RejectedHello(HelloMessage("node-t", "wrong"));
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_EQ(rejection.code(), static_cast<int>(grpc::StatusCode::UNAUTHENTICATED));
-  Supervisor& s = StartSupervisor("node-t", {"--auth_token=s3cret"});
+  StartShepherd(port, {.tokens = {{.name = "node-t", .sha256 = auth::TokenSha256("t-secret"), .roles = {auth::Role::kNode}},
+                                  {.name = "node-u", .sha256 = auth::TokenSha256("u-secret"), .roles = {auth::Role::kNode}},
+                                  {.name = "ops", .sha256 = auth::TokenSha256("ops-secret"), .roles = {auth::Role::kAdmin}}}});
+  auto [r0, none] = RejectedHello(HelloMessage("node-t"));
+  EXPECT_EQ(none.error_code(), grpc::StatusCode::UNAUTHENTICATED) << none.error_message();
+  auto [r1, wrong] = RejectedHello(HelloMessage("node-t"), "wrong-secret");
+  EXPECT_EQ(wrong.error_code(), grpc::StatusCode::UNAUTHENTICATED) << wrong.error_message();
+  EXPECT_THAT(wrong.error_message(), Not(HasSubstr("wrong-secret")));
+  auto [r2, admin] = RejectedHello(HelloMessage("node-t"), "ops-secret");
+  EXPECT_EQ(admin.error_code(), grpc::StatusCode::PERMISSION_DENIED) << admin.error_message();
+  auto [r3, other] = RejectedHello(HelloMessage("node-t"), "u-secret");
+  EXPECT_EQ(other.error_code(), grpc::StatusCode::PERMISSION_DENIED) << other.error_message();
+  EXPECT_EQ(r3.code(), static_cast<int>(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_THAT(other.error_message(), HasSubstr("'node-u' may not act as supervisor 'node-t'"));
+  EXPECT_TRUE(registry_->ListSupervisors().empty());
+  // The real supervisor reads its token from the environment (never argv) and gets in.
+  setenv("PCP_TEST_NODE_TOKEN", "t-secret", 1);
+  Supervisor& s = StartSupervisor("node-t", {"--token_source=env:PCP_TEST_NODE_TOKEN"});
   WaitConnectedWithWorker(s);
 }
 

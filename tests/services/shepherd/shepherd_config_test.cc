@@ -8,6 +8,7 @@ namespace pcp::shepherd {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(ShepherdConfigTest, DefaultsAndKeys) {
   absl::StatusOr<ShepherdConfig> empty = ParseShepherdConfig("", "s.yaml");
@@ -16,14 +17,13 @@ TEST(ShepherdConfigTest, DefaultsAndKeys) {
   EXPECT_EQ(empty->heartbeat_timeout_ms, 3000);
   absl::StatusOr<ShepherdConfig> c = ParseShepherdConfig(
       "listen: 0.0.0.0:9000\nstate_dir: /var/lib/pcp\nheartbeat_interval_ms: 200\nheartbeat_timeout_ms: 900\n"
-      "auth_token: s3cret\nchunk_bytes: 262144\nmax_chunk_bytes: 524288\nround_start_grace_ms: 0\n"
+      "chunk_bytes: 262144\nmax_chunk_bytes: 524288\nround_start_grace_ms: 0\n"
       "eval_threads: 2\nlog_level: debug\n",
       "s.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->listen, "0.0.0.0:9000");
   EXPECT_EQ(c->state_dir, "/var/lib/pcp");
   EXPECT_EQ(c->heartbeat_interval_ms, 200);
-  EXPECT_EQ(c->auth_token, "s3cret");
   EXPECT_EQ(c->chunk_bytes, 262144);
   EXPECT_EQ(c->max_chunk_bytes, 524288);
   EXPECT_EQ(c->eval_threads, 2);
@@ -43,6 +43,34 @@ TEST(ShepherdConfigTest, ErrorsNameFileLineAndKey) {
   EXPECT_FALSE(ParseShepherdConfig("chunk_bytes: 100\n", "s.yaml").ok());
   EXPECT_FALSE(ParseShepherdConfig("log_level: loud\n", "s.yaml").ok());
   EXPECT_FALSE(ParseShepherdConfig("listen: nocolon\n", "s.yaml").ok());
+}
+
+TEST(ShepherdConfigTest, TlsAndAuthSections) {
+  const std::string hash(64, 'a');
+  absl::StatusOr<ShepherdConfig> c = ParseShepherdConfig(
+      "tls:\n  ca: /etc/pcp/ca.crt\n  cert: credential:shepherd.crt\n  key: credential:shepherd.key\n"
+      "  refresh_interval_s: 2\ninsecure: false\nauth:\n  identities:\n"
+      "    - {identity: node-1, roles: [node]}\n    - {identity: ops, roles: [viewer, admin]}\n"
+      "  tokens:\n    - {name: ci, sha256: " + hash + ", roles: [viewer]}\n",
+      "s.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->tls.ca, "/etc/pcp/ca.crt");
+  EXPECT_EQ(c->tls.key, "credential:shepherd.key");
+  EXPECT_EQ(c->tls.refresh_interval_s, 2);
+  ASSERT_EQ(c->auth.identities.size(), 2u);
+  EXPECT_EQ(c->auth.identities[1].identity, "ops");
+  EXPECT_EQ(c->auth.identities[1].roles, (auth::RoleSet{auth::Role::kViewer, auth::Role::kAdmin}));
+  ASSERT_EQ(c->auth.tokens.size(), 1u);
+  EXPECT_EQ(c->auth.tokens[0].sha256, hash);
+
+  absl::Status role = ParseShepherdConfig("auth:\n  identities:\n    - {identity: a, roles: [root]}\n", "s.yaml").status();
+  EXPECT_THAT(std::string(role.message()), HasSubstr("s.yaml:3:"));
+  EXPECT_THAT(std::string(role.message()), HasSubstr("auth.identities[0].roles: unknown role 'root'"));
+  absl::Status sha = ParseShepherdConfig("auth:\n  tokens:\n    - {name: a, sha256: s3cret, roles: [admin]}\n", "s.yaml").status();
+  EXPECT_THAT(std::string(sha.message()), HasSubstr("auth.tokens[0].sha256: expected the token's SHA-256"));
+  EXPECT_THAT(std::string(sha.message()), Not(HasSubstr("s3cret")));
+  absl::Status mtls = ParseShepherdConfig("tls: {ca: a, cert: b, key: c}\n", "s.yaml").status();
+  EXPECT_THAT(std::string(mtls.message()), HasSubstr("tls.ca: mTLS needs auth.identities"));
 }
 
 TEST(ShepherdConfigTest, MetricsListen) {

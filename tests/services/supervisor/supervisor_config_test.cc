@@ -31,7 +31,8 @@ TEST(SupervisorConfigTest, ReadsEveryKey) {
 shepherd: shepherd.example:9000
 supervisor_id: node-7
 state_dir: /tmp/s
-auth_token: secret
+tls: {ca: /etc/pcp/ca.crt, cert: credential:node.crt, key: credential:node.key}
+token: env:PCP_NODE_TOKEN
 grace_ms: 1500
 worker:
   binary: /bin/true
@@ -48,7 +49,10 @@ reconnect:
   EXPECT_EQ(config->shepherd, "shepherd.example:9000");
   EXPECT_EQ(config->supervisor_id, "node-7");
   EXPECT_EQ(config->state_dir, "/tmp/s");
-  EXPECT_EQ(config->auth_token, "secret");
+  EXPECT_EQ(config->tls.ca, "/etc/pcp/ca.crt");
+  EXPECT_EQ(config->tls.cert, "credential:node.crt");
+  EXPECT_EQ(config->tls.key, "credential:node.key");
+  EXPECT_EQ(config->token_source, "env:PCP_NODE_TOKEN");
   EXPECT_EQ(config->grace, absl::Milliseconds(1500));
   EXPECT_EQ(config->worker.binary, "/bin/true");
   EXPECT_EQ(config->worker.args, (std::vector<std::string>{"-a", "b c"}));

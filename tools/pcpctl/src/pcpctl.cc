@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "pcp/auth/tls_credentials.h"
 #include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/history/round_record_format.h"
@@ -48,6 +49,9 @@ constexpr char kUsage[] =
     "                         default loss.png); needs no Prometheus\n"
     "\n"
     "The shepherd's address: --shepherd, else $PCP_SHEPHERD, else 127.0.0.1:7070.\n"
+    "TLS: --ca (else $PCP_CA) verifies the shepherd; --cert/--key (else $PCP_CERT/$PCP_KEY) for mTLS.\n"
+    "Token: --token_file (else $PCP_TOKEN_FILE): a file, or env:NAME / credential:NAME; the token is\n"
+    "sent as 'authorization: Bearer ...' and never read from the command line.\n"
     "Every call has a deadline (--timeout=SECONDS, default 30).\n";
 
 std::chrono::system_clock::time_point DeadlineAfter(absl::Duration d) {
@@ -56,9 +60,8 @@ std::chrono::system_clock::time_point DeadlineAfter(absl::Duration d) {
 
 class Cli {
  public:
-  Cli(const PcpctlOptions& options, std::FILE* out, std::FILE* err)
-      : options_(options), out_(out), err_(err) {
-    channel_ = grpc::CreateChannel(options.shepherd, grpc::InsecureChannelCredentials());
+  Cli(const PcpctlOptions& options, std::shared_ptr<grpc::Channel> channel, std::FILE* out, std::FILE* err)
+      : options_(options), out_(out), err_(err), channel_(std::move(channel)) {
     stub_ = v1::Admin::NewStub(channel_);
   }
 
@@ -396,7 +399,13 @@ int RunPcpctl(const std::vector<std::string>& args, const PcpctlOptions& options
     std::fprintf(err, "pcpctl: --shepherd is empty; expected HOST:PORT\n");
     return kExitUsage;
   }
-  Cli cli(options, out, err);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      auth::MakeChannel(options.shepherd, options.credentials, grpc::ChannelArguments());
+  if (!channel.ok()) {
+    std::fprintf(err, "pcpctl: %s\n", std::string(channel.status().message()).c_str());
+    return kExitUsage;
+  }
+  Cli cli(options, *std::move(channel), out, err);
   return cli.Run(args[0], std::vector<std::string>(args.begin() + 1, args.end()));
 }
 

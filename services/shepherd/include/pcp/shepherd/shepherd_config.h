@@ -11,7 +11,6 @@
 //   state_dir: "state/shepherd"    jobs, checkpoints; created if missing
 //   heartbeat_interval_ms: 1000    both ends of every stream send a heartbeat this often
 //   heartbeat_timeout_ms: 3000     silence this long = the peer is dead (> interval)
-//   auth_token: ""                 shared secret workers and supervisors must present
 //   chunk_bytes: 1048576           data per chunk message sent (256 KiB..1 MiB)
 //   max_chunk_bytes: 1048576       largest chunk data accepted from a peer (<= 1 MiB)
 //   round_start_grace_ms: 2000     how long a round waits for missing workers before it
@@ -49,6 +48,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "pcp/auth/authenticator.h"
+#include "pcp/auth/tls_credentials.h"
 #include "pcp/training/data_roots.h"
 #include "pcp/training/job_memory.h"
 
@@ -59,7 +60,14 @@ struct ShepherdConfig {
   std::string state_dir = "state/shepherd";
   int64_t heartbeat_interval_ms = 1000;
   int64_t heartbeat_timeout_ms = 3000;
-  std::string auth_token;
+  // Transport: TLS on the listener when tls.cert/key are set; mTLS (client certificates
+  // required, verified against tls.ca) when tls.ca is set too. Paths may be credential:NAME.
+  auth::TlsFiles tls;
+  // Plaintext on a non-loopback listen address is refused unless this is true.
+  bool insecure = false;
+  // Who may call what (pcp/auth/authenticator.h): certificate identities and bearer-token
+  // hashes with their roles. None at all = no authentication (a loopback cluster).
+  auth::AuthGrants auth;
   int64_t chunk_bytes = 1 << 20;
   int64_t max_chunk_bytes = 1 << 20;
   int64_t round_start_grace_ms = 2000;

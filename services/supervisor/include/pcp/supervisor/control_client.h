@@ -32,6 +32,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "pcp/auth/tls_credentials.h"
 #include "pcp/base/backoff.h"
 #include "pcp/supervisor/process_manager.h"
 
@@ -41,7 +42,7 @@ struct ControlClientOptions {
   std::string shepherd;        // host:port
   std::string supervisor_id;   // validated, stable
   std::string host;            // this node's name
-  std::string auth_token;
+  auth::ClientCredentials credentials;  // TLS files (resolved) and bearer token
   BackoffOptions reconnect{.initial = absl::Milliseconds(500), .multiplier = 2,
                            .max = absl::Seconds(10), .jitter = 0.2};
   // Time allowed to connect and receive the welcome.

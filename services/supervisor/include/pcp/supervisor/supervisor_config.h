@@ -8,7 +8,13 @@
 //   shepherd: 127.0.0.1:7070        # the shepherd's gRPC address, host:port
 //   supervisor_id: node-1           # stable id; if absent, generated once into state_dir
 //   state_dir: /var/lib/pcp-supervisor
-//   auth_token: ""                  # shared secret the shepherd may require
+//   tls:                            # TLS to the shepherd (its worker gets the same files)
+//     ca: /etc/pcp/ca.crt           # CA of the shepherd's certificate; set = TLS
+//     cert: credential:node.crt     # this node's certificate for mTLS (identity = its id)
+//     key: credential:node.key
+//     refresh_interval_s: 10        # re-read the files this often (rotation without restart)
+//   token: env:PCP_NODE_TOKEN       # where this node's bearer token is, if it uses one:
+//                                   # env:NAME, file:PATH or credential:NAME; never the token
 //   grace_ms: 10000                 # SIGTERM -> SIGKILL when the supervisor itself stops
 //   metrics_listen: 127.0.0.1:9471  # Prometheus /metrics; port 0 = any free port; "" = off
 //   worker:
@@ -35,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "pcp/auth/tls_credentials.h"
 #include "pcp/base/backoff.h"
 
 namespace pcp::supervisor {
@@ -58,7 +65,8 @@ struct SupervisorConfig {
   std::string shepherd = "127.0.0.1:7070";
   std::string supervisor_id;
   std::string state_dir;
-  std::string auth_token;
+  auth::TlsFiles tls;        // as written (credential:NAME kept: the worker resolves it too)
+  std::string token_source;  // a pcp/auth/secret.h source; "" = no token
   absl::Duration grace = absl::Seconds(10);
   std::string metrics_listen = "127.0.0.1:9471";
   WorkerConfig worker;

@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "pcp/auth/tls_credentials.h"
 #include "pcp/base/backoff.h"
 #include "pcp/training/data_roots.h"
 
@@ -33,7 +34,8 @@ struct WorkerOptions {
   std::string backend = "cpu";              // cpu | vulkan | auto
   int threads = 0;                          // CPU threads (0 = all cores)
   std::string cache_dir;                    // programs on disk; "" = memory only
-  std::string auth_token;
+  // TLS files (CA of the shepherd; certificate and key for mTLS, resolved) and bearer token.
+  auth::ClientCredentials credentials;
   BackoffOptions backoff{.initial = absl::Milliseconds(500), .max = absl::Seconds(10)};
   int64_t join_timeout_ms = 10000;  // for the JoinAck of each attempt
   // A shared-file shard (data.shared: true) must resolve inside one of these (DataRoots,

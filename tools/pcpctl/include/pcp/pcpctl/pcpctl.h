@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "pcp/auth/tls_credentials.h"
 
 namespace pcp::pcpctl {
 
@@ -50,6 +51,8 @@ inline constexpr int kExitJobCancelled = 4;  // watch: the job ended CANCELLED
 struct PcpctlOptions {
   // host:port of the shepherd's Admin service.
   std::string shepherd = kDefaultShepherd;
+  // TLS files (resolved) and bearer token; empty = plaintext, no token.
+  auth::ClientCredentials credentials;
   // Deadline of each unary call.
   absl::Duration timeout = absl::Seconds(30);
   // Deadline of a whole `watch` (jobs can run for days).
