@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import random
+import re
 import signal
 import socket
 import statistics
@@ -111,13 +112,33 @@ class Cluster:
             return None
         if r.returncode != 0:
             return None
-        return {w["supervisorId"]: w for w in json.loads(r.stdout or "{}").get("workers", [])}
+        return {w["supervisor_id"]: w for w in json.loads(r.stdout or "{}").get("workers", [])}
 
     def history(self, job):
         r = self.ctl("history", job, "--json", check=False, timeout=30)
         if r.returncode != 0:
             return []
         return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+
+    def resumes(self):
+        """Rounds the shepherd resumed from, in order, from its log ("resuming from the
+        checkpoint of round N")."""
+        try:
+            with open(os.path.join(self.logs, "shepherd.log"), errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return []
+        return [int(m) for m in re.findall(r"resuming from the checkpoint of round (\d+)", text)]
+
+    def resumed_round(self, seen, timeout=60):
+        """The round of the first resume after `seen` earlier ones; -1 if none within timeout."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            r = self.resumes()
+            if len(r) > seen:
+                return r[seen]
+            time.sleep(0.1)
+        return -1
 
     def stop(self):
         for p in list(self.supervisors.values()) + [self.shepherd]:
@@ -160,7 +181,7 @@ def run_job(args, chaos):
         deadline = time.time() + 120
         while time.time() < deadline:
             w = c.workers() or {}
-            if sum(1 for i in ids if w.get(i, {}).get("workerConnected")) == len(ids):
+            if sum(1 for i in ids if w.get(i, {}).get("worker_connected")) == len(ids):
                 break
             time.sleep(0.5)
         else:
@@ -178,9 +199,9 @@ def run_job(args, chaos):
                     with lock:
                         for k in record["worker_kills"]:
                             info = w.get(k["supervisor"], {})
-                            if k.get("detected_s") is None and not info.get("workerConnected"):
+                            if k.get("detected_s") is None and not info.get("worker_connected"):
                                 k["detected_s"] = round(now - k["t"], 3)
-                            if k.get("rejoined_s") is None and info.get("workerConnected") \
+                            if k.get("rejoined_s") is None and info.get("worker_connected") \
                                     and pid_of(info) not in (0, k["pid"]):
                                 k["rejoined_s"] = round(now - k["t"], 3)
                                 k.setdefault("detected_s", k["rejoined_s"])
@@ -194,7 +215,7 @@ def run_job(args, chaos):
         if chaos:
             # Spread the rarer faults over the job, by rounds completed.
             status = c.ctl("status", job, "--json").stdout
-            rounds = int(json.loads(status)["progress"].get("totalRounds", 1))
+            rounds = int(json.loads(status)["progress"].get("total_rounds", 1))
             for i in range(args.shepherd_kills):
                 plan.append(((i + 1) * rounds // (args.shepherd_kills + 1), "shepherd"))
             for i in range(args.supervisor_kills):
@@ -222,11 +243,11 @@ def run_job(args, chaos):
                 fault(c, kind, rng, record, lock, ids, job, args)
             elif chaos and now >= next_kill and done_rounds is not None:
                 w = c.workers() or {}
-                live = [i for i in ids if pid_of(w.get(i, {})) and w[i].get("workerConnected")]
+                live = [i for i in ids if pid_of(w.get(i, {})) and w[i].get("worker_connected")]
                 if live:
                     sid = rng.choice(live)
                     pid = pid_of(w[sid])
-                    finished = int(w[sid].get("roundsCompleted", 0) or 0) > 0
+                    finished = int(w[sid].get("rounds_completed", 0) or 0) > 0
                     try:
                         os.kill(pid, signal.SIGKILL)
                         with lock:
@@ -244,7 +265,7 @@ def run_job(args, chaos):
         record["final"] = final
         record["history"] = history
         record["rounds"] = rounds
-        ckpt = (final or {}).get("checkpointPath", "")
+        ckpt = (final or {}).get("checkpoint_path", "")
         if ckpt:
             r = subprocess.run([c.bins["pcp-local"], "sample", ckpt, "--max_new_tokens=8"],
                                capture_output=True, text=True)
@@ -265,7 +286,8 @@ def fault(c, kind, rng, record, lock, ids, job, args):
     now = time.time()
     if kind == "shepherd":
         before = c.history(job)
-        last = max((r.get("round", 0) for r in before), default=0)
+        last = max((int(r.get("round", 0)) for r in before), default=0)
+        resumes_before = len(c.resumes())
         c.shepherd.kill()
         c.shepherd.wait()
         print(f"  t+{now - c_start(record):.0f}s SIGKILL shepherd (last round recorded {last})", flush=True)
@@ -275,15 +297,14 @@ def fault(c, kind, rng, record, lock, ids, job, args):
         # Every worker back on its stream, and where the job resumed.
         while time.time() < up + 120:
             w = c.workers() or {}
-            if sum(1 for i in ids if w.get(i, {}).get("workerConnected")) == len(ids):
+            if sum(1 for i in ids if w.get(i, {}).get("worker_connected")) == len(ids):
                 break
             time.sleep(0.2)
         back = time.time()
         entry = {"t": now, "last_round": last, "serving_after_s": round(up - now, 3),
                  "workers_back_after_s": round(back - now, 3)}
-        status = json.loads(c.ctl("status", job, "--json").stdout)
-        entry["resumed_at_round"] = int(status.get("progress", {}).get("round", 0) or 0)
-        entry["rounds_lost"] = max(0, last - entry["resumed_at_round"])
+        entry["resumed_at_round"] = c.resumed_round(resumes_before)
+        entry["rounds_lost"] = max(0, last - entry["resumed_at_round"]) if entry["resumed_at_round"] >= 0 else None
         record["shepherd_kills"].append(entry)
         print(f"    shepherd serving after {entry['serving_after_s']} s, workers back after "
               f"{entry['workers_back_after_s']} s, resumed at round {entry['resumed_at_round']}", flush=True)
@@ -306,7 +327,7 @@ def fault(c, kind, rng, record, lock, ids, job, args):
         print(f"  t+{now - c_start(record):.0f}s SIGSTOP worker {sid} for {args.stop_seconds} s", flush=True)
         detected = None
         while time.time() < now + args.stop_seconds:
-            if detected is None and not (c.workers() or {}).get(sid, {}).get("workerConnected", True):
+            if detected is None and not (c.workers() or {}).get(sid, {}).get("worker_connected", True):
                 detected = round(time.time() - now, 3)
             time.sleep(0.2)
         os.kill(pid, signal.SIGCONT)
@@ -327,7 +348,7 @@ def summary(rec, workers, baseline=None):
     possible = len(hist) * workers
     kills = rec["worker_kills"]
     finished = [k for k in kills if k["had_finished_a_round"]]
-    val = (rec.get("final") or {}).get("progress", {}).get("valLoss")
+    val = (rec.get("final") or {}).get("progress", {}).get("val_loss")
     lines = [
         f"job {rec.get('job')}: {(rec.get('final') or {}).get('state', 'not finished')}",
         f"kills: {len(kills)} worker SIGKILL, {len(rec['shepherd_kills'])} shepherd SIGKILL, "
@@ -337,7 +358,7 @@ def summary(rec, workers, baseline=None):
         f"worker rejoined (slot live again): {median_max([k.get('rejoined_s') for k in kills])}",
         f"  of workers that had finished a round: {median_max([k.get('rejoined_s') for k in finished])}",
         f"SIGSTOP detected: {median_max([f.get('detected_s') for f in rec['faults'] if f['kind'] == 'worker_stop'])}",
-        f"rounds lost to shepherd restarts: {sum(k['rounds_lost'] for k in rec['shepherd_kills'])} "
+        f"rounds lost to shepherd restarts: {sum(k['rounds_lost'] or 0 for k in rec['shepherd_kills'])} "
         f"({', '.join(str(k['rounds_lost']) for k in rec['shepherd_kills']) or '-'})",
         f"worker-rounds kept: {kept} of {possible} ({100.0 * kept / possible if possible else 0:.1f}%)",
         f"processes left behind: {len(rec['leftover_pids'])}",
@@ -345,7 +366,7 @@ def summary(rec, workers, baseline=None):
         f"final val loss: {val}",
     ]
     if baseline is not None:
-        bval = (baseline.get("final") or {}).get("progress", {}).get("valLoss")
+        bval = (baseline.get("final") or {}).get("progress", {}).get("val_loss")
         lines.append(f"clean run's final val loss: {bval}")
         if val is not None and bval:
             lines.append(f"  chaos vs clean: {100.0 * (val - bval) / bval:+.2f}%")

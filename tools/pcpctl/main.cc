@@ -37,7 +37,7 @@ ABSL_FLAG(std::optional<double>, temperature, std::nullopt, "sample: softmax tem
 ABSL_FLAG(std::optional<int64_t>, top_k, std::nullopt, "sample: keep the k most likely tokens (0 = all)");
 ABSL_FLAG(uint64_t, seed, 1337, "sample: random seed");
 ABSL_FLAG(bool, csv, false, "history: print CSV (a header, then one line per round)");
-ABSL_FLAG(bool, json, false, "history: print JSON lines (one RoundRecord object per round)");
+ABSL_FLAG(bool, json, false, "history: print JSON lines (one RoundRecord object per round); status, workers: print the reply as JSON");
 ABSL_FLAG(std::string, out, "loss.png", "plot: the PNG file to write");
 ABSL_FLAG(std::string, ca, "", "CA certificate (PEM) of the shepherd; set = TLS (default: $PCP_CA)");
 ABSL_FLAG(std::string, cert, "", "client certificate (PEM) for mTLS (default: $PCP_CERT)");

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "contain.h"
 #include "pcp/auth/authorization.h"
 #include "pcp/auth/refused_reactor.h"
 #include "pcp/metrics/registry.h"
@@ -426,7 +427,7 @@ grpc::ServerUnaryReactor* AdminService::Sample(grpc::CallbackServerContext* cont
       }
       return SampleText(*snap, *request, static_cast<int>(d_.config->eval_threads));
     };
-    absl::StatusOr<v1::SampleResponse> r = run();
+    absl::StatusOr<v1::SampleResponse> r = Contain(run);
     if (r.ok()) *response = *std::move(r);
     Leave();
     reactor->Finish(ToGrpcStatus(r.status()));

@@ -1,31 +1,11 @@
 #include "coordinator.h"
 
-#include <exception>
-#include <new>
-
 #include "absl/strings/str_cat.h"
+#include "contain.h"
 #include "pcp/base/absl_fmt.h"
 #include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
-namespace {
-
-// Runs `f`, turning an exception into a status: whatever a job makes the shepherd do (an
-// allocation too large for this machine, a bug in a kernel) fails that job, not the process.
-template <typename F>
-absl::Status Contain(F&& f) {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError("out of memory (an allocation failed)");
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("internal error: ", e.what()));
-  } catch (...) {
-    return absl::InternalError("internal error (unknown exception)");
-  }
-}
-
-}  // namespace
 
 Coordinator::Coordinator(const ShepherdConfig* config, JobManager* jobs, WorkerRegistry* registry)
     : config_(config), jobs_(jobs), registry_(registry) {}

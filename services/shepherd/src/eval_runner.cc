@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "contain.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/kernels/backend_factory.h"
 
@@ -66,8 +67,11 @@ void EvalRunner::Loop() {
     lock.unlock();
     const auto t0 = std::chrono::steady_clock::now();
     Result result{.round = round};
-    absl::Status loaded = loop_->LoadParamsKeepOptimizer(params);
-    result.val_loss = loaded.ok() ? evaluator_->MeanLoss(data_, iters_, seed_) : absl::StatusOr<float>(loaded);
+    // An exception (e.g. an allocation that fails) fails the estimate, and so the job.
+    result.val_loss = Contain([&]() -> absl::StatusOr<float> {
+      PCP_RETURN_IF_ERROR(loop_->LoadParamsKeepOptimizer(params));
+      return evaluator_->MeanLoss(data_, iters_, seed_);
+    });
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     lock.lock();
     running_ = false;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "google/protobuf/util/json_util.h"
 
 namespace pcp::pcpctl {
 namespace {
@@ -326,6 +327,16 @@ void WatchPrinter::OnEvent(const v1::JobEvent& event) {
     case v1::JobEvent::KIND_NOT_SET:
       break;
   }
+}
+
+std::string FormatJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  // Cannot fail for messages without Any fields (none of pcp.v1's have one).
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  return json + "\n";
 }
 
 }  // namespace pcp::pcpctl

@@ -35,10 +35,10 @@ constexpr char kUsage[] =
     "commands:\n"
     "  submit JOB.yaml        queue a job (the shepherd validates it); --quiet prints only its id\n"
     "  jobs                   list jobs, newest first (--limit=N)\n"
-    "  status JOB_ID          one job in detail (--yaml: with its effective configuration)\n"
+    "  status JOB_ID          one job in detail (--yaml: with its effective configuration; --json: as JSON)\n"
     "  cancel JOB_ID          cancel a queued or running job (--reason=TEXT)\n"
     "  watch JOB_ID           follow a job to its end; exit 0 completed, 3 failed, 4 cancelled\n"
-    "  workers                list worker slots (by supervisor id)\n"
+    "  workers                list worker slots (by supervisor id; --json: as JSON)\n"
     "  restart SUPERVISOR_ID  restart that supervisor's worker (--reason, --grace_ms)\n"
     "  drain SUPERVISOR_ID    stop that supervisor's worker and keep it stopped\n"
     "  sample [JOB_ID]        generate text from a job's parameters (--prompt, --max_new_tokens,\n"
@@ -168,7 +168,7 @@ class Cli {
     request.set_job_id(operands[0]);
     v1::Job job;
     if (absl::Status s = Call(&v1::Admin::Stub::GetJob, request, &job); !s.ok()) return Fail(s);
-    Print(FormatJobDetails(job, options_.show_yaml));
+    Print(options_.json ? FormatJson(job) : FormatJobDetails(job, options_.show_yaml));
     return kExitOk;
   }
 
@@ -245,7 +245,7 @@ class Cli {
         !s.ok()) {
       return Fail(s);
     }
-    Print(FormatWorkersTable(response));
+    Print(options_.json ? FormatJson(response) : FormatWorkersTable(response));
     return kExitOk;
   }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "google/protobuf/message.h"
 #include "pcp/base/format_duration.h"
 #include "pcp/v1/admin.pb.h"
 
@@ -62,6 +63,9 @@ std::string FormatScreenedWorker(const v1::ScreenedWorker& worker);
 std::string FormatScreeningEvent(const v1::ScreeningEvent& event);
 // `pcpctl history`: one row per round record (oldest first); "no rounds recorded" when empty.
 std::string FormatHistoryTable(const std::vector<v1::RoundRecord>& records);
+// `--json` of status and workers: the message as one line of proto JSON, field names as in
+// the .proto (snake_case), every field printed (zeros and false included), and a newline.
+std::string FormatJson(const google::protobuf::Message& message);
 // How a job ended, e.g. "job-0001 completed: 40 rounds in 3m12s, train loss 1.9012, ..."
 // followed by a "checkpoint: PATH" line when there is one.
 std::string FormatJobResult(absl::string_view job_id, const v1::JobResult& result);
