@@ -2,6 +2,7 @@
 // what is sent, what is printed, exit codes, and errors passed through as one line.
 #include "pcp/pcpctl/pcpctl.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -186,6 +187,16 @@ TEST_F(PcpctlTest, WorkersRestartDrain) {
   EXPECT_TRUE(absl::StartsWith(r.out, "SUPERVISOR  HOST    LINKS  PROCESS")) << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "\nnode-a      host-a  sw     running pid 4242")) << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "\nnode-b      host-b  s-     backoff ")) << r.out;
+
+  // --json: the reply on one line, proto field names, false/zero fields included.
+  PcpctlOptions json = options_;
+  json.json = true;
+  r = RunWith(json, {"workers"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_TRUE(absl::StartsWith(r.out, "{\"workers\":[{\"supervisor_id\":\"node-a\"")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "\"pid\":4242")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "\"worker_connected\":false")) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
 
   r = Run({"restart", "node-a"});
   EXPECT_EQ(r.code, kExitOk) << r.err;
