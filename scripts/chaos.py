@@ -71,10 +71,8 @@ class Cluster:
         self.shepherd = None
         self.supervisors = {}  # id -> Popen
         self.threads = max(1, (os.cpu_count() or 2) // args.workers)
-        self.starts = {"shepherd": 0}
 
     def _spawn(self, name, argv):
-        self.starts[name] = self.starts.get(name, 0) + 1
         log = open(os.path.join(self.logs, f"{name}.log"), "ab")
         return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
