@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "pcp/base/enum_names.h"
 
 namespace pcp::diloco {
@@ -90,6 +91,17 @@ std::optional<double> DeltaScreen::PastMedian() const {
   return Median(h);
 }
 
+absl::Status DeltaScreen::RestoreHistory(absl::Span<const double> medians) {
+  for (double m : medians) {
+    if (!std::isfinite(m) || m < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("screening history: a round's median norm must be finite and >= 0, not ", m));
+    }
+  }
+  const size_t skip = medians.size() > kScreenHistoryRounds ? medians.size() - kScreenHistoryRounds : 0;
+  history_.assign(medians.begin() + static_cast<ptrdiff_t>(skip), medians.end());
+  return absl::OkStatus();
+}
+
 bool RefusalLedger::Refuse(const std::string& worker) {
   const int64_t n = ++refusals_[worker];
   return quarantine_after_ > 0 && n == quarantine_after_;
@@ -98,6 +110,12 @@ bool RefusalLedger::Refuse(const std::string& worker) {
 int64_t RefusalLedger::refusals(const std::string& worker) const {
   auto it = refusals_.find(worker);
   return it == refusals_.end() ? 0 : it->second;
+}
+
+void RefusalLedger::Restore(const std::string& worker, int64_t refusals) {
+  if (refusals <= 0) return;
+  int64_t& n = refusals_[worker];
+  n = std::max(n, refusals);
 }
 
 bool RefusalLedger::quarantined(const std::string& worker) const {

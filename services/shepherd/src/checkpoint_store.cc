@@ -59,6 +59,9 @@ std::string StateToJson(const RunState& s) {
   if (s.train_loss) j.Set("train_loss", *s.train_loss);
   if (s.val_loss) j.Set("val_loss", *s.val_loss);
   j.Set("val_round", U64(s.val_round));
+  Json medians = Json::Array();
+  for (double m : s.screen_medians) medians.Append(Json(m));
+  j.Set("screen_medians", std::move(medians));
   return j.Serialize() + "\n";
 }
 
@@ -86,6 +89,14 @@ absl::StatusOr<RunState> StateFromJson(absl::string_view text, const std::string
   }
   if (const Json* v = j.Find("train_loss"); v != nullptr && v->is_number()) s.train_loss = v->number_value();
   if (const Json* v = j.Find("val_loss"); v != nullptr && v->is_number()) s.val_loss = v->number_value();
+  // Absent in checkpoints written before screening kept its history.
+  if (const Json* v = j.Find("screen_medians"); v != nullptr) {
+    if (!v->is_array()) return absl::InvalidArgumentError(absl::StrCat(where, ": 'screen_medians' must be an array"));
+    for (const Json& m : v->array_items()) {
+      if (!m.is_number()) return absl::InvalidArgumentError(absl::StrCat(where, ": 'screen_medians' must hold numbers"));
+      s.screen_medians.push_back(m.number_value());
+    }
+  }
   return s;
 }
 

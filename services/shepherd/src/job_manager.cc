@@ -340,6 +340,7 @@ std::optional<RunnableJob> JobManager::StartNext() {
       r.base_dir = pick->stored.base_dir;
       r.dir = store_.JobDir(r.id);
       r.resumed = job.state() == v1::JOB_STATE_RUNNING;
+      r.progress = job.progress();
       if (r.resumed) {
         PersistLocked(*pick);
       } else {

@@ -88,6 +88,7 @@ absl::Status JobRun::Prepare() {
     PCP_RETURN_IF_ERROR(outer_->SetMomentum(std::move(ckpt->momentum)));
     state_ = std::move(ckpt->state);
     checkpoint_round_ = state_.round;
+    PCP_RETURN_IF_ERROR(screen_->RestoreHistory(state_.screen_medians), _ << "reading the job's latest checkpoint");
     spdlog::info("job {}: resuming from the checkpoint of round {} ({} of {} rounds done)", job_.id, state_.round,
                  state_.round, c.diloco.rounds);
   } else {
@@ -99,6 +100,7 @@ absl::Status JobRun::Prepare() {
     }
   }
   state_.program_hash = prepared_->program_hash;
+  if (job_.resumed) RestoreScreening(job_.progress);
   // Rounds after the checkpoint run again; their new records replace the old ones.
   ctx_.jobs->DropHistoryAfter(job_.id, state_.round);
   PCP_ASSIGN_OR_RETURN(eval_, EvalRunner::Create(prepared_->program, prepared_->data.val(), c.training.eval_iters,
@@ -271,6 +273,9 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
   round_->running.erase(r);
   m->phase = Phase::kReady;
   const JobConfig& c = prepared_->config;
+  if (auto sent = round_->sent_at.find(m->slot); sent != round_->sent_at.end() && !delta.empty()) {
+    round_time_.Add(Seconds(Clock::now() - sent->second));
+  }
   if (delta.empty()) {
     spdlog::warn("job {}: worker {} abandoned round {} after {} steps", job_.id, session->supervisor_id(), round,
                  result.steps());
@@ -316,6 +321,7 @@ void JobRun::SendRound(Member& m) {
   s.Send(std::move(msg));
   m.phase = Phase::kInRound;
   round_->running[m.slot] = m.session.get();
+  round_->sent_at[m.slot] = Clock::now();
   round_->sent_to.insert(s.supervisor_id());
   ctx_.registry->NoteActivity(s.supervisor_id(), job_.id, r);
 }
@@ -377,26 +383,37 @@ JobRun::Outcome JobRun::Advance(Clock::time_point now) {
     return Outcome::kRunning;
   }
   Round& round = *round_;
-  if (round.running.empty() && round.delivered() < min_workers) {
-    // Everyone still in the round has reported, but too few results: take in ready workers
-    // whose slot has not reported yet.
-    std::vector<std::string> ids;
-    for (Member* m : ready) {
-      if (round.results.count(m->slot) == 0 && round.running.count(m->slot) == 0 && round.refused.count(m->slot) == 0) {
-        SendRound(*m);
-        ids.push_back(m->session->supervisor_id());
-      }
-    }
-    if (!ids.empty()) {
-      spdlog::info("job {}: round {} has {} of {} needed results; {} joins it", job_.id, round.number,
-                   round.delivered(), min_workers, absl::StrJoin(ids, ", "));
-    }
-    return Outcome::kRunning;
-  }
+  JoinLate(ready, now);
+  // Everyone still in the round has reported, but too few results: wait for more workers.
+  if (round.running.empty() && round.delivered() < min_workers) return Outcome::kRunning;
   if (round.running.empty() || (now >= round.deadline && round.delivered() >= min_workers)) {
     return CloseRound(now);
   }
   return Outcome::kRunning;
+}
+
+void JobRun::JoinLate(const std::vector<Member*>& ready, Clock::time_point now) {
+  Round& round = *round_;
+  const size_t min_workers = static_cast<size_t>(prepared_->config.diloco.min_workers);
+  // Everyone still in the round has reported, but too few results: every ready worker is needed.
+  const bool needed = round.running.empty() && round.delivered() < min_workers;
+  std::vector<std::string> ids;
+  for (Member* m : ready) {
+    if (round.results.count(m->slot) != 0 || round.running.count(m->slot) != 0 || round.refused.count(m->slot) != 0) {
+      continue;
+    }
+    const diloco::LateJoinQuestion question{.elapsed_s = Seconds(now - round.start),
+                                            .round_s = round_time_.Get(),
+                                            .others = round.running.size() + round.results.size(),
+                                            .until_deadline_s = Seconds(round.deadline - now)};
+    if (!needed && !diloco::WorthJoiningLate(question)) continue;
+    SendRound(*m);
+    ids.push_back(m->session->supervisor_id());
+  }
+  if (ids.empty()) return;
+  spdlog::info("job {}: {} joins round {} late, {:.1f} s after its start ({} results in, {} running)", job_.id,
+               absl::StrJoin(ids, ", "), round.number, Seconds(now - round.start), round.delivered(),
+               round.running.size() - ids.size());
 }
 
 Clock::time_point JobRun::NextWakeup() const {
@@ -568,6 +585,26 @@ void JobRun::Refuse(const std::string& id, uint64_t round, const diloco::ScreenV
     screened->set_quarantined(true);
     Quarantine(id, round);
   }
+  // Persisted now, not with the round: a refusal or quarantine outlives a shepherd restart
+  // even when this round is rolled back or never closes.
+  ctx_.jobs->ReportProgress(job_.id, progress_);
+}
+
+void JobRun::RestoreScreening(const v1::JobProgress& stored) {
+  progress_.set_deltas_refused(stored.deltas_refused());
+  progress_.set_rounds_rolled_back(stored.rounds_rolled_back());
+  *progress_.mutable_screened_workers() = stored.screened_workers();
+  std::vector<std::string> quarantined;
+  for (const v1::ScreenedWorker& w : stored.screened_workers()) {
+    refusals_->Restore(w.supervisor_id(), static_cast<int64_t>(w.refusals()));
+    if (refusals_->quarantined(w.supervisor_id())) quarantined.push_back(w.supervisor_id());
+  }
+  if (stored.screened_workers_size() > 0) {
+    spdlog::info("job {}: screening resumed: {} Δs refused so far, {} workers refused{}", job_.id,
+                 stored.deltas_refused(), stored.screened_workers_size(),
+                 quarantined.empty() ? std::string()
+                                     : absl::StrCat(", quarantined: ", absl::StrJoin(quarantined, ", ")));
+  }
 }
 
 void JobRun::Quarantine(const std::string& id, uint64_t round) {
@@ -686,6 +723,7 @@ absl::Status JobRun::WriteCheckpoint() {
   if (state_.train_loss) meta.push_back({"pcp.train_loss", absl::StrFormat("%.6f", *state_.train_loss)});
   if (state_.val_loss) meta.push_back({"pcp.val_loss", absl::StrFormat("%.6f", *state_.val_loss)});
   if (prepared_->data.tokenizer().has_value()) meta.push_back({"pcp.tokenizer", prepared_->data.tokenizer()->Serialize()});
+  state_.screen_medians.assign(screen_->history().begin(), screen_->history().end());
   DilocoCheckpoint ckpt{.state = state_, .params = theta_, .momentum = outer_->momentum()};
   const auto t0 = Clock::now();
   PCP_ASSIGN_OR_RETURN(std::string path, WriteDilocoCheckpoint(job_.dir, prepared_->param_names, ckpt, std::move(meta)));

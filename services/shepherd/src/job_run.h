@@ -6,11 +6,15 @@
 // inline or as a shared path), and then, per round, θ and a StartRound with the τ learning
 // rates and the slot's sampler state. A round closes when every participant has reported
 // (or left), or at the deadline if at least min_workers have reported; with fewer it waits,
-// taking in ready workers that are not in the round. The Δs are averaged weighted by tokens
+// taking in ready workers that are not in the round. A worker that becomes ready while a round
+// is open (e.g. restarted after a crash) joins it late when that is worth the wait
+// (pcp/diloco/late_join.h). The Δs are averaged weighted by tokens
 // and applied with the outer Nesterov step, after screening (pcp/diloco/screening.h): a Δ
 // above the round's norm threshold is rejected or clipped, a worker refused
 // diloco.screening.quarantine_after times is quarantined (no more rounds in this job, its slot
-// free for another worker), and a round whose outer step leaves θ or the momentum not finite
+// free for another worker; refusal counts and quarantines are persisted with the job's progress
+// at once and survive a restart, the norm history goes into checkpoints), and a round whose
+// outer step leaves θ or the momentum not finite
 // (or whose Δs were all rejected) is rolled back and redone; max_rollbacks in a row fail the
 // job. With diloco.screening.trimmed_mean > 0 the Δs are combined by a coordinate-wise
 // trimmed mean instead of the average. Val loss every eval_every rounds (estimated in
@@ -34,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "pcp/diloco/late_join.h"
 #include "pcp/diloco/screening.h"
 #include "pcp/kernels/backend.h"
 #include "pcp/shepherd/checkpoint_store.h"
@@ -107,6 +112,7 @@ class JobRun {
     uint64_t number = 0;
     Clock::time_point start, deadline;
     std::map<int, WorkerSession*> running;  // slot -> member key
+    std::map<int, Clock::time_point> sent_at;  // slot -> when its θ and StartRound went out
     std::map<int, SlotResult> results;
     std::set<int> refused;  // slots whose Δ was refused as it arrived (not finite)
     // Results in, refused or not: what min_workers counts.
@@ -125,11 +131,18 @@ class JobRun {
   void Assign(Member& m);
   void StartRound(const std::vector<Member*>& members);
   void SendRound(Member& m);
+  // Sends the open round to ready workers whose slot has no part in it yet: when the round
+  // needs them to reach min_workers, or when joining late is worth it (pcp/diloco/late_join.h:
+  // a worker restarted after a crash takes part in the round it was killed in).
+  void JoinLate(const std::vector<Member*>& ready, Clock::time_point now);
   Outcome CloseRound(Clock::time_point now);
   // Counts a refused Δ of worker `id` (log, metric, event, progress); quarantines the worker
   // at the job's limit.
   void Refuse(const std::string& id, uint64_t round, const diloco::ScreenVerdict& verdict);
   void Quarantine(const std::string& id, uint64_t round);
+  // A resumed job takes back its refusal counts, quarantines and screening totals from its
+  // last persisted progress.
+  void RestoreScreening(const v1::JobProgress& stored);
   // Discards the open round (θ and momentum unchanged); fails the job after max_rollbacks in
   // a row.
   Outcome RollBack(uint64_t round, const std::string& why);
@@ -153,6 +166,7 @@ class JobRun {
   std::unique_ptr<diloco::DeltaScreen> screen_;
   std::unique_ptr<diloco::RefusalLedger> refusals_;
   int64_t rollbacks_in_a_row_ = 0;
+  diloco::RoundTimeEstimate round_time_;  // per-worker round times, for late joins
   RunState state_;
   uint64_t checkpoint_round_ = 0;
   std::unique_ptr<EvalRunner> eval_;

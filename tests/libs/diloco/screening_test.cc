@@ -97,6 +97,27 @@ TEST(DeltaScreenTest, HistoryKeepsTheLastRoundsOnly) {
   EXPECT_EQ(*screen.PastMedian(), 1);  // the early large norms have aged out
 }
 
+TEST(DeltaScreenTest, RestoredHistoryJudgesAsTheUninterruptedScreen) {
+  DeltaScreen before({.norm_k = 2, .max_norm = 0});
+  for (double m : {4.0, 8.0, 6.0}) before.EndRound(std::vector<double>{m});
+  DeltaScreen after({.norm_k = 2, .max_norm = 0});
+  const std::vector<double> saved(before.history().begin(), before.history().end());
+  ASSERT_TRUE(after.RestoreHistory(saved).ok());
+  EXPECT_EQ(*after.PastMedian(), 6);
+  EXPECT_EQ(after.RoundThreshold({}).value, before.RoundThreshold({}).value);
+  EXPECT_EQ(after.RoundThreshold({}).value, 12);
+
+  // Only the newest rounds are kept; bad medians are refused and change nothing.
+  std::vector<double> many(kScreenHistoryRounds + 3, 1.0);
+  many.front() = 1000;
+  ASSERT_TRUE(after.RestoreHistory(many).ok());
+  EXPECT_EQ(after.history().size(), kScreenHistoryRounds);
+  EXPECT_EQ(*after.PastMedian(), 1);
+  EXPECT_FALSE(after.RestoreHistory(std::vector<double>{1, kInf}).ok());
+  EXPECT_FALSE(after.RestoreHistory(std::vector<double>{-1}).ok());
+  EXPECT_EQ(*after.PastMedian(), 1);
+}
+
 TEST(DeltaScreenTest, CapIsTheSmallerBound) {
   DeltaScreen screen({.norm_k = 5, .max_norm = 30});
   ScreenThreshold t = screen.RoundThreshold(std::vector<double>{10, 10, 10});
@@ -139,6 +160,16 @@ TEST(RefusalLedgerTest, QuarantinesAfterN) {
   EXPECT_FALSE(ledger.quarantined("node-1"));
   EXPECT_FALSE(ledger.quarantined("node-3"));
   EXPECT_EQ(ledger.all().size(), 2u);
+
+  // A restarted shepherd takes back its counts; a count is never lowered.
+  RefusalLedger restored(3);
+  restored.Restore("node-2", 3);
+  restored.Restore("node-2", 1);
+  restored.Restore("node-1", 0);
+  EXPECT_TRUE(restored.quarantined("node-2"));
+  EXPECT_EQ(restored.refusals("node-2"), 3);
+  EXPECT_EQ(restored.all().size(), 1u);
+  EXPECT_FALSE(restored.Refuse("node-2"));  // already quarantined: not reported again
 
   RefusalLedger never(0);
   for (int i = 0; i < 10; ++i) EXPECT_FALSE(never.Refuse("x"));

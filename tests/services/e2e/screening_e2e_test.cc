@@ -2,7 +2,10 @@
 // --fault_delta option sends corrupted Δs; the shepherd refuses them (log, metric, WatchJob
 // events, GetJob), quarantines the worker after diloco.screening.quarantine_after refusals,
 // and the job completes on the honest workers with a finite loss. A job whose every Δ is
-// refused rolls its rounds back and fails after max_rollbacks in a row.
+// refused rolls its rounds back and fails after max_rollbacks in a row. Refusal counts and
+// quarantines survive a SIGKILLed shepherd.
+#include <signal.h>
+
 #include <cmath>
 #include <regex>
 #include <string>
@@ -151,6 +154,61 @@ TEST(ScreeningTest, RoundsWithEveryDeltaRefusedRollBackAndFailTheJob) {
   EXPECT_TRUE(absl::StrContains(job->reason(), "2 rounds in a row rolled back")) << job->reason();
   EXPECT_TRUE(absl::StrContains(job->reason(), "every Δ of the round was refused")) << job->reason();
   EXPECT_EQ(job->progress().round(), 0u);  // nothing was applied
+  ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
+}
+
+TEST(ScreeningTest, RefusalsAndQuarantineSurviveAShepherdRestart) {
+  absl::StatusOr<TempDir> dir = TempDir::Create();
+  ASSERT_TRUE(dir.ok());
+  ClusterHarness cluster(dir->path());
+  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartSupervisors(1).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartSupervisors(1, "cpu", "--fault_delta=nan").ok()) << cluster.Logs();  // node-2
+  ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(120)).ok()) << cluster.Logs();
+  const std::string job_id = SubmitJob(cluster, {.name = "screening_restart",
+                                                 .rounds = 6,
+                                                 .workers = 2,
+                                                 .diloco_yaml = "  screening: {quarantine_after: 1}\n"});
+  ASSERT_FALSE(job_id.empty());
+
+  // node-2's first Δ quarantines it; the shepherd is SIGKILLed a round later.
+  Process* first = cluster.shepherd();
+  absl::StatusOr<std::string> quarantined = first->WaitForLogRegex(
+      absl::StrCat("job ", job_id, ": worker node-2 is quarantined after 1 refused"), absl::Seconds(300));
+  ASSERT_TRUE(quarantined.ok()) << quarantined.status() << cluster.Logs();
+  ASSERT_TRUE(first->WaitForLogRegex(absl::StrCat("job ", job_id, R"(: round [1-5]/6 complete)"), absl::Seconds(300),
+                                     first->LogSize())
+                  .ok())
+      << cluster.Logs();
+  ASSERT_TRUE(first->Signal(SIGKILL).ok());
+  ASSERT_TRUE(first->Wait(absl::Seconds(10)).ok());
+
+  // The restarted shepherd takes the counts and the quarantine back before any round.
+  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
+  Process* second = cluster.shepherd();
+  absl::StatusOr<std::string> resumed = second->WaitForLogRegex(
+      absl::StrCat("job ", job_id, ": screening resumed: 1 Δs refused so far, 1 workers refused, quarantined: node-2"),
+      absl::Seconds(60));
+  ASSERT_TRUE(resumed.ok()) << resumed.status() << cluster.Logs();
+  absl::StatusOr<v1::Job> job = cluster.WaitForJobEnd(job_id, absl::Minutes(5));
+  ASSERT_TRUE(job.ok()) << job.status() << cluster.Logs();
+  ASSERT_EQ(job->state(), v1::JOB_STATE_COMPLETED) << job->reason() << cluster.Logs(60);
+  EXPECT_EQ(job->progress().round(), 6u);
+  const v1::JobProgress& p = job->progress();
+  EXPECT_EQ(p.deltas_refused(), 1u);
+  ASSERT_EQ(p.screened_workers_size(), 1);
+  EXPECT_EQ(p.screened_workers(0).supervisor_id(), "node-2");
+  EXPECT_EQ(p.screened_workers(0).refusals(), 1u);
+  EXPECT_TRUE(p.screened_workers(0).quarantined());
+  EXPECT_EQ(p.screened_workers(0).last_reason(), "non_finite");
+
+  // node-2 came back to the new shepherd and got no round: every round after the restart ran
+  // on node-1 alone.
+  const std::string log = second->Log();
+  EXPECT_TRUE(absl::StrContains(log, "worker node-2 stays idle (quarantined in this job)")) << log;
+  std::vector<RoundLine> rounds = RoundsFromLog(log, job_id);
+  ASSERT_FALSE(rounds.empty()) << log;
+  for (const RoundLine& r : rounds) EXPECT_EQ(r.workers, 1) << "round " << r.round;
   ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
 }
 

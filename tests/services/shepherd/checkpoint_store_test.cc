@@ -26,6 +26,7 @@ DilocoCheckpoint Make(uint64_t round, float v) {
   c.state.tokens_processed = round * 1280;
   c.state.train_loss = 3.25;
   c.state.val_round = round;
+  c.state.screen_medians = {0.125, 2.5, 1e-3 * static_cast<double>(round) + 0.1};
   c.params = {Tensor::FromVector<float>({2, 2}, {v, v + 1, v + 2, v + 3}), Tensor::FromVector<float>({2}, {1, 1})};
   c.momentum = {Tensor::FromVector<float>({2, 2}, {0.5f, 0, 0, -0.5f}), Tensor::FromVector<float>({2}, {0, v})};
   return c;
@@ -73,6 +74,19 @@ TEST(CheckpointStoreTest, MismatchesAreErrors) {
                   .ok());
   absl::Status mixed = ReadLatestDilocoCheckpoint(dir->path(), kNames).status();
   EXPECT_EQ(mixed.code(), absl::StatusCode::kDataLoss);
+  // A state written before screening kept its history reads with none; a malformed one is refused.
+  const std::string old_state =
+      "{\"round\":\"3\",\"program_hash\":\"x\",\"slots\":[],\"tokens_processed\":\"0\",\"val_round\":\"0\"";
+  ASSERT_TRUE(WriteFileAtomic(dir->path() + "/checkpoints/round-000003/state.json", old_state + "}").ok());
+  absl::StatusOr<std::optional<DilocoCheckpoint>> old = ReadLatestDilocoCheckpoint(dir->path(), kNames);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_TRUE((*old)->state.screen_medians.empty());
+  ASSERT_TRUE(WriteFileAtomic(dir->path() + "/checkpoints/round-000003/state.json",
+                              old_state + ",\"screen_medians\":[1,\"x\"]}")
+                  .ok());
+  absl::Status bad = ReadLatestDilocoCheckpoint(dir->path(), kNames).status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.message()), HasSubstr("screen_medians"));
   ASSERT_TRUE(WriteFileAtomic(dir->path() + "/checkpoints/LATEST", "../../etc\n").ok());
   EXPECT_EQ(ReadLatestDilocoCheckpoint(dir->path(), kNames).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(WriteDilocoCheckpoint(dir->path(), {"a"}, Make(1, 1), {}).status().code(),

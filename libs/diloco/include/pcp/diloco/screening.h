@@ -42,6 +42,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
@@ -133,6 +134,13 @@ class DeltaScreen {
   std::optional<double> PastMedian() const;
   const ScreeningOptions& options() const { return options_; }
 
+  // The per-round medians behind PastMedian, oldest first (a checkpoint keeps them, so that a
+  // resumed job judges its next round as the uninterrupted job would have).
+  const std::deque<double>& history() const { return history_; }
+  // Replaces the history with `medians` (oldest first; only the newest kScreenHistoryRounds
+  // are kept). InvalidArgument for a median that is not finite or is negative.
+  absl::Status RestoreHistory(absl::Span<const double> medians);
+
  private:
   ScreeningOptions options_;
   std::deque<double> history_;  // per-round medians, oldest first
@@ -148,6 +156,9 @@ class RefusalLedger {
   bool quarantined(const std::string& worker) const;
   // Every worker refused at least once, with its count, by id.
   const std::map<std::string, int64_t>& all() const { return refusals_; }
+  // Sets `worker`'s count to at least `refusals` (a restarted shepherd takes back the counts
+  // it had persisted; a count is never lowered, so a quarantine is never lifted this way).
+  void Restore(const std::string& worker, int64_t refusals);
 
  private:
   int64_t quarantine_after_;

@@ -6,7 +6,8 @@
 //                                                          `pcp-local sample` and PyTorch read it
 //   <job_dir>/checkpoints/round-000010/outer.safetensors  outer Nesterov momentum ("momentum.<name>")
 //   <job_dir>/checkpoints/round-000010/state.json         round, slots (supervisor id, sampler
-//                                                          seed and cursor), tokens, losses
+//                                                          seed and cursor), tokens, losses,
+//                                                          screening's median norms
 //   <job_dir>/checkpoints/LATEST                          "round-000010"
 //
 //   DilocoCheckpoint ckpt{.state = state, .params = theta, .momentum = outer.momentum()};
@@ -46,6 +47,8 @@ struct RunState {
   std::optional<double> train_loss;
   std::optional<double> val_loss;
   uint64_t val_round = 0;
+  // Δ screening's per-round median norms, oldest first (pcp/diloco/screening.h DeltaScreen).
+  std::vector<double> screen_medians;
   bool operator==(const RunState&) const = default;
 };
 

@@ -68,6 +68,9 @@ struct RunnableJob {
   std::string base_dir;
   std::string dir;  // the job's folder (checkpoints go below it)
   bool resumed = false;  // it was running when the shepherd last stopped
+  // Its last reported progress (a resumed job's screening counts and quarantines come back
+  // from here).
+  v1::JobProgress progress;
 };
 
 // Job counts for GetCluster.
