@@ -1,0 +1,54 @@
+// Error feedback: what a lossy codec dropped from one round's Δ is added to the next round's,
+// so over rounds the sum of what was sent tracks the sum of the Δs (the difference is one
+// bounded residual) instead of drifting. One ErrorFeedback per buffer (a tensor, or a
+// fragment), kept by the sender across rounds.
+//
+//   ErrorFeedback feedback;                                      // per tensor, for the job
+//   for (each round) {
+//     PCP_ASSIGN_OR_RETURN(std::string bytes, feedback.EncodeWithFeedback(Codec::kInt4, delta));
+//     Send(bytes);
+//   }
+//
+// Each call encodes input = delta + residual and keeps residual = input − Decode(encoded)
+// (f32 rounding included). f32 loses nothing: its residual is zero and nothing is kept.
+// Where the input or its decoded value is not finite (a NaN/inf Δ, or a bf16 overflow) the
+// residual is 0: that Δ is refused by the receiver, and a NaN kept here would poison every
+// later round.
+//
+// Not thread-safe; the residual costs 4 bytes per value of the buffer.
+#ifndef PCP_CODEC_ERROR_FEEDBACK_H_
+#define PCP_CODEC_ERROR_FEEDBACK_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "pcp/codec/codec.h"
+
+namespace pcp::codec {
+
+class ErrorFeedback {
+ public:
+  ErrorFeedback() = default;
+
+  // Encodes delta + residual with `codec` (block_size 0: its default) and keeps the new
+  // residual. The first call with a lossy codec sizes the residual; later calls must pass
+  // the same number of values (InvalidArgument otherwise, residual unchanged), as must an
+  // invalid block size.
+  absl::StatusOr<std::string> EncodeWithFeedback(Codec codec, absl::Span<const float> delta,
+                                                 int block_size = 0);
+
+  // What the last encodings lost, to be sent next round; empty before the first lossy
+  // encoding and after Reset.
+  absl::Span<const float> residual() const { return residual_; }
+  // Drops the residual (e.g. after a full resync).
+  void Reset() { residual_.clear(); }
+
+ private:
+  std::vector<float> residual_;
+};
+
+}  // namespace pcp::codec
+
+#endif  // PCP_CODEC_ERROR_FEEDBACK_H_

@@ -1,0 +1,136 @@
+#include "pcp/codec/error_feedback.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "codec_data.h"
+#include "gtest/gtest.h"
+#include "pcp/codec/encoded.h"
+
+namespace pcp::codec {
+namespace {
+
+using testing::DeltaLike;
+
+std::vector<float> DecodeAll(const std::string& bytes, size_t n) {
+  std::vector<float> out(n);
+  absl::Status s = Decode(bytes, absl::MakeSpan(out));
+  EXPECT_TRUE(s.ok()) << s;
+  return out;
+}
+
+TEST(ErrorFeedbackTest, ResidualIsInputMinusDecoded) {
+  const std::vector<float> d1 = DeltaLike(3000, 1), d2 = DeltaLike(3000, 2);
+  for (Codec codec : {Codec::kBf16, Codec::kInt8, Codec::kInt4}) {
+    ErrorFeedback feedback;
+    EXPECT_TRUE(feedback.residual().empty());
+    absl::StatusOr<std::string> b1 = feedback.EncodeWithFeedback(codec, d1);
+    ASSERT_TRUE(b1.ok()) << b1.status();
+    EXPECT_EQ(*b1, Encode(codec, d1));  // nothing to add the first time
+    const std::vector<float> y1 = DecodeAll(*b1, d1.size());
+    const std::vector<float> r1(feedback.residual().begin(), feedback.residual().end());
+    ASSERT_EQ(r1.size(), d1.size());
+    for (size_t i = 0; i < d1.size(); ++i) ASSERT_EQ(r1[i], d1[i] - y1[i]) << CodecName(codec) << " " << i;
+
+    absl::StatusOr<std::string> b2 = feedback.EncodeWithFeedback(codec, d2);
+    ASSERT_TRUE(b2.ok());
+    std::vector<float> input(d2.size());
+    for (size_t i = 0; i < d2.size(); ++i) input[i] = r1[i] + d2[i];
+    EXPECT_EQ(*b2, Encode(codec, input));
+    const std::vector<float> y2 = DecodeAll(*b2, d2.size());
+    for (size_t i = 0; i < d2.size(); ++i) ASSERT_EQ(feedback.residual()[i], input[i] - y2[i]);
+  }
+}
+
+TEST(ErrorFeedbackTest, F32KeepsNoResidual) {
+  ErrorFeedback feedback;
+  const std::vector<float> d = DeltaLike(100, 3);
+  absl::StatusOr<std::string> bytes = feedback.EncodeWithFeedback(Codec::kF32, d);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(*bytes, Encode(Codec::kF32, d));
+  EXPECT_TRUE(feedback.residual().empty());
+  // Switching from a lossy codec to f32 sends what was left, exactly, and then keeps nothing.
+  ASSERT_TRUE(feedback.EncodeWithFeedback(Codec::kInt4, d).ok());
+  std::vector<float> input(d.begin(), d.end());
+  for (size_t i = 0; i < d.size(); ++i) input[i] += feedback.residual()[i];
+  bytes = feedback.EncodeWithFeedback(Codec::kF32, d);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(*bytes, Encode(Codec::kF32, input));
+  EXPECT_TRUE(feedback.residual().empty());
+}
+
+// A small constant signal next to one large value, round after round: without feedback the
+// codec rounds the small values the same way each time and the error of their sum grows
+// linearly; with feedback the sum of what was sent stays within one residual of the sum of the
+// inputs (the residual is the difference exactly, and it stays within half a scale).
+TEST(ErrorFeedbackTest, SumOfDecodedTracksSumOfInputsWhileWithoutFeedbackItDrifts) {
+  for (Codec codec : {Codec::kBf16, Codec::kInt8, Codec::kInt4}) {
+    SCOPED_TRACE(CodecName(codec));
+    const size_t n = 256;
+    const int rounds = 1000;
+    // int4: 0.01 is 0.07 of a step (1/7), so it always rounds to 0; int8: 1.27 steps (1/127),
+    // always 1 step; bf16: 0.01 is not a bf16 value (an error of ~1e-5 each round).
+    std::vector<float> delta(n, 0.01f);
+    delta[0] = 1.0f;
+    ErrorFeedback feedback;
+    std::vector<double> sum_in(n, 0), sum_ef(n, 0), sum_plain(n, 0);
+    double max_gap = 0;
+    for (int r = 0; r < rounds; ++r) {
+      absl::StatusOr<std::string> bytes = feedback.EncodeWithFeedback(codec, delta);
+      ASSERT_TRUE(bytes.ok());
+      const std::vector<float> y = DecodeAll(*bytes, n);
+      const std::vector<float> plain = DecodeAll(Encode(codec, delta), n);
+      for (size_t i = 0; i < n; ++i) {
+        sum_in[i] += delta[i];
+        sum_ef[i] += y[i];
+        sum_plain[i] += plain[i];
+        max_gap = std::max(max_gap, std::fabs(sum_in[i] - sum_ef[i]));
+      }
+    }
+    // The bound: half a step of the block, whose absmax is at most 1 + its residual (< 1.1):
+    // int4 1.1/14, int8 1.1/254; bf16 half an ulp of the values near 0.01 (2^-15), with slack
+    // for the f32 sums of 1000 rounds held in the residual.
+    const double bound = codec == Codec::kInt4 ? 1.1 / 14 : codec == Codec::kInt8 ? 1.1 / 254 : 0x1p-14;
+    EXPECT_LE(max_gap, bound);
+    double drift = 0;
+    for (size_t i = 1; i < n; ++i) drift = std::max(drift, std::fabs(sum_in[i] - sum_plain[i]));
+    EXPECT_GE(drift, 20 * bound) << "without feedback";
+    for (float r : feedback.residual()) EXPECT_LE(std::fabs(r), bound);
+  }
+}
+
+TEST(ErrorFeedbackTest, NonFiniteInputLeavesNoResidualThere) {
+  std::vector<float> d = DeltaLike(2048, 4);
+  d[100] = std::numeric_limits<float>::quiet_NaN();
+  ErrorFeedback feedback;
+  absl::StatusOr<std::string> bytes = feedback.EncodeWithFeedback(Codec::kInt8, d);
+  ASSERT_TRUE(bytes.ok());
+  const std::vector<float> y = DecodeAll(*bytes, d.size());
+  EXPECT_TRUE(std::isnan(y[100]));  // the receiver sees it, and refuses it
+  for (size_t i = 0; i < 1024; ++i) EXPECT_EQ(feedback.residual()[i], 0.0f) << i;  // the NaN's block
+  for (float r : feedback.residual()) EXPECT_TRUE(std::isfinite(r));
+  // The next round is finite again.
+  d[100] = 0.0f;
+  bytes = feedback.EncodeWithFeedback(Codec::kInt8, d);
+  ASSERT_TRUE(bytes.ok());
+  for (float v : DecodeAll(*bytes, d.size())) EXPECT_TRUE(std::isfinite(v));
+}
+
+TEST(ErrorFeedbackTest, SizeMismatchAndBadBlockSizeAreRefusedAndResetClears) {
+  ErrorFeedback feedback;
+  ASSERT_TRUE(feedback.EncodeWithFeedback(Codec::kInt4, DeltaLike(100, 5)).ok());
+  const std::vector<float> before(feedback.residual().begin(), feedback.residual().end());
+  absl::StatusOr<std::string> bytes = feedback.EncodeWithFeedback(Codec::kInt4, DeltaLike(99, 5));
+  EXPECT_EQ(bytes.status().code(), absl::StatusCode::kInvalidArgument);
+  bytes = feedback.EncodeWithFeedback(Codec::kInt4, DeltaLike(100, 5), 48);
+  EXPECT_EQ(bytes.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::vector<float>(feedback.residual().begin(), feedback.residual().end()), before);
+  feedback.Reset();
+  EXPECT_TRUE(feedback.residual().empty());
+  EXPECT_TRUE(feedback.EncodeWithFeedback(Codec::kInt4, DeltaLike(99, 5)).ok());
+}
+
+}  // namespace
+}  // namespace pcp::codec
