@@ -156,6 +156,17 @@ const std::vector<Field<diloco::ScreeningOptions>>* ScreeningFields() {
   return fields;
 }
 
+const std::vector<Field<codec::CompressionOptions>>* CompressionFields() {
+  using codec::CompressionOptions;
+  static const auto* fields = new std::vector<Field<CompressionOptions>>{
+      EnumField("up", &CompressionOptions::up, absl::MakeConstSpan(codec::kCodecNames)),
+      EnumField("down", &CompressionOptions::down, absl::MakeConstSpan(codec::kCodecNames)),
+      EnumField("error_feedback", &CompressionOptions::error_feedback,
+                absl::MakeConstSpan(codec::kFeedbackModeNames)),
+  };
+  return fields;
+}
+
 const std::vector<Field<DiLoCoConfig>>* DiLoCoFields() {
   static const auto* fields = new std::vector<Field<DiLoCoConfig>>{
       IntField("workers", &DiLoCoConfig::workers, IntRange{1, 1 << 16}),
@@ -169,6 +180,7 @@ const std::vector<Field<DiLoCoConfig>>* DiLoCoFields() {
       IntField("checkpoint_every", &DiLoCoConfig::checkpoint_every, kRounds),
       IntField("eval_every", &DiLoCoConfig::eval_every, kRounds),
       SectionField("screening", &DiLoCoConfig::screening, ScreeningFields()),
+      SectionField("compression", &DiLoCoConfig::compression, CompressionFields()),
   };
   return fields;
 }

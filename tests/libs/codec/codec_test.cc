@@ -1,4 +1,5 @@
 #include "pcp/codec/codec.h"
+#include "pcp/codec/compression.h"
 
 #include <string>
 
@@ -70,6 +71,22 @@ TEST(CodecListTest, BlockSizes) {
   }
   EXPECT_EQ(ValidateBlockSize(Codec::kF32, 64).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ValidateBlockSize(Codec::kBf16, 64).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CompressionOptionsTest, FeedbackByDefaultBelowSixteenBits) {
+  CompressionOptions c;
+  EXPECT_FALSE(c.FeedbackUp());  // f32
+  EXPECT_FALSE(c.Feedback(Codec::kBf16));
+  EXPECT_TRUE(c.Feedback(Codec::kInt8));
+  EXPECT_TRUE(c.Feedback(Codec::kInt4));
+  c.error_feedback = FeedbackMode::kOn;
+  EXPECT_TRUE(c.Feedback(Codec::kBf16));
+  EXPECT_FALSE(c.Feedback(Codec::kF32));  // nothing is lost
+  c.error_feedback = FeedbackMode::kOff;
+  EXPECT_FALSE(c.Feedback(Codec::kInt4));
+  c = {.up = Codec::kInt8, .down = Codec::kBf16};
+  EXPECT_TRUE(c.FeedbackUp());
+  EXPECT_FALSE(c.FeedbackDown());
 }
 
 }  // namespace

@@ -172,7 +172,10 @@ TEST(JobConfigTest, ToYamlRoundTrips) {
                               .action = diloco::ScreenAction::kClip,
                               .quarantine_after = 0,
                               .max_rollbacks = 7,
-                              .trimmed_mean = 0.25}};
+                              .trimmed_mean = 0.25},
+                .compression = {.up = codec::Codec::kInt4,
+                                .down = codec::Codec::kBf16,
+                                .error_feedback = codec::FeedbackMode::kOff}};
   odd.sample = {.prompt = "He said: \"to be\\or\tnot\"\n\x01 caf\xc3\xa9",
                 .max_new_tokens = 1,
                 .temperature = 1e-3,
@@ -325,6 +328,12 @@ TEST(JobConfigTest, BadInputsGiveOneLineWithPositionAndKey) {
       {kData + "diloco:\n  screening:\n    norm_kk: 3\n",
        "5:5",
        {"unknown key 'norm_kk' in section 'diloco.screening' (did you mean 'norm_k'?)"}},
+      {kData + "diloco:\n  compression: {up: int3}\n",
+       "4:21",
+       {"diloco.compression.up: expected one of f32, bf16, int8, int4, got 'int3'"}},
+      {kData + "diloco:\n  compression:\n    error_feedback: yes\n",
+       "5:21",
+       {"diloco.compression.error_feedback: expected one of auto, true, false, got 'yes'"}},
       {kData + "diloco:\n  outer_momentum: 1\n",
        "4:19",
        {"diloco.outer_momentum: must be in [0.0, 1.0), got 1"}},
@@ -391,8 +400,9 @@ TEST(JobConfigTest, DamagedFilesNeverCrashAndErrorsStayOneLine) {
 TEST(JobConfigTest, KeysAreListedOnce) {
   std::vector<std::string> keys = JobConfigKeys();
   EXPECT_EQ(keys.front(), "name");
-  EXPECT_EQ(keys.size(), 1u + 7 + 4 + 10 + 9 + (10 + 6) + 4);
+  EXPECT_EQ(keys.size(), 1u + 7 + 4 + 10 + 9 + (10 + 6 + 3) + 4);
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.screening.norm_k"), keys.end());
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.compression.error_feedback"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.round_deadline_s"), keys.end());
   EXPECT_EQ(BackendChoiceName(BackendChoice::kAuto), "auto");
   EXPECT_EQ(DataFormatName(DataFormat::kTextByte), "text_byte");

@@ -28,8 +28,10 @@
 //              round_deadline_s: 600, checkpoint_every: 5 (rounds), eval_every: 1 (rounds),
 //              screening: {norm_k: 5, max_norm: 1e4 (0: no cap), action: reject|clip,
 //                          quarantine_after: 3 (0: never), max_rollbacks: 3,
-//                          trimmed_mean: 0.0 (fraction trimmed at each end, [0, 0.5))}}
-//              (screening: see pcp/diloco/screening.h)
+//                          trimmed_mean: 0.0 (fraction trimmed at each end, [0, 0.5))},
+//              compression: {up: f32|bf16|int8|int4, down: (same), error_feedback:
+//                            auto|true|false}}
+//              (screening: see pcp/diloco/screening.h; compression: pcp/codec/compression.h)
 //   sample:   {prompt: "\n", max_new_tokens: 500, temperature: 0.8, top_k: 200 (0: off)}
 //
 // Every number has an upper bound (the error names it): vocab_size 65536, block_size and
@@ -47,6 +49,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "pcp/codec/compression.h"
 #include "pcp/diloco/screening.h"
 #include "pcp/models/gpt_config.h"
 #include "pcp/training/data_roots.h"
@@ -143,6 +146,7 @@ struct DiLoCoConfig {
   int64_t checkpoint_every = 5;  // rounds
   int64_t eval_every = 1;        // rounds
   diloco::ScreeningOptions screening;  // Δ screening, rollback, trimmed mean
+  codec::CompressionOptions compression;  // codecs of Δ (up) and θ updates (down)
   bool operator==(const DiLoCoConfig&) const = default;
 };
 
