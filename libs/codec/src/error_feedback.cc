@@ -39,4 +39,21 @@ absl::StatusOr<std::string> ErrorFeedback::EncodeWithFeedback(Codec codec, absl:
   return bytes;
 }
 
+absl::Status ErrorFeedback::Compensate(Codec codec, absl::Span<float> delta, int block_size) {
+  if (absl::Status s = ValidateBlockSize(codec, block_size); !s.ok()) return s;
+  if (!residual_.empty()) {
+    if (residual_.size() != delta.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("error feedback: Δ has ", delta.size(),
+                                                     " values, the residual of this buffer ", residual_.size()));
+    }
+    float* __restrict d = delta.data();
+    const float* __restrict r = residual_.data();
+    for (size_t i = 0; i < delta.size(); ++i) d[i] += r[i];
+    residual_.clear();
+  }
+  // `delta` is now the input; with no residual kept, encoding it keeps input − decoded.
+  absl::StatusOr<std::string> bytes = EncodeWithFeedback(codec, delta, block_size);
+  return bytes.status();
+}
+
 }  // namespace pcp::codec

@@ -44,6 +44,26 @@ TEST(ErrorFeedbackTest, ResidualIsInputMinusDecoded) {
   }
 }
 
+TEST(ErrorFeedbackTest, CompensateEqualsEncodeWithFeedback) {
+  // Two senders over the same Δs: one encodes with feedback, the other compensates in place
+  // and encodes what it got. Same bytes and residuals every round.
+  for (Codec codec : {Codec::kBf16, Codec::kInt8, Codec::kInt4}) {
+    ErrorFeedback encoding, compensating;
+    for (uint64_t round = 1; round <= 3; ++round) {
+      std::vector<float> delta = DeltaLike(5000, round);
+      absl::StatusOr<std::string> expected = encoding.EncodeWithFeedback(codec, delta);
+      ASSERT_TRUE(expected.ok());
+      ASSERT_TRUE(compensating.Compensate(codec, absl::MakeSpan(delta)).ok());
+      EXPECT_EQ(Encode(codec, delta), *expected) << CodecName(codec) << " round " << round;
+      ASSERT_EQ(compensating.residual().size(), encoding.residual().size());
+      for (size_t i = 0; i < delta.size(); ++i) ASSERT_EQ(compensating.residual()[i], encoding.residual()[i]);
+    }
+    std::vector<float> wrong(10, 1.0f);
+    EXPECT_EQ(compensating.Compensate(codec, absl::MakeSpan(wrong)).code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(wrong, std::vector<float>(10, 1.0f));  // refused: untouched
+  }
+}
+
 TEST(ErrorFeedbackTest, F32KeepsNoResidual) {
   ErrorFeedback feedback;
   const std::vector<float> d = DeltaLike(100, 3);

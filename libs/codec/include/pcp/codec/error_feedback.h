@@ -39,6 +39,12 @@ class ErrorFeedback {
   absl::StatusOr<std::string> EncodeWithFeedback(Codec codec, absl::Span<const float> delta,
                                                  int block_size = 0);
 
+  // For a sender that encodes elsewhere, e.g. a chunked stream (pcp/rpc/tensor_chunks.h)
+  // whose chunks hold block-aligned runs of the buffer and so produce the same blocks as one
+  // whole encoding: adds the residual to `delta` in place (`delta` becomes what is to be sent)
+  // and keeps residual = delta − Decode(Encode(delta)). Same errors as EncodeWithFeedback.
+  absl::Status Compensate(Codec codec, absl::Span<float> delta, int block_size = 0);
+
   // What the last encodings lost, to be sent next round; empty before the first lossy
   // encoding and after Reset.
   absl::Span<const float> residual() const { return residual_; }
