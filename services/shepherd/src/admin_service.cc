@@ -8,13 +8,10 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "contain.h"
 #include "pcp/auth/authorization.h"
 #include "pcp/auth/refused_reactor.h"
 #include "pcp/metrics/registry.h"
 #include "pcp/rpc/grpc_status.h"
-#include "sampling.h"
-#include "pcp/base/absl_fmt.h"
 #include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
@@ -237,12 +234,8 @@ grpc::ServerUnaryReactor* AdminService::SubmitJob(grpc::CallbackServerContext* c
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // Validation reads the job's data: off the gRPC thread.
   d_.pool->Run([this, reactor, request, response] {
-    absl::StatusOr<v1::SubmitJobResponse> r = d_.jobs->Submit(*request);
-    if (r.ok()) {
-      *response = *std::move(r);
-    } else {
-      spdlog::info("SubmitJob rejected: {}", r.status().message());
-    }
+    absl::StatusOr<v1::SubmitJobResponse> r = calls_.SubmitJob(*request);
+    if (r.ok()) *response = *std::move(r);
     Leave();
     reactor->Finish(ToGrpcStatus(r.status()));
   });
@@ -252,14 +245,14 @@ grpc::ServerUnaryReactor* AdminService::SubmitJob(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* AdminService::ListJobs(grpc::CallbackServerContext* context,
                                                  const v1::ListJobsRequest* request, v1::ListJobsResponse* response) {
   if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
-  for (v1::Job& job : d_.jobs->List(*request)) *response->add_jobs() = std::move(job);
+  *response = calls_.ListJobs(*request);
   return Done(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* AdminService::GetJob(grpc::CallbackServerContext* context, const v1::GetJobRequest* request,
                                                v1::Job* response) {
   if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
-  absl::StatusOr<v1::Job> job = d_.jobs->Get(request->job_id());
+  absl::StatusOr<v1::Job> job = calls_.GetJob(*request);
   if (job.ok()) *response = *std::move(job);
   return Done(context, job.status());
 }
@@ -267,7 +260,7 @@ grpc::ServerUnaryReactor* AdminService::GetJob(grpc::CallbackServerContext* cont
 grpc::ServerUnaryReactor* AdminService::CancelJob(grpc::CallbackServerContext* context,
                                                   const v1::CancelJobRequest* request, v1::Job* response) {
   if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
-  absl::StatusOr<v1::Job> job = d_.jobs->Cancel(request->job_id(), request->reason());
+  absl::StatusOr<v1::Job> job = calls_.CancelJob(*request);
   if (job.ok()) *response = *std::move(job);
   return Done(context, job.status());
 }
@@ -276,7 +269,7 @@ grpc::ServerUnaryReactor* AdminService::GetJobHistory(grpc::CallbackServerContex
                                                       const v1::GetJobHistoryRequest* request,
                                                       v1::GetJobHistoryResponse* response) {
   if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
-  absl::StatusOr<v1::GetJobHistoryResponse> history = d_.jobs->History(*request);
+  absl::StatusOr<v1::GetJobHistoryResponse> history = calls_.GetJobHistory(*request);
   if (history.ok()) *response = *std::move(history);
   return Done(context, history.status());
 }
@@ -290,7 +283,7 @@ grpc::ServerWriteReactor<v1::JobEvent>* AdminService::WatchJob(grpc::CallbackSer
                           request->job_id());
 }
 
-AdminService::AdminService(Deps deps) : d_(deps), watches_(std::make_unique<WatchRegistry>()) {
+AdminService::AdminService(Deps deps) : d_(deps), calls_(deps), watches_(std::make_unique<WatchRegistry>()) {
   watches_->max_live = static_cast<size_t>(d_.config->max_watch_streams);
 }
 
@@ -323,21 +316,7 @@ grpc::ServerUnaryReactor* AdminService::ListWorkers(grpc::CallbackServerContext*
                                                     const v1::ListWorkersRequest* request,
                                                     v1::ListWorkersResponse* response) {
   if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
-  std::map<std::string, v1::WorkerInfo> by_id;
-  for (v1::WorkerInfo& w : d_.registry->List()) {
-    const std::string id = w.supervisor_id();
-    by_id[id] = std::move(w);
-  }
-  if (d_.supervisors != nullptr) {
-    for (const SupervisorDirectory::Supervisor& s : d_.supervisors->List()) {
-      v1::WorkerInfo& w = by_id[s.supervisor_id];
-      w.set_supervisor_id(s.supervisor_id);
-      if (w.host().empty()) w.set_host(s.host);
-      w.set_supervisor_connected(s.connected);
-      *w.mutable_process() = s.process;
-    }
-  }
-  for (auto& [id, w] : by_id) *response->add_workers() = std::move(w);
+  *response = calls_.ListWorkers(*request);
   return Done(context, absl::OkStatus());
 }
 
@@ -345,14 +324,8 @@ grpc::ServerUnaryReactor* AdminService::Command(SupervisorCommand command, grpc:
                                                 const v1::WorkerCommandRequest* request,
                                                 v1::WorkerCommandResponse* response) {
   if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
+  if (absl::Status checked = calls_.CheckCommand(command, *request); !checked.ok()) return Done(context, checked);
   const char* name = command == SupervisorCommand::kRestart ? "RestartWorker" : "DrainWorker";
-  if (d_.supervisors == nullptr) {
-    return Done(context, absl::UnimplementedError(absl::StrCat(
-                             name, ": this shepherd has no Control service (supervisors cannot be reached)")));
-  }
-  if (request->supervisor_id().empty()) {
-    return Done(context, absl::InvalidArgumentError(absl::StrCat(name, ": supervisor_id is required")));
-  }
   if (!Enter()) return Busy(context);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   spdlog::info("{} {} requested{}", name, request->supervisor_id(),
@@ -381,23 +354,7 @@ grpc::ServerUnaryReactor* AdminService::DrainWorker(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* AdminService::GetCluster(grpc::CallbackServerContext* context,
                                                    const v1::GetClusterRequest* request, v1::Cluster* response) {
   if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
-  const JobCounts counts = d_.jobs->Counts();
-  const Coordinator::Status status = d_.coordinator->status();
-  response->set_shepherd_version(PCP_VERSION);
-  response->set_started_unix_ms(d_.started_unix_ms);
-  response->set_state_dir(d_.config->state_dir);
-  uint32_t supervisors = 0;
-  if (d_.supervisors != nullptr) {
-    for (const auto& s : d_.supervisors->List()) supervisors += s.connected ? 1 : 0;
-  }
-  response->set_supervisors_connected(supervisors);
-  response->set_workers_connected(d_.registry->connected());
-  response->set_workers_in_round(status.workers_in_round);
-  response->set_active_job_id(counts.running_id);
-  response->set_jobs_queued(counts.queued);
-  response->set_jobs_completed(counts.completed);
-  response->set_jobs_failed(counts.failed);
-  response->set_jobs_cancelled(counts.cancelled);
+  *response = calls_.GetCluster(*request);
   return Done(context, absl::OkStatus());
 }
 
@@ -407,27 +364,7 @@ grpc::ServerUnaryReactor* AdminService::Sample(grpc::CallbackServerContext* cont
   if (!Enter()) return Busy(context);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   d_.pool->Run([this, reactor, request, response] {
-    auto run = [&]() -> absl::StatusOr<v1::SampleResponse> {
-      std::string job_id = request->job_id();
-      if (job_id.empty()) job_id = d_.jobs->Counts().running_id;
-      if (job_id.empty()) job_id = d_.jobs->LatestFinishedJob();
-      if (job_id.empty()) return absl::FailedPreconditionError("no job has run yet: nothing to sample from");
-      absl::StatusOr<v1::Job> job = d_.jobs->Get(job_id);
-      if (!job.ok()) return job.status();
-      std::shared_ptr<const ParamsSnapshot> snap = d_.coordinator->snapshot();
-      if (snap == nullptr || snap->job_id != job_id) {
-        if (job->checkpoint_path().empty()) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("job ", job_id, " has no parameters to sample from yet (no round completed)"));
-        }
-        absl::StatusOr<std::shared_ptr<const ParamsSnapshot>> loaded =
-            SnapshotFromCheckpoint(job_id, job->checkpoint_path(), job->state() == v1::JOB_STATE_COMPLETED);
-        if (!loaded.ok()) return loaded.status();
-        snap = *std::move(loaded);
-      }
-      return SampleText(*snap, *request, static_cast<int>(d_.config->eval_threads));
-    };
-    absl::StatusOr<v1::SampleResponse> r = Contain(run);
+    absl::StatusOr<v1::SampleResponse> r = calls_.Sample(*request);
     if (r.ok()) *response = *std::move(r);
     Leave();
     reactor->Finish(ToGrpcStatus(r.status()));

@@ -1,4 +1,5 @@
-// Private: the Admin service (callback API). Quick calls answer inline from in-memory state;
+// Private: the Admin service (callback API); what each call does is in admin_calls.h, the
+// handlers add authorization, limits and threads. Quick calls answer inline from in-memory state;
 // SubmitJob (reads the job's data) and Sample (runs the model) run on a BlockingPool;
 // WatchJob is a write reactor fed by JobManager events; RestartWorker / DrainWorker go to the
 // supervisors through a SupervisorDirectory (UNIMPLEMENTED when there is none).
@@ -14,12 +15,8 @@
 
 #include <atomic>
 
-#include "blocking_pool.h"
-#include "coordinator.h"
-#include "pcp/shepherd/job_manager.h"
+#include "admin_calls.h"
 #include "pcp/v1/admin.grpc.pb.h"
-#include "supervisor_directory.h"
-#include "worker_registry.h"
 
 namespace pcp::shepherd {
 
@@ -27,15 +24,7 @@ struct WatchRegistry;
 
 class AdminService final : public v1::Admin::CallbackService {
  public:
-  struct Deps {
-    JobManager* jobs = nullptr;
-    WorkerRegistry* registry = nullptr;
-    Coordinator* coordinator = nullptr;
-    BlockingPool* pool = nullptr;
-    const ShepherdConfig* config = nullptr;
-    int64_t started_unix_ms = 0;
-    SupervisorDirectory* supervisors = nullptr;  // may be null
-  };
+  using Deps = AdminDeps;
   explicit AdminService(Deps deps);
   ~AdminService() override;
 
@@ -77,6 +66,7 @@ class AdminService final : public v1::Admin::CallbackService {
   void Leave();
   grpc::ServerUnaryReactor* Busy(grpc::CallbackServerContext* context);
   Deps d_;
+  AdminCalls calls_;  // the handlers' logic, without gRPC
   std::atomic<int64_t> in_flight_{0};
   std::unique_ptr<WatchRegistry> watches_;
 };

@@ -1,5 +1,5 @@
 // Private: the Control service (protos/pcp/v1/control.proto), callback API, one reactor per
-// supervisor stream. It checks each SupervisorHello (protocol version, id, and that a node
+// supervisor stream, which feeds a SupervisorStream (control_stream.h). It checks each SupervisorHello (protocol version, id, and that a node
 // credential speaks for its own supervisor id: pcp/auth/authenticator.h CheckNodeIdentity),
 // admits the stream into the ControlRegistry (which refuses a second live stream for one id
 // with ALREADY_EXISTS), answers with SupervisorWelcome, relays heartbeats and CommandAcks
@@ -31,16 +31,11 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "control_stream.h"
 #include "pcp/shepherd/control_registry.h"
 #include "pcp/v1/control.grpc.pb.h"
 
 namespace pcp::shepherd {
-
-struct ControlServiceOptions {
-  uint32_t heartbeat_interval_ms = 1000;  // announced in the welcome; > 0
-  uint32_t heartbeat_timeout_ms = 3000;   // announced in the welcome; > interval
-  std::string version;                    // the shepherd's version, sent in the welcome
-};
 
 class ControlService final : public v1::Control::CallbackService {
  public:

@@ -61,7 +61,10 @@ void EvalRunner::Loop() {
   while (true) {
     cv_.wait(lock, [this] { return stop_ || pending_.has_value(); });
     if (stop_) return;
-    auto [round, params] = std::move(*pending_);
+    // Not a structured binding: the lambda below uses `params`, which clang before 16 cannot
+    // capture from one (scripts/fuzz.sh builds with clang-14).
+    const uint64_t round = pending_->first;
+    const std::vector<Tensor> params = std::move(pending_->second);
     pending_.reset();
     running_ = true;
     lock.unlock();

@@ -32,12 +32,13 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "message_handler.h"
 #include "pcp/rpc/chunk_wire.h"
 #include "pcp/v1/training.grpc.pb.h"
 
 namespace pcp::worker {
 
-class Connection {
+class Connection final : public ShepherdLink {
  public:
   enum class Pop { kMessage, kTimeout, kEnded };
 
@@ -48,7 +49,7 @@ class Connection {
   };
 
   explicit Connection(std::shared_ptr<grpc::Channel> channel);
-  ~Connection();
+  ~Connection() override;
 
   // Called on the reader thread with every message but heartbeats as soon as it arrives
   // (before it is queued), e.g. so that a Cancel stops a running round between two steps.
@@ -68,15 +69,15 @@ class Connection {
   // with CANCELLED.
   void Abort();
   // False once the stream is broken.
-  bool Write(const v1::WorkerMessage& message);
+  bool Write(const v1::WorkerMessage& message) override;
   // `head` with `payload` as its result chunk's data (pcp/rpc/chunk_wire.h); the tensor is
   // referenced until gRPC has sent it.
-  bool Write(const v1::WorkerMessage& head, const ChunkPayload& payload);
-  bool ended() const { return ended_.load(); }
-  absl::Status status() const;
+  bool Write(const v1::WorkerMessage& head, const ChunkPayload& payload) override;
+  bool ended() const override { return ended_.load(); }
+  absl::Status status() const override;
 
   // What heartbeats report.
-  void SetPhase(v1::WorkerPhase phase, uint64_t round, uint32_t steps_done);
+  void SetPhase(v1::WorkerPhase phase, uint64_t round, uint32_t steps_done) override;
 
   // Half-closes, waits up to `grace` for the shepherd to end the RPC, then cancels it; joins
   // the threads. Returns the RPC's final status.

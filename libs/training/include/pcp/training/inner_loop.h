@@ -32,6 +32,9 @@ class InnerLoop {
 
   int num_params() const { return num_params_; }
   const std::vector<std::string>& param_names() const { return param_names_; }
+  // The type of train_step's tokens (and targets) input, i32[batch_size, block_size]: the
+  // only batch shape Step accepts.
+  const TensorType& tokens_type() const { return args_[3 * static_cast<size_t>(num_params_) + 2]->type(); }
   // Number of optimizer steps taken since the moments were last reset (AdamW's t).
   int64_t step() const { return step_; }
 

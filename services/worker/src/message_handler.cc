@@ -1,0 +1,271 @@
+#include "message_handler.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "pcp/base/absl_fmt.h"
+#include "pcp/base/progress_report.h"
+#include "pcp/base/status_macros.h"
+#include "pcp/metrics/registry.h"
+#include "pcp/worker/round_runner.h"
+#include "pcp/worker/shard_loader.h"
+#include "spdlog/spdlog.h"
+
+namespace pcp::worker {
+
+void RoundCancels::Peek(const v1::ShepherdMessage& m) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (m.has_assignment()) ++epoch_;
+  if (m.has_cancel()) {
+    if (m.cancel().round() == 0) {
+      dropped_epoch_ = epoch_;
+    } else {
+      cancelled_epoch_ = epoch_;
+      cancelled_round_ = m.cancel().round();
+    }
+  }
+}
+
+bool RoundCancels::Cancelled(uint64_t epoch, uint64_t round) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_epoch_ == epoch || (cancelled_epoch_ == epoch && cancelled_round_ == round);
+}
+
+void RoundCancels::Reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  epoch_ = cancelled_epoch_ = cancelled_round_ = dropped_epoch_ = 0;
+}
+
+absl::Status MessageHandler::Handle(const v1::ShepherdMessage& msg, DataPieces payload) {
+  switch (msg.kind_case()) {
+    case v1::ShepherdMessage::kAssignment:
+      return OnAssignment(msg.assignment());
+    case v1::ShepherdMessage::kProgramChunk: {
+      if (!assignment_ || !assignment_->program) return absl::FailedPreconditionError("program chunk without an Assignment that announced one");
+      PCP_RETURN_IF_ERROR(assignment_->program->Add(msg.program_chunk()), _ << "program");
+      if (assignment_->program->complete()) {
+        PCP_ASSIGN_OR_RETURN(std::string text, assignment_->program->Take());
+        assignment_->program.reset();
+        PCP_RETURN_IF_ERROR(d_.cache->AddText(assignment_->msg.program_hash(), std::move(text)));
+      }
+      return MaybeReady();
+    }
+    case v1::ShepherdMessage::kShardChunk: {
+      if (!assignment_ || !assignment_->shard) return absl::FailedPreconditionError("shard chunk without an Assignment with an inline shard");
+      PCP_RETURN_IF_ERROR(assignment_->shard->Add(msg.shard_chunk()), _ << "shard");
+      if (assignment_->shard->complete()) {
+        PCP_ASSIGN_OR_RETURN(assignment_->shard_bytes, assignment_->shard->Take());
+        assignment_->shard.reset();
+      }
+      return MaybeReady();
+    }
+    case v1::ShepherdMessage::kParameterChunk: {
+      const v1::ParameterChunk& p = msg.parameter_chunk();
+      if (!assignment_ || !assignment_->ready) return absl::FailedPreconditionError("parameters before the assignment is ready");
+      Assignment& a = *assignment_;
+      if (!a.theta_assembler || a.theta_round != p.round()) {
+        a.theta_round = p.round();
+        a.theta_assembler.emplace();
+        a.theta_assembler->ExpectSpecs(a.specs);
+        a.theta.clear();
+      }
+      // The data is still in gRPC's receive buffers (or, from a shepherd that sends it
+      // inline, in the message): one copy, fused with the CRC check, into θ.
+      PCP_RETURN_IF_ERROR(payload.empty() ? a.theta_assembler->Add(p.chunk())
+                                          : a.theta_assembler->AddPieces(p.chunk(), payload),
+                          _ << "parameters of round " << p.round());
+      if (a.theta_assembler->complete()) {
+        PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> theta, a.theta_assembler->Take());
+        for (NamedTensor& t : theta) a.theta.push_back(std::move(t.tensor));
+      }
+      return absl::OkStatus();
+    }
+    case v1::ShepherdMessage::kStartRound:
+      return OnStartRound(msg.start_round());
+    case v1::ShepherdMessage::kCancel:
+      if (msg.cancel().round() == 0) {
+        spdlog::info("assignment dropped: {}", msg.cancel().reason());
+        assignment_.reset();
+        link_->SetPhase(v1::WORKER_PHASE_IDLE, 0, 0);
+      }
+      return absl::OkStatus();  // a round's Cancel was seen by RoundCancels::Peek
+    case v1::ShepherdMessage::kError:
+      spdlog::warn("the shepherd reports an error (code {}, round {}): {}", msg.error().code(), msg.error().round(),
+                   msg.error().message());
+      return absl::OkStatus();
+    case v1::ShepherdMessage::kJoinAck:
+      return absl::FailedPreconditionError("a second JoinAck");
+    case v1::ShepherdMessage::kHeartbeat:
+      return absl::OkStatus();
+    case v1::ShepherdMessage::KIND_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError("ShepherdMessage with no message set (unknown kind?)");
+}
+
+absl::Status MessageHandler::OnAssignment(const v1::Assignment& a) {
+  ++epoch_;
+  Assignment next;
+  next.msg = a;
+  for (const v1::TensorSpec& s : a.parameters()) {
+    PCP_ASSIGN_OR_RETURN(TensorSpec spec, TensorSpecFromProto(s), _ << "Assignment.parameters");
+    next.specs.push_back(std::move(spec));
+  }
+  const v1::Hyperparameters& h = a.hyperparameters();
+  if (h.inner_steps() == 0 || h.batch_size() == 0 || h.block_size() == 0) {
+    return absl::InvalidArgumentError("Assignment.hyperparameters: inner_steps, batch_size and block_size must be > 0");
+  }
+  if (a.program_follows()) {
+    next.program.emplace();
+    next.program->Expect(a.program_hash(), static_cast<int64_t>(a.program_bytes()));
+  } else if (!d_.cache->Has(a.program_hash())) {
+    return absl::FailedPreconditionError(absl::StrCat("program ", a.program_hash(), " is not cached here, and not sent"));
+  }
+  if (a.shard().has_inline_tokens()) {
+    next.shard.emplace();
+    next.shard->Expect("shard", static_cast<int64_t>(a.shard().inline_tokens().num_tokens() * 2));
+  }
+  spdlog::info("assignment: job {} ({}), slot {} of {}, program {} ({}), tau {}, batch {}x{}", a.job_id(),
+               a.job_name(), a.worker_rank(), a.world_size(), a.program_hash().substr(0, 19),
+               a.program_follows() ? "arriving" : "cached", h.inner_steps(), h.batch_size(), h.block_size());
+  assignment_ = std::move(next);
+  link_->SetPhase(v1::WORKER_PHASE_PREPARING, 0, 0);
+  return MaybeReady();
+}
+
+absl::Status MessageHandler::MaybeReady() {
+  Assignment& a = *assignment_;
+  if (a.ready || a.program || a.shard) return absl::OkStatus();
+  PCP_ASSIGN_OR_RETURN(a.tokens, LoadShard(a.msg.shard(), a.shard_bytes, *d_.data_roots), _ << "loading the shard");
+  a.shard_bytes.clear();
+  const v1::Hyperparameters& h = a.msg.hyperparameters();
+  if (a.tokens.size() < static_cast<int64_t>(h.block_size()) + 1) {
+    return absl::InvalidArgumentError(absl::StrCat("the shard has ", a.tokens.size(), " tokens, fewer than block_size + 1"));
+  }
+  absl::StatusOr<ProgramCache::Entry*> entry = d_.cache->Get(a.msg.program_hash());
+  if (!entry.ok()) {
+    // This worker cannot run the program: tell the shepherd, keep the stream.
+    spdlog::error("cannot prepare program {}: {}", a.msg.program_hash(), entry.status().message());
+    metrics::Get(metrics::kWorkerErrorsTotal, {"compile"}).Increment();
+    v1::WorkerMessage error;
+    *error.mutable_error() = ErrorToProto(entry.status());
+    link_->Write(error);
+    assignment_.reset();
+    return absl::OkStatus();
+  }
+  a.entry = *entry;
+  // The loop's AdamW state carries over only to the same assignment (a reconnect).
+  const std::string owner = absl::StrCat(a.msg.job_id(), "/", a.msg.program_hash(), "/", a.msg.worker_rank(), "/",
+                                         a.msg.world_size());
+  a.reset_optimizer = a.entry->owner != owner;
+  a.entry->owner = owner;
+  if (a.entry->loop->num_params() != static_cast<int>(a.specs.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("the program takes ", a.entry->loop->num_params(),
+                                                   " parameters, the assignment lists ", a.specs.size()));
+  }
+  // Checked before a round draws its first batch: a batch of the announced size is allocated
+  // before Step compares it with the program's (4e9 rows end the process with bad_alloc).
+  const TensorType& tokens = a.entry->loop->tokens_type();
+  if (tokens.shape != Shape{h.batch_size(), h.block_size()}) {
+    return absl::InvalidArgumentError(absl::StrCat("Assignment.hyperparameters: batch_size ", h.batch_size(),
+                                                   " and block_size ", h.block_size(), " do not fit the program, which takes ",
+                                                   tokens.ToString(), " tokens"));
+  }
+  a.ready = true;
+  metrics::Get(metrics::kWorkerProgramCompileSeconds).Set(static_cast<double>(a.entry->compile_ms) / 1000.0);
+  v1::WorkerMessage ready;
+  v1::AssignmentReady* r = ready.mutable_ready();
+  r->set_job_id(a.msg.job_id());
+  r->set_program_hash(a.msg.program_hash());
+  r->set_compile_ms(static_cast<uint64_t>(a.entry->compile_ms));
+  r->set_shard_tokens(static_cast<uint64_t>(a.tokens.size()));
+  link_->Write(ready);
+  link_->SetPhase(v1::WORKER_PHASE_READY, 0, 0);
+  spdlog::info("ready: program compiled in {} ms, {} shard tokens{}", a.entry->compile_ms, a.tokens.size(),
+               a.reset_optimizer ? "" : " (AdamW state kept from before the reconnect)");
+  return absl::OkStatus();
+}
+
+absl::Status MessageHandler::OnStartRound(const v1::StartRound& start) {
+  using Clock = std::chrono::steady_clock;
+  if (!assignment_ || !assignment_->ready) return absl::FailedPreconditionError("StartRound before the assignment is ready");
+  Assignment& a = *assignment_;
+  const uint64_t r = start.round();
+  if (a.theta_round != r || a.theta.size() != a.specs.size()) {
+    return absl::FailedPreconditionError(absl::StrCat("StartRound ", r, " before its parameters were complete"));
+  }
+  const v1::Hyperparameters& h = a.msg.hyperparameters();
+  if (start.learning_rates_size() != static_cast<int>(h.inner_steps())) {
+    return absl::InvalidArgumentError(absl::StrCat("StartRound ", r, ": ", start.learning_rates_size(),
+                                                   " learning rates for ", h.inner_steps(), " inner steps"));
+  }
+  RoundInput in{.round = r,
+                .theta = std::move(a.theta),
+                .reset_optimizer = a.reset_optimizer,
+                .learning_rates = {start.learning_rates().begin(), start.learning_rates().end()},
+                .sampler_seed = start.sampler_seed(),
+                .sampler_cursor = start.sampler_cursor(),
+                .batch_size = h.batch_size(),
+                .block_size = h.block_size()};
+  a.theta.clear();
+  a.theta_assembler.reset();
+  link_->SetPhase(v1::WORKER_PHASE_TRAINING, r, 0);
+  const auto t0 = Clock::now();
+  absl::StatusOr<RoundOutput> out = RunRound(*a.entry->loop, a.tokens, in, [&](uint32_t done) {
+    link_->SetPhase(v1::WORKER_PHASE_TRAINING, r, done);
+    return !*d_.stop && !d_.cancels->Cancelled(epoch_, r) && !link_->ended();
+  });
+  a.reset_optimizer = false;
+  if (!out.ok()) {
+    spdlog::error("round {} failed: {}", r, out.status().message());
+    metrics::Get(metrics::kWorkerErrorsTotal, {"run"}).Increment();
+    v1::WorkerMessage error;
+    *error.mutable_error() = ErrorToProto(out.status(), r);
+    link_->Write(error);
+    link_->SetPhase(v1::WORKER_PHASE_READY, 0, 0);
+    return absl::OkStatus();
+  }
+  const v1::RoundResult& res = out->result;
+  metrics::Get(metrics::kWorkerTokensPerSecond).Set(res.tokens_per_second());
+  if (!out->complete) {
+    if (d_.cancels->Cancelled(epoch_, r)) {
+      spdlog::info("round {} cancelled by the shepherd after {} steps", r, res.steps());
+    } else if (!link_->ended()) {
+      spdlog::info("round {} abandoned after {} steps (stopping)", r, res.steps());
+      v1::WorkerMessage m;
+      *m.mutable_round_result() = res;
+      link_->Write(m);
+    }
+    link_->SetPhase(v1::WORKER_PHASE_READY, 0, 0);
+    return absl::OkStatus();
+  }
+  if (std::string corruption = d_.fault->ApplyNext(&out->delta); !corruption.empty()) {
+    spdlog::warn("TESTING ONLY: the Δ of round {} is corrupted ({})", r, corruption);
+  }
+  link_->SetPhase(v1::WORKER_PHASE_SENDING, r, res.steps());
+  std::vector<NamedTensor> delta;
+  for (size_t i = 0; i < out->delta.size(); ++i) delta.push_back({a.specs[i].name, std::move(out->delta[i])});
+  PCP_ASSIGN_OR_RETURN(TensorListChunker chunker, TensorListChunker::Create(std::move(delta)));
+  v1::WorkerMessage m;
+  while (!chunker.done()) {
+    if (d_.cancels->Cancelled(epoch_, r)) break;  // the round closed without us
+    v1::ResultChunk* chunk = m.mutable_result_chunk();
+    chunk->set_round(r);
+    ChunkPayload payload;  // sent from Δ itself, not copied into the message
+    chunker.Next(chunk->mutable_chunk(), &payload);
+    if (!link_->Write(m, payload)) return link_->status();
+  }
+  if (chunker.done()) {
+    m.Clear();
+    *m.mutable_round_result() = res;
+    // Tells the supervisor this process did useful work: if it dies now, it is no crash loop.
+    if (link_->Write(m)) ReportProgress();
+  }
+  link_->SetPhase(v1::WORKER_PHASE_READY, 0, 0);
+  spdlog::info("round {} done: {} steps, loss {:.4f} (last {:.4f}), {:.1f} ms/step, {:.0f} tok/s, {:.2f} s in all", r,
+               res.steps(), res.mean_loss(), res.last_loss(), res.step_time_ms(), res.tokens_per_second(),
+               std::chrono::duration<double>(Clock::now() - t0).count());
+  return absl::OkStatus();
+}
+
+}  // namespace pcp::worker

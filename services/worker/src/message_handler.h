@@ -1,0 +1,121 @@
+// Private: what the worker does with each ShepherdMessage of one Training.Connect stream,
+// without gRPC types: the current Assignment, the program and shard that follow it, θ of a
+// round, and the round itself. Worker::Run feeds it from its Connection (which is the
+// ShepherdLink); the worker_messages fuzz target feeds it bytes.
+//
+//   RoundCancels cancels;   // Peek()ed by the stream's reader thread
+//   MessageHandler handler({.cache = &cache, .data_roots = &roots, .fault = &fault,
+//                           .stop = &stop, .cancels = &cancels}, &conn);
+//   absl::Status s = handler.Handle(in.message, in.payload.pieces());
+//   if (!s.ok()) { ...the shepherd broke the protocol: send an Error, drop the stream... }
+//
+// A handler lives for one stream (a new stream starts with a new Assignment). Not
+// thread-safe: one thread calls Handle. A StartRound runs the round's τ inner steps inside
+// Handle (on the cache's backend), then sends Δ and the RoundResult through the link.
+#ifndef PCP_WORKER_SRC_MESSAGE_HANDLER_H_
+#define PCP_WORKER_SRC_MESSAGE_HANDLER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "pcp/rpc/tensor_chunks.h"
+#include "pcp/rpc/tensor_list.h"
+#include "pcp/rpc/tensor_proto.h"
+#include "pcp/training/data_roots.h"
+#include "pcp/training/dataset.h"
+#include "pcp/v1/training.pb.h"
+#include "pcp/worker/delta_fault.h"
+#include "pcp/worker/program_cache.h"
+
+namespace pcp::worker {
+
+// The stream to the shepherd, as the handler uses it (Connection implements it).
+class ShepherdLink {
+ public:
+  virtual ~ShepherdLink() = default;
+  // False once the stream is broken.
+  virtual bool Write(const v1::WorkerMessage& message) = 0;
+  // `head` with `payload` as its result chunk's data; the tensor is referenced until sent.
+  virtual bool Write(const v1::WorkerMessage& head, const ChunkPayload& payload) = 0;
+  // What heartbeats report.
+  virtual void SetPhase(v1::WorkerPhase phase, uint64_t round, uint32_t steps_done) = 0;
+  virtual bool ended() const = 0;
+  // Why the stream ended (OK while it has not).
+  virtual absl::Status status() const = 0;
+};
+
+// Cancels as the stream's reader thread sees them, before the handler gets to the message:
+// the round (0 = the whole assignment) of the `epoch`-th Assignment of the stream. A running
+// round checks them between steps. Thread-safe.
+class RoundCancels {
+ public:
+  // Called with every message as it arrives.
+  void Peek(const v1::ShepherdMessage& m);
+  // Whether round `round` of the `epoch`-th Assignment is cancelled, or that Assignment dropped.
+  bool Cancelled(uint64_t epoch, uint64_t round);
+  // For a new stream.
+  void Reset();
+
+ private:
+  std::mutex mu_;
+  uint64_t epoch_ = 0;  // Assignments seen by the reader
+  uint64_t cancelled_epoch_ = 0, cancelled_round_ = 0;
+  uint64_t dropped_epoch_ = 0;  // Cancel(0)
+};
+
+class MessageHandler {
+ public:
+  // Not owned; each must outlive the handler.
+  struct Deps {
+    ProgramCache* cache = nullptr;          // programs, compiled on the cache's backend
+    const DataRoots* data_roots = nullptr;  // where shared-file shards may lie
+    DeltaFault* fault = nullptr;            // testing only: corrupts the Δs sent
+    const std::atomic<bool>* stop = nullptr;  // the worker is stopping: a round ends early
+    RoundCancels* cancels = nullptr;        // fed by the link's reader
+  };
+
+  MessageHandler(Deps deps, ShepherdLink* link) : d_(deps), link_(link) {}
+
+  // Handles one message; a ParameterChunk's data is in `payload` when not in the message.
+  // An error means the shepherd broke the protocol (FAILED_PRECONDITION: out of order;
+  // INVALID_ARGUMENT: a bad message) or the worker cannot go on; problems the shepherd can
+  // act on (a program that does not compile, a failed round) are sent as an Error instead,
+  // and the stream goes on.
+  absl::Status Handle(const v1::ShepherdMessage& msg, DataPieces payload = {});
+
+ private:
+  // The current assignment and what has arrived for it.
+  struct Assignment {
+    v1::Assignment msg;
+    std::vector<TensorSpec> specs;
+    std::optional<BlobAssembler> program;  // while the program text is arriving
+    std::optional<BlobAssembler> shard;    // while an inline shard is arriving
+    std::string shard_bytes;
+    bool ready = false;
+    ProgramCache::Entry* entry = nullptr;
+    TokenSequence tokens;
+    bool reset_optimizer = false;
+    // θ for a round.
+    uint64_t theta_round = 0;
+    std::optional<TensorListAssembler> theta_assembler;
+    std::vector<Tensor> theta;
+  };
+
+  absl::Status OnAssignment(const v1::Assignment& a);
+  absl::Status MaybeReady();
+  absl::Status OnStartRound(const v1::StartRound& start);
+
+  Deps d_;
+  ShepherdLink* link_;
+  uint64_t epoch_ = 0;  // Assignments taken on this stream
+  std::optional<Assignment> assignment_;
+};
+
+}  // namespace pcp::worker
+
+#endif  // PCP_WORKER_SRC_MESSAGE_HANDLER_H_
