@@ -327,7 +327,7 @@ void JobRun::SendRound(Member& m) {
 }
 
 void JobRun::StartRound(const std::vector<Member*>& members) {
-  round_.emplace();
+  round_.emplace(Round{});  // Round{}: clang-14 refuses emplace() without arguments for it
   round_->number = state_.round + 1;
   round_->start = Clock::now();
   round_->start_unix_ms = NowUnixMs();
