@@ -25,6 +25,11 @@
 #                    (STATE/tls: the shepherd's, one per supervisor id for its node, one for
 #                    pcpctl as admin) and an admin token; pcpctl uses them via PCP_CA/PCP_CERT/
 #                    PCP_KEY/PCP_TOKEN_FILE; the grpcurl command line is printed
+#   --link-mbit R    emulate a WAN link between each worker and the shepherd: R Mbit/s each
+#                    way (the workers' --link_up_mbit/--link_down_mbit; README "Emulated links")
+#   --link-rtt-ms T  ... with a round-trip time of T ms (the workers' --link_rtt_ms)
+#   --worker-args A,B,...  more flags for every worker (comma-separated, as pcp-supervisor's
+#                    --worker_args), e.g. --worker-args=--link_up_mbit=1,--link_down_mbit=100
 # Exit status: pcpctl watch's (0 = the job completed), or 1 if the cluster did not start.
 set -euo pipefail
 
@@ -38,8 +43,11 @@ KEEP_STATE=0
 PROMETHEUS=0
 PLOT=""
 TLS=0
+LINK_MBIT=""
+LINK_RTT_MS=""
+EXTRA_WORKER_ARGS=""
 
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "run-local-cluster: $*" >&2; exit 1; }
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a value (see --help)"; }
 
@@ -56,6 +64,12 @@ while [[ $# -gt 0 ]]; do
     --keep-state) KEEP_STATE=1; shift ;;
     --prometheus) PROMETHEUS=1; shift ;;
     --tls) TLS=1; shift ;;
+    --link-mbit) need_value "$@"; LINK_MBIT=$2; shift 2 ;;
+    --link-mbit=*) LINK_MBIT=${1#*=}; shift ;;
+    --link-rtt-ms) need_value "$@"; LINK_RTT_MS=$2; shift 2 ;;
+    --link-rtt-ms=*) LINK_RTT_MS=${1#*=}; shift ;;
+    --worker-args) need_value "$@"; EXTRA_WORKER_ARGS=$2; shift 2 ;;
+    --worker-args=*) EXTRA_WORKER_ARGS=${1#*=}; shift ;;
     --plot) need_value "$@"; PLOT=$2; shift 2 ;;
     --plot=*) PLOT=${1#*=}; shift ;;
     --build-dir) need_value "$@"; BUILD_DIR=$2; shift 2 ;;
@@ -72,6 +86,18 @@ if [[ -z "$THREADS" ]]; then
 fi
 [[ "$THREADS" =~ ^[1-9][0-9]*$ ]] || die "--threads must be a positive integer, got '$THREADS'"
 [[ -f "$JOB" ]] || die "job file '$JOB' not found"
+# The workers check the ranges (and would crash-loop on a bad value): only the form here.
+NUMBER='^[0-9]+([.][0-9]+)?$'
+WORKER_ARGS="--backend=cpu,--threads=$THREADS"
+if [[ -n "$LINK_MBIT" ]]; then
+  [[ "$LINK_MBIT" =~ $NUMBER ]] || die "--link-mbit must be a number of Mbit/s, got '$LINK_MBIT'"
+  WORKER_ARGS+=",--link_up_mbit=$LINK_MBIT,--link_down_mbit=$LINK_MBIT"
+fi
+if [[ -n "$LINK_RTT_MS" ]]; then
+  [[ "$LINK_RTT_MS" =~ $NUMBER ]] || die "--link-rtt-ms must be a number of ms, got '$LINK_RTT_MS'"
+  WORKER_ARGS+=",--link_rtt_ms=$LINK_RTT_MS"
+fi
+[[ -n "$EXTRA_WORKER_ARGS" ]] && WORKER_ARGS+=",$EXTRA_WORKER_ARGS"
 
 # Absolute, so that the supervisors can start the worker from any directory.
 [[ -d "$BUILD_DIR" ]] && BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
@@ -237,11 +263,14 @@ for i in $(seq "$WORKERS"); do
   "$SUPERVISOR_BIN" --shepherd="$ADDR" --supervisor_id="local-$i" $(supervisor_tls_args "$i") \
     --state_dir="$STATE_DIR/supervisor-$i" --worker_binary="$WORKER_BIN" \
     --metrics_listen=127.0.0.1:0 --metrics_address_file="$ADDRESSES/supervisor-$i.metrics" \
-    --worker_args="--backend=cpu,--threads=$THREADS,--metrics_listen=127.0.0.1:0,--metrics_address_file=$ADDRESSES/worker-$i.metrics" \
+    --worker_args="$WORKER_ARGS,--metrics_listen=127.0.0.1:0,--metrics_address_file=$ADDRESSES/worker-$i.metrics" \
     >"$LOGS/supervisor-$i.log" 2>&1 &
   SUPERVISOR_PIDS+=($!)
   echo "supervisor local-$i: pid $! ($THREADS worker threads)"
 done
+if [[ -n "$LINK_MBIT$LINK_RTT_MS" ]]; then
+  echo "emulated link per worker: ${LINK_MBIT:-unlimited} Mbit/s each way, RTT ${LINK_RTT_MS:-0} ms"
+fi
 
 # Healthy = every worker has a live Training stream to the shepherd.
 connected=0

@@ -6,6 +6,7 @@
 //              [--metrics_address_file=F]   (bound HOST:PORT of /metrics, for port 0)
 //              [--data_roots=DIR,DIR] [--max_data_file_bytes=N]   (shared data files only)
 //              [--tls_ca=ca.pem [--tls_cert=node.pem --tls_key=node.key]] [--token_source=env:PCP_TOKEN]
+//              [--link_up_mbit=10 --link_down_mbit=10 --link_rtt_ms=50]   (emulated link, pcp/netem)
 // The token itself is never a flag: --token_source names where to read it.
 // SIGTERM / SIGINT: abandon the running round, leave the stream cleanly, exit 0.
 
@@ -53,6 +54,10 @@ ABSL_FLAG(std::string, metrics_listen, "",
 ABSL_FLAG(std::string, metrics_address_file, "",
           "write the bound HOST:PORT of /metrics to this file once serving (with metrics port 0, a "
           "restart reuses the port in it when free)");
+ABSL_FLAG(double, link_up_mbit, 0,
+          "emulate a slow link to the shepherd: cap worker -> shepherd at this many Mbit/s (0 = unlimited)");
+ABSL_FLAG(double, link_down_mbit, 0, "emulated link: cap shepherd -> worker at this many Mbit/s (0 = unlimited)");
+ABSL_FLAG(double, link_rtt_ms, 0, "emulated link: add this round-trip time in ms, half each way (0 = none)");
 
 ABSL_FLAG(std::string, fault_delta, "",
           "TESTING ONLY: corrupt the Δs sent, one step per round in turn: none, scale:F, negate_scale:F, "
@@ -95,6 +100,8 @@ int main(int argc, char** argv) {
     }
     options.credentials.token = *std::move(token);
   }
+  options.link = {.up_mbit = absl::GetFlag(FLAGS_link_up_mbit), .down_mbit = absl::GetFlag(FLAGS_link_down_mbit),
+                  .rtt_ms = absl::GetFlag(FLAGS_link_rtt_ms)};
   options.fault_delta = absl::GetFlag(FLAGS_fault_delta);
   options.backoff.initial = absl::Milliseconds(std::max<int64_t>(absl::GetFlag(FLAGS_backoff_initial_ms), 1));
   options.backoff.max = std::max(absl::Milliseconds(absl::GetFlag(FLAGS_backoff_max_ms)), options.backoff.initial);

@@ -15,6 +15,7 @@
 #include "pcp/base/status_macros.h"
 #include "pcp/kernels/backend_factory.h"
 #include "pcp/metrics/registry.h"
+#include "pcp/netem/relay.h"
 #include "pcp/rpc/channel_options.h"
 #include "pcp/rpc/tensor_proto.h"
 #include "pcp/worker/delta_fault.h"
@@ -45,6 +46,7 @@ struct Worker::Impl {
   DeltaFault fault;  // testing only
   std::unique_ptr<Backend> backend;
   std::unique_ptr<ProgramCache> cache;
+  std::unique_ptr<netem::Relay> relay;  // the emulated link, if any; outlives the channel
   std::shared_ptr<grpc::Channel> channel;
   v1::Backend backend_enum = v1::BACKEND_CPU;
 
@@ -87,7 +89,25 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(WorkerOptions options) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.initial)));
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.initial)));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.max)));
-  PCP_ASSIGN_OR_RETURN(impl->channel, auth::MakeChannel(impl->options.shepherd, impl->options.credentials, args));
+  std::string target = impl->options.shepherd;
+  PCP_RETURN_IF_ERROR(netem::ValidateEmulatedLink(impl->options.link, "--link_"));
+  if (impl->options.link.enabled()) {
+    // The plaintext-token rule must judge the shepherd's address, not the relay's loopback one.
+    const auth::ClientCredentials& creds = impl->options.credentials;
+    if (!creds.tls.enabled() && !creds.token.empty() && !auth::IsLoopbackAddress(target)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "refusing to send a token in clear text to ", target, ": give a CA (TLS) for a non-loopback shepherd"));
+    }
+    PCP_ASSIGN_OR_RETURN(impl->relay, netem::Relay::Create(netem::ToRelayOptions(impl->options.link, target)),
+                         _ << "--shepherd with --link_*");
+    // The channel dials the relay but names the shepherd: in :authority and, with TLS, as the
+    // name its certificate must carry (gRPC checks the default authority).
+    args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, target);
+    spdlog::info("emulated link: {} (relay {} -> shepherd {})", netem::Describe(impl->options.link),
+                 impl->relay->address(), target);
+    target = impl->relay->address();
+  }
+  PCP_ASSIGN_OR_RETURN(impl->channel, auth::MakeChannel(target, impl->options.credentials, args));
   return std::unique_ptr<Worker>(new Worker(std::move(impl)));
 }
 

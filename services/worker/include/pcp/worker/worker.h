@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "pcp/auth/tls_credentials.h"
 #include "pcp/base/backoff.h"
+#include "pcp/netem/emulated_link.h"
 #include "pcp/training/data_roots.h"
 
 namespace pcp::worker {
@@ -42,6 +43,9 @@ struct WorkerOptions {
   // pcp/training/data_roots.h); empty = no shared files. Inline shards need none.
   std::vector<std::string> data_roots = {DefaultDataRoot()};
   int64_t max_data_file_bytes = kDefaultMaxDataFileBytes;
+  // An emulated link to the shepherd (--link_*; pcp/netem): when enabled, the channel goes
+  // through an in-process relay that caps each direction's rate and adds the RTT.
+  netem::EmulatedLink link;
   // TESTING ONLY: corrupt the Δs sent (pcp/worker/delta_fault.h); "" = never.
   std::string fault_delta;
 };
