@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "pcp/rpc/crc32c.h"
 
 namespace pcp {
 namespace {
@@ -28,6 +29,12 @@ uint64_t ListBytes(const v1::TensorChunk& chunk) {
 }
 
 }  // namespace
+
+uint32_t ListCrc32c(absl::Span<const Tensor> tensors) {
+  uint32_t crc = 0;
+  for (const Tensor& t : tensors) crc = Crc32cExtend(crc, t.raw_data(), static_cast<size_t>(t.byte_size()));
+  return crc;
+}
 
 std::vector<TensorSpec> SpecsOf(const std::vector<NamedTensor>& tensors) {
   std::vector<TensorSpec> specs;

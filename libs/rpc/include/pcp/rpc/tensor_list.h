@@ -41,6 +41,10 @@ namespace pcp {
 // Specs of a list of tensors, in order.
 std::vector<TensorSpec> SpecsOf(const std::vector<NamedTensor>& tensors);
 
+// CRC-32C of the tensors' bytes, one after the other in order (StartRound.theta_crc32c: the
+// check that a worker's θ replica equals the shepherd's).
+uint32_t ListCrc32c(absl::Span<const Tensor> tensors);
+
 class TensorListChunker {
  public:
   // Chunks every tensor of `tensors` in order (sharing their storage: do not modify them
