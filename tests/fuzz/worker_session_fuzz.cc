@@ -62,6 +62,7 @@ class Observer final : public pcp::shepherd::SessionObserver {
     for (size_t i = 0; i < delta.size(); ++i) PCP_FUZZ_CHECK(delta[i].shape() == DeltaSpecs()[i].shape);
   }
   void OnWorkerError(const std::shared_ptr<WorkerSession>&, const pcp::v1::Error&) override {}
+  void OnResync(const std::shared_ptr<WorkerSession>&, const pcp::v1::ResyncRequest&) override {}
   void OnEnded(const std::shared_ptr<WorkerSession>&, const absl::Status&) override { ++ended_; }
   int ended() const { return ended_; }
 

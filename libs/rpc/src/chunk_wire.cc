@@ -20,7 +20,8 @@ uint32_t LengthTag(int field) {
   return WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
 }
 
-void DeleteTensor(void* owner) { delete static_cast<Tensor*>(owner); }
+// The slice's reference to the payload's storage (the tensor or the encoded buffer).
+void DeletePayload(void* owner) { delete static_cast<ChunkPayload*>(owner); }
 
 // Sequential reads over the slices of a received ByteBuffer.
 class SliceReader {
@@ -190,8 +191,8 @@ grpc::ByteBuffer SerializeWithPayload(const google::protobuf::MessageLite& head,
       grpc::Slice(prefix),
       payload.size == 0
           ? grpc::Slice()
-          : grpc::Slice(const_cast<char*>(payload.data), payload.size, &DeleteTensor,
-                        new Tensor(payload.owner))};
+          : grpc::Slice(const_cast<char*>(payload.data), payload.size, &DeletePayload,
+                        new ChunkPayload(payload))};
   return grpc::ByteBuffer(slices, payload.size == 0 ? 1 : 2);
 }
 

@@ -1,12 +1,14 @@
 #include "pcp/rpc/tensor_chunks.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/codec/encoded.h"
 #include "pcp/rpc/crc32c.h"
 
 namespace pcp {
@@ -97,6 +99,11 @@ int64_t PiecesSize(DataPieces pieces) {
   return static_cast<int64_t>(n);
 }
 
+// Encoded bytes of `count` values; the block size was validated in ChunkOptions::Validate.
+int64_t EncodedBytes(codec::Codec codec, int64_t count, int block_size) {
+  return static_cast<int64_t>(*codec::EncodedSize(codec, static_cast<size_t>(count), block_size));
+}
+
 }  // namespace
 
 absl::Status ChunkOptions::Validate() const {
@@ -105,7 +112,7 @@ absl::Status ChunkOptions::Validate() const {
                                                    " bytes is outside [", kMinChunkBytes, ", ",
                                                    kMaxChunkBytes, "]"));
   }
-  return absl::OkStatus();
+  return codec::ValidateBlockSize(codec, block_size);
 }
 
 // ---------------------------------------------------------------- TensorChunker
@@ -125,19 +132,45 @@ absl::StatusOr<TensorChunker> TensorChunker::Create(std::string name, Tensor ten
     return absl::InvalidArgumentError(absl::StrCat("tensor ", Quote(name), ": index ", index,
                                                    " is not below the count ", count));
   }
+  if (options.codec != codec::Codec::kF32 && tensor.dtype() != DType::kF32) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor ", Quote(name), ": codec ",
+                                                   codec::CodecName(options.codec),
+                                                   " encodes f32 tensors only, not ",
+                                                   tensor.TypeString()));
+  }
   TensorChunker c;
   c.name_ = std::move(name);
   c.tensor_ = std::move(tensor);
   c.chunk_bytes_ = options.chunk_bytes;
   c.index_ = index;
   c.count_ = count;
-  c.total_ = c.tensor_.byte_size();
+  c.codec_ = options.codec;
+  c.block_size_ = options.block_size;
+  if (c.codec_ == codec::Codec::kF32) {
+    c.total_ = c.tensor_.byte_size();
+    c.num_chunks_ = NumChunks(c.total_, c.chunk_bytes_);
+    return c;
+  }
+  // Encoded sizes grow by the same amount per block (per value without blocks), so the most
+  // whole blocks that fit a chunk follow from the size of one and two of them.
+  const int block = codec::IsBlockwise(c.codec_)
+                        ? (c.block_size_ != 0 ? c.block_size_ : codec::DefaultBlockSize(c.codec_))
+                        : 1;
+  const int64_t per_block = EncodedBytes(c.codec_, 2 * block, c.block_size_) -
+                            EncodedBytes(c.codec_, block, c.block_size_);
+  const int64_t fixed = EncodedBytes(c.codec_, block, c.block_size_) - per_block;
+  c.chunk_elements_ = (c.chunk_bytes_ - fixed) / per_block * block;  // >= 3 blocks at 256 KiB
+  const int64_t elements = c.tensor_.num_elements();
+  const int64_t full = elements / c.chunk_elements_;
+  const int64_t rest = elements % c.chunk_elements_;
+  c.total_ = full * EncodedBytes(c.codec_, c.chunk_elements_, c.block_size_) +
+             (rest > 0 ? EncodedBytes(c.codec_, rest, c.block_size_) : 0);
+  c.num_chunks_ = elements == 0 ? 1 : full + (rest > 0 ? 1 : 0);
   return c;
 }
 
-int64_t TensorChunker::num_chunks() const { return NumChunks(total_, chunk_bytes_); }
-
 void TensorChunker::Next(v1::TensorChunk* chunk, ChunkPayload* payload) {
+  if (codec_ != codec::Codec::kF32) return NextEncoded(chunk, payload);
   const int64_t size = std::min(chunk_bytes_, total_ - offset_);
   const char* bytes = static_cast<const char*>(tensor_.raw_data()) + offset_;
   chunk->set_name(name_);
@@ -147,11 +180,13 @@ void TensorChunker::Next(v1::TensorChunk* chunk, ChunkPayload* payload) {
   ShapeToProto(tensor_.shape(), chunk->mutable_shape());
   chunk->set_total_bytes(static_cast<uint64_t>(total_));
   chunk->set_offset(static_cast<uint64_t>(offset_));
+  chunk->set_codec(v1::CODEC_F32);
   if (payload != nullptr) {
     chunk->clear_data();
     payload->data = bytes;
     payload->size = static_cast<size_t>(size);
     payload->owner = tensor_;
+    payload->encoded.reset();
   } else {
     chunk->set_data(bytes, static_cast<size_t>(size));
   }
@@ -159,6 +194,55 @@ void TensorChunker::Next(v1::TensorChunk* chunk, ChunkPayload* payload) {
   chunk->set_crc32c(crc);
   running_crc_ = Crc32cCombine(running_crc_, crc, static_cast<uint64_t>(size));
   offset_ += size;
+  done_ = offset_ >= total_;
+  chunk->set_tensor_crc32c(done_ ? running_crc_ : 0);
+}
+
+void TensorChunker::NextEncoded(v1::TensorChunk* chunk, ChunkPayload* payload) {
+  const int64_t n = std::min(chunk_elements_, tensor_.num_elements() - element_offset_);
+  const size_t size = n == 0 ? 0 : static_cast<size_t>(EncodedBytes(codec_, n, block_size_));
+  chunk->set_name(name_);
+  chunk->set_index(index_);
+  chunk->set_count(count_);
+  chunk->set_dtype(v1::DTYPE_F32);
+  ShapeToProto(tensor_.shape(), chunk->mutable_shape());
+  chunk->set_total_bytes(static_cast<uint64_t>(total_));
+  chunk->set_offset(static_cast<uint64_t>(offset_));
+  chunk->set_codec(CodecToProto(codec_));
+  char* out;
+  if (payload != nullptr) {
+    // The previous chunk's buffer is reused once nobody else holds it (gRPC has sent it);
+    // the caller's payload is dropped first so that its reference does not count.
+    payload->owner = Tensor();
+    payload->encoded.reset();
+    if (buffer_ == nullptr || buffer_.use_count() != 1) {
+      buffer_ = std::make_shared<std::string>();
+    } else {
+      // use_count() is a relaxed load: order the last holder's reads of the bytes (before
+      // its release decrement) before our writes.
+      std::atomic_thread_fence(std::memory_order_acquire);
+    }
+    buffer_->resize(size);
+    out = buffer_->data();
+    chunk->clear_data();
+    payload->data = out;
+    payload->size = size;
+    payload->encoded = buffer_;
+  } else {
+    chunk->mutable_data()->resize(size);
+    out = chunk->mutable_data()->data();
+  }
+  if (n > 0) {
+    const absl::Span<const float> values(tensor_.data<float>() + element_offset_,
+                                         static_cast<size_t>(n));
+    // Cannot fail: the size and block size were validated in Create.
+    codec::EncodeInto(codec_, values, block_size_, absl::MakeSpan(out, size)).IgnoreError();
+  }
+  const uint32_t crc = Crc32c(out, size);
+  chunk->set_crc32c(crc);
+  running_crc_ = Crc32cCombine(running_crc_, crc, size);
+  offset_ += static_cast<int64_t>(size);
+  element_offset_ += n;
   done_ = offset_ >= total_;
   chunk->set_tensor_crc32c(done_ ? running_crc_ : 0);
 }
@@ -187,12 +271,43 @@ absl::Status TensorAssembler::Start(const v1::TensorChunk& chunk, DataPieces dat
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": index is not below the list's count ", count_));
   }
+  auto codec = CodecFromProto(chunk.codec());
+  if (!codec.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", codec.status().message()));
+  }
+  if (expected_codec_ && *expected_codec_ != *codec) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": expected codec ", codec::CodecName(*expected_codec_),
+        expected_codec_source_.empty() ? "" : absl::StrCat(" (", expected_codec_source_, ")"),
+        ", got ", codec::CodecName(*codec)));
+  }
   auto dtype = DTypeFromProto(chunk.dtype());
   if (!dtype.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", dtype.status().message()));
   auto shape = ShapeFromProto(chunk.shape());
   if (!shape.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", shape.status().message()));
-  const int64_t expected_bytes = NumElements(*shape) * SizeOf(*dtype);
-  if (chunk.total_bytes() != static_cast<uint64_t>(expected_bytes)) {
+  const int64_t elements = NumElements(*shape);
+  const int64_t expected_bytes = elements * SizeOf(*dtype);  // decoded
+  int64_t wire_bytes = expected_bytes;
+  if (*codec != codec::Codec::kF32) {
+    if (*dtype != DType::kF32) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": codec ", codec::CodecName(*codec),
+                                                     " carries f32 tensors only, not ",
+                                                     TypeString(*dtype, *shape)));
+    }
+    // The encoded size is checked chunk by chunk; here only that it is bounded and zero
+    // exactly for a tensor without elements (a total below the true one fails at the end).
+    if (chunk.total_bytes() > static_cast<uint64_t>(limits_.max_tensor_bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": encoded tensor of ", chunk.total_bytes(), " bytes exceeds the limit of ",
+          limits_.max_tensor_bytes, " bytes"));
+    }
+    wire_bytes = static_cast<int64_t>(chunk.total_bytes());
+    if ((wire_bytes == 0) != (elements == 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": total_bytes ", wire_bytes, " does not suit codec ", codec::CodecName(*codec),
+          " for ", TypeString(*dtype, *shape), " (", elements, " elements)"));
+    }
+  } else if (chunk.total_bytes() != static_cast<uint64_t>(expected_bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": total_bytes ", chunk.total_bytes(),
                                                    " does not match ", TypeString(*dtype, *shape),
                                                    " (", expected_bytes, " bytes)"));
@@ -215,10 +330,11 @@ absl::Status TensorAssembler::Start(const v1::TensorChunk& chunk, DataPieces dat
   }
   // Check the first chunk's position before allocating for the whole tensor.
   const int64_t size = PiecesSize(data);
-  PCP_RETURN_IF_ERROR(
-      CheckChunkPosition(where, limits_, expected_bytes, 0, chunk.offset(), size));
+  PCP_RETURN_IF_ERROR(CheckChunkPosition(where, limits_, wire_bytes, 0, chunk.offset(), size));
   wire_dtype_ = chunk.dtype();
-  total_ = expected_bytes;
+  total_ = wire_bytes;
+  codec_ = *codec;
+  elements_ = elements;
   if (reuse_.valid() && reuse_.dtype() == *dtype && reuse_.shape() == *shape) {
     tensor_ = std::move(reuse_);
   } else {
@@ -226,6 +342,7 @@ absl::Status TensorAssembler::Start(const v1::TensorChunk& chunk, DataPieces dat
   }
   reuse_ = Tensor();
   started_ = true;
+  if (codec_ != codec::Codec::kF32) return DecodeIn(where, chunk, data, size);
   return CopyIn(where, chunk, data, size);
 }
 
@@ -237,6 +354,56 @@ absl::Status TensorAssembler::CopyIn(const std::string& where, const v1::TensorC
                                  chunk.crc32c(), chunk.tensor_crc32c()));
   next_offset_ += size;
   complete_ = next_offset_ == total_;
+  return absl::OkStatus();
+}
+
+absl::Status TensorAssembler::DecodeIn(const std::string& where, const v1::TensorChunk& chunk,
+                                       DataPieces data, int64_t size) {
+  // The codecs decode a contiguous buffer; a chunk that gRPC received in several slices is
+  // gathered first (one copy of the encoded bytes, a quarter or less of the decoded ones).
+  absl::string_view bytes;
+  uint32_t actual = 0;
+  if (data.size() == 1) {
+    bytes = data[0];
+    actual = Crc32c(bytes);
+  } else if (size > 0) {
+    scratch_.resize(static_cast<size_t>(size));
+    actual = CopyWithCrc(scratch_.data(), data);
+    bytes = scratch_;
+  }
+  PCP_ASSIGN_OR_RETURN(running_crc_,
+                       CheckCrcs(where, total_, next_offset_, size, running_crc_, actual,
+                                 chunk.crc32c(), chunk.tensor_crc32c()));
+  const absl::string_view name = codec::CodecName(codec_);
+  if (size > 0) {
+    auto header = codec::ReadHeader(bytes);
+    if (!header.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", header.status().message()));
+    }
+    if (header->codec != codec_) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": chunk of codec ", name,
+                                                     " holds a buffer encoded with ",
+                                                     codec::CodecName(header->codec)));
+    }
+    const uint64_t remaining = static_cast<uint64_t>(elements_ - next_element_);
+    if (header->count == 0 || header->count > remaining) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": codec ", name, " chunk holds ",
+                                                     header->count, " elements, only ",
+                                                     remaining, " remain"));
+    }
+    float* out = tensor_.data<float>() + next_element_;
+    if (absl::Status s = codec::Decode(bytes, absl::MakeSpan(out, header->count)); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", s.message()));
+    }
+    next_element_ += static_cast<int64_t>(header->count);
+  }
+  next_offset_ += size;
+  complete_ = next_offset_ == total_;
+  if (complete_ && next_element_ != elements_) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": codec ", name, " stream ends after ",
+                                                   next_element_, " of ", elements_,
+                                                   " elements"));
+  }
   return absl::OkStatus();
 }
 
@@ -263,6 +430,8 @@ absl::Status TensorAssembler::AddPieces(const v1::TensorChunk& chunk, DataPieces
     field = "count";
   } else if (chunk.dtype() != wire_dtype_) {
     field = "dtype";
+  } else if (chunk.codec() != static_cast<int>(codec_)) {
+    field = "codec";
   } else if (chunk.total_bytes() != static_cast<uint64_t>(total_)) {
     field = "total_bytes";
   } else if (!std::equal(chunk.shape().begin(), chunk.shape().end(), tensor_.shape().begin(),
@@ -278,6 +447,7 @@ absl::Status TensorAssembler::AddPieces(const v1::TensorChunk& chunk, DataPieces
       !s.ok()) {
     return Fail(s);
   }
+  if (codec_ != codec::Codec::kF32) return Fail(DecodeIn(where, chunk, data, size));
   return Fail(CopyIn(where, chunk, data, size));
 }
 
@@ -289,7 +459,9 @@ absl::StatusOr<Tensor> TensorAssembler::Take() {
                  : std::string("no tensor received"));
   }
   Tensor t = std::move(tensor_);
+  std::string scratch = std::move(scratch_);  // kept for the next tensor of a list
   *this = TensorAssembler(limits_);
+  scratch_ = std::move(scratch);
   return t;
 }
 
@@ -298,6 +470,10 @@ absl::StatusOr<Tensor> TensorAssembler::Take() {
 absl::StatusOr<BlobChunker> BlobChunker::Create(std::string name, absl::string_view data,
                                                 ChunkOptions options) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
+  if (options.codec != codec::Codec::kF32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "blob ", Quote(name), ": blobs are sent raw, not as codec ", codec::CodecName(options.codec)));
+  }
   if (name.empty() || name.size() > kMaxNameLength) {
     return absl::InvalidArgumentError(
         absl::StrCat("blob name must have 1 to ", kMaxNameLength, " characters"));

@@ -1,8 +1,10 @@
 #include "pcp/rpc/tensor_list.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "pcp/rpc/crc32c.h"
 
 namespace pcp {
 namespace {
@@ -12,7 +14,27 @@ std::string Quote(absl::string_view name) {
   return absl::StrCat("'", name, "'");
 }
 
+// What a tensor adds to its list's size: its bytes on the wire and, for an encoded tensor,
+// its decoded size if larger (what the receiver allocates). An invalid shape counts as its
+// wire bytes; TensorAssembler then refuses it.
+uint64_t ListBytes(const v1::TensorChunk& chunk) {
+  uint64_t bytes = chunk.total_bytes();
+  if (chunk.codec() != v1::CODEC_F32) {
+    auto shape = ShapeFromProto(chunk.shape());
+    if (shape.ok()) {
+      bytes = std::max(bytes, static_cast<uint64_t>(NumElements(*shape)) * sizeof(float));
+    }
+  }
+  return bytes;
+}
+
 }  // namespace
+
+uint32_t ListCrc32c(absl::Span<const Tensor> tensors) {
+  uint32_t crc = 0;
+  for (const Tensor& t : tensors) crc = Crc32cExtend(crc, t.raw_data(), static_cast<size_t>(t.byte_size()));
+  return crc;
+}
 
 std::vector<TensorSpec> SpecsOf(const std::vector<NamedTensor>& tensors) {
   std::vector<TensorSpec> specs;
@@ -113,18 +135,20 @@ absl::Status TensorListAssembler::AddImpl(const v1::TensorChunk& chunk, DataPiec
     }
     if (expected_) current_.Expect((*expected_)[want]);
     if (want < reuse_.size()) current_.ReuseBuffer(std::move(reuse_[want].tensor));
+    if (expected_codec_) current_.ExpectCodec(*expected_codec_, expected_codec_source_);
   } else if (chunk.index() != current_.index()) {
     return absl::InvalidArgumentError(
         absl::StrCat(where(), ": chunk of another tensor while tensor ", Quote(current_.name()),
                      " (index ", current_.index(), ") is incomplete"));
   }
   const bool was_started = current_.started();
-  if (!was_started && chunk.total_bytes() > static_cast<uint64_t>(limits_.max_list_bytes - list_bytes_)) {
+  const uint64_t tensor_bytes = was_started ? 0 : ListBytes(chunk);
+  if (!was_started && tensor_bytes > static_cast<uint64_t>(limits_.max_list_bytes - list_bytes_)) {
     return absl::InvalidArgumentError(absl::StrCat(
         where(), ": the list would exceed its limit of ", limits_.max_list_bytes, " bytes"));
   }
   if (absl::Status s = current_.AddPieces(chunk, data); !s.ok()) return s;
-  if (!was_started) list_bytes_ += static_cast<int64_t>(chunk.total_bytes());
+  if (!was_started) list_bytes_ += static_cast<int64_t>(tensor_bytes);
   if (current_.complete()) {
     std::string name = current_.name();
     auto tensor = current_.Take();

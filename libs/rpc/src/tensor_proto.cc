@@ -32,6 +32,17 @@ constexpr bool WireTableInListOrder() {
 }
 static_assert(WireTableInListOrder(), "kDTypeWire must follow PCP_DTYPE_LIST order");
 
+// pcp.v1.Codec values are the wire ids of PCP_CODEC_LIST (the ids written in encoded
+// buffers' headers), so a codec converts by value. A codec added to one list and not the
+// other fails here; rpc_tensor_codec_test also checks each v1 name against the codec's name.
+static_assert(v1::Codec_MIN == 0 && v1::Codec_MAX + 1 == codec::kNumCodecs,
+              "pcp.v1.Codec and PCP_CODEC_LIST have different lengths");
+static_assert(v1::CODEC_F32 == static_cast<int>(codec::Codec::kF32) &&
+              v1::CODEC_BF16 == static_cast<int>(codec::Codec::kBf16) &&
+              v1::CODEC_INT8 == static_cast<int>(codec::Codec::kInt8) &&
+              v1::CODEC_INT4 == static_cast<int>(codec::Codec::kInt4),
+              "pcp.v1.Codec values must be the wire ids of PCP_CODEC_LIST");
+
 }  // namespace
 
 std::string TypeString(DType dtype, const Shape& shape) {
@@ -39,6 +50,12 @@ std::string TypeString(DType dtype, const Shape& shape) {
 }
 
 v1::DType DTypeToProto(DType dtype) { return kDTypeWire[static_cast<int>(dtype)].wire; }
+
+v1::Codec CodecToProto(codec::Codec codec) { return static_cast<v1::Codec>(codec); }
+
+absl::StatusOr<codec::Codec> CodecFromProto(int codec) {
+  return codec::CodecFromWireId(codec);
+}
 
 absl::StatusOr<DType> DTypeFromProto(v1::DType dtype) {
   for (const DTypeWire& row : kDTypeWire) {

@@ -83,6 +83,10 @@ void Coordinator::WorkerError(std::shared_ptr<WorkerSession> session, v1::Error 
   Post(Event{.kind = Event::Kind::kError, .session = std::move(session), .error = std::move(error)});
 }
 
+void Coordinator::WorkerResync(std::shared_ptr<WorkerSession> session, v1::ResyncRequest request) {
+  Post(Event{.kind = Event::Kind::kResync, .session = std::move(session), .resync = std::move(request)});
+}
+
 void Coordinator::Handle(Event& e) {
   switch (e.kind) {
     case Event::Kind::kJoined:
@@ -102,6 +106,9 @@ void Coordinator::Handle(Event& e) {
       return;
     case Event::Kind::kError:
       if (run_) run_->OnError(e.session, e.error);
+      return;
+    case Event::Kind::kResync:
+      if (run_) run_->OnResync(e.session, e.resync);
       return;
   }
 }

@@ -54,16 +54,18 @@ class Coordinator final : public EngineSink {
   void WorkerResult(std::shared_ptr<WorkerSession> session, uint64_t round, std::vector<Tensor> delta,
                     v1::RoundResult result) override;
   void WorkerError(std::shared_ptr<WorkerSession> session, v1::Error error) override;
+  void WorkerResync(std::shared_ptr<WorkerSession> session, v1::ResyncRequest request) override;
 
  private:
   struct Event {
-    enum class Kind { kJoined, kLeft, kReady, kResult, kError } kind;
+    enum class Kind { kJoined, kLeft, kReady, kResult, kError, kResync } kind;
     std::shared_ptr<WorkerSession> session;
     uint64_t round = 0;
     std::vector<Tensor> delta;
     v1::RoundResult result;
     v1::AssignmentReady ready;
     v1::Error error;
+    v1::ResyncRequest resync;
   };
   void Post(Event event);
   void Loop();

@@ -9,7 +9,11 @@
 #include "absl/strings/str_join.h"
 #include "pcp/base/format_duration.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/codec/encoded.h"
+#include "pcp/diloco/replica.h"
 #include "pcp/metrics/registry.h"
+#include "pcp/rpc/tensor_list.h"
+#include "pcp/rpc/tensor_proto.h"
 #include "pcp/training/checkpoint.h"
 #include "pcp/training/rng.h"
 #include "pcp/base/absl_fmt.h"
@@ -100,6 +104,7 @@ absl::Status JobRun::Prepare() {
     }
   }
   state_.program_hash = prepared_->program_hash;
+  theta_crc_ = ListCrc32c(theta_);
   if (job_.resumed) RestoreScreening(job_.progress);
   // Rounds after the checkpoint run again; their new records replace the old ones.
   ctx_.jobs->DropHistoryAfter(job_.id, state_.round);
@@ -212,6 +217,10 @@ void JobRun::Assign(Member& m) {
   *a->mutable_shard() = plan.shard;
   a->set_worker_rank(static_cast<uint32_t>(m.slot));
   a->set_world_size(static_cast<uint32_t>(state_.slots.size()));
+  const codec::CompressionOptions& compression = prepared_->config.diloco.compression;
+  a->mutable_compression()->set_up(CodecToProto(compression.up));
+  a->mutable_compression()->set_down(CodecToProto(compression.down));
+  a->mutable_compression()->set_up_error_feedback(compression.FeedbackUp());
   s.Send(std::move(msg));
   if (send_program) {
     s.SendBlob(/*program=*/true, prepared_->program_hash, prepared_->program_text);
@@ -264,6 +273,20 @@ void JobRun::OnError(const std::shared_ptr<WorkerSession>& session, const v1::Er
   }
 }
 
+void JobRun::OnResync(const std::shared_ptr<WorkerSession>& session, const v1::ResyncRequest& request) {
+  Member* m = Find(session);
+  if (m == nullptr) return;
+  metrics::Get(metrics::kShepherdReplicaResyncsTotal).Increment();
+  m->theta_round = 0;
+  const bool in_round = round_.has_value() && round_->number == request.round() && m->slot >= 0 &&
+                        round_->running.count(m->slot) != 0 && round_->running[m->slot] == session.get();
+  spdlog::warn("job {}: worker {}'s θ for round {} does not match the shepherd's ({}; crc32c {:08x}, expected {:08x}); "
+               "{}",
+               job_.id, session->supervisor_id(), request.round(), request.reason(), request.actual_crc32c(),
+               request.expected_crc32c(), in_round ? "sending it θ in full" : "it gets θ in full next round");
+  if (in_round) SendRound(*m);
+}
+
 void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, std::vector<Tensor> delta,
                       const v1::RoundResult& result) {
   Member* m = Find(session);
@@ -306,10 +329,18 @@ void JobRun::SendRound(Member& m) {
   const JobConfig& c = prepared_->config;
   const uint64_t r = round_->number;
   WorkerSession& s = *m.session;
+  s.ExpectResult(r, prepared_->param_specs, c.diloco.compression.up);
+  // The worker that was sent last round's θ gets the update; anyone else θ in full.
+  const bool update = update_.has_value() && update_->from_round + 1 == r && m.theta_round == update_->from_round;
+  const std::vector<Tensor>& send = update ? update_->input : theta_;
   std::vector<NamedTensor> theta;
-  for (size_t i = 0; i < theta_.size(); ++i) theta.push_back({prepared_->param_names[i], theta_[i]});
-  s.ExpectResult(r, prepared_->param_specs);
-  s.SendParameters(r, std::move(theta));
+  for (size_t i = 0; i < send.size(); ++i) theta.push_back({prepared_->param_names[i], send[i]});
+  if (update) {
+    s.SendParameters(r, std::move(theta), update_->from_round, c.diloco.compression.down);
+  } else {
+    s.SendParameters(r, std::move(theta));
+  }
+  m.theta_round = r;
   v1::ShepherdMessage msg;
   v1::StartRound* start = msg.mutable_start_round();
   start->set_round(r);
@@ -318,6 +349,7 @@ void JobRun::SendRound(Member& m) {
   start->set_first_step(FirstStepOfRound(c, r));
   start->set_sampler_seed(state_.slots[m.slot].sampler_seed);
   start->set_sampler_cursor(state_.slots[m.slot].sampler_cursor);
+  start->set_theta_crc32c(theta_crc_);
   s.Send(std::move(msg));
   m.phase = Phase::kInRound;
   round_->running[m.slot] = m.session.get();
@@ -478,8 +510,14 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   absl::StatusOr<bool> stepped = outer_->StepIfFinite(*avg, &next);
   if (!stepped.ok()) return Fail(absl::StrCat("round ", r, ": outer step: ", stepped.status().message()));
   if (!*stepped) return RollBack(r, "θ or the outer momentum is not finite after the outer step");
+  if (c.diloco.compression.down != codec::Codec::kF32) {
+    if (absl::Status s = EncodeThetaUpdate(r, &next); !s.ok()) {
+      return Fail(absl::StrCat("round ", r, ": encoding the θ update: ", s.message()));
+    }
+  }
   rollbacks_in_a_row_ = 0;
   theta_ = std::move(next);
+  theta_crc_ = ListCrc32c(theta_);
   screen_->EndRound(accepted_norms);
   for (int slot : used_slots) {
     state_.slots[slot].sampler_cursor = round.results[slot].result.sampler_cursor();
@@ -629,6 +667,37 @@ void JobRun::Quarantine(const std::string& id, uint64_t round) {
     m.session->Send(CancelMessage(0, absl::StrCat("quarantined in job ", job_.id, " after ", count, " refused Δs")));
     ctx_.registry->NoteActivity(id, "", 0);
   }
+}
+
+absl::Status JobRun::EncodeThetaUpdate(uint64_t round, std::vector<Tensor>* next) {
+  const codec::CompressionOptions& compression = prepared_->config.diloco.compression;
+  ThetaUpdate update{.from_round = round};
+  down_feedback_.resize(theta_.size());
+  for (size_t i = 0; i < theta_.size(); ++i) {
+    const size_t n = static_cast<size_t>(theta_[i].num_elements());
+    // The exact update, plus what earlier encodings lost.
+    Tensor input = (*next)[i].Clone();
+    float* x = input.data<float>();
+    const float* before = theta_[i].data<float>();
+    for (size_t k = 0; k < n; ++k) x[k] -= before[k];
+    if (compression.FeedbackDown()) {
+      PCP_RETURN_IF_ERROR(down_feedback_[i].Compensate(compression.down, absl::MakeSpan(x, n)));
+    }
+    // What every worker will decode, applied here the same way.
+    const std::string bytes = codec::Encode(compression.down, absl::MakeConstSpan(x, n));
+    Tensor decoded(DType::kF32, input.shape());
+    PCP_RETURN_IF_ERROR(codec::Decode(bytes, absl::MakeSpan(decoded.data<float>(), n)));
+    Tensor replica = theta_[i].Clone();
+    diloco::ApplyUpdate(absl::MakeSpan(replica.data<float>(), n), absl::MakeConstSpan(decoded.data<float>(), n));
+    if (!diloco::AllFinite(absl::MakeConstSpan(replica.data<float>(), n))) {
+      return absl::FailedPreconditionError(absl::StrCat("θ of '", prepared_->param_names[i],
+                                                        "' is not finite after the decoded update"));
+    }
+    (*next)[i] = std::move(replica);
+    update.input.push_back(std::move(input));
+  }
+  update_ = std::move(update);
+  return absl::OkStatus();
 }
 
 JobRun::Outcome JobRun::RollBack(uint64_t round, const std::string& why) {

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "pcp/codec/error_feedback.h"
 #include "pcp/diloco/late_join.h"
 #include "pcp/diloco/screening.h"
 #include "pcp/kernels/backend.h"
@@ -81,6 +82,8 @@ class JobRun {
   void OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, std::vector<Tensor> delta,
                 const v1::RoundResult& result);
   void OnError(const std::shared_ptr<WorkerSession>& session, const v1::Error& error);
+  // The worker's θ replica does not match: it is sent θ in full (again, if in the round).
+  void OnResync(const std::shared_ptr<WorkerSession>& session, const v1::ResyncRequest& request);
 
   // Assigns, starts and closes rounds. After kCompleted / kFailed the run is over (the job's
   // state has been recorded; failure() says why).
@@ -101,6 +104,14 @@ class JobRun {
     int slot = -1;
     Phase phase = Phase::kIdle;
     Clock::time_point assigned_at;  // when its Assignment went out
+    uint64_t theta_round = 0;       // the round whose θ it was last sent (0: none yet)
+  };
+  // θ updates (diloco.compression.down not f32): the update from θ for round from_round to θ
+  // for the next round, after error feedback (what each stream encodes; encoding it gives
+  // the same bytes every time, so every worker decodes what the shepherd applied).
+  struct ThetaUpdate {
+    uint64_t from_round = 0;
+    std::vector<Tensor> input;
   };
   struct SlotResult {
     std::vector<Tensor> delta;
@@ -136,6 +147,10 @@ class JobRun {
   // a worker restarted after a crash takes part in the round it was killed in).
   void JoinLate(const std::vector<Member*>& ready, Clock::time_point now);
   Outcome CloseRound(Clock::time_point now);
+  // Replaces `next` (θ after the outer step of `round`) by θ + the decoded, encoded update,
+  // keeps the update for the streams and the encoding error for the next round
+  // (pcp/diloco/replica.h).
+  absl::Status EncodeThetaUpdate(uint64_t round, std::vector<Tensor>* next);
   // Counts a refused Δ of worker `id` (log, metric, event, progress); quarantines the worker
   // at the job's limit.
   void Refuse(const std::string& id, uint64_t round, const diloco::ScreenVerdict& verdict);
@@ -162,6 +177,9 @@ class JobRun {
   RunContext ctx_;
   std::unique_ptr<PreparedJob> prepared_;
   std::vector<Tensor> theta_;
+  uint32_t theta_crc_ = 0;  // ListCrc32c(theta_), sent in StartRound
+  std::optional<ThetaUpdate> update_;
+  std::vector<codec::ErrorFeedback> down_feedback_;  // per parameter
   std::unique_ptr<OuterOptimizer> outer_;
   std::unique_ptr<diloco::DeltaScreen> screen_;
   std::unique_ptr<diloco::RefusalLedger> refusals_;

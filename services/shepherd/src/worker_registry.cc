@@ -170,6 +170,10 @@ void WorkerRegistry::OnWorkerError(const std::shared_ptr<WorkerSession>& session
   if (sink_ != nullptr) sink_->WorkerError(session, error);
 }
 
+void WorkerRegistry::OnResync(const std::shared_ptr<WorkerSession>& session, const v1::ResyncRequest& request) {
+  if (sink_ != nullptr) sink_->WorkerResync(session, request);
+}
+
 void WorkerRegistry::OnEnded(const std::shared_ptr<WorkerSession>& session, const absl::Status& why) {
   {
     std::lock_guard<std::mutex> lock(mu_);

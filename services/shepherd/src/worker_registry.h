@@ -40,6 +40,7 @@ class EngineSink {
   virtual void WorkerResult(std::shared_ptr<WorkerSession> session, uint64_t round, std::vector<Tensor> delta,
                             v1::RoundResult result) = 0;
   virtual void WorkerError(std::shared_ptr<WorkerSession> session, v1::Error error) = 0;
+  virtual void WorkerResync(std::shared_ptr<WorkerSession> session, v1::ResyncRequest request) = 0;
 };
 
 class WorkerRegistry final : public SessionObserver {
@@ -73,6 +74,7 @@ class WorkerRegistry final : public SessionObserver {
   void OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, std::vector<Tensor> delta,
                 const v1::RoundResult& result) override;
   void OnWorkerError(const std::shared_ptr<WorkerSession>& session, const v1::Error& error) override;
+  void OnResync(const std::shared_ptr<WorkerSession>& session, const v1::ResyncRequest& request) override;
   void OnEnded(const std::shared_ptr<WorkerSession>& session, const absl::Status& why) override;
 
  private:

@@ -127,6 +127,9 @@ absl::Status WorkerSession::Handle(const v1::WorkerMessage& message, DataPieces 
       if (abandon) observer_->OnResult(self, message.error().round(), {}, v1::RoundResult());
       return absl::OkStatus();
     }
+    case v1::WorkerMessage::kResync:
+      observer_->OnResync(self, message.resync());
+      return absl::OkStatus();
     case v1::WorkerMessage::KIND_NOT_SET:
       break;
   }
@@ -229,7 +232,7 @@ absl::Status WorkerSession::HandleRoundResult(const v1::RoundResult& result) {
   return absl::OkStatus();
 }
 
-void WorkerSession::ExpectResult(uint64_t round, std::vector<TensorSpec> specs) {
+void WorkerSession::ExpectResult(uint64_t round, std::vector<TensorSpec> specs, codec::Codec codec) {
   std::lock_guard<std::mutex> lock(mu_);
   expected_round_ = round;
   // A rolled-back round is redone under the same number: this attempt's result is not late.
@@ -240,6 +243,7 @@ void WorkerSession::ExpectResult(uint64_t round, std::vector<TensorSpec> specs) 
   limits.max_chunk_bytes = options_.max_chunk_bytes;
   assembler_.emplace(limits);
   assembler_->ExpectSpecs(std::move(specs));
+  assembler_->ExpectCodec(codec, "the job's diloco.compression.up");
 }
 
 void WorkerSession::AbandonRound(uint64_t round) {
@@ -277,14 +281,15 @@ void WorkerSession::Send(v1::ShepherdMessage message) {
   Pump();
 }
 
-void WorkerSession::SendParameters(uint64_t round, std::vector<NamedTensor> theta) {
-  ChunkOptions options{.chunk_bytes = options_.chunk_bytes};
+void WorkerSession::SendParameters(uint64_t round, std::vector<NamedTensor> theta, uint64_t update_from_round,
+                                   codec::Codec codec) {
+  ChunkOptions options{.chunk_bytes = options_.chunk_bytes, .codec = codec};
   absl::StatusOr<TensorListChunker> chunker = TensorListChunker::Create(std::move(theta), options);
   if (!chunker.ok()) {
     spdlog::error("session {}: cannot chunk parameters: {}", session_id_, chunker.status().message());
     return;
   }
-  Enqueue(TensorStream{round, *std::move(chunker)});
+  Enqueue(TensorStream{round, update_from_round, *std::move(chunker)});
 }
 
 void WorkerSession::SendBlob(bool program, std::string name, std::shared_ptr<const std::string> data) {
@@ -330,6 +335,7 @@ bool WorkerSession::NextMessageLocked() {
       }
       v1::ParameterChunk* p = current_.mutable_parameter_chunk();
       p->set_round(ts->round);
+      p->set_update_from_round(ts->update_from_round);
       ts->chunker.Next(p->mutable_chunk(), &current_payload_.emplace());
       if (ts->chunker.done()) outbox_.pop_front();
       return true;

@@ -73,6 +73,8 @@ class SessionObserver {
   virtual void OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, std::vector<Tensor> delta,
                         const v1::RoundResult& result) = 0;
   virtual void OnWorkerError(const std::shared_ptr<WorkerSession>& session, const v1::Error& error) = 0;
+  // The worker's θ replica does not match the shepherd's: it wants θ in full.
+  virtual void OnResync(const std::shared_ptr<WorkerSession>& session, const v1::ResyncRequest& request) = 0;
   // The session is over (closed by either side); called exactly once, after a successful
   // AdmitJoin only.
   virtual void OnEnded(const std::shared_ptr<WorkerSession>& session, const absl::Status& why) = 0;
@@ -110,13 +112,16 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
 
   // ---- outbound, any thread
   void Send(v1::ShepherdMessage message);
-  void SendParameters(uint64_t round, std::vector<NamedTensor> theta);
+  // θ for `round` in full (f32), or, with update_from_round > 0, the update from the θ the
+  // worker had for that round, encoded with `codec` (ParameterChunk.update_from_round).
+  void SendParameters(uint64_t round, std::vector<NamedTensor> theta, uint64_t update_from_round = 0,
+                      codec::Codec codec = codec::Codec::kF32);
   // program = true: program_chunk messages; else shard_chunk messages.
   void SendBlob(bool program, std::string name, std::shared_ptr<const std::string> data);
   void SendHeartbeat();
-  // Result chunks for `round` with exactly `specs` are expected next (replaces any earlier
-  // expectation).
-  void ExpectResult(uint64_t round, std::vector<TensorSpec> specs);
+  // Result chunks for `round` with exactly `specs`, encoded with `codec` (the job's
+  // diloco.compression.up), are expected next (replaces any earlier expectation).
+  void ExpectResult(uint64_t round, std::vector<TensorSpec> specs, codec::Codec codec = codec::Codec::kF32);
   // The round is over for this worker: anything it still sends for it is dropped.
   void AbandonRound(uint64_t round);
   // Ends the stream with `status` (OK for a normal end) once queued writes are out.
@@ -143,6 +148,7 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
  private:
   struct TensorStream {
     uint64_t round;
+    uint64_t update_from_round;
     TensorListChunker chunker;
   };
   struct BlobStream {

@@ -6,6 +6,7 @@
 #include "pcp/base/absl_fmt.h"
 #include "pcp/base/progress_report.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/diloco/replica.h"
 #include "pcp/metrics/registry.h"
 #include "pcp/worker/round_runner.h"
 #include "pcp/worker/shard_loader.h"
@@ -59,27 +60,8 @@ absl::Status MessageHandler::Handle(const v1::ShepherdMessage& msg, DataPieces p
       }
       return MaybeReady();
     }
-    case v1::ShepherdMessage::kParameterChunk: {
-      const v1::ParameterChunk& p = msg.parameter_chunk();
-      if (!assignment_ || !assignment_->ready) return absl::FailedPreconditionError("parameters before the assignment is ready");
-      Assignment& a = *assignment_;
-      if (!a.theta_assembler || a.theta_round != p.round()) {
-        a.theta_round = p.round();
-        a.theta_assembler.emplace();
-        a.theta_assembler->ExpectSpecs(a.specs);
-        a.theta.clear();
-      }
-      // The data is still in gRPC's receive buffers (or, from a shepherd that sends it
-      // inline, in the message): one copy, fused with the CRC check, into θ.
-      PCP_RETURN_IF_ERROR(payload.empty() ? a.theta_assembler->Add(p.chunk())
-                                          : a.theta_assembler->AddPieces(p.chunk(), payload),
-                          _ << "parameters of round " << p.round());
-      if (a.theta_assembler->complete()) {
-        PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> theta, a.theta_assembler->Take());
-        for (NamedTensor& t : theta) a.theta.push_back(std::move(t.tensor));
-      }
-      return absl::OkStatus();
-    }
+    case v1::ShepherdMessage::kParameterChunk:
+      return OnParameters(msg.parameter_chunk(), payload);
     case v1::ShepherdMessage::kStartRound:
       return OnStartRound(msg.start_round());
     case v1::ShepherdMessage::kCancel:
@@ -115,6 +97,22 @@ absl::Status MessageHandler::OnAssignment(const v1::Assignment& a) {
   if (h.inner_steps() == 0 || h.batch_size() == 0 || h.block_size() == 0) {
     return absl::InvalidArgumentError("Assignment.hyperparameters: inner_steps, batch_size and block_size must be > 0");
   }
+  absl::StatusOr<codec::Codec> up = CodecFromProto(a.compression().up());
+  absl::StatusOr<codec::Codec> down = CodecFromProto(a.compression().down());
+  if (!up.ok() || !down.ok()) {
+    // A shepherd newer than this worker: say so and take no part in the job.
+    const absl::Status why = Annotate(up.ok() ? down.status() : up.status(),
+                                      up.ok() ? "Assignment.compression.down" : "Assignment.compression.up");
+    spdlog::error("cannot take the assignment of job {}: {}", a.job_id(), why.message());
+    v1::WorkerMessage error;
+    *error.mutable_error() = ErrorToProto(why);
+    link_->Write(error);
+    assignment_.reset();
+    return absl::OkStatus();
+  }
+  next.up = *up;
+  next.down = *down;
+  next.up_feedback = a.compression().up_error_feedback() && next.up != codec::Codec::kF32;
   if (a.program_follows()) {
     next.program.emplace();
     next.program->Expect(a.program_hash(), static_cast<int64_t>(a.program_bytes()));
@@ -125,9 +123,10 @@ absl::Status MessageHandler::OnAssignment(const v1::Assignment& a) {
     next.shard.emplace();
     next.shard->Expect("shard", static_cast<int64_t>(a.shard().inline_tokens().num_tokens() * 2));
   }
-  spdlog::info("assignment: job {} ({}), slot {} of {}, program {} ({}), tau {}, batch {}x{}", a.job_id(),
-               a.job_name(), a.worker_rank(), a.world_size(), a.program_hash().substr(0, 19),
-               a.program_follows() ? "arriving" : "cached", h.inner_steps(), h.batch_size(), h.block_size());
+  spdlog::info("assignment: job {} ({}), slot {} of {}, program {} ({}), tau {}, batch {}x{}, Δ {}{}, θ updates {}",
+               a.job_id(), a.job_name(), a.worker_rank(), a.world_size(), a.program_hash().substr(0, 19),
+               a.program_follows() ? "arriving" : "cached", h.inner_steps(), h.batch_size(), h.block_size(),
+               codec::CodecName(next.up), next.up_feedback ? " with error feedback" : "", codec::CodecName(next.down));
   assignment_ = std::move(next);
   link_->SetPhase(v1::WORKER_PHASE_PREPARING, 0, 0);
   return MaybeReady();
@@ -191,9 +190,21 @@ absl::Status MessageHandler::OnStartRound(const v1::StartRound& start) {
   if (!assignment_ || !assignment_->ready) return absl::FailedPreconditionError("StartRound before the assignment is ready");
   Assignment& a = *assignment_;
   const uint64_t r = start.round();
-  if (a.theta_round != r || a.theta.size() != a.specs.size()) {
+  const bool theta_complete = a.theta_round == r && a.theta.size() == a.specs.size();
+  if (a.resync_round == r && !theta_complete) {
+    spdlog::info("StartRound {} ignored: waiting for θ in full (resync)", r);
+    return absl::OkStatus();
+  }
+  if (!theta_complete) {
     return absl::FailedPreconditionError(absl::StrCat("StartRound ", r, " before its parameters were complete"));
   }
+  if (start.theta_crc32c() != 0) {
+    if (const uint32_t crc = ListCrc32c(a.theta); crc != start.theta_crc32c()) {
+      RequestResync(r, start.theta_crc32c(), crc, "θ crc32c mismatch");
+      return absl::OkStatus();
+    }
+  }
+  a.resync_round = 0;
   const v1::Hyperparameters& h = a.msg.hyperparameters();
   if (start.learning_rates_size() != static_cast<int>(h.inner_steps())) {
     return absl::InvalidArgumentError(absl::StrCat("StartRound ", r, ": ", start.learning_rates_size(),
@@ -207,6 +218,9 @@ absl::Status MessageHandler::OnStartRound(const v1::StartRound& start) {
                 .sampler_cursor = start.sampler_cursor(),
                 .batch_size = h.batch_size(),
                 .block_size = h.block_size()};
+  // θ_start is kept (shared, never modified) for the next round's θ update.
+  a.held = in.theta;
+  a.held_round = r;
   a.theta.clear();
   a.theta_assembler.reset();
   link_->SetPhase(v1::WORKER_PHASE_TRAINING, r, 0);
@@ -243,28 +257,101 @@ absl::Status MessageHandler::OnStartRound(const v1::StartRound& start) {
     spdlog::warn("TESTING ONLY: the Δ of round {} is corrupted ({})", r, corruption);
   }
   link_->SetPhase(v1::WORKER_PHASE_SENDING, r, res.steps());
-  std::vector<NamedTensor> delta;
-  for (size_t i = 0; i < out->delta.size(); ++i) delta.push_back({a.specs[i].name, std::move(out->delta[i])});
-  PCP_ASSIGN_OR_RETURN(TensorListChunker chunker, TensorListChunker::Create(std::move(delta)));
-  v1::WorkerMessage m;
-  while (!chunker.done()) {
-    if (d_.cancels->Cancelled(epoch_, r)) break;  // the round closed without us
-    v1::ResultChunk* chunk = m.mutable_result_chunk();
-    chunk->set_round(r);
-    ChunkPayload payload;  // sent from Δ itself, not copied into the message
-    chunker.Next(chunk->mutable_chunk(), &payload);
-    if (!link_->Write(m, payload)) return link_->status();
-  }
-  if (chunker.done()) {
-    m.Clear();
-    *m.mutable_round_result() = res;
-    // Tells the supervisor this process did useful work: if it dies now, it is no crash loop.
-    if (link_->Write(m)) ReportProgress();
-  }
+  PCP_RETURN_IF_ERROR(SendDelta(r, std::move(out->delta), res));
   link_->SetPhase(v1::WORKER_PHASE_READY, 0, 0);
   spdlog::info("round {} done: {} steps, loss {:.4f} (last {:.4f}), {:.1f} ms/step, {:.0f} tok/s, {:.2f} s in all", r,
                res.steps(), res.mean_loss(), res.last_loss(), res.step_time_ms(), res.tokens_per_second(),
                std::chrono::duration<double>(Clock::now() - t0).count());
+  return absl::OkStatus();
+}
+
+absl::Status MessageHandler::OnParameters(const v1::ParameterChunk& p, DataPieces payload) {
+  if (!assignment_ || !assignment_->ready) return absl::FailedPreconditionError("parameters before the assignment is ready");
+  Assignment& a = *assignment_;
+  const uint64_t from = p.update_from_round();
+  if (from != 0 && a.resync_round == p.round()) return absl::OkStatus();  // θ in full follows
+  if (!a.theta_assembler || a.theta_round != p.round() || a.theta_update_from != from) {
+    a.theta_round = p.round();
+    a.theta_update_from = from;
+    a.theta.clear();
+    a.theta_assembler.reset();
+    if (from != 0 && (a.held_round != from || a.held.size() != a.specs.size())) {
+      RequestResync(p.round(), 0, 0, absl::StrCat("an update from θ of round ", from, ", but θ of round ", a.held_round,
+                                                  " is held"));
+      return absl::OkStatus();
+    }
+    a.theta_assembler.emplace();
+    a.theta_assembler->ExpectSpecs(a.specs);
+    if (from != 0) {
+      a.theta_assembler->ExpectCodec(a.down, "the job's diloco.compression.down");
+    } else {
+      a.theta_assembler->ExpectCodec(codec::Codec::kF32, "θ in full");
+    }
+  }
+  // The data is still in gRPC's receive buffers (or, from a shepherd that sends it inline, in
+  // the message): one copy (or decode), fused with the CRC check, into θ.
+  PCP_RETURN_IF_ERROR(payload.empty() ? a.theta_assembler->Add(p.chunk()) : a.theta_assembler->AddPieces(p.chunk(), payload),
+                      _ << "parameters of round " << p.round());
+  if (!a.theta_assembler->complete()) return absl::OkStatus();
+  PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> received, a.theta_assembler->Take());
+  for (size_t i = 0; i < received.size(); ++i) {
+    if (from == 0) {
+      a.theta.push_back(std::move(received[i].tensor));
+      continue;
+    }
+    // θ(round) = θ(from) + the decoded update, added as the shepherd adds it.
+    Tensor theta = a.held[i].Clone();
+    const Tensor& update = received[i].tensor;
+    diloco::ApplyUpdate(absl::MakeSpan(theta.data<float>(), static_cast<size_t>(theta.num_elements())),
+                        absl::MakeConstSpan(update.data<float>(), static_cast<size_t>(update.num_elements())));
+    a.theta.push_back(std::move(theta));
+  }
+  if (from == 0 && a.resync_round == p.round()) a.resync_round = 0;  // θ in full came
+  return absl::OkStatus();
+}
+
+void MessageHandler::RequestResync(uint64_t round, uint32_t expected_crc, uint32_t actual_crc,
+                                   const std::string& reason) {
+  Assignment& a = *assignment_;
+  spdlog::warn("θ for round {} does not match the shepherd's ({}); asking for it in full", round, reason);
+  a.resync_round = round;
+  a.theta.clear();
+  a.theta_assembler.reset();
+  v1::WorkerMessage m;
+  v1::ResyncRequest* q = m.mutable_resync();
+  q->set_round(round);
+  q->set_expected_crc32c(expected_crc);
+  q->set_actual_crc32c(actual_crc);
+  q->set_reason(reason);
+  link_->Write(m);
+}
+
+absl::Status MessageHandler::SendDelta(uint64_t round, std::vector<Tensor> delta, const v1::RoundResult& result) {
+  Assignment& a = *assignment_;
+  if (a.up_feedback) {
+    // What the codec loses this round goes out with the next round's Δ.
+    a.feedback.resize(delta.size());
+    for (size_t i = 0; i < delta.size(); ++i) {
+      PCP_RETURN_IF_ERROR(a.feedback[i].Compensate(
+          a.up, absl::MakeSpan(delta[i].data<float>(), static_cast<size_t>(delta[i].num_elements()))));
+    }
+  }
+  std::vector<NamedTensor> named;
+  for (size_t i = 0; i < delta.size(); ++i) named.push_back({a.specs[i].name, std::move(delta[i])});
+  PCP_ASSIGN_OR_RETURN(TensorListChunker chunker, TensorListChunker::Create(std::move(named), ChunkOptions{.codec = a.up}));
+  v1::WorkerMessage m;
+  while (!chunker.done()) {
+    if (d_.cancels->Cancelled(epoch_, round)) return absl::OkStatus();  // the round closed without us
+    v1::ResultChunk* chunk = m.mutable_result_chunk();
+    chunk->set_round(round);
+    ChunkPayload payload;  // sent from Δ itself (or its encoding), not copied into the message
+    chunker.Next(chunk->mutable_chunk(), &payload);
+    if (!link_->Write(m, payload)) return link_->status();
+  }
+  m.Clear();
+  *m.mutable_round_result() = result;
+  // Tells the supervisor this process did useful work: if it dies now, it is no crash loop.
+  if (link_->Write(m)) ReportProgress();
   return absl::OkStatus();
 }
 

@@ -12,6 +12,12 @@
 // A handler lives for one stream (a new stream starts with a new Assignment). Not
 // thread-safe: one thread calls Handle. A StartRound runs the round's τ inner steps inside
 // Handle (on the cache's backend), then sends Δ and the RoundResult through the link.
+//
+// Compression (the Assignment's): Δ goes up encoded with `up`, after error feedback when the
+// job keeps it; after the first full θ, θ for a round may come as an update encoded with
+// `down`, added to the θ the last round started from (pcp/diloco/replica.h), and checked
+// against StartRound.theta_crc32c. A replica that cannot match asks for θ in full
+// (ResyncRequest) instead of training on it.
 #ifndef PCP_WORKER_SRC_MESSAGE_HANDLER_H_
 #define PCP_WORKER_SRC_MESSAGE_HANDLER_H_
 
@@ -23,6 +29,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "pcp/codec/codec.h"
+#include "pcp/codec/error_feedback.h"
 #include "pcp/rpc/tensor_chunks.h"
 #include "pcp/rpc/tensor_list.h"
 #include "pcp/rpc/tensor_proto.h"
@@ -100,15 +108,33 @@ class MessageHandler {
     ProgramCache::Entry* entry = nullptr;
     TokenSequence tokens;
     bool reset_optimizer = false;
-    // θ for a round.
+    // The job's codecs (Assignment.compression) and the Δ's error feedback, per parameter.
+    codec::Codec up = codec::Codec::kF32, down = codec::Codec::kF32;
+    bool up_feedback = false;
+    std::vector<codec::ErrorFeedback> feedback;
+    // θ for a round: in full, or as an update to `held` when theta_update_from is set.
     uint64_t theta_round = 0;
+    uint64_t theta_update_from = 0;
     std::optional<TensorListAssembler> theta_assembler;
     std::vector<Tensor> theta;
+    // The θ this worker last started a round from (θ for round held_round): what the next
+    // θ update is added to.
+    std::vector<Tensor> held;
+    uint64_t held_round = 0;
+    // A ResyncRequest went out for this round: its update chunks and first StartRound are
+    // ignored until θ comes again in full.
+    uint64_t resync_round = 0;
   };
 
   absl::Status OnAssignment(const v1::Assignment& a);
   absl::Status MaybeReady();
+  absl::Status OnParameters(const v1::ParameterChunk& p, DataPieces payload);
   absl::Status OnStartRound(const v1::StartRound& start);
+  // Asks for θ of `round` in full (this replica cannot match the shepherd's).
+  void RequestResync(uint64_t round, uint32_t expected_crc, uint32_t actual_crc, const std::string& reason);
+  // Sends the round's Δ (encoded with the job's up codec, after error feedback if the job
+  // keeps it) and its RoundResult; stops early, OK, if the round is cancelled meanwhile.
+  absl::Status SendDelta(uint64_t round, std::vector<Tensor> delta, const v1::RoundResult& result);
 
   Deps d_;
   ShepherdLink* link_;

@@ -130,6 +130,44 @@ TEST(ChunkWireTest, TakenPayloadOutlivesBufferAndNextParse) {
   for (size_t i = 0; i < list.size(); ++i) EXPECT_TRUE(BitwiseEqual((*back)[i].tensor, list[i].tensor));
 }
 
+TEST(ChunkWireTest, EncodedPayloadOutlivesChunkerAndPayload) {
+  const std::vector<NamedTensor> list = {{"a", RandomF32({700000}, 6)}, {"b", RandomF32({}, 7)}};
+  ChunkOptions options{kMinChunkBytes};
+  options.codec = codec::Codec::kInt8;
+  std::vector<std::pair<v1::WorkerMessage, ReceivedPayload>> queued;
+  ChunkMessageParser parser;
+  {
+    auto chunker = TensorListChunker::Create(list, options);
+    ASSERT_TRUE(chunker.ok());
+    ChunkPayload payload;
+    std::vector<grpc::ByteBuffer> sent;  // as if gRPC were still sending them all
+    while (!chunker->done()) {
+      v1::WorkerMessage head;
+      chunker->Next(head.mutable_result_chunk()->mutable_chunk(), &payload);
+      sent.push_back(SerializeWithPayload(head, kResultChunkDataPath, payload));
+    }
+    payload = ChunkPayload();
+    chunker = absl::InternalError("gone");  // the chunker and its buffer are dropped
+    for (grpc::ByteBuffer& wire : sent) {
+      grpc::ByteBuffer received = Fragmented(Flatten(wire), 5000);
+      v1::WorkerMessage msg;
+      ASSERT_TRUE(parser.Parse(&received, kResultChunkDataPath, &msg).ok());
+      EXPECT_EQ(msg.result_chunk().chunk().codec(), v1::CODEC_INT8);
+      queued.emplace_back(std::move(msg), parser.TakePayload());
+    }
+  }
+  TensorListAssembler assembler;
+  assembler.ExpectCodec(codec::Codec::kInt8);
+  for (auto& [msg, payload] : queued) {
+    ASSERT_TRUE(assembler.AddPieces(msg.result_chunk().chunk(), payload.pieces()).ok());
+  }
+  auto back = assembler.Take();
+  ASSERT_TRUE(back.ok());
+  for (size_t i = 0; i < list.size(); ++i) {
+    EXPECT_TRUE(testing::TensorsNear((*back)[i].tensor, list[i].tensor, 0, 1.0 / 254 + 1e-6));
+  }
+}
+
 TEST(ChunkWireTest, ParserHandlesOtherMessagesAndFieldOrders) {
   ChunkMessageParser parser;
   // A message without the path parses as usual.

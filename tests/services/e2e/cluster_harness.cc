@@ -248,6 +248,24 @@ v1::Admin::Stub& ClusterHarness::admin() {
   return *admin_;
 }
 
+absl::StatusOr<std::vector<v1::RoundRecord>> ClusterHarness::JobHistory(const std::string& job_id,
+                                                                          uint32_t page_size) {
+  std::vector<v1::RoundRecord> records;
+  v1::GetJobHistoryRequest request;
+  request.set_job_id(job_id);
+  request.set_limit(page_size);
+  while (true) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::GetJobHistoryResponse page;
+    grpc::Status status = admin().GetJobHistory(&context, request, &page);
+    if (!status.ok()) return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+    records.insert(records.end(), page.records().begin(), page.records().end());
+    if (page.next_after_round() == 0) return records;
+    request.set_after_round(page.next_after_round());
+  }
+}
+
 absl::StatusOr<v1::Job> ClusterHarness::WaitForJobEnd(const std::string& job_id, absl::Duration timeout) {
   absl::Time deadline = absl::Now() + timeout;
   std::string last;

@@ -151,6 +151,8 @@ class ClusterHarness {
   v1::Admin::Stub& admin();
   // Polls GetJob until the job has finished (completed, failed or cancelled).
   absl::StatusOr<v1::Job> WaitForJobEnd(const std::string& job_id, absl::Duration timeout);
+  // Every record of the job's history (GetJobHistory, read in pages of `page_size`).
+  absl::StatusOr<std::vector<v1::RoundRecord>> JobHistory(const std::string& job_id, uint32_t page_size = 100);
 
   // Stops every supervisor (SIGTERM; each stops its worker), then the shepherd, and checks
   // that every process this cluster started or saw (workers included) is gone.

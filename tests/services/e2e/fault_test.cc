@@ -57,24 +57,11 @@ int LastNumber(const std::string& log, const std::string& pattern) {
   return last;
 }
 
-// Every record of the job's history (GetJobHistory, all pages).
+// Every record of the job's history (GetJobHistory, in pages of 3: several even for a short job).
 std::vector<v1::RoundRecord> History(ClusterHarness& cluster, const std::string& job_id) {
-  std::vector<v1::RoundRecord> records;
-  v1::GetJobHistoryRequest request;
-  request.set_job_id(job_id);
-  request.set_limit(3);  // several pages even for a short job
-  while (true) {
-    grpc::ClientContext context;
-    SetDeadline(&context);
-    v1::GetJobHistoryResponse page;
-    grpc::Status status = cluster.admin().GetJobHistory(&context, request, &page);
-    EXPECT_TRUE(status.ok()) << status.error_message();
-    if (!status.ok()) break;
-    records.insert(records.end(), page.records().begin(), page.records().end());
-    if (page.next_after_round() == 0) break;
-    request.set_after_round(page.next_after_round());
-  }
-  return records;
+  absl::StatusOr<std::vector<v1::RoundRecord>> records = cluster.JobHistory(job_id, 3);
+  EXPECT_TRUE(records.ok()) << records.status();
+  return records.ok() ? *std::move(records) : std::vector<v1::RoundRecord>();
 }
 
 double MsSince(absl::Time t) { return absl::ToDoubleMilliseconds(absl::Now() - t); }

@@ -68,6 +68,9 @@ namespace pcp::metrics {
   V(kShepherdDeltasRefusedTotal, Shepherd, Counter, "pcp_shepherd_deltas_refused_total",                           \
     "reason=non_finite|norm|max_norm", None,                                                                        \
     "Workers' Δs refused (rejected or clipped) by the shepherd's screening, by reason (diloco.screening).")         \
+  V(kShepherdReplicaResyncsTotal, Shepherd, Counter, "pcp_shepherd_replica_resyncs_total", "", None,                \
+    "Workers sent θ in full because their replica did not match the shepherd's (θ crc32c, or a θ update for a "   \
+    "θ they did not hold; diloco.compression.down).")                                                               \
   V(kShepherdAdminRequestsTotal, Shepherd, Counter, "pcp_shepherd_admin_requests_total", "method,code", None,       \
     "Admin API calls answered, by method and gRPC status code name (e.g. OK, NOT_FOUND).")                          \
   V(kShepherdAdmissionRefusalsTotal, Shepherd, Counter, "pcp_shepherd_admission_refusals_total",                   \

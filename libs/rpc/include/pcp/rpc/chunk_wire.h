@@ -49,7 +49,7 @@ inline constexpr std::array<int, 3> kParameterChunkDataPath = {
 
 // `head` (whose chunk data is empty) serialized, followed by `payload` as the bytes field at
 // `path`, which must name embedded-message fields and end at a bytes field. The buffer
-// references payload.data and holds payload.owner until gRPC releases it.
+// references payload.data and holds payload.owner / payload.encoded until gRPC releases it.
 grpc::ByteBuffer SerializeWithPayload(const google::protobuf::MessageLite& head,
                                       absl::Span<const int> path, const ChunkPayload& payload);
 

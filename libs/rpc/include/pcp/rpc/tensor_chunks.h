@@ -16,14 +16,28 @@
 //   PCP_RETURN_IF_ERROR(assembler.Add(msg.parameter_chunk().chunk()));   // per message
 //   if (assembler.complete()) { PCP_ASSIGN_OR_RETURN(Tensor t, assembler.Take()); }
 //
+//   // Encoded (Δ as int8): each chunk is one encoded buffer of the next run of elements,
+//   // encoded when Next() produces it; the receiver decodes each chunk as it arrives.
+//   ChunkOptions options;
+//   options.codec = codec::Codec::kInt8;
+//   PCP_ASSIGN_OR_RETURN(TensorChunker enc, TensorChunker::Create("wte", delta, options));
+//   TensorAssembler in;
+//   in.ExpectCodec(codec::Codec::kInt8, "the job's diloco.compression.up");  // optional
+//   // ... in.Add(chunk) as above; Take() gives the decoded f32 tensor.
+//
 // Every problem with a peer's chunk is InvalidArgument and names the tensor and the byte
 // offset: "tensor 'wte' (index 0) at offset 1048576: crc32c mismatch (...)". An assembler
 // that has reported an error keeps reporting it (the stream it listens to is broken).
+// Encoded chunks (protos/pcp/v1/tensor.proto, "Encoded tensors") are checked too: a codec
+// this build does not know or the receiver did not expect, a header that disagrees with the
+// chunk, more elements than remain ("codec int8 chunk holds 300000 elements, only 12
+// remain"), a stream that ends short of the shape's element count, a malformed buffer.
 // For lists of tensors (θ, Δ) use pcp/rpc/tensor_list.h, built on these classes.
 #ifndef PCP_RPC_TENSOR_CHUNKS_H_
 #define PCP_RPC_TENSOR_CHUNKS_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -31,6 +45,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "pcp/codec/codec.h"
 #include "pcp/rpc/tensor_proto.h"
 #include "pcp/tensor/tensor.h"
 #include "pcp/v1/tensor.pb.h"
@@ -48,7 +63,15 @@ inline constexpr int64_t kMaxChunkMessageBytes = kMaxChunkBytes + (int64_t{64} <
 struct ChunkOptions {
   // Data bytes per chunk (the last chunk of each tensor may be shorter).
   int64_t chunk_bytes = kDefaultChunkBytes;
-  // InvalidArgument unless kMinChunkBytes <= chunk_bytes <= kMaxChunkBytes.
+  // How tensors are written (TensorChunker only; blobs are always raw). kF32: the tensor's
+  // raw bytes, any dtype. Any other codec: f32 tensors only, each chunk one encoded buffer
+  // (pcp/codec/encoded.h) of as many elements as fit chunk_bytes encoded, a whole number of
+  // blocks except in a tensor's last chunk.
+  codec::Codec codec = codec::Codec::kF32;
+  // Values per block for a blockwise codec (int8, int4); 0: the codec's default.
+  int block_size = 0;
+  // InvalidArgument unless kMinChunkBytes <= chunk_bytes <= kMaxChunkBytes and the block
+  // size suits the codec (codec::ValidateBlockSize).
   absl::Status Validate() const;
 };
 
@@ -68,12 +91,14 @@ struct AssemblyLimits {
 using DataPieces = absl::Span<const absl::string_view>;
 
 // The data of one chunk, left in place instead of being copied into the message (see
-// TensorChunker::Next and pcp/rpc/chunk_wire.h, which sends it without copying). `owner`
-// shares the storage `data` points into and keeps it alive.
+// TensorChunker::Next and pcp/rpc/chunk_wire.h, which sends it without copying). `data`
+// points into the storage that `owner` (a raw chunk: the tensor) or `encoded` (an encoded
+// chunk: the buffer it was encoded into) shares and keeps alive; the other one is empty.
 struct ChunkPayload {
   const char* data = nullptr;
   size_t size = 0;
   Tensor owner;
+  std::shared_ptr<const std::string> encoded;
 };
 
 // ---------------------------------------------------------------- tensors
@@ -81,33 +106,48 @@ struct ChunkPayload {
 class TensorChunker {
  public:
   // Chunks `tensor` (sharing its storage: do not modify it until done()) as tensor `index`
-  // of a list of `count`. Errors: invalid options, an invalid tensor, index >= count.
+  // of a list of `count`. Errors: invalid options, an invalid tensor, a codec other than
+  // kF32 for a tensor that is not f32, index >= count.
   static absl::StatusOr<TensorChunker> Create(std::string name, Tensor tensor,
                                               ChunkOptions options = {}, uint32_t index = 0,
                                               uint32_t count = 1);
 
   // True once every chunk has been produced (a tensor always has at least one chunk).
   bool done() const { return done_; }
-  int64_t num_chunks() const;
+  int64_t num_chunks() const { return num_chunks_; }
   const std::string& name() const { return name_; }
+  // Bytes on the wire: the tensor's size, or for an encoded tensor its encoded size (the
+  // chunks' total_bytes), known before the first chunk is encoded.
   int64_t total_bytes() const { return total_; }
+  codec::Codec codec() const { return codec_; }
 
   // Overwrites every field of *chunk with the next chunk (reusing its buffers). Requires
   // !done(). With `payload`, the data field is left empty and the bytes are described in
-  // *payload instead (CRCs are still set), for zero-copy sending.
+  // *payload instead (CRCs are still set), for zero-copy sending. An encoded chunk is
+  // encoded here: into the data field, or with `payload` into a buffer that
+  // payload->encoded owns (reused for the next chunk once every holder has released it, so
+  // a caller that keeps one ChunkPayload across calls need not reset it).
   void Next(v1::TensorChunk* chunk, ChunkPayload* payload = nullptr);
 
  private:
   TensorChunker() = default;
+  void NextEncoded(v1::TensorChunk* chunk, ChunkPayload* payload);
 
   std::string name_;
   Tensor tensor_;
   int64_t chunk_bytes_ = kDefaultChunkBytes;
   uint32_t index_ = 0, count_ = 1;
   int64_t total_ = 0;
+  int64_t num_chunks_ = 1;
   int64_t offset_ = 0;
   uint32_t running_crc_ = 0;
   bool done_ = false;
+  // Encoded chunks: elements per chunk (but the last), elements chunked so far, the buffer.
+  codec::Codec codec_ = codec::Codec::kF32;
+  int block_size_ = 0;
+  int64_t chunk_elements_ = 0;
+  int64_t element_offset_ = 0;
+  std::shared_ptr<std::string> buffer_;
 };
 
 class TensorAssembler {
@@ -121,11 +161,23 @@ class TensorAssembler {
   // (e.g. last round's θ): saves the allocation, zero-fill and page faults. The assembler
   // overwrites the storage, which copies of `buffer` share. Call before the first Add.
   void ReuseBuffer(Tensor buffer) { reuse_ = std::move(buffer); }
+  // Requires the chunks to carry this codec (kF32: raw bytes); another is refused at the
+  // first chunk: "expected codec int8 (<source>), got f32". `source` says where the
+  // expectation comes from (e.g. "the job's diloco.compression.up"); may be empty. Without
+  // this, any codec the build knows is accepted. Call before the first Add.
+  void ExpectCodec(codec::Codec codec, std::string source = {}) {
+    expected_codec_ = codec;
+    expected_codec_source_ = std::move(source);
+  }
 
-  // Validates and copies one chunk. InvalidArgument naming the tensor and offset for any
-  // problem (see the file comment); the same error again after a failure.
+  // Validates and copies (an encoded chunk: decodes) one chunk. InvalidArgument naming the
+  // tensor and offset for any problem (see the file comment); the same error again after a
+  // failure. Limits: the chunk's data size, and the tensor's size both as sent (total_bytes)
+  // and decoded, checked at the first chunk before anything is allocated.
   absl::Status Add(const v1::TensorChunk& chunk);
-  // The same, with the chunk's bytes given as `data` (its data field is ignored).
+  // The same, with the chunk's bytes given as `data` (its data field is ignored). An
+  // encoded chunk in one piece is decoded where it lies; one in several pieces is first
+  // gathered (fused with its CRC) into a scratch buffer of at most one chunk.
   absl::Status AddPieces(const v1::TensorChunk& chunk, DataPieces data);
 
   // Whether a first chunk has been accepted / every byte has arrived.
@@ -137,20 +189,26 @@ class TensorAssembler {
   uint32_t count() const { return count_; }
   DType dtype() const { return tensor_.dtype(); }
   const Shape& shape() const { return tensor_.shape(); }
+  codec::Codec codec() const { return codec_; }
 
   // Hands out the assembled tensor and resets the assembler for another tensor (keeping
-  // limits, dropping Expect and ReuseBuffer). FailedPrecondition unless complete().
+  // limits, dropping Expect, ExpectCodec and ReuseBuffer). FailedPrecondition unless
+  // complete().
   absl::StatusOr<Tensor> Take();
 
  private:
   absl::Status Start(const v1::TensorChunk& chunk, DataPieces data);
   absl::Status CopyIn(const std::string& where, const v1::TensorChunk& chunk, DataPieces data,
                       int64_t size);
+  absl::Status DecodeIn(const std::string& where, const v1::TensorChunk& chunk, DataPieces data,
+                        int64_t size);
   absl::Status Fail(const absl::Status& status);
   std::string Where(uint64_t offset) const;
 
   AssemblyLimits limits_;
   std::optional<TensorSpec> expected_;
+  std::optional<codec::Codec> expected_codec_;
+  std::string expected_codec_source_;
   Tensor reuse_;
   absl::Status error_;
   bool started_ = false, complete_ = false;
@@ -161,6 +219,12 @@ class TensorAssembler {
   int64_t total_ = 0;
   int64_t next_offset_ = 0;
   uint32_t running_crc_ = 0;
+  // Encoded tensors: the codec, the decoded element count, elements decoded so far, and
+  // where a chunk given in several pieces is gathered before decoding.
+  codec::Codec codec_ = codec::Codec::kF32;
+  int64_t elements_ = 0;
+  int64_t next_element_ = 0;
+  std::string scratch_;
 };
 
 // ---------------------------------------------------------------- byte strings

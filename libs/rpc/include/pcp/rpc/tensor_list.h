@@ -17,6 +17,10 @@
 //   assembler.ExpectSpecs(param_specs);
 //   PCP_RETURN_IF_ERROR(assembler.Add(msg.result_chunk().chunk()), _ << "result of round " << r);
 //   if (assembler.complete()) { PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> d, assembler.Take()); }
+//
+//   // Encoded: ChunkOptions{.codec = codec::Codec::kInt8} at the sender (every tensor must be
+//   // f32), assembler.ExpectCodec(codec::Codec::kInt8, "the job's diloco.compression.up")
+//   // at the receiver; Take() gives the decoded f32 tensors.
 #ifndef PCP_RPC_TENSOR_LIST_H_
 #define PCP_RPC_TENSOR_LIST_H_
 
@@ -37,16 +41,20 @@ namespace pcp {
 // Specs of a list of tensors, in order.
 std::vector<TensorSpec> SpecsOf(const std::vector<NamedTensor>& tensors);
 
+// CRC-32C of the tensors' bytes, one after the other in order (StartRound.theta_crc32c: the
+// check that a worker's θ replica equals the shepherd's).
+uint32_t ListCrc32c(absl::Span<const Tensor> tensors);
+
 class TensorListChunker {
  public:
   // Chunks every tensor of `tensors` in order (sharing their storage: do not modify them
-  // until done()). Errors: invalid options, an empty list, an invalid tensor, an empty or
-  // repeated name.
+  // until done()), each with `options` (its codec too). Errors: invalid options, an empty
+  // list, an invalid tensor, a tensor the codec cannot encode, an empty or repeated name.
   static absl::StatusOr<TensorListChunker> Create(std::vector<NamedTensor> tensors,
                                                   ChunkOptions options = {});
 
   bool done() const { return next_ >= tensors_.size(); }
-  // Total chunks and bytes of the whole list.
+  // Total chunks and bytes (on the wire: encoded, for an encoded list) of the whole list.
   int64_t num_chunks() const { return num_chunks_; }
   int64_t total_bytes() const { return total_bytes_; }
   // Overwrites every field of *chunk with the next chunk. Requires !done(). With `payload`,
@@ -72,12 +80,19 @@ class TensorListAssembler {
   // handed back): no allocation, zero-fill or page faults. Their storage is overwritten.
   // Call before the first Add.
   void ReuseBuffers(std::vector<NamedTensor> buffers) { reuse_ = std::move(buffers); }
+  // Requires every tensor to come with this codec (TensorAssembler::ExpectCodec). Call
+  // before the first Add.
+  void ExpectCodec(codec::Codec codec, std::string source = {}) {
+    expected_codec_ = codec;
+    expected_codec_source_ = std::move(source);
+  }
 
   // Validates and copies one chunk. InvalidArgument naming the tensor for any problem: those
   // of TensorAssembler::Add, plus a chunk of another tensor before the current one is
   // complete, a tensor out of order or repeated, a count that changes, exceeds
   // limits.max_list_tensors or differs from the expected specs, a list larger than
-  // limits.max_list_bytes, a chunk after the list is complete. Sticky after an error.
+  // limits.max_list_bytes (each tensor counted at the larger of its encoded and decoded
+  // sizes), a chunk after the list is complete. Sticky after an error.
   absl::Status Add(const v1::TensorChunk& chunk);
   // The same, with the chunk's bytes given as `data` (its data field is ignored), e.g. as
   // parsed by ChunkMessageParser without copying.
@@ -88,8 +103,8 @@ class TensorListAssembler {
   int64_t tensors_received() const { return static_cast<int64_t>(tensors_.size()); }
   uint32_t count() const { return count_; }
 
-  // Hands out the list and resets the assembler (keeping limits, dropping ExpectSpecs and
-  // ReuseBuffers).
+  // Hands out the list and resets the assembler (keeping limits, dropping ExpectSpecs,
+  // ExpectCodec and ReuseBuffers).
   // FailedPrecondition unless complete().
   absl::StatusOr<std::vector<NamedTensor>> Take();
 
@@ -99,6 +114,8 @@ class TensorListAssembler {
   AssemblyLimits limits_;
   std::optional<std::vector<TensorSpec>> expected_;
   std::vector<NamedTensor> reuse_;
+  std::optional<codec::Codec> expected_codec_;
+  std::string expected_codec_source_;
   absl::Status error_;
   TensorAssembler current_;
   std::vector<NamedTensor> tensors_;

@@ -3,6 +3,8 @@
 //   v1::DType wire = DTypeToProto(DType::kBF16);                 // v1::DTYPE_BF16
 //   PCP_ASSIGN_OR_RETURN(DType d, DTypeFromProto(chunk.dtype()));
 //   PCP_ASSIGN_OR_RETURN(Shape s, ShapeFromProto(chunk.shape()));  // dims >= 0, no overflow
+//   v1::Codec c = CodecToProto(codec::Codec::kInt8);            // v1::CODEC_INT8
+//   PCP_ASSIGN_OR_RETURN(codec::Codec back, CodecFromProto(chunk.codec()));
 //   TensorSpec spec{"lm_head.weight", DType::kF32, {65, 128}};
 //   v1::TensorSpec msg = TensorSpecToProto(spec);
 //   PCP_ASSIGN_OR_RETURN(TensorSpec back, TensorSpecFromProto(msg));
@@ -21,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "google/protobuf/repeated_field.h"
+#include "pcp/codec/codec.h"
 #include "pcp/tensor/dtype.h"
 #include "pcp/tensor/shape.h"
 #include "pcp/v1/common.pb.h"
@@ -51,6 +54,12 @@ absl::StatusOr<DType> DTypeFromProto(v1::DType dtype);
 // bytes at 8 bytes per element) fits in int64.
 absl::StatusOr<Shape> ShapeFromProto(const google::protobuf::RepeatedField<int64_t>& dims);
 void ShapeToProto(const Shape& shape, google::protobuf::RepeatedField<int64_t>* dims);
+
+// v1::Codec values are the codecs' wire ids (static_asserted in tensor_proto.cc).
+v1::Codec CodecToProto(codec::Codec codec);
+// InvalidArgument naming the id for a value this build does not know ("unknown codec id 7
+// (this build knows 0..3: ...)").
+absl::StatusOr<codec::Codec> CodecFromProto(int codec);
 
 v1::TensorSpec TensorSpecToProto(const TensorSpec& spec);
 // Also requires a non-empty name.
