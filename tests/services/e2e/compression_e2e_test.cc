@@ -9,21 +9,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "cluster_harness.h"
 #include "gtest/gtest.h"
+#include "pcp/testing/metrics_scrape.h"
 
 namespace pcp::testing {
 namespace {
-
-// The value of the series `name{labels}` in a Prometheus text page; -1 if absent.
-double SeriesValue(const std::string& page, const std::string& series) {
-  for (absl::string_view line : absl::StrSplit(page, '\n')) {
-    if (absl::ConsumePrefix(&line, series) && absl::ConsumePrefix(&line, " ")) return std::stod(std::string(line));
-  }
-  return -1;
-}
 
 struct TrainedJob {
   v1::Job job;
@@ -85,7 +77,7 @@ TEST(CompressionTest, Int8DeltasAndInt4UpdatesTrainAndKeepReplicasIdentical) {
   // Every replica matched: no worker asked for θ in full.
   absl::StatusOr<std::string> page = cluster.ScrapeMetrics(cluster.shepherd_metrics_port());
   ASSERT_TRUE(page.ok()) << page.status();
-  EXPECT_EQ(SeriesValue(*page, "pcp_shepherd_replica_resyncs_total"), 0) << *page;
+  EXPECT_EQ(SampleValue(*page, "pcp_shepherd_replica_resyncs_total").value_or(-1), 0) << *page;
   EXPECT_FALSE(absl::StrContains(cluster.shepherd()->Log(), "does not match the shepherd's"));
   // The supervisor's log carries its worker's.
   EXPECT_TRUE(absl::StrContains(cluster.supervisor(0)->Log(), "Δ int8 with error feedback, θ updates int4"))

@@ -14,21 +14,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "cluster_harness.h"
 #include "gtest/gtest.h"
+#include "pcp/testing/metrics_scrape.h"
 
 namespace pcp::testing {
 namespace {
-
-// The value of the series `name{labels}` in a Prometheus text page; -1 if absent.
-double SeriesValue(const std::string& page, const std::string& series) {
-  for (absl::string_view line : absl::StrSplit(page, '\n')) {
-    if (absl::ConsumePrefix(&line, series) && absl::ConsumePrefix(&line, " ")) return std::stod(std::string(line));
-  }
-  return -1;
-}
 
 // Every event of a WatchJob stream, read on a thread until the stream ends (the job's result).
 class EventRecorder {
@@ -116,9 +108,12 @@ TEST(ScreeningTest, PoisoningWorkerIsRefusedAndQuarantinedAndTheJobCompletes) {
   // The metric, by reason.
   absl::StatusOr<std::string> page = cluster.ScrapeMetrics(cluster.shepherd_metrics_port());
   ASSERT_TRUE(page.ok()) << page.status();
-  EXPECT_EQ(SeriesValue(*page, "pcp_shepherd_deltas_refused_total{reason=\"norm\"}"), 2) << *page;
-  EXPECT_EQ(SeriesValue(*page, "pcp_shepherd_deltas_refused_total{reason=\"non_finite\"}"), 1) << *page;
-  EXPECT_EQ(SeriesValue(*page, "pcp_shepherd_deltas_refused_total{reason=\"max_norm\"}"), 0) << *page;
+  auto refused = [&](const std::string& reason) {
+    return SampleValue(*page, "pcp_shepherd_deltas_refused_total", {{"reason", reason}}).value_or(-1);
+  };
+  EXPECT_EQ(refused("norm"), 2) << *page;
+  EXPECT_EQ(refused("non_finite"), 1) << *page;
+  EXPECT_EQ(refused("max_norm"), 0) << *page;
 
   // The log names the worker; rounds after the quarantine ran without it.
   const std::string log = cluster.shepherd()->Log();
