@@ -586,65 +586,6 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   return Outcome::kCompleted;
 }
 
-void JobRun::Refuse(const std::string& id, uint64_t round, const diloco::ScreenVerdict& verdict) {
-  const absl::string_view reason = diloco::RefusalReasonName(verdict.reason);
-  const bool clipped = verdict.action == diloco::ScreenVerdict::kClip;
-  const bool quarantine = refusals_->Refuse(id);
-  // A rejected Δ is listed in the round's history record (a clipped one took part).
-  if (!clipped && round_.has_value()) round_->refused_ids.emplace_back(id, std::string(reason));
-  const int64_t count = refusals_->refusals(id);
-  metrics::Get(metrics::kShepherdDeltasRefusedTotal, {reason}).Increment();
-  progress_.set_deltas_refused(progress_.deltas_refused() + 1);
-  v1::ScreenedWorker* screened = nullptr;
-  for (v1::ScreenedWorker& w : *progress_.mutable_screened_workers()) {
-    if (w.supervisor_id() == id) screened = &w;
-  }
-  if (screened == nullptr) {
-    screened = progress_.add_screened_workers();
-    screened->set_supervisor_id(id);
-  }
-  screened->set_refusals(static_cast<uint32_t>(count));
-  screened->set_last_reason(std::string(reason));
-  screened->set_last_round(round);
-  const int64_t limit = prepared_->config.diloco.screening.quarantine_after;
-  spdlog::warn("job {}: worker {}'s Δ for round {} {} ({}): norm {:.4g}, threshold {:.4g}; refusal {}{}", job_.id, id,
-               round, clipped ? "clipped to the threshold" : "rejected", reason, verdict.norm, verdict.threshold,
-               count, limit > 0 ? absl::StrCat(" of ", limit, " before quarantine") : std::string());
-  v1::ScreeningEvent event;
-  event.set_kind(clipped ? v1::ScreeningEvent::DELTA_CLIPPED : v1::ScreeningEvent::DELTA_REJECTED);
-  event.set_round(round);
-  event.set_supervisor_id(id);
-  event.set_reason(std::string(reason));
-  event.set_norm(verdict.norm);
-  event.set_threshold(verdict.threshold);
-  event.set_refusals(static_cast<uint32_t>(count));
-  ctx_.jobs->ReportScreening(job_.id, event);
-  if (quarantine) {
-    screened->set_quarantined(true);
-    Quarantine(id, round);
-  }
-  // Persisted now, not with the round: a refusal or quarantine outlives a shepherd restart
-  // even when this round is rolled back or never closes.
-  ctx_.jobs->ReportProgress(job_.id, progress_);
-}
-
-void JobRun::RestoreScreening(const v1::JobProgress& stored) {
-  progress_.set_deltas_refused(stored.deltas_refused());
-  progress_.set_rounds_rolled_back(stored.rounds_rolled_back());
-  *progress_.mutable_screened_workers() = stored.screened_workers();
-  std::vector<std::string> quarantined;
-  for (const v1::ScreenedWorker& w : stored.screened_workers()) {
-    refusals_->Restore(w.supervisor_id(), static_cast<int64_t>(w.refusals()));
-    if (refusals_->quarantined(w.supervisor_id())) quarantined.push_back(w.supervisor_id());
-  }
-  if (stored.screened_workers_size() > 0) {
-    spdlog::info("job {}: screening resumed: {} Δs refused so far, {} workers refused{}", job_.id,
-                 stored.deltas_refused(), stored.screened_workers_size(),
-                 quarantined.empty() ? std::string()
-                                     : absl::StrCat(", quarantined: ", absl::StrJoin(quarantined, ", ")));
-  }
-}
-
 void JobRun::Quarantine(const std::string& id, uint64_t round) {
   const int64_t count = refusals_->refusals(id);
   spdlog::error("job {}: worker {} is quarantined after {} refused Δs (round {}): no more rounds for it in this job",
@@ -698,35 +639,6 @@ absl::Status JobRun::EncodeThetaUpdate(uint64_t round, std::vector<Tensor>* next
   }
   update_ = std::move(update);
   return absl::OkStatus();
-}
-
-JobRun::Outcome JobRun::RollBack(uint64_t round, const std::string& why) {
-  ++rollbacks_in_a_row_;
-  progress_.set_rounds_rolled_back(progress_.rounds_rolled_back() + 1);
-  const int64_t limit = prepared_->config.diloco.screening.max_rollbacks;
-  spdlog::error("job {}: round {} rolled back ({}): θ and the outer momentum are as before it; {} of {} in a row",
-                job_.id, round, why, rollbacks_in_a_row_, limit);
-  v1::ScreeningEvent event;
-  event.set_kind(v1::ScreeningEvent::ROUND_ROLLED_BACK);
-  event.set_round(round);
-  event.set_reason(why);
-  ctx_.jobs->ReportScreening(job_.id, event);
-  round_.reset();
-  waiting_since_ = Clock::now();
-  if (rollbacks_in_a_row_ >= limit) {
-    return Fail(absl::StrCat(rollbacks_in_a_row_, " rounds in a row rolled back (diloco.screening.max_rollbacks ",
-                             limit, "); the last, round ", round, ": ", why));
-  }
-  ctx_.jobs->ReportProgress(job_.id, progress_);
-  return Advance(Clock::now());
-}
-
-size_t JobRun::ActiveSlots() const {
-  size_t n = 0;
-  for (const SlotState& slot : state_.slots) {
-    if (!refusals_->quarantined(slot.supervisor_id)) ++n;
-  }
-  return n;
 }
 
 v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s) const {

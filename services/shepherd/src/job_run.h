@@ -26,6 +26,8 @@
 //   PCP_ASSIGN_OR_RETURN(auto run, JobRun::Start(runnable, context));  // slow: builds, resumes
 //   run->AddWorker(session);  run->OnReady(session, ready);  run->OnResult(...);
 //   JobRun::Outcome o = run->Advance(now);     // starts / closes rounds; kCompleted at the end
+//
+// (job_run_screening.cc holds the refusal bookkeeping and rollbacks.)
 #ifndef PCP_SHEPHERD_SRC_JOB_RUN_H_
 #define PCP_SHEPHERD_SRC_JOB_RUN_H_
 
