@@ -186,7 +186,13 @@ TEST_F(AdmissionTest, TenThousandSubmitsHitTheQueueBound) {
   EXPECT_EQ(exhausted, 10000 - 50);
   EXPECT_TRUE(absl::StrContains(exhausted_message, "max_queued_jobs 50")) << exhausted_message;
   // Refused submits hold nothing: far less than the 9,950 job copies a leak would keep.
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory in quarantine (256 MiB), so RSS says nothing here;
+  // LeakSanitizer checks the shepherd at its exit instead.
+  std::printf("RSS growth not checked under AddressSanitizer (its quarantine keeps freed memory)\n");
+#else
   EXPECT_LT(rss_after - rss_before, 64 * 1024);
+#endif
   ExpectUp();
 }
 

@@ -157,11 +157,12 @@ TEST_F(ProcessManagerTest, WorkerThatMadeProgressRestartsAtOnceAndResetsTheBacko
   ProcessManagerOptions options = Options({"--progress_incarnation=3"});
   options.backoff = {.initial = absl::Milliseconds(100), .multiplier = 10, .max = absl::Hours(1), .jitter = 0};
   options.healthy_after = absl::Hours(1);
+  // Declared before the manager, which calls the listener until it is destroyed.
+  std::mutex mu;
+  std::vector<std::pair<uint64_t, WorkerState>> states;  // (incarnation, state) at each change
   auto manager = ProcessManager::Start(options);
   ASSERT_TRUE(manager.ok()) << manager.status();
   ProcessManager& m = **manager;
-  std::mutex mu;
-  std::vector<std::pair<uint64_t, WorkerState>> states;  // (incarnation, state) at each change
   m.SetChangeListener([&] {
     WorkerStatus st = m.Status();
     std::lock_guard<std::mutex> lock(mu);
