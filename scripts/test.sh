@@ -17,7 +17,8 @@ if [[ "${1:-}" == --sanitize=* ]]; then
   # which the shepherd turns into a failed job (admission_test).
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1:verify_asan_link_order=0}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
-  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+  # Races inside Debian's uninstrumented gRPC and abseil are silenced (tests/sanitizers/tsan.supp).
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp}
 fi
 cmake --build "$BUILD_DIR" --parallel "$(nproc)"
 if [[ "$BUILD_DIR" == build-address ]]; then

@@ -135,7 +135,9 @@ TEST_F(SupervisorProcessTest, RestartsAKilledWorkerWhileTheShepherdIsUnreachable
   EXPECT_FALSE(ProcessAlive(first));
   EXPECT_TRUE(ProcessAlive(second));
   // Its incarnation (PCP_WORKER_INCARNATION) went up.
-  EXPECT_EQ(supervisor_testing::Field(LogLines(log_, "start ")[1], 2), "2");
+  const std::vector<std::string> starts = LogLines(log_, "start ");
+  ASSERT_GE(starts.size(), 2u);
+  EXPECT_EQ(supervisor_testing::Field(starts[1], 2), "2");
   EXPECT_THAT(ReadAll(stderr_), HasSubstr("signal 9"));
   ASSERT_EQ(kill(supervisor->pid(), SIGTERM), 0);
   ASSERT_TRUE(supervisor->WaitFor(absl::Seconds(15)).has_value());
