@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "pcp/base/file.h"
 #include "pcp/testing/metrics_scrape.h"
@@ -264,6 +265,15 @@ absl::StatusOr<std::vector<v1::RoundRecord>> ClusterHarness::JobHistory(const st
     if (page.next_after_round() == 0) return records;
     request.set_after_round(page.next_after_round());
   }
+}
+
+absl::StatusOr<std::string> ClusterHarness::SubmitJob(const E2eJob& job) {
+  absl::StatusOr<CommandResult> submit = Pcpctl({"submit", "--quiet", WriteJob(job)});
+  if (!submit.ok()) return submit.status();
+  if (submit->exit_code != 0) {
+    return absl::InternalError(absl::StrCat("pcpctl submit exited ", submit->exit_code, ": ", submit->output));
+  }
+  return std::string(absl::StripAsciiWhitespace(submit->output));
 }
 
 absl::StatusOr<v1::Job> ClusterHarness::WaitForJobEnd(const std::string& job_id, absl::Duration timeout) {

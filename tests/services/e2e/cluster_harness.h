@@ -151,6 +151,9 @@ class ClusterHarness {
   v1::Admin::Stub& admin();
   // Polls GetJob until the job has finished (completed, failed or cancelled).
   absl::StatusOr<v1::Job> WaitForJobEnd(const std::string& job_id, absl::Duration timeout);
+  // Writes `job` (WriteJob) and submits it with `pcpctl submit --quiet`; the job id, or an
+  // error with pcpctl's output when it did not exit 0.
+  absl::StatusOr<std::string> SubmitJob(const E2eJob& job);
   // Every record of the job's history (GetJobHistory, read in pages of `page_size`).
   absl::StatusOr<std::vector<v1::RoundRecord>> JobHistory(const std::string& job_id, uint32_t page_size = 100);
 

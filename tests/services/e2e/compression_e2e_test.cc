@@ -9,7 +9,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "cluster_harness.h"
 #include "gtest/gtest.h"
 #include "pcp/testing/metrics_scrape.h"
@@ -24,13 +23,12 @@ struct TrainedJob {
 
 TrainedJob Train(ClusterHarness& cluster, const std::string& name, const std::string& diloco_yaml) {
   E2eJob spec{.name = name, .rounds = 4, .inner_steps = 10, .diloco_yaml = diloco_yaml};
-  absl::StatusOr<CommandResult> submit = cluster.Pcpctl({"submit", "--quiet", cluster.WriteJob(spec)});
-  EXPECT_TRUE(submit.ok() && submit->exit_code == 0) << (submit.ok() ? submit->output : submit.status().ToString());
-  if (!submit.ok()) return {};
-  const std::string job_id(absl::StripAsciiWhitespace(submit->output));
-  absl::StatusOr<v1::Job> job = cluster.WaitForJobEnd(job_id, absl::Minutes(5));
+  absl::StatusOr<std::string> job_id = cluster.SubmitJob(spec);
+  EXPECT_TRUE(job_id.ok()) << job_id.status();
+  if (!job_id.ok()) return {};
+  absl::StatusOr<v1::Job> job = cluster.WaitForJobEnd(*job_id, absl::Minutes(5));
   EXPECT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<std::vector<v1::RoundRecord>> history = cluster.JobHistory(job_id);
+  absl::StatusOr<std::vector<v1::RoundRecord>> history = cluster.JobHistory(*job_id);
   EXPECT_TRUE(history.ok()) << history.status();
   if (!job.ok() || !history.ok()) return {};
   return {*job, *history};

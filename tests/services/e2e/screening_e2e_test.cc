@@ -14,7 +14,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "cluster_harness.h"
 #include "gtest/gtest.h"
 #include "pcp/testing/metrics_scrape.h"
@@ -49,11 +48,9 @@ class EventRecorder {
 };
 
 std::string SubmitJob(ClusterHarness& cluster, const E2eJob& spec) {
-  absl::StatusOr<CommandResult> submit = cluster.Pcpctl({"submit", "--quiet", cluster.WriteJob(spec)});
-  EXPECT_TRUE(submit.ok()) << submit.status();
-  if (!submit.ok()) return "";
-  EXPECT_EQ(submit->exit_code, 0) << submit->output;
-  return std::string(absl::StripAsciiWhitespace(submit->output));
+  absl::StatusOr<std::string> id = cluster.SubmitJob(spec);
+  EXPECT_TRUE(id.ok()) << id.status();
+  return id.ok() ? *id : "";
 }
 
 TEST(ScreeningTest, PoisoningWorkerIsRefusedAndQuarantinedAndTheJobCompletes) {
