@@ -93,7 +93,8 @@ class Cluster:
         self.supervisors[sid] = self._spawn(sid, [
             self.bins["supervisor"], f"--shepherd={self.address}", f"--supervisor_id={sid}",
             f"--state_dir={os.path.join(self.state, sid)}", f"--worker_binary={self.bins['worker']}",
-            "--metrics_listen=", f"--worker_args=--backend=cpu,--threads={self.threads}"])
+            "--metrics_listen=",
+            "--worker_args=" + ",".join([f"--backend=cpu", f"--threads={self.threads}", *getattr(self.args, "worker_args", [])])])
 
     def ctl(self, *argv, check=True, timeout=10):
         r = subprocess.run([self.bins["pcpctl"], f"--shepherd={self.address}", "--timeout=5", *argv],

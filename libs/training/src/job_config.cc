@@ -167,6 +167,16 @@ const std::vector<Field<codec::CompressionOptions>>* CompressionFields() {
   return fields;
 }
 
+const std::vector<Field<diloco::StreamingOptions>>* StreamingFields() {
+  using diloco::StreamingOptions;
+  static const auto* fields = new std::vector<Field<StreamingOptions>>{
+      IntField("fragments", &StreamingOptions::fragments, IntRange{1, 1024}),
+      IntField("overlap_steps", &StreamingOptions::overlap_steps, kAtLeast0),
+      RealField("alpha", &StreamingOptions::alpha, yaml_fields::RealRange{0.0, 1.0, false, true}),
+  };
+  return fields;
+}
+
 const std::vector<Field<DiLoCoConfig>>* DiLoCoFields() {
   static const auto* fields = new std::vector<Field<DiLoCoConfig>>{
       IntField("workers", &DiLoCoConfig::workers, IntRange{1, 1 << 16}),
@@ -181,6 +191,7 @@ const std::vector<Field<DiLoCoConfig>>* DiLoCoFields() {
       IntField("eval_every", &DiLoCoConfig::eval_every, kRounds),
       SectionField("screening", &DiLoCoConfig::screening, ScreeningFields()),
       SectionField("compression", &DiLoCoConfig::compression, CompressionFields()),
+      SectionField("streaming", &DiLoCoConfig::streaming, StreamingFields()),
   };
   return fields;
 }
@@ -274,13 +285,27 @@ absl::Status Finish(const Context& ctx, const std::string& base_dir, const DataR
         absl::StrCat("optimizer.min_lr: ", yaml_fields::EmitReal(c.optimizer.min_lr),
                      " is above optimizer.lr (", yaml_fields::EmitReal(c.optimizer.lr), ")"));
   }
+  const diloco::StreamingOptions& streaming = c.diloco.streaming;
+  if (streaming.fragments > c.diloco.inner_steps) {
+    return ctx.Error(ctx.ValueMark({"diloco.streaming.fragments", "diloco.inner_steps"}),
+                     absl::StrCat("diloco.streaming.fragments: ", streaming.fragments,
+                                  " is more than diloco.inner_steps (", c.diloco.inner_steps,
+                                  "): each fragment syncs every inner_steps steps, one at a time"));
+  }
+  if (streaming.overlap_steps >= c.diloco.min_steps_per_round()) {
+    return ctx.Error(ctx.ValueMark({"diloco.streaming.overlap_steps", "diloco.inner_steps"}),
+                     absl::StrCat("diloco.streaming.overlap_steps: ", streaming.overlap_steps,
+                                  " must be below diloco.inner_steps / fragments (", c.diloco.min_steps_per_round(),
+                                  "): a fragment's result is merged before the next fragment syncs"));
+  }
   if (!ctx.Has("diloco.rounds")) {
-    c.diloco.rounds = c.training.max_iters / c.diloco.inner_steps +
-                      (c.training.max_iters % c.diloco.inner_steps != 0 ? 1 : 0);
+    // The fewest rounds whose steps reach max_iters: ceil(max_iters · P / τ).
+    const int64_t num = c.training.max_iters * streaming.fragments;
+    c.diloco.rounds = num / c.diloco.inner_steps + (num % c.diloco.inner_steps != 0 ? 1 : 0);
   }
   if (c.diloco.rounds > kRounds.max) {
     return ctx.Error(ctx.ValueMark({"training.max_iters", "diloco.inner_steps"}),
-                     absl::StrCat("diloco.rounds: ceil(training.max_iters / diloco.inner_steps) = ",
+                     absl::StrCat("diloco.rounds: ceil(training.max_iters × fragments / diloco.inner_steps) = ",
                                   c.diloco.rounds, " is more than ", kRounds.max,
                                   "; raise inner_steps or set diloco.rounds"));
   }

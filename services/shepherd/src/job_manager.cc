@@ -228,7 +228,7 @@ absl::StatusOr<v1::SubmitJobResponse> JobManager::Submit(const v1::SubmitJobRequ
     job.set_state(v1::JOB_STATE_QUEUED);
     job.set_submitted_unix_ms(NowUnixMs());
     job.mutable_progress()->set_total_rounds(static_cast<uint64_t>(config.diloco.rounds));
-    job.mutable_progress()->set_inner_steps(static_cast<uint64_t>(config.diloco.inner_steps));
+    job.mutable_progress()->set_inner_steps(static_cast<uint64_t>(config.diloco.max_steps_per_round()));
     PCP_RETURN_IF_ERROR(store_.Create(e.stored), _ << "storing job " << job.job_id());
     OpenHistoryLocked(e);
     ++next_seq_;

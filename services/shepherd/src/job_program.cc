@@ -96,7 +96,7 @@ absl::StatusOr<ShardPlan> ShardForSlot(const PreparedJob& job, int64_t slot, int
 
 v1::Hyperparameters HyperparametersOf(const JobConfig& c) {
   v1::Hyperparameters h;
-  h.set_inner_steps(static_cast<uint32_t>(c.diloco.inner_steps));
+  h.set_inner_steps(static_cast<uint32_t>(c.diloco.max_steps_per_round()));
   h.set_batch_size(static_cast<uint32_t>(c.training.batch_size));
   h.set_block_size(static_cast<uint32_t>(c.model.block_size));
   h.set_seed(static_cast<uint64_t>(c.training.seed));
@@ -109,14 +109,14 @@ v1::Hyperparameters HyperparametersOf(const JobConfig& c) {
 }
 
 uint64_t FirstStepOfRound(const JobConfig& config, uint64_t round) {
-  return (round - 1) * static_cast<uint64_t>(config.diloco.inner_steps);
+  return static_cast<uint64_t>(config.diloco.FirstStep(round));
 }
 
 std::vector<float> RoundLearningRates(const JobConfig& config, uint64_t round) {
   const LrSchedule schedule = config.optimizer.Schedule();
   const uint64_t first = FirstStepOfRound(config, round);
   std::vector<float> lrs;
-  for (int64_t i = 0; i < config.diloco.inner_steps; ++i) {
+  for (int64_t i = 0; i < config.diloco.StepsOfRound(round); ++i) {
     lrs.push_back(static_cast<float>(schedule.At(static_cast<int64_t>(first) + i)));
   }
   return lrs;

@@ -105,6 +105,7 @@ absl::Status JobRun::Prepare() {
   }
   state_.program_hash = prepared_->program_hash;
   theta_crc_ = ListCrc32c(theta_);
+  if (c.diloco.streaming.enabled()) PCP_RETURN_IF_ERROR(PrepareStreaming());
   if (job_.resumed) RestoreScreening(job_.progress);
   // Rounds after the checkpoint run again; their new records replace the old ones.
   ctx_.jobs->DropHistoryAfter(job_.id, state_.round);
@@ -120,7 +121,7 @@ absl::Status JobRun::Prepare() {
                c.diloco.min_workers, Seconds(Clock::now() - t0));
   progress_.set_round(state_.round);
   progress_.set_total_rounds(total_rounds());
-  progress_.set_inner_steps(static_cast<uint64_t>(c.diloco.inner_steps));
+  progress_.set_inner_steps(static_cast<uint64_t>(c.diloco.max_steps_per_round()));
   progress_.set_tokens_processed(state_.tokens_processed);
   if (state_.train_loss) progress_.set_train_loss(*state_.train_loss);
   if (state_.val_loss) progress_.set_val_loss(*state_.val_loss);
@@ -133,6 +134,8 @@ absl::Status JobRun::Prepare() {
   if (state_.val_loss) metrics::Get(metrics::kShepherdValLoss, {job_.id}).Set(*state_.val_loss);
   meter_ = std::make_unique<ProgressMeter>(static_cast<int64_t>(total_rounds() - std::min(total_rounds(), state_.round)));
   started_ = waiting_since_ = Clock::now();
+  bytes_sent_mark_ = ParamsBytesSent();
+  bytes_received_mark_ = DeltaBytesReceived();
   Publish(false);
   return absl::OkStatus();
 }
@@ -221,6 +224,12 @@ void JobRun::Assign(Member& m) {
   a->mutable_compression()->set_up(CodecToProto(compression.up));
   a->mutable_compression()->set_down(CodecToProto(compression.down));
   a->mutable_compression()->set_up_error_feedback(compression.FeedbackUp());
+  if (streaming()) {
+    const diloco::StreamingOptions& so = prepared_->config.diloco.streaming;
+    a->mutable_streaming()->set_fragments(static_cast<uint32_t>(so.fragments));
+    a->mutable_streaming()->set_overlap_steps(static_cast<uint32_t>(so.overlap_steps));
+    a->mutable_streaming()->set_alpha(so.alpha);
+  }
   s.Send(std::move(msg));
   if (send_program) {
     s.SendBlob(/*program=*/true, prepared_->program_hash, prepared_->program_text);
@@ -278,6 +287,17 @@ void JobRun::OnResync(const std::shared_ptr<WorkerSession>& session, const v1::R
   if (m == nullptr) return;
   metrics::Get(metrics::kShepherdReplicaResyncsTotal).Increment();
   m->theta_round = 0;
+  if (streaming()) {
+    // The worker is inside a round it was sent ahead: θ in full, nothing else.
+    const uint64_t r = round_.has_value() ? round_->number : state_.round + 1;
+    spdlog::warn("job {}: worker {}'s θ does not match the shepherd's ({}); sending it θ for round {} in full",
+                 job_.id, session->supervisor_id(), request.reason(), r);
+    std::vector<NamedTensor> theta;
+    for (size_t i = 0; i < theta_.size(); ++i) theta.push_back({prepared_->param_names[i], theta_[i]});
+    session->SendParameters(r, std::move(theta));
+    m->theta_round = r;
+    return;
+  }
   const bool in_round = round_.has_value() && round_->number == request.round() && m->slot >= 0 &&
                         round_->running.count(m->slot) != 0 && round_->running[m->slot] == session.get();
   spdlog::warn("job {}: worker {}'s θ for round {} does not match the shepherd's ({}; crc32c {:08x}, expected {:08x}); "
@@ -290,6 +310,11 @@ void JobRun::OnResync(const std::shared_ptr<WorkerSession>& session, const v1::R
 void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, std::vector<Tensor> delta,
                       const v1::RoundResult& result) {
   Member* m = Find(session);
+  if (m != nullptr && streaming() && !round_.has_value() && round == state_.round + 1) {
+    // Streaming: a worker sent this round ahead finished it before the round opened here.
+    early_results_.push_back({session, round, std::move(delta), result});
+    return;
+  }
   if (m == nullptr || !round_.has_value() || round != round_->number) return;  // stale
   auto r = round_->running.find(m->slot);
   if (r == round_->running.end() || r->second != session.get()) return;
@@ -304,12 +329,13 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
                  result.steps());
     return;
   }
-  const uint64_t tokens_expected = static_cast<uint64_t>(c.diloco.inner_steps * c.training.batch_size * c.model.block_size);
-  const uint64_t cursor_expected = state_.slots[m->slot].sampler_cursor + static_cast<uint64_t>(c.diloco.inner_steps);
-  if (result.steps() != static_cast<uint32_t>(c.diloco.inner_steps) || result.tokens_processed() != tokens_expected ||
+  const int64_t steps = c.diloco.StepsOfRound(round);
+  const uint64_t tokens_expected = static_cast<uint64_t>(steps * c.training.batch_size * c.model.block_size);
+  const uint64_t cursor_expected = round_->start_cursor[m->slot] + static_cast<uint64_t>(steps);
+  if (result.steps() != static_cast<uint32_t>(steps) || result.tokens_processed() != tokens_expected ||
       result.sampler_cursor() != cursor_expected) {
     session->Close(absl::InvalidArgumentError(absl::StrCat(
-        "RoundResult for round ", round, ": expected steps ", c.diloco.inner_steps, ", tokens_processed ",
+        "RoundResult for round ", round, ": expected steps ", steps, ", tokens_processed ",
         tokens_expected, ", sampler_cursor ", cursor_expected, "; got ", result.steps(), ", ",
         result.tokens_processed(), ", ", result.sampler_cursor())));
     return;
@@ -326,6 +352,7 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
 }
 
 void JobRun::SendRound(Member& m) {
+  if (streaming()) return SendStreamingRound(m);
   const JobConfig& c = prepared_->config;
   const uint64_t r = round_->number;
   WorkerSession& s = *m.session;
@@ -341,21 +368,27 @@ void JobRun::SendRound(Member& m) {
     s.SendParameters(r, std::move(theta));
   }
   m.theta_round = r;
-  v1::ShepherdMessage msg;
-  v1::StartRound* start = msg.mutable_start_round();
-  start->set_round(r);
-  start->set_deadline_ms(static_cast<uint64_t>(c.diloco.round_deadline_s * 1000.0));
-  for (float lr : RoundLearningRates(c, r)) start->add_learning_rates(lr);
-  start->set_first_step(FirstStepOfRound(c, r));
-  start->set_sampler_seed(state_.slots[m.slot].sampler_seed);
-  start->set_sampler_cursor(state_.slots[m.slot].sampler_cursor);
-  start->set_theta_crc32c(theta_crc_);
-  s.Send(std::move(msg));
+  SendStart(m, r, state_.slots[m.slot].sampler_cursor, theta_crc_);
   m.phase = Phase::kInRound;
   round_->running[m.slot] = m.session.get();
   round_->sent_at[m.slot] = Clock::now();
+  round_->start_cursor[m.slot] = state_.slots[m.slot].sampler_cursor;
   round_->sent_to.insert(s.supervisor_id());
   ctx_.registry->NoteActivity(s.supervisor_id(), job_.id, r);
+}
+
+void JobRun::SendStart(Member& m, uint64_t round, uint64_t cursor, uint32_t theta_crc) {
+  const JobConfig& c = prepared_->config;
+  v1::ShepherdMessage msg;
+  v1::StartRound* start = msg.mutable_start_round();
+  start->set_round(round);
+  start->set_deadline_ms(static_cast<uint64_t>(c.diloco.round_deadline_s * 1000.0));
+  for (float lr : RoundLearningRates(c, round)) start->add_learning_rates(lr);
+  start->set_first_step(FirstStepOfRound(c, round));
+  start->set_sampler_seed(state_.slots[m.slot].sampler_seed);
+  start->set_sampler_cursor(cursor);
+  start->set_theta_crc32c(theta_crc);
+  m.session->Send(std::move(msg));
 }
 
 void JobRun::StartRound(const std::vector<Member*>& members) {
@@ -363,8 +396,9 @@ void JobRun::StartRound(const std::vector<Member*>& members) {
   round_->number = state_.round + 1;
   round_->start = Clock::now();
   round_->start_unix_ms = NowUnixMs();
-  round_->bytes_sent_at_start = ParamsBytesSent();
-  round_->bytes_received_at_start = DeltaBytesReceived();
+  // From the last round's close: a streaming worker's Δ may come before its round opens.
+  round_->bytes_sent_at_start = bytes_sent_mark_;
+  round_->bytes_received_at_start = bytes_received_mark_;
   round_->deadline = round_->start + std::chrono::duration_cast<Clock::duration>(
                                          std::chrono::duration<double>(prepared_->config.diloco.round_deadline_s));
   metrics::Get(metrics::kShepherdRound, {job_.id}).Set(static_cast<double>(round_->number));
@@ -375,6 +409,7 @@ void JobRun::StartRound(const std::vector<Member*>& members) {
   }
   spdlog::info("job {}: round {}/{} started with {} workers ({})", job_.id, round_->number, total_rounds(),
                members.size(), absl::StrJoin(ids, ", "));
+  if (streaming()) TakeEarlyResults();
 }
 
 JobRun::Outcome JobRun::Advance(Clock::time_point now) {
@@ -499,25 +534,37 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
     used_slots.push_back(slot);
     ids.push_back(res.supervisor_id);
   }
-  if (deltas.empty()) return RollBack(r, "every Δ of the round was refused");
+  if (deltas.empty()) {
+    if (!streaming()) return RollBack(r, "every Δ of the round was refused");
+    if (std::optional<Outcome> o = CountRollBack(r, "every Δ of the round was refused")) return *o;
+  }
   const auto outer_start = Clock::now();
-  const double trim = c.diloco.screening.trimmed_mean;
-  absl::StatusOr<std::vector<Tensor>> avg = trim > 0 ? TrimmedMean(deltas, trim) : WeightedAverage(deltas);
-  if (!avg.ok()) return Fail(absl::StrCat("round ", r, ": averaging the deltas: ", avg.status().message()));
-  // θ's tensors are shared with chunk streams still being written: StepIfFinite replaces
+  // θ's tensors are shared with chunk streams still being written: the outer step replaces
   // them in `next`, never writes into them.
   std::vector<Tensor> next = theta_;
-  absl::StatusOr<bool> stepped = outer_->StepIfFinite(*avg, &next);
-  if (!stepped.ok()) return Fail(absl::StrCat("round ", r, ": outer step: ", stepped.status().message()));
-  if (!*stepped) return RollBack(r, "θ or the outer momentum is not finite after the outer step");
-  if (c.diloco.compression.down != codec::Codec::kF32) {
+  if (!deltas.empty()) {
+    const double trim = c.diloco.screening.trimmed_mean;
+    absl::StatusOr<std::vector<Tensor>> avg = trim > 0 ? TrimmedMean(deltas, trim) : WeightedAverage(deltas);
+    if (!avg.ok()) return Fail(absl::StrCat("round ", r, ": averaging the deltas: ", avg.status().message()));
+    absl::StatusOr<bool> stepped = streaming() ? StreamingOuterStep(r, *avg, &next) : outer_->StepIfFinite(*avg, &next);
+    if (!stepped.ok()) return Fail(absl::StrCat("round ", r, ": outer step: ", stepped.status().message()));
+    constexpr const char* kNotFinite = "θ or the outer momentum is not finite after the outer step";
+    if (!*stepped && !streaming()) return RollBack(r, kNotFinite);
+    if (!*stepped) {
+      if (std::optional<Outcome> o = CountRollBack(r, kNotFinite)) return *o;
+      next = theta_;
+    } else {
+      rollbacks_in_a_row_ = 0;
+    }
+  }
+  if (c.diloco.compression.down != codec::Codec::kF32 && !streaming()) {
     if (absl::Status s = EncodeThetaUpdate(r, &next); !s.ok()) {
       return Fail(absl::StrCat("round ", r, ": encoding the θ update: ", s.message()));
     }
   }
-  rollbacks_in_a_row_ = 0;
   theta_ = std::move(next);
   theta_crc_ = ListCrc32c(theta_);
+  if (streaming()) SendFragment(r);
   screen_->EndRound(accepted_norms);
   for (int slot : used_slots) {
     state_.slots[slot].sampler_cursor = round.results[slot].result.sampler_cursor();
@@ -527,7 +574,8 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   metrics::Get(metrics::kShepherdOuterStepDurationSeconds).Observe(outer_step_s);
   state_.round = r;
   state_.tokens_processed += tokens;
-  state_.train_loss = loss_sum / weight;
+  // (A streaming round whose Δs were all refused keeps the last train loss.)
+  if (weight > 0 || !state_.train_loss) state_.train_loss = weight > 0 ? loss_sum / weight : 0.0;
   const double round_s = Seconds(now - round.start);
   meter_->Advance(round_s * 1000.0);
   const size_t workers = used_slots.size();
@@ -539,6 +587,8 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   metrics::Get(metrics::kShepherdRoundDurationSeconds).Observe(round_s);
   // Recorded before its val loss is estimated (ApplyEval adds it to the record).
   ctx_.jobs->RecordRound(job_.id, RecordOf(round, tokens, round_s, outer_step_s));
+  bytes_sent_mark_ = ParamsBytesSent();
+  bytes_received_mark_ = DeltaBytesReceived();
   round_.reset();
   waiting_since_ = Clock::now();
 
@@ -611,34 +661,40 @@ void JobRun::Quarantine(const std::string& id, uint64_t round) {
 }
 
 absl::Status JobRun::EncodeThetaUpdate(uint64_t round, std::vector<Tensor>* next) {
-  const codec::CompressionOptions& compression = prepared_->config.diloco.compression;
-  ThetaUpdate update{.from_round = round};
   down_feedback_.resize(theta_.size());
-  for (size_t i = 0; i < theta_.size(); ++i) {
-    const size_t n = static_cast<size_t>(theta_[i].num_elements());
+  PCP_ASSIGN_OR_RETURN(std::vector<Tensor> input, EncodeUpdate(theta_, next, prepared_->param_names, &down_feedback_));
+  update_ = ThetaUpdate{.from_round = round, .input = std::move(input)};
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Tensor>> JobRun::EncodeUpdate(const std::vector<Tensor>& before, std::vector<Tensor>* next,
+                                                         const std::vector<std::string>& names,
+                                                         std::vector<codec::ErrorFeedback>* feedback) {
+  const codec::CompressionOptions& compression = prepared_->config.diloco.compression;
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < before.size(); ++i) {
+    const size_t n = static_cast<size_t>(before[i].num_elements());
     // The exact update, plus what earlier encodings lost.
     Tensor input = (*next)[i].Clone();
     float* x = input.data<float>();
-    const float* before = theta_[i].data<float>();
-    for (size_t k = 0; k < n; ++k) x[k] -= before[k];
+    const float* from = before[i].data<float>();
+    for (size_t k = 0; k < n; ++k) x[k] -= from[k];
     if (compression.FeedbackDown()) {
-      PCP_RETURN_IF_ERROR(down_feedback_[i].Compensate(compression.down, absl::MakeSpan(x, n)));
+      PCP_RETURN_IF_ERROR((*feedback)[i].Compensate(compression.down, absl::MakeSpan(x, n)));
     }
     // What every worker will decode, applied here the same way.
     const std::string bytes = codec::Encode(compression.down, absl::MakeConstSpan(x, n));
     Tensor decoded(DType::kF32, input.shape());
     PCP_RETURN_IF_ERROR(codec::Decode(bytes, absl::MakeSpan(decoded.data<float>(), n)));
-    Tensor replica = theta_[i].Clone();
+    Tensor replica = before[i].Clone();
     diloco::ApplyUpdate(absl::MakeSpan(replica.data<float>(), n), absl::MakeConstSpan(decoded.data<float>(), n));
     if (!diloco::AllFinite(absl::MakeConstSpan(replica.data<float>(), n))) {
-      return absl::FailedPreconditionError(absl::StrCat("θ of '", prepared_->param_names[i],
-                                                        "' is not finite after the decoded update"));
+      return absl::FailedPreconditionError(absl::StrCat("θ of '", names[i], "' is not finite after the decoded update"));
     }
     (*next)[i] = std::move(replica);
-    update.input.push_back(std::move(input));
+    inputs.push_back(std::move(input));
   }
-  update_ = std::move(update);
-  return absl::OkStatus();
+  return inputs;
 }
 
 v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s) const {
@@ -699,13 +755,13 @@ absl::Status JobRun::WriteCheckpoint() {
       {"pcp.model", GptConfigToJson(c.model.ToGPTConfig())},
       {"pcp.job", ToYaml(c)},
       {"pcp.job_id", job_.id},
-      {"pcp.iter", absl::StrCat(state_.round * static_cast<uint64_t>(c.diloco.inner_steps))},
+      {"pcp.iter", absl::StrCat(c.diloco.FirstStep(state_.round + 1))},
   };
   if (state_.train_loss) meta.push_back({"pcp.train_loss", absl::StrFormat("%.6f", *state_.train_loss)});
   if (state_.val_loss) meta.push_back({"pcp.val_loss", absl::StrFormat("%.6f", *state_.val_loss)});
   if (prepared_->data.tokenizer().has_value()) meta.push_back({"pcp.tokenizer", prepared_->data.tokenizer()->Serialize()});
   state_.screen_medians.assign(screen_->history().begin(), screen_->history().end());
-  DilocoCheckpoint ckpt{.state = state_, .params = theta_, .momentum = outer_->momentum()};
+  DilocoCheckpoint ckpt{.state = state_, .params = theta_, .momentum = Momentum()};
   const auto t0 = Clock::now();
   PCP_ASSIGN_OR_RETURN(std::string path, WriteDilocoCheckpoint(job_.dir, prepared_->param_names, ckpt, std::move(meta)));
   metrics::Get(metrics::kShepherdCheckpointDurationSeconds).Observe(Seconds(Clock::now() - t0));

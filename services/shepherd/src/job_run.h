@@ -27,7 +27,15 @@
 //   run->AddWorker(session);  run->OnReady(session, ready);  run->OnResult(...);
 //   JobRun::Outcome o = run->Advance(now);     // starts / closes rounds; kCompleted at the end
 //
-// (job_run_screening.cc holds the refusal bookkeeping and rollbacks.)
+// Streaming DiLoCo (diloco.streaming, pcp/diloco/streaming.h): each round is inner_steps / P
+// steps and syncs one fragment of θ; workers keep their θ between rounds and get each round's
+// StartRound one round ahead, so they train on while the fragment's Δs come in and the outer
+// step is applied; the fragment's new values (or encoded update) go to them as the round
+// closes, and they merge it overlap_steps steps into the next round. A streaming round that
+// would be rolled back instead leaves its fragment unchanged (the workers have moved on).
+//
+// (job_run_screening.cc holds the refusal bookkeeping and rollbacks; job_run_streaming.cc
+// the streaming parts.)
 #ifndef PCP_SHEPHERD_SRC_JOB_RUN_H_
 #define PCP_SHEPHERD_SRC_JOB_RUN_H_
 
@@ -43,6 +51,7 @@
 #include "pcp/codec/error_feedback.h"
 #include "pcp/diloco/late_join.h"
 #include "pcp/diloco/screening.h"
+#include "pcp/diloco/streaming.h"
 #include "pcp/kernels/backend.h"
 #include "pcp/shepherd/checkpoint_store.h"
 #include "pcp/shepherd/job_manager.h"
@@ -107,6 +116,10 @@ class JobRun {
     Phase phase = Phase::kIdle;
     Clock::time_point assigned_at;  // when its Assignment went out
     uint64_t theta_round = 0;       // the round whose θ it was last sent (0: none yet)
+    // Streaming: the last round whose StartRound it was sent (one ahead of the open round),
+    // and the sampler cursor that StartRound carried.
+    uint64_t started_round = 0;
+    uint64_t started_cursor = 0;
   };
   // θ updates (diloco.compression.down not f32): the update from θ for round from_round to θ
   // for the next round, after error feedback (what each stream encodes; encoding it gives
@@ -126,6 +139,7 @@ class JobRun {
     Clock::time_point start, deadline;
     std::map<int, WorkerSession*> running;  // slot -> member key
     std::map<int, Clock::time_point> sent_at;  // slot -> when its θ and StartRound went out
+    std::map<int, uint64_t> start_cursor;      // slot -> the sampler cursor its StartRound carried
     std::map<int, SlotResult> results;
     std::set<int> refused;  // slots whose Δ was refused as it arrived (not finite)
     // Results in, refused or not: what min_workers counts.
@@ -144,6 +158,8 @@ class JobRun {
   void Assign(Member& m);
   void StartRound(const std::vector<Member*>& members);
   void SendRound(Member& m);
+  // Sends StartRound `round` with the slot's sampler state from `cursor`; crc 0 = unchecked.
+  void SendStart(Member& m, uint64_t round, uint64_t cursor, uint32_t theta_crc);
   // Sends the open round to ready workers whose slot has no part in it yet: when the round
   // needs them to reach min_workers, or when joining late is worth it (pcp/diloco/late_join.h:
   // a worker restarted after a crash takes part in the round it was killed in).
@@ -153,6 +169,34 @@ class JobRun {
   // keeps the update for the streams and the encoding error for the next round
   // (pcp/diloco/replica.h).
   absl::Status EncodeThetaUpdate(uint64_t round, std::vector<Tensor>* next);
+  // The update `next` − `before` after error feedback (`feedback`, one per tensor), encoded
+  // with the job's down codec; `next` becomes before + the decoded update (what every replica
+  // computes). Returns the updates as encoded (what the streams send).
+  absl::StatusOr<std::vector<Tensor>> EncodeUpdate(const std::vector<Tensor>& before, std::vector<Tensor>* next,
+                                                   const std::vector<std::string>& names,
+                                                   std::vector<codec::ErrorFeedback>* feedback);
+
+  // ---- Streaming DiLoCo (job_run_streaming.cc; pcp/diloco/streaming.h)
+  bool streaming() const { return fragments_.has_value(); }
+  // The fragment plan and one outer optimizer per fragment; a resumed job's momentum is split
+  // among them.
+  absl::Status PrepareStreaming();
+  // The outer momentum of every parameter (checkpoints).
+  std::vector<Tensor> Momentum() const;
+  // Round r's StartRound (with θ in full first if the worker's replica is not θ for round r),
+  // unless it was sent ahead, and StartRound r + 1 ahead.
+  void SendStreamingRound(Member& m);
+  // The outer step of round r's fragment: θ_p ← step(avg); `next` is θ with the new θ_p
+  // (after the encoded update when the job compresses θ updates). False: not finite.
+  absl::StatusOr<bool> StreamingOuterStep(uint64_t r, const std::vector<Tensor>& avg, std::vector<Tensor>* next);
+  // Sends round r's fragment (its update, or its values) to every worker whose replica is θ for
+  // round r: their θ for round r + 1.
+  void SendFragment(uint64_t r);
+  // The Δ specs of round r (its fragment's segments).
+  std::vector<TensorSpec> RoundSpecs(uint64_t r) const;
+  // Results of the round about to open that came before it opened (a worker sent it ahead),
+  // taken once it has.
+  void TakeEarlyResults();
   // Counts a refused Δ of worker `id` (log, metric, event, progress); quarantines the worker
   // at the job's limit.
   void Refuse(const std::string& id, uint64_t round, const diloco::ScreenVerdict& verdict);
@@ -163,6 +207,9 @@ class JobRun {
   // Discards the open round (θ and momentum unchanged); fails the job after max_rollbacks in
   // a row.
   Outcome RollBack(uint64_t round, const std::string& why);
+  // RollBack's bookkeeping (log, event, progress); the job's failure at max_rollbacks in a row.
+  // A streaming round is not redone (its workers have moved on): its fragment stays unchanged.
+  std::optional<Outcome> CountRollBack(uint64_t round, const std::string& why);
   // Slots whose owner is not quarantined: a round with that many ready workers starts at once.
   size_t ActiveSlots() const;
 
@@ -182,6 +229,20 @@ class JobRun {
   uint32_t theta_crc_ = 0;  // ListCrc32c(theta_), sent in StartRound
   std::optional<ThetaUpdate> update_;
   std::vector<codec::ErrorFeedback> down_feedback_;  // per parameter
+  // Streaming: the plan, the outer step and θ-update error feedback of each fragment, and the
+  // last fragment update (per segment), as every stream sends it.
+  std::optional<diloco::FragmentPlan> fragments_;
+  std::vector<std::unique_ptr<OuterOptimizer>> fragment_outers_;
+  std::vector<std::vector<codec::ErrorFeedback>> fragment_feedback_;
+  std::vector<Tensor> fragment_update_;
+  uint64_t fragment_update_round_ = 0;  // the round fragment_update_ is of (0: none)
+  struct EarlyResult {
+    std::weak_ptr<WorkerSession> session;
+    uint64_t round = 0;
+    std::vector<Tensor> delta;
+    v1::RoundResult result;
+  };
+  std::vector<EarlyResult> early_results_;
   std::unique_ptr<OuterOptimizer> outer_;
   std::unique_ptr<diloco::DeltaScreen> screen_;
   std::unique_ptr<diloco::RefusalLedger> refusals_;
@@ -194,6 +255,9 @@ class JobRun {
   std::map<int, ShardPlan> shards_;
   std::optional<Round> round_;
   Clock::time_point waiting_since_;
+  // The training-stream byte counters when the last round closed (or the job started): the
+  // next round's record counts from there.
+  double bytes_sent_mark_ = 0, bytes_received_mark_ = 0;
   Clock::time_point started_;
   std::unique_ptr<ProgressMeter> meter_;
   v1::JobProgress progress_;

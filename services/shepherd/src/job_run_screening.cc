@@ -68,25 +68,31 @@ void JobRun::RestoreScreening(const v1::JobProgress& stored) {
   }
 }
 
-JobRun::Outcome JobRun::RollBack(uint64_t round, const std::string& why) {
+std::optional<JobRun::Outcome> JobRun::CountRollBack(uint64_t round, const std::string& why) {
   ++rollbacks_in_a_row_;
   progress_.set_rounds_rolled_back(progress_.rounds_rolled_back() + 1);
   const int64_t limit = prepared_->config.diloco.screening.max_rollbacks;
-  spdlog::error("job {}: round {} rolled back ({}): θ and the outer momentum are as before it; {} of {} in a row",
-                job_.id, round, why, rollbacks_in_a_row_, limit);
+  spdlog::error("job {}: round {} rolled back ({}): {}; {} of {} in a row", job_.id, round, why,
+                streaming() ? "its fragment and momentum stay as they were" : "θ and the outer momentum are as before it",
+                rollbacks_in_a_row_, limit);
   v1::ScreeningEvent event;
   event.set_kind(v1::ScreeningEvent::ROUND_ROLLED_BACK);
   event.set_round(round);
   event.set_reason(why);
   ctx_.jobs->ReportScreening(job_.id, event);
-  round_.reset();
-  waiting_since_ = Clock::now();
   if (rollbacks_in_a_row_ >= limit) {
     return Fail(absl::StrCat(rollbacks_in_a_row_, " rounds in a row rolled back (diloco.screening.max_rollbacks ",
                              limit, "); the last, round ", round, ": ", why));
   }
   ctx_.jobs->ReportProgress(job_.id, progress_);
-  return Advance(Clock::now());
+  return std::nullopt;
+}
+
+JobRun::Outcome JobRun::RollBack(uint64_t round, const std::string& why) {
+  std::optional<Outcome> failed = CountRollBack(round, why);
+  round_.reset();
+  waiting_since_ = Clock::now();
+  return failed.has_value() ? *failed : Advance(Clock::now());
 }
 
 size_t JobRun::ActiveSlots() const {

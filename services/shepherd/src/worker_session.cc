@@ -283,13 +283,20 @@ void WorkerSession::Send(v1::ShepherdMessage message) {
 
 void WorkerSession::SendParameters(uint64_t round, std::vector<NamedTensor> theta, uint64_t update_from_round,
                                    codec::Codec codec) {
+  v1::ParameterChunk head;
+  head.set_round(round);
+  head.set_update_from_round(update_from_round);
+  SendParameters(head, std::move(theta), codec);
+}
+
+void WorkerSession::SendParameters(const v1::ParameterChunk& head, std::vector<NamedTensor> theta, codec::Codec codec) {
   ChunkOptions options{.chunk_bytes = options_.chunk_bytes, .codec = codec};
   absl::StatusOr<TensorListChunker> chunker = TensorListChunker::Create(std::move(theta), options);
   if (!chunker.ok()) {
     spdlog::error("session {}: cannot chunk parameters: {}", session_id_, chunker.status().message());
     return;
   }
-  Enqueue(TensorStream{round, update_from_round, *std::move(chunker)});
+  Enqueue(TensorStream{head, *std::move(chunker)});
 }
 
 void WorkerSession::SendBlob(bool program, std::string name, std::shared_ptr<const std::string> data) {
@@ -334,8 +341,7 @@ bool WorkerSession::NextMessageLocked() {
         continue;
       }
       v1::ParameterChunk* p = current_.mutable_parameter_chunk();
-      p->set_round(ts->round);
-      p->set_update_from_round(ts->update_from_round);
+      *p = ts->head;
       ts->chunker.Next(p->mutable_chunk(), &current_payload_.emplace());
       if (ts->chunker.done()) outbox_.pop_front();
       return true;

@@ -116,6 +116,9 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
   // worker had for that round, encoded with `codec` (ParameterChunk.update_from_round).
   void SendParameters(uint64_t round, std::vector<NamedTensor> theta, uint64_t update_from_round = 0,
                       codec::Codec codec = codec::Codec::kF32);
+  // The same with every field of the chunks' ParameterChunk but `chunk` taken from `head`
+  // (Streaming DiLoCo: fragment, theta_crc32c).
+  void SendParameters(const v1::ParameterChunk& head, std::vector<NamedTensor> theta, codec::Codec codec);
   // program = true: program_chunk messages; else shard_chunk messages.
   void SendBlob(bool program, std::string name, std::shared_ptr<const std::string> data);
   void SendHeartbeat();
@@ -147,8 +150,7 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
 
  private:
   struct TensorStream {
-    uint64_t round;
-    uint64_t update_from_round;
+    v1::ParameterChunk head;  // every field but chunk
     TensorListChunker chunker;
   };
   struct BlobStream {

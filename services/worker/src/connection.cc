@@ -232,4 +232,12 @@ absl::Status Connection::Close(std::chrono::milliseconds grace) {
   return status();
 }
 
+bool Connection::Pump(const std::function<void(const v1::ShepherdMessage&, DataPieces)>& handle,
+                      std::chrono::milliseconds timeout) {
+  Incoming in;
+  if (Next(&in, timeout) != Pop::kMessage) return false;
+  handle(in.message, in.payload.pieces());
+  return true;
+}
+
 }  // namespace pcp::worker

@@ -75,6 +75,8 @@ class Connection final : public ShepherdLink {
   bool Write(const v1::WorkerMessage& head, const ChunkPayload& payload) override;
   bool ended() const override { return ended_.load(); }
   absl::Status status() const override;
+  bool Pump(const std::function<void(const v1::ShepherdMessage&, DataPieces)>& handle,
+            std::chrono::milliseconds timeout) override;
 
   // What heartbeats report.
   void SetPhase(v1::WorkerPhase phase, uint64_t round, uint32_t steps_done) override;

@@ -37,6 +37,12 @@ void RoundCancels::Reset() {
   epoch_ = cancelled_epoch_ = cancelled_round_ = dropped_epoch_ = 0;
 }
 
+MessageHandler::~MessageHandler() { JoinSender(); }
+
+void MessageHandler::JoinSender() {
+  if (sender_.joinable()) sender_.join();
+}
+
 absl::Status MessageHandler::Handle(const v1::ShepherdMessage& msg, DataPieces payload) {
   switch (msg.kind_case()) {
     case v1::ShepherdMessage::kAssignment:
@@ -63,6 +69,7 @@ absl::Status MessageHandler::Handle(const v1::ShepherdMessage& msg, DataPieces p
     case v1::ShepherdMessage::kParameterChunk:
       return OnParameters(msg.parameter_chunk(), payload);
     case v1::ShepherdMessage::kStartRound:
+      if (assignment_ && assignment_->plan) return OnStreamingStart(msg.start_round());
       return OnStartRound(msg.start_round());
     case v1::ShepherdMessage::kCancel:
       if (msg.cancel().round() == 0) {
@@ -87,6 +94,7 @@ absl::Status MessageHandler::Handle(const v1::ShepherdMessage& msg, DataPieces p
 
 absl::Status MessageHandler::OnAssignment(const v1::Assignment& a) {
   ++epoch_;
+  last_compute_end_.reset();
   Assignment next;
   next.msg = a;
   for (const v1::TensorSpec& s : a.parameters()) {
@@ -113,6 +121,26 @@ absl::Status MessageHandler::OnAssignment(const v1::Assignment& a) {
   next.up = *up;
   next.down = *down;
   next.up_feedback = a.compression().up_error_feedback() && next.up != codec::Codec::kF32;
+  if (a.streaming().fragments() > 1 || a.streaming().overlap_steps() > 0) {
+    const v1::Streaming& st = a.streaming();
+    next.streaming = {.fragments = std::max<int64_t>(1, st.fragments()),
+                      .overlap_steps = st.overlap_steps(),
+                      .alpha = st.alpha()};
+    if (next.streaming.overlap_steps >= h.inner_steps() || !(st.alpha() >= 0 && st.alpha() < 1)) {
+      return absl::InvalidArgumentError(absl::StrCat("Assignment.streaming: overlap_steps ", st.overlap_steps(),
+                                                     " must be below inner_steps (", h.inner_steps(),
+                                                     ") and alpha in [0, 1), not ", st.alpha()));
+    }
+    std::vector<int64_t> sizes;
+    for (const TensorSpec& spec : next.specs) {
+      if (spec.dtype != DType::kF32) return absl::InvalidArgumentError("Assignment.streaming: parameters must be f32");
+      sizes.push_back(NumElements(spec.shape));
+    }
+    PCP_ASSIGN_OR_RETURN(diloco::FragmentPlan plan, diloco::FragmentPlan::Create(sizes, next.streaming.fragments),
+                         _ << "Assignment.streaming");
+    next.plan = std::move(plan);
+    next.fragment_feedback.resize(static_cast<size_t>(next.streaming.fragments));
+  }
   if (a.program_follows()) {
     next.program.emplace();
     next.program->Expect(a.program_hash(), static_cast<int64_t>(a.program_bytes()));
@@ -123,10 +151,13 @@ absl::Status MessageHandler::OnAssignment(const v1::Assignment& a) {
     next.shard.emplace();
     next.shard->Expect("shard", static_cast<int64_t>(a.shard().inline_tokens().num_tokens() * 2));
   }
-  spdlog::info("assignment: job {} ({}), slot {} of {}, program {} ({}), tau {}, batch {}x{}, Δ {}{}, θ updates {}",
+  spdlog::info("assignment: job {} ({}), slot {} of {}, program {} ({}), tau {}, batch {}x{}, Δ {}{}, θ updates {}{}",
                a.job_id(), a.job_name(), a.worker_rank(), a.world_size(), a.program_hash().substr(0, 19),
                a.program_follows() ? "arriving" : "cached", h.inner_steps(), h.batch_size(), h.block_size(),
-               codec::CodecName(next.up), next.up_feedback ? " with error feedback" : "", codec::CodecName(next.down));
+               codec::CodecName(next.up), next.up_feedback ? " with error feedback" : "", codec::CodecName(next.down),
+               next.plan ? absl::StrCat(", streaming: ", next.streaming.fragments, " fragments, overlap ",
+                                        next.streaming.overlap_steps, " steps, alpha ", next.streaming.alpha)
+                         : std::string());
   assignment_ = std::move(next);
   link_->SetPhase(v1::WORKER_PHASE_PREPARING, 0, 0);
   return MaybeReady();
@@ -268,6 +299,7 @@ absl::Status MessageHandler::OnStartRound(const v1::StartRound& start) {
 absl::Status MessageHandler::OnParameters(const v1::ParameterChunk& p, DataPieces payload) {
   if (!assignment_ || !assignment_->ready) return absl::FailedPreconditionError("parameters before the assignment is ready");
   Assignment& a = *assignment_;
+  if (p.fragment() != 0) return OnFragment(p, payload);
   const uint64_t from = p.update_from_round();
   if (from != 0 && a.resync_round == p.round()) return absl::OkStatus();  // θ in full follows
   if (!a.theta_assembler || a.theta_round != p.round() || a.theta_update_from != from) {
@@ -307,6 +339,7 @@ absl::Status MessageHandler::OnParameters(const v1::ParameterChunk& p, DataPiece
     a.theta.push_back(std::move(theta));
   }
   if (from == 0 && a.resync_round == p.round()) a.resync_round = 0;  // θ in full came
+  if (a.plan) TakeFullTheta(p.round());
   return absl::OkStatus();
 }
 
@@ -328,20 +361,30 @@ void MessageHandler::RequestResync(uint64_t round, uint32_t expected_crc, uint32
 
 absl::Status MessageHandler::SendDelta(uint64_t round, std::vector<Tensor> delta, const v1::RoundResult& result) {
   Assignment& a = *assignment_;
-  if (a.up_feedback) {
-    // What the codec loses this round goes out with the next round's Δ.
-    a.feedback.resize(delta.size());
-    for (size_t i = 0; i < delta.size(); ++i) {
-      PCP_RETURN_IF_ERROR(a.feedback[i].Compensate(
-          a.up, absl::MakeSpan(delta[i].data<float>(), static_cast<size_t>(delta[i].num_elements()))));
-    }
-  }
+  PCP_RETURN_IF_ERROR(Compensate(delta, a.feedback));
   std::vector<NamedTensor> named;
   for (size_t i = 0; i < delta.size(); ++i) named.push_back({a.specs[i].name, std::move(delta[i])});
-  PCP_ASSIGN_OR_RETURN(TensorListChunker chunker, TensorListChunker::Create(std::move(named), ChunkOptions{.codec = a.up}));
+  return StreamDelta(epoch_, round, a.up, std::move(named), result);
+}
+
+absl::Status MessageHandler::Compensate(std::vector<Tensor>& delta, std::vector<codec::ErrorFeedback>& feedback) {
+  const Assignment& a = *assignment_;
+  if (!a.up_feedback) return absl::OkStatus();
+  // What the codec loses this round goes out with the next Δ of the same tensors.
+  feedback.resize(delta.size());
+  for (size_t i = 0; i < delta.size(); ++i) {
+    PCP_RETURN_IF_ERROR(feedback[i].Compensate(
+        a.up, absl::MakeSpan(delta[i].data<float>(), static_cast<size_t>(delta[i].num_elements()))));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MessageHandler::StreamDelta(uint64_t epoch, uint64_t round, codec::Codec codec,
+                                         std::vector<NamedTensor> named, const v1::RoundResult& result) {
+  PCP_ASSIGN_OR_RETURN(TensorListChunker chunker, TensorListChunker::Create(std::move(named), ChunkOptions{.codec = codec}));
   v1::WorkerMessage m;
   while (!chunker.done()) {
-    if (d_.cancels->Cancelled(epoch_, round)) return absl::OkStatus();  // the round closed without us
+    if (d_.cancels->Cancelled(epoch, round)) return absl::OkStatus();  // the round closed without us
     v1::ResultChunk* chunk = m.mutable_result_chunk();
     chunk->set_round(round);
     ChunkPayload payload;  // sent from Δ itself (or its encoding), not copied into the message

@@ -22,15 +22,20 @@
 #define PCP_WORKER_SRC_MESSAGE_HANDLER_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "pcp/codec/codec.h"
 #include "pcp/codec/error_feedback.h"
+#include "pcp/diloco/streaming.h"
 #include "pcp/rpc/tensor_chunks.h"
 #include "pcp/rpc/tensor_list.h"
 #include "pcp/rpc/tensor_proto.h"
@@ -55,6 +60,10 @@ class ShepherdLink {
   virtual bool ended() const = 0;
   // Why the stream ended (OK while it has not).
   virtual absl::Status status() const = 0;
+  // Streaming DiLoCo, while a round runs: waits up to `timeout` for the next message and
+  // passes it to `handle`; false when none came (or the stream ended).
+  virtual bool Pump(const std::function<void(const v1::ShepherdMessage&, DataPieces)>& handle,
+                    std::chrono::milliseconds timeout) = 0;
 };
 
 // Cancels as the stream's reader thread sees them, before the handler gets to the message:
@@ -85,9 +94,13 @@ class MessageHandler {
     DeltaFault* fault = nullptr;            // testing only: corrupts the Δs sent
     const std::atomic<bool>* stop = nullptr;  // the worker is stopping: a round ends early
     RoundCancels* cancels = nullptr;        // fed by the link's reader
+    // Streaming rounds send Δ on a background thread while the next round trains; true sends
+    // it on the handler's thread (tests that drive the handler from one thread).
+    bool send_inline = false;
   };
 
   MessageHandler(Deps deps, ShepherdLink* link) : d_(deps), link_(link) {}
+  ~MessageHandler();  // waits for a Δ still being sent
 
   // Handles one message; a ParameterChunk's data is in `payload` when not in the message.
   // An error means the shepherd broke the protocol (FAILED_PRECONDITION: out of order;
@@ -124,6 +137,20 @@ class MessageHandler {
     // A ResyncRequest went out for this round: its update chunks and first StartRound are
     // ignored until θ comes again in full.
     uint64_t resync_round = 0;
+
+    // Streaming DiLoCo (Assignment.streaming): `held` is the replica of the shepherd's θ for
+    // round held_round, updated one fragment at a time; the loop keeps the worker's own θ.
+    diloco::StreamingOptions streaming;
+    std::optional<diloco::FragmentPlan> plan;
+    std::vector<std::vector<codec::ErrorFeedback>> fragment_feedback;  // per fragment, per segment
+    bool load_local = false;        // θ came in full: it replaces the loop's θ before the next step
+    int64_t pending_fragment = -1;  // a fragment of `held` not yet merged into the loop's θ
+    // The fragment arriving: for round fragment_round (θ for that round), fragment
+    // fragment_index; fragment_skip: a stale one, dropped.
+    uint64_t fragment_round = 0;
+    int64_t fragment_index = -1;
+    bool fragment_skip = false;
+    std::optional<TensorListAssembler> fragment_assembler;
   };
 
   absl::Status OnAssignment(const v1::Assignment& a);
@@ -135,11 +162,44 @@ class MessageHandler {
   // Sends the round's Δ (encoded with the job's up codec, after error feedback if the job
   // keeps it) and its RoundResult; stops early, OK, if the round is cancelled meanwhile.
   absl::Status SendDelta(uint64_t round, std::vector<Tensor> delta, const v1::RoundResult& result);
+  // Error feedback (when the job keeps it) on `delta`, in place; `feedback` one per tensor.
+  absl::Status Compensate(std::vector<Tensor>& delta, std::vector<codec::ErrorFeedback>& feedback);
+  // Streams `named` (already compensated) as round `round`'s result chunks, then `result`.
+  // Thread-safe apart from the link: reads nothing of the handler's state but `epoch`.
+  absl::Status StreamDelta(uint64_t epoch, uint64_t round, codec::Codec codec, std::vector<NamedTensor> named,
+                           const v1::RoundResult& result);
+
+  // ---- Streaming DiLoCo (streaming_rounds.cc)
+  // Queues the StartRound and runs the queued rounds, one after another.
+  absl::Status OnStreamingStart(const v1::StartRound& start);
+  absl::Status RunStreamingRound(const v1::StartRound& start);
+  // A ParameterChunk of one fragment (ParameterChunk.fragment > 0).
+  absl::Status OnFragment(const v1::ParameterChunk& p, DataPieces payload);
+  // θ for `round` came in full: the replica, and the loop's θ before the next step.
+  void TakeFullTheta(uint64_t round);
+  // Before inner step `done` of round r: loads θ in full, or merges the last fragment at
+  // overlap_steps (waiting for it there; the wait is added to *wait_s). False: stop the round.
+  bool BeforeStep(uint64_t r, uint32_t done, double* wait_s);
+  // Handles one message from the link while a round runs (StartRounds are queued, messages
+  // that end the round are kept for after it). False when none came within `timeout`.
+  bool PumpOne(std::chrono::milliseconds timeout);
+  // Waits for the Δ being sent in the background, if any.
+  void JoinSender();
 
   Deps d_;
   ShepherdLink* link_;
   uint64_t epoch_ = 0;  // Assignments taken on this stream
   std::optional<Assignment> assignment_;
+  // Streaming: StartRounds waiting their turn; messages that arrived during a round and end
+  // it (an Assignment, ...), handled after it; the first protocol error seen meanwhile; the
+  // thread sending the last round's Δ while the next round trains.
+  std::deque<v1::StartRound> queued_starts_;
+  std::deque<v1::ShepherdMessage> deferred_;
+  absl::Status pump_error_;
+  bool in_round_ = false;
+  std::thread sender_;
+  // When the last streaming round's compute ended (idle time before the next is network wait).
+  std::optional<std::chrono::steady_clock::time_point> last_compute_end_;
 };
 
 }  // namespace pcp::worker

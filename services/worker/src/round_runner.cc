@@ -31,7 +31,9 @@ absl::StatusOr<std::vector<Tensor>> Subtract(const std::vector<Tensor>& a, const
 absl::StatusOr<RoundOutput> RunRound(InnerLoop& loop, const TokenSequence& shard, const RoundInput& in,
                                      const std::function<bool(uint32_t steps_done)>& keep_going) {
   using Clock = std::chrono::steady_clock;
-  if (in.reset_optimizer) {
+  if (in.theta.empty()) {
+    // Streaming: the loop's θ goes on from the last round.
+  } else if (in.reset_optimizer) {
     PCP_RETURN_IF_ERROR(loop.SetParams(in.theta), _ << "loading θ of round " << in.round);
   } else {
     PCP_RETURN_IF_ERROR(loop.LoadParamsKeepOptimizer(in.theta), _ << "loading θ of round " << in.round);
@@ -69,7 +71,7 @@ absl::StatusOr<RoundOutput> RunRound(InnerLoop& loop, const TokenSequence& shard
   r.set_tokens_per_second(step_ms > 0 ? static_cast<double>(r.tokens_processed()) * 1000.0 / step_ms : 0);
   r.set_sampler_cursor(sampler.state().cursor);
   out.complete = steps == in.learning_rates.size();
-  if (out.complete) {
+  if (out.complete && !in.theta.empty()) {
     PCP_ASSIGN_OR_RETURN(std::vector<Tensor> end, loop.GetParams());
     PCP_ASSIGN_OR_RETURN(out.delta, Subtract(in.theta, end));
   }

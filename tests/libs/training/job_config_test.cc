@@ -111,6 +111,25 @@ TEST(JobConfigTest, DefaultsAreNanoGptCpuSettings) {
   ASSERT_TRUE(derived.ok()) << derived.status();
   EXPECT_EQ(derived->optimizer.lr_decay_iters, 130);
   EXPECT_EQ(derived->diloco.rounds, 3);
+  // Streaming: a round is inner_steps / fragments steps (one fragment's sync).
+  absl::StatusOr<JobConfig> streaming =
+      Parse(kData + "training:\n  max_iters: 130\ndiloco:\n  inner_steps: 50\n  streaming: {fragments: 5}\n");
+  ASSERT_TRUE(streaming.ok()) << streaming.status();
+  EXPECT_EQ(streaming->diloco.StepsOfRound(1), 10);
+  EXPECT_EQ(streaming->diloco.rounds, 13);
+  // τ = 50, P = 4: rounds of 12 and 13 steps, each fragment every 50 steps.
+  absl::StatusOr<JobConfig> uneven =
+      Parse(kData + "training:\n  max_iters: 2000\ndiloco:\n  inner_steps: 50\n  streaming: {fragments: 4}\n");
+  ASSERT_TRUE(uneven.ok()) << uneven.status();
+  EXPECT_EQ(uneven->diloco.rounds, 160);
+  EXPECT_EQ(uneven->diloco.FirstStep(1), 0);
+  EXPECT_EQ(uneven->diloco.StepsOfRound(1), 12);
+  EXPECT_EQ(uneven->diloco.StepsOfRound(2), 13);
+  EXPECT_EQ(uneven->diloco.FirstStep(5), 50);
+  EXPECT_EQ(uneven->diloco.FirstStep(161), 2000);
+  EXPECT_EQ(uneven->diloco.max_steps_per_round(), 13);
+  EXPECT_TRUE(streaming->diloco.streaming.enabled());
+  EXPECT_EQ(streaming->diloco.streaming.alpha, 0.5);
   absl::StatusOr<JobConfig> explicit_values =
       Parse(kData + "optimizer:\n  lr_decay_iters: 77\ndiloco:\n  rounds: 9\nsample:\n");
   ASSERT_TRUE(explicit_values.ok()) << explicit_values.status();
@@ -175,7 +194,8 @@ TEST(JobConfigTest, ToYamlRoundTrips) {
                               .trimmed_mean = 0.25},
                 .compression = {.up = codec::Codec::kInt4,
                                 .down = codec::Codec::kBf16,
-                                .error_feedback = codec::FeedbackMode::kOff}};
+                                .error_feedback = codec::FeedbackMode::kOff},
+                .streaming = {.fragments = 4, .overlap_steps = 3, .alpha = 0.25}};
   odd.sample = {.prompt = "He said: \"to be\\or\tnot\"\n\x01 caf\xc3\xa9",
                 .max_new_tokens = 1,
                 .temperature = 1e-3,
@@ -334,6 +354,15 @@ TEST(JobConfigTest, BadInputsGiveOneLineWithPositionAndKey) {
       {kData + "diloco:\n  compression:\n    error_feedback: yes\n",
        "5:21",
        {"diloco.compression.error_feedback: expected one of auto, true, false, got 'yes'"}},
+      {kData + "diloco:\n  inner_steps: 50\n  streaming: {fragments: 51}\n",
+       "5:26",
+       {"diloco.streaming.fragments: 51 is more than diloco.inner_steps (50)"}},
+      {kData + "diloco:\n  inner_steps: 50\n  streaming: {fragments: 5, overlap_steps: 10}\n",
+       "5:44",
+       {"diloco.streaming.overlap_steps: 10 must be below diloco.inner_steps / fragments (10)"}},
+      {kData + "diloco:\n  streaming: {alpha: 1}\n",
+       "4:22",
+       {"diloco.streaming.alpha: must be in [0.0, 1.0), got 1"}},
       {kData + "diloco:\n  outer_momentum: 1\n",
        "4:19",
        {"diloco.outer_momentum: must be in [0.0, 1.0), got 1"}},
@@ -348,7 +377,7 @@ TEST(JobConfigTest, BadInputsGiveOneLineWithPositionAndKey) {
       {kData + "training:\n  eval_iters: 1000000\n", "4:15",
        {"training.eval_iters: must be in [1, 100000], got 1000000"}},
       {kData + "training:\n  max_iters: 1000000000\n", "4:14",
-       {"diloco.rounds: ceil(training.max_iters / diloco.inner_steps) = 20000000 is more than 1000000"}},
+       {"diloco.rounds: ceil(training.max_iters × fragments / diloco.inner_steps) = 20000000 is more than 1000000"}},
       {"name: my job\n" + kData, "1:7", {"name: expected letters, digits"}},
       {kData + "model: {n_layer: 2\n", "4:1", {"YAML syntax error: end of map flow not found"}},
       {"", "1:1", {"the job file is empty"}},
@@ -400,9 +429,10 @@ TEST(JobConfigTest, DamagedFilesNeverCrashAndErrorsStayOneLine) {
 TEST(JobConfigTest, KeysAreListedOnce) {
   std::vector<std::string> keys = JobConfigKeys();
   EXPECT_EQ(keys.front(), "name");
-  EXPECT_EQ(keys.size(), 1u + 7 + 4 + 10 + 9 + (10 + 6 + 3) + 4);
+  EXPECT_EQ(keys.size(), 1u + 7 + 4 + 10 + 9 + (10 + 6 + 3 + 3) + 4);
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.screening.norm_k"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.compression.error_feedback"), keys.end());
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.streaming.overlap_steps"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.round_deadline_s"), keys.end());
   EXPECT_EQ(BackendChoiceName(BackendChoice::kAuto), "auto");
   EXPECT_EQ(DataFormatName(DataFormat::kTextByte), "text_byte");

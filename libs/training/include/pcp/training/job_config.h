@@ -24,14 +24,18 @@
 //              log_interval: 10, seed: 1337, out_dir: out, threads: 0 (auto),
 //              backend: cpu|vulkan|auto}
 //   diloco:   {workers: 2, inner_steps: 50, outer_lr: 0.7, outer_momentum: 0.9,
-//              nesterov: true, rounds: (ceil(max_iters / inner_steps)), min_workers: 1,
+//              nesterov: true, rounds: (ceil(max_iters / steps per round)), min_workers: 1,
 //              round_deadline_s: 600, checkpoint_every: 5 (rounds), eval_every: 1 (rounds),
 //              screening: {norm_k: 5, max_norm: 1e4 (0: no cap), action: reject|clip,
 //                          quarantine_after: 3 (0: never), max_rollbacks: 3,
 //                          trimmed_mean: 0.0 (fraction trimmed at each end, [0, 0.5))},
 //              compression: {up: f32|bf16|int8|int4, down: (same), error_feedback:
-//                            auto|true|false}}
-//              (screening: see pcp/diloco/screening.h; compression: pcp/codec/compression.h)
+//                            auto|true|false},
+//              streaming: {fragments: 1 (P <= inner_steps), overlap_steps: 0
+//                          (< inner_steps / P), alpha: 0.5 ([0, 1))}}
+//              (screening: see pcp/diloco/screening.h; compression: pcp/codec/compression.h;
+//              streaming: pcp/diloco/streaming.h. A round is about inner_steps / P steps:
+//              DiLoCoConfig::StepsOfRound.)
 //   sample:   {prompt: "\n", max_new_tokens: 500, temperature: 0.8, top_k: 200 (0: off)}
 //
 // Every number has an upper bound (the error names it): vocab_size 65536, block_size and
@@ -51,6 +55,7 @@
 #include "absl/strings/string_view.h"
 #include "pcp/codec/compression.h"
 #include "pcp/diloco/screening.h"
+#include "pcp/diloco/streaming.h"
 #include "pcp/models/gpt_config.h"
 #include "pcp/training/data_roots.h"
 #include "pcp/training/dataset.h"
@@ -140,13 +145,25 @@ struct DiLoCoConfig {
   double outer_lr = 0.7;
   double outer_momentum = 0.9;  // [0, 1)
   bool nesterov = true;
-  int64_t rounds = 40;      // default: ceil(training.max_iters / inner_steps)
+  int64_t rounds = 40;      // default: the rounds that cover training.max_iters steps
   int64_t min_workers = 1;  // <= workers: results needed to close a round
   double round_deadline_s = 600.0;
   int64_t checkpoint_every = 5;  // rounds
   int64_t eval_every = 1;        // rounds
   diloco::ScreeningOptions screening;  // Δ screening, rollback, trimmed mean
   codec::CompressionOptions compression;  // codecs of Δ (up) and θ updates (down)
+  diloco::StreamingOptions streaming;      // fragments synced in turn, overlap, merge α
+  // Round r (from 1) runs global inner steps [FirstStep(r), FirstStep(r + 1)): τ steps, or with
+  // streaming ⌊r·τ/P⌋ − ⌊(r−1)·τ/P⌋ (each round syncs one fragment, so fragment p syncs every
+  // τ steps; with τ = 50 and P = 4 the rounds are 12, 13, 12, 13, ... steps).
+  int64_t FirstStep(uint64_t round) const {
+    return static_cast<int64_t>((round - 1) * static_cast<uint64_t>(inner_steps) /
+                                static_cast<uint64_t>(streaming.fragments));
+  }
+  int64_t StepsOfRound(uint64_t round) const { return FirstStep(round + 1) - FirstStep(round); }
+  // The longest round's steps (⌈τ/P⌉) and the shortest (⌊τ/P⌋).
+  int64_t max_steps_per_round() const { return (inner_steps + streaming.fragments - 1) / streaming.fragments; }
+  int64_t min_steps_per_round() const { return inner_steps / streaming.fragments; }
   bool operator==(const DiLoCoConfig&) const = default;
 };
 

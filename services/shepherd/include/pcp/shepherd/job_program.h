@@ -54,7 +54,8 @@ absl::StatusOr<ShardPlan> ShardForSlot(const PreparedJob& job, int64_t slot, int
 v1::Hyperparameters HyperparametersOf(const JobConfig& config);
 
 // The learning rates of round `round`'s τ inner steps (rounds from 1): the job's schedule at
-// global steps (round − 1)·τ ... round·τ − 1, so the schedule runs over the job's rounds as it
+// global steps (round − 1)·τ ... round·τ − 1 (with streaming, the round's steps:
+// DiLoCoConfig::FirstStep, StepsOfRound), so the schedule runs over the job's rounds as it
 // would over max_iters steps of a single process.
 std::vector<float> RoundLearningRates(const JobConfig& config, uint64_t round);
 uint64_t FirstStepOfRound(const JobConfig& config, uint64_t round);

@@ -25,7 +25,7 @@ namespace pcp::worker {
 
 struct RoundInput {
   uint64_t round = 0;
-  std::vector<Tensor> theta;  // θ_start, in train_step order
+  std::vector<Tensor> theta;  // θ_start, in train_step order; empty: go on from the loop's θ, no Δ
   bool reset_optimizer = false;
   std::vector<float> learning_rates;  // one per inner step (τ values)
   uint64_t sampler_seed = 0;
@@ -35,7 +35,7 @@ struct RoundInput {
 };
 
 struct RoundOutput {
-  bool complete = false;       // all τ steps ran; else `delta` is empty
+  bool complete = false;       // all τ steps ran; else (or without θ_start) `delta` is empty
   std::vector<Tensor> delta;   // θ_start − θ_end (f32), in θ's order
   v1::RoundResult result;      // steps, tokens, losses, timing, sampler cursor after the round
 };

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Communication table (issue 12): trains the default job (config/jobs/shakespeare_char.yaml:
+nanoGPT's CPU configuration, 2 workers, tau = 50, 2000 inner steps per worker) on a local
+cluster once per mode, each worker behind an emulated link (default 10 Mbit/s each way), and
+prints one table:
+
+  mode | val loss | bytes up+down per worker per inner step | x fewer than data-parallel |
+  peak bytes per sync / (|theta| x 4 / P) | wall time | network wait %
+
+- bytes: the job's own history (every round's bytes_up + bytes_down at the shepherd: Δs in,
+  θ / θ updates / fragments out), divided by workers and by max_iters.
+- data-parallel: per inner step each worker sends its f32 gradient and receives f32 θ (or the
+  averaged gradient): 2 x |θ| x 4 bytes.
+- peak bytes per sync: the largest round's Δ bytes per worker, over |θ| x 4 / P (P = 1 unless
+  streaming); <= 1 (plus chunk headers) means a sync never carries more than its share.
+- wall time: first round's start to last round's end (the final validation estimate is not
+  included; every mode evaluates only after its last round).
+- network wait %: 1 - (the worker's compute time: steps x ms/step from its round lines) / wall,
+  averaged over the workers: the share of the wall time its compute sat idle.
+The "compute only" row trains without an emulated link: the wall time communication-free
+training would take (loopback costs little).
+
+  bench/comm_table.py                       # every mode, about 25 minutes on 2 cores
+  bench/comm_table.py --modes f32,int4 --link-mbit 100 --json table.json
+
+Loopback only; every process is started and stopped by PID (scripts/chaos.py's Cluster).
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from chaos import Cluster  # noqa: E402
+
+# mode -> (diloco YAML lines, emulated link?)
+MODES = {
+    "compute-only": ("", False),
+    "f32": ("", True),
+    "bf16": ("  compression: {up: bf16, down: bf16}\n", True),
+    "int8+EF": ("  compression: {up: int8, down: int8, error_feedback: true}\n", True),
+    "int4+EF": ("  compression: {up: int4, down: int4, error_feedback: true}\n", True),
+    "streaming P=4 f32": ("  streaming: {fragments: 4}\n", True),
+    "streaming P=4 int4+EF overlap": (
+        "  streaming: {fragments: 4, overlap_steps: 5}\n  compression: {up: int4, down: int4, error_feedback: true}\n",
+        True),
+}
+
+
+def job_yaml(base_text, extra):
+    """The default job, evaluated and checkpointed only at its end, plus `extra` diloco keys."""
+    text = base_text.replace("path: ../../data/tiny_shakespeare.txt",
+                             f"path: {os.path.join(ROOT, 'data/tiny_shakespeare.txt')}")
+    text = re.sub(r"(?m)^  checkpoint_every: .*$", "  checkpoint_every: 1000000", text)
+    text = re.sub(r"(?m)^  eval_every: .*$", "  eval_every: 1000000", text)
+    return text.replace("diloco:", "diloco:\n" + extra.rstrip("\n"), 1) if extra else text
+
+
+def compute_seconds(log_text):
+    """Σ steps x ms/step over a worker's round lines."""
+    total = 0.0
+    for m in re.finditer(r"round \d+ done: .*?(\d+) steps, loss .*? ([\d.]+) ms/step", log_text):
+        total += int(m.group(1)) * float(m.group(2)) / 1000.0
+    return total
+
+
+def run_mode(args, name, extra, link, base_text):
+    state = tempfile.mkdtemp(prefix="pcp-comm-")
+    args.worker_args = []
+    if link:
+        args.worker_args = [f"--link_up_mbit={args.link_mbit}", f"--link_down_mbit={args.link_mbit}"]
+        if args.link_rtt_ms > 0:
+            args.worker_args.append(f"--link_rtt_ms={args.link_rtt_ms}")
+    cluster = Cluster(args, state)
+    job_file = os.path.join(state, "job.yaml")
+    with open(job_file, "w") as f:
+        f.write(job_yaml(base_text, extra))
+    try:
+        cluster.start_shepherd()
+        for i in range(args.workers):
+            cluster.start_supervisor(f"node-{i + 1}")
+        job = cluster.ctl("submit", job_file, "--quiet").stdout.strip()
+        print(f"== {name}: {job} (state {state})", flush=True)
+        deadline = time.time() + args.max_minutes * 60
+        status = {}
+        while time.time() < deadline:
+            r = cluster.ctl("status", job, "--json", check=False)
+            if r.returncode == 0:
+                status = json.loads(r.stdout)
+                if status.get("state") in ("JOB_STATE_COMPLETED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"):
+                    break
+            time.sleep(2)
+        if status.get("state") != "JOB_STATE_COMPLETED":
+            sys.exit(f"comm_table: {name}: job ended as {status.get('state')}: {status.get('reason')}; logs in {state}")
+        history = cluster.history(job)
+    finally:
+        cluster.stop()
+    rounds = len(history)
+    start = min(int(h["start_unix_ms"]) for h in history) / 1000.0
+    end = max(int(h["end_unix_ms"]) for h in history) / 1000.0
+    wall = end - start
+    up = sum(int(h.get("bytes_up", 0)) for h in history)
+    down = sum(int(h.get("bytes_down", 0)) for h in history)
+    peak_up = max(int(h.get("bytes_up", 0)) for h in history) / args.workers
+    waits = []
+    for i in range(args.workers):
+        with open(os.path.join(state, "logs", f"node-{i + 1}.log"), errors="replace") as f:
+            waits.append(max(0.0, 1.0 - compute_seconds(f.read()) / wall))
+    progress = status.get("progress", {})
+    return {"mode": name, "rounds": rounds, "val_loss": progress.get("val_loss"), "wall_s": wall,
+            "bytes_up": up, "bytes_down": down, "peak_up_per_worker": peak_up,
+            "network_wait": sum(waits) / len(waits), "state": state}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated, from: " + ", ".join(MODES))
+    ap.add_argument("--job", default=os.path.join(ROOT, "config/jobs/shakespeare_char.yaml"))
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--link-mbit", type=float, default=10.0)
+    ap.add_argument("--link-rtt-ms", type=float, default=0.0)
+    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--max-minutes", type=float, default=20.0, help="per mode")
+    ap.add_argument("--json", help="also write the rows here")
+    args = ap.parse_args()
+    with open(args.job) as f:
+        base_text = f.read()
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    for m in modes:
+        if m not in MODES:
+            sys.exit(f"comm_table: unknown mode '{m}' (modes: {', '.join(MODES)})")
+    max_iters = int(re.search(r"(?m)^  max_iters: (\d+)", base_text).group(1))
+    rows = []
+    n_params = None
+    for m in modes:
+        extra, link = MODES[m]
+        row = run_mode(args, m, extra, link, base_text)
+        if n_params is None:
+            # |θ| from the checkpoint header's parameter count in the shepherd log.
+            with open(os.path.join(row["state"], "logs", "shepherd.log"), errors="replace") as f:
+                n_params = float(re.search(r"([\d.]+)M parameters", f.read()).group(1)) * 1e6
+        p = int(re.search(r"fragments: (\d+)", extra).group(1)) if "fragments" in extra else 1
+        row["bytes_per_step"] = (row["bytes_up"] + row["bytes_down"]) / args.workers / max_iters
+        row["x_fewer_than_dp"] = 2 * n_params * 4 / row["bytes_per_step"]
+        row["peak_share"] = row["peak_up_per_worker"] / (n_params * 4 / p)
+        rows.append(row)
+        print(f"   {m}: val {row['val_loss']:.4f}, {row['bytes_per_step']:.0f} B/worker/step "
+              f"({row['x_fewer_than_dp']:.0f}x fewer than DP), wall {row['wall_s']:.1f} s, "
+              f"network wait {100 * row['network_wait']:.1f}%", flush=True)
+    tau = int(re.search(r"(?m)^  inner_steps: (\d+)", base_text).group(1))
+    print(f"\n|θ| = {n_params / 1e6:.3f}M parameters, tau = {tau}, {args.workers} workers, {max_iters} inner steps "
+          f"each, link {args.link_mbit:g} Mbit/s each way" + (f", RTT {args.link_rtt_ms:g} ms" if args.link_rtt_ms else ""))
+    print("| mode | val loss | bytes up+down per worker per inner step | × fewer than data-parallel (÷τ) "
+          "| peak Δ bytes per sync ÷ (|θ|·4/P) | wall time | network wait % |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['mode']} | {r['val_loss']:.4f} | {r['bytes_per_step']:,.0f} | {r['x_fewer_than_dp']:,.0f} "
+              f"({r['x_fewer_than_dp'] / tau:.2f}τ) | {r['peak_share']:.3f} | {r['wall_s']:.1f} s "
+              f"| {100 * r['network_wait']:.1f} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"n_params": n_params, "tau": tau, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

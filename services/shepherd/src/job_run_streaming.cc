@@ -1,0 +1,142 @@
+// JobRun's Streaming DiLoCo parts (job_run.h; pcp/diloco/streaming.h).
+#include "absl/strings/str_cat.h"
+#include "job_run.h"
+#include "pcp/base/status_macros.h"
+#include "pcp/rpc/tensor_fragments.h"
+#include "pcp/rpc/tensor_list.h"
+#include "spdlog/spdlog.h"
+
+namespace pcp::shepherd {
+
+absl::Status JobRun::PrepareStreaming() {
+  const diloco::StreamingOptions& so = prepared_->config.diloco.streaming;
+  std::vector<int64_t> sizes;
+  for (const Tensor& t : theta_) sizes.push_back(t.num_elements());
+  PCP_ASSIGN_OR_RETURN(diloco::FragmentPlan plan, diloco::FragmentPlan::Create(sizes, so.fragments));
+  fragments_ = std::move(plan);
+  const JobConfig& c = prepared_->config;
+  // The momentum of a resumed job (zero for a new one), split among the fragments.
+  const std::vector<Tensor>& momentum = outer_->momentum();
+  std::string sizes_text;
+  for (int64_t p = 0; p < fragments_->fragments(); ++p) {
+    auto outer = std::make_unique<OuterOptimizer>(
+        OuterOptimizerOptions{.lr = c.diloco.outer_lr, .momentum = c.diloco.outer_momentum, .nesterov = c.diloco.nesterov},
+        FragmentSpecs(*fragments_, p, prepared_->param_specs));
+    PCP_RETURN_IF_ERROR(outer->SetMomentum(GatherFragment(*fragments_, p, momentum)));
+    fragment_outers_.push_back(std::move(outer));
+    fragment_feedback_.emplace_back(fragments_->segments(p).size());
+    absl::StrAppend(&sizes_text, p == 0 ? "" : ", ", fragments_->elements(p));
+  }
+  spdlog::info("job {}: streaming DiLoCo: {} fragments of {} values, one synced every {} inner steps; merged {} steps "
+               "late{}",
+               job_.id, fragments_->fragments(), sizes_text, absl::StrCat(c.diloco.inner_steps, "/", so.fragments), so.overlap_steps,
+               so.overlap_steps > 0 ? absl::StrCat(" with alpha ", so.alpha) : std::string(" (replaced)"));
+  return absl::OkStatus();
+}
+
+std::vector<Tensor> JobRun::Momentum() const {
+  if (!streaming()) return outer_->momentum();
+  std::vector<Tensor> full;
+  for (const Tensor& t : theta_) {
+    Tensor zero(DType::kF32, t.shape());
+    std::fill_n(zero.data<float>(), zero.num_elements(), 0.0f);
+    full.push_back(std::move(zero));
+  }
+  for (int64_t p = 0; p < fragments_->fragments(); ++p) {
+    // Cannot fail: the fragment optimizers were built from the same plan.
+    ScatterFragment(*fragments_, p, fragment_outers_[static_cast<size_t>(p)]->momentum(), &full).IgnoreError();
+  }
+  return full;
+}
+
+void JobRun::SendStreamingRound(Member& m) {
+  const JobConfig& c = prepared_->config;
+  const uint64_t r = round_->number;
+  WorkerSession& s = *m.session;
+  // A worker sent round r ahead that holds θ for r was told to expect it as round r − 1 closed
+  // (SendFragment): its Δ may be arriving already.
+  const bool ahead = m.started_round == r && m.theta_round == r;
+  if (!ahead) s.ExpectResult(r, RoundSpecs(r), c.diloco.compression.up);
+  if (m.theta_round != r) {
+    // A new, returning or late worker (or one whose replica drifted): θ in full.
+    std::vector<NamedTensor> theta;
+    for (size_t i = 0; i < theta_.size(); ++i) theta.push_back({prepared_->param_names[i], theta_[i]});
+    s.SendParameters(r, std::move(theta));
+    m.theta_round = r;
+  }
+  uint64_t cursor = m.started_cursor;
+  if (m.started_round != r) {
+    cursor = state_.slots[m.slot].sampler_cursor;
+    SendStart(m, r, cursor, theta_crc_);
+  }
+  round_->start_cursor[m.slot] = cursor;
+  // The next round's StartRound goes ahead: the worker trains on through this round's outer step.
+  if (r < total_rounds()) {
+    m.started_round = r + 1;
+    m.started_cursor = cursor + static_cast<uint64_t>(c.diloco.StepsOfRound(r));
+    SendStart(m, r + 1, m.started_cursor, 0);
+  } else {
+    m.started_round = r;
+  }
+  m.phase = Phase::kInRound;
+  round_->running[m.slot] = m.session.get();
+  round_->sent_at[m.slot] = Clock::now();
+  round_->sent_to.insert(s.supervisor_id());
+  ctx_.registry->NoteActivity(s.supervisor_id(), job_.id, r);
+}
+
+std::vector<TensorSpec> JobRun::RoundSpecs(uint64_t r) const {
+  return FragmentSpecs(*fragments_, fragments_->FragmentOfRound(r), prepared_->param_specs);
+}
+
+void JobRun::TakeEarlyResults() {
+  std::vector<EarlyResult> early = std::move(early_results_);
+  early_results_.clear();
+  for (EarlyResult& e : early) {
+    if (std::shared_ptr<WorkerSession> session = e.session.lock()) {
+      OnResult(session, e.round, std::move(e.delta), e.result);
+    }
+  }
+}
+
+absl::StatusOr<bool> JobRun::StreamingOuterStep(uint64_t r, const std::vector<Tensor>& avg, std::vector<Tensor>* next) {
+  const int64_t p = fragments_->FragmentOfRound(r);
+  const std::vector<Tensor> before = GatherFragment(*fragments_, p, theta_);
+  std::vector<Tensor> after = before;  // StepIfFinite replaces these, never writes into them
+  PCP_ASSIGN_OR_RETURN(bool stepped, fragment_outers_[static_cast<size_t>(p)]->StepIfFinite(avg, &after));
+  if (!stepped) return false;
+  fragment_update_round_ = 0;
+  if (prepared_->config.diloco.compression.down != codec::Codec::kF32) {
+    std::vector<std::string> names;
+    for (const TensorSpec& spec : FragmentSpecs(*fragments_, p, prepared_->param_specs)) names.push_back(spec.name);
+    PCP_ASSIGN_OR_RETURN(fragment_update_,
+                         EncodeUpdate(before, &after, names, &fragment_feedback_[static_cast<size_t>(p)]));
+    fragment_update_round_ = r;
+  }
+  PCP_RETURN_IF_ERROR(ScatterFragment(*fragments_, p, after, next));
+  return true;
+}
+
+void JobRun::SendFragment(uint64_t r) {
+  const JobConfig& c = prepared_->config;
+  const int64_t p = fragments_->FragmentOfRound(r);
+  const bool update = fragment_update_round_ == r;
+  const std::vector<TensorSpec> specs = FragmentSpecs(*fragments_, p, prepared_->param_specs);
+  const std::vector<Tensor> values = update ? fragment_update_ : GatherFragment(*fragments_, p, theta_);
+  v1::ParameterChunk head;
+  head.set_round(r + 1);
+  head.set_update_from_round(update ? r : 0);
+  head.set_fragment(static_cast<uint32_t>(p + 1));
+  head.set_theta_crc32c(theta_crc_);
+  for (auto& [key, m] : members_) {
+    if (m.theta_round != r || m.phase == Phase::kQuarantined) continue;
+    // It may send round r + 1's Δ as soon as it has merged this.
+    if (m.started_round == r + 1) m.session->ExpectResult(r + 1, RoundSpecs(r + 1), c.diloco.compression.up);
+    std::vector<NamedTensor> named;
+    for (size_t i = 0; i < values.size(); ++i) named.push_back({specs[i].name, values[i]});
+    m.session->SendParameters(head, std::move(named), update ? c.diloco.compression.down : codec::Codec::kF32);
+    m.theta_round = r + 1;
+  }
+}
+
+}  // namespace pcp::shepherd
