@@ -17,6 +17,7 @@
 #include "pcp/training/checkpoint.h"
 #include "pcp/training/rng.h"
 #include "pcp/base/absl_fmt.h"
+#include "shepherd_metrics.h"
 #include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
@@ -47,10 +48,9 @@ int64_t NowUnixMs() {
       .count();
 }
 
-// Training-stream bytes so far: θ sent (pcp/rpc/traffic_kind.h's "params") and Δ received
-// ("delta"). One job runs at a time, so a round's traffic is the difference across it.
-double ParamsBytesSent() { return metrics::Get(metrics::kShepherdBytesSentTotal, {"params"}).Value(); }
-double DeltaBytesReceived() { return metrics::Get(metrics::kShepherdBytesReceivedTotal, {"delta"}).Value(); }
+// Training-stream bytes so far: θ sent and Δ received (shepherd_metrics.h, with
+// DeltaBytesReceived). One job runs at a time, so a round's traffic is the difference across it.
+double ParamsBytesSent() { return ThetaBytesSent(); }
 
 v1::ShepherdMessage CancelMessage(uint64_t round, const std::string& reason) {
   v1::ShepherdMessage m;
@@ -612,6 +612,7 @@ void JobRun::Quarantine(const std::string& id, uint64_t round) {
 
 absl::Status JobRun::EncodeThetaUpdate(uint64_t round, std::vector<Tensor>* next) {
   const codec::CompressionOptions& compression = prepared_->config.diloco.compression;
+  const CodecTimer timer(compression.down, CodecOp::kEncode);  // pcp_shepherd_codec_seconds_total
   ThetaUpdate update{.from_round = round};
   down_feedback_.resize(theta_.size());
   for (size_t i = 0; i < theta_.size(); ++i) {

@@ -11,6 +11,7 @@
 #include "pcp/worker/round_runner.h"
 #include "pcp/worker/shard_loader.h"
 #include "spdlog/spdlog.h"
+#include "worker_metrics.h"
 
 namespace pcp::worker {
 
@@ -293,6 +294,7 @@ absl::Status MessageHandler::OnParameters(const v1::ParameterChunk& p, DataPiece
   PCP_RETURN_IF_ERROR(payload.empty() ? a.theta_assembler->Add(p.chunk()) : a.theta_assembler->AddPieces(p.chunk(), payload),
                       _ << "parameters of round " << p.round());
   if (!a.theta_assembler->complete()) return absl::OkStatus();
+  CountCodecSeconds(a.down, CodecOp::kDecode, a.theta_assembler->codec_seconds());  // 0 for θ in full
   PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> received, a.theta_assembler->Take());
   for (size_t i = 0; i < received.size(); ++i) {
     if (from == 0) {
@@ -314,6 +316,7 @@ void MessageHandler::RequestResync(uint64_t round, uint32_t expected_crc, uint32
                                    const std::string& reason) {
   Assignment& a = *assignment_;
   spdlog::warn("θ for round {} does not match the shepherd's ({}); asking for it in full", round, reason);
+  metrics::Get(metrics::kWorkerReplicaMismatchesTotal).Increment();
   a.resync_round = round;
   a.theta.clear();
   a.theta_assembler.reset();
@@ -330,6 +333,7 @@ absl::Status MessageHandler::SendDelta(uint64_t round, std::vector<Tensor> delta
   Assignment& a = *assignment_;
   if (a.up_feedback) {
     // What the codec loses this round goes out with the next round's Δ.
+    const CodecTimer timer(a.up, CodecOp::kEncode);
     a.feedback.resize(delta.size());
     for (size_t i = 0; i < delta.size(); ++i) {
       PCP_RETURN_IF_ERROR(a.feedback[i].Compensate(
@@ -348,6 +352,7 @@ absl::Status MessageHandler::SendDelta(uint64_t round, std::vector<Tensor> delta
     chunker.Next(chunk->mutable_chunk(), &payload);
     if (!link_->Write(m, payload)) return link_->status();
   }
+  CountCodecSeconds(a.up, CodecOp::kEncode, chunker.codec_seconds());
   m.Clear();
   *m.mutable_round_result() = result;
   // Tells the supervisor this process did useful work: if it dies now, it is no crash loop.
