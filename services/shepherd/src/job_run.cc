@@ -671,6 +671,15 @@ v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double rou
   rec.set_outer_step_s(outer_step_s);
   rec.set_bytes_down(static_cast<uint64_t>(std::max(0.0, ParamsBytesSent() - round.bytes_sent_at_start)));
   rec.set_bytes_up(static_cast<uint64_t>(std::max(0.0, DeltaBytesReceived() - round.bytes_received_at_start)));
+  // The workers' mean wait on the network before this round's compute (none in their first).
+  double wait_ms = 0;
+  int waits = 0;
+  for (const auto& [slot, res] : round.results) {
+    if (res.result.network_wait_ms() <= 0) continue;
+    wait_ms += res.result.network_wait_ms();
+    ++waits;
+  }
+  if (waits > 0) rec.set_network_wait_s(wait_ms / waits / 1000.0);
   rec.set_outer_lr(c.diloco.outer_lr);
   const std::vector<float> lrs = RoundLearningRates(c, round.number);
   if (!lrs.empty()) rec.set_inner_lr(lrs.back());

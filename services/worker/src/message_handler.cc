@@ -88,6 +88,7 @@ absl::Status MessageHandler::Handle(const v1::ShepherdMessage& msg, DataPieces p
 
 absl::Status MessageHandler::OnAssignment(const v1::Assignment& a) {
   ++epoch_;
+  compute_idle_.Reset();
   Assignment next;
   next.msg = a;
   for (const v1::TensorSpec& s : a.parameters()) {
@@ -226,10 +227,14 @@ absl::Status MessageHandler::OnStartRound(const v1::StartRound& start) {
   a.theta_assembler.reset();
   link_->SetPhase(v1::WORKER_PHASE_TRAINING, r, 0);
   const auto t0 = Clock::now();
+  const std::optional<double> wait_s = compute_idle_.MarkComputeStart(t0);
+  if (wait_s) metrics::Get(metrics::kWorkerNetworkWaitSeconds).Observe(*wait_s);
   absl::StatusOr<RoundOutput> out = RunRound(*a.entry->loop, a.tokens, in, [&](uint32_t done) {
     link_->SetPhase(v1::WORKER_PHASE_TRAINING, r, done);
     return !*d_.stop && !d_.cancels->Cancelled(epoch_, r) && !link_->ended();
   });
+  compute_idle_.MarkComputeEnd(Clock::now());
+  if (out.ok() && wait_s) out->result.set_network_wait_ms(*wait_s * 1000.0);
   a.reset_optimizer = false;
   if (!out.ok()) {
     spdlog::error("round {} failed: {}", r, out.status().message());

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "compute_idle.h"
 #include "pcp/codec/codec.h"
 #include "pcp/codec/error_feedback.h"
 #include "pcp/rpc/tensor_chunks.h"
@@ -140,6 +141,7 @@ class MessageHandler {
   ShepherdLink* link_;
   uint64_t epoch_ = 0;  // Assignments taken on this stream
   std::optional<Assignment> assignment_;
+  ComputeIdle compute_idle_;  // between this assignment's rounds: pcp_worker_network_wait_seconds
 };
 
 }  // namespace pcp::worker

@@ -151,17 +151,21 @@ TEST(MetricsTest, EveryServiceExportsItsCatalogAndTheSeriesMove) {
   EXPECT_GE(Value(after, "pcp_shepherd_admin_requests_total", {{"code", "OK"}, {"method", "GetJob"}}), 1.0);
 
   // The workers saw the same bytes from their side, ran inner steps and report a rate.
-  double worker_params = 0, worker_deltas = 0;
+  double worker_params = 0, worker_deltas = 0, waits = 0;
   for (int i = 0; i < 2; ++i) {
     absl::StatusOr<std::string> w = cluster.ScrapeMetrics(cluster.worker_metrics_port(i));
     ASSERT_TRUE(w.ok()) << w.status();
     worker_params += Theta(*w, "pcp_worker_bytes_received_total");
     worker_deltas += SumSamples(*w, "pcp_worker_bytes_sent_total", {{"kind", "delta"}});
+    // 3 rounds: a wait before rounds 2 and 3 (fewer if the worker missed one).
+    waits += Value(*w, "pcp_worker_network_wait_seconds_count");
+    EXPECT_LE(Value(*w, "pcp_worker_network_wait_seconds_count"), 2.0) << *w;
     EXPECT_GE(Value(*w, "pcp_worker_inner_step_duration_seconds_count"), 4.0) << *w;
     EXPECT_GT(Value(*w, "pcp_worker_tokens_per_second"), 0.0);
     EXPECT_GE(Value(*w, "pcp_worker_program_compile_seconds"), 0.0);
     EXPECT_EQ(Value(*w, "pcp_worker_errors_total", {{"kind", "compile"}}), 0.0);
   }
+  EXPECT_GE(waits, 1.0);  // 3 or more results from 2 workers: one of them ran two rounds
   // θ leaves the shepherd zero-copy (pcp/rpc/chunk_wire.h): each chunk's small header is on
   // the wire twice, a few bytes per megabyte chunk more than the worker's parsed messages.
   const double shepherd_params = Theta(after, "pcp_shepherd_bytes_sent_total");
