@@ -144,7 +144,12 @@ TEST(DashboardTest, EveryQueriedMetricIsInTheCatalog) {
   // What the issue asks the dashboard to show.
   for (const char* name : {"pcp_shepherd_train_loss", "pcp_shepherd_val_loss", "pcp_shepherd_tokens_per_second",
                            "pcp_shepherd_round_duration_seconds_bucket", "pcp_shepherd_workers",
-                           "pcp_shepherd_bytes_sent_total", "pcp_supervisor_restarts_total"}) {
+                           "pcp_shepherd_bytes_sent_total", "pcp_supervisor_restarts_total",
+                           // compressed communication (issue 12)
+                           "pcp_worker_bytes_sent_total", "pcp_shepherd_payload_f32_bytes_sent_total",
+                           "pcp_shepherd_payload_f32_bytes_received_total", "pcp_shepherd_codec_seconds_total",
+                           "pcp_worker_codec_seconds_total", "pcp_worker_network_wait_seconds_bucket",
+                           "pcp_shepherd_replica_resyncs_total", "pcp_worker_replica_mismatches_total"}) {
     EXPECT_EQ(used.count(name), 1u) << "nothing queries " << name;
   }
   int unused = 0;

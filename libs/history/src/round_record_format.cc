@@ -50,6 +50,8 @@ const std::vector<Column>& Columns() {
          return Joined(parts);
        }},
       {"rounds_since_previous", [](const v1::RoundRecord& r) { return absl::StrCat(r.rounds_since_previous()); }},
+      // Last, so that the columns before it keep their places in older readers.
+      {"network_wait_s", [](const v1::RoundRecord& r) { return r.has_network_wait_s() ? Num(r.network_wait_s()) : ""; }},
   };
   return *columns;
 }

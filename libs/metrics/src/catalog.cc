@@ -23,6 +23,8 @@ static_assert(NamesValid(), "metric names must be unique and start with pcp_");
 constexpr double kRoundSeconds[] = {0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800};
 constexpr double kStepSeconds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 constexpr double kShortSeconds[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+// Milliseconds on loopback, minutes for a large θ on a slow link.
+constexpr double kWaitSeconds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
 
 }  // namespace
 
@@ -46,6 +48,7 @@ absl::Span<const double> BucketsOf(Buckets b) {
     case Buckets::kRoundSeconds: return kRoundSeconds;
     case Buckets::kStepSeconds: return kStepSeconds;
     case Buckets::kShortSeconds: return kShortSeconds;
+    case Buckets::kWaitSeconds: return kWaitSeconds;
   }
   return {};
 }

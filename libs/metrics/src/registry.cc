@@ -24,7 +24,7 @@ namespace {
 }
 
 // The label map of `m` for `values`, checked against the catalog.
-prometheus::Labels LabelsFor(Metric m, LabelValues values) {
+prometheus::Labels LabelsFor(Metric m, absl::Span<const absl::string_view> values) {
   const std::vector<LabelSpec> specs = LabelsOf(m);
   if (specs.size() != values.size()) {
     Die(absl::StrCat(InfoOf(m).name, " takes ", specs.size(), " label values, got ", values.size()));
@@ -87,7 +87,7 @@ void* Registry::FamilyLocked(Metric m) {
 
 Counter Registry::Get(CounterId id, LabelValues labels) {
   CheckType(id.metric, MetricType::kCounter);
-  prometheus::Labels l = LabelsFor(id.metric, labels);
+  prometheus::Labels l = LabelsFor(id.metric, absl::MakeConstSpan(labels.begin(), labels.size()));
   std::lock_guard<std::mutex> lock(mu_);
   auto* family = static_cast<prometheus::Family<prometheus::Counter>*>(FamilyLocked(id.metric));
   return Counter(&family->Add(l));
@@ -95,7 +95,7 @@ Counter Registry::Get(CounterId id, LabelValues labels) {
 
 Gauge Registry::Get(GaugeId id, LabelValues labels) {
   CheckType(id.metric, MetricType::kGauge);
-  prometheus::Labels l = LabelsFor(id.metric, labels);
+  prometheus::Labels l = LabelsFor(id.metric, absl::MakeConstSpan(labels.begin(), labels.size()));
   std::lock_guard<std::mutex> lock(mu_);
   auto* family = static_cast<prometheus::Family<prometheus::Gauge>*>(FamilyLocked(id.metric));
   return Gauge(&family->Add(l));
@@ -103,7 +103,7 @@ Gauge Registry::Get(GaugeId id, LabelValues labels) {
 
 Histogram Registry::Get(HistogramId id, LabelValues labels) {
   CheckType(id.metric, MetricType::kHistogram);
-  prometheus::Labels l = LabelsFor(id.metric, labels);
+  prometheus::Labels l = LabelsFor(id.metric, absl::MakeConstSpan(labels.begin(), labels.size()));
   absl::Span<const double> b = BucketsOf(InfoOf(id.metric).buckets);
   std::lock_guard<std::mutex> lock(mu_);
   auto* family = static_cast<prometheus::Family<prometheus::Histogram>*>(FamilyLocked(id.metric));
@@ -127,17 +127,41 @@ void Registry::DeclareService(Service service, absl::string_view version) {
       std::lock_guard<std::mutex> lock(mu_);
       FamilyLocked(m);  // help and type show even before the first series
     }
-    // Series exist from the start when every label's values are fixed (one fixed label at
-    // most in the catalog; label-less metrics are the case of no label at all).
+    // Series exist from the start when every label's values are fixed: one per combination
+    // (label-less metrics are the one combination of no label at all).
     const bool fixed = std::all_of(specs.begin(), specs.end(), [](const LabelSpec& s) { return !s.values.empty(); });
-    if (!fixed || specs.size() > 1) continue;
-    std::vector<std::string> values = specs.empty() ? std::vector<std::string>{""} : specs[0].values;
-    for (const std::string& v : values) {
-      switch (InfoOf(m).type) {
-        case MetricType::kCounter: specs.empty() ? (void)Get(CounterId{m}) : (void)Get(CounterId{m}, {v}); break;
-        case MetricType::kGauge: specs.empty() ? (void)Get(GaugeId{m}) : (void)Get(GaugeId{m}, {v}); break;
-        case MetricType::kHistogram: specs.empty() ? (void)Get(HistogramId{m}) : (void)Get(HistogramId{m}, {v}); break;
+    if (!fixed) continue;
+    std::vector<std::vector<absl::string_view>> combinations = {{}};
+    for (const LabelSpec& spec : specs) {
+      std::vector<std::vector<absl::string_view>> longer;
+      for (const std::vector<absl::string_view>& prefix : combinations) {
+        for (const std::string& v : spec.values) {
+          longer.push_back(prefix);
+          longer.back().push_back(v);
+        }
       }
+      combinations = std::move(longer);
+    }
+    for (const std::vector<absl::string_view>& values : combinations) CreateSeries(m, values);
+  }
+}
+
+void Registry::CreateSeries(Metric m, absl::Span<const absl::string_view> values) {
+  const prometheus::Labels labels = LabelsFor(m, values);
+  std::lock_guard<std::mutex> lock(mu_);
+  void* family = FamilyLocked(m);
+  switch (InfoOf(m).type) {
+    case MetricType::kCounter:
+      static_cast<prometheus::Family<prometheus::Counter>*>(family)->Add(labels);
+      break;
+    case MetricType::kGauge:
+      static_cast<prometheus::Family<prometheus::Gauge>*>(family)->Add(labels);
+      break;
+    case MetricType::kHistogram: {
+      absl::Span<const double> b = BucketsOf(InfoOf(m).buckets);
+      static_cast<prometheus::Family<prometheus::Histogram>*>(family)->Add(
+          labels, prometheus::Histogram::BucketBoundaries(b.begin(), b.end()));
+      break;
     }
   }
 }

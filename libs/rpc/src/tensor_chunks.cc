@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <utility>
 
@@ -235,8 +236,10 @@ void TensorChunker::NextEncoded(v1::TensorChunk* chunk, ChunkPayload* payload) {
   if (n > 0) {
     const absl::Span<const float> values(tensor_.data<float>() + element_offset_,
                                          static_cast<size_t>(n));
+    const auto start = std::chrono::steady_clock::now();
     // Cannot fail: the size and block size were validated in Create.
     codec::EncodeInto(codec_, values, block_size_, absl::MakeSpan(out, size)).IgnoreError();
+    codec_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   const uint32_t crc = Crc32c(out, size);
   chunk->set_crc32c(crc);
@@ -392,9 +395,10 @@ absl::Status TensorAssembler::DecodeIn(const std::string& where, const v1::Tenso
                                                      remaining, " remain"));
     }
     float* out = tensor_.data<float>() + next_element_;
-    if (absl::Status s = codec::Decode(bytes, absl::MakeSpan(out, header->count)); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": ", s.message()));
-    }
+    const auto start = std::chrono::steady_clock::now();
+    const absl::Status decoded = codec::Decode(bytes, absl::MakeSpan(out, header->count));
+    codec_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!decoded.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", decoded.message()));
     next_element_ += static_cast<int64_t>(header->count);
   }
   next_offset_ += size;
@@ -460,8 +464,10 @@ absl::StatusOr<Tensor> TensorAssembler::Take() {
   }
   Tensor t = std::move(tensor_);
   std::string scratch = std::move(scratch_);  // kept for the next tensor of a list
+  const double codec_seconds = codec_seconds_;
   *this = TensorAssembler(limits_);
   scratch_ = std::move(scratch);
+  codec_seconds_ = codec_seconds;
   return t;
 }
 

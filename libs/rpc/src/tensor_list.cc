@@ -79,6 +79,7 @@ void TensorListChunker::Next(v1::TensorChunk* chunk, ChunkPayload* payload) {
   }
   current_->Next(chunk, payload);
   if (current_->done()) {
+    codec_seconds_ += current_->codec_seconds();
     current_.reset();
     ++next_;
   }
@@ -168,7 +169,9 @@ absl::StatusOr<std::vector<NamedTensor>> TensorListAssembler::Take() {
                                    count_, " tensors received"));
   }
   std::vector<NamedTensor> out = std::move(tensors_);
+  TensorAssembler current = std::move(current_);  // its scratch buffer and codec_seconds
   *this = TensorListAssembler(limits_);
+  current_ = std::move(current);
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include "pcp/training/checkpoint.h"
 #include "pcp/training/rng.h"
 #include "pcp/base/absl_fmt.h"
+#include "shepherd_metrics.h"
 #include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
@@ -47,10 +48,9 @@ int64_t NowUnixMs() {
       .count();
 }
 
-// Training-stream bytes so far: θ sent (pcp/rpc/traffic_kind.h's "params") and Δ received
-// ("delta"). One job runs at a time, so a round's traffic is the difference across it.
-double ParamsBytesSent() { return metrics::Get(metrics::kShepherdBytesSentTotal, {"params"}).Value(); }
-double DeltaBytesReceived() { return metrics::Get(metrics::kShepherdBytesReceivedTotal, {"delta"}).Value(); }
+// Training-stream bytes so far: θ sent and Δ received (shepherd_metrics.h, with
+// DeltaBytesReceived). One job runs at a time, so a round's traffic is the difference across it.
+double ParamsBytesSent() { return ThetaBytesSent(); }
 
 v1::ShepherdMessage CancelMessage(uint64_t round, const std::string& reason) {
   v1::ShepherdMessage m;
@@ -671,6 +671,7 @@ absl::StatusOr<std::vector<Tensor>> JobRun::EncodeUpdate(const std::vector<Tenso
                                                          const std::vector<std::string>& names,
                                                          std::vector<codec::ErrorFeedback>* feedback) {
   const codec::CompressionOptions& compression = prepared_->config.diloco.compression;
+  const CodecTimer timer(compression.down, CodecOp::kEncode);  // pcp_shepherd_codec_seconds_total
   std::vector<Tensor> inputs;
   for (size_t i = 0; i < before.size(); ++i) {
     const size_t n = static_cast<size_t>(before[i].num_elements());
@@ -726,6 +727,15 @@ v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double rou
   rec.set_outer_step_s(outer_step_s);
   rec.set_bytes_down(static_cast<uint64_t>(std::max(0.0, ParamsBytesSent() - round.bytes_sent_at_start)));
   rec.set_bytes_up(static_cast<uint64_t>(std::max(0.0, DeltaBytesReceived() - round.bytes_received_at_start)));
+  // The workers' mean wait on the network before this round's compute (none in their first).
+  double wait_ms = 0;
+  int waits = 0;
+  for (const auto& [slot, res] : round.results) {
+    if (res.result.network_wait_ms() <= 0) continue;
+    wait_ms += res.result.network_wait_ms();
+    ++waits;
+  }
+  if (waits > 0) rec.set_network_wait_s(wait_ms / waits / 1000.0);
   rec.set_outer_lr(c.diloco.outer_lr);
   const std::vector<float> lrs = RoundLearningRates(c, round.number);
   if (!lrs.empty()) rec.set_inner_lr(lrs.back());

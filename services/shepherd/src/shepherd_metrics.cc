@@ -44,14 +44,45 @@ class AdminMetricsFactory final : public grpc::experimental::ServerInterceptorFa
   }
 };
 
+void Count(metrics::CounterId wire, metrics::CounterId f32, const Traffic& t, size_t bytes) {
+  metrics::Get(wire, {t.kind, t.codec}).Increment(static_cast<double>(bytes));
+  if (t.f32_bytes > 0) metrics::Get(f32, {t.kind, t.codec}).Increment(static_cast<double>(t.f32_bytes));
+}
+
+// The sum over every codec of `counter`{kind, codec}.
+double SumOverCodecs(metrics::CounterId counter, absl::string_view kind) {
+  double sum = 0;
+  for (const auto& entry : codec::kCodecNames) sum += metrics::Get(counter, {kind, entry.second}).Value();
+  return sum;
+}
+
 }  // namespace
 
 void CountSent(const v1::ShepherdMessage& message, size_t bytes) {
-  metrics::Get(metrics::kShepherdBytesSentTotal, {TrafficKind(message)}).Increment(static_cast<double>(bytes));
+  Count(metrics::kShepherdBytesSentTotal, metrics::kShepherdPayloadF32BytesSentTotal, TrafficOf(message), bytes);
 }
 
 void CountReceived(const v1::WorkerMessage& message, size_t bytes) {
-  metrics::Get(metrics::kShepherdBytesReceivedTotal, {TrafficKind(message)}).Increment(static_cast<double>(bytes));
+  Count(metrics::kShepherdBytesReceivedTotal, metrics::kShepherdPayloadF32BytesReceivedTotal, TrafficOf(message),
+        bytes);
+}
+
+double ThetaBytesSent() {
+  return SumOverCodecs(metrics::kShepherdBytesSentTotal, "theta_full") +
+         SumOverCodecs(metrics::kShepherdBytesSentTotal, "theta_update");
+}
+
+double DeltaBytesReceived() { return SumOverCodecs(metrics::kShepherdBytesReceivedTotal, "delta"); }
+
+void CountCodecSeconds(codec::Codec codec, CodecOp op, double seconds) {
+  if (codec == codec::Codec::kF32) return;
+  metrics::Get(metrics::kShepherdCodecSecondsTotal,
+               {op == CodecOp::kEncode ? "encode" : "decode", codec::CodecName(codec)})
+      .Increment(seconds);
+}
+
+CodecTimer::~CodecTimer() {
+  CountCodecSeconds(codec_, op_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
 }
 
 std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> AdminMetricsInterceptors() {

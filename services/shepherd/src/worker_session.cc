@@ -8,6 +8,7 @@
 #include "pcp/base/status_macros.h"
 #include "pcp/rpc/tensor_proto.h"
 #include "pcp/base/absl_fmt.h"
+#include "shepherd_metrics.h"
 #include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
@@ -199,8 +200,13 @@ absl::Status WorkerSession::HandleResultChunk(const v1::ResultChunk& chunk, Data
         expected_round_ == 0 ? std::string(", but no round is running on this worker")
                              : absl::StrCat(", but the worker is on round ", expected_round_)));
   }
+  const double decoding_before = assembler_->codec_seconds();
   absl::Status s = payload.empty() ? assembler_->Add(chunk.chunk()) : assembler_->AddPieces(chunk.chunk(), payload);
   if (!s.ok()) return Annotate(s, absl::StrCat("result for round ", chunk.round()));
+  // Accepted, so its codec is the job's (the assembler checked it).
+  if (absl::StatusOr<codec::Codec> c = CodecFromProto(chunk.chunk().codec()); c.ok()) {
+    CountCodecSeconds(*c, CodecOp::kDecode, assembler_->codec_seconds() - decoding_before);
+  }
   return absl::OkStatus();
 }
 
@@ -343,7 +349,10 @@ bool WorkerSession::NextMessageLocked() {
       v1::ParameterChunk* p = current_.mutable_parameter_chunk();
       *p = ts->head;
       ts->chunker.Next(p->mutable_chunk(), &current_payload_.emplace());
-      if (ts->chunker.done()) outbox_.pop_front();
+      if (ts->chunker.done()) {
+        CountCodecSeconds(ts->chunker.codec(), CodecOp::kEncode, ts->chunker.codec_seconds());
+        outbox_.pop_front();
+      }
       return true;
     }
     auto& bs = std::get<BlobStream>(item);

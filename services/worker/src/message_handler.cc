@@ -11,6 +11,7 @@
 #include "pcp/worker/round_runner.h"
 #include "pcp/worker/shard_loader.h"
 #include "spdlog/spdlog.h"
+#include "worker_metrics.h"
 
 namespace pcp::worker {
 
@@ -94,7 +95,7 @@ absl::Status MessageHandler::Handle(const v1::ShepherdMessage& msg, DataPieces p
 
 absl::Status MessageHandler::OnAssignment(const v1::Assignment& a) {
   ++epoch_;
-  last_compute_end_.reset();
+  compute_idle_.Reset();
   Assignment next;
   next.msg = a;
   for (const v1::TensorSpec& s : a.parameters()) {
@@ -256,10 +257,14 @@ absl::Status MessageHandler::OnStartRound(const v1::StartRound& start) {
   a.theta_assembler.reset();
   link_->SetPhase(v1::WORKER_PHASE_TRAINING, r, 0);
   const auto t0 = Clock::now();
+  const std::optional<double> wait_s = compute_idle_.MarkComputeStart(t0);
+  if (wait_s) metrics::Get(metrics::kWorkerNetworkWaitSeconds).Observe(*wait_s);
   absl::StatusOr<RoundOutput> out = RunRound(*a.entry->loop, a.tokens, in, [&](uint32_t done) {
     link_->SetPhase(v1::WORKER_PHASE_TRAINING, r, done);
     return !*d_.stop && !d_.cancels->Cancelled(epoch_, r) && !link_->ended();
   });
+  compute_idle_.MarkComputeEnd(Clock::now());
+  if (out.ok() && wait_s) out->result.set_network_wait_ms(*wait_s * 1000.0);
   a.reset_optimizer = false;
   if (!out.ok()) {
     spdlog::error("round {} failed: {}", r, out.status().message());
@@ -325,6 +330,7 @@ absl::Status MessageHandler::OnParameters(const v1::ParameterChunk& p, DataPiece
   PCP_RETURN_IF_ERROR(payload.empty() ? a.theta_assembler->Add(p.chunk()) : a.theta_assembler->AddPieces(p.chunk(), payload),
                       _ << "parameters of round " << p.round());
   if (!a.theta_assembler->complete()) return absl::OkStatus();
+  CountCodecSeconds(a.down, CodecOp::kDecode, a.theta_assembler->codec_seconds());  // 0 for θ in full
   PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> received, a.theta_assembler->Take());
   for (size_t i = 0; i < received.size(); ++i) {
     if (from == 0) {
@@ -347,6 +353,7 @@ void MessageHandler::RequestResync(uint64_t round, uint32_t expected_crc, uint32
                                    const std::string& reason) {
   Assignment& a = *assignment_;
   spdlog::warn("θ for round {} does not match the shepherd's ({}); asking for it in full", round, reason);
+  metrics::Get(metrics::kWorkerReplicaMismatchesTotal).Increment();
   a.resync_round = round;
   a.theta.clear();
   a.theta_assembler.reset();
@@ -370,6 +377,7 @@ absl::Status MessageHandler::SendDelta(uint64_t round, std::vector<Tensor> delta
 absl::Status MessageHandler::Compensate(std::vector<Tensor>& delta, std::vector<codec::ErrorFeedback>& feedback) {
   const Assignment& a = *assignment_;
   if (!a.up_feedback) return absl::OkStatus();
+  const CodecTimer timer(a.up, CodecOp::kEncode);  // pcp_worker_codec_seconds_total
   // What the codec loses this round goes out with the next Δ of the same tensors.
   feedback.resize(delta.size());
   for (size_t i = 0; i < delta.size(); ++i) {
@@ -391,6 +399,7 @@ absl::Status MessageHandler::StreamDelta(uint64_t epoch, uint64_t round, codec::
     chunker.Next(chunk->mutable_chunk(), &payload);
     if (!link_->Write(m, payload)) return link_->status();
   }
+  CountCodecSeconds(codec, CodecOp::kEncode, chunker.codec_seconds());
   m.Clear();
   *m.mutable_round_result() = result;
   // Tells the supervisor this process did useful work: if it dies now, it is no crash loop.

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "compute_idle.h"
 #include "pcp/codec/codec.h"
 #include "pcp/codec/error_feedback.h"
 #include "pcp/diloco/streaming.h"
@@ -198,8 +199,7 @@ class MessageHandler {
   absl::Status pump_error_;
   bool in_round_ = false;
   std::thread sender_;
-  // When the last streaming round's compute ended (idle time before the next is network wait).
-  std::optional<std::chrono::steady_clock::time_point> last_compute_end_;
+  ComputeIdle compute_idle_;  // between this assignment's rounds: pcp_worker_network_wait_seconds
 };
 
 }  // namespace pcp::worker

@@ -17,6 +17,7 @@
 #include "pcp/metrics/registry.h"
 #include "pcp/rpc/tensor_fragments.h"
 #include "pcp/worker/round_runner.h"
+#include "worker_metrics.h"
 #include "spdlog/spdlog.h"
 
 namespace pcp::worker {
@@ -82,8 +83,10 @@ absl::Status MessageHandler::RunStreamingRound(const v1::StartRound& start) {
                 .block_size = h.block_size()};
   link_->SetPhase(v1::WORKER_PHASE_TRAINING, r, 0);
   const auto t0 = Clock::now();
-  // Idle since the last round's compute: waiting for this StartRound (or for θ in full).
-  double wait_s = last_compute_end_.has_value() ? std::chrono::duration<double>(t0 - *last_compute_end_).count() : 0;
+  // Idle since the last round's compute (waiting for this StartRound or θ in full), plus the
+  // waits for a late fragment inside the round (BeforeStep).
+  const std::optional<double> idle = compute_idle_.MarkComputeStart(t0);
+  double wait_s = idle.value_or(0);
   bool merge_failed = false;
   absl::StatusOr<RoundOutput> out = RunRound(*a.entry->loop, a.tokens, in, [&](uint32_t done) {
     link_->SetPhase(v1::WORKER_PHASE_TRAINING, r, done);
@@ -101,9 +104,13 @@ absl::Status MessageHandler::RunStreamingRound(const v1::StartRound& start) {
     link_->Write(error);
     return absl::OkStatus();
   }
+  compute_idle_.MarkComputeEnd(Clock::now());
+  if (idle.has_value() || wait_s > 0) {
+    metrics::Get(metrics::kWorkerNetworkWaitSeconds).Observe(wait_s);
+    out->result.set_network_wait_ms(wait_s * 1000.0);
+  }
   const v1::RoundResult& res = out->result;
   metrics::Get(metrics::kWorkerTokensPerSecond).Set(res.tokens_per_second());
-  last_compute_end_ = Clock::now();
   if (!out->complete) {
     spdlog::info("round {} stopped after {} steps ({})", r, res.steps(),
                  merge_failed ? "its merge did not come" : "cancelled, stopping or a new assignment");
@@ -269,6 +276,7 @@ absl::Status MessageHandler::OnFragment(const v1::ParameterChunk& p, DataPieces 
   PCP_RETURN_IF_ERROR(payload.empty() ? a.fragment_assembler->Add(p.chunk()) : a.fragment_assembler->AddPieces(p.chunk(), payload),
                       _ << "fragment " << f << " of round " << p.round());
   if (!a.fragment_assembler->complete()) return absl::OkStatus();
+  CountCodecSeconds(a.down, CodecOp::kDecode, a.fragment_assembler->codec_seconds());  // 0 for values in full
   PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> received, a.fragment_assembler->Take());
   a.fragment_assembler.reset();
   std::vector<Tensor> values = GatherFragment(*a.plan, f, a.held);

@@ -4,13 +4,31 @@
 #include "pcp/rpc/traffic_kind.h"
 
 namespace pcp::worker {
+namespace {
+
+void Count(metrics::CounterId wire, metrics::CounterId f32, const Traffic& t, size_t bytes) {
+  metrics::Get(wire, {t.kind, t.codec}).Increment(static_cast<double>(bytes));
+  if (t.f32_bytes > 0) metrics::Get(f32, {t.kind, t.codec}).Increment(static_cast<double>(t.f32_bytes));
+}
+
+}  // namespace
 
 void CountSent(const v1::WorkerMessage& message, size_t bytes) {
-  metrics::Get(metrics::kWorkerBytesSentTotal, {TrafficKind(message)}).Increment(static_cast<double>(bytes));
+  Count(metrics::kWorkerBytesSentTotal, metrics::kWorkerPayloadF32BytesSentTotal, TrafficOf(message), bytes);
 }
 
 void CountReceived(const v1::ShepherdMessage& message, size_t bytes) {
-  metrics::Get(metrics::kWorkerBytesReceivedTotal, {TrafficKind(message)}).Increment(static_cast<double>(bytes));
+  Count(metrics::kWorkerBytesReceivedTotal, metrics::kWorkerPayloadF32BytesReceivedTotal, TrafficOf(message), bytes);
+}
+
+void CountCodecSeconds(codec::Codec codec, CodecOp op, double seconds) {
+  if (codec == codec::Codec::kF32) return;
+  metrics::Get(metrics::kWorkerCodecSecondsTotal, {op == CodecOp::kEncode ? "encode" : "decode", codec::CodecName(codec)})
+      .Increment(seconds);
+}
+
+CodecTimer::~CodecTimer() {
+  CountCodecSeconds(codec_, op_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
 }
 
 }  // namespace pcp::worker

@@ -28,14 +28,17 @@ v1::RoundRecord Sample() {
   w->set_supervisor_id("d");
   w->set_reason("too large, norm 9");
   r.set_rounds_since_previous(1);
+  r.set_network_wait_s(0.25);
   return r;
 }
 
 TEST(RoundRecordFormatTest, CsvHasOneCellPerColumn) {
   EXPECT_EQ(RecordsCsvHeader(),
             "round,start_unix_ms,end_unix_ms,tokens,tokens_total,train_loss,val_loss,round_s,outer_step_s,"
-            "bytes_down,bytes_up,outer_lr,inner_lr,participants,missing,refused,rounds_since_previous\n");
-  EXPECT_EQ(RecordCsvRow(Sample()), "7,1000,2500,768,5376,2.5,,1.5,0.01,100,90,0.7,0.001,a;b,c,\"d:too large, norm 9\",1\n");
+            "bytes_down,bytes_up,outer_lr,inner_lr,participants,missing,refused,rounds_since_previous,"
+            "network_wait_s\n");
+  EXPECT_EQ(RecordCsvRow(Sample()),
+            "7,1000,2500,768,5376,2.5,,1.5,0.01,100,90,0.7,0.001,a;b,c,\"d:too large, norm 9\",1,0.25\n");
   EXPECT_EQ(RecordCells(Sample()).size(), RecordColumns().size());
 }
 

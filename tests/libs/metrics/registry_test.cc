@@ -21,6 +21,7 @@ namespace pcp::metrics {
 namespace {
 
 using ::pcp::testing::SampleValue;
+using ::pcp::testing::SumSamples;
 
 TEST(CatalogTest, EveryMetricHasNameTypeAndHelp) {
   EXPECT_EQ(kMetrics.size(), static_cast<size_t>(kNumMetrics));
@@ -34,10 +35,12 @@ TEST(CatalogTest, EveryMetricHasNameTypeAndHelp) {
     for (const LabelSpec& l : LabelsOf(m.id)) EXPECT_NE(l.name, "job") << m.name << ": `job` belongs to Prometheus";
   }
   EXPECT_EQ(InfoOf(Metric::kShepherdRoundsCompletedTotal).name, "pcp_shepherd_rounds_completed_total");
-  std::vector<LabelSpec> kind = LabelsOf(Metric::kShepherdBytesSentTotal);
-  ASSERT_EQ(kind.size(), 1u);
-  EXPECT_EQ(kind[0].name, "kind");
-  EXPECT_EQ(kind[0].values, (std::vector<std::string>{"params", "program", "shard", "control"}));
+  std::vector<LabelSpec> labels = LabelsOf(Metric::kShepherdBytesSentTotal);
+  ASSERT_EQ(labels.size(), 2u);
+  EXPECT_EQ(labels[0].name, "kind");
+  EXPECT_EQ(labels[0].values, (std::vector<std::string>{"theta_full", "theta_update", "program", "shard", "control"}));
+  EXPECT_EQ(labels[1].name, "codec");
+  EXPECT_EQ(labels[1].values, (std::vector<std::string>{"none", "f32", "bf16", "int8", "int4"}));
 }
 
 TEST(CatalogTest, MarkdownHasOneRowPerMetric) {
@@ -80,7 +83,15 @@ TEST(RegistryTest, DeclaredMetricsAppearWithHelpTypeAndFixedSeries) {
   EXPECT_EQ(SampleValue(text, "pcp_build_info", {{"service", "shepherd"}, {"version", "1.2.3"}}), 1.0);
   // Series with fixed label values exist at 0 from the start; label-less histograms too.
   EXPECT_EQ(SampleValue(text, "pcp_shepherd_jobs", {{"state", "cancelled"}}), 0.0);
-  EXPECT_EQ(SampleValue(text, "pcp_shepherd_bytes_received_total", {{"kind", "delta"}}), 0.0);
+  EXPECT_EQ(SampleValue(text, "pcp_shepherd_bytes_received_total", {{"kind", "delta"}, {"codec", "int8"}}), 0.0);
+  // Several fixed labels: every combination of their values.
+  for (const char* kind : {"theta_full", "theta_update", "program", "shard", "control"}) {
+    for (const char* codec : {"none", "f32", "bf16", "int8", "int4"}) {
+      EXPECT_EQ(SampleValue(text, "pcp_shepherd_bytes_sent_total", {{"kind", kind}, {"codec", codec}}), 0.0)
+          << kind << " " << codec;
+    }
+  }
+  EXPECT_EQ(SampleValue(text, "pcp_shepherd_codec_seconds_total", {{"op", "decode"}, {"codec", "int4"}}), 0.0);
   EXPECT_EQ(SampleValue(text, "pcp_shepherd_round_duration_seconds_count"), 0.0);
   EXPECT_EQ(SampleValue(text, "pcp_shepherd_checkpoint_last_success_timestamp_seconds"), 0.0);
   EXPECT_EQ(SampleValue(text, "pcp_shepherd_train_loss", {{"job_id", "job-0001"}}), 2.5);
@@ -90,8 +101,8 @@ TEST(RegistryTest, DeclaredMetricsAppearWithHelpTypeAndFixedSeries) {
 TEST(RegistryTest, HandlesUpdateTheirSeries) {
   Registry registry;
   registry.DeclareService(Service::kWorker, "0.1.0");
-  registry.Get(kWorkerBytesSentTotal, {"delta"}).Increment(1000);
-  registry.Get(kWorkerBytesSentTotal, {"delta"}).Increment(24);
+  registry.Get(kWorkerBytesSentTotal, {"delta", "int8"}).Increment(1000);
+  registry.Get(kWorkerBytesSentTotal, {"delta", "int8"}).Increment(24);
   registry.Get(kWorkerTokensPerSecond).Set(512.5);
   registry.Get(kWorkerBackendInfo, {"cpu", "x86_64, 2 threads"}).Set(1);
   Histogram step = registry.Get(kWorkerInnerStepDurationSeconds);
@@ -101,8 +112,9 @@ TEST(RegistryTest, HandlesUpdateTheirSeries) {
   errors.Increment();
   EXPECT_EQ(errors.Value(), 1.0);
   const std::string text = registry.Scrape();
-  EXPECT_EQ(SampleValue(text, "pcp_worker_bytes_sent_total", {{"kind", "delta"}}), 1024.0) << text;
-  EXPECT_EQ(SampleValue(text, "pcp_worker_bytes_sent_total", {{"kind", "control"}}), 0.0);
+  EXPECT_EQ(SampleValue(text, "pcp_worker_bytes_sent_total", {{"kind", "delta"}, {"codec", "int8"}}), 1024.0) << text;
+  EXPECT_EQ(SampleValue(text, "pcp_worker_bytes_sent_total", {{"kind", "delta"}, {"codec", "f32"}}), 0.0);
+  EXPECT_EQ(SampleValue(text, "pcp_worker_bytes_sent_total", {{"kind", "control"}, {"codec", "none"}}), 0.0);
   EXPECT_EQ(SampleValue(text, "pcp_worker_tokens_per_second"), 512.5);
   EXPECT_EQ(SampleValue(text, "pcp_worker_backend_info", {{"backend", "cpu"}, {"device", "x86_64, 2 threads"}}), 1.0);
   EXPECT_EQ(SampleValue(text, "pcp_worker_inner_step_duration_seconds_count"), 2.0);
@@ -111,9 +123,24 @@ TEST(RegistryTest, HandlesUpdateTheirSeries) {
   EXPECT_EQ(SampleValue(text, "pcp_worker_errors_total", {{"kind", "connect"}}), 1.0);
 }
 
+TEST(MetricsScrapeTest, SumSamplesAddsEverySeriesWithTheLabels) {
+  const std::string text =
+      "# TYPE pcp_x_total counter\n"
+      "pcp_x_total{codec=\"int8\",kind=\"delta\"} 10\n"
+      "pcp_x_total{codec=\"f32\",kind=\"delta\"} 5\n"
+      "pcp_x_total{codec=\"none\",kind=\"control\"} 2\n"
+      "pcp_x_total_more{kind=\"delta\"} 100\n"
+      "pcp_x_total{codec=\"int8\",kind=\"xdelta\"} 1000\n";
+  EXPECT_EQ(SumSamples(text, "pcp_x_total", {{"kind", "delta"}}), 15.0);
+  EXPECT_EQ(SumSamples(text, "pcp_x_total", {{"kind", "delta"}, {"codec", "int8"}}), 10.0);
+  EXPECT_EQ(SumSamples(text, "pcp_x_total"), 1017.0);
+  EXPECT_EQ(SumSamples(text, "pcp_x_total", {{"kind", "theta"}}), 0.0);
+}
+
 TEST(RegistryDeathTest, WrongLabelsAreProgrammerErrors) {
   Registry registry;
-  EXPECT_DEATH(registry.Get(kShepherdBytesSentTotal, {"tensor"}), "not a declared value of label kind");
+  EXPECT_DEATH(registry.Get(kShepherdBytesSentTotal, {"tensor", "none"}), "not a declared value of label kind");
+  EXPECT_DEATH(registry.Get(kShepherdBytesSentTotal, {"control", "zip"}), "not a declared value of label codec");
   EXPECT_DEATH(registry.Get(kShepherdTrainLoss), "takes 1 label values, got 0");
 }
 

@@ -470,5 +470,37 @@ TEST(TensorCodecTest, MixedListThroughInt4) {
               HasSubstr("encodes f32 tensors only"));
 }
 
+// The codec time the services export (pcp_*_codec_seconds_total): encoding and decoding are
+// timed, raw f32 chunks are not; an assembler keeps its total across Take.
+TEST(TensorCodecTest, CodecSecondsTimeEncodingAndDecodingOnly) {
+  const std::vector<NamedTensor> list = {{"a", Values({512, 1024}, 7)}, {"b", Values({300}, 8)}};
+  for (Codec c : {Codec::kF32, Codec::kInt8}) {
+    auto chunker = TensorListChunker::Create(list, Options(c, k256K));
+    ASSERT_TRUE(chunker.ok()) << chunker.status();
+    EXPECT_EQ(chunker->codec(), c);
+    TensorListAssembler assembler;
+    double encoded_so_far = 0;
+    while (!chunker->done()) {
+      v1::TensorChunk chunk;
+      chunker->Next(&chunk);
+      EXPECT_GE(chunker->codec_seconds(), encoded_so_far);  // never goes back, across tensors too
+      encoded_so_far = chunker->codec_seconds();
+      ASSERT_TRUE(assembler.Add(chunk).ok());
+    }
+    const double decoded = assembler.codec_seconds();
+    ASSERT_TRUE(assembler.Take().ok());
+    EXPECT_EQ(assembler.codec_seconds(), decoded);
+    if (c == Codec::kF32) {
+      EXPECT_EQ(chunker->codec_seconds(), 0.0);
+      EXPECT_EQ(decoded, 0.0);
+    } else {
+      // 512K values through int8 take well over a microsecond each way, and not a minute.
+      EXPECT_GT(chunker->codec_seconds(), 1e-6);
+      EXPECT_GT(decoded, 1e-6);
+      EXPECT_LT(chunker->codec_seconds() + decoded, 60.0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pcp

@@ -3,6 +3,8 @@
 // job completes and learns; its Δs come up at about a quarter of the f32 bytes, and after
 // round 1 (θ in full) its θ updates come down at about 4.5/32 of them; every worker's θ
 // replica matched the shepherd's (StartRound's crc32c: no resync); the workers log the codecs.
+// The metrics show the same by kind and codec: f32-equivalent over wire bytes (the ratio),
+// codec time on both ends, and each worker's network wait between rounds.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -76,6 +78,60 @@ TEST(CompressionTest, Int8DeltasAndInt4UpdatesTrainAndKeepReplicasIdentical) {
   absl::StatusOr<std::string> page = cluster.ScrapeMetrics(cluster.shepherd_metrics_port());
   ASSERT_TRUE(page.ok()) << page.status();
   EXPECT_EQ(SampleValue(*page, "pcp_shepherd_replica_resyncs_total").value_or(-1), 0) << *page;
+
+  // The same in the shepherd's metrics, by codec. Both jobs sent 8 Δs of the same model, so
+  // their f32-equivalent bytes are equal; f32 bytes over wire bytes is the compression ratio.
+  const auto value = [&](const std::string& text, const char* name, const char* kind, const char* codec) {
+    return SampleValue(text, name, {{"kind", kind}, {"codec", codec}}).value_or(-1);
+  };
+  const auto seconds = [&](const std::string& text, const char* name, const char* op, const char* codec) {
+    return SampleValue(text, name, {{"op", op}, {"codec", codec}}).value_or(-1);
+  };
+  const double delta_f32 = value(*page, "pcp_shepherd_payload_f32_bytes_received_total", "delta", "f32");
+  const double delta_int8 = value(*page, "pcp_shepherd_payload_f32_bytes_received_total", "delta", "int8");
+  EXPECT_GT(delta_f32, 0) << *page;
+  EXPECT_EQ(delta_int8, delta_f32);
+  const double ratio_f32 = delta_f32 / value(*page, "pcp_shepherd_bytes_received_total", "delta", "f32");
+  const double ratio_int8 = delta_int8 / value(*page, "pcp_shepherd_bytes_received_total", "delta", "int8");
+  const double ratio_int4 = value(*page, "pcp_shepherd_payload_f32_bytes_sent_total", "theta_update", "int4") /
+                            value(*page, "pcp_shepherd_bytes_sent_total", "theta_update", "int4");
+  std::printf("compression ratios (f32 bytes / wire bytes): Δ f32 %.3f, Δ int8 %.3f, θ updates int4 %.3f\n",
+              ratio_f32, ratio_int8, ratio_int4);
+  EXPECT_GT(ratio_f32, 0.9);   // chunk headers only
+  EXPECT_LE(ratio_f32, 1.0);
+  EXPECT_GT(ratio_int8, 3.0);  // 32 / 8.03 = 3.98 at best
+  EXPECT_LT(ratio_int8, 3.99);
+  EXPECT_GT(ratio_int4, 4.5);  // 32 / 4.5 = 7.1 at best
+  EXPECT_LT(ratio_int4, 7.12);
+  EXPECT_EQ(value(*page, "pcp_shepherd_bytes_sent_total", "theta_update", "int8"), 0);
+  EXPECT_GT(value(*page, "pcp_shepherd_bytes_sent_total", "control", "none"), 0);
+  // Codec time: θ updates encoded as int4 and Δs decoded from int8 here; nothing else.
+  EXPECT_GT(seconds(*page, "pcp_shepherd_codec_seconds_total", "encode", "int4"), 0) << *page;
+  EXPECT_GT(seconds(*page, "pcp_shepherd_codec_seconds_total", "decode", "int8"), 0);
+  EXPECT_EQ(seconds(*page, "pcp_shepherd_codec_seconds_total", "decode", "int4"), 0);
+  EXPECT_EQ(seconds(*page, "pcp_shepherd_codec_seconds_total", "encode", "int8"), 0);
+  // The workers: Δs encoded as int8, θ updates decoded from int4, the same Δ bytes as the
+  // shepherd counted, and a network wait before each round but an assignment's first.
+  double worker_delta_int8 = 0, waits = 0;
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<std::string> w = cluster.ScrapeMetrics(cluster.worker_metrics_port(i));
+    ASSERT_TRUE(w.ok()) << w.status();
+    worker_delta_int8 += value(*w, "pcp_worker_payload_f32_bytes_sent_total", "delta", "int8");
+    EXPECT_GT(seconds(*w, "pcp_worker_codec_seconds_total", "encode", "int8"), 0) << *w;
+    EXPECT_GT(seconds(*w, "pcp_worker_codec_seconds_total", "decode", "int4"), 0);
+    EXPECT_EQ(SampleValue(*w, "pcp_worker_replica_mismatches_total").value_or(-1), 0);
+    waits += SampleValue(*w, "pcp_worker_network_wait_seconds_count").value_or(-1);
+  }
+  EXPECT_EQ(worker_delta_int8, delta_int8);
+  EXPECT_EQ(waits, 2 * 2 * 3);  // 2 jobs x 2 workers x rounds 2-4
+  // The job history has the workers' mean wait from round 2 on.
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(packed.history[i].has_network_wait_s(), i > 0) << "round " << i + 1;
+    if (i > 0) {
+      EXPECT_GT(packed.history[i].network_wait_s(), 0) << "round " << i + 1;
+      EXPECT_LT(packed.history[i].network_wait_s(), 60) << "round " << i + 1;  // loopback
+    }
+  }
   EXPECT_FALSE(absl::StrContains(cluster.shepherd()->Log(), "does not match the shepherd's"));
   // The supervisor's log carries its worker's.
   EXPECT_TRUE(absl::StrContains(cluster.supervisor(0)->Log(), "Δ int8 with error feedback, θ updates int4"))

@@ -27,6 +27,11 @@ double Value(const std::string& text, absl::string_view name,
   return SampleValue(text, name, std::move(labels)).value_or(-1);
 }
 
+// θ bytes on a page: in full and as updates, every codec.
+double Theta(const std::string& text, absl::string_view name) {
+  return SumSamples(text, name, {{"kind", "theta_full"}}) + SumSamples(text, name, {{"kind", "theta_update"}});
+}
+
 // Scrapes until `done(text)` holds or `timeout` passes; returns the last text.
 std::string ScrapeUntil(const ClusterHarness& cluster, int port, const std::function<bool(const std::string&)>& done,
                         absl::Duration timeout) {
@@ -79,9 +84,11 @@ TEST(MetricsTest, EveryServiceExportsItsCatalogAndTheSeriesMove) {
   EXPECT_EQ(Value(before, "pcp_build_info", {{"service", "shepherd"}, {"version", "0.1.0"}}), 1.0) << before;
   EXPECT_EQ(Value(before, "pcp_shepherd_workers", {{"state", "idle"}}), 2.0) << before;
   EXPECT_EQ(Value(before, "pcp_shepherd_jobs", {{"state", "completed"}}), 0.0);
-  const double params_before = Value(before, "pcp_shepherd_bytes_sent_total", {{"kind", "params"}});
+  const double params_before = Theta(before, "pcp_shepherd_bytes_sent_total");
   EXPECT_EQ(params_before, 0.0);
-  EXPECT_GT(Value(before, "pcp_shepherd_bytes_received_total", {{"kind", "control"}}), 0.0);  // Joins, heartbeats
+  EXPECT_EQ(Value(before, "pcp_shepherd_bytes_sent_total", {{"kind", "theta_full"}, {"codec", "f32"}}), 0.0) << before;
+  EXPECT_GT(Value(before, "pcp_shepherd_bytes_received_total", {{"kind", "control"}, {"codec", "none"}}),
+            0.0);  // Joins, heartbeats
 
   for (int i = 0; i < 2; ++i) {
     absl::StatusOr<std::string> s = cluster.ScrapeMetrics(cluster.supervisor_metrics_port(i));
@@ -133,30 +140,38 @@ TEST(MetricsTest, EveryServiceExportsItsCatalogAndTheSeriesMove) {
   EXPECT_GE(Value(after, "pcp_shepherd_checkpoint_duration_seconds_count"), 1.0);
   EXPECT_GT(Value(after, "pcp_shepherd_checkpoint_last_success_timestamp_seconds"),
             absl::ToUnixSeconds(absl::Now()) - 600);
-  EXPECT_GT(Value(after, "pcp_shepherd_bytes_sent_total", {{"kind", "params"}}), params_before);
-  EXPECT_GT(Value(after, "pcp_shepherd_bytes_sent_total", {{"kind", "program"}}), 0.0);
-  EXPECT_GT(Value(after, "pcp_shepherd_bytes_received_total", {{"kind", "delta"}}), 0.0);
+  EXPECT_GT(Theta(after, "pcp_shepherd_bytes_sent_total"), params_before);
+  // The job streams f32 (no diloco.compression): θ in full every round, Δ as f32.
+  EXPECT_GT(Value(after, "pcp_shepherd_bytes_sent_total", {{"kind", "theta_full"}, {"codec", "f32"}}), 0.0);
+  EXPECT_EQ(SumSamples(after, "pcp_shepherd_bytes_sent_total", {{"kind", "theta_update"}}), 0.0);
+  EXPECT_GT(Value(after, "pcp_shepherd_bytes_sent_total", {{"kind", "program"}, {"codec", "none"}}), 0.0);
+  EXPECT_GT(Value(after, "pcp_shepherd_bytes_received_total", {{"kind", "delta"}, {"codec", "f32"}}), 0.0);
+  EXPECT_EQ(SumSamples(after, "pcp_shepherd_codec_seconds_total"), 0.0);  // f32 is never encoded
   EXPECT_GE(Value(after, "pcp_shepherd_admin_requests_total", {{"code", "OK"}, {"method", "SubmitJob"}}), 1.0);
   EXPECT_GE(Value(after, "pcp_shepherd_admin_requests_total", {{"code", "OK"}, {"method", "GetJob"}}), 1.0);
 
   // The workers saw the same bytes from their side, ran inner steps and report a rate.
-  double worker_params = 0, worker_deltas = 0;
+  double worker_params = 0, worker_deltas = 0, waits = 0;
   for (int i = 0; i < 2; ++i) {
     absl::StatusOr<std::string> w = cluster.ScrapeMetrics(cluster.worker_metrics_port(i));
     ASSERT_TRUE(w.ok()) << w.status();
-    worker_params += Value(*w, "pcp_worker_bytes_received_total", {{"kind", "params"}});
-    worker_deltas += Value(*w, "pcp_worker_bytes_sent_total", {{"kind", "delta"}});
+    worker_params += Theta(*w, "pcp_worker_bytes_received_total");
+    worker_deltas += SumSamples(*w, "pcp_worker_bytes_sent_total", {{"kind", "delta"}});
+    // 3 rounds: a wait before rounds 2 and 3 (fewer if the worker missed one).
+    waits += Value(*w, "pcp_worker_network_wait_seconds_count");
+    EXPECT_LE(Value(*w, "pcp_worker_network_wait_seconds_count"), 2.0) << *w;
     EXPECT_GE(Value(*w, "pcp_worker_inner_step_duration_seconds_count"), 4.0) << *w;
     EXPECT_GT(Value(*w, "pcp_worker_tokens_per_second"), 0.0);
     EXPECT_GE(Value(*w, "pcp_worker_program_compile_seconds"), 0.0);
     EXPECT_EQ(Value(*w, "pcp_worker_errors_total", {{"kind", "compile"}}), 0.0);
   }
+  EXPECT_GE(waits, 1.0);  // 3 or more results from 2 workers: one of them ran two rounds
   // θ leaves the shepherd zero-copy (pcp/rpc/chunk_wire.h): each chunk's small header is on
   // the wire twice, a few bytes per megabyte chunk more than the worker's parsed messages.
-  const double shepherd_params = Value(after, "pcp_shepherd_bytes_sent_total", {{"kind", "params"}});
+  const double shepherd_params = Theta(after, "pcp_shepherd_bytes_sent_total");
   EXPECT_GE(shepherd_params, worker_params);
   EXPECT_LE(shepherd_params, worker_params * 1.001);
-  EXPECT_EQ(worker_deltas, Value(after, "pcp_shepherd_bytes_received_total", {{"kind", "delta"}}));
+  EXPECT_EQ(worker_deltas, SumSamples(after, "pcp_shepherd_bytes_received_total", {{"kind", "delta"}}));
 
   // A crash: supervisor 1's worker is SIGKILLed; its supervisor records the exit and restarts it.
   const pid_t worker = cluster.WorkerPid(0);
@@ -175,9 +190,8 @@ TEST(MetricsTest, EveryServiceExportsItsCatalogAndTheSeriesMove) {
   // The restarted worker serves its metrics on the same port again, from a fresh process.
   std::string fresh = ScrapeUntil(
       cluster, cluster.worker_metrics_port(0),
-      [](const std::string& t) { return Value(t, "pcp_worker_bytes_received_total", {{"kind", "params"}}) == 0; },
-      absl::Seconds(30));
-  EXPECT_EQ(Value(fresh, "pcp_worker_bytes_received_total", {{"kind", "params"}}), 0.0) << fresh;
+      [](const std::string& t) { return Theta(t, "pcp_worker_bytes_received_total") == 0; }, absl::Seconds(30));
+  EXPECT_EQ(Value(fresh, "pcp_worker_bytes_received_total", {{"kind", "theta_full"}, {"codec", "f32"}}), 0.0) << fresh;
 
   cluster.RecordWorkerPids();
   ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();

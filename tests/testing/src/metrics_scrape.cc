@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -100,6 +101,22 @@ std::optional<double> SampleValue(absl::string_view text, absl::string_view name
   auto it = samples.find(SeriesKey(name, std::move(labels)));
   if (it == samples.end()) return std::nullopt;
   return it->second;
+}
+
+double SumSamples(absl::string_view text, absl::string_view name,
+                  const std::vector<std::pair<std::string, std::string>>& labels) {
+  double sum = 0;
+  for (const auto& [key, value] : ParseSamples(text)) {
+    absl::string_view k = key;
+    if (!absl::ConsumePrefix(&k, name)) continue;
+    if (!k.empty() && k.front() != '{') continue;  // another metric whose name starts alike
+    const bool matches = std::all_of(labels.begin(), labels.end(), [&](const auto& label) {
+      const std::string want = absl::StrCat(label.first, "=\"", label.second, "\"");
+      return absl::StrContains(k, absl::StrCat("{", want)) || absl::StrContains(k, absl::StrCat(",", want));
+    });
+    if (matches) sum += value;
+  }
+  return sum;
 }
 
 }  // namespace pcp::testing

@@ -236,13 +236,15 @@ std::string FormatProgressLine(const v1::JobProgress& p) {
 std::string FormatHistoryTable(const std::vector<v1::RoundRecord>& records) {
   if (records.empty()) return "no rounds recorded\n";
   std::vector<std::vector<std::string>> rows = {{"ROUND", "END", "TRAIN", "VAL", "TOKENS", "ROUND TIME", "OUTER STEP",
-                                                 "DOWN", "UP", "INNER LR", "WORKERS", "MISSING", "REFUSED"}};
+                                                 "NET WAIT", "DOWN", "UP", "INNER LR", "WORKERS", "MISSING",
+                                                 "REFUSED"}};
   for (const v1::RoundRecord& r : records) {
     std::vector<std::string> refused;
     for (const v1::RefusedWorker& w : r.refused()) refused.push_back(w.supervisor_id());
     rows.push_back({absl::StrCat(r.round()), FormatUnixMs(r.end_unix_ms()),
                     FormatLoss(r.has_train_loss(), r.train_loss()), FormatLoss(r.has_val_loss(), r.val_loss()),
                     absl::StrCat(r.tokens_total()), FormatDuration(r.round_s()), FormatDuration(r.outer_step_s()),
+                    r.has_network_wait_s() ? FormatDuration(r.network_wait_s()) : "-",
                     FormatRate(static_cast<double>(r.bytes_down())) + "B",
                     FormatRate(static_cast<double>(r.bytes_up())) + "B", absl::StrFormat("%.3g", r.inner_lr()),
                     absl::StrCat(r.participants_size()), OrDash(absl::StrJoin(r.missing(), ",")),

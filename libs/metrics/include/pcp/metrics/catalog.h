@@ -28,8 +28,9 @@ namespace pcp::metrics {
 //   service: Shepherd | Worker | Supervisor | All (exported by every service)
 //   type:    Counter | Gauge | Histogram
 //   labels:  "" | "name" | "a,b" | "name=v1|v2|v3" (a fixed set of values: each series is
-//            created at start, at 0, so rate() and absent() work from the first scrape)
-//   buckets: None | RoundSeconds | StepSeconds | ShortSeconds (see BucketsOf)
+//            created at start, at 0, so rate() and absent() work from the first scrape; with
+//            several such labels, every combination of their values)
+//   buckets: None | RoundSeconds | StepSeconds | ShortSeconds | WaitSeconds (see BucketsOf)
 // clang-format off
 #define PCP_METRIC_LIST(V)                                                                                         \
   V(kBuildInfo, All, Gauge, "pcp_build_info", "service,version", None,                                              \
@@ -56,10 +57,26 @@ namespace pcp::metrics {
   V(kShepherdWorkers, Shepherd, Gauge, "pcp_shepherd_workers",                                                      \
     "state=idle|preparing|ready|receiving|training|sending|disconnected", None,                                     \
     "Workers known to the shepherd, by the phase of their last heartbeat (disconnected: no live stream).")          \
-  V(kShepherdBytesSentTotal, Shepherd, Counter, "pcp_shepherd_bytes_sent_total", "kind=params|program|shard|control",\
-    None, "Bytes of Training messages sent to workers (serialized size), by kind.")                                 \
-  V(kShepherdBytesReceivedTotal, Shepherd, Counter, "pcp_shepherd_bytes_received_total", "kind=delta|control", None,\
-    "Bytes of Training messages received from workers (serialized size), by kind.")                                 \
+  V(kShepherdBytesSentTotal, Shepherd, Counter, "pcp_shepherd_bytes_sent_total",                                    \
+    "kind=theta_full|theta_update|program|shard|control,codec=none|f32|bf16|int8|int4", None,                       \
+    "Bytes of Training messages sent to workers (serialized size), by kind and by the codec of their tensor data "  \
+    "(none: no tensor data).")                                                                                      \
+  V(kShepherdBytesReceivedTotal, Shepherd, Counter, "pcp_shepherd_bytes_received_total",                            \
+    "kind=delta|control,codec=none|f32|bf16|int8|int4", None,                                                       \
+    "Bytes of Training messages received from workers (serialized size), by kind and by the codec of their tensor " \
+    "data (none: no tensor data).")                                                                                 \
+  V(kShepherdPayloadF32BytesSentTotal, Shepherd, Counter, "pcp_shepherd_payload_f32_bytes_sent_total",              \
+    "kind=theta_full|theta_update,codec=f32|bf16|int8|int4", None,                                                  \
+    "What the tensors sent to workers would take as f32 (4 bytes per element), counted with each tensor's first "   \
+    "chunk; divided by pcp_shepherd_bytes_sent_total of the same kind and codec: the compression ratio.")           \
+  V(kShepherdPayloadF32BytesReceivedTotal, Shepherd, Counter, "pcp_shepherd_payload_f32_bytes_received_total",      \
+    "kind=delta,codec=f32|bf16|int8|int4", None,                                                                    \
+    "What the tensors received from workers would take as f32 (4 bytes per element), counted with each tensor's "   \
+    "first chunk; divided by pcp_shepherd_bytes_received_total of the same kind and codec: the compression ratio.") \
+  V(kShepherdCodecSecondsTotal, Shepherd, Counter, "pcp_shepherd_codec_seconds_total",                              \
+    "op=encode|decode,codec=bf16|int8|int4", None,                                                                  \
+    "Seconds spent encoding θ updates (the replica's error feedback and decoded update included, and each "         \
+    "worker's stream) and decoding Δs, by codec (f32 is sent as it is: no codec time).")                            \
   V(kShepherdCheckpointDurationSeconds, Shepherd, Histogram, "pcp_shepherd_checkpoint_duration_seconds", "",         \
     ShortSeconds, "Time to write one checkpoint (successful writes).")                                              \
   V(kShepherdCheckpointLastSuccessTimestampSeconds, Shepherd, Gauge,                                                \
@@ -88,11 +105,31 @@ namespace pcp::metrics {
     "Training tokens per second of the worker's last round (step time only).")                                      \
   V(kWorkerBackendInfo, Worker, Gauge, "pcp_worker_backend_info", "backend,device", None,                           \
     "Always 1; the labels name the compute backend and device.")                                                    \
-  V(kWorkerBytesSentTotal, Worker, Counter, "pcp_worker_bytes_sent_total", "kind=delta|control", None,              \
-    "Bytes of Training messages sent to the shepherd (serialized size), by kind.")                                  \
+  V(kWorkerBytesSentTotal, Worker, Counter, "pcp_worker_bytes_sent_total",                                          \
+    "kind=delta|control,codec=none|f32|bf16|int8|int4", None,                                                       \
+    "Bytes of Training messages sent to the shepherd (serialized size), by kind and by the codec of their tensor "  \
+    "data (none: no tensor data).")                                                                                 \
   V(kWorkerBytesReceivedTotal, Worker, Counter, "pcp_worker_bytes_received_total",                                  \
-    "kind=params|program|shard|control", None,                                                                      \
-    "Bytes of Training messages received from the shepherd (serialized size), by kind.")                            \
+    "kind=theta_full|theta_update|program|shard|control,codec=none|f32|bf16|int8|int4", None,                       \
+    "Bytes of Training messages received from the shepherd (serialized size), by kind and by the codec of their "   \
+    "tensor data (none: no tensor data).")                                                                          \
+  V(kWorkerPayloadF32BytesSentTotal, Worker, Counter, "pcp_worker_payload_f32_bytes_sent_total",                    \
+    "kind=delta,codec=f32|bf16|int8|int4", None,                                                                    \
+    "What the tensors sent to the shepherd would take as f32 (4 bytes per element), counted with each tensor's "    \
+    "first chunk; divided by pcp_worker_bytes_sent_total of the same kind and codec: the compression ratio.")       \
+  V(kWorkerPayloadF32BytesReceivedTotal, Worker, Counter, "pcp_worker_payload_f32_bytes_received_total",            \
+    "kind=theta_full|theta_update,codec=f32|bf16|int8|int4", None,                                                  \
+    "What the tensors received from the shepherd would take as f32 (4 bytes per element), counted with each "       \
+    "tensor's first chunk; divided by pcp_worker_bytes_received_total of the same kind and codec: the ratio.")      \
+  V(kWorkerCodecSecondsTotal, Worker, Counter, "pcp_worker_codec_seconds_total",                                    \
+    "op=encode|decode,codec=bf16|int8|int4", None,                                                                  \
+    "Seconds spent encoding Δs (error feedback included) and decoding θ updates, by codec (f32 is sent as it "      \
+    "is: no codec time).")                                                                                          \
+  V(kWorkerNetworkWaitSeconds, Worker, Histogram, "pcp_worker_network_wait_seconds", "", WaitSeconds,               \
+    "Per round, how long compute sat idle on the network: from the last inner step of a round to the first of "     \
+    "the next (sending Δ, receiving θ, waiting for StartRound). Not observed for an assignment's first round.")     \
+  V(kWorkerReplicaMismatchesTotal, Worker, Counter, "pcp_worker_replica_mismatches_total", "", None,                \
+    "Times this worker's θ replica did not match the shepherd's and it asked for θ in full (ResyncRequest).")       \
   V(kWorkerProgramCompileSeconds, Worker, Gauge, "pcp_worker_program_compile_seconds", "", None,                    \
     "Compile time of the last program prepared (0 when it came from the compiled cache).")                          \
   V(kWorkerErrorsTotal, Worker, Counter, "pcp_worker_errors_total", "kind=connect|stream|compile|run", None,        \
@@ -114,7 +151,7 @@ namespace pcp::metrics {
 
 enum class Service { kShepherd, kWorker, kSupervisor, kAll };
 enum class MetricType { kCounter, kGauge, kHistogram };
-enum class Buckets { kNone, kRoundSeconds, kStepSeconds, kShortSeconds };
+enum class Buckets { kNone, kRoundSeconds, kStepSeconds, kShortSeconds, kWaitSeconds };
 
 enum class Metric {
 #define PCP_METRIC_ENUM(id, service, type, name, labels, buckets, help) id,

@@ -4,17 +4,17 @@
 //
 //   using namespace pcp::metrics;
 //   DefaultRegistry().DeclareService(Service::kShepherd, "0.1.0");   // at start, in main()
-//   Counter sent = Get(kShepherdBytesSentTotal, {"params"});           // cache it if hot
+//   Counter sent = Get(kShepherdBytesSentTotal, {"theta_update", "int8"});  // cache it if hot
 //   sent.Increment(1 << 20);
 //   Get(kShepherdTrainLoss, {job_id}).Set(2.31);
 //   Get(kShepherdRoundDurationSeconds).Observe(12.5);
 //   std::string text = DefaultRegistry().Scrape();                     // exposition format
 //
 // DeclareService creates the service's families (with help text and type) and every series
-// whose label values are fixed in the catalog, at 0, plus pcp_build_info{service,version} = 1;
-// families of other services appear only once a handle to them is fetched. Handles are
-// cheap to copy and stay valid for the life of the process (the default registry is never
-// destroyed). Thread-safe. Fetching a handle with the wrong number of label values, or a
+// whose label values are fixed in the catalog (each combination of them), at 0, plus
+// pcp_build_info{service,version} = 1; families of other services appear only once a handle
+// to them is fetched. Handles are cheap to copy and stay valid for the life of the process
+// (the default registry is never destroyed). Thread-safe. Fetching a handle with the wrong number of label values, or a
 // value outside a fixed set, is a programmer error: it aborts with a message.
 #ifndef PCP_METRICS_REGISTRY_H_
 #define PCP_METRICS_REGISTRY_H_
@@ -26,6 +26,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "pcp/metrics/catalog.h"
 
 namespace prometheus {
@@ -98,6 +99,8 @@ class Registry {
   struct Families;
   // Creates the family of `m` on first use; under mu_.
   void* FamilyLocked(Metric m);
+  // Creates the series of `m` with these label values (checked), at 0.
+  void CreateSeries(Metric m, absl::Span<const absl::string_view> values);
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Families> families_;

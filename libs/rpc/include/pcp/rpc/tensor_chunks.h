@@ -120,6 +120,9 @@ class TensorChunker {
   // chunks' total_bytes), known before the first chunk is encoded.
   int64_t total_bytes() const { return total_; }
   codec::Codec codec() const { return codec_; }
+  // Wall time (steady clock) spent encoding the chunks produced so far, in s; 0 for kF32,
+  // whose bytes go out as they are.
+  double codec_seconds() const { return codec_seconds_; }
 
   // Overwrites every field of *chunk with the next chunk (reusing its buffers). Requires
   // !done(). With `payload`, the data field is left empty and the bytes are described in
@@ -148,6 +151,7 @@ class TensorChunker {
   int64_t chunk_elements_ = 0;
   int64_t element_offset_ = 0;
   std::shared_ptr<std::string> buffer_;
+  double codec_seconds_ = 0;
 };
 
 class TensorAssembler {
@@ -190,10 +194,13 @@ class TensorAssembler {
   DType dtype() const { return tensor_.dtype(); }
   const Shape& shape() const { return tensor_.shape(); }
   codec::Codec codec() const { return codec_; }
+  // Wall time (steady clock) spent decoding encoded chunks over the assembler's life (Take
+  // keeps it), in s; raw (kF32) chunks are copied, not decoded, and add nothing.
+  double codec_seconds() const { return codec_seconds_; }
 
   // Hands out the assembled tensor and resets the assembler for another tensor (keeping
-  // limits, dropping Expect, ExpectCodec and ReuseBuffer). FailedPrecondition unless
-  // complete().
+  // limits and codec_seconds, dropping Expect, ExpectCodec and ReuseBuffer).
+  // FailedPrecondition unless complete().
   absl::StatusOr<Tensor> Take();
 
  private:
@@ -225,6 +232,7 @@ class TensorAssembler {
   int64_t elements_ = 0;
   int64_t next_element_ = 0;
   std::string scratch_;
+  double codec_seconds_ = 0;
 };
 
 // ---------------------------------------------------------------- byte strings

@@ -57,6 +57,9 @@ class TensorListChunker {
   // Total chunks and bytes (on the wire: encoded, for an encoded list) of the whole list.
   int64_t num_chunks() const { return num_chunks_; }
   int64_t total_bytes() const { return total_bytes_; }
+  codec::Codec codec() const { return options_.codec; }
+  // Wall time spent encoding the chunks produced so far, in s (TensorChunker::codec_seconds).
+  double codec_seconds() const { return codec_seconds_ + (current_ ? current_->codec_seconds() : 0.0); }
   // Overwrites every field of *chunk with the next chunk. Requires !done(). With `payload`,
   // the data stays in place (see TensorChunker::Next).
   void Next(v1::TensorChunk* chunk, ChunkPayload* payload = nullptr);
@@ -68,6 +71,7 @@ class TensorListChunker {
   size_t next_ = 0;
   std::optional<TensorChunker> current_;
   int64_t num_chunks_ = 0, total_bytes_ = 0;
+  double codec_seconds_ = 0;  // of the tensors done
 };
 
 class TensorListAssembler {
@@ -102,9 +106,12 @@ class TensorListAssembler {
   // Tensors received completely so far, and the list's length (0 before the first chunk).
   int64_t tensors_received() const { return static_cast<int64_t>(tensors_.size()); }
   uint32_t count() const { return count_; }
+  // Wall time spent decoding encoded chunks over the assembler's life, in s (Take keeps it;
+  // TensorAssembler::codec_seconds).
+  double codec_seconds() const { return current_.codec_seconds(); }
 
-  // Hands out the list and resets the assembler (keeping limits, dropping ExpectSpecs,
-  // ExpectCodec and ReuseBuffers).
+  // Hands out the list and resets the assembler (keeping limits and codec_seconds, dropping
+  // ExpectSpecs, ExpectCodec and ReuseBuffers).
   // FailedPrecondition unless complete().
   absl::StatusOr<std::vector<NamedTensor>> Take();
 

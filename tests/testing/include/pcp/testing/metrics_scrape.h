@@ -4,6 +4,7 @@
 //   Samples samples = ParseSamples(*text);
 //   samples[SeriesKey("pcp_shepherd_jobs", {{"state", "running"}})]    // 1
 //   std::optional<double> v = SampleValue(*text, "pcp_supervisor_child_up");
+//   double delta = SumSamples(*text, "pcp_worker_bytes_sent_total", {{"kind", "delta"}});
 //
 // Series keys are spelled as prometheus-cpp prints them: name{a="x",b="y"} with labels in
 // name order; a series without labels is just its name.
@@ -34,6 +35,11 @@ std::string SeriesKey(absl::string_view name, std::vector<std::pair<std::string,
 // The value of one series, if present.
 std::optional<double> SampleValue(absl::string_view text, absl::string_view name,
                                   std::vector<std::pair<std::string, std::string>> labels = {});
+// The sum of every series of `name` that has at least these labels (others any value), e.g.
+// SumSamples(text, "pcp_worker_bytes_sent_total", {{"kind", "delta"}}) over every codec; 0
+// if none.
+double SumSamples(absl::string_view text, absl::string_view name,
+                  const std::vector<std::pair<std::string, std::string>>& labels = {});
 
 }  // namespace pcp::testing
 
