@@ -11,6 +11,8 @@ prints one table:
   θ / θ updates / fragments out), divided by workers and by max_iters.
 - data-parallel: per inner step each worker sends its f32 gradient and receives f32 θ (or the
   averaged gradient): 2 x |θ| x 4 bytes.
+- after the join: the same without round 1, in which every worker gets θ in full (f32) once;
+  from round 2 on it gets updates (or fragments) only.
 - peak bytes per sync: the largest round's Δ bytes per worker, over |θ| x 4 / P (P = 1 unless
   streaming); <= 1 (plus chunk headers) means a sync never carries more than its share.
 - wall time: first round's start to last round's end (the final validation estimate is not
@@ -58,7 +60,11 @@ def job_yaml(base_text, extra):
                              f"path: {os.path.join(ROOT, 'data/tiny_shakespeare.txt')}")
     text = re.sub(r"(?m)^  checkpoint_every: .*$", "  checkpoint_every: 1000000", text)
     text = re.sub(r"(?m)^  eval_every: .*$", "  eval_every: 1000000", text)
-    return text.replace("diloco:", "diloco:\n" + extra.rstrip("\n"), 1) if extra else text
+    for key in ("compression", "streaming"):
+        if f"  {key}:" in extra:
+            # The job's own section (the key and its more-indented lines) gives way to the mode's.
+            text = re.sub(rf"(?m)^  {key}:.*\n(?:    .*\n)*", "", text)
+    return re.sub(r"(?m)^diloco:.*\n", lambda m: m.group(0) + extra, text, count=1)
 
 
 def compute_seconds(log_text):
@@ -107,13 +113,17 @@ def run_mode(args, name, extra, link, base_text):
     up = sum(int(h.get("bytes_up", 0)) for h in history)
     down = sum(int(h.get("bytes_down", 0)) for h in history)
     peak_up = max(int(h.get("bytes_up", 0)) for h in history) / args.workers
+    # After the join: without round 1 (θ goes down in full once), per the share of the tokens.
+    tokens = [int(h.get("tokens", 0)) for h in history]
+    after_join = (sum(int(h.get("bytes_up", 0)) + int(h.get("bytes_down", 0)) for h in history[1:]),
+                  (sum(tokens) - tokens[0]) / max(1, sum(tokens)))
     waits = []
     for i in range(args.workers):
         with open(os.path.join(state, "logs", f"node-{i + 1}.log"), errors="replace") as f:
             waits.append(max(0.0, 1.0 - compute_seconds(f.read()) / wall))
     progress = status.get("progress", {})
     return {"mode": name, "rounds": rounds, "val_loss": progress.get("val_loss"), "wall_s": wall,
-            "bytes_up": up, "bytes_down": down, "peak_up_per_worker": peak_up,
+            "bytes_up": up, "bytes_down": down, "peak_up_per_worker": peak_up, "after_join": after_join,
             "network_wait": sum(waits) / len(waits), "state": state}
 
 
@@ -147,20 +157,25 @@ def main():
         p = int(re.search(r"fragments: (\d+)", extra).group(1)) if "fragments" in extra else 1
         row["bytes_per_step"] = (row["bytes_up"] + row["bytes_down"]) / args.workers / max_iters
         row["x_fewer_than_dp"] = 2 * n_params * 4 / row["bytes_per_step"]
+        joined_bytes, joined_share = row["after_join"]
+        row["bytes_per_step_after_join"] = joined_bytes / args.workers / (max_iters * joined_share)
+        row["x_fewer_after_join"] = 2 * n_params * 4 / row["bytes_per_step_after_join"]
         row["peak_share"] = row["peak_up_per_worker"] / (n_params * 4 / p)
         rows.append(row)
         print(f"   {m}: val {row['val_loss']:.4f}, {row['bytes_per_step']:.0f} B/worker/step "
               f"({row['x_fewer_than_dp']:.0f}x fewer than DP), wall {row['wall_s']:.1f} s, "
               f"network wait {100 * row['network_wait']:.1f}%", flush=True)
+    rows.sort(key=lambda r: list(MODES).index(r["mode"]))  # the table in MODES' order, whatever the run order
     tau = int(re.search(r"(?m)^  inner_steps: (\d+)", base_text).group(1))
     print(f"\n|θ| = {n_params / 1e6:.3f}M parameters, tau = {tau}, {args.workers} workers, {max_iters} inner steps "
           f"each, link {args.link_mbit:g} Mbit/s each way" + (f", RTT {args.link_rtt_ms:g} ms" if args.link_rtt_ms else ""))
-    print("| mode | val loss | bytes up+down per worker per inner step | × fewer than data-parallel (÷τ) "
-          "| peak Δ bytes per sync ÷ (|θ|·4/P) | wall time | network wait % |")
-    print("|---|---|---|---|---|---|---|")
+    print("| mode | val loss | bytes up+down per worker per inner step | × fewer than data-parallel "
+          "| the same after the join (θ in full once) | peak Δ bytes per sync ÷ (|θ|·4/P) | wall time | network wait % |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['mode']} | {r['val_loss']:.4f} | {r['bytes_per_step']:,.0f} | {r['x_fewer_than_dp']:,.0f} "
-              f"({r['x_fewer_than_dp'] / tau:.2f}τ) | {r['peak_share']:.3f} | {r['wall_s']:.1f} s "
+              f"= {r['x_fewer_than_dp'] / tau:.2f}τ | {r['bytes_per_step_after_join']:,.0f} B: "
+              f"{r['x_fewer_after_join'] / tau:.2f}τ | {r['peak_share']:.3f} | {r['wall_s']:.1f} s "
               f"| {100 * r['network_wait']:.1f} |")
     if args.json:
         with open(args.json, "w") as f:

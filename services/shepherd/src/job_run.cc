@@ -9,8 +9,6 @@
 #include "absl/strings/str_join.h"
 #include "pcp/base/format_duration.h"
 #include "pcp/base/status_macros.h"
-#include "pcp/codec/encoded.h"
-#include "pcp/diloco/replica.h"
 #include "pcp/metrics/registry.h"
 #include "pcp/rpc/tensor_list.h"
 #include "pcp/rpc/tensor_proto.h"
@@ -658,44 +656,6 @@ void JobRun::Quarantine(const std::string& id, uint64_t round) {
     m.session->Send(CancelMessage(0, absl::StrCat("quarantined in job ", job_.id, " after ", count, " refused Δs")));
     ctx_.registry->NoteActivity(id, "", 0);
   }
-}
-
-absl::Status JobRun::EncodeThetaUpdate(uint64_t round, std::vector<Tensor>* next) {
-  down_feedback_.resize(theta_.size());
-  PCP_ASSIGN_OR_RETURN(std::vector<Tensor> input, EncodeUpdate(theta_, next, prepared_->param_names, &down_feedback_));
-  update_ = ThetaUpdate{.from_round = round, .input = std::move(input)};
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<Tensor>> JobRun::EncodeUpdate(const std::vector<Tensor>& before, std::vector<Tensor>* next,
-                                                         const std::vector<std::string>& names,
-                                                         std::vector<codec::ErrorFeedback>* feedback) {
-  const codec::CompressionOptions& compression = prepared_->config.diloco.compression;
-  const CodecTimer timer(compression.down, CodecOp::kEncode);  // pcp_shepherd_codec_seconds_total
-  std::vector<Tensor> inputs;
-  for (size_t i = 0; i < before.size(); ++i) {
-    const size_t n = static_cast<size_t>(before[i].num_elements());
-    // The exact update, plus what earlier encodings lost.
-    Tensor input = (*next)[i].Clone();
-    float* x = input.data<float>();
-    const float* from = before[i].data<float>();
-    for (size_t k = 0; k < n; ++k) x[k] -= from[k];
-    if (compression.FeedbackDown()) {
-      PCP_RETURN_IF_ERROR((*feedback)[i].Compensate(compression.down, absl::MakeSpan(x, n)));
-    }
-    // What every worker will decode, applied here the same way.
-    const std::string bytes = codec::Encode(compression.down, absl::MakeConstSpan(x, n));
-    Tensor decoded(DType::kF32, input.shape());
-    PCP_RETURN_IF_ERROR(codec::Decode(bytes, absl::MakeSpan(decoded.data<float>(), n)));
-    Tensor replica = before[i].Clone();
-    diloco::ApplyUpdate(absl::MakeSpan(replica.data<float>(), n), absl::MakeConstSpan(decoded.data<float>(), n));
-    if (!diloco::AllFinite(absl::MakeConstSpan(replica.data<float>(), n))) {
-      return absl::FailedPreconditionError(absl::StrCat("θ of '", names[i], "' is not finite after the decoded update"));
-    }
-    (*next)[i] = std::move(replica);
-    inputs.push_back(std::move(input));
-  }
-  return inputs;
 }
 
 v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s) const {

@@ -35,7 +35,7 @@
 // would be rolled back instead leaves its fragment unchanged (the workers have moved on).
 //
 // (job_run_screening.cc holds the refusal bookkeeping and rollbacks; job_run_streaming.cc
-// the streaming parts.)
+// the streaming parts; job_run_updates.cc the encoded θ updates.)
 #ifndef PCP_SHEPHERD_SRC_JOB_RUN_H_
 #define PCP_SHEPHERD_SRC_JOB_RUN_H_
 

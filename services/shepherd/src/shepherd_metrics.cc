@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
+#include "pcp/codec/codec.h"
 #include "pcp/metrics/registry.h"
 #include "pcp/rpc/traffic_kind.h"
 
@@ -73,17 +74,6 @@ double ThetaBytesSent() {
 }
 
 double DeltaBytesReceived() { return SumOverCodecs(metrics::kShepherdBytesReceivedTotal, "delta"); }
-
-void CountCodecSeconds(codec::Codec codec, CodecOp op, double seconds) {
-  if (codec == codec::Codec::kF32) return;
-  metrics::Get(metrics::kShepherdCodecSecondsTotal,
-               {op == CodecOp::kEncode ? "encode" : "decode", codec::CodecName(codec)})
-      .Increment(seconds);
-}
-
-CodecTimer::~CodecTimer() {
-  CountCodecSeconds(codec_, op_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
-}
 
 std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> AdminMetricsInterceptors() {
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> out;

@@ -8,6 +8,7 @@
 #include "pcp/base/status_macros.h"
 #include "pcp/rpc/tensor_proto.h"
 #include "pcp/base/absl_fmt.h"
+#include "pcp/metrics/codec_seconds.h"
 #include "shepherd_metrics.h"
 #include "spdlog/spdlog.h"
 
@@ -205,7 +206,7 @@ absl::Status WorkerSession::HandleResultChunk(const v1::ResultChunk& chunk, Data
   if (!s.ok()) return Annotate(s, absl::StrCat("result for round ", chunk.round()));
   // Accepted, so its codec is the job's (the assembler checked it).
   if (absl::StatusOr<codec::Codec> c = CodecFromProto(chunk.chunk().codec()); c.ok()) {
-    CountCodecSeconds(*c, CodecOp::kDecode, assembler_->codec_seconds() - decoding_before);
+    metrics::CountCodecSeconds(metrics::kShepherdCodecSecondsTotal, *c, metrics::CodecOp::kDecode, assembler_->codec_seconds() - decoding_before);
   }
   return absl::OkStatus();
 }
@@ -350,7 +351,7 @@ bool WorkerSession::NextMessageLocked() {
       *p = ts->head;
       ts->chunker.Next(p->mutable_chunk(), &current_payload_.emplace());
       if (ts->chunker.done()) {
-        CountCodecSeconds(ts->chunker.codec(), CodecOp::kEncode, ts->chunker.codec_seconds());
+        metrics::CountCodecSeconds(metrics::kShepherdCodecSecondsTotal, ts->chunker.codec(), metrics::CodecOp::kEncode, ts->chunker.codec_seconds());
         outbox_.pop_front();
       }
       return true;

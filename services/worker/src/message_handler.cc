@@ -7,6 +7,7 @@
 #include "pcp/base/progress_report.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/diloco/replica.h"
+#include "pcp/metrics/codec_seconds.h"
 #include "pcp/metrics/registry.h"
 #include "pcp/worker/round_runner.h"
 #include "pcp/worker/shard_loader.h"
@@ -330,7 +331,7 @@ absl::Status MessageHandler::OnParameters(const v1::ParameterChunk& p, DataPiece
   PCP_RETURN_IF_ERROR(payload.empty() ? a.theta_assembler->Add(p.chunk()) : a.theta_assembler->AddPieces(p.chunk(), payload),
                       _ << "parameters of round " << p.round());
   if (!a.theta_assembler->complete()) return absl::OkStatus();
-  CountCodecSeconds(a.down, CodecOp::kDecode, a.theta_assembler->codec_seconds());  // 0 for θ in full
+  metrics::CountCodecSeconds(metrics::kWorkerCodecSecondsTotal, a.down, metrics::CodecOp::kDecode, a.theta_assembler->codec_seconds());  // 0 for θ in full
   PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> received, a.theta_assembler->Take());
   for (size_t i = 0; i < received.size(); ++i) {
     if (from == 0) {
@@ -377,7 +378,7 @@ absl::Status MessageHandler::SendDelta(uint64_t round, std::vector<Tensor> delta
 absl::Status MessageHandler::Compensate(std::vector<Tensor>& delta, std::vector<codec::ErrorFeedback>& feedback) {
   const Assignment& a = *assignment_;
   if (!a.up_feedback) return absl::OkStatus();
-  const CodecTimer timer(a.up, CodecOp::kEncode);  // pcp_worker_codec_seconds_total
+  const metrics::CodecTimer timer(metrics::kWorkerCodecSecondsTotal, a.up, metrics::CodecOp::kEncode);
   // What the codec loses this round goes out with the next Δ of the same tensors.
   feedback.resize(delta.size());
   for (size_t i = 0; i < delta.size(); ++i) {
@@ -399,7 +400,7 @@ absl::Status MessageHandler::StreamDelta(uint64_t epoch, uint64_t round, codec::
     chunker.Next(chunk->mutable_chunk(), &payload);
     if (!link_->Write(m, payload)) return link_->status();
   }
-  CountCodecSeconds(codec, CodecOp::kEncode, chunker.codec_seconds());
+  metrics::CountCodecSeconds(metrics::kWorkerCodecSecondsTotal, codec, metrics::CodecOp::kEncode, chunker.codec_seconds());
   m.Clear();
   *m.mutable_round_result() = result;
   // Tells the supervisor this process did useful work: if it dies now, it is no crash loop.

@@ -14,10 +14,11 @@
 #include "pcp/base/absl_fmt.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/diloco/replica.h"
+#include "pcp/metrics/codec_seconds.h"
 #include "pcp/metrics/registry.h"
 #include "pcp/rpc/tensor_fragments.h"
 #include "pcp/worker/round_runner.h"
-#include "worker_metrics.h"
+
 #include "spdlog/spdlog.h"
 
 namespace pcp::worker {
@@ -276,7 +277,7 @@ absl::Status MessageHandler::OnFragment(const v1::ParameterChunk& p, DataPieces 
   PCP_RETURN_IF_ERROR(payload.empty() ? a.fragment_assembler->Add(p.chunk()) : a.fragment_assembler->AddPieces(p.chunk(), payload),
                       _ << "fragment " << f << " of round " << p.round());
   if (!a.fragment_assembler->complete()) return absl::OkStatus();
-  CountCodecSeconds(a.down, CodecOp::kDecode, a.fragment_assembler->codec_seconds());  // 0 for values in full
+  metrics::CountCodecSeconds(metrics::kWorkerCodecSecondsTotal, a.down, metrics::CodecOp::kDecode, a.fragment_assembler->codec_seconds());
   PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> received, a.fragment_assembler->Take());
   a.fragment_assembler.reset();
   std::vector<Tensor> values = GatherFragment(*a.plan, f, a.held);

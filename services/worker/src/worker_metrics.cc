@@ -21,14 +21,4 @@ void CountReceived(const v1::ShepherdMessage& message, size_t bytes) {
   Count(metrics::kWorkerBytesReceivedTotal, metrics::kWorkerPayloadF32BytesReceivedTotal, TrafficOf(message), bytes);
 }
 
-void CountCodecSeconds(codec::Codec codec, CodecOp op, double seconds) {
-  if (codec == codec::Codec::kF32) return;
-  metrics::Get(metrics::kWorkerCodecSecondsTotal, {op == CodecOp::kEncode ? "encode" : "decode", codec::CodecName(codec)})
-      .Increment(seconds);
-}
-
-CodecTimer::~CodecTimer() {
-  CountCodecSeconds(codec_, op_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
-}
-
 }  // namespace pcp::worker

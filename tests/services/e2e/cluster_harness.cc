@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "pcp/base/file.h"
+#include "pcp/base/status_macros.h"
 #include "pcp/testing/metrics_scrape.h"
 
 namespace pcp::testing {
@@ -247,6 +248,14 @@ v1::Admin::Stub& ClusterHarness::admin() {
     admin_ = v1::Admin::NewStub(channel_);
   }
   return *admin_;
+}
+
+absl::StatusOr<ClusterHarness::FinishedJob> ClusterHarness::RunJob(const E2eJob& job, absl::Duration timeout) {
+  PCP_ASSIGN_OR_RETURN(std::string id, SubmitJob(job));
+  FinishedJob done;
+  PCP_ASSIGN_OR_RETURN(done.job, WaitForJobEnd(id, timeout));
+  PCP_ASSIGN_OR_RETURN(done.history, JobHistory(id));
+  return done;
 }
 
 absl::StatusOr<std::vector<v1::RoundRecord>> ClusterHarness::JobHistory(const std::string& job_id,

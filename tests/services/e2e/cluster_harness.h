@@ -156,6 +156,12 @@ class ClusterHarness {
   absl::StatusOr<std::string> SubmitJob(const E2eJob& job);
   // Every record of the job's history (GetJobHistory, read in pages of `page_size`).
   absl::StatusOr<std::vector<v1::RoundRecord>> JobHistory(const std::string& job_id, uint32_t page_size = 100);
+  // SubmitJob, WaitForJobEnd (up to `timeout`), then JobHistory.
+  struct FinishedJob {
+    v1::Job job;
+    std::vector<v1::RoundRecord> history;
+  };
+  absl::StatusOr<FinishedJob> RunJob(const E2eJob& job, absl::Duration timeout);
 
   // Stops every supervisor (SIGTERM; each stops its worker), then the shepherd, and checks
   // that every process this cluster started or saw (workers included) is gone.

@@ -18,22 +18,13 @@
 namespace pcp::testing {
 namespace {
 
-struct TrainedJob {
-  v1::Job job;
-  std::vector<v1::RoundRecord> history;
-};
+using TrainedJob = ClusterHarness::FinishedJob;
 
 TrainedJob Train(ClusterHarness& cluster, const std::string& name, int rounds, const std::string& diloco_yaml) {
   E2eJob spec{.name = name, .rounds = rounds, .inner_steps = 20, .diloco_yaml = diloco_yaml};
-  absl::StatusOr<std::string> job_id = cluster.SubmitJob(spec);
-  EXPECT_TRUE(job_id.ok()) << job_id.status();
-  if (!job_id.ok()) return {};
-  absl::StatusOr<v1::Job> job = cluster.WaitForJobEnd(*job_id, absl::Minutes(5));
-  EXPECT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<std::vector<v1::RoundRecord>> history = cluster.JobHistory(*job_id);
-  EXPECT_TRUE(history.ok()) << history.status();
-  if (!job.ok() || !history.ok()) return {};
-  return {*job, *history};
+  absl::StatusOr<TrainedJob> done = cluster.RunJob(spec, absl::Minutes(5));
+  EXPECT_TRUE(done.ok()) << done.status();
+  return done.ok() ? *std::move(done) : TrainedJob{};
 }
 
 TEST(StreamingTest, FragmentsSyncInTurnWithOverlapAndCompression) {
