@@ -394,9 +394,6 @@ void JobRun::StartRound(const std::vector<Member*>& members) {
   round_->number = state_.round + 1;
   round_->start = Clock::now();
   round_->start_unix_ms = NowUnixMs();
-  // From the last round's close: a streaming worker's Δ may come before its round opens.
-  round_->bytes_sent_at_start = bytes_sent_mark_;
-  round_->bytes_received_at_start = bytes_received_mark_;
   round_->deadline = round_->start + std::chrono::duration_cast<Clock::duration>(
                                          std::chrono::duration<double>(prepared_->config.diloco.round_deadline_s));
   metrics::Get(metrics::kShepherdRound, {job_.id}).Set(static_cast<double>(round_->number));
@@ -584,9 +581,13 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   metrics::Get(metrics::kShepherdTokensPerSecond, {job_.id}).Set(round_s > 0 ? static_cast<double>(tokens) / round_s : 0);
   metrics::Get(metrics::kShepherdRoundDurationSeconds).Observe(round_s);
   // Recorded before its val loss is estimated (ApplyEval adds it to the record).
-  ctx_.jobs->RecordRound(job_.id, RecordOf(round, tokens, round_s, outer_step_s));
-  bytes_sent_mark_ = ParamsBytesSent();
-  bytes_received_mark_ = DeltaBytesReceived();
+  // The counters are read once: the streams keep writing meanwhile (a streaming round's
+  // fragment is on its way), and every byte goes to exactly one round's record.
+  const double sent = ParamsBytesSent(), received = DeltaBytesReceived();
+  ctx_.jobs->RecordRound(job_.id, RecordOf(round, tokens, round_s, outer_step_s, sent - bytes_sent_mark_,
+                                           received - bytes_received_mark_));
+  bytes_sent_mark_ = sent;
+  bytes_received_mark_ = received;
   round_.reset();
   waiting_since_ = Clock::now();
 
@@ -658,7 +659,8 @@ void JobRun::Quarantine(const std::string& id, uint64_t round) {
   }
 }
 
-v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s) const {
+v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s,
+                                 double bytes_down, double bytes_up) const {
   const JobConfig& c = prepared_->config;
   v1::RoundRecord rec;
   rec.set_round(round.number);
@@ -685,8 +687,8 @@ v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double rou
   if (state_.train_loss) rec.set_train_loss(*state_.train_loss);
   rec.set_round_s(round_s);
   rec.set_outer_step_s(outer_step_s);
-  rec.set_bytes_down(static_cast<uint64_t>(std::max(0.0, ParamsBytesSent() - round.bytes_sent_at_start)));
-  rec.set_bytes_up(static_cast<uint64_t>(std::max(0.0, DeltaBytesReceived() - round.bytes_received_at_start)));
+  rec.set_bytes_down(static_cast<uint64_t>(std::max(0.0, bytes_down)));
+  rec.set_bytes_up(static_cast<uint64_t>(std::max(0.0, bytes_up)));
   // The workers' mean wait on the network before this round's compute (none in their first).
   double wait_ms = 0;
   int waits = 0;

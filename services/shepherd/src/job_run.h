@@ -146,7 +146,6 @@ class JobRun {
     size_t delivered() const { return results.size() + refused.size(); }
     // For the round's history record (RoundRecord).
     int64_t start_unix_ms = 0;
-    double bytes_sent_at_start = 0, bytes_received_at_start = 0;
     std::set<std::string> sent_to;                          // supervisor ids
     std::vector<std::pair<std::string, std::string>> refused_ids;  // rejected Δs: supervisor id, reason
   };
@@ -214,7 +213,9 @@ class JobRun {
   size_t ActiveSlots() const;
 
   // The history record of the round being closed (train loss, tokens and θ already updated).
-  v1::RoundRecord RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s) const;
+  // `bytes_down` / `bytes_up`: the training-stream bytes since the last round's record.
+  v1::RoundRecord RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s, double bytes_down,
+                           double bytes_up) const;
   // Takes a finished validation estimate into the job's progress; false if it failed.
   bool ApplyEval(const EvalRunner::Result& result);
   absl::Status WriteCheckpoint();
@@ -256,7 +257,8 @@ class JobRun {
   std::optional<Round> round_;
   Clock::time_point waiting_since_;
   // The training-stream byte counters when the last round closed (or the job started): the
-  // next round's record counts from there.
+  // next round's record counts from there (a streaming worker's Δ may come before its round
+  // opens).
   double bytes_sent_mark_ = 0, bytes_received_mark_ = 0;
   Clock::time_point started_;
   std::unique_ptr<ProgressMeter> meter_;
