@@ -483,6 +483,10 @@ absl::StatusOr<Tensor> Parser::ParseConstantValue(TensorType* type) {
   } else {
     return Expected("a resource name");
   }
+  if (pending.key == "__elided__") {
+    return ErrorAt(cur_.offset, "dense_resource<__elided__>: the exporter left this constant's data out; export "
+                                "again with large elements kept (e.g. without --mlir-elide-elementsattrs-if-larger)");
+  }
   Advance();
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close 'dense_resource<'"));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "and a type after the resource"));

@@ -315,6 +315,34 @@ TEST(TextPrettyTest, GenericAndPrettyFormsMixInOneModule) {
   EXPECT_TRUE(RoundTripsPretty(*m));
 }
 
+// Module, function, argument and result attributes that JAX and torch-mlir put on their
+// exports only shard, lay out or name things: they are read past.
+TEST(TextPrettyTest, ReadsPastExporterMetadata) {
+  absl::StatusOr<Module> m = ParseModule(R"(module @jit_f attributes {jax.uses_shape_polymorphism = false, mhlo.cross_program_prefetches = [], mhlo.is_dynamic = false, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32, mhlo.use_auto_spmd_partitioning = false} {
+  func.func public @main(%arg0: tensor<1x7xi32> {jax.arg_info = "inputs['input_ids']", mhlo.layout_mode = "default", mhlo.sharding = "{replicated}"}) -> (tensor<1x7xf32> {jax.result_info = "[0]", mhlo.layout_mode = "default"}) {
+    %0 = stablehlo.convert %arg0 {mhlo.frontend_attributes = {_xla_compute_type = "host"}} : (tensor<1x7xi32>) -> tensor<1x7xf32>
+    return %0 : tensor<1x7xf32>
+  }
+  func.func private @helper(%x: tensor<f32>) -> tensor<f32> attributes {torch.assume_strict_symbolic_shapes} {
+    func.return %x : tensor<f32>
+  }
+}
+)");
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->functions.size(), 2u);
+  EXPECT_EQ(m->functions[0].name, "main");
+  EXPECT_EQ(m->functions[0].instructions.at(0).op, Op::kConvert);
+  EXPECT_EQ(m->functions[1].name, "helper");
+  absl::StatusOr<Module> torch = ParseModule(R"(module attributes {torch.debug_module_name = "Net"} {
+  func.func @forward(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    %0 = stablehlo.abs %arg0 : tensor<2x3xf32>
+    return %0 : tensor<2x3xf32>
+  }
+}
+)");
+  ASSERT_TRUE(torch.ok()) << torch.status();
+}
+
 // ---- Errors ------------------------------------------------------------------------------
 
 struct ErrorCase {
@@ -372,6 +400,9 @@ TEST(TextPrettyTest, ErrorsNameLineColumnAndWhatIsUnsupported) {
       {"gather pretty", PrettyErrorText("    %0 = stablehlo.gather %t, %i : tensor<2xf32>"),
        "t.mlir:3:10: stablehlo.gather has no pretty form; write it in the generic form (\"stablehlo.gather\"(...) "
        "<{...}> : (...) -> ...)"},
+      {"elided blob", PrettyErrorText("    %0 = stablehlo.constant dense_resource<__elided__> : tensor<2xf32>"),
+       "t.mlir:3:44: dense_resource<__elided__>: the exporter left this constant's data out; export again with "
+       "large elements kept (e.g. without --mlir-elide-elementsattrs-if-larger)"},
       {"missing blob", PrettyErrorText("    %0 = stablehlo.constant dense_resource<w0> : tensor<2xf32>"),
        "t.mlir:3:44: dense_resource<w0> has no blob in the file's {-# dialect_resources: { builtin: ... } #-}"},
       {"short blob", absl::StrCat(PrettyErrorText("    %0 = stablehlo.constant dense_resource<w0> : tensor<2xf32>"),
