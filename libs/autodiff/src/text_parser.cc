@@ -166,14 +166,15 @@ absl::Status Parser::ParseFunctionAttributes(Function* f, const std::vector<Tens
                                              size_t op_offset, size_t* name_offset) {
   if (!Is(TokenKind::kLBrace)) return Expected("'{' with the function's sym_name and function_type");
   Advance();
-  bool has_name = false, has_type = false, has_args = false, has_results = false;
+  bool has_name = false, has_type = false, has_args = false, has_results = false, has_visibility = false;
   if (!Is(TokenKind::kRBrace)) {
     do {
       size_t key_offset = cur_.offset;
       PCP_ASSIGN_OR_RETURN(std::string key, ParseAttrName());
       PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, absl::StrCat("after '", key, "'")));
       bool* seen = key == "sym_name" ? &has_name : key == "function_type" ? &has_type
-                 : key == "arg_attrs" ? &has_args : key == "res_attrs" ? &has_results : nullptr;
+                 : key == "arg_attrs" ? &has_args : key == "res_attrs" ? &has_results
+                 : key == "sym_visibility" ? &has_visibility : nullptr;
       if (seen == nullptr) return ErrorAt(key_offset, absl::StrCat("unsupported attribute '", key, "' on func.func"));
       if (*seen) return ErrorAt(key_offset, absl::StrCat("attribute '", key, "' appears twice"));
       *seen = true;
@@ -194,6 +195,11 @@ absl::Status Parser::ParseFunctionAttributes(Function* f, const std::vector<Tens
                                                     " does not match the body, which has type ",
                                                     FunctionTypeString(args, result_types)));
         }
+      } else if (key == "sym_visibility") {  // public / private: PCP calls functions by name either way
+        PCP_ASSIGN_OR_RETURN(std::string visibility, ParseString("the visibility as a string"));
+        if (visibility != "public" && visibility != "private" && visibility != "nested") {
+          return ErrorAt(value_offset, absl::StrCat("unknown sym_visibility \"", visibility, "\""));
+        }
       } else if (key == "arg_attrs") {
         PCP_ASSIGN_OR_RETURN(f->param_names, ParseNameAttrs(f->params.size(), "arguments"));
       } else {
@@ -213,16 +219,9 @@ absl::StatusOr<std::vector<std::string>> Parser::ParseNameAttrs(size_t count, ab
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kLSquare, absl::StrCat("to start the attributes of the ", what)));
   if (!Is(TokenKind::kRSquare)) {
     do {
-      PCP_RETURN_IF_ERROR(Expect(TokenKind::kLBrace, "to start a dictionary"));
-      std::string name;
-      if (!Is(TokenKind::kRBrace)) {
-        size_t key_offset = cur_.offset;
-        PCP_ASSIGN_OR_RETURN(std::string key, ParseAttrName());
-        if (key != "pcp.name") return ErrorAt(key_offset, absl::StrCat("unsupported attribute '", key, "' (only pcp.name)"));
-        PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, "after 'pcp.name'"));
-        PCP_ASSIGN_OR_RETURN(name, ParseString("a name string"));
-      }
-      PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, "to close the dictionary"));
+      if (!Is(TokenKind::kLBrace)) return Expected("'{' to start a dictionary");
+      std::string name;  // pcp.name; exporters' metadata (jax.arg_info, mhlo.sharding, ...) is read past
+      PCP_RETURN_IF_ERROR(ParseIgnorableAttributes(absl::StrCat("one of the function ", what), &name));
       names.push_back(std::move(name));
     } while (ConsumeIf(TokenKind::kComma));
   }

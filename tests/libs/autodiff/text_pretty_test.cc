@@ -341,6 +341,15 @@ TEST(TextPrettyTest, ReadsPastExporterMetadata) {
 }
 )");
   ASSERT_TRUE(torch.ok()) << torch.status();
+  // The same in the generic form: sym_visibility and metadata in arg_attrs / res_attrs.
+  absl::StatusOr<Module> generic = ParseModule(R"("func.func"() ({
+^bb0(%arg0: tensor<1x7xi32>):
+  %0 = "stablehlo.convert"(%arg0) : (tensor<1x7xi32>) -> tensor<1x7xf32>
+  "func.return"(%0) : (tensor<1x7xf32>) -> ()
+}) {arg_attrs = [{jax.arg_info = "x", mhlo.sharding = "{replicated}", pcp.name = "x"}], function_type = (tensor<1x7xi32>) -> tensor<1x7xf32>, res_attrs = [{jax.result_info = ""}], sym_name = "main", sym_visibility = "public"} : () -> ()
+)");
+  ASSERT_TRUE(generic.ok()) << generic.status();
+  EXPECT_EQ(generic->functions.at(0).param_names, (std::vector<std::string>{"x"}));
 }
 
 // ---- Errors ------------------------------------------------------------------------------

@@ -44,7 +44,8 @@
 // 9.99999974E-6, any SSA / block names, attributes in any order, properties <{...}> beside or
 // instead of the attribute dictionary, array<i64: 1, 2> lists, compare_type (FLOAT / SIGNED /
 // UNSIGNED as the operands' default; TOTALORDER is rejected), precision_config (ignored: PCP
-// computes at least that precisely), // comments, functions without the module wrapper.
+// computes at least that precisely), sym_visibility, exporters' metadata beside pcp.name in
+// arg_attrs / res_attrs, // comments, functions without the module wrapper.
 //
 // ---- Pretty form (StableHLO's custom syntax, as JAX and torch-mlir export it) ---------------
 //   module @m attributes {mhlo.num_partitions = 1 : i32} {
