@@ -74,6 +74,11 @@ absl::Status Parser::ExpectWord(absl::string_view word, absl::string_view contex
 
 absl::StatusOr<TensorType> Parser::ParseTensorType() {
   size_t start = cur_.offset;
+  if (Is(TokenKind::kBareId) && !IsWord("tensor") && (ParseMlirDType(cur_.text).ok() || cur_.text == "index" ||
+                                                     cur_.text == "f64")) {
+    return ErrorAt(cur_.offset, absl::StrCat("scalar type '", cur_.text,
+                                             "' is not supported: PCP values are tensors (tensor<", cur_.text, ">)"));
+  }
   PCP_RETURN_IF_ERROR(ExpectWord("tensor", "type"));
   if (!Is(TokenKind::kLess)) return Expected("'<' after 'tensor'");
   // Dimension lists are not tokens ("4x8xf32" would lex as 4, x8xf32): scan them raw.
@@ -83,7 +88,10 @@ absl::StatusOr<TensorType> Parser::ParseTensorType() {
   Advance();
   if (!Is(TokenKind::kBareId)) return Expected("an element type");
   absl::StatusOr<DType> dtype = ParseMlirDType(cur_.text);
-  if (!dtype.ok()) return ErrorAt(cur_.offset, absl::StrCat("unsupported element type '", cur_.text, "'"));
+  if (!dtype.ok()) {
+    return ErrorAt(cur_.offset, absl::StrCat("unsupported element type '", cur_.text,
+                                             "' (not supported yet; PCP has f32, f16, bf16, i32, i64 and i1)"));
+  }
   type.dtype = *dtype;
   Advance();
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close the tensor type"));
@@ -353,6 +361,21 @@ absl::StatusOr<Tensor> Parser::ParseDenseElements(TensorType* type) {
 
 absl::StatusOr<std::vector<int64_t>> Parser::ParseI64List() {
   size_t start = cur_.offset;
+  if (IsWord("array")) {  // array<i64: 1, 2>, array<i64> (newer MLIR)
+    Advance();
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kLess, "after 'array'"));
+    if (!IsWord("i64")) return Expected("i64 (the element type of an integer array)");
+    Advance();
+    std::vector<int64_t> values;
+    if (ConsumeIf(TokenKind::kColon)) {
+      do {
+        PCP_ASSIGN_OR_RETURN(int64_t v, ParseI64(/*type_suffix=*/false));
+        values.push_back(v);
+      } while (ConsumeIf(TokenKind::kComma));
+    }
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close 'array<'"));
+    return values;
+  }
   TensorType type;
   PCP_ASSIGN_OR_RETURN(Tensor t, ParseDenseElements(&type));
   if (type.dtype != DType::kI64 || type.rank() != 1) {
@@ -365,7 +388,7 @@ absl::StatusOr<std::vector<int64_t>> Parser::ParseI64List() {
   return values;
 }
 
-absl::StatusOr<int64_t> Parser::ParseI64() {
+absl::StatusOr<int64_t> Parser::ParseI64(bool type_suffix) {
   size_t start = cur_.offset;
   bool negative = ConsumeIf(TokenKind::kMinus);
   if (!Is(TokenKind::kInteger)) return Expected("an integer");
@@ -374,7 +397,7 @@ absl::StatusOr<int64_t> Parser::ParseI64() {
     return ErrorAt(start, absl::StrCat("integer ", cur_.text, " is out of range"));
   }
   Advance();
-  if (ConsumeIf(TokenKind::kColon)) PCP_RETURN_IF_ERROR(ExpectWord("i64", "as the integer's type"));
+  if (type_suffix && ConsumeIf(TokenKind::kColon)) PCP_RETURN_IF_ERROR(ExpectWord("i64", "as the integer's type"));
   auto v = static_cast<int64_t>(magnitude);
   return negative ? -v : v;
 }
@@ -413,6 +436,70 @@ absl::StatusOr<ComparisonDirection> Parser::ParseComparisonDirection() {
     }
   }
   return Expected("EQ, NE, LT, LE, GT or GE");
+}
+
+absl::Status Parser::ParsePrecision(bool bare) {
+  if (!bare) {
+    if (!Is(TokenKind::kHashId) || cur_.text != "#stablehlo") return Expected("#stablehlo<precision ...>");
+    Advance();
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kLess, "after #stablehlo"));
+    PCP_RETURN_IF_ERROR(ExpectWord("precision"));
+  }
+  if (!IsWord("DEFAULT") && !IsWord("HIGH") && !IsWord("HIGHEST")) return Expected("DEFAULT, HIGH or HIGHEST");
+  Advance();
+  if (!bare) PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close the precision"));
+  return absl::OkStatus();
+}
+
+absl::Status Parser::ParseComparisonType(bool bare, OpAttributes* parsed) {
+  if (!bare) {
+    if (!Is(TokenKind::kHashId) || cur_.text != "#stablehlo") return Expected("#stablehlo<comparison_type ...>");
+    Advance();
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kLess, "after #stablehlo"));
+    PCP_RETURN_IF_ERROR(ExpectWord("comparison_type"));
+  }
+  for (absl::string_view t : {"NOTYPE", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"}) {
+    if (IsWord(t)) {
+      parsed->compare_type = std::string(t);
+      parsed->compare_type_offset = cur_.offset;
+      Advance();
+      if (!bare) PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close the comparison type"));
+      return absl::OkStatus();
+    }
+  }
+  return Expected("a comparison type (FLOAT, SIGNED, UNSIGNED, NOTYPE or TOTALORDER)");
+}
+
+absl::StatusOr<Tensor> Parser::ParseConstantValue(TensorType* type) {
+  if (!IsWord("dense_resource")) return ParseDenseElements(type);
+  Advance();
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kLess, "after 'dense_resource'"));
+  PendingResource pending;
+  pending.offset = cur_.offset;
+  if (Is(TokenKind::kBareId)) {
+    pending.key = std::string(cur_.text);
+  } else if (Is(TokenKind::kString)) {
+    pending.key = DecodeString(cur_);
+  } else {
+    return Expected("a resource name");
+  }
+  if (pending.key == "__elided__") {
+    return ErrorAt(cur_.offset, "dense_resource<__elided__>: the exporter left this constant's data out; export "
+                                "again with large elements kept (e.g. without --mlir-elide-elementsattrs-if-larger)");
+  }
+  Advance();
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close 'dense_resource<'"));
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "and a type after the resource"));
+  size_t type_offset = cur_.offset;
+  PCP_ASSIGN_OR_RETURN(*type, ParseTensorType());
+  if (type->num_elements() > kMaxConstantBytes / SizeOf(type->dtype)) {
+    return ErrorAt(type_offset, absl::StrCat("literal of ", type->ToString(), " exceeds the limit of ",
+                                             kMaxConstantBytes, " bytes"));
+  }
+  pending.function = function_index_;
+  pending.type = *type;
+  pending_resources_.push_back(std::move(pending));
+  return Tensor(type->dtype, type->shape);
 }
 
 absl::StatusOr<StructAttr> Parser::ParseStablehloStruct(absl::string_view name) {

@@ -38,7 +38,8 @@ std::string Describe(const Token& t) {
   switch (t.kind) {
     case TokenKind::kEof:
       return "end of input";
-    case TokenKind::kError:
+    case TokenKind::kError:  // may run to the end of the input (an unterminated location)
+      if (t.text.size() > 40) return absl::StrCat(t.error, " '", Printable(t.text.substr(0, 40)), "...'");
       return absl::StrCat(t.error, " '", Printable(t.text), "'");
     case TokenKind::kString:  // already quoted
       return t.text.size() > 42 ? absl::StrCat(Printable(t.text.substr(0, 40)), "...\"") : Printable(t.text);
@@ -58,6 +59,10 @@ absl::string_view KindName(TokenKind kind) {
     case TokenKind::kPercentId: return "an SSA value name";
     case TokenKind::kCaretId: return "a block label";
     case TokenKind::kHashId: return "an attribute";
+    case TokenKind::kAtId: return "a symbol name (@name)";
+    case TokenKind::kLocation: return "a location";
+    case TokenKind::kMetadataBegin: return "'{-#'";
+    case TokenKind::kMetadataEnd: return "'#-}'";
     case TokenKind::kString: return "a string";
     case TokenKind::kInteger: return "an integer";
     case TokenKind::kFloat: return "a floating-point literal";
@@ -104,6 +109,15 @@ std::string DecodeString(const Token& t) {
   return out;
 }
 
+std::string SymbolName(const Token& t) {
+  if (t.text.size() >= 2 && t.text[1] == '"') {
+    Token body = t;
+    body.text = t.text.substr(1);
+    return DecodeString(body);
+  }
+  return std::string(t.text.substr(t.text.empty() ? 0 : 1));
+}
+
 std::string EscapeString(absl::string_view s) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
@@ -147,7 +161,12 @@ Token Lexer::Next() {
   switch (c) {
     case '(': return Make(TokenKind::kLParen, start);
     case ')': return Make(TokenKind::kRParen, start);
-    case '{': return Make(TokenKind::kLBrace, start);
+    case '{':
+      if (text_.substr(pos_, 2) == "-#") {
+        pos_ += 2;
+        return Make(TokenKind::kMetadataBegin, start);
+      }
+      return Make(TokenKind::kLBrace, start);
     case '}': return Make(TokenKind::kRBrace, start);
     case '[': return Make(TokenKind::kLSquare, start);
     case ']': return Make(TokenKind::kRSquare, start);
@@ -167,7 +186,12 @@ Token Lexer::Next() {
     case '"': return LexString(start);
     case '%': return LexPrefixedId(start, TokenKind::kPercentId);
     case '^': return LexPrefixedId(start, TokenKind::kCaretId);
+    case '@': return LexSymbol(start);
     case '#':
+      if (text_.substr(pos_, 2) == "-}") {
+        pos_ += 2;
+        return Make(TokenKind::kMetadataEnd, start);
+      }
       if (pos_ < text_.size() && (IsLetter(text_[pos_]) || text_[pos_] == '_')) {
         while (pos_ < text_.size() && IsBareIdChar(text_[pos_])) ++pos_;
         return Make(TokenKind::kHashId, start);
@@ -179,6 +203,9 @@ Token Lexer::Next() {
   if (IsDigit(c)) return LexNumber(start);
   if (IsLetter(c) || c == '_') {
     while (pos_ < text_.size() && IsBareIdChar(text_[pos_])) ++pos_;
+    if (text_.substr(start, pos_ - start) == "loc" && pos_ < text_.size() && text_[pos_] == '(') {
+      return LexLocation(start);
+    }
     return Make(TokenKind::kBareId, start);
   }
   return MakeError(start, "unexpected character");
@@ -241,6 +268,37 @@ Token Lexer::LexPrefixedId(size_t start, TokenKind kind) {
     return Make(kind, start);
   }
   return MakeError(start, kind == TokenKind::kPercentId ? "invalid value name" : "invalid block name");
+}
+
+Token Lexer::LexSymbol(size_t start) {
+  // pos_ is one past the '@'.
+  if (pos_ < text_.size() && text_[pos_] == '"') {
+    ++pos_;
+    Token s = LexString(pos_ - 1);
+    if (s.kind == TokenKind::kError) return s;
+    return Make(TokenKind::kAtId, start);
+  }
+  if (pos_ < text_.size() && (IsLetter(text_[pos_]) || text_[pos_] == '_')) {
+    while (pos_ < text_.size() && IsBareIdChar(text_[pos_])) ++pos_;
+    return Make(TokenKind::kAtId, start);
+  }
+  return MakeError(start, "invalid symbol name");
+}
+
+Token Lexer::LexLocation(size_t start) {
+  int depth = 0;
+  while (pos_ < text_.size()) {
+    char c = text_[pos_++];
+    if (c == '(') {
+      ++depth;
+    } else if (c == ')') {
+      if (--depth == 0) return Make(TokenKind::kLocation, start);
+    } else if (c == '"') {
+      Token s = LexString(pos_ - 1);
+      if (s.kind == TokenKind::kError) return s;
+    }
+  }
+  return MakeError(start, "unterminated location");
 }
 
 absl::Status Lexer::ScanDimensions(std::vector<int64_t>* dims) {

@@ -1,5 +1,5 @@
-// Private to the text parser: tokens of MLIR's generic operation syntax, as far as PCP's
-// text form needs them, with positions for "source:line:col" error messages.
+// Private to the text parser: tokens of MLIR's generic and pretty (custom) operation syntax,
+// as far as PCP's text form needs them, with positions for "source:line:col" error messages.
 //
 //   Lexer lexer(text, "step.mlir");
 //   for (Token t = lexer.Next(); t.kind != TokenKind::kEof; t = lexer.Next()) { ... }
@@ -7,6 +7,8 @@
 // Lexing never fails: an invalid character or an unterminated string becomes a kError token
 // whose Describe() says what is wrong, so the parser's "expected X, got Y" message names it.
 // Dimension lists ("4x8xf32") are not tokens; the parser scans them with ScanDimensions.
+// Source locations (`loc("file":3:4)`, `loc(#loc1)`, `loc(fused[...])`) are single kLocation
+// tokens, which the parser skips: PCP keeps no debug locations.
 #ifndef PCP_AUTODIFF_SRC_TEXT_LEXER_H_
 #define PCP_AUTODIFF_SRC_TEXT_LEXER_H_
 
@@ -28,6 +30,10 @@ enum class TokenKind : uint8_t {
   kPercentId,  // %0, %arg1, %x.y (text includes '%')
   kCaretId,    // ^bb0 (text includes '^')
   kHashId,     // #stablehlo.dot (text includes '#')
+  kAtId,       // @main, @"a b" (text includes '@'; see SymbolName)
+  kLocation,   // loc(...) with balanced parentheses
+  kMetadataBegin,  // {-#  (file metadata: dialect resources)
+  kMetadataEnd,    // #-}
   kString,     // "..." (text includes the quotes; see DecodeString)
   kInteger,    // 42, 0x7F800000
   kFloat,      // 1.5, 1.000000e+00, 2.
@@ -48,6 +54,8 @@ std::string Describe(const Token& token);
 absl::string_view KindName(TokenKind kind);
 // The value of a kString token (escapes \\ \" \n \t and \XX hex resolved).
 std::string DecodeString(const Token& token);
+// The name of a kAtId token: "main" for @main, "a b" for @"a b".
+std::string SymbolName(const Token& token);
 // MLIR's escaping of a string literal body (llvm::printEscapedString): printable ASCII as is,
 // '\\' as "\\\\", everything else (including '"') as \XX with uppercase hex digits.
 std::string EscapeString(absl::string_view s);
@@ -81,6 +89,9 @@ class Lexer {
   Token LexNumber(size_t start);
   Token LexString(size_t start);
   Token LexPrefixedId(size_t start, TokenKind kind);
+  Token LexSymbol(size_t start);
+  // pos_ is on the '(' after "loc"; skips to the matching ')'.
+  Token LexLocation(size_t start);
 
   absl::string_view text_;
   absl::string_view source_name_;

@@ -23,8 +23,8 @@ std::vector<AttrSpec> AttrSpecs(Op op) {
     case Op::kTranspose: return {{"permutation", true}};
     case Op::kReduce: return {{"dimensions", true}};
     case Op::kSlice: return {{"start_indices", true}, {"limit_indices", true}, {"strides", true}};
-    case Op::kCompare: return {{"comparison_direction", true}};
-    case Op::kDotGeneral: return {{"dot_dimension_numbers", true}};
+    case Op::kCompare: return {{"comparison_direction", true}, {"compare_type", false}};
+    case Op::kDotGeneral: return {{"dot_dimension_numbers", true}, {"precision_config", false}};
     case Op::kGather: return {{"dimension_numbers", true}, {"slice_sizes", true}, {"indices_are_sorted", false}};
     case Op::kScatter:
       return {{"scatter_dimension_numbers", true}, {"indices_are_sorted", false}, {"unique_indices", false}};
@@ -58,61 +58,93 @@ absl::Status StructFields(const Lexer& lexer, const StructAttr& attr, absl::stri
 
 }  // namespace
 
-absl::Status Parser::ParseInstructionAttributes(Op op, Attributes* attrs, OpAttributes* parsed, size_t op_offset) {
+absl::Status Parser::ParseAttributeDict(Op op, Attributes* attrs, OpAttributes* parsed) {
   std::vector<AttrSpec> specs = AttrSpecs(op);
-  std::vector<bool> seen(specs.size(), false);
-  if (ConsumeIf(TokenKind::kLBrace) && !ConsumeIf(TokenKind::kRBrace)) {
-    do {
-      size_t key_offset = cur_.offset;
-      PCP_ASSIGN_OR_RETURN(std::string key, ParseAttrName());
-      size_t i = 0;
-      while (i < specs.size() && specs[i].key != key) ++i;
-      if (i == specs.size()) {
-        return ErrorAt(key_offset, absl::StrCat(OpName(op), " does not take attribute '", key, "'"));
-      }
-      if (seen[i]) return ErrorAt(key_offset, absl::StrCat("attribute '", key, "' appears twice"));
-      seen[i] = true;
-      PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, absl::StrCat("after '", key, "'")));
-      if (key == "value") {
-        TensorType type;
-        PCP_ASSIGN_OR_RETURN(attrs->literal, ParseDenseElements(&type));
-      } else if (key == "iota_dimension" || key == "dimension") {
-        PCP_ASSIGN_OR_RETURN(attrs->dimension, ParseI64());
-      } else if (key == "broadcast_dimensions" || key == "permutation" || key == "dimensions") {
-        PCP_ASSIGN_OR_RETURN(attrs->dims, ParseI64List());
-      } else if (key == "start_indices") {
-        PCP_ASSIGN_OR_RETURN(attrs->start, ParseI64List());
-      } else if (key == "limit_indices") {
-        PCP_ASSIGN_OR_RETURN(attrs->limit, ParseI64List());
-      } else if (key == "strides") {
-        PCP_ASSIGN_OR_RETURN(attrs->stride, ParseI64List());
-      } else if (key == "comparison_direction") {
-        PCP_ASSIGN_OR_RETURN(attrs->comparison, ParseComparisonDirection());
-      } else if (key == "dot_dimension_numbers") {
-        PCP_ASSIGN_OR_RETURN(StructAttr dot, ParseStablehloStruct("dot"));
-        std::vector<std::vector<int64_t>> v;
-        PCP_RETURN_IF_ERROR(StructFields(lexer_, dot, "dot",
-                                         {"lhs_batching_dimensions", "rhs_batching_dimensions",
-                                          "lhs_contracting_dimensions", "rhs_contracting_dimensions"},
-                                         "", &v));
-        attrs->dot = DotDims{v[0], v[1], v[2], v[3]};
-      } else if (key == "dimension_numbers") {
-        PCP_ASSIGN_OR_RETURN(parsed->dims, ParseStablehloStruct("gather"));
-      } else if (key == "scatter_dimension_numbers") {
-        PCP_ASSIGN_OR_RETURN(parsed->dims, ParseStablehloStruct("scatter"));
-      } else if (key == "slice_sizes") {
-        parsed->slice_sizes_offset = cur_.offset;
-        PCP_ASSIGN_OR_RETURN(parsed->slice_sizes, ParseI64List());
-      } else {  // indices_are_sorted, unique_indices: hints that do not change the result
-        PCP_RETURN_IF_ERROR(ParseBool().status());
-      }
-    } while (ConsumeIf(TokenKind::kComma));
-    PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, "to close the attributes"));
-  }
-  for (size_t i = 0; i < specs.size(); ++i) {
-    if (specs[i].required && !seen[i]) {
-      return ErrorAt(op_offset, absl::StrCat(OpName(op), " needs attribute '", specs[i].key, "'"));
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kLBrace, "to start the attributes"));
+  if (ConsumeIf(TokenKind::kRBrace)) return absl::OkStatus();
+  do {
+    size_t key_offset = cur_.offset;
+    PCP_ASSIGN_OR_RETURN(std::string key, ParseAttrName());
+    size_t i = 0;
+    while (i < specs.size() && specs[i].key != key) ++i;
+    if (i == specs.size()) {
+      return ErrorAt(key_offset, absl::StrCat(OpName(op), " does not take attribute '", key, "'"));
     }
+    for (const std::string& k : parsed->seen) {
+      if (k == key) return ErrorAt(key_offset, absl::StrCat("attribute '", key, "' appears twice"));
+    }
+    parsed->seen.push_back(key);
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, absl::StrCat("after '", key, "'")));
+    if (key == "value") {
+      TensorType type;
+      PCP_ASSIGN_OR_RETURN(attrs->literal, ParseConstantValue(&type));
+    } else if (key == "iota_dimension" || key == "dimension") {
+      PCP_ASSIGN_OR_RETURN(attrs->dimension, ParseI64());
+    } else if (key == "broadcast_dimensions" || key == "permutation" || key == "dimensions") {
+      PCP_ASSIGN_OR_RETURN(attrs->dims, ParseI64List());
+    } else if (key == "start_indices") {
+      PCP_ASSIGN_OR_RETURN(attrs->start, ParseI64List());
+    } else if (key == "limit_indices") {
+      PCP_ASSIGN_OR_RETURN(attrs->limit, ParseI64List());
+    } else if (key == "strides") {
+      PCP_ASSIGN_OR_RETURN(attrs->stride, ParseI64List());
+    } else if (key == "comparison_direction") {
+      PCP_ASSIGN_OR_RETURN(attrs->comparison, ParseComparisonDirection());
+    } else if (key == "compare_type") {
+      PCP_RETURN_IF_ERROR(ParseComparisonType(/*bare=*/false, parsed));
+    } else if (key == "precision_config") {
+      PCP_RETURN_IF_ERROR(Expect(TokenKind::kLSquare, "to start the precision list"));
+      if (!ConsumeIf(TokenKind::kRSquare)) {
+        do {
+          PCP_RETURN_IF_ERROR(ParsePrecision(/*bare=*/false));
+        } while (ConsumeIf(TokenKind::kComma));
+        PCP_RETURN_IF_ERROR(Expect(TokenKind::kRSquare, "to close the precision list"));
+      }
+    } else if (key == "dot_dimension_numbers") {
+      PCP_ASSIGN_OR_RETURN(StructAttr dot, ParseStablehloStruct("dot"));
+      std::vector<std::vector<int64_t>> v;
+      PCP_RETURN_IF_ERROR(StructFields(lexer_, dot, "dot",
+                                       {"lhs_batching_dimensions", "rhs_batching_dimensions",
+                                        "lhs_contracting_dimensions", "rhs_contracting_dimensions"},
+                                       "", &v));
+      attrs->dot = DotDims{v[0], v[1], v[2], v[3]};
+    } else if (key == "dimension_numbers") {
+      PCP_ASSIGN_OR_RETURN(parsed->dims, ParseStablehloStruct("gather"));
+    } else if (key == "scatter_dimension_numbers") {
+      PCP_ASSIGN_OR_RETURN(parsed->dims, ParseStablehloStruct("scatter"));
+    } else if (key == "slice_sizes") {
+      parsed->slice_sizes_offset = cur_.offset;
+      PCP_ASSIGN_OR_RETURN(parsed->slice_sizes, ParseI64List());
+    } else {  // indices_are_sorted, unique_indices: hints that do not change the result
+      PCP_RETURN_IF_ERROR(ParseBool().status());
+    }
+  } while (ConsumeIf(TokenKind::kComma));
+  return Expect(TokenKind::kRBrace, "to close the attributes");
+}
+
+absl::Status Parser::CheckRequiredAttributes(Op op, const OpAttributes& parsed, size_t op_offset) const {
+  for (const AttrSpec& spec : AttrSpecs(op)) {
+    if (!spec.required) continue;
+    bool seen = false;
+    for (const std::string& k : parsed.seen) seen = seen || k == spec.key;
+    if (!seen) return ErrorAt(op_offset, absl::StrCat(OpName(op), " needs attribute '", spec.key, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::CheckComparisonType(const OpAttributes& parsed, DType dtype) const {
+  const std::string& t = parsed.compare_type;
+  if (t.empty() || t == "NOTYPE") return absl::OkStatus();
+  if (t == "TOTALORDER") {
+    return ErrorAt(parsed.compare_type_offset,
+                   "comparison type TOTALORDER is not supported (PCP compares floats in IEEE partial order, FLOAT)");
+  }
+  // The default for each element type; anything else would change the result.
+  absl::string_view want = IsFloat(dtype) ? "FLOAT" : dtype == DType::kBool ? "UNSIGNED" : "SIGNED";
+  if (t != want) {
+    return ErrorAt(parsed.compare_type_offset, absl::StrCat("comparison type ", t, " is not supported for ",
+                                                            MlirName(dtype), " operands (PCP compares them as ",
+                                                            want, ")"));
   }
   return absl::OkStatus();
 }

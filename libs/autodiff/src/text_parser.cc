@@ -1,5 +1,7 @@
-// Modules, functions and operations of the text form (text.h). Types and attribute values
-// are in text_attr_parser.cc, per-op attribute rules in text_op_attrs.cc.
+// Modules, functions and operations of the generic text form (text.h), the dispatch to the
+// pretty form (text_pretty_parser.cc, text_pretty_ops.cc) wherever either may appear, and the
+// checks every parsed operation goes through (AddOperation). Types and attribute values are
+// in text_attr_parser.cc, per-op attribute rules in text_op_attrs.cc.
 #include "text_parser.h"
 
 #include <algorithm>
@@ -11,11 +13,6 @@
 #include "pcp/autodiff/verifier.h"
 
 namespace pcp::text_internal {
-
-// SSA value names of one function. Region bodies check against it but define nothing in it.
-struct Parser::Scope {
-  std::unordered_map<std::string, ValueId> values;
-};
 
 namespace {
 
@@ -62,14 +59,7 @@ absl::StatusOr<std::string> Parser::ParseAttrName() {
 
 absl::StatusOr<Module> Parser::ParseTopLevel() {
   Module module;
-  std::vector<size_t> name_offsets;
-  auto add = [&](Function f, size_t name_offset) -> absl::Status {
-    if (module.Find(f.name) != nullptr) {
-      return ErrorAt(name_offset, absl::StrCat("function @", f.name, " is defined twice"));
-    }
-    module.functions.push_back(std::move(f));
-    return absl::OkStatus();
-  };
+  PCP_RETURN_IF_ERROR(SkipAliasDefinitions());
   if (IsOpName(cur_, "builtin.module")) {
     Advance();
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "after \"builtin.module\""));
@@ -80,11 +70,7 @@ absl::StatusOr<Module> Parser::ParseTopLevel() {
       if (ConsumeIf(TokenKind::kLParen)) PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "(the module's block takes no arguments)"));
       PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "after the block label"));
     }
-    while (!Is(TokenKind::kRBrace)) {
-      size_t name_offset = 0;
-      PCP_ASSIGN_OR_RETURN(Function f, ParseFunction(&name_offset));
-      PCP_RETURN_IF_ERROR(add(std::move(f), name_offset));
-    }
+    while (!Is(TokenKind::kRBrace)) PCP_RETURN_IF_ERROR(ParseAnyFunction(&module));
     Advance();
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "to close the module's region"));
     if (ConsumeIf(TokenKind::kLBrace)) {
@@ -92,21 +78,45 @@ absl::StatusOr<Module> Parser::ParseTopLevel() {
       Advance();
     }
     PCP_RETURN_IF_ERROR(ExpectEmptySignature("builtin.module"));
-    if (!Is(TokenKind::kEof)) return Expected("end of input after the module");
+  } else if (IsWord("module") || IsWord("builtin.module")) {
+    PCP_RETURN_IF_ERROR(ParsePrettyModule(&module));
   } else {
     // A bare sequence of functions; mlir-opt accepts it too and wraps it in a module.
-    if (!Is(TokenKind::kEof) && !IsOpName(cur_, "func.func")) {
-      return Expected("\"builtin.module\" or \"func.func\" (MLIR generic operation form)");
+    if (!Is(TokenKind::kEof) && !Is(TokenKind::kMetadataBegin) && !IsOpName(cur_, "func.func") &&
+        !IsWord("func.func")) {
+      return Expected("a module or a function (\"builtin.module\", module, \"func.func\" or func.func)");
     }
-    while (!Is(TokenKind::kEof)) {
-      size_t name_offset = 0;
-      PCP_ASSIGN_OR_RETURN(Function f, ParseFunction(&name_offset));
-      PCP_RETURN_IF_ERROR(add(std::move(f), name_offset));
+    while (!Is(TokenKind::kEof) && !Is(TokenKind::kMetadataBegin) && !Is(TokenKind::kHashId)) {
+      PCP_RETURN_IF_ERROR(ParseAnyFunction(&module));
     }
   }
+  PCP_RETURN_IF_ERROR(SkipAliasDefinitions());
+  if (Is(TokenKind::kMetadataBegin)) PCP_RETURN_IF_ERROR(ParseFileMetadata());
+  PCP_RETURN_IF_ERROR(SkipAliasDefinitions());
+  if (!Is(TokenKind::kEof)) return Expected("end of input after the module");
+  PCP_RETURN_IF_ERROR(ResolveResources(&module));
   // Every instruction was checked while parsing; this catches anything the parser missed.
   if (absl::Status s = Verify(module); !s.ok()) return Annotate(s, lexer_.Location(0));
   return module;
+}
+
+absl::Status Parser::ParseAnyFunction(Module* module) {
+  size_t name_offset = 0;
+  function_index_ = module->functions.size();
+  absl::StatusOr<Function> f;
+  if (IsOpName(cur_, "func.func")) {
+    f = ParseFunction(&name_offset);
+  } else if (IsWord("func.func")) {
+    f = ParsePrettyFunction(&name_offset);
+  } else {
+    return Expected("a function (\"func.func\" or func.func)");
+  }
+  if (!f.ok()) return f.status();
+  if (module->Find(f->name) != nullptr) {
+    return ErrorAt(name_offset, absl::StrCat("function @", f->name, " is defined twice"));
+  }
+  module->functions.push_back(*std::move(f));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Function> Parser::ParseFunction(size_t* name_offset) {
@@ -156,14 +166,15 @@ absl::Status Parser::ParseFunctionAttributes(Function* f, const std::vector<Tens
                                              size_t op_offset, size_t* name_offset) {
   if (!Is(TokenKind::kLBrace)) return Expected("'{' with the function's sym_name and function_type");
   Advance();
-  bool has_name = false, has_type = false, has_args = false, has_results = false;
+  bool has_name = false, has_type = false, has_args = false, has_results = false, has_visibility = false;
   if (!Is(TokenKind::kRBrace)) {
     do {
       size_t key_offset = cur_.offset;
       PCP_ASSIGN_OR_RETURN(std::string key, ParseAttrName());
       PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, absl::StrCat("after '", key, "'")));
       bool* seen = key == "sym_name" ? &has_name : key == "function_type" ? &has_type
-                 : key == "arg_attrs" ? &has_args : key == "res_attrs" ? &has_results : nullptr;
+                 : key == "arg_attrs" ? &has_args : key == "res_attrs" ? &has_results
+                 : key == "sym_visibility" ? &has_visibility : nullptr;
       if (seen == nullptr) return ErrorAt(key_offset, absl::StrCat("unsupported attribute '", key, "' on func.func"));
       if (*seen) return ErrorAt(key_offset, absl::StrCat("attribute '", key, "' appears twice"));
       *seen = true;
@@ -184,6 +195,11 @@ absl::Status Parser::ParseFunctionAttributes(Function* f, const std::vector<Tens
                                                     " does not match the body, which has type ",
                                                     FunctionTypeString(args, result_types)));
         }
+      } else if (key == "sym_visibility") {  // public / private: PCP calls functions by name either way
+        PCP_ASSIGN_OR_RETURN(std::string visibility, ParseString("the visibility as a string"));
+        if (visibility != "public" && visibility != "private" && visibility != "nested") {
+          return ErrorAt(value_offset, absl::StrCat("unknown sym_visibility \"", visibility, "\""));
+        }
       } else if (key == "arg_attrs") {
         PCP_ASSIGN_OR_RETURN(f->param_names, ParseNameAttrs(f->params.size(), "arguments"));
       } else {
@@ -203,16 +219,9 @@ absl::StatusOr<std::vector<std::string>> Parser::ParseNameAttrs(size_t count, ab
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kLSquare, absl::StrCat("to start the attributes of the ", what)));
   if (!Is(TokenKind::kRSquare)) {
     do {
-      PCP_RETURN_IF_ERROR(Expect(TokenKind::kLBrace, "to start a dictionary"));
-      std::string name;
-      if (!Is(TokenKind::kRBrace)) {
-        size_t key_offset = cur_.offset;
-        PCP_ASSIGN_OR_RETURN(std::string key, ParseAttrName());
-        if (key != "pcp.name") return ErrorAt(key_offset, absl::StrCat("unsupported attribute '", key, "' (only pcp.name)"));
-        PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, "after 'pcp.name'"));
-        PCP_ASSIGN_OR_RETURN(name, ParseString("a name string"));
-      }
-      PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, "to close the dictionary"));
+      if (!Is(TokenKind::kLBrace)) return Expected("'{' to start a dictionary");
+      std::string name;  // pcp.name; exporters' metadata (jax.arg_info, mhlo.sharding, ...) is read past
+      PCP_RETURN_IF_ERROR(ParseIgnorableAttributes(absl::StrCat("one of the function ", what), &name));
       names.push_back(std::move(name));
     } while (ConsumeIf(TokenKind::kComma));
   }
@@ -239,6 +248,28 @@ absl::Status Parser::ParseOperandList(const Scope& scope, std::vector<ValueId>* 
   return Expect(TokenKind::kRParen, "to close the operand list");
 }
 
+absl::Status Parser::FinishReturn(Function* f, std::vector<ValueId> operands, const std::vector<TensorType>& in,
+                                  size_t type_offset, std::vector<TensorType>* result_types, bool* returned) {
+  std::vector<TensorType> actual;
+  for (ValueId v : operands) actual.push_back(f->type(v));
+  if (in != actual) {
+    return ErrorAt(type_offset, absl::StrCat("the return's types ", TypesString(in), " do not match its operands ",
+                                             TypesString(actual)));
+  }
+  f->results = std::move(operands);
+  f->result_names.assign(f->results.size(), "");
+  *result_types = in;
+  *returned = true;
+  return absl::OkStatus();
+}
+
+absl::Status Parser::UnsupportedOperation(size_t offset, absl::string_view name) const {
+  std::vector<absl::string_view> names;
+  for (int i = 0; i < kNumOps; ++i) names.push_back(OpName(AllOps()[i]));
+  return ErrorAt(offset, absl::StrCat("unsupported operation '", name, "' (PCP supports ", absl::StrJoin(names, ", "),
+                                      ", arith.constant and func.return)"));
+}
+
 absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<TensorType>* result_types,
                                     bool* returned) {
   size_t op_offset = cur_.offset;
@@ -249,7 +280,8 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
     if (Is(TokenKind::kColon)) return ErrorAt(cur_.offset, "operations with several results are not supported");
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, "after the result name"));
   }
-  if (!Is(TokenKind::kString)) return Expected("an operation name in quotes");
+  if (Is(TokenKind::kBareId)) return ParsePrettyOperation(f, scope, result, op_offset, result_types, returned);
+  if (!Is(TokenKind::kString)) return Expected("an operation name");
   std::string name = DecodeString(cur_);
   size_t name_offset = cur_.offset;
   Advance();
@@ -264,20 +296,13 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
     PCP_RETURN_IF_ERROR(ParseTypeList(&in));
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kArrow, "in the type of func.return"));
     PCP_RETURN_IF_ERROR(ParseTypeList(&out));
-    std::vector<TensorType> actual;
-    for (ValueId v : operands) actual.push_back(f->type(v));
-    if (in != actual || !out.empty()) {
-      return ErrorAt(type_offset, absl::StrCat("func.return's type ", FunctionTypeString(in, out),
-                                               " does not match its operands ", TypesString(actual)));
+    if (!out.empty()) {
+      return ErrorAt(type_offset, absl::StrCat("func.return's type ", FunctionTypeString(in, out), " has results"));
     }
-    f->results = std::move(operands);
-    f->result_names.assign(f->results.size(), "");
-    *result_types = std::move(in);
-    *returned = true;
-    return absl::OkStatus();
+    return FinishReturn(f, std::move(operands), in, type_offset, result_types, returned);
   }
   absl::StatusOr<Op> op = ParseOp(name);
-  if (!op.ok()) return ErrorAt(name_offset, op.status().message());
+  if (!op.ok()) return UnsupportedOperation(name_offset, name);
   if (result.kind == TokenKind::kEof) {
     return ErrorAt(op_offset, absl::StrCat(name, " must define a result (%name = \"", name, "\"(...))"));
   }
@@ -288,6 +313,13 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
                                            " operands, got ", operands.size()));
   }
   Attributes attrs;
+  OpAttributes parsed;
+  // Newer MLIR prints inherent attributes as properties, <{...}>, before the regions.
+  if (ConsumeIf(TokenKind::kLess)) {
+    if (!Is(TokenKind::kLBrace)) return Expected("'{' after '<' (properties are written <{...}>)");
+    PCP_RETURN_IF_ERROR(ParseAttributeDict(*op, &attrs, &parsed));
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close the properties <{...}>"));
+  }
   bool needs_region = *op == Op::kReduce || *op == Op::kScatter;
   if (Is(TokenKind::kLParen)) {
     if (!needs_region) return ErrorAt(cur_.offset, absl::StrCat(name, " takes no regions"));
@@ -295,14 +327,23 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
   } else if (needs_region) {
     return Expected(absl::StrCat("'(' with the body region of ", name));
   }
-  OpAttributes parsed;
-  PCP_RETURN_IF_ERROR(ParseInstructionAttributes(*op, &attrs, &parsed, op_offset));
+  if (Is(TokenKind::kLBrace)) PCP_RETURN_IF_ERROR(ParseAttributeDict(*op, &attrs, &parsed));
+  PCP_RETURN_IF_ERROR(CheckRequiredAttributes(*op, parsed, op_offset));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "before the operation's type"));
   size_t type_offset = cur_.offset;
   std::vector<TensorType> in, out;
   PCP_RETURN_IF_ERROR(ParseTypeList(&in));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kArrow, "in the operation's type"));
   PCP_RETURN_IF_ERROR(ParseResultTypes(&out));
+  return AddOperation(f, scope, *op, result, op_offset, type_offset, std::move(operands), operand_offsets, in, out,
+                      std::move(attrs), parsed);
+}
+
+absl::Status Parser::AddOperation(Function* f, Scope* scope, Op op, const Token& result, size_t op_offset,
+                                  size_t type_offset, std::vector<ValueId> operands,
+                                  const std::vector<size_t>& operand_offsets, const std::vector<TensorType>& in,
+                                  const std::vector<TensorType>& out, Attributes attrs, const OpAttributes& parsed) {
+  absl::string_view name = OpName(op);
   if (in.size() != operands.size()) {
     return ErrorAt(type_offset, absl::StrCat("the type lists ", in.size(), " operands but ", name, " has ",
                                              operands.size()));
@@ -318,10 +359,14 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
   }
   if (out.size() != 1) return ErrorAt(type_offset, absl::StrCat(name, " has exactly one result, the type lists ", out.size()));
   // The row-form check first: a general gather gets "unsupported form", not a type error.
-  PCP_RETURN_IF_ERROR(CheckIndexingForm(*op, parsed, operand_types));
-  absl::StatusOr<TensorType> inferred = InferResultType(*op, operand_types, attrs, &out[0]);
+  PCP_RETURN_IF_ERROR(CheckIndexingForm(op, parsed, operand_types));
+  if (op == Op::kCompare) PCP_RETURN_IF_ERROR(CheckComparisonType(parsed, operand_types[0].dtype));
+  absl::StatusOr<TensorType> inferred = InferResultType(op, operand_types, attrs, &out[0]);
   if (!inferred.ok()) return ErrorAt(op_offset, inferred.status().message());
-  ValueId v = f->AddInstruction(*op, std::move(operands), out[0], std::move(attrs));
+  if (op == Op::kConstant && !pending_resources_.empty() && pending_resources_.back().instruction == kNoInstruction) {
+    pending_resources_.back().instruction = f->instructions.size();
+  }
+  ValueId v = f->AddInstruction(op, std::move(operands), out[0], std::move(attrs));
   if (!scope->values.emplace(std::string(result.text), v).second) {
     return ErrorAt(result.offset, absl::StrCat("redefinition of ", result.text));
   }
@@ -356,18 +401,30 @@ absl::StatusOr<ReduceKind> Parser::ParseReductionRegion(Op op, DType dtype, cons
   }
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, absl::StrCat("(the body of ", op_name, " takes two arguments)")));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "after the block label"));
-  // %r = "stablehlo.add"(%lhs, %rhs) : (t, t) -> t
-  if (!Is(TokenKind::kPercentId)) return Expected(absl::StrCat("the body's operation (%r = \"stablehlo.add\"(...))"));
+  PCP_ASSIGN_OR_RETURN(ReduceKind kind, ParseReducerBody(op, scalar, args, scope));
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, absl::StrCat("after stablehlo.return (the body of ", op_name,
+                                                              " is a single operation)")));
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, absl::StrCat("(", op_name, " has one region)")));
+  return kind;
+}
+
+absl::StatusOr<ReduceKind> Parser::ParseReducerBody(Op op, const TensorType& scalar, const std::string (&args)[2],
+                                                    const Scope& scope) {
+  const std::string op_name(OpName(op));
+  // %r = "stablehlo.add"(%lhs, %rhs) : (t, t) -> t, or %r = stablehlo.add %lhs, %rhs : t
+  if (!Is(TokenKind::kPercentId)) return Expected(absl::StrCat("the body's operation (%r = stablehlo.add ...)"));
   std::string r(cur_.text);
   if (scope.values.count(r) != 0 || r == args[0] || r == args[1]) {
     return ErrorAt(cur_.offset, absl::StrCat("redefinition of ", r));
   }
   Advance();
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, "after the result name"));
+  const bool generic = Is(TokenKind::kString);
+  std::string body_op = generic ? DecodeString(cur_) : Is(TokenKind::kBareId) ? std::string(cur_.text) : "";
   ReduceKind kind;
-  if (IsOpName(cur_, "stablehlo.add")) {
+  if (body_op == "stablehlo.add") {
     kind = ReduceKind::kSum;
-  } else if (IsOpName(cur_, "stablehlo.maximum") && op == Op::kReduce) {
+  } else if (body_op == "stablehlo.maximum" && op == Op::kReduce) {
     kind = ReduceKind::kMax;
   } else {
     return ErrorAt(cur_.offset, absl::StrCat("unsupported body of ", op_name, ": expected ",
@@ -377,7 +434,7 @@ absl::StatusOr<ReduceKind> Parser::ParseReductionRegion(Op op, DType dtype, cons
   }
   Advance();
   size_t operands_offset = cur_.offset;
-  PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "to start the operand list"));
+  if (generic) PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "to start the operand list"));
   std::string used[2];
   for (int i = 0; i < 2; ++i) {
     if (i == 1) PCP_RETURN_IF_ERROR(Expect(TokenKind::kComma, "between the two operands"));
@@ -385,41 +442,53 @@ absl::StatusOr<ReduceKind> Parser::ParseReductionRegion(Op op, DType dtype, cons
     used[i] = std::string(cur_.text);
     Advance();
   }
-  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "to close the operand list"));
+  if (generic) PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "to close the operand list"));
   if (!((used[0] == args[0] && used[1] == args[1]) || (used[0] == args[1] && used[1] == args[0]))) {
     return ErrorAt(operands_offset, absl::StrCat("the body of ", op_name, " must combine its two block arguments ",
                                                  args[0], " and ", args[1]));
   }
-  auto expect_type = [&](const std::vector<TensorType>& want_in, const std::vector<TensorType>& want_out,
-                         bool single_result) -> absl::Status {
+  auto check_type = [&](size_t type_offset, const std::vector<TensorType>& in, const std::vector<TensorType>& out,
+                        const std::vector<TensorType>& want_in, const std::vector<TensorType>& want_out) {
+    if (in == want_in && out == want_out) return absl::OkStatus();
+    return ErrorAt(type_offset, absl::StrCat("expected type ", FunctionTypeString(want_in, want_out), ", got ",
+                                             FunctionTypeString(in, out)));
+  };
+  {
+    size_t type_offset = 0;
+    std::vector<TensorType> in, out;
+    if (generic) {
+      PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "before the operation's type"));
+      type_offset = cur_.offset;
+      PCP_RETURN_IF_ERROR(ParseTypeList(&in));
+      PCP_RETURN_IF_ERROR(Expect(TokenKind::kArrow, "in the operation's type"));
+      PCP_RETURN_IF_ERROR(ParseResultTypes(&out));
+    } else {
+      PCP_RETURN_IF_ERROR(ParsePrettyType(2, &type_offset, &in, &out));
+    }
+    PCP_RETURN_IF_ERROR(check_type(type_offset, in, out, {scalar, scalar}, {scalar}));
+  }
+  // "stablehlo.return"(%r) : (t) -> (), or stablehlo.return %r : t
+  const bool generic_return = IsOpName(cur_, "stablehlo.return");
+  if (!generic_return && !IsWord("stablehlo.return")) return Expected("stablehlo.return ending the body");
+  Advance();
+  if (generic_return) PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "after \"stablehlo.return\""));
+  if (!Is(TokenKind::kPercentId) || cur_.text != r) return Expected(absl::StrCat("'", r, "' (the body's result)"));
+  Advance();
+  if (generic_return) {
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "(stablehlo.return takes one operand here)"));
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "before the operation's type"));
     size_t type_offset = cur_.offset;
     std::vector<TensorType> in, out;
     PCP_RETURN_IF_ERROR(ParseTypeList(&in));
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kArrow, "in the operation's type"));
-    if (single_result) {
-      PCP_RETURN_IF_ERROR(ParseResultTypes(&out));
-    } else {
-      PCP_RETURN_IF_ERROR(ParseTypeList(&out));
-    }
-    if (in != want_in || out != want_out) {
-      return ErrorAt(type_offset, absl::StrCat("expected type ", FunctionTypeString(want_in, want_out), ", got ",
-                                               FunctionTypeString(in, out)));
-    }
-    return absl::OkStatus();
-  };
-  PCP_RETURN_IF_ERROR(expect_type({scalar, scalar}, {scalar}, true));
-  // "stablehlo.return"(%r) : (t) -> ()
-  if (!IsOpName(cur_, "stablehlo.return")) return Expected("\"stablehlo.return\" ending the body");
-  Advance();
-  PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "after \"stablehlo.return\""));
-  if (!Is(TokenKind::kPercentId) || cur_.text != r) return Expected(absl::StrCat("'", r, "' (the body's result)"));
-  Advance();
-  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "(stablehlo.return takes one operand here)"));
-  PCP_RETURN_IF_ERROR(expect_type({scalar}, {}, false));
-  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, absl::StrCat("after stablehlo.return (the body of ", op_name,
-                                                              " is a single operation)")));
-  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, absl::StrCat("(", op_name, " has one region)")));
+    PCP_RETURN_IF_ERROR(ParseTypeList(&out));
+    PCP_RETURN_IF_ERROR(check_type(type_offset, in, out, {scalar}, {}));
+  } else {
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "before the type of stablehlo.return"));
+    size_t type_offset = cur_.offset;
+    PCP_ASSIGN_OR_RETURN(TensorType t, ParseTensorType());
+    PCP_RETURN_IF_ERROR(check_type(type_offset, {t}, {}, {scalar}, {}));
+  }
   return kind;
 }
 

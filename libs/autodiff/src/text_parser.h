@@ -1,6 +1,10 @@
 // Private to the text parser (text.h): a recursive-descent parser over text_lexer.h tokens.
-// text_parser.cc parses modules, functions and operations; text_attr_parser.cc parses types
-// and attribute values (dense literals, #stablehlo attributes).
+// text_parser.cc parses modules, functions and operations in MLIR's generic form;
+// text_pretty_parser.cc modules, functions, #loc aliases and dialect resources in the pretty
+// (custom) form; text_pretty_ops.cc operations in the pretty form; text_attr_parser.cc types
+// and attribute values (dense literals, #stablehlo attributes); text_op_attrs.cc the
+// attributes each op takes. The forms mix freely: a pretty function may hold generic
+// operations and the other way round, as MLIR's printer does for ops without a custom form.
 //
 // Every error is InvalidArgument "source:line:col: message" pointing at the offending token
 // or operation. Recursion is bounded (nested dense lists by kMaxListDepth), so hostile input
@@ -38,11 +42,26 @@ struct StructAttr {
   std::vector<StructField> fields;
 };
 
-// Attributes of gather / scatter that Attributes does not hold; checked against the row form.
+// Attributes that Attributes does not hold, checked once the operand types are known:
+// gather / scatter dimension numbers against the row form, compare's comparison type.
 struct OpAttributes {
   StructAttr dims;  // gather: dimension_numbers; scatter: scatter_dimension_numbers
   std::vector<int64_t> slice_sizes;
   size_t slice_sizes_offset = 0;
+  std::string compare_type;  // FLOAT, TOTALORDER, SIGNED, UNSIGNED, NOTYPE; empty if absent
+  size_t compare_type_offset = 0;
+  std::vector<std::string> seen;  // attribute keys read so far
+};
+
+inline constexpr size_t kNoInstruction = ~size_t{0};
+
+// A dense_resource<key> constant, filled in from the file's dialect_resources once read.
+struct PendingResource {
+  std::string key;
+  size_t offset = 0;  // of the key
+  size_t function = 0;
+  size_t instruction = kNoInstruction;  // set when the constant is added
+  TensorType type;
 };
 
 class Parser {
@@ -54,10 +73,16 @@ class Parser {
   absl::StatusOr<Module> ParseTopLevel();
 
  private:
-  struct Scope;  // SSA names of one function (text_parser.cc)
+  // SSA value names of one function. Region bodies check against it but define nothing in it.
+  struct Scope {
+    std::unordered_map<std::string, ValueId> values;
+  };
 
-  // Tokens.
-  void Advance() { cur_ = lexer_.Next(); }
+  // Tokens. Locations are skipped; after_location_ says whether one came right before cur_.
+  void Advance() {
+    after_location_ = false;
+    for (cur_ = lexer_.Next(); cur_.kind == TokenKind::kLocation; cur_ = lexer_.Next()) after_location_ = true;
+  }
   bool Is(TokenKind kind) const { return cur_.kind == kind; }
   bool IsWord(absl::string_view word) const { return cur_.kind == TokenKind::kBareId && cur_.text == word; }
   bool ConsumeIf(TokenKind kind);
@@ -69,6 +94,8 @@ class Parser {
   absl::Status ErrorAt(size_t offset, absl::string_view message) const { return lexer_.Error(offset, message); }
 
   // Structure (text_parser.cc).
+  // A function in either form, appended to `module`.
+  absl::Status ParseAnyFunction(Module* module);
   absl::StatusOr<Function> ParseFunction(size_t* name_offset);
   absl::Status ParseFunctionAttributes(Function* f, const std::vector<TensorType>& result_types,
                                        size_t op_offset, size_t* name_offset);
@@ -76,16 +103,77 @@ class Parser {
   absl::StatusOr<std::string> ParseAttrName();
   // ": () -> ()", the type of builtin.module and func.func.
   absl::Status ExpectEmptySignature(absl::string_view what);
-  // Parses one operation of a function body; sets *returned after func.return.
+  // Parses one operation of a function body, in either form; sets *returned after the
+  // function's terminator (func.return / return / stablehlo.return).
   absl::Status ParseOperation(Function* f, Scope* scope, std::vector<TensorType>* result_types,
                               bool* returned);
   absl::Status ParseOperandList(const Scope& scope, std::vector<ValueId>* operands,
                                 std::vector<size_t>* offsets);
-  // Parses `({ ^bb0(%a: t, %b: t): %r = "stablehlo.add|maximum"(%a, %b) ... "stablehlo.return"(%r) })`.
+  // The function's terminator with its operands and their types (`in`, at type_offset).
+  absl::Status FinishReturn(Function* f, std::vector<ValueId> operands, const std::vector<TensorType>& in,
+                            size_t type_offset, std::vector<TensorType>* result_types, bool* returned);
+  // Checks a parsed operation's type `in` -> `out` against its operands, infers and checks
+  // the result type, appends the instruction and binds `result` in `scope`.
+  absl::Status AddOperation(Function* f, Scope* scope, Op op, const Token& result, size_t op_offset,
+                            size_t type_offset, std::vector<ValueId> operands,
+                            const std::vector<size_t>& operand_offsets, const std::vector<TensorType>& in,
+                            const std::vector<TensorType>& out, Attributes attrs, const OpAttributes& parsed);
+  // "unsupported operation 'x' (PCP supports ...)" at `offset`.
+  absl::Status UnsupportedOperation(size_t offset, absl::string_view name) const;
+  // Parses `({ ^bb0(%a: t, %b: t): <body> })`, the generic form of a reduce / scatter region.
   absl::StatusOr<ReduceKind> ParseReductionRegion(Op op, DType dtype, const Scope& scope);
+  // The body of a reduction region after its block arguments `args`: %r = add|maximum of
+  // the two arguments, then stablehlo.return %r; each operation in either form.
+  absl::StatusOr<ReduceKind> ParseReducerBody(Op op, const TensorType& scalar, const std::string (&args)[2],
+                                              const Scope& scope);
 
-  // Per-op attribute dictionaries (text_op_attrs.cc).
-  absl::Status ParseInstructionAttributes(Op op, Attributes* attrs, OpAttributes* parsed, size_t op_offset);
+  // Pretty form: structure (text_pretty_parser.cc).
+  // `module [@name] [attributes {...}] { functions }` or `builtin.module ...`.
+  absl::Status ParsePrettyModule(Module* module);
+  // `func.func [public|private] @name(%arg: type {attrs}, ...) [-> results] [attributes {...}] { body }`.
+  absl::StatusOr<Function> ParsePrettyFunction(size_t* name_offset);
+  // `{key = value, ...}` whose keys are all metadata PCP may ignore (see IgnorableAttribute),
+  // or pcp.name if `pcp_name` is not null; `what` names the owner in errors. Nothing if the
+  // current token is not '{'.
+  absl::Status ParseIgnorableAttributes(absl::string_view what, std::string* pcp_name = nullptr);
+  // Skips one attribute value (balanced brackets), for ignorable attributes.
+  absl::Status SkipAttributeValue();
+  // `#loc1 = loc(...)` definitions, which may open or close a file; other aliases are errors.
+  absl::Status SkipAliasDefinitions();
+  // `{-# dialect_resources: { builtin: { key: "0x..." } } #-}`.
+  absl::Status ParseFileMetadata();
+  // Fills in the dense_resource constants from the blobs of the file's metadata.
+  absl::Status ResolveResources(Module* module);
+
+  // Pretty form: operations (text_pretty_ops.cc). `result` is the kEof token if none.
+  absl::Status ParsePrettyOperation(Function* f, Scope* scope, const Token& result, size_t op_offset,
+                                    std::vector<TensorType>* result_types, bool* returned);
+  absl::Status ParsePrettyOperand(const Scope& scope, std::vector<ValueId>* operands,
+                                  std::vector<size_t>* offsets);
+  // `%a, %b, ...` (at least one); stops before a ',' that is not followed by an operand.
+  absl::Status ParsePrettyOperands(const Scope& scope, std::vector<ValueId>* operands,
+                                   std::vector<size_t>* offsets);
+  // Whether the token after the current one is an operand (%name).
+  bool NextIsOperand();
+  // `: (t1, t2) -> t`, `: t` (every operand and the result have type t), `: t1 -> t` (chlo)
+  // or `: p, t` (select: the predicate's type, then the others' and the result's).
+  absl::Status ParsePrettyType(size_t num_operands, size_t* type_offset, std::vector<TensorType>* in,
+                               std::vector<TensorType>* out);
+  // `[1, 2]` of integers within +-kMaxDimension.
+  absl::StatusOr<std::vector<int64_t>> ParseBracketList();
+  // `key = ` with the given word as key.
+  absl::Status ExpectKey(absl::string_view key, absl::string_view op_name);
+  absl::Status ParsePrettyReduce(Function* f, Scope* scope, const Token& result, size_t op_offset);
+  absl::Status ParsePrettyDotGeneral(Attributes* attrs);
+  absl::Status ParsePrettySlice(Attributes* attrs);
+  // dense<...> or dense_resource<key>, then `: tensor<...>`; constants only. A resource is
+  // read once the file's metadata is (ResolveResources); until then the value is zeros.
+  absl::StatusOr<Tensor> ParseConstantValue(TensorType* type);
+
+  // Per-op attribute dictionaries (text_op_attrs.cc). ParseAttributeDict reads `{k = v, ...}`
+  // at the current '{' (an attribute dictionary, or the inside of properties <{...}>).
+  absl::Status ParseAttributeDict(Op op, Attributes* attrs, OpAttributes* parsed);
+  absl::Status CheckRequiredAttributes(Op op, const OpAttributes& parsed, size_t op_offset) const;
   absl::Status CheckIndexingForm(Op op, const OpAttributes& parsed, const std::vector<TensorType>& types) const;
 
   // Types and attribute values (text_attr_parser.cc).
@@ -96,10 +184,16 @@ class Parser {
   absl::Status ParseResultTypes(std::vector<TensorType>* types);
   // dense<...> : tensor<...>
   absl::StatusOr<Tensor> ParseDenseElements(TensorType* type);
-  // dense<...> : tensor<Nxi64>, each value within +-kMaxDimension.
+  // dense<...> : tensor<Nxi64> or array<i64: ...>, each value within +-kMaxDimension.
   absl::StatusOr<std::vector<int64_t>> ParseI64List();
-  // N : i64 (the ": i64" may be left out).
-  absl::StatusOr<int64_t> ParseI64();
+  // N : i64 (the ": i64" may be left out, and is not read unless type_suffix).
+  absl::StatusOr<int64_t> ParseI64(bool type_suffix = true);
+  // #stablehlo<precision DEFAULT|HIGH|HIGHEST>, which PCP may ignore: it computes at least as
+  // precisely as any of them asks. Also the bare word (`precision = [DEFAULT, HIGH]`).
+  absl::Status ParsePrecision(bool bare);
+  // #stablehlo<comparison_type X> (or the bare word X), into parsed->compare_type.
+  absl::Status ParseComparisonType(bool bare, OpAttributes* parsed);
+  absl::Status CheckComparisonType(const OpAttributes& parsed, DType dtype) const;
   absl::StatusOr<bool> ParseBool();
   absl::StatusOr<std::string> ParseString(absl::string_view what);
   absl::StatusOr<ComparisonDirection> ParseComparisonDirection();
@@ -114,6 +208,12 @@ class Parser {
 
   Lexer lexer_;
   Token cur_;
+  bool after_location_ = false;
+  // The index the function being parsed will have in the module.
+  size_t function_index_ = 0;
+  std::vector<PendingResource> pending_resources_;
+  // builtin dialect resources of the file metadata: key -> the blob's string token.
+  std::unordered_map<std::string, Token> resources_;
 };
 
 }  // namespace pcp::text_internal

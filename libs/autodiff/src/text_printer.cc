@@ -1,6 +1,7 @@
 // Printer of the text form (text.h). The output is what `mlir-opt --mlir-print-op-generic`
 // prints back for the same module, up to float spelling: attributes in sorted order,
 // values numbered %0, %1, ... and %arg0, ..., region values numbered after the function's.
+// The pretty form is in text_pretty_printer.cc; the helpers both use are in text_printer.h.
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -12,8 +13,10 @@
 #include "pcp/autodiff/text.h"
 #include "pcp/tensor/convert.h"
 #include "text_lexer.h"
+#include "text_printer.h"
 
 namespace pcp {
+namespace text_internal {
 namespace {
 
 constexpr char kHexDigits[] = "0123456789ABCDEF";
@@ -83,8 +86,8 @@ bool ElementsEqual(const Tensor& t, int64_t i, int64_t j) {
   return std::memcmp(p + i * size, p + j * size, size) == 0;
 }
 
-// dense<splat> when every element is the same, else the raw bytes in hex (i1 bit-packed, as
-// MLIR stores it), which is exact and compact; dense<> for no elements.
+}  // namespace
+
 std::string DenseLiteral(const Tensor& t) {
   std::string type = TensorType{t.dtype(), t.shape()}.ToString();
   if (!t.valid()) return absl::StrCat("dense<> : ", type);
@@ -111,6 +114,8 @@ std::string DenseLiteral(const Tensor& t) {
   return absl::StrCat("dense<", hex, "\"> : ", type);
 }
 
+namespace {
+
 // A list of i64 as MLIR prints it: dense<[0, 1]>, dense<1> when all equal, dense<> if empty.
 std::string I64List(const std::vector<int64_t>& v) {
   std::string type = absl::StrCat("tensor<", v.size(), "xi64>");
@@ -121,7 +126,11 @@ std::string I64List(const std::vector<int64_t>& v) {
   return absl::StrCat("dense<[", absl::StrJoin(v, ", "), "]> : ", type);
 }
 
+}  // namespace
+
 std::string IntList(const std::vector<int64_t>& v) { return absl::StrCat("[", absl::StrJoin(v, ", "), "]"); }
+
+namespace {
 
 // #stablehlo.NAME<field = [..], ...>; like StableHLO's printer, empty lists are left out.
 std::string Struct(absl::string_view name, const std::vector<std::pair<absl::string_view, std::vector<int64_t>>>& lists,
@@ -134,11 +143,19 @@ std::string Struct(absl::string_view name, const std::vector<std::pair<absl::str
   return absl::StrCat("#stablehlo.", name, "<", absl::StrJoin(parts, ", "), ">");
 }
 
+}  // namespace
+
 std::string TypeList(const Function& f, const std::vector<ValueId>& values) {
   std::vector<std::string> parts;
   for (ValueId v : values) parts.push_back(v >= 0 && v < f.num_values() ? f.type(v).ToString() : "tensor<?>");
   return absl::StrCat("(", absl::StrJoin(parts, ", "), ")");
 }
+
+std::string TypeOf(const Function& f, ValueId v) {
+  return v >= 0 && v < f.num_values() ? f.type(v).ToString() : "tensor<?>";
+}
+
+namespace {
 
 // Attributes of `inst`, sorted by name as MLIR prints a dictionary.
 std::vector<std::string> InstructionAttributes(const Function& f, const Instruction& inst) {
@@ -190,111 +207,110 @@ std::vector<std::string> InstructionAttributes(const Function& f, const Instruct
   }
 }
 
-class Printer {
- public:
-  explicit Printer(std::string* out) : out_(*out) {}
-
-  void PrintFunction(const Function& f) {
-    names_.assign(static_cast<size_t>(f.num_values()), "");
-    for (size_t i = 0; i < names_.size(); ++i) names_[i] = absl::StrCat("%<invalid", i, ">");
-    for (size_t i = 0; i < f.params.size(); ++i) SetName(f, f.params[i], absl::StrCat("%arg", i));
-    for (size_t i = 0; i < f.instructions.size(); ++i) SetName(f, f.instructions[i].result, absl::StrCat("%", i));
-    absl::StrAppend(&out_, "  \"func.func\"() ({\n");
-    if (!f.params.empty()) {
-      std::vector<std::string> args;
-      for (ValueId p : f.params) args.push_back(absl::StrCat(Name(p), ": ", TypeOf(f, p)));
-      absl::StrAppend(&out_, "  ^bb0(", absl::StrJoin(args, ", "), "):\n");
-    }
-    for (const Instruction& inst : f.instructions) PrintInstruction(f, inst);
-    absl::StrAppend(&out_, "    \"func.return\"(", Operands(f.results), ") : ", TypeList(f, f.results), " -> ()\n");
-    std::vector<std::string> attrs;
-    if (HasNames(f.param_names)) attrs.push_back(absl::StrCat("arg_attrs = ", NameAttrs(f.param_names)));
-    std::vector<std::string> params;
-    for (ValueId p : f.params) params.push_back(TypeOf(f, p));
-    std::string results = TypeList(f, f.results);
-    if (f.results.size() == 1) results = results.substr(1, results.size() - 2);
-    attrs.push_back(absl::StrCat("function_type = (", absl::StrJoin(params, ", "), ") -> ", results));
-    if (HasNames(f.result_names)) attrs.push_back(absl::StrCat("res_attrs = ", NameAttrs(f.result_names)));
-    attrs.push_back(absl::StrCat("sym_name = \"", text_internal::EscapeString(f.name), "\""));
-    absl::StrAppend(&out_, "  }) {", absl::StrJoin(attrs, ", "), "} : () -> ()\n");
-  }
-
- private:
-  void SetName(const Function& f, ValueId v, std::string name) {
-    if (v >= 0 && v < f.num_values()) names_[static_cast<size_t>(v)] = std::move(name);
-  }
-  std::string Name(ValueId v) const {
-    return v >= 0 && static_cast<size_t>(v) < names_.size() ? names_[static_cast<size_t>(v)]
-                                                             : absl::StrCat("%<invalid", v, ">");
-  }
-  std::string Operands(const std::vector<ValueId>& values) const {
-    std::vector<std::string> parts;
-    for (ValueId v : values) parts.push_back(Name(v));
-    return absl::StrJoin(parts, ", ");
-  }
-  static std::string TypeOf(const Function& f, ValueId v) {
-    return v >= 0 && v < f.num_values() ? f.type(v).ToString() : "tensor<?>";
-  }
-  static bool HasNames(const std::vector<std::string>& names) {
-    for (const std::string& n : names) {
-      if (!n.empty()) return true;
-    }
-    return false;
-  }
-  static std::string NameAttrs(const std::vector<std::string>& names) {
-    std::vector<std::string> parts;
-    for (const std::string& n : names) {
-      parts.push_back(n.empty() ? "{}" : absl::StrCat("{pcp.name = \"", text_internal::EscapeString(n), "\"}"));
-    }
-    return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
-  }
-
-  void PrintInstruction(const Function& f, const Instruction& inst) {
-    absl::StrAppend(&out_, "    ", Name(inst.result), " = \"", OpName(inst.op), "\"(", Operands(inst.operands), ")");
-    if ((inst.op == Op::kReduce || inst.op == Op::kScatter) && !inst.operands.empty()) {
-      // MLIR numbers a region's values after those of the enclosing function.
-      std::string t = TensorType{DType::kF32, {}}.ToString();
-      if (inst.operands[0] >= 0 && inst.operands[0] < f.num_values()) {
-        t = TensorType{f.type(inst.operands[0]).dtype, {}}.ToString();
-      }
-      std::string lhs = absl::StrCat("%arg", f.params.size()), rhs = absl::StrCat("%arg", f.params.size() + 1);
-      std::string r = absl::StrCat("%", f.instructions.size());
-      bool max = inst.op == Op::kReduce && inst.attrs.reduce_kind == ReduceKind::kMax;
-      absl::StrAppend(&out_, " ({\n    ^bb0(", lhs, ": ", t, ", ", rhs, ": ", t, "):\n",
-                      "      ", r, " = \"", max ? "stablehlo.maximum" : "stablehlo.add", "\"(", lhs, ", ", rhs,
-                      ") : (", t, ", ", t, ") -> ", t, "\n",
-                      "      \"stablehlo.return\"(", r, ") : (", t, ") -> ()\n    })");
-    }
-    std::vector<std::string> attrs = InstructionAttributes(f, inst);
-    if (!attrs.empty()) absl::StrAppend(&out_, " {", absl::StrJoin(attrs, ", "), "}");
-    absl::StrAppend(&out_, " : ", TypeList(f, inst.operands), " -> ", TypeOf(f, inst.result), "\n");
-  }
-
-  std::string& out_;
-  std::vector<std::string> names_;
-};
-
 }  // namespace
+
+std::string ValueNames::Name(ValueId v) const {
+  return v >= 0 && static_cast<size_t>(v) < names.size() ? names[static_cast<size_t>(v)]
+                                                         : absl::StrCat("%<invalid", v, ">");
+}
+
+std::string ValueNames::Operands(const std::vector<ValueId>& values) const {
+  std::vector<std::string> parts;
+  for (ValueId v : values) parts.push_back(Name(v));
+  return absl::StrJoin(parts, ", ");
+}
+
+ValueNames::ValueNames(const Function& f) {
+  names.assign(static_cast<size_t>(f.num_values()), "");
+  for (size_t i = 0; i < names.size(); ++i) names[i] = absl::StrCat("%<invalid", i, ">");
+  auto set = [&](ValueId v, std::string name) {
+    if (v >= 0 && v < f.num_values()) names[static_cast<size_t>(v)] = std::move(name);
+  };
+  for (size_t i = 0; i < f.params.size(); ++i) set(f.params[i], absl::StrCat("%arg", i));
+  for (size_t i = 0; i < f.instructions.size(); ++i) set(f.instructions[i].result, absl::StrCat("%", i));
+}
+
+void PrintGenericInstruction(const Function& f, const Instruction& inst, const ValueNames& names, std::string* out) {
+  absl::StrAppend(out, "    ", names.Name(inst.result), " = \"", OpName(inst.op), "\"(", names.Operands(inst.operands),
+                  ")");
+  if ((inst.op == Op::kReduce || inst.op == Op::kScatter) && !inst.operands.empty()) {
+    // MLIR numbers a region's values after those of the enclosing function.
+    std::string t = TensorType{DType::kF32, {}}.ToString();
+    if (inst.operands[0] >= 0 && inst.operands[0] < f.num_values()) {
+      t = TensorType{f.type(inst.operands[0]).dtype, {}}.ToString();
+    }
+    std::string lhs = absl::StrCat("%arg", f.params.size()), rhs = absl::StrCat("%arg", f.params.size() + 1);
+    std::string r = absl::StrCat("%", f.instructions.size());
+    bool max = inst.op == Op::kReduce && inst.attrs.reduce_kind == ReduceKind::kMax;
+    absl::StrAppend(out, " ({\n    ^bb0(", lhs, ": ", t, ", ", rhs, ": ", t, "):\n",
+                    "      ", r, " = \"", max ? "stablehlo.maximum" : "stablehlo.add", "\"(", lhs, ", ", rhs,
+                    ") : (", t, ", ", t, ") -> ", t, "\n",
+                    "      \"stablehlo.return\"(", r, ") : (", t, ") -> ()\n    })");
+  }
+  std::vector<std::string> attrs = InstructionAttributes(f, inst);
+  if (!attrs.empty()) absl::StrAppend(out, " {", absl::StrJoin(attrs, ", "), "}");
+  absl::StrAppend(out, " : ", TypeList(f, inst.operands), " -> ", TypeOf(f, inst.result), "\n");
+}
+
+bool HasNames(const std::vector<std::string>& names) {
+  for (const std::string& n : names) {
+    if (!n.empty()) return true;
+  }
+  return false;
+}
 
 namespace {
 
-std::string PrintFunctions(const std::vector<const Function*>& functions) {
+std::string NameAttrs(const std::vector<std::string>& names) {
+  std::vector<std::string> parts;
+  for (const std::string& n : names) {
+    parts.push_back(n.empty() ? "{}" : absl::StrCat("{pcp.name = \"", EscapeString(n), "\"}"));
+  }
+  return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+}
+
+void PrintGenericFunction(const Function& f, std::string* out) {
+  ValueNames names(f);
+  absl::StrAppend(out, "  \"func.func\"() ({\n");
+  if (!f.params.empty()) {
+    std::vector<std::string> args;
+    for (ValueId p : f.params) args.push_back(absl::StrCat(names.Name(p), ": ", TypeOf(f, p)));
+    absl::StrAppend(out, "  ^bb0(", absl::StrJoin(args, ", "), "):\n");
+  }
+  for (const Instruction& inst : f.instructions) PrintGenericInstruction(f, inst, names, out);
+  absl::StrAppend(out, "    \"func.return\"(", names.Operands(f.results), ") : ", TypeList(f, f.results), " -> ()\n");
+  std::vector<std::string> attrs;
+  if (HasNames(f.param_names)) attrs.push_back(absl::StrCat("arg_attrs = ", NameAttrs(f.param_names)));
+  std::vector<std::string> params;
+  for (ValueId p : f.params) params.push_back(TypeOf(f, p));
+  std::string results = TypeList(f, f.results);
+  if (f.results.size() == 1) results = results.substr(1, results.size() - 2);
+  attrs.push_back(absl::StrCat("function_type = (", absl::StrJoin(params, ", "), ") -> ", results));
+  if (HasNames(f.result_names)) attrs.push_back(absl::StrCat("res_attrs = ", NameAttrs(f.result_names)));
+  attrs.push_back(absl::StrCat("sym_name = \"", EscapeString(f.name), "\""));
+  absl::StrAppend(out, "  }) {", absl::StrJoin(attrs, ", "), "} : () -> ()\n");
+}
+
+std::string PrintFunctions(const std::vector<const Function*>& functions, TextForm form) {
+  if (form == TextForm::kPretty) return PrintPrettyFunctions(functions);
   std::string out = "\"builtin.module\"() ({\n";
   if (functions.empty()) out += "^bb0:\n";  // as MLIR prints an empty module
-  Printer printer(&out);
-  for (const Function* f : functions) printer.PrintFunction(*f);
+  for (const Function* f : functions) PrintGenericFunction(*f, &out);
   out += "}) : () -> ()\n";
   return out;
 }
 
 }  // namespace
+}  // namespace text_internal
 
-std::string PrintModule(const Module& module) {
+std::string PrintModule(const Module& module, TextForm form) {
   std::vector<const Function*> functions;
   for (const Function& f : module.functions) functions.push_back(&f);
-  return PrintFunctions(functions);
+  return text_internal::PrintFunctions(functions, form);
 }
 
-std::string PrintFunction(const Function& function) { return PrintFunctions({&function}); }
+std::string PrintFunction(const Function& function, TextForm form) {
+  return text_internal::PrintFunctions({&function}, form);
+}
 
 }  // namespace pcp

@@ -292,7 +292,7 @@ std::string ShellQuote(absl::string_view s) {
 }  // namespace
 
 MlirOptResult RunMlirOpt(const std::string& mlir_opt, const std::string& text,
-                         const std::vector<std::string>& extra_args) {
+                         const std::vector<std::string>& extra_args, bool print_generic) {
   MlirOptResult result;
   std::string dir = ::testing::TempDir();
   if (!dir.empty() && dir.back() != '/') dir += '/';
@@ -308,7 +308,8 @@ MlirOptResult RunMlirOpt(const std::string& mlir_opt, const std::string& text,
     std::ofstream out(input, std::ios::binary);
     out << text;
   }
-  std::string command = absl::StrCat(ShellQuote(mlir_opt), " --allow-unregistered-dialect --mlir-print-op-generic");
+  std::string command = absl::StrCat(ShellQuote(mlir_opt), " --allow-unregistered-dialect",
+                                     print_generic ? " --mlir-print-op-generic" : "");
   for (const std::string& arg : extra_args) absl::StrAppend(&command, " ", ShellQuote(arg));
   absl::StrAppend(&command, " ", ShellQuote(input), " -o ", ShellQuote(output), " 2> ", ShellQuote(errors));
   int rc = std::system(command.c_str());

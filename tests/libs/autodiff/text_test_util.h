@@ -48,12 +48,14 @@ absl::StatusOr<std::string> FindMlirOpt();
 
 struct MlirOptResult {
   absl::Status status;      // OK iff mlir-opt exited with status 0
-  std::string output;       // what it printed (generic form)
+  std::string output;       // what it printed
   std::string stderr_text;  // its diagnostics
 };
-// Runs `mlir_opt --allow-unregistered-dialect --mlir-print-op-generic <extra_args>` on `text`.
+// Runs `mlir_opt --allow-unregistered-dialect --mlir-print-op-generic <extra_args>` on `text`
+// (without --mlir-print-op-generic unless `print_generic`: then mlir-opt prints the module and
+// functions in their pretty form and the unregistered StableHLO ops generically).
 MlirOptResult RunMlirOpt(const std::string& mlir_opt, const std::string& text,
-                         const std::vector<std::string>& extra_args = {});
+                         const std::vector<std::string>& extra_args = {}, bool print_generic = true);
 
 }  // namespace pcp::text_testing
 

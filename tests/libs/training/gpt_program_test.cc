@@ -1,5 +1,5 @@
-// The programs a GPT job compiles: verified, round-tripping through PCP's text form, and
-// accepted by LLVM's mlir-opt (the whole train step included).
+// The programs a GPT job compiles: verified, round-tripping through PCP's text form (generic
+// and pretty), and accepted by LLVM's mlir-opt (the whole train step included).
 #include "pcp/training/gpt_program.h"
 
 #include "gtest/gtest.h"
@@ -33,6 +33,12 @@ TEST_P(GptProgramTest, FunctionsVerifyRoundTripAndPassMlirOpt) {
     Module expected;
     expected.functions.push_back(*f);
     EXPECT_TRUE(ModulesEqual(*parsed, expected));
+    // The pretty form (what JAX and torch-mlir export) round-trips too.
+    std::string pretty = PrintFunction(*f, TextForm::kPretty);
+    auto from_pretty = ParseModule(pretty, f->name);
+    ASSERT_TRUE(from_pretty.ok()) << from_pretty.status();
+    EXPECT_TRUE(ModulesEqual(*from_pretty, expected));
+    EXPECT_EQ(PrintModule(*from_pretty, TextForm::kPretty), pretty);
     if (!mlir_opt.ok()) continue;
     text_testing::MlirOptResult r = RunMlirOpt(*mlir_opt, text);
     ASSERT_TRUE(r.status.ok()) << r.stderr_text.substr(0, 2000);

@@ -7,7 +7,7 @@
 //   b.Return({b.Exp(x)});
 //   absl::StatusOr<Function> f = b.Build();
 //
-// The text form is MLIR's generic operation syntax (text.h); ops carry
+// The text form is MLIR, generic or pretty (custom) syntax (text.h); ops carry
 // StableHLO names (op_list.h). Functions own their data; copying a Function deep-copies it
 // (constant literals share their immutable storage).
 #ifndef PCP_AUTODIFF_IR_H_

@@ -1,14 +1,18 @@
-// The IR's text form: MLIR generic operation syntax with StableHLO op names, so LLVM's
-// `mlir-opt --allow-unregistered-dialect` parses every module PCP prints. Printing then
-// parsing gives back an identical module (literals bit-exact), and printing is deterministic.
+// The IR's text form: MLIR with StableHLO op names, in either of MLIR's two syntaxes.
 //
-//   std::string text = PrintModule(module);
-//   absl::StatusOr<Module> m = ParseModule(text, "step.mlir");
+//   std::string text = PrintModule(module);                        // generic form (default)
+//   std::string pretty = PrintModule(module, TextForm::kPretty);   // pretty (custom) form
+//   absl::StatusOr<Module> m = ParseModule(text, "step.mlir");      // either form, or both mixed
 //   // errors: "step.mlir:12:7: expected ')' to close the operand list, got ':'"
 //
-// Functions print as "func.func" with parameter and result names kept in arg_attrs /
-// res_attrs ({pcp.name = "..."}), reduce/scatter bodies as regions, dot_general/gather/
-// scatter dimension numbers as #stablehlo.* attributes.
+// Printing then parsing gives back an identical module (literals bit-exact) in both forms,
+// and printing is deterministic.
+//
+// ---- Generic form (the default printer output) -------------------------------------------
+// MLIR's generic operation syntax, so LLVM's `mlir-opt --allow-unregistered-dialect` parses
+// every module PCP prints. Functions print as "func.func" with parameter and result names kept
+// in arg_attrs / res_attrs ({pcp.name = "..."}), reduce/scatter bodies as regions,
+// dot_general/gather/scatter dimension numbers as #stablehlo.* attributes.
 //
 // The printed text is what `mlir-opt-15 --allow-unregistered-dialect --mlir-print-op-generic`
 // prints back for it, up to how floats and non-splat literals are spelled
@@ -36,9 +40,43 @@
 //       the raw little-endian bytes, dense<"0x0000803F..."> (i1 bit-packed, as MLIR stores it);
 //       dense<> for no elements. Integers in decimal, i1 as true / false.
 //   names: strings escaped as MLIR does ("a\22b" for a"b, "\\" for a backslash).
-// The parser also takes what mlir-opt prints (nested lists dense<[[1.0, 2.0]]>, 9.99999974E-6,
-// any SSA / block names, attributes in any order, // comments, functions without the module
-// wrapper) and rejects anything PCP's IR cannot hold with an error naming the place.
+// The parser also takes what mlir-opt and newer MLIR print: nested lists dense<[[1.0, 2.0]]>,
+// 9.99999974E-6, any SSA / block names, attributes in any order, properties <{...}> beside or
+// instead of the attribute dictionary, array<i64: 1, 2> lists, compare_type (FLOAT / SIGNED /
+// UNSIGNED as the operands' default; TOTALORDER is rejected), precision_config (ignored: PCP
+// computes at least that precisely), sym_visibility, exporters' metadata beside pcp.name in
+// arg_attrs / res_attrs, // comments, functions without the module wrapper.
+//
+// ---- Pretty form (StableHLO's custom syntax, as JAX and torch-mlir export it) ---------------
+//   module @m attributes {mhlo.num_partitions = 1 : i32} {
+//     func.func public @main(%arg0: tensor<4x8xf32> {pcp.name = "x"}) -> (tensor<f32> {jax.result_info = ""}) {
+//       %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>
+//       %w = stablehlo.constant dense_resource<torch_tensor_8_torch.float32> : tensor<8xf32>
+//       %0 = stablehlo.broadcast_in_dim %w, dims = [1] : (tensor<8xf32>) -> tensor<4x8xf32>
+//       %1 = stablehlo.add %arg0, %0 : tensor<4x8xf32> loc(#loc3)
+//       %2 = stablehlo.reduce(%1 init: %cst) applies stablehlo.maximum across dimensions = [0, 1]
+//            : (tensor<4x8xf32>, tensor<f32>) -> tensor<f32>
+//       return %2 : tensor<f32>
+//     }
+//   }
+//   #loc3 = loc("model.py":3:4)
+//   {-# dialect_resources: { builtin: { torch_tensor_8_torch.float32: "0x04000000..." } } #-}
+// Ops: stablehlo.OP %a, %b : t (or : (a, b) -> r) for elementwise ops and convert;
+// chlo.erf %a : t -> t; select %p, %a, %b : tp, t; compare GT, %a, %b[, FLOAT] : (..) -> ..;
+// broadcast_in_dim / transpose %a, dims = [..]; reshape %a; slice %a [s:l, s:l:stride];
+// concatenate %a, %b, dim = N; iota dim = N : t; dot_general %a, %b[, batching_dims = [..] x
+// [..]][, contracting_dims = [..] x [..]][, precision = [DEFAULT, ..]]; reduce(%x init: %c)
+// applies stablehlo.add|maximum across dimensions = [..], or the same with `reducer(%a: t, %b: t)
+// { %m = stablehlo.add|maximum %a, %b : t  stablehlo.return %m : t }` after the type;
+// stablehlo.constant / arith.constant dense<..> | dense_resource<key> : t; return / func.return /
+// stablehlo.return. Gather and scatter have no pretty form: they stay generic, with <{...}>.
+// Locations (loc(...), #loc aliases) are skipped. Attributes that only shard, lay out or name
+// things (mhlo.sharding, jax.result_info, ...; text_pretty_parser.cc lists them) are read past;
+// any other attribute, op or element type PCP cannot honour is an error naming it at line:col.
+// The pretty printer prints `module { func.func @name(...) ... }` with names in {pcp.name = ..}
+// and every op as above (reduce always in the `applies` form).
+// mlir-opt-15 cannot parse the pretty form: without the StableHLO dialect registered, MLIR
+// only reads unregistered ops in the generic form.
 #ifndef PCP_AUTODIFF_TEXT_H_
 #define PCP_AUTODIFF_TEXT_H_
 
@@ -50,10 +88,14 @@
 
 namespace pcp {
 
-std::string PrintModule(const Module& module);
+// MLIR's two syntaxes for an operation: generic (`"stablehlo.add"(%a, %b) : (t, t) -> t`) and
+// pretty, the dialect's custom form (`stablehlo.add %a, %b : t`).
+enum class TextForm { kGeneric, kPretty };
+
+std::string PrintModule(const Module& module, TextForm form = TextForm::kGeneric);
 // A module holding just `function`.
-std::string PrintFunction(const Function& function);
-// Parses and verifies. `source_name` prefixes error positions (file:line:column).
+std::string PrintFunction(const Function& function, TextForm form = TextForm::kGeneric);
+// Parses (either form, mixed freely) and verifies. `source_name` prefixes error positions (file:line:column).
 absl::StatusOr<Module> ParseModule(absl::string_view text, absl::string_view source_name = "<input>");
 
 }  // namespace pcp
