@@ -383,22 +383,8 @@ absl::StatusOr<ReduceKind> Parser::ParseReductionRegion(Op op, DType dtype, cons
   Advance();
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, absl::StrCat("(the body's block takes two arguments: ", shape, ")")));
   std::string args[2];
-  for (int i = 0; i < 2; ++i) {
-    if (i == 1) PCP_RETURN_IF_ERROR(Expect(TokenKind::kComma, absl::StrCat("(the body of ", op_name, " takes two arguments)")));
-    if (!Is(TokenKind::kPercentId)) return Expected("an argument name");
-    args[i] = std::string(cur_.text);
-    if (scope.values.count(args[i]) != 0 || (i == 1 && args[1] == args[0])) {
-      return ErrorAt(cur_.offset, absl::StrCat("redefinition of ", args[i]));
-    }
-    Advance();
-    PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "after the argument name"));
-    size_t type_offset = cur_.offset;
-    PCP_ASSIGN_OR_RETURN(TensorType t, ParseTensorType());
-    if (t != scalar) {
-      return ErrorAt(type_offset, absl::StrCat("the body arguments of ", op_name, " here must be ", scalar.ToString(),
-                                               ", got ", t.ToString()));
-    }
-  }
+  PCP_RETURN_IF_ERROR(ParseScalarArgPair(scope, scalar, absl::StrCat("(the body of ", op_name, " takes two arguments)"),
+                                         absl::StrCat("the body arguments of ", op_name, " here must be "), args));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, absl::StrCat("(the body of ", op_name, " takes two arguments)")));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "after the block label"));
   PCP_ASSIGN_OR_RETURN(ReduceKind kind, ParseReducerBody(op, scalar, args, scope));
@@ -406,6 +392,24 @@ absl::StatusOr<ReduceKind> Parser::ParseReductionRegion(Op op, DType dtype, cons
                                                               " is a single operation)")));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, absl::StrCat("(", op_name, " has one region)")));
   return kind;
+}
+
+absl::Status Parser::ParseScalarArgPair(const Scope& scope, const TensorType& scalar, absl::string_view comma_hint,
+                                        absl::string_view type_error, std::string (&args)[2]) {
+  for (int i = 0; i < 2; ++i) {
+    if (i == 1) PCP_RETURN_IF_ERROR(Expect(TokenKind::kComma, comma_hint));
+    if (!Is(TokenKind::kPercentId)) return Expected("an argument name");
+    args[i] = std::string(cur_.text);
+    if (scope.values.count(args[i]) != 0 || (i == 1 && args[1] == args[0])) {
+      return ErrorAt(cur_.offset, absl::StrCat("redefinition of ", args[i]));
+    }
+    Advance();
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "after the argument name"));
+    const size_t type_offset = cur_.offset;
+    PCP_ASSIGN_OR_RETURN(TensorType t, ParseTensorType());
+    if (t != scalar) return ErrorAt(type_offset, absl::StrCat(type_error, scalar.ToString(), ", got ", t.ToString()));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ReduceKind> Parser::ParseReducerBody(Op op, const TensorType& scalar, const std::string (&args)[2],

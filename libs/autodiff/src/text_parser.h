@@ -122,6 +122,11 @@ class Parser {
   absl::Status UnsupportedOperation(size_t offset, absl::string_view name) const;
   // Parses `({ ^bb0(%a: t, %b: t): <body> })`, the generic form of a reduce / scatter region.
   absl::StatusOr<ReduceKind> ParseReductionRegion(Op op, DType dtype, const Scope& scope);
+  // A reduction body's two block arguments "%a: t, %b: t" (new names, both of type `scalar`)
+  // into `args`; `comma_hint` and `type_error` (followed by the expected and the given type)
+  // word the errors.
+  absl::Status ParseScalarArgPair(const Scope& scope, const TensorType& scalar, absl::string_view comma_hint,
+                                  absl::string_view type_error, std::string (&args)[2]);
   // The body of a reduction region after its block arguments `args`: %r = add|maximum of
   // the two arguments, then stablehlo.return %r; each operation in either form.
   absl::StatusOr<ReduceKind> ParseReducerBody(Op op, const TensorType& scalar, const std::string (&args)[2],

@@ -301,22 +301,8 @@ absl::Status Parser::ParsePrettyReduce(Function* f, Scope* scope, const Token& r
     PCP_RETURN_IF_ERROR(ExpectWord("reducer", "(the body of stablehlo.reduce)"));
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "to start the reducer's arguments"));
     std::string args[2];
-    for (int i = 0; i < 2; ++i) {
-      if (i == 1) PCP_RETURN_IF_ERROR(Expect(TokenKind::kComma, "(the reducer takes two arguments)"));
-      if (!Is(TokenKind::kPercentId)) return Expected("an argument name");
-      args[i] = std::string(cur_.text);
-      if (scope->values.count(args[i]) != 0 || (i == 1 && args[1] == args[0])) {
-        return ErrorAt(cur_.offset, absl::StrCat("redefinition of ", args[i]));
-      }
-      Advance();
-      PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "after the argument name"));
-      size_t arg_type_offset = cur_.offset;
-      PCP_ASSIGN_OR_RETURN(TensorType t, ParseTensorType());
-      if (t != scalar) {
-        return ErrorAt(arg_type_offset, absl::StrCat("the reducer arguments of stablehlo.reduce here must be ",
-                                                     scalar.ToString(), ", got ", t.ToString()));
-      }
-    }
+    PCP_RETURN_IF_ERROR(ParseScalarArgPair(*scope, scalar, "(the reducer takes two arguments)",
+                                           "the reducer arguments of stablehlo.reduce here must be ", args));
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "(the reducer takes two arguments)"));
     if (Is(TokenKind::kLParen)) return ErrorAt(cur_.offset, "stablehlo.reduce with several inputs is not supported");
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kLBrace, "to start the reducer's body"));

@@ -24,6 +24,7 @@
 namespace pcp {
 namespace {
 
+using text_testing::ConstantsFunction;
 using text_testing::ModulesEqual;
 
 Module OneFunction(Function f) {
@@ -114,16 +115,6 @@ TEST(TextPrettyTest, PrintsStablehloPrettySpellings) {
 }
 
 // ---- Literals ----------------------------------------------------------------------------
-
-Function ConstantsFunction(const std::vector<Tensor>& literals) {
-  FunctionBuilder b("constants");
-  std::vector<ValueId> results;
-  for (const Tensor& t : literals) results.push_back(b.Constant(t));
-  b.Return(results);
-  absl::StatusOr<Function> f = b.Build();
-  EXPECT_TRUE(f.ok()) << f.status();
-  return f.ok() ? *std::move(f) : Function{};
-}
 
 TEST(TextPrettyTest, LiteralsRoundTripBitExact) {
   std::mt19937 rng(11);

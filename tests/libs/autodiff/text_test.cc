@@ -22,6 +22,7 @@
 namespace pcp {
 namespace {
 
+using text_testing::ConstantsFunction;
 using text_testing::ModulesEqual;
 
 Module OneFunction(Function f) {
@@ -105,16 +106,6 @@ TEST(TextTest, PrintsStablehloAttributes) {
 }
 
 // ---- Literals ----------------------------------------------------------------------------
-
-Function ConstantsFunction(const std::vector<Tensor>& literals) {
-  FunctionBuilder b("constants");
-  std::vector<ValueId> results;
-  for (const Tensor& t : literals) results.push_back(b.Constant(t));
-  b.Return(results);
-  absl::StatusOr<Function> f = b.Build();
-  EXPECT_TRUE(f.ok()) << f.status();
-  return f.ok() ? *std::move(f) : Function{};
-}
 
 Tensor F32Bits(const std::vector<uint32_t>& bits, Shape shape) {
   Tensor t(DType::kF32, std::move(shape));

@@ -324,4 +324,14 @@ MlirOptResult RunMlirOpt(const std::string& mlir_opt, const std::string& text,
   return result;
 }
 
+Function ConstantsFunction(const std::vector<Tensor>& literals) {
+  FunctionBuilder b("constants");
+  std::vector<ValueId> results;
+  for (const Tensor& t : literals) results.push_back(b.Constant(t));
+  b.Return(results);
+  absl::StatusOr<Function> f = b.Build();
+  EXPECT_TRUE(f.ok()) << f.status();
+  return f.ok() ? *std::move(f) : Function{};
+}
+
 }  // namespace pcp::text_testing

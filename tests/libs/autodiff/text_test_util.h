@@ -27,6 +27,9 @@ namespace pcp::text_testing {
 absl::StatusOr<Function> SingleOpFunction(Op op);
 // Empty dimension lists, rank-0 indices, an outer product, a zero-size slice.
 absl::StatusOr<Function> EdgeCaseFunction();
+// A function "constants" returning one constant per literal (with a failed EXPECT, and an
+// empty function, when the builder refuses them).
+Function ConstantsFunction(const std::vector<Tensor>& literals);
 // One function per op, a composed function that chains many ops, and EdgeCaseFunction.
 absl::StatusOr<Module> AllOpsModule();
 // A function mixing several ops the way a model does (attention-like scores, softmax, an
