@@ -238,12 +238,7 @@ absl::Status Parser::ParseOperandList(const Scope& scope, std::vector<ValueId>* 
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "to start the operand list"));
   if (ConsumeIf(TokenKind::kRParen)) return absl::OkStatus();
   do {
-    if (!Is(TokenKind::kPercentId)) return Expected("an operand (%name)");
-    auto it = scope.values.find(std::string(cur_.text));
-    if (it == scope.values.end()) return ErrorAt(cur_.offset, absl::StrCat("use of undefined value ", cur_.text));
-    operands->push_back(it->second);
-    offsets->push_back(cur_.offset);
-    Advance();
+    PCP_RETURN_IF_ERROR(ParseOperand(scope, operands, offsets));
   } while (ConsumeIf(TokenKind::kComma));
   return Expect(TokenKind::kRParen, "to close the operand list");
 }

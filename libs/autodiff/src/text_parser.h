@@ -153,8 +153,8 @@ class Parser {
   // Pretty form: operations (text_pretty_ops.cc). `result` is the kEof token if none.
   absl::Status ParsePrettyOperation(Function* f, Scope* scope, const Token& result, size_t op_offset,
                                     std::vector<TensorType>* result_types, bool* returned);
-  absl::Status ParsePrettyOperand(const Scope& scope, std::vector<ValueId>* operands,
-                                  std::vector<size_t>* offsets);
+  // One operand (%name, defined in `scope`), both forms.
+  absl::Status ParseOperand(const Scope& scope, std::vector<ValueId>* operands, std::vector<size_t>* offsets);
   // `%a, %b, ...` (at least one); stops before a ',' that is not followed by an operand.
   absl::Status ParsePrettyOperands(const Scope& scope, std::vector<ValueId>* operands,
                                    std::vector<size_t>* offsets);

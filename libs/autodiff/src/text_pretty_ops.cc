@@ -24,7 +24,7 @@ bool Parser::NextIsOperand() {
   return operand;
 }
 
-absl::Status Parser::ParsePrettyOperand(const Scope& scope, std::vector<ValueId>* operands,
+absl::Status Parser::ParseOperand(const Scope& scope, std::vector<ValueId>* operands,
                                         std::vector<size_t>* offsets) {
   if (!Is(TokenKind::kPercentId)) return Expected("an operand (%name)");
   auto it = scope.values.find(std::string(cur_.text));
@@ -37,10 +37,10 @@ absl::Status Parser::ParsePrettyOperand(const Scope& scope, std::vector<ValueId>
 
 absl::Status Parser::ParsePrettyOperands(const Scope& scope, std::vector<ValueId>* operands,
                                          std::vector<size_t>* offsets) {
-  PCP_RETURN_IF_ERROR(ParsePrettyOperand(scope, operands, offsets));
+  PCP_RETURN_IF_ERROR(ParseOperand(scope, operands, offsets));
   while (Is(TokenKind::kComma) && NextIsOperand()) {
     Advance();
-    PCP_RETURN_IF_ERROR(ParsePrettyOperand(scope, operands, offsets));
+    PCP_RETURN_IF_ERROR(ParseOperand(scope, operands, offsets));
   }
   return absl::OkStatus();
 }
@@ -147,14 +147,14 @@ absl::Status Parser::ParsePrettyOperation(Function* f, Scope* scope, const Token
     }
     case Op::kBroadcastInDim:  // stablehlo.broadcast_in_dim %x, dims = [0, 2]
     case Op::kTranspose: {     // stablehlo.transpose %x, dims = [1, 0]
-      PCP_RETURN_IF_ERROR(ParsePrettyOperand(*scope, &operands, &offsets));
+      PCP_RETURN_IF_ERROR(ParseOperand(*scope, &operands, &offsets));
       PCP_RETURN_IF_ERROR(Expect(TokenKind::kComma, absl::StrCat("and dims = [...] after the operand of ", name)));
       PCP_RETURN_IF_ERROR(ExpectKey("dims", name));
       PCP_ASSIGN_OR_RETURN(attrs.dims, ParseBracketList());
       break;
     }
     case Op::kSlice: {  // stablehlo.slice %x [0:64, 0:32:2]
-      PCP_RETURN_IF_ERROR(ParsePrettyOperand(*scope, &operands, &offsets));
+      PCP_RETURN_IF_ERROR(ParseOperand(*scope, &operands, &offsets));
       PCP_RETURN_IF_ERROR(ParsePrettySlice(&attrs));
       break;
     }
@@ -269,10 +269,10 @@ absl::Status Parser::ParsePrettyReduce(Function* f, Scope* scope, const Token& r
   std::vector<ValueId> operands;
   std::vector<size_t> offsets;
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "after stablehlo.reduce"));
-  PCP_RETURN_IF_ERROR(ParsePrettyOperand(*scope, &operands, &offsets));
+  PCP_RETURN_IF_ERROR(ParseOperand(*scope, &operands, &offsets));
   PCP_RETURN_IF_ERROR(ExpectWord("init", "after the input of stablehlo.reduce"));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "after 'init'"));
-  PCP_RETURN_IF_ERROR(ParsePrettyOperand(*scope, &operands, &offsets));
+  PCP_RETURN_IF_ERROR(ParseOperand(*scope, &operands, &offsets));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "to close (input init: value)"));
   if (Is(TokenKind::kComma)) return ErrorAt(cur_.offset, "stablehlo.reduce with several inputs is not supported");
   Attributes attrs;

@@ -26,12 +26,7 @@ namespace {
 
 using text_testing::ConstantsFunction;
 using text_testing::ModulesEqual;
-
-Module OneFunction(Function f) {
-  Module m;
-  m.functions.push_back(std::move(f));
-  return m;
-}
+using text_testing::OneFunction;
 
 // pretty print -> parse gives an equal module, which prints the same in both forms.
 ::testing::AssertionResult RoundTripsPretty(const Module& m) {

@@ -24,12 +24,7 @@ namespace {
 
 using text_testing::ConstantsFunction;
 using text_testing::ModulesEqual;
-
-Module OneFunction(Function f) {
-  Module m;
-  m.functions.push_back(std::move(f));
-  return m;
-}
+using text_testing::OneFunction;
 
 // print -> parse gives an equal module, and printing that gives the same text.
 ::testing::AssertionResult RoundTrips(const Module& m) {

@@ -334,4 +334,10 @@ Function ConstantsFunction(const std::vector<Tensor>& literals) {
   return f.ok() ? *std::move(f) : Function{};
 }
 
+Module OneFunction(Function f) {
+  Module m;
+  m.functions.push_back(std::move(f));
+  return m;
+}
+
 }  // namespace pcp::text_testing

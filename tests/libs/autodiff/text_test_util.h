@@ -27,6 +27,8 @@ namespace pcp::text_testing {
 absl::StatusOr<Function> SingleOpFunction(Op op);
 // Empty dimension lists, rank-0 indices, an outer product, a zero-size slice.
 absl::StatusOr<Function> EdgeCaseFunction();
+// A module holding just `f`.
+Module OneFunction(Function f);
 // A function "constants" returning one constant per literal (with a failed EXPECT, and an
 // empty function, when the builder refuses them).
 Function ConstantsFunction(const std::vector<Tensor>& literals);
