@@ -120,13 +120,8 @@ absl::Status MessageHandler::RunStreamingRound(const v1::StartRound& start) {
   // Δ of this round's fragment: the replica's values minus the loop's.
   const int64_t p = a.plan->FragmentOfRound(r);
   PCP_ASSIGN_OR_RETURN(std::vector<Tensor> local, a.entry->loop->GetParams());
-  std::vector<Tensor> delta = GatherFragment(*a.plan, p, a.held);
-  const std::vector<Tensor> mine = GatherFragment(*a.plan, p, local);
-  for (size_t i = 0; i < delta.size(); ++i) {
-    float* d = delta[i].data<float>();
-    const float* x = mine[i].data<float>();
-    for (int64_t k = 0; k < delta[i].num_elements(); ++k) d[k] -= x[k];
-  }
+  PCP_ASSIGN_OR_RETURN(std::vector<Tensor> delta,
+                       Subtract(GatherFragment(*a.plan, p, a.held), GatherFragment(*a.plan, p, local)));
   if (std::string corruption = d_.fault->ApplyNext(&delta); !corruption.empty()) {
     spdlog::warn("TESTING ONLY: the Δ of round {} is corrupted ({})", r, corruption);
   }

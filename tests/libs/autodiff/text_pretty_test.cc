@@ -469,20 +469,7 @@ TEST(TextPrettyTest, GarbageNeverCrashesTheParser) {
   const int n_iterations = iterations != nullptr ? std::atoi(iterations) : 1500;
   for (const std::string& text : {PrintModule(*all, TextForm::kPretty), WithWeight(kExportStyle)}) {
     for (size_t n = 0; n < text.size(); n += 11) check(text.substr(0, n));
-    for (int iter = 0; iter < n_iterations; ++iter) {
-      std::string mutated = text;
-      int edits = 1 + static_cast<int>(rng() % 4);
-      for (int e = 0; e < edits; ++e) {
-        size_t pos = rng() % mutated.size();
-        char c = rng() % 2 == 0 ? kInteresting[rng() % kInteresting.size()] : static_cast<char>(rng() % 256);
-        switch (rng() % 3) {
-          case 0: mutated[pos] = c; break;
-          case 1: mutated.insert(pos, 1, c); break;
-          default: mutated.erase(pos, 1 + rng() % 8); break;
-        }
-      }
-      check(mutated);
-    }
+    for (int iter = 0; iter < n_iterations; ++iter) check(text_testing::MutateText(text, rng, kInteresting));
   }
   EXPECT_GT(accepted, 0);
 }

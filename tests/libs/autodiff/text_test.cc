@@ -412,20 +412,7 @@ TEST(TextTest, GarbageNeverCrashesTheParser) {
   const std::string kInteresting = "%\"(){}[]<>,:=-x0123456789.^#e+ \n\\";
   const char* iterations = std::getenv("PCP_FUZZ_ITERATIONS");  // more for a sanitizer run
   const int n_iterations = iterations != nullptr ? std::atoi(iterations) : 3000;
-  for (int iter = 0; iter < n_iterations; ++iter) {
-    std::string mutated = text;
-    int edits = 1 + static_cast<int>(rng() % 4);
-    for (int e = 0; e < edits; ++e) {
-      size_t pos = rng() % mutated.size();
-      char c = rng() % 2 == 0 ? kInteresting[rng() % kInteresting.size()] : static_cast<char>(rng() % 256);
-      switch (rng() % 3) {
-        case 0: mutated[pos] = c; break;
-        case 1: mutated.insert(pos, 1, c); break;
-        default: mutated.erase(pos, 1 + rng() % 8); break;
-      }
-    }
-    accepted += check(mutated);
-  }
+  for (int iter = 0; iter < n_iterations; ++iter) accepted += check(text_testing::MutateText(text, rng, kInteresting));
   // Sanity: some mutations (e.g. inside a name string or comment-like spots) still parse.
   EXPECT_GT(accepted, 0);
 }

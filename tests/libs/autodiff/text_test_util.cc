@@ -340,4 +340,19 @@ Module OneFunction(Function f) {
   return m;
 }
 
+std::string MutateText(const std::string& text, std::mt19937& rng, const std::string& interesting) {
+  std::string mutated = text;
+  int edits = 1 + static_cast<int>(rng() % 4);
+  for (int e = 0; e < edits && !mutated.empty(); ++e) {
+    size_t pos = rng() % mutated.size();
+    char c = rng() % 2 == 0 ? interesting[rng() % interesting.size()] : static_cast<char>(rng() % 256);
+    switch (rng() % 3) {
+      case 0: mutated[pos] = c; break;
+      case 1: mutated.insert(pos, 1, c); break;
+      default: mutated.erase(pos, 1 + rng() % 8); break;
+    }
+  }
+  return mutated;
+}
+
 }  // namespace pcp::text_testing

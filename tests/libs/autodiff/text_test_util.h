@@ -11,6 +11,7 @@
 #ifndef PCP_TESTS_LIBS_AUTODIFF_TEXT_TEST_UTIL_H_
 #define PCP_TESTS_LIBS_AUTODIFF_TEXT_TEST_UTIL_H_
 
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,9 @@ namespace pcp::text_testing {
 absl::StatusOr<Function> SingleOpFunction(Op op);
 // Empty dimension lists, rank-0 indices, an outer product, a zero-size slice.
 absl::StatusOr<Function> EdgeCaseFunction();
+// `text` with 1 to 4 random edits (replace, insert or erase 1-8 characters), the characters
+// drawn from `interesting` or any byte: what the parser tests feed it.
+std::string MutateText(const std::string& text, std::mt19937& rng, const std::string& interesting);
 // A module holding just `f`.
 Module OneFunction(Function f);
 // A function "constants" returning one constant per literal (with a failed EXPECT, and an
