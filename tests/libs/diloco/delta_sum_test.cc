@@ -1,0 +1,207 @@
+#include "pcp/diloco/delta_sum.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace pcp::diloco {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<float> RandomValues(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+double Norm(const std::vector<std::vector<float>>& tensors) {
+  double s = 0;
+  for (const auto& t : tensors) {
+    for (float x : t) s += static_cast<double>(x) * x;
+  }
+  return std::sqrt(s);
+}
+
+// Buffers for a Δ list of the given tensor sizes, zeroed, and their spans.
+struct Sums {
+  explicit Sums(std::vector<size_t> sizes) {
+    for (size_t n : sizes) data.emplace_back(n, 0.0f);
+  }
+  std::vector<absl::Span<float>> spans() {
+    std::vector<absl::Span<float>> s;
+    for (auto& d : data) s.push_back(absl::MakeSpan(d));
+    return s;
+  }
+  std::vector<std::vector<float>> data;
+};
+
+// Feeds `delta` in chunks of `chunk` elements, tensor by tensor; stops after `max_chunks`.
+absl::Status Feed(DeltaSum::Contribution& c, const std::vector<std::vector<float>>& delta, size_t chunk,
+                  size_t max_chunks = SIZE_MAX) {
+  size_t sent = 0;
+  for (size_t t = 0; t < delta.size(); ++t) {
+    for (size_t off = 0; off < delta[t].size(); off += chunk) {
+      if (sent++ == max_chunks) return absl::OkStatus();
+      const size_t n = std::min(chunk, delta[t].size() - off);
+      if (absl::Status s = c.Add(t, static_cast<int64_t>(off), absl::MakeConstSpan(delta[t].data() + off, n)); !s.ok()) {
+        return s;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+TEST(DeltaSumTest, WeightedAverageOfWholeDeltas) {
+  const std::vector<size_t> sizes = {1000, 37, 70000};
+  std::vector<std::vector<std::vector<float>>> deltas;
+  const std::vector<double> weights = {3.0, 1.0, 2.0};
+  for (uint32_t w = 0; w < 3; ++w) {
+    std::vector<std::vector<float>> d;
+    for (size_t t = 0; t < sizes.size(); ++t) d.push_back(RandomValues(sizes[t], 10 * w + t));
+    deltas.push_back(std::move(d));
+  }
+  Sums sums(sizes);
+  DeltaSum sum(sums.spans());
+  for (size_t w = 0; w < 3; ++w) {
+    auto c = sum.Begin(weights[w], 1.0, Norm(deltas[w]));
+    ASSERT_TRUE(Feed(*c, deltas[w], /*chunk=*/333 + 100 * w).ok());
+    EXPECT_NEAR(c->norm(), Norm(deltas[w]), 1e-9 * Norm(deltas[w]));
+  }
+  EXPECT_FALSE(sum.tainted());
+  sum.Finish();
+  EXPECT_EQ(sum.covered_elements(), 71037);
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    for (size_t k = 0; k < sizes[t]; ++k) {
+      const double expected = (3.0 * deltas[0][t][k] + 1.0 * deltas[1][t][k] + 2.0 * deltas[2][t][k]) / 6.0;
+      ASSERT_NEAR(sums.data[t][k], expected, 1e-5) << t << "[" << k << "]";
+    }
+  }
+}
+
+TEST(DeltaSumTest, ClippedDeltaIsScaledButKeepsItsWeight) {
+  Sums sums({4});
+  DeltaSum sum(sums.spans());
+  const std::vector<std::vector<float>> a = {{1, 2, 3, 4}}, b = {{10, 20, 30, 40}};
+  ASSERT_TRUE(Feed(*sum.Begin(1, 1.0, Norm(a)), a, 4).ok());
+  ASSERT_TRUE(Feed(*sum.Begin(1, 0.1, Norm(b)), b, 4).ok());  // clipped to a tenth
+  sum.Finish();
+  EXPECT_THAT(sums.data[0], ::testing::ElementsAre(1, 2, 3, 4));
+}
+
+TEST(DeltaSumTest, AChunkAboveTheDeclaredNormIsNotAddedAndTaintsTheSum) {
+  Sums sums({8});
+  DeltaSum sum(sums.spans());
+  const std::vector<std::vector<float>> liar = {{1, 1, 1, 1, 100, 100, 100, 100}};
+  auto c = sum.Begin(1, 1.0, /*declared_norm=*/2.0);  // the first chunk's norm is 2: within
+  ASSERT_TRUE(c->Add(0, 0, absl::MakeConstSpan(liar[0].data(), 4)).ok());
+  EXPECT_FALSE(sum.tainted());
+  absl::Status s = c->Add(0, 4, absl::MakeConstSpan(liar[0].data() + 4, 4));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("above the declared 2"));
+  EXPECT_TRUE(sum.tainted());
+  EXPECT_FALSE(c->Add(0, 4, absl::MakeConstSpan(liar[0].data() + 4, 4)).ok());  // sticky
+  sum.Finish();
+  EXPECT_THAT(sums.data[0], ::testing::ElementsAre(1, 1, 1, 1, 0, 0, 0, 0));  // the refused chunk is absent
+}
+
+TEST(DeltaSumTest, ALiarCaughtAtItsFirstChunkLeavesNoTrace) {
+  Sums sums({4});
+  DeltaSum sum(sums.spans());
+  const std::vector<std::vector<float>> honest = {{1, 2, 3, 4}}, liar = {{50, 50, 50, 50}};
+  ASSERT_TRUE(Feed(*sum.Begin(1, 1.0, Norm(honest)), honest, 4).ok());
+  EXPECT_FALSE(Feed(*sum.Begin(1, 1.0, 1.0), liar, 4).ok());
+  EXPECT_FALSE(sum.tainted());
+  sum.Finish();
+  EXPECT_THAT(sums.data[0], ::testing::ElementsAre(1, 2, 3, 4));
+}
+
+TEST(DeltaSumTest, NonFiniteValuesAreRefused) {
+  Sums sums({4});
+  DeltaSum sum(sums.spans());
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (float bad : {nan, inf}) {
+    auto c = sum.Begin(1, 1.0, 1e30);
+    const std::vector<float> v = {0, bad, 0, 0};
+    absl::Status s = c->Add(0, 0, v);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(s.message(), HasSubstr("not finite"));
+  }
+  EXPECT_FALSE(sum.tainted());
+  sum.Finish();
+  EXPECT_EQ(sum.covered_elements(), 0);
+  EXPECT_THAT(sums.data[0], ::testing::ElementsAre(0, 0, 0, 0));
+}
+
+TEST(DeltaSumTest, ADeltaCutOffMidSendCountsOnlyWhereItsChunksArrived) {
+  Sums sums({6, 2});
+  DeltaSum sum(sums.spans());
+  const std::vector<std::vector<float>> whole = {{1, 1, 1, 1, 1, 1}, {1, 1}};
+  const std::vector<std::vector<float>> cut = {{4, 4, 4, 4, 4, 4}, {4, 4}};
+  ASSERT_TRUE(Feed(*sum.Begin(1, 1.0, Norm(whole)), whole, 2).ok());
+  ASSERT_TRUE(Feed(*sum.Begin(2, 1.0, Norm(cut)), cut, 2, /*max_chunks=*/2).ok());  // 4 of 8 elements
+  sum.Finish();
+  EXPECT_THAT(sums.data[0], ::testing::ElementsAre(3, 3, 3, 3, 1, 1));  // (1 + 2·4) / 3 where both came
+  EXPECT_THAT(sums.data[1], ::testing::ElementsAre(1, 1));
+}
+
+TEST(DeltaSumTest, ElementsNoDeltaReachedAverageToZero) {
+  Sums sums({5});
+  DeltaSum sum(sums.spans());
+  auto c = sum.Begin(1, 1.0, 10);
+  const std::vector<float> v = {2, 2};
+  ASSERT_TRUE(c->Add(0, 1, v).ok());
+  sum.Finish();
+  EXPECT_EQ(sum.covered_elements(), 2);
+  EXPECT_THAT(sums.data[0], ::testing::ElementsAre(0, 2, 2, 0, 0));
+}
+
+TEST(DeltaSumTest, RangesOutsideTheDeltaAreRefused) {
+  Sums sums({4});
+  DeltaSum sum(sums.spans());
+  auto c = sum.Begin(1, 1.0, 10);
+  const std::vector<float> v = {1, 1};
+  EXPECT_EQ(c->Add(1, 0, v).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(c->Add(0, 3, v).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(c->Add(0, -1, v).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(c->Add(0, 2, v).ok());
+}
+
+TEST(DeltaSumTest, ConcurrentStreamsGiveTheSequentialResult) {
+  const std::vector<size_t> sizes = {300000, 5000};  // spans several lock stripes
+  constexpr int kWorkers = 8;
+  std::vector<std::vector<std::vector<float>>> deltas(kWorkers);
+  for (int w = 0; w < kWorkers; ++w) {
+    for (size_t t = 0; t < sizes.size(); ++t) deltas[w].push_back(RandomValues(sizes[t], 100 * w + t));
+  }
+  Sums sums(sizes);
+  DeltaSum sum(sums.spans());
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      auto c = sum.Begin(1.0 + w, 1.0, Norm(deltas[w]));
+      EXPECT_TRUE(Feed(*c, deltas[w], 4096 + 512 * w).ok());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  sum.Finish();
+  double total = 0;
+  for (int w = 0; w < kWorkers; ++w) total += 1.0 + w;
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    for (size_t k = 0; k < sizes[t]; k += 7) {
+      double expected = 0;
+      for (int w = 0; w < kWorkers; ++w) expected += (1.0 + w) * deltas[w][t][k];
+      ASSERT_NEAR(sums.data[t][k], expected / total, 1e-5) << t << "[" << k << "]";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pcp::diloco
