@@ -338,7 +338,15 @@ absl::Status TensorAssembler::Start(const v1::TensorChunk& chunk, DataPieces dat
   total_ = wire_bytes;
   codec_ = *codec;
   elements_ = elements;
-  if (reuse_.valid() && reuse_.dtype() == *dtype && reuse_.shape() == *shape) {
+  if (sink_ && *dtype != DType::kF32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": a streamed tensor must be f32, not ", TypeString(*dtype, *shape)));
+  }
+  dtype_ = *dtype;
+  shape_ = *shape;
+  if (sink_) {
+    // Streamed: no tensor.
+  } else if (reuse_.valid() && reuse_.dtype() == *dtype && reuse_.shape() == *shape) {
     tensor_ = std::move(reuse_);
   } else {
     tensor_ = Tensor(*dtype, *std::move(shape));
@@ -351,10 +359,20 @@ absl::Status TensorAssembler::Start(const v1::TensorChunk& chunk, DataPieces dat
 
 absl::Status TensorAssembler::CopyIn(const std::string& where, const v1::TensorChunk& chunk,
                                      DataPieces data, int64_t size) {
-  const uint32_t actual = CopyWithCrc(static_cast<char*>(tensor_.raw_data()) + next_offset_, data);
+  if (sink_ && (next_offset_ % 4 != 0 || size % 4 != 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": a chunk of ", size, " bytes splits an f32 value (streamed tensors take whole values)"));
+  }
+  char* out = sink_ ? nullptr : static_cast<char*>(tensor_.raw_data()) + next_offset_;
+  if (sink_) {
+    values_.resize(static_cast<size_t>(size / 4));
+    out = reinterpret_cast<char*>(values_.data());
+  }
+  const uint32_t actual = CopyWithCrc(out, data);
   PCP_ASSIGN_OR_RETURN(running_crc_,
                        CheckCrcs(where, total_, next_offset_, size, running_crc_, actual,
                                  chunk.crc32c(), chunk.tensor_crc32c()));
+  if (sink_) PCP_RETURN_IF_ERROR(Emit(where, next_offset_ / 4, values_));
   next_offset_ += size;
   complete_ = next_offset_ == total_;
   return absl::OkStatus();
@@ -394,11 +412,13 @@ absl::Status TensorAssembler::DecodeIn(const std::string& where, const v1::Tenso
                                                      header->count, " elements, only ",
                                                      remaining, " remain"));
     }
-    float* out = tensor_.data<float>() + next_element_;
+    if (sink_) values_.resize(header->count);
+    float* out = sink_ ? values_.data() : tensor_.data<float>() + next_element_;
     const auto start = std::chrono::steady_clock::now();
     const absl::Status decoded = codec::Decode(bytes, absl::MakeSpan(out, header->count));
     codec_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!decoded.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", decoded.message()));
+    if (sink_) PCP_RETURN_IF_ERROR(Emit(where, next_element_, values_));
     next_element_ += static_cast<int64_t>(header->count);
   }
   next_offset_ += size;
@@ -409,6 +429,12 @@ absl::Status TensorAssembler::DecodeIn(const std::string& where, const v1::Tenso
                                                    " elements"));
   }
   return absl::OkStatus();
+}
+
+absl::Status TensorAssembler::Emit(const std::string& where, int64_t offset, absl::Span<const float> values) {
+  absl::Status s = sink_(offset, values);
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
 }
 
 absl::Status TensorAssembler::Add(const v1::TensorChunk& chunk) {
@@ -438,8 +464,7 @@ absl::Status TensorAssembler::AddPieces(const v1::TensorChunk& chunk, DataPieces
     field = "codec";
   } else if (chunk.total_bytes() != static_cast<uint64_t>(total_)) {
     field = "total_bytes";
-  } else if (!std::equal(chunk.shape().begin(), chunk.shape().end(), tensor_.shape().begin(),
-                         tensor_.shape().end())) {
+  } else if (!std::equal(chunk.shape().begin(), chunk.shape().end(), shape_.begin(), shape_.end())) {
     field = "shape";
   }
   if (field != nullptr) {
@@ -464,9 +489,11 @@ absl::StatusOr<Tensor> TensorAssembler::Take() {
   }
   Tensor t = std::move(tensor_);
   std::string scratch = std::move(scratch_);  // kept for the next tensor of a list
+  std::vector<float> values = std::move(values_);
   const double codec_seconds = codec_seconds_;
   *this = TensorAssembler(limits_);
   scratch_ = std::move(scratch);
+  values_ = std::move(values);
   codec_seconds_ = codec_seconds;
   return t;
 }

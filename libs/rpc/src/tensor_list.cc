@@ -137,6 +137,11 @@ absl::Status TensorListAssembler::AddImpl(const v1::TensorChunk& chunk, DataPiec
     if (expected_) current_.Expect((*expected_)[want]);
     if (want < reuse_.size()) current_.ReuseBuffer(std::move(reuse_[want].tensor));
     if (expected_codec_) current_.ExpectCodec(*expected_codec_, expected_codec_source_);
+    if (sink_) {
+      current_.StreamTo([this, want](int64_t offset, absl::Span<const float> values) {
+        return sink_(want, offset, values);
+      });
+    }
   } else if (chunk.index() != current_.index()) {
     return absl::InvalidArgumentError(
         absl::StrCat(where(), ": chunk of another tensor while tensor ", Quote(current_.name()),

@@ -1,6 +1,8 @@
 #include "pcp/rpc/tensor_list.h"
 
+#include <algorithm>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "pcp/testing/tensor_testing.h"
 #include "pcp/rpc/crc32c.h"
+#include "pcp/base/status_macros.h"
 
 namespace pcp {
 namespace {
@@ -153,6 +156,96 @@ TEST(TensorListTest, TakeIncompleteFails) {
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(assembler.Add(chunks[i]).ok());
   EXPECT_EQ(assembler.Take().status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(assembler.Take().status().message(), HasSubstr("2 of 5 tensors received"));
+}
+
+}  // namespace
+}  // namespace pcp
+
+namespace pcp {
+namespace {
+
+// Streams a chunked list into per-tensor buffers through StreamTo; returns the assembler's status.
+absl::Status StreamInto(const std::vector<v1::TensorChunk>& chunks, std::vector<std::vector<float>>* out,
+                        std::optional<codec::Codec> codec = std::nullopt,
+                        std::function<absl::Status(uint32_t, int64_t)> veto = {}) {
+  TensorListAssembler assembler;
+  if (codec) assembler.ExpectCodec(*codec);
+  assembler.StreamTo([&](uint32_t tensor, int64_t offset, absl::Span<const float> values) -> absl::Status {
+    if (veto) PCP_RETURN_IF_ERROR(veto(tensor, offset));
+    if (out->size() <= tensor) out->resize(tensor + 1);
+    std::vector<float>& t = (*out)[tensor];
+    if (t.size() < static_cast<size_t>(offset) + values.size()) t.resize(static_cast<size_t>(offset) + values.size());
+    std::copy(values.begin(), values.end(), t.begin() + offset);
+    return absl::OkStatus();
+  });
+  for (const v1::TensorChunk& c : chunks) PCP_RETURN_IF_ERROR(assembler.Add(c));
+  if (!assembler.complete()) return absl::DataLossError("incomplete");
+  PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> names, assembler.Take());
+  for (const NamedTensor& n : names) {
+    if (n.tensor.valid()) return absl::InternalError("a streamed tensor was assembled");
+  }
+  return absl::OkStatus();
+}
+
+TEST(TensorListStreamTest, RawChunksReachTheSinkWithTheirOffsets) {
+  const std::vector<NamedTensor> params = Params();
+  std::vector<std::vector<float>> got;
+  ASSERT_TRUE(StreamInto(ChunkList(params), &got).ok());
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i].tensor.num_elements() == 0) continue;
+    ASSERT_LT(i, got.size());
+    const float* want = params[i].tensor.data<float>();
+    ASSERT_EQ(got[i].size(), static_cast<size_t>(params[i].tensor.num_elements())) << params[i].name;
+    EXPECT_TRUE(std::equal(got[i].begin(), got[i].end(), want)) << params[i].name;
+  }
+}
+
+TEST(TensorListStreamTest, EncodedChunksAreDecodedBeforeTheSink) {
+  const std::vector<NamedTensor> params = Params();
+  auto chunker = TensorListChunker::Create(params, ChunkOptions{.codec = codec::Codec::kInt8});
+  ASSERT_TRUE(chunker.ok()) << chunker.status();
+  std::vector<v1::TensorChunk> chunks;
+  while (!chunker->done()) chunker->Next(&chunks.emplace_back());
+  std::vector<std::vector<float>> got;
+  ASSERT_TRUE(StreamInto(chunks, &got, codec::Codec::kInt8).ok());
+  // The same values the assembling path decodes.
+  TensorListAssembler assembler;
+  for (const v1::TensorChunk& c : chunks) ASSERT_TRUE(assembler.Add(c).ok());
+  auto whole = assembler.Take();
+  ASSERT_TRUE(whole.ok());
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i].tensor.num_elements() == 0) continue;
+    const float* want = (*whole)[i].tensor.data<float>();
+    EXPECT_TRUE(std::equal(got[i].begin(), got[i].end(), want)) << params[i].name;
+  }
+}
+
+TEST(TensorListStreamTest, ASinkErrorFailsTheChunkNamingIt) {
+  std::vector<std::vector<float>> got;
+  absl::Status s = StreamInto(ChunkList(Params()), &got, std::nullopt, [](uint32_t tensor, int64_t offset) {
+    return tensor == 3 && offset > 0 ? absl::FailedPreconditionError("over the declared norm") : absl::OkStatus();
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("'lm_head.weight' (index 3) at offset 1048576: over the declared norm"));
+}
+
+TEST(TensorListStreamTest, RefusesWhatCannotStream) {
+  // Not f32.
+  std::vector<NamedTensor> ints = {{"ids", testing::RandomTensor({DType::kI32, {4}}, 1)}};
+  std::vector<std::vector<float>> got;
+  absl::Status s = StreamInto(ChunkList(ints), &got);
+  EXPECT_THAT(s.message(), HasSubstr("a streamed tensor must be f32"));
+  // A raw chunk that splits a value.
+  std::vector<v1::TensorChunk> chunks = ChunkList({{"w", RandomF32({4}, 2)}});
+  ASSERT_EQ(chunks.size(), 1u);
+  v1::TensorChunk first = chunks[0], second = chunks[0];
+  first.set_data(chunks[0].data().substr(0, 6));
+  first.set_crc32c(Crc32c(first.data()));
+  second.set_offset(6);
+  second.set_data(chunks[0].data().substr(6));
+  second.set_crc32c(Crc32c(second.data()));
+  s = StreamInto({first, second}, &got);
+  EXPECT_THAT(s.message(), HasSubstr("splits an f32 value"));
 }
 
 }  // namespace

@@ -37,6 +37,7 @@
 #define PCP_RPC_TENSOR_CHUNKS_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -174,6 +175,15 @@ class TensorAssembler {
     expected_codec_source_ = std::move(source);
   }
 
+  // Streams the tensor instead of assembling it: each chunk's values go to `sink` once the
+  // chunk has been checked (CRCs, position, codec), with the element offset of its first
+  // value; an encoded chunk is decoded first. Nothing of the tensor's size is allocated (a
+  // scratch of one chunk), and Take() gives an empty Tensor(). f32 tensors only, raw chunks
+  // holding whole values. An error from `sink` fails the chunk (annotated with the tensor
+  // and offset). Call before the first Add. (Streaming aggregation: pcp/diloco/delta_sum.h.)
+  using ValuesSink = std::function<absl::Status(int64_t element_offset, absl::Span<const float> values)>;
+  void StreamTo(ValuesSink sink) { sink_ = std::move(sink); }
+
   // Validates and copies (an encoded chunk: decodes) one chunk. InvalidArgument naming the
   // tensor and offset for any problem (see the file comment); the same error again after a
   // failure. Limits: the chunk's data size, and the tensor's size both as sent (total_bytes)
@@ -191,8 +201,8 @@ class TensorAssembler {
   const std::string& name() const { return name_; }
   uint32_t index() const { return index_; }
   uint32_t count() const { return count_; }
-  DType dtype() const { return tensor_.dtype(); }
-  const Shape& shape() const { return tensor_.shape(); }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
   codec::Codec codec() const { return codec_; }
   // Wall time (steady clock) spent decoding encoded chunks over the assembler's life (Take
   // keeps it), in s; raw (kF32) chunks are copied, not decoded, and add nothing.
@@ -211,6 +221,8 @@ class TensorAssembler {
                         int64_t size);
   absl::Status Fail(const absl::Status& status);
   std::string Where(uint64_t offset) const;
+  // StreamTo: hands `values` (element `offset` on) to the sink; errors name `where`.
+  absl::Status Emit(const std::string& where, int64_t offset, absl::Span<const float> values);
 
   AssemblyLimits limits_;
   std::optional<TensorSpec> expected_;
@@ -222,7 +234,11 @@ class TensorAssembler {
   std::string name_;
   uint32_t index_ = 0, count_ = 0;
   v1::DType wire_dtype_ = v1::DTYPE_UNSPECIFIED;
-  Tensor tensor_;
+  DType dtype_ = DType::kF32;
+  Shape shape_;
+  Tensor tensor_;  // empty when streaming
+  ValuesSink sink_;
+  std::vector<float> values_;  // streaming: one chunk's values
   int64_t total_ = 0;
   int64_t next_offset_ = 0;
   uint32_t running_crc_ = 0;

@@ -25,6 +25,7 @@
 #define PCP_RPC_TENSOR_LIST_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -91,6 +92,12 @@ class TensorListAssembler {
     expected_codec_source_ = std::move(source);
   }
 
+  // Streams every tensor to `sink` instead of assembling it (TensorAssembler::StreamTo): the
+  // values of each checked chunk with the tensor's index in the list and the element offset.
+  // Take() then gives the names with empty tensors. Call before the first Add.
+  using ListSink = std::function<absl::Status(uint32_t tensor, int64_t element_offset, absl::Span<const float> values)>;
+  void StreamTo(ListSink sink) { sink_ = std::move(sink); }
+
   // Validates and copies one chunk. InvalidArgument naming the tensor for any problem: those
   // of TensorAssembler::Add, plus a chunk of another tensor before the current one is
   // complete, a tensor out of order or repeated, a count that changes, exceeds
@@ -111,7 +118,7 @@ class TensorListAssembler {
   double codec_seconds() const { return current_.codec_seconds(); }
 
   // Hands out the list and resets the assembler (keeping limits and codec_seconds, dropping
-  // ExpectSpecs, ExpectCodec and ReuseBuffers).
+  // ExpectSpecs, ExpectCodec, ReuseBuffers and StreamTo).
   // FailedPrecondition unless complete().
   absl::StatusOr<std::vector<NamedTensor>> Take();
 
@@ -121,6 +128,7 @@ class TensorListAssembler {
   AssemblyLimits limits_;
   std::optional<std::vector<TensorSpec>> expected_;
   std::vector<NamedTensor> reuse_;
+  ListSink sink_;
   std::optional<codec::Codec> expected_codec_;
   std::string expected_codec_source_;
   absl::Status error_;
