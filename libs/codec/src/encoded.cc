@@ -1,12 +1,16 @@
 #include "pcp/codec/encoded.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "pcp/base/status_macros.h"
 #include "kernels.h"
 
 namespace pcp::codec {
@@ -205,6 +209,32 @@ absl::Status DecodeAdd(absl::string_view bytes, float weight, absl::Span<float> 
     return absl::InvalidArgumentError(absl::StrCat("decode-add: weight must be finite, got ", weight));
   }
   return DecodeImpl<true>(bytes, weight, accumulate);
+}
+
+absl::StatusOr<double> DecodedSumOfSquares(Codec codec, absl::Span<const float> values, int block_size) {
+  double sum = 0;
+  if (codec == Codec::kF32) {
+    for (const float v : values) sum += static_cast<double>(v) * v;
+    return sum;
+  }
+  if (block_size == 0) block_size = DefaultBlockSize(codec);
+  PCP_RETURN_IF_ERROR(ValidateBlockSize(codec, block_size));
+  // Whole blocks at a time (blockwise codecs encode each block on its own, so any grouping of
+  // whole blocks decodes the same values as the sender's chunks).
+  constexpr size_t kSlice = size_t{1} << 20;
+  const size_t slice = block_size > 0 ? static_cast<size_t>(block_size) * std::max<size_t>(1, kSlice / static_cast<size_t>(block_size)) : kSlice;
+  std::string encoded;
+  std::vector<float> decoded;
+  for (size_t at = 0; at < values.size(); at += slice) {
+    const absl::Span<const float> part = values.subspan(at, std::min(slice, values.size() - at));
+    PCP_ASSIGN_OR_RETURN(const size_t bytes, EncodedSize(codec, part.size(), block_size));
+    encoded.resize(bytes);
+    PCP_RETURN_IF_ERROR(EncodeInto(codec, part, block_size, absl::MakeSpan(encoded.data(), encoded.size())));
+    decoded.resize(part.size());
+    PCP_RETURN_IF_ERROR(Decode(encoded, absl::MakeSpan(decoded)));
+    for (const float v : decoded) sum += static_cast<double>(v) * v;
+  }
+  return sum;
 }
 
 }  // namespace pcp::codec

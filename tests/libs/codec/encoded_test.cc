@@ -287,3 +287,26 @@ TEST(EncodedTest, DecodeAddAccumulatesAWeightedSumOfSeveralBuffers) {
 
 }  // namespace
 }  // namespace pcp::codec
+
+namespace pcp::codec {
+namespace {
+
+// The sender's DecodedSumOfSquares is the receiver's: the sum of squares of what Decode gives
+// for the encoded buffer (bit-exact values; only the summation order may differ).
+TEST(DecodedSumOfSquaresTest, MatchesWhatTheReceiverDecodes) {
+  const std::vector<float> values = testing::DeltaLike(3'000'001, 7);  // not a whole number of blocks
+  for (const auto& [codec, name] : kCodecNames) {
+    absl::StatusOr<double> sent = DecodedSumOfSquares(codec, values);
+    ASSERT_TRUE(sent.ok()) << name << ": " << sent.status();
+    const std::vector<float> decoded = DecodeAll(Encode(codec, values));
+    double received = 0;
+    for (float v : decoded) received += static_cast<double>(v) * v;
+    EXPECT_NEAR(*sent, received, 1e-12 * received) << name;
+  }
+  EXPECT_FALSE(DecodedSumOfSquares(Codec::kInt8, values, 3).ok());  // invalid block size
+  const std::vector<float> bad = {1, kNaN};
+  EXPECT_FALSE(std::isfinite(*DecodedSumOfSquares(Codec::kF32, bad)));
+}
+
+}  // namespace
+}  // namespace pcp::codec

@@ -88,6 +88,13 @@ absl::Status Decode(absl::string_view bytes, absl::Span<float> out);
 // fuse into an FMA). weight must be finite. On error `accumulate` is unchanged.
 absl::Status DecodeAdd(absl::string_view bytes, float weight, absl::Span<float> accumulate);
 
+// Σ x̂[i]², in double, of `values` as a receiver decodes them after encoding with `codec` and
+// `block_size` (0: the default): what the receiver's norm of the values will be (up to
+// summation order), without holding the encoded form (encoded and decoded a slice of whole
+// blocks at a time). +inf or NaN when a decoded value is not finite. InvalidArgument for an
+// invalid block size.
+absl::StatusOr<double> DecodedSumOfSquares(Codec codec, absl::Span<const float> values, int block_size = 0);
+
 }  // namespace pcp::codec
 
 #endif  // PCP_CODEC_ENCODED_H_
