@@ -16,8 +16,14 @@ DeltaSum::DeltaSum(std::vector<absl::Span<float>> sums)
   }
 }
 
-std::unique_ptr<DeltaSum::Contribution> DeltaSum::Begin(double weight, double scale, double declared_norm) {
-  return std::unique_ptr<Contribution>(new Contribution(this, weight, scale, declared_norm));
+std::unique_ptr<DeltaSum::Contribution> DeltaSum::Begin(std::string who, double weight, double scale,
+                                                        double declared_norm) {
+  return std::unique_ptr<Contribution>(new Contribution(this, std::move(who), weight, scale, declared_norm));
+}
+
+std::vector<std::string> DeltaSum::liars() const {
+  std::lock_guard<std::mutex> lock(liars_mu_);
+  return liars_;
 }
 
 double DeltaSum::Contribution::norm() const { return std::sqrt(sum_squares_); }
@@ -29,6 +35,8 @@ absl::Status DeltaSum::Contribution::Add(size_t tensor, int64_t offset, absl::Sp
     return absl::InvalidArgumentError(absl::StrCat("values [", offset, ", ", offset + static_cast<int64_t>(values.size()),
                                                    ") of tensor ", tensor, " lie outside the Δ"));
   }
+  std::shared_lock<std::shared_mutex> open(sum_->close_mu_);
+  if (sum_->closed_) return absl::FailedPreconditionError("the round's sum is closed");
   double squares = 0;
   for (const float v : values) squares += static_cast<double>(v) * static_cast<double>(v);
   const double total = sum_squares_ + squares;
@@ -38,6 +46,10 @@ absl::Status DeltaSum::Contribution::Add(size_t tensor, int64_t offset, absl::Sp
     failed_ = true;
     sum_squares_ = std::isfinite(squares) ? total : squares;
     if (elements_ > 0) sum_->tainted_ = true;
+    {
+      std::lock_guard<std::mutex> lock(sum_->liars_mu_);
+      sum_->liars_.push_back(who_);
+    }
     return absl::FailedPreconditionError(
         std::isfinite(squares)
             ? absl::StrCat("the Δ's norm reaches ", std::sqrt(total), ", above the declared ", declared_norm_)
@@ -78,6 +90,8 @@ void DeltaSum::AddWeight(size_t tensor, int64_t begin, int64_t end, double weigh
 }
 
 void DeltaSum::Finish() {
+  std::unique_lock<std::shared_mutex> close(close_mu_);
+  closed_ = true;
   covered_ = 0;
   for (size_t t = 0; t < sums_.size(); ++t) {
     float* d = sums_[t].data();

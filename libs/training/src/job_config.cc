@@ -192,6 +192,7 @@ const std::vector<Field<DiLoCoConfig>>* DiLoCoFields() {
       SectionField("screening", &DiLoCoConfig::screening, ScreeningFields()),
       SectionField("compression", &DiLoCoConfig::compression, CompressionFields()),
       SectionField("streaming", &DiLoCoConfig::streaming, StreamingFields()),
+      EnumField("aggregation", &DiLoCoConfig::aggregation, absl::MakeConstSpan(diloco::kAggregationNames)),
   };
   return fields;
 }
@@ -284,6 +285,11 @@ absl::Status Finish(const Context& ctx, const std::string& base_dir, const DataR
         ctx.ValueMark({"optimizer.min_lr", "optimizer.lr"}),
         absl::StrCat("optimizer.min_lr: ", yaml_fields::EmitReal(c.optimizer.min_lr),
                      " is above optimizer.lr (", yaml_fields::EmitReal(c.optimizer.lr), ")"));
+  }
+  if (c.diloco.aggregation == diloco::Aggregation::kStreaming && c.diloco.screening.trimmed_mean > 0) {
+    return ctx.Error(ctx.ValueMark({"diloco.aggregation", "diloco.screening.trimmed_mean"}),
+                     "diloco.aggregation: streaming cannot take a trimmed mean (it needs every Δ of a "
+                     "coordinate at once); use buffered (or auto), or diloco.screening.trimmed_mean: 0");
   }
   const diloco::StreamingOptions& streaming = c.diloco.streaming;
   if (streaming.fragments > c.diloco.inner_steps) {

@@ -1,11 +1,13 @@
 #include "message_handler.h"
 
 #include <chrono>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "pcp/base/absl_fmt.h"
 #include "pcp/base/progress_report.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/codec/encoded.h"
 #include "pcp/diloco/replica.h"
 #include "pcp/metrics/codec_seconds.h"
 #include "pcp/metrics/registry.h"
@@ -390,8 +392,22 @@ absl::Status MessageHandler::Compensate(std::vector<Tensor>& delta, std::vector<
 
 absl::Status MessageHandler::StreamDelta(uint64_t epoch, uint64_t round, codec::Codec codec,
                                          std::vector<NamedTensor> named, const v1::RoundResult& result) {
-  PCP_ASSIGN_OR_RETURN(TensorListChunker chunker, TensorListChunker::Create(std::move(named), ChunkOptions{.codec = codec}));
+  // The header first: the Δ's norm as the shepherd will decode it, so that it can judge the Δ
+  // before the chunks and add them to the round's sum as they arrive.
+  double squares = 0;
+  for (const NamedTensor& t : named) {
+    PCP_ASSIGN_OR_RETURN(const double s, codec::DecodedSumOfSquares(codec, absl::MakeConstSpan(t.tensor.data<float>(), static_cast<size_t>(t.tensor.num_elements()))));
+    squares += s;
+  }
   v1::WorkerMessage m;
+  v1::ResultHeader* header = m.mutable_result_header();
+  header->set_round(round);
+  header->set_steps(result.steps());
+  header->set_tokens_processed(result.tokens_processed());
+  header->set_delta_norm(std::sqrt(squares));
+  if (!link_->Write(m)) return link_->status();
+  m.Clear();
+  PCP_ASSIGN_OR_RETURN(TensorListChunker chunker, TensorListChunker::Create(std::move(named), ChunkOptions{.codec = codec}));
   while (!chunker.done()) {
     if (d_.cancels->Cancelled(epoch, round)) return absl::OkStatus();  // the round closed without us
     v1::ResultChunk* chunk = m.mutable_result_chunk();

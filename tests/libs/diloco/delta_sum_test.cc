@@ -71,7 +71,7 @@ TEST(DeltaSumTest, WeightedAverageOfWholeDeltas) {
   Sums sums(sizes);
   DeltaSum sum(sums.spans());
   for (size_t w = 0; w < 3; ++w) {
-    auto c = sum.Begin(weights[w], 1.0, Norm(deltas[w]));
+    auto c = sum.Begin("w", weights[w], 1.0, Norm(deltas[w]));
     ASSERT_TRUE(Feed(*c, deltas[w], /*chunk=*/333 + 100 * w).ok());
     EXPECT_NEAR(c->norm(), Norm(deltas[w]), 1e-9 * Norm(deltas[w]));
   }
@@ -90,8 +90,8 @@ TEST(DeltaSumTest, ClippedDeltaIsScaledButKeepsItsWeight) {
   Sums sums({4});
   DeltaSum sum(sums.spans());
   const std::vector<std::vector<float>> a = {{1, 2, 3, 4}}, b = {{10, 20, 30, 40}};
-  ASSERT_TRUE(Feed(*sum.Begin(1, 1.0, Norm(a)), a, 4).ok());
-  ASSERT_TRUE(Feed(*sum.Begin(1, 0.1, Norm(b)), b, 4).ok());  // clipped to a tenth
+  ASSERT_TRUE(Feed(*sum.Begin("w", 1, 1.0, Norm(a)), a, 4).ok());
+  ASSERT_TRUE(Feed(*sum.Begin("w", 1, 0.1, Norm(b)), b, 4).ok());  // clipped to a tenth
   sum.Finish();
   EXPECT_THAT(sums.data[0], ::testing::ElementsAre(1, 2, 3, 4));
 }
@@ -100,7 +100,7 @@ TEST(DeltaSumTest, AChunkAboveTheDeclaredNormIsNotAddedAndTaintsTheSum) {
   Sums sums({8});
   DeltaSum sum(sums.spans());
   const std::vector<std::vector<float>> liar = {{1, 1, 1, 1, 100, 100, 100, 100}};
-  auto c = sum.Begin(1, 1.0, /*declared_norm=*/2.0);  // the first chunk's norm is 2: within
+  auto c = sum.Begin("w", 1, 1.0, /*declared_norm=*/2.0);  // the first chunk's norm is 2: within
   ASSERT_TRUE(c->Add(0, 0, absl::MakeConstSpan(liar[0].data(), 4)).ok());
   EXPECT_FALSE(sum.tainted());
   absl::Status s = c->Add(0, 4, absl::MakeConstSpan(liar[0].data() + 4, 4));
@@ -109,6 +109,7 @@ TEST(DeltaSumTest, AChunkAboveTheDeclaredNormIsNotAddedAndTaintsTheSum) {
   EXPECT_TRUE(sum.tainted());
   EXPECT_FALSE(c->Add(0, 4, absl::MakeConstSpan(liar[0].data() + 4, 4)).ok());  // sticky
   sum.Finish();
+  EXPECT_THAT(sum.liars(), ::testing::ElementsAre("w"));
   EXPECT_THAT(sums.data[0], ::testing::ElementsAre(1, 1, 1, 1, 0, 0, 0, 0));  // the refused chunk is absent
 }
 
@@ -116,8 +117,8 @@ TEST(DeltaSumTest, ALiarCaughtAtItsFirstChunkLeavesNoTrace) {
   Sums sums({4});
   DeltaSum sum(sums.spans());
   const std::vector<std::vector<float>> honest = {{1, 2, 3, 4}}, liar = {{50, 50, 50, 50}};
-  ASSERT_TRUE(Feed(*sum.Begin(1, 1.0, Norm(honest)), honest, 4).ok());
-  EXPECT_FALSE(Feed(*sum.Begin(1, 1.0, 1.0), liar, 4).ok());
+  ASSERT_TRUE(Feed(*sum.Begin("w", 1, 1.0, Norm(honest)), honest, 4).ok());
+  EXPECT_FALSE(Feed(*sum.Begin("w", 1, 1.0, 1.0), liar, 4).ok());
   EXPECT_FALSE(sum.tainted());
   sum.Finish();
   EXPECT_THAT(sums.data[0], ::testing::ElementsAre(1, 2, 3, 4));
@@ -128,7 +129,7 @@ TEST(DeltaSumTest, NonFiniteValuesAreRefused) {
   DeltaSum sum(sums.spans());
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   for (float bad : {nan, inf}) {
-    auto c = sum.Begin(1, 1.0, 1e30);
+    auto c = sum.Begin("w", 1, 1.0, 1e30);
     const std::vector<float> v = {0, bad, 0, 0};
     absl::Status s = c->Add(0, 0, v);
     EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
@@ -145,8 +146,8 @@ TEST(DeltaSumTest, ADeltaCutOffMidSendCountsOnlyWhereItsChunksArrived) {
   DeltaSum sum(sums.spans());
   const std::vector<std::vector<float>> whole = {{1, 1, 1, 1, 1, 1}, {1, 1}};
   const std::vector<std::vector<float>> cut = {{4, 4, 4, 4, 4, 4}, {4, 4}};
-  ASSERT_TRUE(Feed(*sum.Begin(1, 1.0, Norm(whole)), whole, 2).ok());
-  ASSERT_TRUE(Feed(*sum.Begin(2, 1.0, Norm(cut)), cut, 2, /*max_chunks=*/2).ok());  // 4 of 8 elements
+  ASSERT_TRUE(Feed(*sum.Begin("w", 1, 1.0, Norm(whole)), whole, 2).ok());
+  ASSERT_TRUE(Feed(*sum.Begin("w", 2, 1.0, Norm(cut)), cut, 2, /*max_chunks=*/2).ok());  // 4 of 8 elements
   sum.Finish();
   EXPECT_THAT(sums.data[0], ::testing::ElementsAre(3, 3, 3, 3, 1, 1));  // (1 + 2·4) / 3 where both came
   EXPECT_THAT(sums.data[1], ::testing::ElementsAre(1, 1));
@@ -155,7 +156,7 @@ TEST(DeltaSumTest, ADeltaCutOffMidSendCountsOnlyWhereItsChunksArrived) {
 TEST(DeltaSumTest, ElementsNoDeltaReachedAverageToZero) {
   Sums sums({5});
   DeltaSum sum(sums.spans());
-  auto c = sum.Begin(1, 1.0, 10);
+  auto c = sum.Begin("w", 1, 1.0, 10);
   const std::vector<float> v = {2, 2};
   ASSERT_TRUE(c->Add(0, 1, v).ok());
   sum.Finish();
@@ -166,12 +167,25 @@ TEST(DeltaSumTest, ElementsNoDeltaReachedAverageToZero) {
 TEST(DeltaSumTest, RangesOutsideTheDeltaAreRefused) {
   Sums sums({4});
   DeltaSum sum(sums.spans());
-  auto c = sum.Begin(1, 1.0, 10);
+  auto c = sum.Begin("w", 1, 1.0, 10);
   const std::vector<float> v = {1, 1};
   EXPECT_EQ(c->Add(1, 0, v).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(c->Add(0, 3, v).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(c->Add(0, -1, v).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(c->Add(0, 2, v).ok());
+  EXPECT_TRUE(sum.liars().empty());
+}
+
+TEST(DeltaSumTest, NothingIsAddedAfterFinish) {
+  Sums sums({2});
+  DeltaSum sum(sums.spans());
+  auto c = sum.Begin("late", 1, 1.0, 10);
+  sum.Finish();
+  const std::vector<float> v = {1, 1};
+  EXPECT_EQ(c->Add(0, 0, v).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(sums.data[0], ::testing::ElementsAre(0, 0));
+  EXPECT_TRUE(sum.liars().empty());
+  EXPECT_FALSE(sum.tainted());
 }
 
 TEST(DeltaSumTest, ConcurrentStreamsGiveTheSequentialResult) {
@@ -186,7 +200,7 @@ TEST(DeltaSumTest, ConcurrentStreamsGiveTheSequentialResult) {
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w) {
     threads.emplace_back([&, w] {
-      auto c = sum.Begin(1.0 + w, 1.0, Norm(deltas[w]));
+      auto c = sum.Begin("w", 1.0 + w, 1.0, Norm(deltas[w]));
       EXPECT_TRUE(Feed(*c, deltas[w], 4096 + 512 * w).ok());
     });
   }

@@ -342,6 +342,12 @@ TEST(JobConfigTest, BadInputsGiveOneLineWithPositionAndKey) {
       {kData + "diloco:\n  screening:\n    norm_k: 0.5\n",
        "5:13",
        {"diloco.screening.norm_k: must be"}},
+      {kData + "diloco:\n  aggregation: streaming\n  screening:\n    trimmed_mean: 0.2\n",
+       "4:16",
+       {"diloco.aggregation: streaming cannot take a trimmed mean"}},
+      {kData + "diloco:\n  aggregation: streamed\n",
+       "4:16",
+       {"diloco.aggregation", "streamed"}},
       {kData + "diloco:\n  screening:\n    trimmed_mean: 0.5\n",
        "5:19",
        {"diloco.screening.trimmed_mean: must be in [0.0, 0.5), got 0.5"}},
@@ -429,7 +435,7 @@ TEST(JobConfigTest, DamagedFilesNeverCrashAndErrorsStayOneLine) {
 TEST(JobConfigTest, KeysAreListedOnce) {
   std::vector<std::string> keys = JobConfigKeys();
   EXPECT_EQ(keys.front(), "name");
-  EXPECT_EQ(keys.size(), 1u + 7 + 4 + 10 + 9 + (10 + 6 + 3 + 3) + 4);
+  EXPECT_EQ(keys.size(), 1u + 7 + 4 + 10 + 9 + (11 + 6 + 3 + 3) + 4);
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.screening.norm_k"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.compression.error_feedback"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.streaming.overlap_steps"), keys.end());

@@ -5,11 +5,12 @@
 //   std::vector<absl::Span<float>> sums = ...;   // zeroed, one per Δ tensor; the caller owns them
 //   DeltaSum sum(sums);
 //   // per worker, once its header (declared norm, tokens) has been judged:
-//   std::unique_ptr<DeltaSum::Contribution> c = sum.Begin(/*weight=*/tokens, verdict.scale, declared_norm);
+//   std::unique_ptr<DeltaSum::Contribution> c = sum.Begin("node-3", /*weight=*/tokens, verdict.scale, declared_norm);
 //   PCP_RETURN_IF_ERROR(c->Add(tensor, element_offset, decoded_chunk));   // per chunk, any thread
 //   ...
+//   sum.Finish();   // no more adds; sums[i] now hold the weighted average
+//   for (const std::string& who : sum.liars()) { ...count a refusal... }
 //   if (sum.tainted()) { ...roll the round back... }
-//   sum.Finish();   // sums[i] now hold the weighted average
 //
 // How a refused Δ leaves no trace:
 //   - A Δ is judged on the norm its sender declares before the first chunk (pcp.v1
@@ -37,12 +38,37 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
 namespace pcp::diloco {
+
+// How the shepherd combines a round's Δs (job YAML diloco.aggregation).
+//   buffered:  every Δ is kept whole until the round closes (the round's median can judge
+//              them; a trimmed mean is possible); memory workers × |Δ|.
+//   streaming: each Δ is judged on its declared norm against past rounds' median and the cap,
+//              and summed chunk by chunk as it arrives (DeltaSum); memory |Δ|.
+//   auto:      buffered while the round's Δs fit kDeltaStagingBytes (and whenever the job asks
+//              for a trimmed mean), else streaming.
+enum class Aggregation { kAuto, kStreaming, kBuffered };
+inline constexpr std::pair<Aggregation, absl::string_view> kAggregationNames[] = {
+    {Aggregation::kAuto, "auto"},
+    {Aggregation::kStreaming, "streaming"},
+    {Aggregation::kBuffered, "buffered"},
+};
+// The staging area for whole Δs under `auto`: 256 MiB.
+inline constexpr int64_t kDeltaStagingBytes = int64_t{256} << 20;
+// Whether a round of `workers` Δs of `delta_elements` f32 values each is streamed.
+inline bool StreamsDeltas(Aggregation mode, int64_t workers, int64_t delta_elements, bool trimmed_mean) {
+  if (mode != Aggregation::kAuto) return mode == Aggregation::kStreaming;
+  return !trimmed_mean && workers * delta_elements * 4 > kDeltaStagingBytes;
+}
 
 class DeltaSum {
  public:
@@ -56,7 +82,9 @@ class DeltaSum {
     // Adds the decoded values of tensor `tensor` from element `offset` (chunks in any order
     // the stream sends them, each range once). InvalidArgument for a range outside the tensor;
     // FailedPrecondition when the values are not finite or take the Δ's norm above the
-    // declared one (nothing of this chunk is added; the sum is tainted; later calls fail).
+    // declared one (nothing of this chunk is added; the sender is a liar(), the sum tainted
+    // if something of it was added; later calls fail); FailedPrecondition too once Finish ran.
+    // A chunk is added whole or not at all, also when Finish runs meanwhile.
     absl::Status Add(size_t tensor, int64_t offset, absl::Span<const float> values);
     // The norm of the values added (or refused) so far.
     double norm() const;
@@ -64,23 +92,30 @@ class DeltaSum {
 
    private:
     friend class DeltaSum;
-    Contribution(DeltaSum* sum, double weight, double scale, double declared_norm)
-        : sum_(sum), weight_(weight), scale_(scale), declared_norm_(declared_norm) {}
+    Contribution(DeltaSum* sum, std::string who, double weight, double scale, double declared_norm)
+        : sum_(sum), who_(std::move(who)), weight_(weight), scale_(scale), declared_norm_(declared_norm) {}
     DeltaSum* sum_;
+    std::string who_;
     double weight_, scale_, declared_norm_;
     double sum_squares_ = 0;
     int64_t elements_ = 0;
     bool failed_ = false;
   };
 
-  // A Δ of `weight` (> 0, e.g. its tokens), to be added scaled by `scale` (1: accepted; < 1:
-  // clipped), whose sender declared the L2 norm `declared_norm` of its decoded values.
-  std::unique_ptr<Contribution> Begin(double weight, double scale, double declared_norm);
+  // A Δ from `who` of `weight` (> 0, e.g. its tokens), to be added scaled by `scale` (1:
+  // accepted; < 1: clipped), whose sender declared the L2 norm `declared_norm` of its decoded
+  // values.
+  std::unique_ptr<Contribution> Begin(std::string who, double weight, double scale, double declared_norm);
 
-  // True once a contribution broke its declaration after some of its chunks were added.
+  // True once a contribution broke its declaration after some of its chunks were added, or
+  // Taint was called (the caller found the sender dishonest otherwise after chunks were added).
   bool tainted() const { return tainted_.load(); }
-  // Turns the sums into the weighted average (per element: Σ weight·scale·Δ / Σ weight of the
-  // Δs that reached it; 0 where none did). Call once, after every contribution has stopped.
+  void Taint() { tainted_ = true; }
+  // Senders whose values broke their declaration, in the order caught.
+  std::vector<std::string> liars() const;
+  // Stops every contribution (waiting for chunks being added) and turns the sums into the
+  // weighted average (per element: Σ weight·scale·Δ / Σ weight of the Δs that reached it; 0
+  // where none did). Call once.
   void Finish();
   // Elements that at least one Δ reached (valid after Finish).
   int64_t covered_elements() const { return covered_; }
@@ -92,6 +127,11 @@ class DeltaSum {
   void AddWeight(size_t tensor, int64_t begin, int64_t end, double weight);
 
   std::vector<absl::Span<float>> sums_;
+  // Adds hold it shared for a whole chunk; Finish exclusively, so no chunk is half added.
+  std::shared_mutex close_mu_;
+  bool closed_ = false;
+  mutable std::mutex liars_mu_;
+  std::vector<std::string> liars_;
   std::vector<int64_t> base_;  // flat offset of each tensor (for the stripes)
   std::vector<std::mutex> stripes_;
   std::mutex weights_mu_;

@@ -22,16 +22,12 @@
 //   RefusalLedger ledger(options.quarantine_after);
 //   if (ledger.Refuse("node-2")) { ...node-2 is now quarantined... }
 //
-// Streaming aggregation (each Δ chunk accumulated into the round's weighted sum as it arrives,
-// O(|θ|) memory) maps onto this API as follows. The norm is a NormAccumulator fed chunk by
-// chunk. The round's median is not known while Δs are still arriving, so a streaming round
-// uses RoundThreshold({}) (past rounds' running median and the cap), fixed at round start.
-// A refused Δ must leave no trace in the sum: the worker declares its norm before its chunks;
-// the shepherd judges the declared norm at once (reject: its chunks are dropped unread into
-// the sum; clip: each chunk is scaled by the verdict's scale as it is added) and recomputes
-// the norm as chunks arrive; a running norm above the declared one (a liar) stops adding at
-// once, and the round is discarded and redone without that worker, as a rollback. The
-// trimmed mean needs every Δ of a coordinate at once and does not stream.
+// Streaming aggregation (diloco.aggregation, pcp/diloco/delta_sum.h) judges each Δ as its
+// header arrives, on the norm its sender declares, against RoundThreshold({}) (past rounds'
+// running median and the cap, fixed when the round's results are first expected): the round's
+// own median is not known while Δs are still arriving. A sender whose values break its
+// declaration is refused with kDeclaredNorm (and the round redone if its chunks were added).
+// The trimmed mean needs every Δ of a coordinate at once and does not stream.
 #ifndef PCP_DILOCO_SCREENING_H_
 #define PCP_DILOCO_SCREENING_H_
 
@@ -67,11 +63,13 @@ struct ScreeningOptions {
 };
 
 // Why a Δ was refused.
-enum class RefusalReason { kNone, kNonFinite, kNorm, kMaxNorm };
+// kDeclaredNorm: a streamed Δ's values broke the norm its sender declared (pcp/diloco/delta_sum.h).
+enum class RefusalReason { kNone, kNonFinite, kDeclaredNorm, kNorm, kMaxNorm };
 // Names as in logs, events and the label values of pcp_shepherd_deltas_refused_total{reason}.
 inline constexpr std::pair<RefusalReason, absl::string_view> kRefusalReasonNames[] = {
     {RefusalReason::kNone, "none"},
     {RefusalReason::kNonFinite, "non_finite"},
+    {RefusalReason::kDeclaredNorm, "declared_norm"},
     {RefusalReason::kNorm, "norm"},
     {RefusalReason::kMaxNorm, "max_norm"},
 };

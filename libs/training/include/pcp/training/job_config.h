@@ -32,10 +32,11 @@
 //              compression: {up: f32|bf16|int8|int4, down: (same), error_feedback:
 //                            auto|true|false},
 //              streaming: {fragments: 1 (P <= inner_steps), overlap_steps: 0
-//                          (< inner_steps / P), alpha: 0.5 ([0, 1))}}
+//                          (< inner_steps / P), alpha: 0.5 ([0, 1))},
+//              aggregation: auto|streaming|buffered (streaming: no trimmed_mean)}
 //              (screening: see pcp/diloco/screening.h; compression: pcp/codec/compression.h;
-//              streaming: pcp/diloco/streaming.h. A round is about inner_steps / P steps:
-//              DiLoCoConfig::StepsOfRound.)
+//              streaming: pcp/diloco/streaming.h; aggregation: pcp/diloco/delta_sum.h. A
+//              round is about inner_steps / P steps: DiLoCoConfig::StepsOfRound.)
 //   sample:   {prompt: "\n", max_new_tokens: 500, temperature: 0.8, top_k: 200 (0: off)}
 //
 // Every number has an upper bound (the error names it): vocab_size 65536, block_size and
@@ -54,6 +55,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "pcp/codec/compression.h"
+#include "pcp/diloco/delta_sum.h"
 #include "pcp/diloco/screening.h"
 #include "pcp/diloco/streaming.h"
 #include "pcp/models/gpt_config.h"
@@ -153,6 +155,9 @@ struct DiLoCoConfig {
   diloco::ScreeningOptions screening;  // Δ screening, rollback, trimmed mean
   codec::CompressionOptions compression;  // codecs of Δ (up) and θ updates (down)
   diloco::StreamingOptions streaming;      // fragments synced in turn, overlap, merge α
+  // How the shepherd combines the Δs (pcp/diloco/delta_sum.h): streaming sums them as they
+  // arrive in O(|θ|) memory; auto streams once workers × |Δ| passes 256 MiB.
+  diloco::Aggregation aggregation = diloco::Aggregation::kAuto;
   // Round r (from 1) runs global inner steps [FirstStep(r), FirstStep(r + 1)): τ steps, or with
   // streaming ⌊r·τ/P⌋ − ⌊(r−1)·τ/P⌋ (each round syncs one fragment, so fragment p syncs every
   // τ steps; with τ = 50 and P = 4 the rounds are 12, 13, 12, 13, ... steps).
