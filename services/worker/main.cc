@@ -61,7 +61,7 @@ ABSL_FLAG(double, link_rtt_ms, 0, "emulated link: add this round-trip time in ms
 
 ABSL_FLAG(std::string, fault_delta, "",
           "TESTING ONLY: corrupt the Δs sent, one step per round in turn: none, scale:F, negate_scale:F, "
-          "noise:F or nan, separated by '/' (see pcp/worker/delta_fault.h)");
+          "noise:F, lie:F or nan, separated by '/' (see pcp/worker/delta_fault.h)");
 
 int main(int argc, char** argv) {
   pcp::KeepStreamBuffersInHeap();  // before gRPC allocates anything (pcp/rpc/stream_memory.h)

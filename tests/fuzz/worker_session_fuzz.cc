@@ -54,9 +54,10 @@ class Observer final : public pcp::shepherd::SessionObserver {
   }
   void OnHeartbeat(const std::shared_ptr<WorkerSession>&, const pcp::v1::WorkerHeartbeat&) override {}
   void OnReady(const std::shared_ptr<WorkerSession>&, const pcp::v1::AssignmentReady&) override {}
-  void OnResult(const std::shared_ptr<WorkerSession>&, uint64_t round, std::vector<pcp::Tensor> delta,
+  void OnResult(const std::shared_ptr<WorkerSession>&, uint64_t round, pcp::shepherd::ReceivedDelta received,
                 const pcp::v1::RoundResult&) override {
     PCP_FUZZ_CHECK(round == 1);
+    const std::vector<pcp::Tensor>& delta = received.tensors;
     if (delta.empty()) return;
     PCP_FUZZ_CHECK(delta.size() == DeltaSpecs().size());
     for (size_t i = 0; i < delta.size(); ++i) PCP_FUZZ_CHECK(delta[i].shape() == DeltaSpecs()[i].shape);

@@ -71,7 +71,7 @@ void Coordinator::WorkerLeft(std::shared_ptr<WorkerSession> session, absl::Statu
 void Coordinator::WorkerReady(std::shared_ptr<WorkerSession> session, v1::AssignmentReady ready) {
   Post(Event{.kind = Event::Kind::kReady, .session = std::move(session), .ready = std::move(ready)});
 }
-void Coordinator::WorkerResult(std::shared_ptr<WorkerSession> session, uint64_t round, std::vector<Tensor> delta,
+void Coordinator::WorkerResult(std::shared_ptr<WorkerSession> session, uint64_t round, ReceivedDelta delta,
                                v1::RoundResult result) {
   Post(Event{.kind = Event::Kind::kResult,
              .session = std::move(session),

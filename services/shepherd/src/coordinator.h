@@ -51,7 +51,7 @@ class Coordinator final : public EngineSink {
   void WorkerJoined(std::shared_ptr<WorkerSession> session) override;
   void WorkerLeft(std::shared_ptr<WorkerSession> session, absl::Status why) override;
   void WorkerReady(std::shared_ptr<WorkerSession> session, v1::AssignmentReady ready) override;
-  void WorkerResult(std::shared_ptr<WorkerSession> session, uint64_t round, std::vector<Tensor> delta,
+  void WorkerResult(std::shared_ptr<WorkerSession> session, uint64_t round, ReceivedDelta delta,
                     v1::RoundResult result) override;
   void WorkerError(std::shared_ptr<WorkerSession> session, v1::Error error) override;
   void WorkerResync(std::shared_ptr<WorkerSession> session, v1::ResyncRequest request) override;
@@ -61,7 +61,7 @@ class Coordinator final : public EngineSink {
     enum class Kind { kJoined, kLeft, kReady, kResult, kError, kResync } kind;
     std::shared_ptr<WorkerSession> session;
     uint64_t round = 0;
-    std::vector<Tensor> delta;
+    ReceivedDelta delta;
     v1::RoundResult result;
     v1::AssignmentReady ready;
     v1::Error error;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "pcp/base/format_duration.h"
+#include "pcp/base/enum_names.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/metrics/registry.h"
 #include "pcp/rpc/tensor_list.h"
@@ -104,6 +105,16 @@ absl::Status JobRun::Prepare() {
   state_.program_hash = prepared_->program_hash;
   theta_crc_ = ListCrc32c(theta_);
   if (c.diloco.streaming.enabled()) PCP_RETURN_IF_ERROR(PrepareStreaming());
+  int64_t delta_elements = 0;  // the largest Δ of a round: θ, or with Streaming DiLoCo ⌈|θ| / P⌉
+  for (const TensorSpec& spec : prepared_->param_specs) delta_elements += NumElements(spec.shape);
+  const int64_t fragments = c.diloco.streaming.fragments;
+  delta_elements = (delta_elements + fragments - 1) / fragments;
+  stream_deltas_ = diloco::StreamsDeltas(c.diloco.aggregation, c.diloco.workers, delta_elements,
+                                         c.diloco.screening.trimmed_mean > 0);
+  spdlog::info("job {}: Δ aggregation {} (diloco.aggregation {}; {} workers x {:.1f} MiB per Δ)", job_.id,
+               stream_deltas_ ? "streaming: each Δ is summed as it arrives" : "buffered: the round's Δs are kept until it closes",
+               NameOf(diloco::kAggregationNames, c.diloco.aggregation), c.diloco.workers,
+               static_cast<double>(delta_elements) * 4 / (1 << 20));
   if (job_.resumed) RestoreScreening(job_.progress);
   // Rounds after the checkpoint run again; their new records replace the old ones.
   ctx_.jobs->DropHistoryAfter(job_.id, state_.round);
@@ -305,7 +316,7 @@ void JobRun::OnResync(const std::shared_ptr<WorkerSession>& session, const v1::R
   if (in_round) SendRound(*m);
 }
 
-void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, std::vector<Tensor> delta,
+void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, ReceivedDelta delta,
                       const v1::RoundResult& result) {
   Member* m = Find(session);
   if (m != nullptr && streaming() && !round_.has_value() && round == state_.round + 1) {
@@ -319,10 +330,10 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
   round_->running.erase(r);
   m->phase = Phase::kReady;
   const JobConfig& c = prepared_->config;
-  if (auto sent = round_->sent_at.find(m->slot); sent != round_->sent_at.end() && !delta.empty()) {
+  if (auto sent = round_->sent_at.find(m->slot); sent != round_->sent_at.end() && !delta.abandoned()) {
     round_time_.Add(Seconds(Clock::now() - sent->second));
   }
-  if (delta.empty()) {
+  if (delta.abandoned()) {
     spdlog::warn("job {}: worker {} abandoned round {} after {} steps", job_.id, session->supervisor_id(), round,
                  result.steps());
     return;
@@ -332,20 +343,28 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
   const uint64_t cursor_expected = round_->start_cursor[m->slot] + static_cast<uint64_t>(steps);
   if (result.steps() != static_cast<uint32_t>(steps) || result.tokens_processed() != tokens_expected ||
       result.sampler_cursor() != cursor_expected) {
+    // A streamed Δ is already in the round's sum: the round must be redone without it.
+    if (auto sum = round_sums_.find(round); delta.streamed && sum != round_sums_.end()) sum->second->sum.Taint();
     session->Close(absl::InvalidArgumentError(absl::StrCat(
         "RoundResult for round ", round, ": expected steps ", steps, ", tokens_processed ",
         tokens_expected, ", sampler_cursor ", cursor_expected, "; got ", result.steps(), ", ",
         result.tokens_processed(), ", ", result.sampler_cursor())));
     return;
   }
+  if (delta.streamed.has_value()) {
+    // Judged on its header and summed as it came (round_sum.h).
+    round_->results[m->slot] = SlotResult{{}, result, session->supervisor_id(), delta.streamed->norm, delta.streamed};
+    ctx_.registry->NoteRoundDelivered(session->supervisor_id(), result.tokens_per_second());
+    return;
+  }
   // The norm is taken here, as the Δ arrives; the threshold is known when the round closes.
-  const double norm = std::isfinite(result.mean_loss()) ? NormOf(delta) : std::numeric_limits<double>::infinity();
+  const double norm = std::isfinite(result.mean_loss()) ? NormOf(delta.tensors) : std::numeric_limits<double>::infinity();
   if (!std::isfinite(norm)) {
     round_->refused.insert(m->slot);
     Refuse(session->supervisor_id(), round, screen_->Judge(norm, screen_->RoundThreshold({})));
     return;
   }
-  round_->results[m->slot] = SlotResult{std::move(delta), result, session->supervisor_id(), norm};
+  round_->results[m->slot] = SlotResult{std::move(delta.tensors), result, session->supervisor_id(), norm};
   ctx_.registry->NoteRoundDelivered(session->supervisor_id(), result.tokens_per_second());
 }
 
@@ -354,7 +373,7 @@ void JobRun::SendRound(Member& m) {
   const JobConfig& c = prepared_->config;
   const uint64_t r = round_->number;
   WorkerSession& s = *m.session;
-  s.ExpectResult(r, prepared_->param_specs, c.diloco.compression.up);
+  ExpectResultOf(s, r);
   // The worker that was sent last round's θ gets the update; anyone else θ in full.
   const bool update = update_.has_value() && update_->from_round + 1 == r && m.theta_round == update_->from_round;
   const std::vector<Tensor>& send = update ? update_->input : theta_;
@@ -373,6 +392,32 @@ void JobRun::SendRound(Member& m) {
   round_->start_cursor[m.slot] = state_.slots[m.slot].sampler_cursor;
   round_->sent_to.insert(s.supervisor_id());
   ctx_.registry->NoteActivity(s.supervisor_id(), job_.id, r);
+}
+
+void JobRun::ExpectResultOf(WorkerSession& s, uint64_t round) {
+  const std::vector<TensorSpec> specs = streaming() ? RoundSpecs(round) : prepared_->param_specs;
+  s.ExpectResult(round, specs, prepared_->config.diloco.compression.up, stream_deltas_ ? SumFor(round, specs) : nullptr);
+}
+
+std::shared_ptr<RoundSum> JobRun::SumFor(uint64_t round, const std::vector<TensorSpec>& specs) {
+  std::shared_ptr<RoundSum>& sum = round_sums_[round];
+  if (sum == nullptr) {
+    const JobConfig& c = prepared_->config;
+    const int64_t steps = c.diloco.StepsOfRound(round);
+    sum = RoundSum::Create(specs, *screen_, screen_->RoundThreshold({}), static_cast<uint32_t>(steps),
+                           static_cast<uint64_t>(steps * c.training.batch_size * c.model.block_size));
+  }
+  return sum;
+}
+
+absl::StatusOr<std::vector<Tensor>> JobRun::AverageOf(uint64_t round, const std::vector<WeightedDelta>& deltas) {
+  if (stream_deltas_) {
+    auto it = round_sums_.find(round);
+    if (it == round_sums_.end()) return absl::InternalError(absl::StrCat("round ", round, " has no sum"));
+    return it->second->sums;  // Finish made them the average
+  }
+  const double trim = prepared_->config.diloco.screening.trimmed_mean;
+  return trim > 0 ? TrimmedMean(deltas, trim) : WeightedAverage(deltas);
 }
 
 void JobRun::SendStart(Member& m, uint64_t round, uint64_t cursor, uint32_t theta_crc) {
@@ -502,10 +547,24 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
                  it->second.session->supervisor_id());
   }
   // Screening: every Δ is judged against the round's threshold; a refused one is left out
-  // (reject) or scaled down to the threshold (clip).
+  // (reject) or scaled down to the threshold (clip). A streamed Δ was judged on its header and
+  // is in the round's sum already (or was dropped); a sender whose chunks broke its header is
+  // refused, and the round redone if some of them were added (pcp/diloco/delta_sum.h).
+  std::shared_ptr<RoundSum> sum;
+  if (auto it = round_sums_.find(r); it != round_sums_.end()) {
+    sum = it->second;
+    sum->sum.Finish();  // no chunk is added after this
+  }
   std::vector<double> norms;
   for (const auto& [slot, res] : round.results) norms.push_back(res.norm);
   const diloco::ScreenThreshold threshold = screen_->RoundThreshold(norms);
+  if (sum != nullptr) {
+    for (const std::string& liar : sum->sum.liars()) {
+      Refuse(liar, r, diloco::ScreenVerdict{.action = diloco::ScreenVerdict::kReject,
+                                            .reason = diloco::RefusalReason::kDeclaredNorm,
+                                            .threshold = sum->threshold.value});
+    }
+  }
   std::vector<WeightedDelta> deltas;
   std::vector<double> accepted_norms;
   std::vector<int> used_slots;
@@ -513,23 +572,28 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   uint64_t tokens = 0;
   std::vector<std::string> ids;
   for (auto& [slot, res] : round.results) {
-    const diloco::ScreenVerdict verdict = screen_->Judge(res.norm, threshold);
+    const diloco::ScreenVerdict verdict = res.streamed ? *res.streamed : screen_->Judge(res.norm, threshold);
     if (verdict.action != diloco::ScreenVerdict::kAccept) Refuse(res.supervisor_id, r, verdict);
     if (verdict.action == diloco::ScreenVerdict::kReject) continue;
-    if (verdict.action == diloco::ScreenVerdict::kClip) {
-      Scale(&res.delta, verdict.scale);
-    } else {
-      accepted_norms.push_back(res.norm);
-    }
+    if (verdict.action == diloco::ScreenVerdict::kAccept) accepted_norms.push_back(res.norm);
     const double w = static_cast<double>(res.result.tokens_processed());
-    deltas.push_back({std::move(res.delta), w});
+    if (!res.streamed) {
+      if (verdict.action == diloco::ScreenVerdict::kClip) Scale(&res.delta, verdict.scale);
+      deltas.push_back({std::move(res.delta), w});
+    }
     weight += w;
     loss_sum += w * res.result.mean_loss();
     tokens += res.result.tokens_processed();
     used_slots.push_back(slot);
     ids.push_back(res.supervisor_id);
   }
-  if (deltas.empty()) {
+  if (sum != nullptr && sum->sum.tainted()) {
+    constexpr const char* kTainted = "a streamed Δ broke its header after some of its chunks were summed";
+    if (!streaming()) return RollBack(r, kTainted);
+    if (std::optional<Outcome> o = CountRollBack(r, kTainted)) return *o;
+    used_slots.clear();
+  }
+  if (used_slots.empty()) {
     if (!streaming()) return RollBack(r, "every Δ of the round was refused");
     if (std::optional<Outcome> o = CountRollBack(r, "every Δ of the round was refused")) return *o;
   }
@@ -537,9 +601,8 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   // θ's tensors are shared with chunk streams still being written: the outer step replaces
   // them in `next`, never writes into them.
   std::vector<Tensor> next = theta_;
-  if (!deltas.empty()) {
-    const double trim = c.diloco.screening.trimmed_mean;
-    absl::StatusOr<std::vector<Tensor>> avg = trim > 0 ? TrimmedMean(deltas, trim) : WeightedAverage(deltas);
+  if (!used_slots.empty()) {
+    absl::StatusOr<std::vector<Tensor>> avg = AverageOf(r, deltas);
     if (!avg.ok()) return Fail(absl::StrCat("round ", r, ": averaging the deltas: ", avg.status().message()));
     absl::StatusOr<bool> stepped = streaming() ? StreamingOuterStep(r, *avg, &next) : outer_->StepIfFinite(*avg, &next);
     if (!stepped.ok()) return Fail(absl::StrCat("round ", r, ": outer step: ", stepped.status().message()));
@@ -559,8 +622,9 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   }
   theta_ = std::move(next);
   theta_crc_ = ListCrc32c(theta_);
+  round_sums_.erase(round_sums_.begin(), round_sums_.upper_bound(r));
+  screen_->EndRound(accepted_norms);  // (before SendFragment: round r + 1's sum takes the new history)
   if (streaming()) SendFragment(r);
-  screen_->EndRound(accepted_norms);
   for (int slot : used_slots) {
     state_.slots[slot].sampler_cursor = round.results[slot].result.sampler_cursor();
     ++state_.slots[slot].rounds_done;

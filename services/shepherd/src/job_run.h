@@ -59,6 +59,7 @@
 #include "pcp/shepherd/outer_optimizer.h"
 #include "pcp/shepherd/shepherd_config.h"
 #include "eval_runner.h"
+#include "round_sum.h"
 #include "pcp/training/progress.h"
 #include "sampling.h"
 #include "worker_registry.h"
@@ -90,7 +91,7 @@ class JobRun {
   void AddWorker(const std::shared_ptr<WorkerSession>& session);
   void RemoveWorker(const std::shared_ptr<WorkerSession>& session);
   void OnReady(const std::shared_ptr<WorkerSession>& session, const v1::AssignmentReady& ready);
-  void OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, std::vector<Tensor> delta,
+  void OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, ReceivedDelta delta,
                 const v1::RoundResult& result);
   void OnError(const std::shared_ptr<WorkerSession>& session, const v1::Error& error);
   // The worker's θ replica does not match: it is sent θ in full (again, if in the round).
@@ -129,10 +130,12 @@ class JobRun {
     std::vector<Tensor> input;
   };
   struct SlotResult {
-    std::vector<Tensor> delta;
+    std::vector<Tensor> delta;  // buffered aggregation
     v1::RoundResult result;
     std::string supervisor_id;
-    double norm = 0;  // Δ's L2 norm
+    double norm = 0;  // Δ's L2 norm (streamed: as declared)
+    // Streamed into the round's RoundSum: the verdict it was added (or dropped) with.
+    std::optional<diloco::ScreenVerdict> streamed;
   };
   struct Round {
     uint64_t number = 0;
@@ -159,6 +162,15 @@ class JobRun {
   void SendRound(Member& m);
   // Sends StartRound `round` with the slot's sampler state from `cursor`; crc 0 = unchecked.
   void SendStart(Member& m, uint64_t round, uint64_t cursor, uint32_t theta_crc);
+  // Tells the worker to expect round `round`'s result: its Δ specs, codec and, with streaming
+  // aggregation, the round's RoundSum (SumFor).
+  void ExpectResultOf(WorkerSession& s, uint64_t round);
+  // Streaming aggregation: round `round`'s sum, created when its first result is expected
+  // (with the screening threshold of that moment: past rounds' median and the cap).
+  std::shared_ptr<RoundSum> SumFor(uint64_t round, const std::vector<TensorSpec>& specs);
+  // The weighted average of the round's Δs: from its RoundSum (streamed), or from the Δs
+  // accepted at close (`deltas`, buffered).
+  absl::StatusOr<std::vector<Tensor>> AverageOf(uint64_t round, const std::vector<WeightedDelta>& deltas);
   // Sends the open round to ready workers whose slot has no part in it yet: when the round
   // needs them to reach min_workers, or when joining late is worth it (pcp/diloco/late_join.h:
   // a worker restarted after a crash takes part in the round it was killed in).
@@ -240,12 +252,16 @@ class JobRun {
   struct EarlyResult {
     std::weak_ptr<WorkerSession> session;
     uint64_t round = 0;
-    std::vector<Tensor> delta;
+    ReceivedDelta delta;
     v1::RoundResult result;
   };
   std::vector<EarlyResult> early_results_;
   std::unique_ptr<OuterOptimizer> outer_;
   std::unique_ptr<diloco::DeltaScreen> screen_;
+  // Streaming aggregation (diloco.aggregation; decided once per job): each open or upcoming
+  // round's sum, by round (with Streaming DiLoCo the next round's may fill while one is open).
+  bool stream_deltas_ = false;
+  std::map<uint64_t, std::shared_ptr<RoundSum>> round_sums_;
   std::unique_ptr<diloco::RefusalLedger> refusals_;
   int64_t rollbacks_in_a_row_ = 0;
   diloco::RoundTimeEstimate round_time_;  // per-worker round times, for late joins

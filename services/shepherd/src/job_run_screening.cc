@@ -69,6 +69,7 @@ void JobRun::RestoreScreening(const v1::JobProgress& stored) {
 }
 
 std::optional<JobRun::Outcome> JobRun::CountRollBack(uint64_t round, const std::string& why) {
+  round_sums_.erase(round);  // a redone round sums afresh
   ++rollbacks_in_a_row_;
   progress_.set_rounds_rolled_back(progress_.rounds_rolled_back() + 1);
   const int64_t limit = prepared_->config.diloco.screening.max_rollbacks;

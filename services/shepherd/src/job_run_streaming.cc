@@ -56,7 +56,7 @@ void JobRun::SendStreamingRound(Member& m) {
   // A worker sent round r ahead that holds θ for r was told to expect it as round r − 1 closed
   // (SendFragment): its Δ may be arriving already.
   const bool ahead = m.started_round == r && m.theta_round == r;
-  if (!ahead) s.ExpectResult(r, RoundSpecs(r), c.diloco.compression.up);
+  if (!ahead) ExpectResultOf(s, r);
   if (m.theta_round != r) {
     // A new, returning or late worker (or one whose replica drifted): θ in full.
     std::vector<NamedTensor> theta;
@@ -131,7 +131,7 @@ void JobRun::SendFragment(uint64_t r) {
   for (auto& [key, m] : members_) {
     if (m.theta_round != r || m.phase == Phase::kQuarantined) continue;
     // It may send round r + 1's Δ as soon as it has merged this.
-    if (m.started_round == r + 1) m.session->ExpectResult(r + 1, RoundSpecs(r + 1), c.diloco.compression.up);
+    if (m.started_round == r + 1) ExpectResultOf(*m.session, r + 1);
     std::vector<NamedTensor> named;
     for (size_t i = 0; i < values.size(); ++i) named.push_back({specs[i].name, values[i]});
     m.session->SendParameters(head, std::move(named), update ? c.diloco.compression.down : codec::Codec::kF32);

@@ -159,7 +159,7 @@ void WorkerRegistry::OnReady(const std::shared_ptr<WorkerSession>& session, cons
   if (sink_ != nullptr) sink_->WorkerReady(session, ready);
 }
 
-void WorkerRegistry::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, std::vector<Tensor> delta,
+void WorkerRegistry::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, ReceivedDelta delta,
                               const v1::RoundResult& result) {
   if (sink_ != nullptr) sink_->WorkerResult(session, round, std::move(delta), result);
 }

@@ -37,7 +37,7 @@ class EngineSink {
   virtual void WorkerJoined(std::shared_ptr<WorkerSession> session) = 0;
   virtual void WorkerLeft(std::shared_ptr<WorkerSession> session, absl::Status why) = 0;
   virtual void WorkerReady(std::shared_ptr<WorkerSession> session, v1::AssignmentReady ready) = 0;
-  virtual void WorkerResult(std::shared_ptr<WorkerSession> session, uint64_t round, std::vector<Tensor> delta,
+  virtual void WorkerResult(std::shared_ptr<WorkerSession> session, uint64_t round, ReceivedDelta delta,
                             v1::RoundResult result) = 0;
   virtual void WorkerError(std::shared_ptr<WorkerSession> session, v1::Error error) = 0;
   virtual void WorkerResync(std::shared_ptr<WorkerSession> session, v1::ResyncRequest request) = 0;
@@ -71,7 +71,7 @@ class WorkerRegistry final : public SessionObserver {
   void OnJoined(const std::shared_ptr<WorkerSession>& session) override;
   void OnHeartbeat(const std::shared_ptr<WorkerSession>& session, const v1::WorkerHeartbeat& heartbeat) override;
   void OnReady(const std::shared_ptr<WorkerSession>& session, const v1::AssignmentReady& ready) override;
-  void OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, std::vector<Tensor> delta,
+  void OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, ReceivedDelta delta,
                 const v1::RoundResult& result) override;
   void OnWorkerError(const std::shared_ptr<WorkerSession>& session, const v1::Error& error) override;
   void OnResync(const std::shared_ptr<WorkerSession>& session, const v1::ResyncRequest& request) override;

@@ -110,6 +110,8 @@ absl::Status WorkerSession::Handle(const v1::WorkerMessage& message, DataPieces 
     case v1::WorkerMessage::kReady:
       observer_->OnReady(self, message.ready());
       return absl::OkStatus();
+    case v1::WorkerMessage::kResultHeader:
+      return HandleResultHeader(message.result_header());
     case v1::WorkerMessage::kResultChunk:
       return HandleResultChunk(message.result_chunk(), payload);
     case v1::WorkerMessage::kRoundResult:
@@ -121,8 +123,7 @@ absl::Status WorkerSession::Handle(const v1::WorkerMessage& message, DataPieces 
         std::lock_guard<std::mutex> lock(mu_);
         if (message.error().round() != 0 && message.error().round() == expected_round_) {
           abandoned_round_ = expected_round_;
-          expected_round_ = 0;
-          assembler_.reset();
+          ClearResultLocked();
           abandon = true;
         }
       }
@@ -201,6 +202,9 @@ absl::Status WorkerSession::HandleResultChunk(const v1::ResultChunk& chunk, Data
         expected_round_ == 0 ? std::string(", but no round is running on this worker")
                              : absl::StrCat(", but the worker is on round ", expected_round_)));
   }
+  if (sum_ != nullptr && !header_.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("result chunk for round ", chunk.round(), " before its ResultHeader"));
+  }
   const double decoding_before = assembler_->codec_seconds();
   absl::Status s = payload.empty() ? assembler_->Add(chunk.chunk()) : assembler_->AddPieces(chunk.chunk(), payload);
   if (!s.ok()) return Annotate(s, absl::StrCat("result for round ", chunk.round()));
@@ -211,8 +215,39 @@ absl::Status WorkerSession::HandleResultChunk(const v1::ResultChunk& chunk, Data
   return absl::OkStatus();
 }
 
+absl::Status WorkerSession::HandleResultHeader(const v1::ResultHeader& header) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (header.round() != 0 && header.round() == abandoned_round_) return absl::OkStatus();  // late, dropped
+  if (expected_round_ == 0 || header.round() != expected_round_ || !assembler_.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("ResultHeader for round ", header.round(),
+                                                   ", but the worker is on round ", expected_round_));
+  }
+  if (header_.has_value() || assembler_->tensors_received() > 0 || assembler_->count() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("ResultHeader for round ", header.round(),
+                                                   " after its result had begun"));
+  }
+  header_ = header;
+  if (sum_ == nullptr) return absl::OkStatus();
+  if (header.steps() != sum_->steps || header.tokens_processed() != sum_->tokens) {
+    return absl::InvalidArgumentError(absl::StrCat("ResultHeader for round ", header.round(), ": expected steps ",
+                                                   sum_->steps, ", tokens_processed ", sum_->tokens, "; got ",
+                                                   header.steps(), ", ", header.tokens_processed()));
+  }
+  // Judged before any chunk: a rejected Δ's chunks are checked and dropped, a clipped one's
+  // scaled as they are added.
+  verdict_ = sum_->screen.Judge(header.delta_norm(), sum_->threshold);
+  if (verdict_->action != diloco::ScreenVerdict::kReject) {
+    contribution_ = sum_->sum.Begin(supervisor_id(), static_cast<double>(header.tokens_processed()), verdict_->scale,
+                                    header.delta_norm());
+  }
+  assembler_->StreamTo([this](uint32_t tensor, int64_t offset, absl::Span<const float> values) {
+    return contribution_ == nullptr ? absl::OkStatus() : contribution_->Add(tensor, offset, values);
+  });
+  return absl::OkStatus();
+}
+
 absl::Status WorkerSession::HandleRoundResult(const v1::RoundResult& result) {
-  std::vector<NamedTensor> delta;
+  ReceivedDelta delta;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (result.round() != 0 && result.round() == abandoned_round_) return absl::OkStatus();
@@ -223,24 +258,33 @@ absl::Status WorkerSession::HandleRoundResult(const v1::RoundResult& result) {
     if (assembler_->complete()) {
       absl::StatusOr<std::vector<NamedTensor>> taken = assembler_->Take();
       if (!taken.ok()) return taken.status();
-      delta = *std::move(taken);
+      if (sum_ == nullptr) {
+        for (NamedTensor& t : *taken) delta.tensors.push_back(std::move(t.tensor));
+      }
     } else if (assembler_->tensors_received() > 0 || assembler_->count() > 0) {
       return absl::InvalidArgumentError(absl::StrCat("RoundResult for round ", result.round(), " before its delta was complete (",
                                                      assembler_->tensors_received(), " of ", assembler_->count(),
                                                      " tensors received)"));
+    } else if (sum_ != nullptr && header_.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("RoundResult for round ", result.round(), " without the Δ its header announced"));
     }
+    if (header_.has_value() && (header_->steps() != result.steps() || header_->tokens_processed() != result.tokens_processed())) {
+      return absl::InvalidArgumentError(absl::StrCat("RoundResult for round ", result.round(), " says steps ", result.steps(),
+                                                     ", tokens_processed ", result.tokens_processed(), "; its header said ",
+                                                     header_->steps(), ", ", header_->tokens_processed()));
+    }
+    if (sum_ != nullptr && header_.has_value()) delta.streamed = verdict_;
     abandoned_round_ = expected_round_;  // anything more for it is late
-    expected_round_ = 0;
-    assembler_.reset();
+    ClearResultLocked();
   }
-  std::vector<Tensor> tensors;
-  for (NamedTensor& t : delta) tensors.push_back(std::move(t.tensor));
-  observer_->OnResult(shared_from_this(), result.round(), std::move(tensors), result);
+  observer_->OnResult(shared_from_this(), result.round(), std::move(delta), result);
   return absl::OkStatus();
 }
 
-void WorkerSession::ExpectResult(uint64_t round, std::vector<TensorSpec> specs, codec::Codec codec) {
+void WorkerSession::ExpectResult(uint64_t round, std::vector<TensorSpec> specs, codec::Codec codec,
+                                 std::shared_ptr<RoundSum> sum) {
   std::lock_guard<std::mutex> lock(mu_);
+  ClearResultLocked();
   expected_round_ = round;
   // A rolled-back round is redone under the same number: this attempt's result is not late.
   // (Chunks of an earlier attempt abandoned mid-send would now be taken for this one; the
@@ -251,15 +295,22 @@ void WorkerSession::ExpectResult(uint64_t round, std::vector<TensorSpec> specs, 
   assembler_.emplace(limits);
   assembler_->ExpectSpecs(std::move(specs));
   assembler_->ExpectCodec(codec, "the job's diloco.compression.up");
+  sum_ = std::move(sum);
+}
+
+void WorkerSession::ClearResultLocked() {
+  expected_round_ = 0;
+  assembler_.reset();
+  header_.reset();
+  verdict_.reset();
+  contribution_.reset();  // before the sum it points into
+  sum_.reset();
 }
 
 void WorkerSession::AbandonRound(uint64_t round) {
   std::lock_guard<std::mutex> lock(mu_);
   abandoned_round_ = round;
-  if (expected_round_ == round) {
-    expected_round_ = 0;
-    assembler_.reset();
-  }
+  if (expected_round_ == round) ClearResultLocked();
 }
 
 void WorkerSession::OnReadsDone() {

@@ -3,7 +3,8 @@
 //
 // θ chunks go out without copying the parameters (the transport gets the chunk's bytes as
 // a ChunkPayload), and Δ chunks come in as views of gRPC's receive buffers, copied once
-// into the assembled tensors.
+// into the assembled tensors, or (streaming aggregation) checked, decoded into a one-chunk
+// scratch and added to the round's RoundSum from the reading thread.
 //
 // Inbound, the session checks the protocol (Join first and once, chunks only for the round it
 // was told to expect, Δ of exactly the announced specs, chunk sizes within limits) and turns
@@ -36,8 +37,10 @@
 
 #include "absl/status/status.h"
 #include "pcp/auth/authenticator.h"
+#include "pcp/diloco/screening.h"
 #include "pcp/rpc/tensor_list.h"
 #include "pcp/v1/training.pb.h"
+#include "round_sum.h"
 
 namespace pcp::shepherd {
 
@@ -57,6 +60,17 @@ class SessionTransport {
   virtual void Cancel() = 0;
 };
 
+// A worker's Δ for a round as its session hands it over.
+struct ReceivedDelta {
+  // The Δ in spec order (buffered aggregation). Empty when it was streamed, or when the worker
+  // abandoned the round (it reported fewer steps and no Δ, or an Error for the round).
+  std::vector<Tensor> tensors;
+  // Streamed into the round's RoundSum (ExpectResult with a sum): the verdict on the norm its
+  // header declared; every chunk was added to the sum unless the verdict rejected it.
+  std::optional<diloco::ScreenVerdict> streamed;
+  bool abandoned() const { return tensors.empty() && !streamed.has_value(); }
+};
+
 // Who learns what a session receives.
 class SessionObserver {
  public:
@@ -68,9 +82,8 @@ class SessionObserver {
   virtual void OnJoined(const std::shared_ptr<WorkerSession>& session) = 0;
   virtual void OnHeartbeat(const std::shared_ptr<WorkerSession>& session, const v1::WorkerHeartbeat& heartbeat) = 0;
   virtual void OnReady(const std::shared_ptr<WorkerSession>& session, const v1::AssignmentReady& ready) = 0;
-  // A round's result: Δ (in spec order) and its summary; `delta` is empty when the worker
-  // abandoned the round (it reported fewer steps and no Δ, or an Error for the round).
-  virtual void OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, std::vector<Tensor> delta,
+  // A round's result: its Δ and its summary (see ReceivedDelta).
+  virtual void OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, ReceivedDelta delta,
                         const v1::RoundResult& result) = 0;
   virtual void OnWorkerError(const std::shared_ptr<WorkerSession>& session, const v1::Error& error) = 0;
   // The worker's θ replica does not match the shepherd's: it wants θ in full.
@@ -123,8 +136,12 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
   void SendBlob(bool program, std::string name, std::shared_ptr<const std::string> data);
   void SendHeartbeat();
   // Result chunks for `round` with exactly `specs`, encoded with `codec` (the job's
-  // diloco.compression.up), are expected next (replaces any earlier expectation).
-  void ExpectResult(uint64_t round, std::vector<TensorSpec> specs, codec::Codec codec = codec::Codec::kF32);
+  // diloco.compression.up), are expected next (replaces any earlier expectation). With `sum`
+  // (streaming aggregation) the result must open with a ResultHeader announcing sum's steps
+  // and tokens; its declared norm is judged at once and each chunk added to the sum as it
+  // arrives (a chunk that breaks the declaration ends the stream); else the Δ is assembled.
+  void ExpectResult(uint64_t round, std::vector<TensorSpec> specs, codec::Codec codec = codec::Codec::kF32,
+                    std::shared_ptr<RoundSum> sum = nullptr);
   // The round is over for this worker: anything it still sends for it is dropped.
   void AbandonRound(uint64_t round);
   // Ends the stream with `status` (OK for a normal end) once queued writes are out.
@@ -162,7 +179,10 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
 
   absl::Status Handle(const v1::WorkerMessage& message, DataPieces payload);
   absl::Status HandleJoin(const v1::Join& join);
+  absl::Status HandleResultHeader(const v1::ResultHeader& header);
   absl::Status HandleResultChunk(const v1::ResultChunk& chunk, DataPieces payload);
+  // Under mu_: forgets the expected result (round, assembler, header, sum).
+  void ClearResultLocked();
   absl::Status HandleRoundResult(const v1::RoundResult& result);
   // Under mu_: fills current_ with the next message; false when nothing is queued.
   bool NextMessageLocked();
@@ -200,6 +220,12 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
   uint64_t expected_round_ = 0;
   uint64_t abandoned_round_ = 0;
   std::optional<TensorListAssembler> assembler_;
+  std::optional<v1::ResultHeader> header_;
+  // Streaming aggregation: the round's sum, the verdict on the header's norm, and where the
+  // chunks go (null when the verdict rejected the Δ: its chunks are checked and dropped).
+  std::shared_ptr<RoundSum> sum_;
+  std::optional<diloco::ScreenVerdict> verdict_;
+  std::unique_ptr<diloco::DeltaSum::Contribution> contribution_;
 };
 
 }  // namespace pcp::shepherd

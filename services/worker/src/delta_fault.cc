@@ -19,17 +19,17 @@ absl::StatusOr<DeltaFault> DeltaFault::Parse(absl::string_view spec) {
     if (name == "none" || name == "nan") {
       if (!kv.second.empty()) return absl::InvalidArgumentError(absl::StrCat("--fault_delta: '", text, "' takes no factor"));
       step.kind = name == "none" ? Kind::kNone : Kind::kNan;
-    } else if (name == "scale" || name == "negate_scale" || name == "noise") {
+    } else if (name == "scale" || name == "negate_scale" || name == "noise" || name == "lie") {
       double f = 0;
       if (!absl::SimpleAtod(kv.second, &f) || !std::isfinite(f) || f <= 0) {
         return absl::InvalidArgumentError(
             absl::StrCat("--fault_delta: '", text, "': expected ", name, ":F with a finite F > 0"));
       }
-      step.kind = name == "noise" ? Kind::kNoise : Kind::kScale;
+      step.kind = name == "noise" ? Kind::kNoise : name == "lie" ? Kind::kLie : Kind::kScale;
       step.factor = name == "negate_scale" ? -f : f;
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--fault_delta: unknown step '", text,
-                                                     "'; expected none, scale:F, negate_scale:F, noise:F or nan, "
+                                                     "'; expected none, scale:F, negate_scale:F, noise:F, lie:F or nan, "
                                                      "separated by '/'"));
     }
     fault.steps_.push_back(std::move(step));
@@ -38,12 +38,16 @@ absl::StatusOr<DeltaFault> DeltaFault::Parse(absl::string_view spec) {
 }
 
 std::string DeltaFault::ApplyNext(std::vector<Tensor>* delta) {
+  declared_norm_factor_ = 1;
   if (steps_.empty()) return "";
   const Step& step = steps_[next_];
   next_ = (next_ + 1) % steps_.size();
   switch (step.kind) {
     case Kind::kNone:
       return "";
+    case Kind::kLie:
+      declared_norm_factor_ = 1 / step.factor;
+      [[fallthrough]];
     case Kind::kScale: {
       const float f = static_cast<float>(step.factor);
       for (Tensor& t : *delta) {

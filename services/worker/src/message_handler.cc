@@ -296,7 +296,7 @@ absl::Status MessageHandler::OnStartRound(const v1::StartRound& start) {
     spdlog::warn("TESTING ONLY: the Δ of round {} is corrupted ({})", r, corruption);
   }
   link_->SetPhase(v1::WORKER_PHASE_SENDING, r, res.steps());
-  PCP_RETURN_IF_ERROR(SendDelta(r, std::move(out->delta), res));
+  PCP_RETURN_IF_ERROR(SendDelta(r, std::move(out->delta), res, d_.fault->declared_norm_factor()));
   link_->SetPhase(v1::WORKER_PHASE_READY, 0, 0);
   spdlog::info("round {} done: {} steps, loss {:.4f} (last {:.4f}), {:.1f} ms/step, {:.0f} tok/s, {:.2f} s in all", r,
                res.steps(), res.mean_loss(), res.last_loss(), res.step_time_ms(), res.tokens_per_second(),
@@ -369,12 +369,13 @@ void MessageHandler::RequestResync(uint64_t round, uint32_t expected_crc, uint32
   link_->Write(m);
 }
 
-absl::Status MessageHandler::SendDelta(uint64_t round, std::vector<Tensor> delta, const v1::RoundResult& result) {
+absl::Status MessageHandler::SendDelta(uint64_t round, std::vector<Tensor> delta, const v1::RoundResult& result,
+                                       double norm_factor) {
   Assignment& a = *assignment_;
   PCP_RETURN_IF_ERROR(Compensate(delta, a.feedback));
   std::vector<NamedTensor> named;
   for (size_t i = 0; i < delta.size(); ++i) named.push_back({a.specs[i].name, std::move(delta[i])});
-  return StreamDelta(epoch_, round, a.up, std::move(named), result);
+  return StreamDelta(epoch_, round, a.up, std::move(named), result, norm_factor);
 }
 
 absl::Status MessageHandler::Compensate(std::vector<Tensor>& delta, std::vector<codec::ErrorFeedback>& feedback) {
@@ -391,7 +392,8 @@ absl::Status MessageHandler::Compensate(std::vector<Tensor>& delta, std::vector<
 }
 
 absl::Status MessageHandler::StreamDelta(uint64_t epoch, uint64_t round, codec::Codec codec,
-                                         std::vector<NamedTensor> named, const v1::RoundResult& result) {
+                                         std::vector<NamedTensor> named, const v1::RoundResult& result,
+                                         double norm_factor) {
   // The header first: the Δ's norm as the shepherd will decode it, so that it can judge the Δ
   // before the chunks and add them to the round's sum as they arrive.
   double squares = 0;
@@ -404,7 +406,7 @@ absl::Status MessageHandler::StreamDelta(uint64_t epoch, uint64_t round, codec::
   header->set_round(round);
   header->set_steps(result.steps());
   header->set_tokens_processed(result.tokens_processed());
-  header->set_delta_norm(std::sqrt(squares));
+  header->set_delta_norm(std::sqrt(squares) * norm_factor);
   if (!link_->Write(m)) return link_->status();
   m.Clear();
   PCP_ASSIGN_OR_RETURN(TensorListChunker chunker, TensorListChunker::Create(std::move(named), ChunkOptions{.codec = codec}));

@@ -162,13 +162,15 @@ class MessageHandler {
   void RequestResync(uint64_t round, uint32_t expected_crc, uint32_t actual_crc, const std::string& reason);
   // Sends the round's Δ (encoded with the job's up codec, after error feedback if the job
   // keeps it) and its RoundResult; stops early, OK, if the round is cancelled meanwhile.
-  absl::Status SendDelta(uint64_t round, std::vector<Tensor> delta, const v1::RoundResult& result);
+  absl::Status SendDelta(uint64_t round, std::vector<Tensor> delta, const v1::RoundResult& result,
+                         double norm_factor = 1);
   // Error feedback (when the job keeps it) on `delta`, in place; `feedback` one per tensor.
   absl::Status Compensate(std::vector<Tensor>& delta, std::vector<codec::ErrorFeedback>& feedback);
-  // Streams `named` (already compensated) as round `round`'s result chunks, then `result`.
-  // Thread-safe apart from the link: reads nothing of the handler's state but `epoch`.
+  // Streams `named` (already compensated) as round `round`'s ResultHeader (declaring the
+  // decoded norm × `norm_factor`: 1 but for the testing fault lie:F), result chunks, then
+  // `result`. Thread-safe apart from the link: reads nothing of the handler's state but `epoch`.
   absl::Status StreamDelta(uint64_t epoch, uint64_t round, codec::Codec codec, std::vector<NamedTensor> named,
-                           const v1::RoundResult& result);
+                           const v1::RoundResult& result, double norm_factor = 1);
 
   // ---- Streaming DiLoCo (streaming_rounds.cc)
   // Queues the StartRound and runs the queued rounds, one after another.

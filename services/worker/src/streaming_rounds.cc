@@ -125,14 +125,15 @@ absl::Status MessageHandler::RunStreamingRound(const v1::StartRound& start) {
   if (std::string corruption = d_.fault->ApplyNext(&delta); !corruption.empty()) {
     spdlog::warn("TESTING ONLY: the Δ of round {} is corrupted ({})", r, corruption);
   }
+  const double norm_factor = d_.fault->declared_norm_factor();
   PCP_RETURN_IF_ERROR(Compensate(delta, a.fragment_feedback[static_cast<size_t>(p)]));
   const std::vector<TensorSpec> specs = FragmentSpecs(*a.plan, p, a.specs);
   std::vector<NamedTensor> named;
   for (size_t i = 0; i < delta.size(); ++i) named.push_back({specs[i].name, std::move(delta[i])});
   // Sent while the next round trains (one Δ in flight: the one before is out by now).
   JoinSender();
-  auto send = [this, epoch = epoch_, r, codec = a.up, named = std::move(named), res]() mutable {
-    absl::Status s = StreamDelta(epoch, r, codec, std::move(named), res);
+  auto send = [this, epoch = epoch_, r, codec = a.up, named = std::move(named), res, norm_factor]() mutable {
+    absl::Status s = StreamDelta(epoch, r, codec, std::move(named), res, norm_factor);
     if (!s.ok()) spdlog::warn("sending the Δ of round {}: {}", r, s.message());
   };
   if (d_.send_inline) {

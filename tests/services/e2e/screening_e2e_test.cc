@@ -127,6 +127,49 @@ TEST(ScreeningTest, PoisoningWorkerIsRefusedAndQuarantinedAndTheJobCompletes) {
   ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
 }
 
+// Streaming aggregation (diloco.aggregation: streaming): each Δ is judged on the norm its
+// header declares and summed chunk by chunk as it arrives. node-3 sends an honest Δ, then
+// Δ × 1000 (refused on its declared norm against past rounds' median), then Δ × 1.1 declaring
+// the norm of Δ (caught mid-stream once its running norm passes the declaration: some of its
+// chunks were summed already, so the round is redone), then noise (refused): quarantined.
+TEST(ScreeningTest, StreamingAggregationJudgesDeclaredNormsAndRedoesARoundALiarTouched) {
+  absl::StatusOr<TempDir> dir = TempDir::Create();
+  ASSERT_TRUE(dir.ok());
+  ClusterHarness cluster(dir->path());
+  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartSupervisors(2).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartSupervisors(1, "cpu", "--fault_delta=none/scale:1000/lie:1.1/noise:20").ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.WaitForWorkers(3, absl::Seconds(120)).ok()) << cluster.Logs();
+  const std::string job_id = SubmitJob(
+      cluster, {.name = "streamed_screening_e2e", .rounds = 8, .workers = 3, .diloco_yaml = "  aggregation: streaming\n"});
+  ASSERT_FALSE(job_id.empty());
+  absl::StatusOr<v1::Job> job = cluster.WaitForJobEnd(job_id, absl::Minutes(8));
+  ASSERT_TRUE(job.ok()) << job.status() << cluster.Logs();
+  ASSERT_EQ(job->state(), v1::JOB_STATE_COMPLETED) << job->reason() << cluster.Logs(60);
+  EXPECT_EQ(job->progress().round(), 8u);
+  ASSERT_TRUE(job->progress().has_val_loss());
+  EXPECT_TRUE(std::isfinite(job->progress().val_loss()));
+  EXPECT_LT(job->progress().val_loss(), 4.2);  // it learned
+
+  const std::string log = cluster.shepherd()->Log();
+  EXPECT_TRUE(absl::StrContains(log, "Δ aggregation streaming")) << log;
+  const v1::JobProgress& p = job->progress();
+  EXPECT_EQ(p.deltas_refused(), 3u) << log;
+  EXPECT_EQ(p.rounds_rolled_back(), 1u) << log;
+  ASSERT_EQ(p.screened_workers_size(), 1);
+  EXPECT_EQ(p.screened_workers(0).supervisor_id(), "node-3");
+  EXPECT_TRUE(p.screened_workers(0).quarantined());
+  EXPECT_TRUE(absl::StrContains(log, "a streamed Δ broke its header after some of its chunks were summed")) << log;
+  absl::StatusOr<std::string> page = cluster.ScrapeMetrics(cluster.shepherd_metrics_port());
+  ASSERT_TRUE(page.ok()) << page.status();
+  auto refused = [&](const std::string& reason) {
+    return SampleValue(*page, "pcp_shepherd_deltas_refused_total", {{"reason", reason}}).value_or(-1);
+  };
+  EXPECT_EQ(refused("norm"), 2) << *page;
+  EXPECT_EQ(refused("declared_norm"), 1) << *page;
+  ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
+}
+
 TEST(ScreeningTest, RoundsWithEveryDeltaRefusedRollBackAndFailTheJob) {
   absl::StatusOr<TempDir> dir = TempDir::Create();
   ASSERT_TRUE(dir.ok());

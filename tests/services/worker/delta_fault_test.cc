@@ -50,13 +50,24 @@ TEST(DeltaFaultTest, StepsApplyInTurnAndCycle) {
   EXPECT_EQ(fault->ApplyNext(&d), "scale:1000");  // from the start again
 }
 
+TEST(DeltaFaultTest, LieScalesTheDeltaAndDeclaresItsOldNorm) {
+  absl::StatusOr<DeltaFault> fault = DeltaFault::Parse("lie:100/none");
+  ASSERT_TRUE(fault.ok()) << fault.status();
+  std::vector<Tensor> d = Delta();
+  EXPECT_EQ(fault->ApplyNext(&d), "lie:100");
+  EXPECT_FLOAT_EQ(d[0].data<float>()[0], 300);
+  EXPECT_DOUBLE_EQ(fault->declared_norm_factor(), 0.01);
+  EXPECT_EQ(fault->ApplyNext(&d), "");
+  EXPECT_DOUBLE_EQ(fault->declared_norm_factor(), 1.0);
+}
+
 TEST(DeltaFaultTest, EmptyAndBadSpecs) {
   absl::StatusOr<DeltaFault> none = DeltaFault::Parse("");
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
   std::vector<Tensor> d = Delta();
   EXPECT_EQ(none->ApplyNext(&d), "");
-  for (const char* bad : {"scale", "scale:x", "scale:-1", "noise:inf", "explode:3", "nan:2", "scale:2//none"}) {
+  for (const char* bad : {"scale", "scale:x", "scale:-1", "noise:inf", "explode:3", "lie:0", "nan:2", "scale:2//none"}) {
     absl::StatusOr<DeltaFault> f = DeltaFault::Parse(bad);
     ASSERT_FALSE(f.ok()) << bad;
     EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument);

@@ -83,7 +83,7 @@ namespace pcp::metrics {
     "pcp_shepherd_checkpoint_last_success_timestamp_seconds", "", None,                                             \
     "Unix time of the last checkpoint written successfully (0: none yet).")                                         \
   V(kShepherdDeltasRefusedTotal, Shepherd, Counter, "pcp_shepherd_deltas_refused_total",                           \
-    "reason=non_finite|norm|max_norm", None,                                                                        \
+    "reason=non_finite|declared_norm|norm|max_norm", None,                                                          \
     "Workers' Δs refused (rejected or clipped) by the shepherd's screening, by reason (diloco.screening).")         \
   V(kShepherdReplicaResyncsTotal, Shepherd, Counter, "pcp_shepherd_replica_resyncs_total", "", None,                \
     "Workers sent θ in full because their replica did not match the shepherd's (θ crc32c, or a θ update for a "   \

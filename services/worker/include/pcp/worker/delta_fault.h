@@ -9,6 +9,8 @@
 //   negate_scale:F   −Δ × F
 //   noise:F          Gaussian noise (fixed seed) whose L2 norm is F × ‖Δ‖, instead of Δ
 //   nan              Δ with its first element NaN
+//   lie:F            Δ × F, with the norm of Δ declared in its ResultHeader (F times too small:
+//                    the shepherd's streaming aggregation catches it as the chunks arrive)
 // ('/' rather than ',' so that the spec survives the supervisor's comma-separated
 // --worker_args.)
 //
@@ -37,9 +39,12 @@ class DeltaFault {
   // Applies the next step to `delta` (f32 tensors, modified in place); returns the step as
   // written ("scale:1000"), or "" for none.
   std::string ApplyNext(std::vector<Tensor>* delta);
+  // What the header should declare of the Δ the last ApplyNext returned, as a factor of its
+  // true norm: 1 but after lie:F (1 / F).
+  double declared_norm_factor() const { return declared_norm_factor_; }
 
  private:
-  enum class Kind { kNone, kScale, kNoise, kNan };
+  enum class Kind { kNone, kScale, kNoise, kNan, kLie };
   struct Step {
     Kind kind = Kind::kNone;
     double factor = 1;
@@ -47,6 +52,7 @@ class DeltaFault {
   };
   std::vector<Step> steps_;
   size_t next_ = 0;
+  double declared_norm_factor_ = 1;
   std::mt19937_64 rng_{20261124};
 };
 
