@@ -307,7 +307,10 @@ absl::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
     for (auto& w : workers) (void)w.release();
   }
   if (submitted && o.cancel_at_end && !monitor.job_ended()) {
-    if (absl::Status s = admin->Cancel(job_id, "pcp-loadgen finished"); !s.ok()) {
+    // (The job may have ended by itself meanwhile: its last round was the one awaited.)
+    absl::StatusOr<v1::Job> job = admin->Get(job_id);
+    const bool ended = job.ok() && JobEnded(job->state());
+    if (absl::Status s = ended ? absl::OkStatus() : admin->Cancel(job_id, "pcp-loadgen finished"); !s.ok()) {
       spdlog::warn("cancelling job {}: {}", job_id, s.message());
     }
   }
