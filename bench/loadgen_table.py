@@ -22,14 +22,15 @@ each (M, |theta|) of a grid, and one summary line per cell:
 - peak RSS: the largest VmHWM of the shepherd seen during the run (/proc/PID/status). The goal
   after streaming aggregation is 4 x |theta| x 4 B + 256 MiB (theta, momentum, the running sum,
   one in-flight delta, plus the process); today's shepherd keeps every worker's delta until
-  the round ends, about (3 + M) x |theta| x 4 B.
+  the round ends, about (8 + M) x |theta| x 4 B.
 - CPU s / round: the shepherd's utime + stime per round (median).
 - egress / ingress: the shepherd's theta out (= loadgen bytes in) and delta in (= loadgen bytes
   out) per second of the round (median over rounds).
 
-Cells whose estimated shepherd memory, (3 + M) x |theta| x 4 B + 256 MiB, passes
---memory-limit-gib (default: 70 % of this machine's memory) are skipped with the reason
-printed, and pcp-loadgen stops a run whose shepherd RSS passes the same limit.
+Cells whose estimated shepherd memory, (8 + M) x |theta| x 4 B + 256 MiB (the measured peaks),
+passes --memory-limit-gib (default: 60 % of this machine's memory, which others share) are
+skipped with the reason printed, and pcp-loadgen stops a run whose shepherd RSS passes the
+same limit.
 
   bench/loadgen_table.py                                  # the whole grid
   bench/loadgen_table.py --workers 32 --params 10M        # one cell
@@ -71,8 +72,10 @@ def parameters(size):
 
 
 def shepherd_estimate(m, p):
-    """Today's shepherd: theta, momentum, a snapshot and one delta per worker, + the process."""
-    return (3 + m) * p * 4 + 256 * MIB
+    """Today's shepherd: one delta per worker, theta, momentum, a snapshot and what else it
+    holds per parameter (the measured peaks of this grid fit (8 + M) x |theta| x 4 B + 256 MiB,
+    e.g. 7.8 GiB at M = 8, |theta| = 124M), + the process."""
+    return (8 + m) * p * 4 + 256 * MIB
 
 
 def goal(p):
@@ -143,7 +146,7 @@ def run_cell(args, m, size, limit):
     need = shepherd_estimate(m, p)
     if need > limit:
         return {"workers": m, "params": size, "parameters": p,
-                "skipped": f"estimated shepherd memory {need / (1 << 30):.1f} GiB ((3 + M) x |theta| x 4 B + 256 MiB) "
+                "skipped": f"estimated shepherd memory {need / (1 << 30):.1f} GiB ((8 + M) x |theta| x 4 B + 256 MiB) "
                            f"is over the limit of {limit / (1 << 30):.1f} GiB"}
     state = tempfile.mkdtemp(prefix=f"pcp-loadgen-{m}x{size}-")
     data = os.path.join(state, "data")
@@ -221,7 +224,7 @@ def main():
     ap.add_argument("--tau", type=int, default=2, help="inner steps per round (only the RoundResult's counts)")
     ap.add_argument("--max-seconds", type=float, default=900, help="pcp-loadgen --max_seconds per cell")
     ap.add_argument("--memory-limit-gib", type=float, default=0,
-                    help="skip cells over this estimate, stop runs over it (default: 70%% of this machine)")
+                    help="skip cells over this estimate, stop runs over it (default: 60%% of this machine)")
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--shepherd-log-level", default="warn")
     ap.add_argument("--json", help="also write the cells as JSON here")
@@ -240,7 +243,7 @@ def main():
     loadgen = os.path.join(os.path.abspath(args.build_dir), "tools/pcp-loadgen/pcp-loadgen")
     if not os.access(loadgen, os.X_OK):
         sys.exit(f"loadgen_table: missing {loadgen}: build it first (cmake --build build --target pcp-loadgen)")
-    limit = int((args.memory_limit_gib * (1 << 30)) if args.memory_limit_gib > 0 else machine_memory() * 0.7)
+    limit = int((args.memory_limit_gib * (1 << 30)) if args.memory_limit_gib > 0 else machine_memory() * 0.6)
     cells = []
     for size in sizes:
         for m in ms:

@@ -8,10 +8,12 @@
 //               [--tls_ca=ca.pem [--tls_cert=node.pem --tls_key=node.key]] [--token_source=env:PCP_TOKEN]
 //   pcp-loadgen --shepherd=... --workers=8 [--job_id=job-0003]     attach: serve whatever job
 //                                                                   the shepherd assigns
-// Exit status: 0 when the run ended by itself (rounds done, job ended, --max_seconds),
-// 1 when it failed (the report is still printed), 2 for bad flags.
+// Exit status: 0 when the run ended by itself (rounds done, job ended, --max_seconds) or by
+// SIGTERM / SIGINT (the report is printed either way), 1 when it failed, 2 for bad flags.
+#include <atomic>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -21,6 +23,7 @@
 #include "pcp/auth/secret.h"
 #include "pcp/auth/tls_credentials.h"
 #include "pcp/base/file.h"
+#include "pcp/base/termination_signal.h"
 #include "pcp/loadgen/loadgen.h"
 #include "pcp/rpc/stream_memory.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -110,7 +113,23 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // SIGTERM / SIGINT end the run as any other end does: streams closed, the report printed.
+  if (absl::Status s = pcp::InstallTerminationHandler(); !s.ok()) {
+    std::fprintf(stderr, "pcp-loadgen: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
+  constexpr char kRunEnded[] = "the run ended";
+  std::atomic<bool> interrupted{false};
+  o.interrupt = &interrupted;
+  std::thread signals([&] {
+    const std::string why = pcp::WaitForTermination();
+    if (why == kRunEnded) return;
+    spdlog::warn("received {}: stopping", why);
+    interrupted = true;
+  });
   absl::StatusOr<pcp::loadgen::LoadgenReport> report = pcp::loadgen::RunLoadgen(o);
+  pcp::RequestTermination(kRunEnded);
+  signals.join();
   if (!report.ok()) {
     std::fprintf(stderr, "pcp-loadgen: %s\n", report.status().ToString().c_str());
     return 1;

@@ -1,5 +1,6 @@
 // pcp-loadgen against a real pcp-shepherd on loopback: 4 simulated workers run a tiny job's
-// 2 rounds to the end, and the report has every round with every worker and its figures.
+// rounds to the end, and the report has every round with every worker and its figures; with
+// drops, a stall and a slow sender the rounds still complete.
 #include <sys/wait.h>
 
 #include "absl/strings/str_cat.h"
@@ -80,6 +81,35 @@ TEST_F(LoadgenE2eTest, FourSimulatedWorkersCompleteTwoRoundsAndTheReportHasEvery
                                                         "--compute_s=0.1", "--id_prefix=lg-stream"});
   EXPECT_EQ(code2, 1) << log2;
   EXPECT_NE(log2.find("plain DiLoCo only"), std::string::npos) << log2;
+}
+
+
+TEST_F(LoadgenE2eTest, DropsStallsAndSlowSendersStillCompleteEveryRound) {
+  const std::string job = cluster_->WriteJob({.name = "loadgen_faults", .rounds = 3, .inner_steps = 5, .workers = 4,
+                                              .min_workers = 4, .checkpoint_every = 100, .eval_iters = 1});
+  const std::string json_path = dir_->path() + "/faults.json";
+  // Every worker drops its stream in about half the rounds (and comes back with a new
+  // incarnation); the last one stalls 1 s in round 2; the first sends its Δ at 2 Mbit/s.
+  auto [code, log] = RunLoadgen("loadgen-faults", {"--workers=4", absl::StrCat("--job=", job), "--compute_s=0.2",
+                                                   "--drop_rate=0.5", "--reconnect_ms=100", "--seed=3",
+                                                   "--stall_rounds=2", "--stall_s=1", "--slow_senders=1",
+                                                   "--slow_mbit=2", absl::StrCat("--json=", json_path)});
+  ASSERT_EQ(code, 0) << log << cluster_->Logs();
+  absl::StatusOr<std::string> text = ReadFile(json_path);
+  ASSERT_TRUE(text.ok()) << text.status();
+  absl::StatusOr<Json> report = Json::Parse(*text);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const Json& rounds = *report->Find("rounds");
+  ASSERT_EQ(rounds.size(), 3u) << *text;
+  int64_t drops = 0;
+  for (const Json& r : rounds.array_items()) {
+    drops += r.Find("drops")->int_value();
+    EXPECT_GE(r.Find("workers")->int_value(), 1) << r.Serialize();
+  }
+  EXPECT_GE(drops, 1) << *text;
+  // The stall holds round 2 for at least its second.
+  EXPECT_GE(rounds.array_items()[1].Find("round_s")->number_value(), 1.0) << *text;
+  EXPECT_NE(report->Find("end_reason")->string_value().find("COMPLETED"), std::string::npos) << *text;
 }
 
 }  // namespace

@@ -51,6 +51,7 @@ class Monitor {
       if (absl::Status f = ctx_->failure(); !f.ok()) return f;
       const auto now = Clock::now();
       if (Seconds(now - begin) > o_.max_seconds) return absl::StrCat("--max_seconds ", o_.max_seconds, " passed");
+      if (o_.interrupt != nullptr && o_.interrupt->load()) return std::string("interrupted");
       if (absl::StatusOr<std::string> why = Sample(now); !why.ok() || !why->empty()) return why;
       if (now - last_poll >= std::chrono::milliseconds(500)) {
         last_poll = now;

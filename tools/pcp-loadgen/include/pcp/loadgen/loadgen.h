@@ -31,6 +31,7 @@
 #ifndef PCP_LOADGEN_LOADGEN_H_
 #define PCP_LOADGEN_LOADGEN_H_
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -65,6 +66,8 @@ struct LoadgenOptions {
   double stall_s = 0;
   int64_t stall_workers = 1;
   std::FILE* progress = stdout;              // a line per round as it ends; nullptr = quiet
+  // When set and true: stop now, as at any other end (main: SIGTERM / SIGINT), and report.
+  const std::atomic<bool>* interrupt = nullptr;
 };
 
 // InvalidArgument naming the option for a bad value.
