@@ -54,6 +54,7 @@ TEST(SyntheticDeltaTest, IsAValidDeltaOfTheSpecsWithTheAnnouncedNorm) {
   }
   EXPECT_LE(max_abs, 1e-3);
   EXPECT_NEAR(std::sqrt(sum_squares), (*d)->norm(), 1e-9);
+  EXPECT_EQ((*d)->decoded_norm(), (*d)->norm());
   // Uniform in [-s, s]: norm ≈ s·sqrt(n/3).
   EXPECT_NEAR((*d)->norm(), 1e-3 * std::sqrt(370003.0 / 3.0), 0.01 * (*d)->norm());
 }
@@ -84,6 +85,10 @@ TEST(SyntheticDeltaTest, EncodesWithTheJobsCodec) {
     for (float v : t.tensor.ToVector<float>()) sum_squares += static_cast<double>(v) * v;
   }
   EXPECT_NEAR(std::sqrt(sum_squares), (*d)->norm(), 0.02 * (*d)->norm());
+  // The decoded norm is exactly what the receiver computes (up to summation order), and not
+  // the f32 norm.
+  EXPECT_NEAR(std::sqrt(sum_squares), (*d)->decoded_norm(), 1e-9 * (*d)->decoded_norm());
+  EXPECT_NE((*d)->decoded_norm(), (*d)->norm());
 }
 
 TEST(SyntheticDeltaTest, RefusesWhatItCannotMake) {

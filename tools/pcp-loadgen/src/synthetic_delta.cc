@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "pcp/codec/encoded.h"
 #include "pcp/rpc/chunk_wire.h"
 #include "pcp/rpc/tensor_list.h"
 #include "pcp/tensor/safetensors.h"
@@ -52,14 +53,28 @@ absl::StatusOr<std::shared_ptr<const SyntheticDelta>> SyntheticDelta::Create(con
   delta->norm_ = std::sqrt(sum_squares);
   absl::StatusOr<TensorListChunker> chunker = TensorListChunker::Create(std::move(named), ChunkOptions{.codec = codec});
   if (!chunker.ok()) return absl::InvalidArgumentError(absl::StrCat("synthetic Δ: ", chunker.status().message()));
+  double decoded_squares = 0;
+  std::vector<float> scratch;
   while (!chunker->done()) {
     std::pair<v1::TensorChunk, ChunkPayload> c;
     // A fresh payload per chunk: an encoded chunk then gets its own buffer (the chunker
     // reuses a buffer only once nobody holds it), which every stream shares.
     chunker->Next(&c.first, &c.second);
     delta->data_bytes_ += static_cast<int64_t>(c.second.size);
+    if (codec != codec::Codec::kF32 && c.second.size > 0) {
+      // The norm the shepherd will see: of the values as it decodes them.
+      const absl::string_view bytes(c.second.data, c.second.size);
+      absl::StatusOr<codec::EncodedHeader> header = codec::ReadHeader(bytes);
+      if (!header.ok()) return absl::InternalError(absl::StrCat("synthetic Δ: ", header.status().message()));
+      scratch.resize(header->count);
+      if (absl::Status s = codec::Decode(bytes, absl::MakeSpan(scratch)); !s.ok()) {
+        return absl::InternalError(absl::StrCat("synthetic Δ: ", s.message()));
+      }
+      for (float v : scratch) decoded_squares += static_cast<double>(v) * v;
+    }
     delta->chunks_.push_back(std::move(c));
   }
+  delta->decoded_norm_ = codec == codec::Codec::kF32 ? delta->norm_ : std::sqrt(decoded_squares);
   return std::shared_ptr<const SyntheticDelta>(std::move(delta));
 }
 

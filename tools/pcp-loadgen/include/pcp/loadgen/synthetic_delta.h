@@ -53,6 +53,9 @@ class SyntheticDelta {
   int64_t data_bytes() const { return data_bytes_; }
   // The f32 values' L2 norm (before any encoding).
   double norm() const { return norm_; }
+  // The L2 norm of the values as a receiver decodes them (after the codec; = norm() for
+  // f32): what a worker declares as its Δ's norm where the protocol asks for it.
+  double decoded_norm() const { return decoded_norm_; }
   codec::Codec codec() const { return codec_; }
 
  private:
@@ -60,6 +63,7 @@ class SyntheticDelta {
   std::vector<std::pair<v1::TensorChunk, ChunkPayload>> chunks_;
   int64_t data_bytes_ = 0;
   double norm_ = 0;
+  double decoded_norm_ = 0;
   codec::Codec codec_ = codec::Codec::kF32;
 };
 
