@@ -112,5 +112,35 @@ TEST_F(LoadgenE2eTest, DropsStallsAndSlowSendersStillCompleteEveryRound) {
   EXPECT_NE(report->Find("end_reason")->string_value().find("COMPLETED"), std::string::npos) << *text;
 }
 
+TEST_F(LoadgenE2eTest, AttachesToAJobSubmittedElsewhereAndStopsAfterItsRounds) {
+  // Submitted with pcpctl; the loadgen learns the job from its workers' Assignment.
+  absl::StatusOr<std::string> job_id = cluster_->SubmitJob(
+      {.name = "loadgen_attach", .rounds = 6, .inner_steps = 5, .workers = 3, .min_workers = 3,
+       .checkpoint_every = 100, .eval_iters = 1});
+  ASSERT_TRUE(job_id.ok()) << job_id.status();
+  const std::string json_path = dir_->path() + "/attach.json";
+  auto [code, log] = RunLoadgen("loadgen-attach", {"--workers=3", "--rounds=2", "--compute_s=0.2",
+                                                   absl::StrCat("--json=", json_path)});
+  ASSERT_EQ(code, 0) << log << cluster_->Logs();
+  absl::StatusOr<std::string> text = ReadFile(json_path);
+  ASSERT_TRUE(text.ok()) << text.status();
+  absl::StatusOr<Json> report = Json::Parse(*text);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->Find("job_id")->string_value(), *job_id);
+  EXPECT_EQ(report->Find("end_reason")->string_value(), "2 rounds done");
+  const Json& rounds = *report->Find("rounds");
+  ASSERT_GE(rounds.size(), 2u) << *text;
+  EXPECT_EQ(rounds.array_items()[0].Find("workers")->int_value(), 3);
+  EXPECT_EQ(rounds.array_items()[1].Find("workers")->int_value(), 3);
+  // Not submitted here: the job is left running (a later loadgen, or real workers, go on).
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::GetJobRequest request;
+  request.set_job_id(*job_id);
+  v1::Job job;
+  ASSERT_TRUE(cluster_->admin().GetJob(&context, request, &job).ok());
+  EXPECT_EQ(job.state(), v1::JOB_STATE_RUNNING) << job.ShortDebugString();
+}
+
 }  // namespace
 }  // namespace pcp::testing
