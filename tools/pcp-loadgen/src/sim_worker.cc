@@ -154,7 +154,7 @@ void SimWorker::ResetStreamState() {
   ++assignment_epoch_;
   program_done_ = shard_done_ = true;
   ready_sent_ = false;
-  theta_round_ = 0;
+  theta_round_ = theta_complete_round_ = 0;
   theta_bytes_ = 0;
   round_ = cancelled_round_ = 0;
   drop_at_ = DropAt::kNone;
@@ -439,6 +439,13 @@ bool SimWorker::Handle(const v1::ShepherdMessage& m, int64_t payload_bytes) {
         }
       }
       theta_bytes_ += payload_bytes;
+      // θ is complete with the last chunk of its last tensor (the data is in the payload when
+      // parsed without copying, else in the message).
+      const v1::TensorChunk& c = p.chunk();
+      if (c.index() + 1 == c.count() &&
+          c.offset() + static_cast<uint64_t>(payload_bytes) + c.data().size() >= c.total_bytes()) {
+        theta_complete_round_ = p.round();
+      }
       if (drop_at_ == DropAt::kTheta &&
           static_cast<double>(theta_bytes_) >= drop_fraction_ * static_cast<double>(theta_bytes_full_)) {
         drop_at_ = DropAt::kNone;
@@ -452,6 +459,19 @@ bool SimWorker::Handle(const v1::ShepherdMessage& m, int64_t payload_bytes) {
       if (!assignment_ || !ready_sent_) {
         ctx_->Fail(absl::FailedPreconditionError(absl::StrCat(id_, ": StartRound ", start.round(),
                                                                " before the assignment was ready")));
+        return true;
+      }
+      // What the worker checks too: θ came in full first, one learning rate per inner step.
+      if (theta_complete_round_ != start.round()) {
+        ctx_->Fail(absl::FailedPreconditionError(absl::StrCat(id_, ": StartRound ", start.round(),
+                                                               " before its θ was complete")));
+        return true;
+      }
+      if (start.learning_rates_size() != static_cast<int>(assignment_->hyperparameters().inner_steps())) {
+        ctx_->Fail(absl::InvalidArgumentError(absl::StrCat(id_, ": StartRound ", start.round(), ": ",
+                                                           start.learning_rates_size(), " learning rates for ",
+                                                           assignment_->hyperparameters().inner_steps(),
+                                                           " inner steps")));
         return true;
       }
       if (drop_at_ == DropAt::kTheta) {  // θ (an update) was smaller than the drop point

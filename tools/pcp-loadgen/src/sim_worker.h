@@ -159,6 +159,7 @@ class SimWorker {
 
   // The round.
   uint64_t theta_round_ = 0;
+  uint64_t theta_complete_round_ = 0;  // the round whose θ has arrived in full
   int64_t theta_bytes_ = 0;
   uint64_t round_ = 0;
   uint64_t cancelled_round_ = 0;

@@ -15,8 +15,11 @@
 // discards them (counting bytes), answers the Assignment with AssignmentReady, waits
 // compute_s after each StartRound, then sends a synthetic Δ (pcp/loadgen/synthetic_delta.h,
 // one for all workers) and a RoundResult whose steps, tokens and sampler cursor are what the
-// shepherd expects. Heartbeats go both ways. Streaming DiLoCo jobs are refused
-// (Unimplemented): their fragment protocol is not simulated.
+// shepherd expects. Heartbeats go both ways. It checks what a worker would of the shepherd's
+// side (θ complete before StartRound, one learning rate per inner step) and ends the run with
+// the error otherwise. Compressed jobs work (Δ in the job's up codec; θ updates are only
+// counted). Streaming DiLoCo jobs are refused (Unimplemented): their fragment protocol is
+// not simulated.
 //
 // Faults (off by default; every choice drawn from `seed`, so a run can be repeated):
 //   drop_rate     each worker, each round, with this probability drops its stream at a random
