@@ -22,7 +22,8 @@
 //   cpu_s      the shepherd's CPU time (utime + stime) during the round
 //   in_mbs, out_mbs  loadgen bytes received (θ) / sent (Δ) per second over the round, MB/s
 // A round's window runs from its first θ chunk at the loadgen to the next round's first θ
-// chunk (the last round's: to its record in the shepherd's history).
+// chunk (the last round's: to the end of the run, within 0.5 s of its record appearing in the
+// shepherd's history). /proc is sampled every 100 ms.
 #ifndef PCP_LOADGEN_ROUND_TABLE_H_
 #define PCP_LOADGEN_ROUND_TABLE_H_
 
