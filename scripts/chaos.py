@@ -79,7 +79,8 @@ class Cluster:
     def start_shepherd(self):
         self.shepherd = self._spawn("shepherd", [
             self.bins["shepherd"], f"--listen={self.address}",
-            f"--state_dir={os.path.join(self.state, 'shepherd')}", "--metrics_listen="])
+            f"--state_dir={os.path.join(self.state, 'shepherd')}", "--metrics_listen=",
+            *getattr(self.args, "shepherd_args", [])])
         deadline = time.time() + 60
         while time.time() < deadline:
             if self.shepherd.poll() is not None:
