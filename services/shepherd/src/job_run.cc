@@ -604,7 +604,11 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   if (!used_slots.empty()) {
     absl::StatusOr<std::vector<Tensor>> avg = AverageOf(r, deltas);
     if (!avg.ok()) return Fail(absl::StrCat("round ", r, ": averaging the deltas: ", avg.status().message()));
-    absl::StatusOr<bool> stepped = streaming() ? StreamingOuterStep(r, *avg, &next) : outer_->StepIfFinite(*avg, &next);
+    // (A streamed round's average is its RoundSum's buffers, which nothing reads any more: the
+    // step writes θ' into them, so it needs no |θ|-sized temporaries.)
+    absl::StatusOr<bool> stepped = streaming()        ? StreamingOuterStep(r, *avg, &next)
+                                   : stream_deltas_ ? outer_->StepInPlaceIfFinite(*std::move(avg), &next)
+                                                    : outer_->StepIfFinite(*avg, &next);
     if (!stepped.ok()) return Fail(absl::StrCat("round ", r, ": outer step: ", stepped.status().message()));
     constexpr const char* kNotFinite = "θ or the outer momentum is not finite after the outer step";
     if (!*stepped && !streaming()) return RollBack(r, kNotFinite);

@@ -162,4 +162,29 @@ absl::StatusOr<bool> OuterOptimizer::StepIfFinite(const std::vector<Tensor>& gra
   return true;
 }
 
+absl::StatusOr<bool> OuterOptimizer::StepInPlaceIfFinite(std::vector<Tensor> gradient, std::vector<Tensor>* params) {
+  PCP_RETURN_IF_ERROR(Check(gradient, *params));
+  const float mu = static_cast<float>(options_.momentum);
+  const float lr = static_cast<float>(options_.lr);
+  // Pass 1: would every result be finite? (The same arithmetic as Apply, nothing stored.)
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    const int64_t n = gradient[i].num_elements();
+    const float* g = gradient[i].data<float>();
+    const float* b_in = momentum_[i].data<float>();
+    const float* p_in = (*params)[i].data<float>();
+    bool finite = true;
+    for (int64_t k = 0; k < n; ++k) {
+      const float b = mu * b_in[k] + g[k];
+      const float update = options_.nesterov ? g[k] + mu * b : b;
+      const float p = p_in[k] - lr * update;
+      finite &= std::isfinite(b) & std::isfinite(p);
+    }
+    if (!finite) return false;
+  }
+  // Pass 2: b in place, θ' over the gradient (each element read before it is written).
+  for (size_t i = 0; i < specs_.size(); ++i) Apply(gradient[i], momentum_[i], (*params)[i], momentum_[i], gradient[i]);
+  *params = std::move(gradient);
+  return true;
+}
+
 }  // namespace pcp::shepherd

@@ -133,6 +133,42 @@ TEST(OuterOptimizerTest, StepIfFiniteRollsBackWhenThetaOrMomentumOverflow) {
   EXPECT_EQ(outer.StepIfFinite({Vec({1})}, &theta).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(OuterOptimizerTest, StepInPlaceIfFiniteMatchesStepAndReusesTheGradientsBuffers) {
+  OuterOptimizer a({.lr = 0.7, .momentum = 0.9, .nesterov = true}, {{"w", DType::kF32, {2}}});
+  OuterOptimizer b({.lr = 0.7, .momentum = 0.9, .nesterov = true}, {{"w", DType::kF32, {2}}});
+  std::vector<Tensor> ta = {Vec({1, 2})}, tb = {Vec({1, 2})};
+  for (float g : {0.5f, -0.25f, 1.0f}) {
+    ASSERT_TRUE(a.Step({Vec({g, 2 * g})}, &ta).ok());
+    const Tensor before = tb[0];
+    std::vector<Tensor> gradient = {Vec({g, 2 * g})};
+    const Tensor buffer = gradient[0];
+    absl::StatusOr<bool> stepped = b.StepInPlaceIfFinite(std::move(gradient), &tb);
+    ASSERT_TRUE(stepped.ok() && *stepped);
+    EXPECT_EQ(tb[0].data<float>(), buffer.data<float>());  // θ' lives in the gradient's buffer
+    EXPECT_NE(before.data<float>(), tb[0].data<float>());  // and the old θ was not written
+  }
+  EXPECT_EQ(ta[0].ToVector<float>(), tb[0].ToVector<float>());
+  EXPECT_EQ(a.momentum()[0].ToVector<float>(), b.momentum()[0].ToVector<float>());
+}
+
+TEST(OuterOptimizerTest, StepInPlaceIfFiniteWritesNothingWhenAResultWouldNotBeFinite) {
+  OuterOptimizer outer({.lr = 0.7, .momentum = 0.9, .nesterov = true}, {{"w", DType::kF32, {2}}});
+  std::vector<Tensor> theta = {Vec({1, 2})};
+  ASSERT_TRUE(*outer.StepInPlaceIfFinite({Vec({0.5f, 0.5f})}, &theta));
+  const std::vector<float> theta_before = theta[0].ToVector<float>();
+  const std::vector<float> b_before = outer.momentum()[0].ToVector<float>();
+  std::vector<Tensor> gradient = {Vec({3e38f, 1})};  // θ would overflow to -inf
+  const Tensor buffer = gradient[0];
+  absl::StatusOr<bool> stepped = outer.StepInPlaceIfFinite(std::move(gradient), &theta);
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  EXPECT_FALSE(*stepped);
+  EXPECT_EQ(theta[0].ToVector<float>(), theta_before);
+  EXPECT_EQ(outer.momentum()[0].ToVector<float>(), b_before);
+  EXPECT_EQ(buffer.ToVector<float>(), (std::vector<float>{3e38f, 1}));
+  EXPECT_FALSE(*outer.StepInPlaceIfFinite({Vec({std::nanf(""), 0})}, &theta));
+  EXPECT_EQ(outer.StepInPlaceIfFinite({Vec({1})}, &theta).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(TrimmedMeanTest, TensorsTrimPerElementAndCheckLikeTheAverage) {
   std::vector<WeightedDelta> deltas;
   for (float v : {1.0f, 2.0f, 3.0f, 4.0f, 1000.0f}) deltas.push_back({{Vec({v, -v})}, 1.0});

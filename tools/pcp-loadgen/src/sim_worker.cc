@@ -369,6 +369,16 @@ void SimWorker::ComputeDone(uint64_t generation, uint64_t round) {
       return;
     }
     const v1::Hyperparameters& h = assignment_->hyperparameters();
+    const uint64_t tokens = static_cast<uint64_t>(steps_) * h.batch_size() * h.block_size();
+    // The header first, as a worker sends it: the shepherd judges the Δ on it (and, with
+    // streaming aggregation, sums the chunks as they come).
+    v1::WorkerMessage head;
+    v1::ResultHeader* header = head.mutable_result_header();
+    header->set_round(round);
+    header->set_steps(steps_);
+    header->set_tokens_processed(tokens);
+    header->set_delta_norm(delta_->decoded_norm());
+    Enqueue(head, Kind::kDelta, round);
     for (grpc::ByteBuffer& b : delta_->Messages(round)) {
       const int64_t n = static_cast<int64_t>(b.Length());
       queue_.push_back(Item{std::move(b), Kind::kDelta, round, n});
@@ -377,7 +387,7 @@ void SimWorker::ComputeDone(uint64_t generation, uint64_t round) {
     v1::RoundResult* r = m.mutable_round_result();
     r->set_round(round);
     r->set_steps(steps_);
-    r->set_tokens_processed(static_cast<uint64_t>(steps_) * h.batch_size() * h.block_size());
+    r->set_tokens_processed(tokens);
     r->set_mean_loss(3.0f);
     r->set_last_loss(3.0f);
     const double compute_ms = ctx_->options->compute_s * 1000.0;

@@ -12,6 +12,7 @@
 //   OuterOptimizer outer({.lr = 0.7, .momentum = 0.9, .nesterov = true}, SpecsOf(theta));
 //   PCP_RETURN_IF_ERROR(outer.Step(avg, &theta));                  // updates θ in place
 //   PCP_ASSIGN_OR_RETURN(bool stepped, outer.StepIfFinite(avg, &theta));   // or rolls back
+//   PCP_ASSIGN_OR_RETURN(bool stepped, outer.StepInPlaceIfFinite(std::move(avg), &theta));  // avg becomes θ
 //   const std::vector<Tensor>& b = outer.momentum();               // for checkpoints
 //
 // Tensors are f32; the average is accumulated in double per element.
@@ -63,6 +64,12 @@ class OuterOptimizer {
   // tensors and the momentum only if every element of both is finite; returns false (and
   // nothing changed, `params`' storage never written) otherwise: the round is rolled back.
   absl::StatusOr<bool> StepIfFinite(const std::vector<Tensor>& gradient, std::vector<Tensor>* params);
+  // The same step with no |θ|-sized temporaries (streaming aggregation's memory bound): a first
+  // pass checks that every θ' and b' element would be finite (else false, nothing written);
+  // the second writes b' into the momentum in place and θ' into `gradient`'s buffers, which
+  // then replace `params`' tensors (whose storage is never written). `gradient`'s storage must
+  // not be shared with anything that reads it later.
+  absl::StatusOr<bool> StepInPlaceIfFinite(std::vector<Tensor> gradient, std::vector<Tensor>* params);
 
   const std::vector<Tensor>& momentum() const { return momentum_; }
   // Restores buffers saved from momentum() (checkpoint resume); shapes must match.
