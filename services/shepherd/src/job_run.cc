@@ -104,6 +104,7 @@ absl::Status JobRun::Prepare() {
   }
   state_.program_hash = prepared_->program_hash;
   theta_crc_ = ListCrc32c(theta_);
+  theta_chunks_.reset();
   if (c.diloco.streaming.enabled()) PCP_RETURN_IF_ERROR(PrepareStreaming());
   int64_t delta_elements = 0;  // the largest Δ of a round: θ, or with Streaming DiLoCo ⌈|θ| / P⌉
   for (const TensorSpec& spec : prepared_->param_specs) delta_elements += NumElements(spec.shape);
@@ -301,9 +302,9 @@ void JobRun::OnResync(const std::shared_ptr<WorkerSession>& session, const v1::R
     const uint64_t r = round_.has_value() ? round_->number : state_.round + 1;
     spdlog::warn("job {}: worker {}'s θ does not match the shepherd's ({}); sending it θ for round {} in full",
                  job_.id, session->supervisor_id(), request.reason(), r);
-    std::vector<NamedTensor> theta;
-    for (size_t i = 0; i < theta_.size(); ++i) theta.push_back({prepared_->param_names[i], theta_[i]});
-    session->SendParameters(r, std::move(theta));
+    absl::StatusOr<std::shared_ptr<const ChunkedList>> theta = ThetaChunks();
+    if (!theta.ok()) return session->Close(theta.status());
+    session->SendParameters(r, *std::move(theta));
     m->theta_round = r;
     return;
   }
@@ -370,19 +371,18 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
 
 void JobRun::SendRound(Member& m) {
   if (streaming()) return SendStreamingRound(m);
-  const JobConfig& c = prepared_->config;
   const uint64_t r = round_->number;
   WorkerSession& s = *m.session;
   ExpectResultOf(s, r);
   // The worker that was sent last round's θ gets the update; anyone else θ in full.
+  // Each is chunked (encoded, checksummed) once per round for every stream.
   const bool update = update_.has_value() && update_->from_round + 1 == r && m.theta_round == update_->from_round;
-  const std::vector<Tensor>& send = update ? update_->input : theta_;
-  std::vector<NamedTensor> theta;
-  for (size_t i = 0; i < send.size(); ++i) theta.push_back({prepared_->param_names[i], send[i]});
   if (update) {
-    s.SendParameters(r, std::move(theta), update_->from_round, c.diloco.compression.down);
+    s.SendParameters(r, update_->chunks, update_->from_round);
   } else {
-    s.SendParameters(r, std::move(theta));
+    absl::StatusOr<std::shared_ptr<const ChunkedList>> theta = ThetaChunks();
+    if (!theta.ok()) return s.Close(theta.status());
+    s.SendParameters(r, *std::move(theta));
   }
   m.theta_round = r;
   SendStart(m, r, state_.slots[m.slot].sampler_cursor, theta_crc_);
@@ -626,6 +626,7 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   }
   theta_ = std::move(next);
   theta_crc_ = ListCrc32c(theta_);
+  theta_chunks_.reset();  // chunked again when first sent
   round_sums_.erase(round_sums_.begin(), round_sums_.upper_bound(r));
   screen_->EndRound(accepted_norms);  // (before SendFragment: round r + 1's sum takes the new history)
   if (streaming()) SendFragment(r);

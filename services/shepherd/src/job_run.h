@@ -128,6 +128,7 @@ class JobRun {
   struct ThetaUpdate {
     uint64_t from_round = 0;
     std::vector<Tensor> input;
+    std::shared_ptr<const ChunkedList> chunks;  // `input` encoded once for every stream
   };
   struct SlotResult {
     std::vector<Tensor> delta;  // buffered aggregation
@@ -183,6 +184,12 @@ class JobRun {
   // The update `next` − `before` after error feedback (`feedback`, one per tensor), encoded
   // with the job's down codec; `next` becomes before + the decoded update (what every replica
   // computes). Returns the updates as encoded (what the streams send).
+  // `values` (named `names`) chunked and encoded with `codec` once, for every stream that sends
+  // them (counted in the codec-seconds metric once).
+  absl::StatusOr<std::shared_ptr<const ChunkedList>> ChunksOf(const std::vector<Tensor>& values,
+                                                              const std::vector<std::string>& names, codec::Codec codec);
+  // θ in full, chunked once per θ (theta_chunks_).
+  absl::StatusOr<std::shared_ptr<const ChunkedList>> ThetaChunks();
   absl::StatusOr<std::vector<Tensor>> EncodeUpdate(const std::vector<Tensor>& before, std::vector<Tensor>* next,
                                                    const std::vector<std::string>& names,
                                                    std::vector<codec::ErrorFeedback>* feedback);
@@ -240,6 +247,7 @@ class JobRun {
   std::unique_ptr<PreparedJob> prepared_;
   std::vector<Tensor> theta_;
   uint32_t theta_crc_ = 0;  // ListCrc32c(theta_), sent in StartRound
+  std::shared_ptr<const ChunkedList> theta_chunks_;  // theta_ chunked (null until needed; reset with θ)
   std::optional<ThetaUpdate> update_;
   std::vector<codec::ErrorFeedback> down_feedback_;  // per parameter
   // Streaming: the plan, the outer step and θ-update error feedback of each fragment, and the

@@ -4,6 +4,7 @@
 #include "pcp/base/status_macros.h"
 #include "pcp/rpc/tensor_fragments.h"
 #include "pcp/rpc/tensor_list.h"
+#include "pcp/base/absl_fmt.h"
 #include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
@@ -59,9 +60,9 @@ void JobRun::SendStreamingRound(Member& m) {
   if (!ahead) ExpectResultOf(s, r);
   if (m.theta_round != r) {
     // A new, returning or late worker (or one whose replica drifted): θ in full.
-    std::vector<NamedTensor> theta;
-    for (size_t i = 0; i < theta_.size(); ++i) theta.push_back({prepared_->param_names[i], theta_[i]});
-    s.SendParameters(r, std::move(theta));
+    absl::StatusOr<std::shared_ptr<const ChunkedList>> theta = ThetaChunks();
+    if (!theta.ok()) return s.Close(theta.status());
+    s.SendParameters(r, *std::move(theta));
     m.theta_round = r;
   }
   uint64_t cursor = m.started_cursor;
@@ -123,6 +124,15 @@ void JobRun::SendFragment(uint64_t r) {
   const bool update = fragment_update_round_ == r;
   const std::vector<TensorSpec> specs = FragmentSpecs(*fragments_, p, prepared_->param_specs);
   const std::vector<Tensor> values = update ? fragment_update_ : GatherFragment(*fragments_, p, theta_);
+  std::vector<std::string> names;
+  for (const TensorSpec& spec : specs) names.push_back(spec.name);
+  // Chunked (encoded, checksummed) once for every stream.
+  absl::StatusOr<std::shared_ptr<const ChunkedList>> chunks =
+      ChunksOf(values, names, update ? c.diloco.compression.down : codec::Codec::kF32);
+  if (!chunks.ok()) {
+    spdlog::error("job {}: chunking round {}'s fragment: {}", job_.id, r, chunks.status().message());
+    return;
+  }
   v1::ParameterChunk head;
   head.set_round(r + 1);
   head.set_update_from_round(update ? r : 0);
@@ -132,9 +142,7 @@ void JobRun::SendFragment(uint64_t r) {
     if (m.theta_round != r || m.phase == Phase::kQuarantined) continue;
     // It may send round r + 1's Δ as soon as it has merged this.
     if (m.started_round == r + 1) ExpectResultOf(*m.session, r + 1);
-    std::vector<NamedTensor> named;
-    for (size_t i = 0; i < values.size(); ++i) named.push_back({specs[i].name, values[i]});
-    m.session->SendParameters(head, std::move(named), update ? c.diloco.compression.down : codec::Codec::kF32);
+    m.session->SendParameters(head, *chunks);
     m.theta_round = r + 1;
   }
 }

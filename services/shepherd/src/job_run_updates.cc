@@ -13,8 +13,28 @@ namespace pcp::shepherd {
 absl::Status JobRun::EncodeThetaUpdate(uint64_t round, std::vector<Tensor>* next) {
   down_feedback_.resize(theta_.size());
   PCP_ASSIGN_OR_RETURN(std::vector<Tensor> input, EncodeUpdate(theta_, next, prepared_->param_names, &down_feedback_));
-  update_ = ThetaUpdate{.from_round = round, .input = std::move(input)};
+  PCP_ASSIGN_OR_RETURN(std::shared_ptr<const ChunkedList> chunks,
+                       ChunksOf(input, prepared_->param_names, prepared_->config.diloco.compression.down));
+  update_ = ThetaUpdate{.from_round = round, .input = std::move(input), .chunks = std::move(chunks)};
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const ChunkedList>> JobRun::ChunksOf(const std::vector<Tensor>& values,
+                                                                     const std::vector<std::string>& names,
+                                                                     codec::Codec codec) {
+  std::vector<NamedTensor> named;
+  for (size_t i = 0; i < values.size(); ++i) named.push_back({names[i], values[i]});
+  PCP_ASSIGN_OR_RETURN(std::shared_ptr<const ChunkedList> list,
+                       ChunkedList::Create(std::move(named), ChunkOptions{.chunk_bytes = ctx_.config->chunk_bytes, .codec = codec}));
+  metrics::CountCodecSeconds(metrics::kShepherdCodecSecondsTotal, codec, metrics::CodecOp::kEncode, list->codec_seconds());
+  return list;
+}
+
+absl::StatusOr<std::shared_ptr<const ChunkedList>> JobRun::ThetaChunks() {
+  if (theta_chunks_ == nullptr) {
+    PCP_ASSIGN_OR_RETURN(theta_chunks_, ChunksOf(theta_, prepared_->param_names, codec::Codec::kF32));
+  }
+  return theta_chunks_;
 }
 
 absl::StatusOr<std::vector<Tensor>> JobRun::EncodeUpdate(const std::vector<Tensor>& before, std::vector<Tensor>* next,

@@ -339,22 +339,16 @@ void WorkerSession::Send(v1::ShepherdMessage message) {
   Pump();
 }
 
-void WorkerSession::SendParameters(uint64_t round, std::vector<NamedTensor> theta, uint64_t update_from_round,
-                                   codec::Codec codec) {
+void WorkerSession::SendParameters(uint64_t round, std::shared_ptr<const ChunkedList> theta,
+                                   uint64_t update_from_round) {
   v1::ParameterChunk head;
   head.set_round(round);
   head.set_update_from_round(update_from_round);
-  SendParameters(head, std::move(theta), codec);
+  SendParameters(head, std::move(theta));
 }
 
-void WorkerSession::SendParameters(const v1::ParameterChunk& head, std::vector<NamedTensor> theta, codec::Codec codec) {
-  ChunkOptions options{.chunk_bytes = options_.chunk_bytes, .codec = codec};
-  absl::StatusOr<TensorListChunker> chunker = TensorListChunker::Create(std::move(theta), options);
-  if (!chunker.ok()) {
-    spdlog::error("session {}: cannot chunk parameters: {}", session_id_, chunker.status().message());
-    return;
-  }
-  Enqueue(TensorStream{head, *std::move(chunker)});
+void WorkerSession::SendParameters(const v1::ParameterChunk& head, std::shared_ptr<const ChunkedList> theta) {
+  Enqueue(TensorStream{head, std::move(theta)});
 }
 
 void WorkerSession::SendBlob(bool program, std::string name, std::shared_ptr<const std::string> data) {
@@ -394,17 +388,15 @@ bool WorkerSession::NextMessageLocked() {
       return true;
     }
     if (auto* ts = std::get_if<TensorStream>(&item)) {
-      if (ts->chunker.done()) {
+      if (ts->next >= ts->list->size()) {
         outbox_.pop_front();
         continue;
       }
       v1::ParameterChunk* p = current_.mutable_parameter_chunk();
       *p = ts->head;
-      ts->chunker.Next(p->mutable_chunk(), &current_payload_.emplace());
-      if (ts->chunker.done()) {
-        metrics::CountCodecSeconds(metrics::kShepherdCodecSecondsTotal, ts->chunker.codec(), metrics::CodecOp::kEncode, ts->chunker.codec_seconds());
-        outbox_.pop_front();
-      }
+      *p->mutable_chunk() = ts->list->chunk(ts->next);  // its data stays in the list: current_payload_
+      current_payload_ = ts->list->payload(ts->next);
+      if (++ts->next >= ts->list->size()) outbox_.pop_front();
       return true;
     }
     auto& bs = std::get<BlobStream>(item);

@@ -38,6 +38,7 @@
 #include "absl/status/status.h"
 #include "pcp/auth/authenticator.h"
 #include "pcp/diloco/screening.h"
+#include "pcp/rpc/chunked_list.h"
 #include "pcp/rpc/tensor_list.h"
 #include "pcp/v1/training.pb.h"
 #include "round_sum.h"
@@ -126,12 +127,12 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
   // ---- outbound, any thread
   void Send(v1::ShepherdMessage message);
   // θ for `round` in full (f32), or, with update_from_round > 0, the update from the θ the
-  // worker had for that round, encoded with `codec` (ParameterChunk.update_from_round).
-  void SendParameters(uint64_t round, std::vector<NamedTensor> theta, uint64_t update_from_round = 0,
-                      codec::Codec codec = codec::Codec::kF32);
+  // worker had for that round (ParameterChunk.update_from_round), as chunked once for every
+  // stream (ChunkedList: the same encoded bytes and CRCs on each).
+  void SendParameters(uint64_t round, std::shared_ptr<const ChunkedList> theta, uint64_t update_from_round = 0);
   // The same with every field of the chunks' ParameterChunk but `chunk` taken from `head`
   // (Streaming DiLoCo: fragment, theta_crc32c).
-  void SendParameters(const v1::ParameterChunk& head, std::vector<NamedTensor> theta, codec::Codec codec);
+  void SendParameters(const v1::ParameterChunk& head, std::shared_ptr<const ChunkedList> theta);
   // program = true: program_chunk messages; else shard_chunk messages.
   void SendBlob(bool program, std::string name, std::shared_ptr<const std::string> data);
   void SendHeartbeat();
@@ -168,7 +169,8 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
  private:
   struct TensorStream {
     v1::ParameterChunk head;  // every field but chunk
-    TensorListChunker chunker;
+    std::shared_ptr<const ChunkedList> list;
+    size_t next = 0;
   };
   struct BlobStream {
     bool program;

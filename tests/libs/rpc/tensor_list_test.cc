@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pcp/testing/tensor_testing.h"
+#include "pcp/rpc/chunked_list.h"
 #include "pcp/rpc/crc32c.h"
 #include "pcp/base/status_macros.h"
 
@@ -246,6 +247,63 @@ TEST(TensorListStreamTest, RefusesWhatCannotStream) {
   second.set_crc32c(Crc32c(second.data()));
   s = StreamInto({first, second}, &got);
   EXPECT_THAT(s.message(), HasSubstr("splits an f32 value"));
+}
+
+}  // namespace
+}  // namespace pcp
+
+namespace pcp {
+namespace {
+
+// A chunk of a ChunkedList as a receiver gets it: the description with the payload's bytes.
+v1::TensorChunk WithData(const ChunkedList& list, size_t i) {
+  v1::TensorChunk c = list.chunk(i);
+  c.set_data(std::string(list.payload(i).data, list.payload(i).size));
+  return c;
+}
+
+TEST(ChunkedListTest, TheSameChunksAsTheChunkerReadableAnyNumberOfTimes) {
+  const std::vector<NamedTensor> params = Params();
+  const std::vector<v1::TensorChunk> expected = ChunkList(params);
+  auto list = ChunkedList::Create(params);
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ((*list)->size(), expected.size());
+  for (int stream = 0; stream < 2; ++stream) {  // two "streams" read the same list
+    TensorListAssembler assembler;
+    for (size_t i = 0; i < (*list)->size(); ++i) {
+      const v1::TensorChunk c = WithData(**list, i);
+      EXPECT_EQ(c.SerializeAsString(), expected[i].SerializeAsString()) << i;
+      ASSERT_TRUE(assembler.Add(c).ok()) << i;
+    }
+    auto back = assembler.Take();
+    ASSERT_TRUE(back.ok());
+    for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(BitwiseEqual((*back)[i].tensor, params[i].tensor));
+  }
+  // Raw chunks point into the tensors: nothing was copied.
+  EXPECT_EQ((*list)->payload(0).data, static_cast<const char*>(params[0].tensor.raw_data()));
+}
+
+TEST(ChunkedListTest, EncodedChunksKeepABufferEachAndDecodeLikeTheChunkers) {
+  const std::vector<NamedTensor> params = Params();
+  const ChunkOptions int4{.codec = codec::Codec::kInt4};
+  auto list = ChunkedList::Create(params, int4);
+  ASSERT_TRUE(list.ok()) << list.status();
+  auto chunker = TensorListChunker::Create(params, int4);
+  ASSERT_TRUE(chunker.ok());
+  size_t i = 0;
+  for (; !chunker->done(); ++i) {
+    v1::TensorChunk want;
+    chunker->Next(&want);
+    ASSERT_LT(i, (*list)->size());
+    EXPECT_EQ(WithData(**list, i).SerializeAsString(), want.SerializeAsString()) << i;
+    if (i > 0 && (*list)->payload(i).size > 0 && (*list)->payload(i - 1).size > 0) {
+      EXPECT_NE((*list)->payload(i).encoded, (*list)->payload(i - 1).encoded) << i;
+    }
+  }
+  EXPECT_EQ(i, (*list)->size());
+  EXPECT_EQ((*list)->codec(), codec::Codec::kInt4);
+  EXPECT_GT((*list)->codec_seconds(), 0);
+  EXPECT_FALSE(ChunkedList::Create({}).ok());
 }
 
 }  // namespace
