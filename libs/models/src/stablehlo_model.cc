@@ -226,9 +226,21 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
   for (int i = 0; i < n; ++i) {
     if (i != data[0] && i != data[1]) others.push_back(i);
   }
-  const bool by_name = !options.names.empty();
+  // A params file written by Python's safetensors is laid out sorted, not in argument order:
+  // when the module names every non-data argument and the file has all those names, match by
+  // name.
+  bool module_names_in_file = options.names.empty() && options.params.has_value();
+  for (size_t k = 0; module_names_in_file && k < others.size(); ++k) {
+    const std::string& n = f.param_names[static_cast<size_t>(others[k])];
+    bool found = false;
+    for (const NamedTensor& t : *options.params) found = found || (!n.empty() && t.name == n);
+    module_names_in_file = found;
+  }
+  const bool by_name = !options.names.empty() || module_names_in_file;
   std::vector<std::string> names(others.size());
-  if (by_name) {
+  if (module_names_in_file) {
+    for (size_t k = 0; k < others.size(); ++k) names[k] = f.param_names[static_cast<size_t>(others[k])];
+  } else if (by_name) {
     if (options.names.size() != others.size()) {
       return OptionError("names", absl::StrCat(options.names.size(), " names for the ", others.size(),
                                                " non-data arguments of ", options.function));
@@ -280,7 +292,10 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
       if (t->dtype() != want.dtype || t->shape() != want.shape) {
         return OptionError("params", absl::StrCat(options.params_file, ": tensor '", names[k], "' is ",
                                                   TensorType{t->dtype(), t->shape()}.ToString(), ", argument ",
-                                                  args.Describe(others[k]), " takes ", want.ToString()));
+                                                  args.Describe(others[k]), " takes ", want.ToString(),
+                                                  by_name ? "" : " (matched by position; files written by "
+                                                                 "Python's safetensors are sorted by name: "
+                                                                 "give model.names to match by name)"));
       }
       values[k] = t;
     }

@@ -106,6 +106,27 @@ TEST(StableHloModelTest, RewritesIntoPcpConvention) {
   EXPECT_NEAR(out->at(0).data<float>()[0], ExpectedLoss(w, rope, x, y), 1e-4);
 }
 
+TEST(StableHloModelTest, ParamsFileMatchedByTheModuleNamesInAnyOrder) {
+  // As Python's safetensors writes it: sorted by name, not in argument order.
+  const Tensor w = Range({kV, kC}, 0.1f), rope = Range({kC}, 2.0f);
+  StableHloImportOptions o;
+  o.params = std::vector<NamedTensor>{{"rope", rope}, {"w", w}};
+  o.params_file = "sorted.safetensors";
+  o.frozen = {"rope"};
+  absl::StatusOr<ImportedModel> m = ImportStableHloModel(ToyModule(), "toy.mlir", o);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->names, std::vector<std::string>{"w"});
+  absl::StatusOr<std::vector<Tensor>> out = Interpret(m->forward, {w, Tokens(0), Tokens(2)});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_NEAR(out->at(0).data<float>()[0], ExpectedLoss(w, rope, Tokens(0), Tokens(2)), 1e-4);
+  // Other names in the file: by position, and a shape mismatch says how to match by name.
+  o.params = std::vector<NamedTensor>{{"b", rope}, {"a", w}};
+  o.frozen = {};
+  absl::StatusOr<ImportedModel> swapped = ImportStableHloModel(ToyModule(), "toy.mlir", o);
+  ASSERT_FALSE(swapped.ok());
+  EXPECT_THAT(Message(swapped.status()), HasSubstr("give model.names to match by name"));
+}
+
 TEST(StableHloModelTest, FrozenValueIsUsed) {
   const Tensor w = Range({kV, kC}, 0.1f);
   const Tensor x = Tokens(1), y = Tokens(2);

@@ -14,9 +14,11 @@
 //     an i64 data argument is converted from the i32 one inside the function;
 //   - frozen arguments become constants holding their values, so nothing downstream (train
 //     step, workers, Δ, optimizer state, checkpoints) sees them;
-//   - every other argument is a trainable parameter (f32), named by options.names, else by
-//     the params file's tensor names (file order = argument order), else by the module's
-//     own argument names (pcp.name), else "argN";
+//   - every other argument is a trainable parameter (f32), named by options.names (the params
+//     file matched by name), else by the module's own argument names (pcp.name) when the
+//     params file has every one of them (matched by name: Python's safetensors writes files
+//     sorted), else by the params file's tensor names (file order = argument order), else by
+//     the module's names, else "argN";
 //   - the first result must be the loss, a scalar f32; other results are dropped;
 //   - the standard passes run (passes.h) and the result is verified.
 // Arguments are referred to (data_args, frozen) by name, or by index as "%argN" or "N".
@@ -57,7 +59,8 @@ struct StableHloImportOptions {
   std::vector<std::string> data_args;  // two entries (tokens, targets), or empty: the last two
   std::vector<std::string> frozen;     // arguments that are inputs, not trained
   // A params file's tensors (SafetensorsContents::tensors, in file order) and the file's name
-  // for messages. Without names, tensor i is non-data argument i; with names, matched by name.
+  // for messages. Matched by name with `names` or when the module's argument names are all in
+  // the file; otherwise tensor i is non-data argument i.
   std::optional<std::vector<NamedTensor>> params;
   std::string params_file;
   StableHloInit init;

@@ -17,7 +17,8 @@
 //     or an imported StableHLO loss function (pcp/models/stablehlo_model.h):
 //   model:    {stablehlo: (path, relative to the job file; read through the data roots),
 //              function: main, params: (optional safetensors: one tensor per non-data argument,
-//              in argument order, or matched by name when `names` is given), names: [...]
+//              matched by name (`names`, or the module's argument names when the file has
+//              them all), else in argument order), names: [...]
 //              (one per non-data argument), data_args: [tokens, targets] (names or %argN / N;
 //              default the last two), frozen: [...] (inputs, not trained: values from params),
 //              init: {std: 0.02, ones: ["*norm*weight", "*norm*scale", "*ln*weight",
