@@ -189,6 +189,56 @@ TEST(StableHloModelTest, InitRuleWithoutParamsFile) {
   EXPECT_EQ(plain->names, (std::vector<std::string>{"w", "rope"}));
 }
 
+// As JAX prints a jitted loss (jax.jit(f).lower(...).as_text()): a named module with
+// attributes, public main, unnamed arguments with sharding attributes, results with
+// jax.result_info, locations, i64 data and an extra result.
+constexpr char kJaxStyle[] = R"(module @jit_loss attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<5x3xf32> {mhlo.sharding = "{replicated}"}, %arg1: tensor<3xf32>, %arg2: tensor<2x4xi64>, %arg3: tensor<2x4xi64>) -> (tensor<f32> {jax.result_info = "[0]"}, tensor<5xf32> {jax.result_info = "[1]"}) {
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32> loc(#loc1)
+    %0 = stablehlo.multiply %arg0, %arg0 : tensor<5x3xf32> loc(#loc2)
+    %1 = stablehlo.reduce(%0 init: %cst) applies stablehlo.add across dimensions = [0, 1] : (tensor<5x3xf32>, tensor<f32>) -> tensor<f32>
+    %2 = stablehlo.reduce(%arg1 init: %cst) applies stablehlo.add across dimensions = [0] : (tensor<3xf32>, tensor<f32>) -> tensor<f32>
+    %3 = stablehlo.convert %arg2 : (tensor<2x4xi64>) -> tensor<2x4xf32>
+    %4 = stablehlo.convert %arg3 : (tensor<2x4xi64>) -> tensor<2x4xf32>
+    %5 = stablehlo.subtract %3, %4 : tensor<2x4xf32>
+    %6 = stablehlo.multiply %5, %5 : tensor<2x4xf32>
+    %7 = stablehlo.reduce(%6 init: %cst) applies stablehlo.add across dimensions = [0, 1] : (tensor<2x4xf32>, tensor<f32>) -> tensor<f32>
+    %8 = stablehlo.multiply %1, %2 : tensor<f32>
+    %9 = stablehlo.add %8, %7 : tensor<f32>
+    %10 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [1] : (tensor<5x3xf32>, tensor<f32>) -> tensor<5xf32>
+    return %9, %10 : tensor<f32>, tensor<5xf32>
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc1 = loc("loss.py":3:0)
+#loc2 = loc("loss.py":4:0)
+)";
+
+TEST(StableHloModelTest, JaxStyleModule) {
+  // loss = sum(w^2) * sum(scale) + sum((tokens - targets)^2); scale frozen by index.
+  const Tensor w = Range({kV, kC}, 0.1f), scale = Range({kC}, 1.0f);
+  StableHloImportOptions o;
+  o.params = std::vector<NamedTensor>{{"w", w}, {"scale", scale}};
+  o.params_file = "jax.safetensors";
+  o.frozen = {"%arg1"};
+  absl::StatusOr<ImportedModel> m = ImportStableHloModel(kJaxStyle, "jax.mlir", o);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->names, std::vector<std::string>{"w"});
+  EXPECT_EQ(m->frozen, std::vector<std::string>{"scale"});
+  const Tensor x = Tokens(0), y = Tokens(2);
+  double want = 0, w2 = 0;
+  for (int64_t i = 0; i < kV * kC; ++i) w2 += double{w.data<float>()[i]} * w.data<float>()[i];
+  want = w2 * (1 + 2 + 3);
+  for (int64_t i = 0; i < kB * kT; ++i) want += std::pow(x.data<int32_t>()[i] - y.data<int32_t>()[i], 2);
+  absl::StatusOr<std::vector<Tensor>> out = Interpret(m->forward, {w, x, y});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_NEAR(out->at(0).data<float>()[0], want, 1e-3);
+  // Without a params file the arguments are named argN, and the init rule fills them.
+  absl::StatusOr<ImportedModel> plain = ImportStableHloModel(kJaxStyle, "jax.mlir", {});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->names, (std::vector<std::string>{"arg0", "arg1"}));
+}
+
 TEST(StableHloModelTest, OptionErrorsNameTheirKey) {
   const Tensor w = Range({kV, kC}, 0.1f), rope = Range({kC}, 1.0f);
   struct Case {

@@ -282,6 +282,34 @@ TEST(ImportedJobTest, FrozenArgumentsAreInputsNotParameters) {
   fs::remove_all(dir);
 }
 
+TEST(ImportedJobTest, CheckpointModelSourceMustMatch) {
+  const std::string dir = TestDir();
+  WriteGptExport(dir);
+  absl::StatusOr<JobConfig> imp = ParseIn(dir, ImportedJob(dir));
+  absl::StatusOr<JobConfig> gpt = ParseIn(dir, GptJob(dir));
+  ASSERT_TRUE(imp.ok()) << imp.status();
+  ASSERT_TRUE(gpt.ok()) << gpt.status();
+  ASSERT_TRUE(LoadJobDataset(&*gpt, DataRoots::Unconfined()).ok());  // vocab_size from the data
+  const std::string imp_json = ModelSourceJson(imp->model);
+  EXPECT_TRUE(CheckModelSource(imp->model, imp_json).ok());
+  EXPECT_TRUE(CheckModelSource(gpt->model, ModelSourceJson(gpt->model)).ok());
+  EXPECT_EQ(CheckModelSource(gpt->model, imp_json).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(CheckModelSource(imp->model, ModelSourceJson(gpt->model)).code(), absl::StatusCode::kFailedPrecondition);
+  // The module edited: another content hash.
+  Write(dir + "/gpt.mlir", Read(dir + "/gpt.mlir") + "\n// edited\n");
+  absl::StatusOr<JobConfig> edited = ParseIn(dir, ImportedJob(dir));
+  ASSERT_TRUE(edited.ok()) << edited.status();
+  absl::Status changed = CheckModelSource(edited->model, imp_json);
+  EXPECT_EQ(changed.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(Message(changed), HasSubstr("the checkpoint was written for model"));
+  // A program built from a job parsed before the edit refuses the changed file.
+  JobConfig stale = *imp;
+  absl::StatusOr<Dataset> data = LoadJobDataset(&stale, DataRoots::Unconfined());
+  ASSERT_TRUE(data.ok());
+  EXPECT_EQ(BuildJobProgram(stale, DataRoots::Unconfined()).status().code(), absl::StatusCode::kFailedPrecondition);
+  fs::remove_all(dir);
+}
+
 TEST(ImportedJobTest, EffectiveYamlRoundTrips) {
   const std::string dir = TestDir();
   WriteGptExport(dir);
