@@ -16,6 +16,7 @@
 #include "pcp/autodiff/text.h"
 #include "pcp/autodiff/verifier.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/tensor/convert.h"
 
 namespace pcp {
 namespace {
@@ -173,7 +174,10 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
     return OptionError("function", absl::StrCat("no function '", options.function, "' in ", file_name,
                                                 "; it has: ", absl::StrJoin(have, ", ")));
   }
-  const Function& f = *found;
+  Function f = *found;
+  // ---- f64 -> f32 (JAX exports with x64 enabled, PyTorch float64 buffers): the lead wires
+  // LowerF64ToF32 (passes.h, branch `ops`) in here at merge, before the signature is checked:
+  //   PCP_RETURN_IF_ERROR(LowerF64ToF32(f), _ << file_name << ": lowering f64 to f32");
   const std::string place = FunctionPlace(text, file_name, options.function);
   const int n = static_cast<int>(f.params.size());
   const Arguments args(f, options.function);
@@ -274,6 +278,7 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
 
   // Values from the params file, per non-data argument.
   std::vector<const Tensor*> values(others.size(), nullptr);
+  std::vector<Tensor> converted(others.size());
   if (options.params.has_value()) {
     for (size_t k = 0; k < others.size(); ++k) {
       const Tensor* t = nullptr;
@@ -289,6 +294,12 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
         t = &(*options.params)[k].tensor;
       }
       const TensorType want = f.type(f.params[static_cast<size_t>(others[k])]);
+      if (t->dtype() != want.dtype && IsFloat(t->dtype()) && IsFloat(want.dtype) && t->shape() == want.shape) {
+        // f16 / bf16 weights for an f32 argument: widened.
+        PCP_ASSIGN_OR_RETURN(converted[k], ConvertTensor(*t, want.dtype),
+                             _ << "model.params: " << options.params_file << ": tensor '" << names[k] << "'");
+        t = &converted[k];
+      }
       if (t->dtype() != want.dtype || t->shape() != want.shape) {
         return OptionError("params", absl::StrCat(options.params_file, ": tensor '", names[k], "' is ",
                                                   TensorType{t->dtype(), t->shape()}.ToString(), ", argument ",
@@ -357,8 +368,6 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
   m.batch_size = tokens_type.shape[0];
   m.block_size = tokens_type.shape[1];
   m.forward = Rewrite(f, trainable, m.names, frozen, data, m.batch_size, m.block_size);
-  // ---- f64 -> f32: the lead wires LowerF64ToF32 (passes.h, branch `ops`) in here at merge:
-  //   PCP_RETURN_IF_ERROR(LowerF64ToF32(m.forward), _ << file_name << ": lowering f64 to f32");
   PCP_RETURN_IF_ERROR(Verify(m.forward), _ << file_name << ": the imported function");
   PCP_RETURN_IF_ERROR(RunStandardPasses(m.forward), _ << file_name << ": optimizing the imported function");
   for (const TensorType& t : m.forward.value_types) m.value_elements += t.num_elements();

@@ -12,6 +12,7 @@
 #include "pcp/autodiff/builder.h"
 #include "pcp/autodiff/interpreter.h"
 #include "pcp/autodiff/text.h"
+#include "pcp/tensor/convert.h"
 
 namespace pcp {
 namespace {
@@ -119,6 +120,14 @@ TEST(StableHloModelTest, ParamsFileMatchedByTheModuleNamesInAnyOrder) {
   absl::StatusOr<std::vector<Tensor>> out = Interpret(m->forward, {w, Tokens(0), Tokens(2)});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_NEAR(out->at(0).data<float>()[0], ExpectedLoss(w, rope, Tokens(0), Tokens(2)), 1e-4);
+  // bf16 values for the f32 argument are widened.
+  absl::StatusOr<Tensor> w16 = ConvertTensor(w, DType::kBF16);
+  ASSERT_TRUE(w16.ok());
+  o.params = std::vector<NamedTensor>{{"rope", rope}, {"w", *w16}};
+  absl::StatusOr<ImportedModel> widened = ImportStableHloModel(ToyModule(), "toy.mlir", o);
+  ASSERT_TRUE(widened.ok()) << widened.status();
+  EXPECT_EQ(widened->initial[0].dtype(), DType::kF32);
+  EXPECT_NEAR(widened->initial[0].data<float>()[7], w.data<float>()[7], 0.01);
   // Other names in the file: by position, and a shape mismatch says how to match by name.
   o.params = std::vector<NamedTensor>{{"b", rope}, {"a", w}};
   o.frozen = {};

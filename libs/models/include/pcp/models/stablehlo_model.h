@@ -60,7 +60,8 @@ struct StableHloImportOptions {
   std::vector<std::string> frozen;     // arguments that are inputs, not trained
   // A params file's tensors (SafetensorsContents::tensors, in file order) and the file's name
   // for messages. Matched by name with `names` or when the module's argument names are all in
-  // the file; otherwise tensor i is non-data argument i.
+  // the file; otherwise tensor i is non-data argument i. Shapes must match; an f16 / bf16
+  // tensor for an f32 argument is widened.
   std::optional<std::vector<NamedTensor>> params;
   std::string params_file;
   StableHloInit init;
