@@ -1,10 +1,16 @@
-// pcp-local: train a job in one process (no cluster) and sample text from a checkpoint.
+// pcp-local: train a job in one process (no cluster), evaluate its loss, and sample text from
+// a checkpoint.
 //
 //   pcp-local train config/jobs/shakespeare_char.yaml [--max_iters=N] [--out_dir=DIR]
 //                   [--threads=N] [--backend=cpu|vulkan|auto]
 //     (writes out_dir/ckpt.safetensors and out_dir/history.csv, the run's record)
+//   pcp-local eval JOB.yaml [--params=P.safetensors] [--batch=B.safetensors]
+//     (prints the forward's loss, %.6f, for the parameters (default: the job's initial values)
+//      on the batch ("tokens" and "targets", i32 or i64 [B, T]; default: the first training
+//      batch of the job's data and seed))
 //   pcp-local sample out/ckpt.safetensors [--prompt=TEXT] [--max_new_tokens=N]
 //                   [--temperature=T] [--top_k=K] [--seed=S]
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -19,7 +25,10 @@
 #include "pcp/history/round_record_format.h"
 #include "pcp/training/checkpoint.h"
 #include "pcp/training/gpt_program.h"
+#include "pcp/tensor/convert.h"
+#include "pcp/training/inner_loop.h"
 #include "pcp/training/job_config.h"
+#include "pcp/training/model_program.h"
 #include "pcp/training/local_training.h"
 #include "pcp/training/text_sampler.h"
 #include "pcp/training/tokenizer.h"
@@ -33,6 +42,8 @@ ABSL_FLAG(int64_t, max_new_tokens, 500, "sample: number of tokens to generate");
 ABSL_FLAG(double, temperature, 0.8, "sample: softmax temperature (> 0)");
 ABSL_FLAG(int64_t, top_k, 200, "sample: keep the k most likely tokens (0 = all)");
 ABSL_FLAG(uint64_t, seed, 1337, "sample: random seed");
+ABSL_FLAG(std::string, params, "", "eval: parameters (a checkpoint or any safetensors, by name)");
+ABSL_FLAG(std::string, batch, "", "eval: a batch: safetensors with 'tokens' and 'targets' [B, T]");
 
 namespace pcp {
 namespace {
@@ -69,12 +80,83 @@ absl::Status Train(const std::string& job_path) {
   PCP_ASSIGN_OR_RETURN(LocalTrainingResult result, RunLocalTraining(job, *backend, stdout, on_record));
   PCP_RETURN_IF_ERROR(history_status, _ << "writing the run's record");
   std::printf("record of the run: %s\n", history_path.c_str());
-  std::printf("sample with: pcp-local sample %s\n", result.checkpoint_path.c_str());
+  if (result.has_logits) {
+    std::printf("sample with: pcp-local sample %s\n", result.checkpoint_path.c_str());
+  } else {
+    std::printf("no sample: %s\n", kNoLogitsReason);
+  }
+  return absl::OkStatus();
+}
+
+// The batch of `path` as i32 [B, T] (i64 converted), checked against the program's shape.
+absl::StatusOr<Batch> ReadBatch(const std::string& path, int64_t batch_size, int64_t block_size) {
+  PCP_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensorsFile(path));
+  Batch batch;
+  for (const char* name : {"tokens", "targets"}) {
+    const Tensor* t = contents.Find(name);
+    if (t == nullptr) return absl::InvalidArgumentError(absl::StrCat(path, ": no tensor '", name, "'"));
+    if ((t->dtype() != DType::kI32 && t->dtype() != DType::kI64) || t->shape() != Shape{batch_size, block_size}) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": '", name, "' is ", t->TypeString(), "; the job takes i32 or i64 [",
+                                                     batch_size, ", ", block_size, "]"));
+    }
+    PCP_ASSIGN_OR_RETURN(Tensor i32, ConvertTensor(*t, DType::kI32), _ << path << ": " << name);
+    (std::string(name) == "tokens" ? batch.x : batch.y) = std::move(i32);
+  }
+  return batch;
+}
+
+absl::Status Eval(const std::string& job_path) {
+  PCP_ASSIGN_OR_RETURN(JobConfig job, LoadJobConfig(job_path));
+  PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&job, DataRoots::Unconfined()));
+  PCP_ASSIGN_OR_RETURN(ModelProgram program, BuildJobProgram(job, DataRoots::Unconfined()));
+  std::vector<Tensor> params = program.initial_params;
+  if (const std::string path = absl::GetFlag(FLAGS_params); !path.empty()) {
+    PCP_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensorsFile(path));
+    ModelCheckpoint ckpt;
+    ckpt.metadata = contents.metadata;
+    if (const std::string source = ckpt.Meta("pcp.model"); !source.empty()) {
+      PCP_RETURN_IF_ERROR(CheckModelSource(job.model, source), _ << path);
+    }
+    for (NamedTensor& t : contents.tensors) {
+      const bool tied_copy = t.name == kTiedHeadName &&
+                             std::find(program.param_names.begin(), program.param_names.end(), t.name) ==
+                                 program.param_names.end();
+      if (!tied_copy) ckpt.params.push_back(std::move(t));
+    }
+    PCP_ASSIGN_OR_RETURN(params, ParamsInOrder(ckpt, program.param_names), _ << path);
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i].dtype() != program.param_types[i].dtype || params[i].shape() != program.param_types[i].shape) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": '", program.param_names[i], "' is ",
+                                                       params[i].TypeString(), ", the model takes ",
+                                                       program.param_types[i].ToString()));
+      }
+    }
+  }
+  Batch batch;
+  if (const std::string path = absl::GetFlag(FLAGS_batch); !path.empty()) {
+    PCP_ASSIGN_OR_RETURN(batch, ReadBatch(path, program.batch_size, program.block_size));
+  } else {
+    // The first batch `pcp-local train` steps on.
+    BatchSampler sampler(static_cast<uint64_t>(job.training.seed));
+    PCP_ASSIGN_OR_RETURN(batch, sampler.Next(data.train(), program.batch_size, program.block_size));
+  }
+  int threads = absl::GetFlag(FLAGS_threads) < 0 ? static_cast<int>(job.training.threads) : absl::GetFlag(FLAGS_threads);
+  std::string backend_name = absl::GetFlag(FLAGS_backend);
+  if (backend_name.empty()) backend_name = std::string(BackendChoiceName(job.training.backend));
+  PCP_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(backend_name, threads));
+  PCP_ASSIGN_OR_RETURN(auto loop, InnerLoop::Create(*backend, program.train_step));
+  PCP_ASSIGN_OR_RETURN(auto eval, Evaluator::Create(*loop, program.eval_loss));
+  PCP_RETURN_IF_ERROR(loop->SetParams(params));
+  PCP_ASSIGN_OR_RETURN(float loss, eval->Loss(batch));
+  std::printf("%.6f\n", loss);
   return absl::OkStatus();
 }
 
 absl::Status Sample(const std::string& checkpoint_path) {
   PCP_ASSIGN_OR_RETURN(ModelCheckpoint ckpt, ReadModelCheckpoint(checkpoint_path));
+  if (IsImportedModelSource(ckpt.Meta("pcp.model"))) {
+    return absl::FailedPreconditionError(absl::StrCat(checkpoint_path, ": ", kNoLogitsReason));
+  }
   PCP_ASSIGN_OR_RETURN(GPTConfig model, GptConfigFromJson(ckpt.Meta("pcp.model")),
                        _ << checkpoint_path);
   std::string tokenizer_text = ckpt.Meta("pcp.tokenizer");
@@ -106,16 +188,22 @@ absl::Status Sample(const std::string& checkpoint_path) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "train a job locally or sample from a checkpoint\n"
+      "train a job locally, evaluate its loss, or sample from a checkpoint\n"
       "  pcp-local train JOB.yaml [--max_iters=N] [--out_dir=DIR] [--threads=N] [--backend=cpu|vulkan|auto]\n"
+      "  pcp-local eval JOB.yaml [--params=P.safetensors] [--batch=B.safetensors] [--threads=N] [--backend=...]\n"
+      "    prints the loss (%.6f) of the parameters (default: the job's initial values) on the batch\n"
+      "    ('tokens' and 'targets', i32 or i64 [B, T]; default: the first training batch of the job's seed)\n"
       "  pcp-local sample CHECKPOINT.safetensors [--prompt=TEXT] [--max_new_tokens=N] [--temperature=T] "
       "[--top_k=K] [--seed=S]");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  if (args.size() != 3 || (std::string(args[1]) != "train" && std::string(args[1]) != "sample")) {
+  const std::string command = args.size() == 3 ? args[1] : "";
+  if (command != "train" && command != "sample" && command != "eval") {
     std::fprintf(stderr, "%s\n", absl::ProgramUsageMessage().data());
     return 2;
   }
-  absl::Status status = std::string(args[1]) == "train" ? pcp::Train(args[2]) : pcp::Sample(args[2]);
+  absl::Status status = command == "train"  ? pcp::Train(args[2])
+                        : command == "eval" ? pcp::Eval(args[2])
+                                            : pcp::Sample(args[2]);
   if (!status.ok()) {
     std::fprintf(stderr, "pcp-local %s: %s\n", args[1], std::string(status.message()).c_str());
     return 1;

@@ -1,5 +1,7 @@
 #include "pcp/training/checkpoint.h"
 
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "pcp/base/json.h"
 #include "pcp/base/status_macros.h"
@@ -78,6 +80,39 @@ std::string GptConfigToJson(const GPTConfig& c) {
   j.Set("n_embd", c.n_embd);
   j.Set("bias", c.bias);
   return j.Serialize();
+}
+
+std::string ModelSourceJson(const ModelConfig& model) {
+  if (!model.imported()) return GptConfigToJson(model.ToGPTConfig());
+  Json j = Json::Object();
+  j.Set("stablehlo", std::filesystem::path(model.stablehlo).filename().string());
+  j.Set("function", model.function);
+  j.Set("sha256", model.stablehlo_sha256);
+  return j.Serialize();
+}
+
+bool IsImportedModelSource(absl::string_view json) {
+  absl::StatusOr<Json> j = Json::Parse(json);
+  return j.ok() && j->is_object() && j->Find("stablehlo") != nullptr;
+}
+
+absl::Status CheckModelSource(const ModelConfig& model, absl::string_view json) {
+  const std::string want = ModelSourceJson(model);
+  if (model.imported() == IsImportedModelSource(json)) {
+    if (!model.imported()) {
+      // vocab_size may still be 0 in `model` (not yet read from the data): compare the rest.
+      absl::StatusOr<GPTConfig> have = GptConfigFromJson(json);
+      const GPTConfig w = model.ToGPTConfig();
+      if (have.ok() && have->block_size == w.block_size && have->n_layer == w.n_layer && have->n_head == w.n_head &&
+          have->n_embd == w.n_embd && have->bias == w.bias && (w.vocab_size == 0 || have->vocab_size == w.vocab_size)) {
+        return absl::OkStatus();
+      }
+    } else if (json == want) {
+      return absl::OkStatus();
+    }
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("the checkpoint was written for model ", json, ", the job's model is ", want));
 }
 
 absl::StatusOr<GPTConfig> GptConfigFromJson(absl::string_view text) {

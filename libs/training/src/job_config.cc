@@ -2,17 +2,20 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <system_error>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "pcp/base/enum_names.h"
 #include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/config/yaml_fields.h"
+#include "pcp/training/job_model.h"
 
 namespace pcp {
 namespace {
@@ -32,6 +35,7 @@ using yaml_fields::kUnitHalfOpen;
 using yaml_fields::RealField;
 using yaml_fields::SectionField;
 using yaml_fields::StringField;
+using yaml_fields::StringListField;
 using yaml_fields::Value;
 
 // ------------------------------------------------------------------ the schema, key by key
@@ -89,6 +93,14 @@ Field<ModelConfig> DropoutField() {
           [](const ModelConfig&, int) { return std::string(" 0.0"); }};
 }
 
+const std::vector<Field<StableHloInitConfig>>* InitFields() {
+  static const auto* fields = new std::vector<Field<StableHloInitConfig>>{
+      RealField("std", &StableHloInitConfig::std, kNonNegative),
+      StringListField("ones", &StableHloInitConfig::ones),
+  };
+  return fields;
+}
+
 const std::vector<Field<ModelConfig>>* ModelFields() {
   static const auto* fields = new std::vector<Field<ModelConfig>>{
       IntField("vocab_size", &ModelConfig::vocab_size, IntRange{0, kMaxTokenVocab}),
@@ -98,8 +110,40 @@ const std::vector<Field<ModelConfig>>* ModelFields() {
       IntField("n_embd", &ModelConfig::n_embd, IntRange{1, 1 << 20}),
       BoolField("bias", &ModelConfig::bias),
       DropoutField(),
+      StringField("stablehlo", &ModelConfig::stablehlo, /*allow_empty=*/false),
+      StringField("function", &ModelConfig::function, /*allow_empty=*/false),
+      StringField("params", &ModelConfig::params, /*allow_empty=*/false),
+      StringListField("names", &ModelConfig::names),
+      StringListField("data_args", &ModelConfig::data_args),
+      StringListField("frozen", &ModelConfig::frozen),
+      SectionField("init", &ModelConfig::init, InitFields()),
   };
   return fields;
+}
+
+// Keys only the built-in GPT reads (an error with model.stablehlo), and keys only an imported
+// model reads (not printed for a GPT job). block_size serves both.
+constexpr absl::string_view kGptOnlyKeys[] = {"vocab_size", "n_layer", "n_head", "n_embd", "bias"};
+constexpr absl::string_view kImportOnlyKeys[] = {"stablehlo", "function", "params", "names",
+                                                 "data_args", "frozen", "init"};
+
+bool IsIn(absl::Span<const absl::string_view> keys, absl::string_view key) {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+// The model section, printed with the keys of its kind of model only.
+Field<JobConfig> ModelSectionField() {
+  Field<JobConfig> field = SectionField("model", &JobConfig::model, ModelFields());
+  field.emit = [](const JobConfig& in, int indent) {
+    std::vector<Field<ModelConfig>> shown;
+    for (const Field<ModelConfig>& f : *ModelFields()) {
+      const bool skip = in.model.imported() ? (IsIn(kGptOnlyKeys, f.key) || f.key == "dropout")
+                                            : IsIn(kImportOnlyKeys, f.key);
+      if (!skip) shown.push_back(f);
+    }
+    return absl::StrCat("\n", yaml_fields::EmitMapping(shown, in.model, indent + 2));
+  };
+  return field;
 }
 
 const std::vector<Field<DataConfig>>* DataFields() {
@@ -210,7 +254,7 @@ const std::vector<Field<SampleConfig>>* SampleFields() {
 const std::vector<Field<JobConfig>>& TopFields() {
   static const auto* fields = new std::vector<Field<JobConfig>>{
       NameField(),
-      SectionField("model", &JobConfig::model, ModelFields()),
+      ModelSectionField(),
       SectionField("data", &JobConfig::data, DataFields()),
       SectionField("optimizer", &JobConfig::optimizer, OptimizerFields()),
       SectionField("training", &JobConfig::training, TrainingFields()),
@@ -271,10 +315,70 @@ absl::Status FinishData(const Context& ctx, const std::string& base_dir, const D
                    data.val_path, roots);
 }
 
+// An import's error, placed at the key it names when the file set it, else at model.stablehlo.
+absl::Status PlaceImportError(const Context& ctx, const absl::Status& status) {
+  const absl::string_view message = status.message();
+  const size_t colon = message.find(':');
+  const std::string key(message.substr(0, colon == absl::string_view::npos ? 0 : colon));
+  if (absl::StartsWith(key, "model.") && ctx.Has(key)) return ctx.Error(ctx.ValueMark({key}), message);
+  if (absl::StartsWith(key, "model.")) return ctx.Error(ctx.ValueMark({"model.stablehlo"}), message);
+  return ctx.Error(ctx.ValueMark({"model.stablehlo"}), absl::StrCat("model.stablehlo: ", message));
+}
+
+// An imported model: its keys checked against the module, block_size and batch_size from it.
+absl::Status FinishImport(const Context& ctx, const std::string& base_dir, const DataRoots& roots,
+                          JobConfig& c) {
+  ModelConfig& m = c.model;
+  for (absl::string_view key : kGptOnlyKeys) {
+    const std::string qkey = absl::StrCat("model.", key);
+    if (ctx.Has(qkey)) {
+      return ctx.Error(ctx.KeyMark(qkey),
+                       absl::StrCat(qkey, ": not used with model.stablehlo (the module defines the model)"));
+    }
+  }
+  m.stablehlo = ResolvePath(base_dir, m.stablehlo);
+  PCP_RETURN_IF_ERROR(CheckFile(ctx, ctx.ValueMark({"model.stablehlo"}), "model.stablehlo", m.stablehlo, roots));
+  if (!m.params.empty()) {
+    m.params = ResolvePath(base_dir, m.params);
+    PCP_RETURN_IF_ERROR(CheckFile(ctx, ctx.ValueMark({"model.params"}), "model.params", m.params, roots));
+  }
+  absl::StatusOr<JobModelImport> import = ImportJobModel(m, c.training.seed, roots);
+  if (!import.ok()) return PlaceImportError(ctx, import.status());
+  const ImportedModel& model = import->model;
+  const std::string shape = absl::StrCat("[", model.batch_size, ", ", model.block_size, "]");
+  if (ctx.Has("model.block_size") && m.block_size != model.block_size) {
+    return ctx.Error(ctx.ValueMark({"model.block_size"}),
+                     absl::StrCat("model.block_size: ", m.block_size, " does not match the module's data arguments ",
+                                  shape, " (T = ", model.block_size, "); leave it out or set ", model.block_size));
+  }
+  if (ctx.Has("training.batch_size") && c.training.batch_size != model.batch_size) {
+    return ctx.Error(ctx.ValueMark({"training.batch_size"}),
+                     absl::StrCat("training.batch_size: ", c.training.batch_size,
+                                  " does not match the module's data arguments ", shape, " (B = ", model.batch_size,
+                                  "); leave it out or set ", model.batch_size));
+  }
+  m.block_size = model.block_size;
+  c.training.batch_size = model.batch_size;
+  m.stablehlo_sha256 = import->sha256;
+  m.imported_params = model.num_params;
+  m.imported_value_elements = model.value_elements;
+  return absl::OkStatus();
+}
+
 absl::Status Finish(const Context& ctx, const std::string& base_dir, const DataRoots& roots,
                     JobConfig& c) {
   PCP_RETURN_IF_ERROR(FinishData(ctx, base_dir, roots, c.data));
-  if (c.model.n_embd % c.model.n_head != 0) {
+  if (!ctx.Has("model.stablehlo")) {
+    for (absl::string_view key : kImportOnlyKeys) {
+      const std::string qkey = absl::StrCat("model.", key);
+      if (ctx.Has(qkey) || ctx.Has(absl::StrCat(qkey, ".std")) || ctx.Has(absl::StrCat(qkey, ".ones"))) {
+        return ctx.Error(ctx.KeyMark(qkey), absl::StrCat(qkey, ": only used with model.stablehlo"));
+      }
+    }
+  } else {
+    PCP_RETURN_IF_ERROR(FinishImport(ctx, base_dir, roots, c));
+  }
+  if (!c.model.imported() && c.model.n_embd % c.model.n_head != 0) {
     return ctx.Error(ctx.ValueMark({"model.n_embd", "model.n_head"}),
                      absl::StrCat("model.n_embd: ", c.model.n_embd,
                                   " is not divisible by model.n_head (", c.model.n_head, ")"));

@@ -45,6 +45,20 @@ std::string FormatBytes(int64_t bytes) {
 
 absl::StatusOr<JobMemoryEstimate> EstimateJobMemory(const JobConfig& config) {
   const ModelConfig& m = config.model;
+  if (m.imported()) {
+    // From the imported forward (job_config.h): its parameters, and every value it computes,
+    // twice (kept for the backward pass and its gradient).
+    const Checked P = m.imported_params, A = m.imported_value_elements, W = config.diloco.workers;
+    const Checked worker = Checked(4) * (Checked(6) * P + Checked(2) * A);
+    const Checked shepherd = Checked(4) * ((Checked(3) + W) * P + A);
+    if (!worker.value() || !shepherd.value()) {
+      return absl::InvalidArgumentError(absl::StrCat("job '", config.name, "': its sizes overflow 64-bit arithmetic"));
+    }
+    return JobMemoryEstimate{.job_name = config.name,
+                             .parameters = m.imported_params,
+                             .worker_bytes = *worker.value(),
+                             .shepherd_bytes = *shepherd.value()};
+  }
   const Checked V = m.vocab_size > 0 ? m.vocab_size : 1, T = m.block_size, C = m.n_embd,
                 H = m.n_head, L = m.n_layer, B = config.training.batch_size,
                 W = config.diloco.workers;

@@ -8,9 +8,9 @@
 #include "absl/strings/str_format.h"
 #include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
-#include "pcp/models/gpt.h"
 #include "pcp/training/checkpoint.h"
-#include "pcp/training/gpt_program.h"
+#include "pcp/training/job_model.h"
+#include "pcp/training/model_program.h"
 #include "pcp/training/inner_loop.h"
 #include "pcp/training/progress.h"
 
@@ -21,11 +21,6 @@ using Clock = std::chrono::steady_clock;
 
 double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
-AdamWConfig AdamWFrom(const OptimizerConfig& o) {
-  return AdamWConfig{.beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay,
-                     .grad_clip = o.grad_clip};
 }
 
 int64_t UnixMs() {
@@ -39,33 +34,33 @@ absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& bac
                                                      const std::function<void(const LocalRecord&)>& on_record) {
   // pcp-local trains on the user's own files: no data roots (data_roots.h).
   PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&job, DataRoots::Unconfined()));
-  const GPTConfig model = job.model.ToGPTConfig();
   const TrainingConfig& t = job.training;
-  std::fprintf(out, "job %s: GPT %lld layers x %lld heads x %lld wide, block %lld, vocab %lld; %lld train / %lld val tokens\n",
-               job.name.c_str(), (long long)model.n_layer, (long long)model.n_head, (long long)model.n_embd,
-               (long long)model.block_size, (long long)model.vocab_size, (long long)data.train().size(),
-               (long long)data.val().size());
+  if (job.model.imported()) {
+    std::fprintf(out, "job %s: %s, batch %lld x block %lld; %lld train / %lld val tokens\n", job.name.c_str(),
+                 ModelSummary(job.model).c_str(), (long long)t.batch_size, (long long)job.model.block_size,
+                 (long long)data.train().size(), (long long)data.val().size());
+  } else {
+    const GPTConfig model = job.model.ToGPTConfig();
+    std::fprintf(out, "job %s: GPT %lld layers x %lld heads x %lld wide, block %lld, vocab %lld; %lld train / %lld val tokens\n",
+                 job.name.c_str(), (long long)model.n_layer, (long long)model.n_head, (long long)model.n_embd,
+                 (long long)model.block_size, (long long)model.vocab_size, (long long)data.train().size(),
+                 (long long)data.val().size());
+  }
+  LocalTrainingResult result;
   auto t0 = Clock::now();
-  PCP_ASSIGN_OR_RETURN(GptProgram program, BuildGptProgram(model, t.batch_size, AdamWFrom(job.optimizer)));
+  PCP_ASSIGN_OR_RETURN(ModelProgram program, BuildJobProgram(job, DataRoots::Unconfined()));
   PCP_ASSIGN_OR_RETURN(auto loop, InnerLoop::Create(backend, program.train_step));
   PCP_ASSIGN_OR_RETURN(auto eval, Evaluator::Create(*loop, program.eval_loss));
-  PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> init, InitGptParams(model, static_cast<uint64_t>(t.seed)));
-  std::vector<Tensor> init_params;
-  int64_t n_params = 0;
-  for (const NamedTensor& p : init) {
-    init_params.push_back(p.tensor);
-    n_params += p.tensor.num_elements();
-  }
-  PCP_RETURN_IF_ERROR(loop->SetParams(init_params));
+  PCP_RETURN_IF_ERROR(loop->SetParams(program.initial_params));
   std::fprintf(out, "%.2fM parameters; train_step has %zu instructions; built and compiled for %s (%s) in %.0f ms\n",
-               n_params / 1e6, program.train_step.instructions.size(), backend.Name().c_str(),
-               backend.DeviceDescription().c_str(), MsSince(t0));
+               static_cast<double>(program.num_params) / 1e6, program.train_step.instructions.size(),
+               backend.Name().c_str(), backend.DeviceDescription().c_str(), MsSince(t0));
+  result.has_logits = program.logits.has_value();
 
   const LrSchedule schedule = job.optimizer.Schedule();
   BatchSampler sampler(static_cast<uint64_t>(t.seed));
   const uint64_t eval_seed = static_cast<uint64_t>(t.seed) + 1000003;
-  const double tokens_per_step = static_cast<double>(t.batch_size * model.block_size);
-  LocalTrainingResult result;
+  const double tokens_per_step = static_cast<double>(t.batch_size * job.model.block_size);
   ProgressMeter meter(t.max_iters);
   double timed_ms = 0;
   int64_t timed_steps = 0;
@@ -92,7 +87,7 @@ absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& bac
   int64_t interval_start_ms = UnixMs();
   for (int64_t iter = 0; iter < t.max_iters; ++iter) {
     if (t.eval_interval > 0 && iter % t.eval_interval == 0) PCP_RETURN_IF_ERROR(evaluate(iter));
-    PCP_ASSIGN_OR_RETURN(Batch batch, sampler.Next(data.train(), t.batch_size, model.block_size));
+    PCP_ASSIGN_OR_RETURN(Batch batch, sampler.Next(data.train(), t.batch_size, job.model.block_size));
     const double lr = schedule.At(iter);
     auto s0 = Clock::now();
     PCP_ASSIGN_OR_RETURN(float loss, loop->Step(batch, static_cast<float>(lr)));
@@ -138,7 +133,7 @@ absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& bac
   result.checkpoint_path = t.out_dir + "/ckpt.safetensors";
   PCP_ASSIGN_OR_RETURN(std::vector<Tensor> params, loop->GetParams());
   SafetensorsMetadata meta = {
-      {"pcp.model", GptConfigToJson(model)},
+      {"pcp.model", ModelSourceJson(job.model)},
       {"pcp.job", ToYaml(job)},
       {"pcp.iter", absl::StrCat(t.max_iters)},
       {"pcp.train_loss", absl::StrFormat("%.6f", result.final_train_loss)},

@@ -170,6 +170,7 @@ absl::StatusOr<std::optional<DilocoCheckpoint>> ReadLatestDilocoCheckpoint(const
   PCP_ASSIGN_OR_RETURN(ckpt.state, StateFromJson(state_text, absl::StrCat(dir, "/", kStateFile)));
   PCP_ASSIGN_OR_RETURN(ModelCheckpoint model, ReadModelCheckpoint(absl::StrCat(dir, "/", kParamsFile)));
   PCP_ASSIGN_OR_RETURN(ckpt.params, ParamsInOrder(model, names), _ << dir << "/" << kParamsFile);
+  ckpt.model_source = model.Meta("pcp.model");
   const std::string outer_path = absl::StrCat(dir, "/", kOuterFile);
   PCP_ASSIGN_OR_RETURN(SafetensorsContents outer, ReadSafetensorsFile(outer_path));
   PCP_ASSIGN_OR_RETURN(ckpt.momentum, InOrder(outer, names, kMomentumPrefix, outer_path));

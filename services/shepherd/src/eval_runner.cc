@@ -8,7 +8,7 @@
 
 namespace pcp::shepherd {
 
-absl::StatusOr<std::unique_ptr<EvalRunner>> EvalRunner::Create(const GptProgram& program, TokenSequence data,
+absl::StatusOr<std::unique_ptr<EvalRunner>> EvalRunner::Create(const ModelProgram& program, TokenSequence data,
                                                                 int64_t iters, uint64_t seed, int threads,
                                                                 std::function<void()> done) {
   std::unique_ptr<EvalRunner> r(new EvalRunner());

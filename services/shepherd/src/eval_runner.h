@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "pcp/kernels/backend.h"
 #include "pcp/training/dataset.h"
-#include "pcp/training/gpt_program.h"
+#include "pcp/training/model_program.h"
 #include "pcp/training/inner_loop.h"
 
 namespace pcp::shepherd {
@@ -37,7 +37,7 @@ class EvalRunner {
 
   // Compiles the program's evaluation on a CPU backend with `threads` threads. `done` is
   // called (on the runner's thread) after each estimate.
-  static absl::StatusOr<std::unique_ptr<EvalRunner>> Create(const GptProgram& program, TokenSequence data,
+  static absl::StatusOr<std::unique_ptr<EvalRunner>> Create(const ModelProgram& program, TokenSequence data,
                                                             int64_t iters, uint64_t seed, int threads,
                                                             std::function<void()> done);
   ~EvalRunner();

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/metrics/registry.h"
+#include "pcp/training/job_model.h"
 #include "pcp/base/absl_fmt.h"
 #include "spdlog/spdlog.h"
 
@@ -225,6 +226,7 @@ absl::StatusOr<v1::SubmitJobResponse> JobManager::Submit(const v1::SubmitJobRequ
     v1::Job& job = e.stored.job;
     job.set_job_id(JobIdForSeq(e.stored.seq));
     job.set_name(config.name);
+    job.set_model(ModelSummary(config.model));
     job.set_state(v1::JOB_STATE_QUEUED);
     job.set_submitted_unix_ms(NowUnixMs());
     job.mutable_progress()->set_total_rounds(static_cast<uint64_t>(config.diloco.rounds));
@@ -240,8 +242,8 @@ absl::StatusOr<v1::SubmitJobResponse> JobManager::Submit(const v1::SubmitJobRequ
     response.set_job_id(job.job_id());
     response.set_name(job.name());
     response.set_queue_position(ahead);
-    spdlog::info("job {} ({}) queued from {}: {} rounds x {} inner steps, {} workers", job.job_id(), job.name(),
-                 file_name, config.diloco.rounds, config.diloco.inner_steps, config.diloco.workers);
+    spdlog::info("job {} ({}) queued from {}: {}; {} rounds x {} inner steps, {} workers", job.job_id(), job.name(),
+                 file_name, job.model(), config.diloco.rounds, config.diloco.inner_steps, config.diloco.workers);
     jobs_.emplace(job.job_id(), std::move(e));
     SetJobGauges(jobs_);
     listener = listener_;

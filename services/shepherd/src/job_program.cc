@@ -4,54 +4,33 @@
 #include "pcp/autodiff/text.h"
 #include "pcp/base/sha256.h"
 #include "pcp/base/status_macros.h"
-#include "pcp/models/gpt.h"
 
 namespace pcp::shepherd {
-namespace {
-
-AdamWConfig AdamWOf(const OptimizerConfig& o) {
-  return AdamWConfig{.beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay,
-                     .grad_clip = o.grad_clip};
-}
-
-}  // namespace
 
 absl::StatusOr<PreparedJob> PrepareJob(JobConfig config, const DataRoots& data_roots) {
   PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&config, data_roots), _ << "loading the job's data");
-  PCP_ASSIGN_OR_RETURN(GptProgram program,
-                       BuildGptProgram(config.model.ToGPTConfig(), config.training.batch_size, AdamWOf(config.optimizer)),
+  PCP_ASSIGN_OR_RETURN(ModelProgram program, BuildJobProgram(config, data_roots),
                        _ << "building the training program");
   PreparedJob job{.config = std::move(config), .data = std::move(data), .program = std::move(program)};
   auto text = std::make_shared<std::string>(PrintFunction(job.program.train_step));
   job.program_hash = Sha256ContentHash(*text);
   job.program_text = std::move(text);
-  const Function& step = job.program.train_step;
-  const size_t p = (step.params.size() - 4) / 3;
-  for (size_t i = 0; i < p; ++i) {
-    const TensorType& type = step.type(step.params[i]);
-    job.param_names.push_back(step.param_names[i]);
-    job.param_specs.push_back(TensorSpec{step.param_names[i], type.dtype, type.shape});
+  for (size_t i = 0; i < job.program.param_names.size(); ++i) {
+    const TensorType& type = job.program.param_types[i];
+    job.param_names.push_back(job.program.param_names[i]);
+    job.param_specs.push_back(TensorSpec{job.program.param_names[i], type.dtype, type.shape});
   }
   return job;
 }
 
 absl::StatusOr<std::vector<Tensor>> InitialParams(const PreparedJob& job) {
-  PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> init,
-                       InitGptParams(job.config.model.ToGPTConfig(), static_cast<uint64_t>(job.config.training.seed)));
-  if (init.size() != job.param_specs.size()) {
-    return absl::InternalError(absl::StrCat("the model has ", init.size(), " parameters, train_step takes ",
-                                            job.param_specs.size()));
+  const ModelProgram& p = job.program;
+  if (p.initial_params.size() != job.param_specs.size()) {
+    return absl::InternalError(absl::StrCat("the model has ", p.initial_params.size(), " initial values, train_step takes ",
+                                            job.param_specs.size(), " parameters"));
   }
   std::vector<Tensor> out;
-  for (size_t i = 0; i < init.size(); ++i) {
-    const TensorSpec& spec = job.param_specs[i];
-    if (init[i].name != spec.name || init[i].tensor.dtype() != spec.dtype || init[i].tensor.shape() != spec.shape) {
-      return absl::InternalError(absl::StrCat("parameter ", i, ": initialised '", init[i].name, "' ",
-                                              init[i].tensor.TypeString(), ", train_step takes '", spec.name, "' ",
-                                              TypeString(spec.dtype, spec.shape)));
-    }
-    out.push_back(std::move(init[i].tensor));
-  }
+  for (const Tensor& t : p.initial_params) out.push_back(t.Clone());
   return out;
 }
 

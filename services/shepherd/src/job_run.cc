@@ -86,6 +86,10 @@ absl::Status JobRun::Prepare() {
   refusals_ = std::make_unique<diloco::RefusalLedger>(c.diloco.screening.quarantine_after);
   PCP_ASSIGN_OR_RETURN(std::optional<DilocoCheckpoint> ckpt, ReadLatestDilocoCheckpoint(job_.dir, prepared_->param_names),
                        _ << "reading the job's latest checkpoint");
+  if (ckpt.has_value() && !ckpt->model_source.empty()) {
+    // The job's files may have changed since the checkpoint (an imported module edited).
+    PCP_RETURN_IF_ERROR(CheckModelSource(c.model, ckpt->model_source), _ << "resuming from the job's latest checkpoint");
+  }
   if (ckpt.has_value() && ckpt->state.slots.size() == static_cast<size_t>(c.diloco.workers)) {
     theta_ = std::move(ckpt->params);
     PCP_RETURN_IF_ERROR(outer_->SetMomentum(std::move(ckpt->momentum)));
@@ -793,7 +797,7 @@ bool JobRun::ApplyEval(const EvalRunner::Result& r) {
 absl::Status JobRun::WriteCheckpoint() {
   const JobConfig& c = prepared_->config;
   SafetensorsMetadata meta = {
-      {"pcp.model", GptConfigToJson(c.model.ToGPTConfig())},
+      {"pcp.model", ModelSourceJson(c.model)},
       {"pcp.job", ToYaml(c)},
       {"pcp.job_id", job_.id},
       {"pcp.iter", absl::StrCat(c.diloco.FirstStep(state_.round + 1))},
@@ -834,7 +838,7 @@ void JobRun::Publish(bool final) {
   snap->job_id = job_.id;
   snap->round = state_.round;
   snap->final = final;
-  snap->model = prepared_->config.model.ToGPTConfig();
+  if (!prepared_->config.model.imported()) snap->model = prepared_->config.model.ToGPTConfig();
   snap->tokenizer = prepared_->data.tokenizer();
   snap->sample = prepared_->config.sample;
   snap->names = prepared_->param_names;

@@ -18,7 +18,10 @@ absl::StatusOr<std::shared_ptr<const ParamsSnapshot>> SnapshotFromCheckpoint(con
   auto snap = std::make_shared<ParamsSnapshot>();
   snap->job_id = job_id;
   snap->final = final;
-  PCP_ASSIGN_OR_RETURN(snap->model, GptConfigFromJson(ckpt.Meta("pcp.model")), _ << path);
+  const bool imported = IsImportedModelSource(ckpt.Meta("pcp.model"));
+  if (!imported) {
+    PCP_ASSIGN_OR_RETURN(snap->model, GptConfigFromJson(ckpt.Meta("pcp.model")), _ << path);
+  }
   if (const std::string t = ckpt.Meta("pcp.tokenizer"); !t.empty()) {
     PCP_ASSIGN_OR_RETURN(snap->tokenizer, Tokenizer::Deserialize(t), _ << path);
   }
@@ -28,7 +31,15 @@ absl::StatusOr<std::shared_ptr<const ParamsSnapshot>> SnapshotFromCheckpoint(con
   if (job.ok()) snap->sample = job->sample;
   uint64_t round = 0;
   if (absl::SimpleAtoi(ckpt.Meta("pcp.round"), &round)) snap->round = round;
-  PCP_ASSIGN_OR_RETURN(std::vector<GptParamSpec> specs, GptParamSpecs(snap->model));
+  if (imported) {
+    // No logits to sample with; the parameters as the file has them.
+    for (NamedTensor& t : ckpt.params) {
+      snap->names.push_back(t.name);
+      snap->params.push_back(std::move(t.tensor));
+    }
+    return std::shared_ptr<const ParamsSnapshot>(std::move(snap));
+  }
+  PCP_ASSIGN_OR_RETURN(std::vector<GptParamSpec> specs, GptParamSpecs(*snap->model));
   for (const GptParamSpec& s : specs) snap->names.push_back(s.name);
   PCP_ASSIGN_OR_RETURN(snap->params, ParamsInOrder(ckpt, snap->names), _ << path);
   return std::shared_ptr<const ParamsSnapshot>(std::move(snap));
@@ -36,6 +47,10 @@ absl::StatusOr<std::shared_ptr<const ParamsSnapshot>> SnapshotFromCheckpoint(con
 
 absl::StatusOr<v1::SampleResponse> SampleText(const ParamsSnapshot& snap, const v1::SampleRequest& request,
                                               int threads) {
+  if (!snap.model.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", snap.job_id, "'s model is an imported StableHLO loss function without logits; sampling needs logits"));
+  }
   if (int64_t{request.max_new_tokens()} > kMaxSampleTokens) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_new_tokens must be 1-", kMaxSampleTokens, " (0 = the job's), got ", request.max_new_tokens()));
@@ -51,7 +66,7 @@ absl::StatusOr<v1::SampleResponse> SampleText(const ParamsSnapshot& snap, const 
       .temperature = request.has_temperature() ? request.temperature() : snap.sample.temperature,
       .top_k = request.has_top_k() ? static_cast<int64_t>(request.top_k()) : snap.sample.top_k,
       .seed = request.seed()};
-  PCP_ASSIGN_OR_RETURN(Function logits, BuildGptLogits(snap.model, 1, snap.model.block_size));
+  PCP_ASSIGN_OR_RETURN(Function logits, BuildGptLogits(*snap.model, 1, snap.model->block_size));
   logits.name = "logits";
   PCP_RETURN_IF_ERROR(RunStandardPasses(logits));
   PCP_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend("cpu", threads));

@@ -27,7 +27,7 @@ struct ParamsSnapshot {
   std::string job_id;
   uint64_t round = 0;
   bool final = false;
-  GPTConfig model;
+  std::optional<GPTConfig> model;     // nullopt: an imported model, which has no logits
   std::optional<Tokenizer> tokenizer;  // none: bytes
   SampleConfig sample;                 // the job's defaults
   std::vector<std::string> names;
@@ -38,7 +38,8 @@ struct ParamsSnapshot {
 absl::StatusOr<std::shared_ptr<const ParamsSnapshot>> SnapshotFromCheckpoint(const std::string& job_id,
                                                                              const std::string& path, bool final);
 
-// InvalidArgument for out-of-range options (max_new_tokens > 10000, temperature <= 0) or a
+// FailedPrecondition for a model without logits ("job X's model is an imported StableHLO loss
+// function without logits; sampling needs logits"); InvalidArgument for out-of-range options (max_new_tokens > 10000, temperature <= 0) or a
 // prompt the tokenizer cannot encode.
 absl::StatusOr<v1::SampleResponse> SampleText(const ParamsSnapshot& snapshot, const v1::SampleRequest& request,
                                               int threads);

@@ -206,8 +206,10 @@ std::string ClusterHarness::WriteJob(const E2eJob& job) {
   std::string yaml = absl::StrCat(
       "# Written by the e2e tests (cluster_harness.cc).\n"
       "name: ", job.name, "\n",
-      "model:\n  block_size: ", job.block_size, "\n  n_layer: ", job.n_layer, "\n  n_head: 2\n  n_embd: ",
-      job.n_embd, "\n",
+      job.model_yaml.empty()
+          ? absl::StrCat("model:\n  block_size: ", job.block_size, "\n  n_layer: ", job.n_layer,
+                         "\n  n_head: 2\n  n_embd: ", job.n_embd, "\n")
+          : job.model_yaml,
       "data:\n  path: ", PCP_DATA_DIR, "/tiny_shakespeare.txt\n",
       "optimizer:\n  lr: 3.0e-3\n  min_lr: 3.0e-4\n  warmup_iters: 5\n",
       "training:\n  batch_size: ", job.batch_size, "\n  eval_iters: ", job.eval_iters,

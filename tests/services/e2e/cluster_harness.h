@@ -62,6 +62,8 @@ struct E2eJob {
   std::string diloco_yaml;
   // Extra YAML appended verbatim (e.g. a deliberate mistake).
   std::string extra_yaml;
+  // When set, the whole model section instead of the GPT's ("model:\n  stablehlo: ...\n").
+  std::string model_yaml;
 };
 
 // One /metrics endpoint of the cluster. `job` is the Prometheus job name the deploy files use

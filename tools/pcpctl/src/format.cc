@@ -123,6 +123,7 @@ std::string FormatJobDetails(const v1::Job& job, bool include_yaml) {
       {"name", job.name()},
       {"state", JobStateName(job.state())},
   };
+  if (!job.model().empty()) rows.push_back({"model", job.model()});
   if (!job.reason().empty()) rows.push_back({"reason", job.reason()});
   rows.push_back({"submitted", FormatUnixMs(job.submitted_unix_ms())});
   rows.push_back({"started", FormatUnixMs(job.started_unix_ms())});

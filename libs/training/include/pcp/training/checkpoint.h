@@ -2,7 +2,8 @@
 // nanoGPT's state_dict keys in PyTorch layouts (Linear weight = [out, in]), plus
 // "lm_head.weight" (a copy of the tied wte, so nanoGPT's strict load_state_dict accepts the
 // file). PCP's own facts travel in the safetensors "__metadata__" (all strings):
-//   pcp.format = "pcp-gpt-1", pcp.model = GptConfigToJson(), pcp.job = the job YAML,
+//   pcp.format = "pcp-gpt-1", pcp.model = ModelSourceJson() (GptConfigToJson() for a GPT, the
+//   module's file name, function and content hash for an imported model), pcp.job = the job YAML,
 //   pcp.tokenizer = Tokenizer::Serialize(),
 //   pcp.iter, pcp.val_loss, ... (callers may add more).
 // Optimizer state goes to a second file beside it ("m.<name>", "v.<name>", metadata pcp.step).
@@ -18,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "pcp/models/gpt_config.h"
 #include "pcp/tensor/safetensors.h"
+#include "pcp/training/job_config.h"
 
 namespace pcp {
 
@@ -45,6 +47,16 @@ absl::StatusOr<std::vector<Tensor>> ParamsInOrder(const ModelCheckpoint& checkpo
 // {"vocab_size":65,"block_size":64,"n_layer":4,"n_head":4,"n_embd":128,"bias":true}
 std::string GptConfigToJson(const GPTConfig& config);
 absl::StatusOr<GPTConfig> GptConfigFromJson(absl::string_view json);
+
+// The checkpoint metadata pcp.model: GptConfigToJson for a GPT, else
+// {"stablehlo":"nanogpt_2l.mlir","function":"main","sha256":"sha256:..."}.
+std::string ModelSourceJson(const ModelConfig& model);
+// OK when a checkpoint's pcp.model (`json`) was written for `model`: the same GPT sizes, or
+// the same module (file name, function and content hash). FailedPrecondition naming both
+// otherwise.
+absl::Status CheckModelSource(const ModelConfig& model, absl::string_view json);
+// True when pcp.model names an imported model (such a model has no logits: no sampling).
+bool IsImportedModelSource(absl::string_view json);
 
 absl::Status WriteOptimizerState(const std::string& path, const std::vector<std::string>& names,
                                  const std::vector<Tensor>& m_then_v, int64_t step);

@@ -2,7 +2,8 @@
 //   train_step  (params, m, v, step, lr, tokens[B,T], targets[B,T]) -> (params', m', v', loss)
 //   eval_loss   (params, tokens[B,T], targets[B,T]) -> (loss)
 //   logits      (params, tokens[1,T]) -> (logits[1,T,V])    for sampling, T = block_size
-// Each has been through the standard passes (fold, CSE, DCE) and verified.
+// Each has been through the standard passes (fold, CSE, DCE) and verified. A job's program,
+// GPT or imported StableHLO model alike, is a ModelProgram (model_program.h: BuildJobProgram).
 //
 //   PCP_ASSIGN_OR_RETURN(GptProgram program, BuildGptProgram(model, /*batch_size=*/12, adamw));
 #ifndef PCP_TRAINING_GPT_PROGRAM_H_

@@ -14,6 +14,19 @@
 //   name: shakespeare_char      # [A-Za-z0-9._-]+; default: the file's stem
 //   model:    {vocab_size: 0 (= from the data), block_size: 64, n_layer: 4, n_head: 4,
 //              n_embd: 128, bias: false, dropout: 0 (must be 0)}
+//     or an imported StableHLO loss function (pcp/models/stablehlo_model.h):
+//   model:    {stablehlo: (path, relative to the job file; read through the data roots),
+//              function: main, params: (optional safetensors: one tensor per non-data argument,
+//              matched by name (`names`, or the module's argument names when the file has
+//              them all), else in argument order), names: [...]
+//              (one per non-data argument), data_args: [tokens, targets] (names or %argN / N;
+//              default the last two), frozen: [...] (inputs, not trained: values from params),
+//              init: {std: 0.02, ones: ["*norm*weight", "*norm*scale", "*ln*weight",
+//              "*ln*scale"]} (without params: normal(0, std) for rank >= 2 seeded with
+//              training.seed, 1-D matching `ones` 1, other 1-D 0), block_size: (T of the data
+//              arguments; must agree)}
+//              n_layer, n_head, n_embd, bias and vocab_size are errors with stablehlo, and
+//              training.batch_size defaults to the data arguments' B (must agree).
 //   data:     {path: (required; relative to the job file), format: text_char|text_byte|bin
 //              (default: .bin -> bin, else text_char), val_path: (bin only; default
 //              val.bin beside train.bin), shared: false}
@@ -77,6 +90,14 @@ inline constexpr std::pair<BackendChoice, absl::string_view> kBackendChoiceNames
 };
 absl::string_view BackendChoiceName(BackendChoice backend);
 
+// model.init: initial values of an imported model without a params file (StableHloInit).
+struct StableHloInitConfig {
+  double std = 0.02;  // normal(0, std) for parameters of rank >= 2
+  // 1-D (and scalar) parameters whose name matches one of these globs start at 1, others at 0.
+  std::vector<std::string> ones = {"*norm*weight", "*norm*scale", "*ln*weight", "*ln*scale"};
+  bool operator==(const StableHloInitConfig&) const = default;
+};
+
 struct ModelConfig {
   int64_t vocab_size = 0;  // 0: the data's vocabulary (see LoadJobDataset); at most 65536
   int64_t block_size = 64;
@@ -85,6 +106,25 @@ struct ModelConfig {
   int64_t n_embd = 128;  // divisible by n_head
   bool bias = false;     // nanoGPT train.py's default
   // (dropout is accepted in the file only as 0: PCP trains without dropout.)
+
+  // An imported model (model.stablehlo set; pcp/models/stablehlo_model.h says what the
+  // import does). Then n_layer, n_head, n_embd, bias and vocab_size are not used (an error
+  // in the file), and block_size and training.batch_size come from the data arguments.
+  std::string stablehlo;  // absolute, normalized; "" = the built-in GPT
+  std::string function = "main";
+  std::string params;  // absolute, normalized, or "": the safetensors file of initial values
+  std::vector<std::string> names;      // one per non-data argument (optional)
+  std::vector<std::string> data_args;  // [tokens, targets] by name or index; empty: the last two
+  std::vector<std::string> frozen;     // arguments that are inputs, not trained (values from params)
+  StableHloInitConfig init;
+  // Derived from the module while parsing, not written in the file (equal after a re-parse
+  // of the same files): Sha256ContentHash of the module text, the trainable elements and the
+  // elements of every value of the forward (EstimateJobMemory's bound).
+  std::string stablehlo_sha256;
+  int64_t imported_params = 0;
+  int64_t imported_value_elements = 0;
+
+  bool imported() const { return !stablehlo.empty(); }
 
   // The model's hyperparameters; vocab_size must have been resolved (non-zero).
   GPTConfig ToGPTConfig() const {

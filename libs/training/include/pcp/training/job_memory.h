@@ -15,7 +15,9 @@
 //   shepherd = 4 bytes * ((3 + workers)*P   θ, outer momentum, a snapshot, one Δ per worker
 //                         + B*T*(L*(17*C + 2*H*T) + 2*V))  the validation forward pass
 // (B batch_size, T block_size, C n_embd, H n_head, L n_layer, V vocab_size; a vocab_size of 0,
-// not yet known from the data, counts as 1.) Every product is overflow-checked: a spec whose
+// not yet known from the data, counts as 1.) An imported model (model.stablehlo) has P = its
+// trainable elements and A = the elements of every value of its forward:
+//   worker = 4 bytes * (6*P + 2*A),  shepherd = 4 bytes * ((3 + workers)*P + A). Every product is overflow-checked: a spec whose
 // sizes overflow int64 is InvalidArgument.
 #ifndef PCP_TRAINING_JOB_MEMORY_H_
 #define PCP_TRAINING_JOB_MEMORY_H_

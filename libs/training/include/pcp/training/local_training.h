@@ -38,6 +38,7 @@ struct LocalTrainingResult {
   float final_val_loss = 0;
   double mean_step_ms = 0;     // excluding the first step (compilation warm-up) and evals
   std::string checkpoint_path;
+  bool has_logits = true;      // false: an imported model, which cannot be sampled
 };
 
 // `job` must come from LoadJobConfig/ParseJobConfig (paths resolved). Progress goes to `out`.

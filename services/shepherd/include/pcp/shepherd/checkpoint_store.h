@@ -56,6 +56,7 @@ struct DilocoCheckpoint {
   RunState state;
   std::vector<Tensor> params;    // θ, in program order
   std::vector<Tensor> momentum;  // outer momentum, same order
+  std::string model_source;      // read only: the params file's pcp.model (ModelSourceJson)
 };
 
 // Writes round `ckpt.state.round`'s folder, then points LATEST at it. `metadata` goes into

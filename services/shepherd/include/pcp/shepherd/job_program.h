@@ -1,5 +1,5 @@
-// What the shepherd derives from a job before its first round: the data, the GPT training
-// program as MLIR text with its content hash, the parameter list, and per worker slot the
+// What the shepherd derives from a job before its first round: the data, the training
+// program (model_program.h: the built-in GPT or an imported StableHLO model) as MLIR text with its content hash, the parameter list, and per worker slot the
 // data shard and per round the inner learning rates.
 //
 //   PCP_ASSIGN_OR_RETURN(PreparedJob job, PrepareJob(config, data_roots));
@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "pcp/rpc/tensor_proto.h"
 #include "pcp/training/dataset.h"
-#include "pcp/training/gpt_program.h"
+#include "pcp/training/model_program.h"
 #include "pcp/training/job_config.h"
 #include "pcp/v1/training.pb.h"
 
@@ -27,7 +27,7 @@ namespace pcp::shepherd {
 struct PreparedJob {
   JobConfig config;  // model.vocab_size resolved from the data
   Dataset data;
-  GptProgram program;
+  ModelProgram program;
   std::shared_ptr<const std::string> program_text;  // PrintFunction(program.train_step)
   std::string program_hash;
   std::vector<std::string> param_names;  // train_step order
@@ -38,7 +38,8 @@ struct PreparedJob {
 // large models).
 absl::StatusOr<PreparedJob> PrepareJob(JobConfig config, const DataRoots& data_roots);
 
-// nanoGPT's initialisation with the job's seed, in program order.
+// The model's initial values (nanoGPT's initialisation with the job's seed, or an imported
+// model's params file / init rule), in program order; fresh copies.
 absl::StatusOr<std::vector<Tensor>> InitialParams(const PreparedJob& job);
 
 // A slot's data: the DataShard for its Assignment, and for inline shards the bytes to send.

@@ -1,0 +1,87 @@
+// A model given as a StableHLO loss function (exported by JAX, torch-mlir or PCP itself),
+// turned into PCP's training convention:
+//   forward_loss(trainable params..., tokens: i32[B, T], targets: i32[B, T]) -> (loss: f32[])
+//
+//   StableHloImportOptions options;
+//   options.data_args = {"tokens", "targets"};      // default: the last two arguments
+//   options.frozen = {"rope_cos", "rope_sin"};      // need values from options.params
+//   options.params = safetensors.tensors;           // optional, else the init rule
+//   PCP_ASSIGN_OR_RETURN(ImportedModel m, ImportStableHloModel(text, "llama_2l.mlir", options));
+//   PCP_ASSIGN_OR_RETURN(Function step, BuildTrainStep(m.forward, adamw));   // train_step.h
+//
+// What the import does to the function named options.function:
+//   - the two data arguments (integer, i32 or i64, both [B, T]) move last and become i32;
+//     an i64 data argument is converted from the i32 one inside the function;
+//   - frozen arguments become constants holding their values, so nothing downstream (train
+//     step, workers, Δ, optimizer state, checkpoints) sees them;
+//   - every other argument is a trainable parameter (f32), named by options.names (the params
+//     file matched by name), else by the module's own argument names (pcp.name) when the
+//     params file has every one of them (matched by name: Python's safetensors writes files
+//     sorted), else by the params file's tensor names (file order = argument order), else by
+//     the module's names, else "argN";
+//   - the first result must be the loss, a scalar f32; other results are dropped;
+//   - the standard passes run (passes.h) and the result is verified.
+// Arguments are referred to (data_args, frozen) by name, or by index as "%argN" or "N".
+//
+// Errors are InvalidArgument. Problems with an option start with the option's job-file key
+// ("model.frozen: 'rope' is not an argument of main; arguments: ..."), so a job parser can
+// place them (yaml_fields Context::Locate); problems in the module start with
+// "FILE:LINE:COL:" (parse errors, ParseModule's) or "FILE:" (the function's signature, at the
+// function's line:col when it can be found in the text).
+#ifndef PCP_MODELS_STABLEHLO_MODEL_H_
+#define PCP_MODELS_STABLEHLO_MODEL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "pcp/autodiff/ir.h"
+#include "pcp/tensor/safetensors.h"
+
+namespace pcp {
+
+// Initial values when there is no params file: normal(0, std) for tensors of rank >= 2 (one
+// SplitMix64 / Box-Muller stream seeded with `seed`, in parameter order, as InitGptParams
+// draws: see gpt.h), 1 for tensors of rank < 2 whose name matches one of the `ones` globs
+// (fnmatch: *, ?, [..]), 0 for the other tensors of rank < 2.
+struct StableHloInit {
+  double std = 0.02;
+  std::vector<std::string> ones;
+  uint64_t seed = 1337;
+};
+
+struct StableHloImportOptions {
+  std::string function = "main";
+  std::vector<std::string> names;      // one per non-data argument, or empty
+  std::vector<std::string> data_args;  // two entries (tokens, targets), or empty: the last two
+  std::vector<std::string> frozen;     // arguments that are inputs, not trained
+  // A params file's tensors (SafetensorsContents::tensors, in file order) and the file's name
+  // for messages. Matched by name with `names` or when the module's argument names are all in
+  // the file; otherwise tensor i is non-data argument i. Shapes must match; an f16 / bf16
+  // tensor for an f32 argument is widened.
+  std::optional<std::vector<NamedTensor>> params;
+  std::string params_file;
+  StableHloInit init;
+};
+
+struct ImportedModel {
+  Function forward;                // "forward_loss", PCP's convention (above), verified
+  std::vector<std::string> names;  // the trainable parameters, in forward's order
+  std::vector<TensorType> types;
+  std::vector<Tensor> initial;     // their initial values
+  std::vector<std::string> frozen;  // the frozen arguments' names
+  int64_t batch_size = 0;          // B and T of the data arguments
+  int64_t block_size = 0;
+  int64_t num_params = 0;          // elements of the trainable parameters
+  int64_t value_elements = 0;      // elements of every value of forward (a memory bound)
+};
+
+absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view module_text, absl::string_view file_name,
+                                                   const StableHloImportOptions& options);
+
+}  // namespace pcp
+
+#endif  // PCP_MODELS_STABLEHLO_MODEL_H_

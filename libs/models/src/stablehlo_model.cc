@@ -1,0 +1,377 @@
+#include "pcp/models/stablehlo_model.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "pcp/autodiff/passes.h"
+#include "pcp/autodiff/text.h"
+#include "pcp/autodiff/verifier.h"
+#include "pcp/base/status_macros.h"
+#include "pcp/tensor/convert.h"
+
+namespace pcp {
+namespace {
+
+absl::Status OptionError(absl::string_view key, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat("model.", key, ": ", message));
+}
+
+// "FILE:LINE:COL: " of `@function(` in the text (the function's signature), else "FILE: ".
+std::string FunctionPlace(absl::string_view text, absl::string_view file, absl::string_view function) {
+  const std::string needle = absl::StrCat("@", function, "(");
+  const size_t at = text.find(needle);
+  if (at == absl::string_view::npos) return absl::StrCat(file, ": ");
+  int64_t line = 1, col = 1;
+  for (size_t i = 0; i < at; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return absl::StrCat(file, ":", line, ":", col, ": ");
+}
+
+// SplitMix64 and Box-Muller normals, drawn as InitGptParams draws them (gpt.h documents the
+// generator), so an init rule is reproducible elsewhere.
+class NormalStream {
+ public:
+  explicit NormalStream(uint64_t seed) : state_(seed) {}
+  void Fill(double stddev, Tensor& t) {
+    float* p = t.data<float>();
+    const int64_t n = t.num_elements();
+    constexpr double kTwoPi = 6.283185307179586476925286766559;
+    for (int64_t i = 0; i < n; i += 2) {
+      const double u1 = Uniform(), u2 = Uniform();
+      const double r = std::sqrt(-2.0 * std::log(u1));
+      p[i] = static_cast<float>(stddev * r * std::cos(kTwoPi * u2));
+      if (i + 1 < n) p[i + 1] = static_cast<float>(stddev * r * std::sin(kTwoPi * u2));
+    }
+  }
+
+ private:
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double Uniform() { return static_cast<double>((Next() >> 11) + 1) * 0x1.0p-53; }
+  uint64_t state_;
+};
+
+bool MatchesAny(const std::string& name, const std::vector<std::string>& globs) {
+  for (const std::string& g : globs) {
+    if (fnmatch(g.c_str(), name.c_str(), 0) == 0) return true;
+  }
+  return false;
+}
+
+// The arguments of the function as the job refers to them.
+class Arguments {
+ public:
+  Arguments(const Function& f, std::string function) : f_(f), function_(std::move(function)) {}
+
+  // "%arg3 'wte' tensor<65x32xf32>"
+  std::string Describe(int i) const {
+    const std::string& n = f_.param_names[static_cast<size_t>(i)];
+    return absl::StrCat("%arg", i, n.empty() ? "" : absl::StrCat(" '", n, "'"), " ",
+                        f_.type(f_.params[static_cast<size_t>(i)]).ToString());
+  }
+  // Index of `ref` ("%argN", "N", or a name in `names`, which has one entry per argument and
+  // may hold empty strings), or an error under `key`.
+  absl::StatusOr<int> Resolve(absl::string_view key, const std::string& ref, const std::vector<std::string>& names) const {
+    const int n = static_cast<int>(f_.params.size());
+    absl::string_view digits = ref;
+    absl::ConsumePrefix(&digits, "%arg");
+    {
+      int index = 0;
+      if (!digits.empty() && absl::ascii_isdigit(static_cast<unsigned char>(digits[0])) &&
+          absl::SimpleAtoi(digits, &index)) {
+        if (index < 0 || index >= n) {
+          return OptionError(key, absl::StrCat("'", ref, "': ", function_, " has ", n, " arguments (%arg0-%arg",
+                                               n - 1, ")"));
+        }
+        return index;
+      }
+    }
+    int found = -1;
+    for (int i = 0; i < n; ++i) {
+      if (!names[static_cast<size_t>(i)].empty() && names[static_cast<size_t>(i)] == ref) found = i;
+    }
+    if (found < 0) {
+      std::vector<std::string> known;
+      for (int i = 0; i < n; ++i) {
+        if (!names[static_cast<size_t>(i)].empty()) known.push_back(names[static_cast<size_t>(i)]);
+      }
+      return OptionError(key, absl::StrCat("'", ref, "' is not an argument of ", function_, "; arguments: ",
+                                           known.empty() ? "(unnamed: use %argN)" : absl::StrJoin(known, ", ")));
+    }
+    return found;
+  }
+
+ private:
+  const Function& f_;
+  std::string function_;
+};
+
+// Rewrites `f` into PCP's convention: trainable args, then tokens and targets (i32); frozen
+// args as constants; only the first result.
+Function Rewrite(const Function& f, const std::vector<int>& trainable, const std::vector<std::string>& names,
+                 const std::map<int, Tensor>& frozen, const int data[2], int64_t batch, int64_t block) {
+  Function g;
+  g.name = "forward_loss";
+  std::vector<ValueId> map(static_cast<size_t>(f.num_values()), kNoValue);
+  for (size_t k = 0; k < trainable.size(); ++k) {
+    const int i = trainable[k];
+    map[static_cast<size_t>(f.params[static_cast<size_t>(i)])] =
+        g.AddParameter(f.type(f.params[static_cast<size_t>(i)]), names[k]);
+  }
+  const TensorType i32{DType::kI32, {batch, block}};
+  const ValueId tokens = g.AddParameter(i32, "tokens");
+  const ValueId targets = g.AddParameter(i32, "targets");
+  for (int d = 0; d < 2; ++d) {
+    const ValueId arg = f.params[static_cast<size_t>(data[d])];
+    const ValueId given = d == 0 ? tokens : targets;
+    map[static_cast<size_t>(arg)] =
+        f.type(arg).dtype == DType::kI32 ? given : g.AddInstruction(Op::kConvert, {given}, f.type(arg));
+  }
+  for (const auto& [i, value] : frozen) {
+    Attributes attrs;
+    attrs.literal = value;
+    const ValueId arg = f.params[static_cast<size_t>(i)];
+    map[static_cast<size_t>(arg)] = g.AddInstruction(Op::kConstant, {}, f.type(arg), std::move(attrs));
+  }
+  for (const Instruction& ins : f.instructions) {
+    std::vector<ValueId> operands;
+    for (ValueId v : ins.operands) operands.push_back(map[static_cast<size_t>(v)]);
+    map[static_cast<size_t>(ins.result)] = g.AddInstruction(ins.op, std::move(operands), f.type(ins.result), ins.attrs);
+  }
+  g.results.push_back(map[static_cast<size_t>(f.results[0])]);
+  g.result_names.push_back("loss");
+  return g;
+}
+
+}  // namespace
+
+absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl::string_view file_name,
+                                                   const StableHloImportOptions& options) {
+  PCP_ASSIGN_OR_RETURN(Module module, ParseModule(text, file_name));
+  const Function* found = module.Find(options.function);
+  if (found == nullptr) {
+    std::vector<std::string> have;
+    for (const Function& fn : module.functions) have.push_back(fn.name);
+    return OptionError("function", absl::StrCat("no function '", options.function, "' in ", file_name,
+                                                "; it has: ", absl::StrJoin(have, ", ")));
+  }
+  Function f = *found;
+  // ---- f64 -> f32 (JAX exports with x64 enabled, PyTorch float64 buffers): the lead wires
+  // LowerF64ToF32 (passes.h, branch `ops`) in here at merge, before the signature is checked:
+  //   PCP_RETURN_IF_ERROR(LowerF64ToF32(f), _ << file_name << ": lowering f64 to f32");
+  const std::string place = FunctionPlace(text, file_name, options.function);
+  const int n = static_cast<int>(f.params.size());
+  const Arguments args(f, options.function);
+
+  // The loss.
+  if (f.results.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(place, "function '", options.function,
+                                                   "' returns nothing; the first result must be the loss, "
+                                                   "a scalar f32 (tensor<f32>)"));
+  }
+  const TensorType& loss = f.type(f.results[0]);
+  if (loss.dtype != DType::kF32 || loss.rank() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(place, "function '", options.function, "' returns ",
+                                                   loss.ToString(),
+                                                   " first; the first result must be the loss, a scalar f32 "
+                                                   "(tensor<f32>)"));
+  }
+
+  // The data arguments.
+  if (n < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(place, "function '", options.function, "' takes ", n,
+                                                   " arguments; it needs at least the two data arguments "
+                                                   "(tokens, targets)"));
+  }
+  int data[2] = {n - 2, n - 1};
+  if (!options.data_args.empty()) {
+    if (options.data_args.size() != 2) {
+      return OptionError("data_args", absl::StrCat("expected two arguments (tokens, targets), got ",
+                                                   options.data_args.size()));
+    }
+    for (int d = 0; d < 2; ++d) {
+      PCP_ASSIGN_OR_RETURN(data[d], args.Resolve("data_args", options.data_args[static_cast<size_t>(d)], f.param_names));
+    }
+    if (data[0] == data[1]) return OptionError("data_args", "tokens and targets are the same argument");
+  }
+  const TensorType& tokens_type = f.type(f.params[static_cast<size_t>(data[0])]);
+  for (int d = 0; d < 2; ++d) {
+    const TensorType& t = f.type(f.params[static_cast<size_t>(data[d])]);
+    if ((t.dtype != DType::kI32 && t.dtype != DType::kI64) || t.rank() != 2 || t.shape != tokens_type.shape ||
+        t.shape[0] < 1 || t.shape[1] < 1) {
+      return OptionError("data_args",
+                         absl::StrCat(d == 0 ? "tokens" : "targets", " argument ", args.Describe(data[d]),
+                                      ": data arguments must be i32 or i64 [B, T], both of one shape",
+                                      options.data_args.empty() ? " (default: the last two arguments)" : ""));
+    }
+  }
+
+  // Names of the non-data arguments.
+  std::vector<int> others;
+  for (int i = 0; i < n; ++i) {
+    if (i != data[0] && i != data[1]) others.push_back(i);
+  }
+  // A params file written by Python's safetensors is laid out sorted, not in argument order:
+  // when the module names every non-data argument and the file has all those names, match by
+  // name.
+  bool module_names_in_file = options.names.empty() && options.params.has_value();
+  for (size_t k = 0; module_names_in_file && k < others.size(); ++k) {
+    const std::string& n = f.param_names[static_cast<size_t>(others[k])];
+    bool found = false;
+    for (const NamedTensor& t : *options.params) found = found || (!n.empty() && t.name == n);
+    module_names_in_file = found;
+  }
+  const bool by_name = !options.names.empty() || module_names_in_file;
+  std::vector<std::string> names(others.size());
+  if (module_names_in_file) {
+    for (size_t k = 0; k < others.size(); ++k) names[k] = f.param_names[static_cast<size_t>(others[k])];
+  } else if (by_name) {
+    if (options.names.size() != others.size()) {
+      return OptionError("names", absl::StrCat(options.names.size(), " names for the ", others.size(),
+                                               " non-data arguments of ", options.function));
+    }
+    names = options.names;
+  } else if (options.params.has_value()) {
+    if (options.params->size() != others.size()) {
+      return OptionError("params", absl::StrCat(options.params_file, " has ", options.params->size(),
+                                                " tensors for the ", others.size(), " non-data arguments of ",
+                                                options.function,
+                                                " (one per argument, in argument order; or give model.names to "
+                                                "match by name)"));
+    }
+    for (size_t k = 0; k < others.size(); ++k) names[k] = (*options.params)[k].name;
+  } else {
+    for (size_t k = 0; k < others.size(); ++k) {
+      names[k] = f.param_names[static_cast<size_t>(others[k])];
+      if (names[k].empty()) names[k] = absl::StrCat("arg", others[k]);
+    }
+  }
+  std::set<std::string> unique;
+  for (const std::string& name : names) {
+    if (name.empty()) return OptionError(by_name ? "names" : "params", "a parameter name is empty");
+    if (!unique.insert(name).second) {
+      return OptionError(by_name ? "names" : "params", absl::StrCat("parameter name '", name, "' is given twice"));
+    }
+  }
+  // names indexed by argument (data arguments keep the module's names, to be referred to).
+  std::vector<std::string> arg_names = f.param_names;
+  for (size_t k = 0; k < others.size(); ++k) arg_names[static_cast<size_t>(others[k])] = names[k];
+
+  // Values from the params file, per non-data argument.
+  std::vector<const Tensor*> values(others.size(), nullptr);
+  std::vector<Tensor> converted(others.size());
+  if (options.params.has_value()) {
+    for (size_t k = 0; k < others.size(); ++k) {
+      const Tensor* t = nullptr;
+      if (by_name) {
+        for (const NamedTensor& nt : *options.params) {
+          if (nt.name == names[k]) t = &nt.tensor;
+        }
+        if (t == nullptr) {
+          return OptionError("params", absl::StrCat(options.params_file, " has no tensor '", names[k],
+                                                    "' (argument ", args.Describe(others[k]), ")"));
+        }
+      } else {
+        t = &(*options.params)[k].tensor;
+      }
+      const TensorType want = f.type(f.params[static_cast<size_t>(others[k])]);
+      if (t->dtype() != want.dtype && IsFloat(t->dtype()) && IsFloat(want.dtype) && t->shape() == want.shape) {
+        // f16 / bf16 weights for an f32 argument: widened.
+        PCP_ASSIGN_OR_RETURN(converted[k], ConvertTensor(*t, want.dtype),
+                             _ << "model.params: " << options.params_file << ": tensor '" << names[k] << "'");
+        t = &converted[k];
+      }
+      if (t->dtype() != want.dtype || t->shape() != want.shape) {
+        return OptionError("params", absl::StrCat(options.params_file, ": tensor '", names[k], "' is ",
+                                                  TensorType{t->dtype(), t->shape()}.ToString(), ", argument ",
+                                                  args.Describe(others[k]), " takes ", want.ToString(),
+                                                  by_name ? "" : " (matched by position; files written by "
+                                                                 "Python's safetensors are sorted by name: "
+                                                                 "give model.names to match by name)"));
+      }
+      values[k] = t;
+    }
+  }
+
+  // Frozen arguments.
+  std::map<int, Tensor> frozen;
+  ImportedModel m;
+  for (const std::string& ref : options.frozen) {
+    PCP_ASSIGN_OR_RETURN(int i, args.Resolve("frozen", ref, arg_names));
+    if (i == data[0] || i == data[1]) {
+      return OptionError("frozen", absl::StrCat("'", ref, "' is a data argument (", args.Describe(i), ")"));
+    }
+    const size_t k = static_cast<size_t>(std::find(others.begin(), others.end(), i) - others.begin());
+    if (values[k] == nullptr) {
+      return OptionError("frozen", absl::StrCat("'", ref, "' (", args.Describe(i),
+                                                ") needs a value: frozen arguments take theirs from model.params"));
+    }
+    if (!frozen.emplace(i, values[k]->Clone()).second) {
+      return OptionError("frozen", absl::StrCat("'", ref, "' is listed twice"));
+    }
+    m.frozen.push_back(names[k]);
+  }
+
+  // Trainable parameters and their initial values.
+  std::vector<int> trainable;
+  NormalStream normals(options.init.seed);
+  for (size_t k = 0; k < others.size(); ++k) {
+    const int i = others[k];
+    if (frozen.count(i) > 0) continue;
+    const TensorType type = f.type(f.params[static_cast<size_t>(i)]);
+    if (type.dtype != DType::kF32) {
+      return absl::InvalidArgumentError(absl::StrCat(place, "argument ", args.Describe(i),
+                                                     " is not f32: PCP trains f32 parameters; list it under "
+                                                     "model.frozen (with a value in model.params) or model.data_args"));
+    }
+    trainable.push_back(i);
+    m.names.push_back(names[k]);
+    m.types.push_back(type);
+    m.num_params += type.num_elements();
+    if (values[k] != nullptr) {
+      m.initial.push_back(values[k]->Clone());
+      continue;
+    }
+    Tensor t(DType::kF32, type.shape);
+    if (type.rank() >= 2) {
+      normals.Fill(options.init.std, t);
+    } else if (MatchesAny(names[k], options.init.ones)) {
+      float* p = t.data<float>();
+      for (int64_t e = 0; e < t.num_elements(); ++e) p[e] = 1.0f;
+    }
+    m.initial.push_back(std::move(t));
+  }
+  if (trainable.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(place, "function '", options.function,
+                                                   "' has no trainable arguments (every non-data argument is frozen)"));
+  }
+
+  m.batch_size = tokens_type.shape[0];
+  m.block_size = tokens_type.shape[1];
+  m.forward = Rewrite(f, trainable, m.names, frozen, data, m.batch_size, m.block_size);
+  PCP_RETURN_IF_ERROR(Verify(m.forward), _ << file_name << ": the imported function");
+  PCP_RETURN_IF_ERROR(RunStandardPasses(m.forward), _ << file_name << ": optimizing the imported function");
+  for (const TensorType& t : m.forward.value_types) m.value_elements += t.num_elements();
+  return m;
+}
+
+}  // namespace pcp

@@ -1,0 +1,79 @@
+#include "pcp/training/model_program.h"
+
+#include "absl/strings/str_cat.h"
+#include "pcp/autodiff/passes.h"
+#include "pcp/base/status_macros.h"
+#include "pcp/models/gpt.h"
+#include "pcp/training/gpt_program.h"
+#include "pcp/training/job_model.h"
+
+namespace pcp {
+namespace {
+
+absl::Status FillParams(ModelProgram& p) {
+  const Function& step = p.train_step;
+  const size_t n = (step.params.size() - 4) / 3;
+  for (size_t i = 0; i < n; ++i) {
+    p.param_names.push_back(step.param_names[i]);
+    p.param_types.push_back(step.type(step.params[i]));
+    p.num_params += step.type(step.params[i]).num_elements();
+  }
+  if (p.initial_params.size() != n) {
+    return absl::InternalError(absl::StrCat(p.initial_params.size(), " initial values for ", n, " parameters"));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (p.initial_params[i].dtype() != p.param_types[i].dtype || p.initial_params[i].shape() != p.param_types[i].shape) {
+      return absl::InternalError(absl::StrCat("parameter '", p.param_names[i], "': initial value ",
+                                              p.initial_params[i].TypeString(), ", train_step takes ",
+                                              p.param_types[i].ToString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+AdamWConfig AdamWOf(const OptimizerConfig& o) {
+  return AdamWConfig{.beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay,
+                     .grad_clip = o.grad_clip};
+}
+
+absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoots& roots) {
+  ModelProgram p;
+  p.summary = ModelSummary(job.model);
+  p.batch_size = job.training.batch_size;
+  p.block_size = job.model.block_size;
+  if (!job.model.imported()) {
+    const GPTConfig model = job.model.ToGPTConfig();
+    PCP_ASSIGN_OR_RETURN(GptProgram gpt, BuildGptProgram(model, job.training.batch_size, AdamWOf(job.optimizer)));
+    p.train_step = std::move(gpt.train_step);
+    p.eval_loss = std::move(gpt.eval_loss);
+    p.logits = std::move(gpt.logits);
+    PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> init, InitGptParams(model, static_cast<uint64_t>(job.training.seed)));
+    for (NamedTensor& t : init) p.initial_params.push_back(std::move(t.tensor));
+    PCP_RETURN_IF_ERROR(FillParams(p));
+    return p;
+  }
+  PCP_ASSIGN_OR_RETURN(JobModelImport import, ImportJobModel(job.model, job.training.seed, roots));
+  if (import.model.batch_size != p.batch_size || import.model.block_size != p.block_size) {
+    return absl::FailedPreconditionError(absl::StrCat(job.model.stablehlo, " changed since the job was parsed: data [",
+                                                      import.model.batch_size, ", ", import.model.block_size,
+                                                      "], the job has [", p.batch_size, ", ", p.block_size, "]"));
+  }
+  if (!job.model.stablehlo_sha256.empty() && import.sha256 != job.model.stablehlo_sha256) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(job.model.stablehlo, " changed since the job was parsed (", import.sha256, ", was ",
+                     job.model.stablehlo_sha256, ")"));
+  }
+  PCP_ASSIGN_OR_RETURN(p.train_step, BuildTrainStep(import.model.forward, AdamWOf(job.optimizer)),
+                       _ << "building the train step of " << job.model.stablehlo);
+  p.train_step.name = "train_step";
+  PCP_RETURN_IF_ERROR(RunStandardPasses(p.train_step), _ << "optimizing train_step");
+  p.eval_loss = std::move(import.model.forward);
+  p.eval_loss.name = "eval_loss";
+  p.initial_params = std::move(import.model.initial);
+  PCP_RETURN_IF_ERROR(FillParams(p));
+  return p;
+}
+
+}  // namespace pcp
