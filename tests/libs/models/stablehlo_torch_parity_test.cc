@@ -5,7 +5,8 @@
 // PyTorch models of the same architectures (examples/stablehlo/models_torch.py, float64,
 // loading the parameters by name with strict=True) to a relative error of 1e-4 per tensor
 // (max |a - b| / max |b|). Llama's rope.cos / rope.sin are inputs: no gradient is compared.
-// Skips with a reason when /usr/bin/python3 cannot import torch.
+// Skips with a reason when /usr/bin/python3 cannot import torch. A second test checks that the
+// committed example files are what gen_models.py writes.
 #include <stdlib.h>
 
 #include <cmath>
@@ -244,6 +245,25 @@ TEST_P(StablehloTorchParityTest, LossAndEveryGradient) {
     std::cout << "[parity] " << ex->kind << " " << runner_name << ": loss " << (*ours)[0].data<float>()[0]
               << " vs torch " << ref->Find("loss")->data<float>()[0] << "; max relative error over loss and "
               << wrt.size() << " gradients " << log.max_error << " (" << log.worst << ")\n";
+  }
+}
+
+// The committed examples are what gen_models.py writes (it needs numpy, not torch).
+TEST(StablehloExamplesTest, CommittedFilesAreWhatTheGeneratorWrites) {
+  if (std::system(absl::StrCat(kPython, " -c 'import numpy' >/dev/null 2>&1").c_str()) != 0) {
+    GTEST_SKIP() << kPython << " cannot import numpy (install python3-numpy)";
+  }
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string cmd = absl::StrCat(kPython, " ", ExamplePath("gen_models.py"), " --out ", dir.path());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  for (const char* file : {"nanogpt_2l.mlir", "nanogpt_2l.names.txt", "llama_2l.mlir", "llama_2l.safetensors"}) {
+    absl::StatusOr<std::string> committed = ReadText(ExamplePath(file));
+    absl::StatusOr<std::string> generated = ReadText(dir.path() + "/" + file);
+    ASSERT_TRUE(committed.ok()) << committed.status();
+    ASSERT_TRUE(generated.ok()) << generated.status();
+    EXPECT_TRUE(*committed == *generated) << file << " differs from gen_models.py's output: rerun "
+                                          << "/usr/bin/python3 examples/stablehlo/gen_models.py";
   }
 }
 
