@@ -12,8 +12,10 @@
 #include "pcp/base/status_macros.h"
 
 // Every op is written as a loop over a row-major multi-index. Layout ops only move bytes, so
-// they work for every dtype (f16/bf16 included); ops that compute support f32, i32, i64 and
-// i1 (where type inference allows it) and answer Unimplemented for f16/bf16.
+// they work for every dtype (f16/bf16 included); ops that compute support f32, f64, i32, i64
+// and i1 (where type inference allows it) and answer Unimplemented for f16/bf16. f64 is
+// computed in double throughout (dot_general excepted: f32 only), so constant folding of
+// imported f64 subgraphs is exact before LowerF64ToF32 (passes.h) retypes what is left.
 //
 // Conventions that StableHLO leaves to the implementation, chosen to be free of undefined
 // behaviour (the interpreter must never crash on any input it accepts):
@@ -63,6 +65,7 @@ template <typename Fn>
 absl::Status Dispatch(Op op, DType d, Fn&& fn) {
   switch (d) {
     case DType::kF32: return fn(float{});
+    case DType::kF64: return fn(double{});
     case DType::kI32: return fn(int32_t{});
     case DType::kI64: return fn(int64_t{});
     case DType::kBool: return fn(bool{});
@@ -186,6 +189,12 @@ absl::StatusOr<Tensor> EvalArithmetic(Op op, const TensorType& rt, absl::Span<co
     for (int64_t i = 0; i < n; ++i) {
       Store<float>(out, i, static_cast<float>(fn(Load<float>(a, i), Load<float>(b, i))));
     }
+    return out;
+  }
+  if (rt.dtype == DType::kF64) {
+    FloatFn fn = FloatKernel(op);
+    if (fn == nullptr) return NotDefined(op, rt.dtype);
+    for (int64_t i = 0; i < n; ++i) Store<double>(out, i, fn(Load<double>(a, i), Load<double>(b, i)));
     return out;
   }
   absl::Status status = Dispatch(op, rt.dtype, [&](auto tag) -> absl::Status {
@@ -343,13 +352,17 @@ Tensor EvalConcatenate(const Instruction& inst, const TensorType& rt, absl::Span
 
 // ---- Reduce, dot_general, gather, scatter -----------------------------------------------
 
-// Sums of f32 accumulate in double; integer sums wrap through the unsigned type.
+// Sums of f32 and f64 accumulate in double; integer sums wrap through the unsigned type.
 template <typename T>
 struct Accumulator {
   using type = std::make_unsigned_t<T>;
 };
 template <>
 struct Accumulator<float> {
+  using type = double;
+};
+template <>
+struct Accumulator<double> {
   using type = double;
 };
 

@@ -38,7 +38,7 @@ TensorType TypeOf(const FunctionBuilder& b, ValueId v) { return b.type(v); }
 
 // `value` as a tensor of `type`; f16/bf16 go through an f32 scalar and a convert.
 ValueId Fill(FunctionBuilder& b, double value, TensorType type) {
-  ValueId s = (type.dtype == DType::kF32 || IsInteger(type.dtype))
+  ValueId s = (type.dtype == DType::kF32 || type.dtype == DType::kF64 || IsInteger(type.dtype))
                   ? b.ScalarConstant(value, type.dtype)
                   : b.Convert(b.ScalarConstant(value), type.dtype);
   return type.rank() == 0 ? s : b.BroadcastInDim(s, type.shape, {});

@@ -3,6 +3,7 @@
 // at the case's stated tolerance (after ggml's test-backend-ops and IREE's CTS). Shapes
 // cover ranks 0-4, sizes 1, 3, 17, 129 and block-crossing sizes, broadcasts, views and
 // unusual dot_general dimension numbers. A last test demands a case for every op.
+#include <cstdio>
 #include <functional>
 #include <set>
 #include <string>
@@ -13,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "pcp/autodiff/builder.h"
 #include "pcp/autodiff/interpreter.h"
+#include "pcp/autodiff/passes.h"
 #include "pcp/testing/tensor_testing.h"
 #include "test_backends.h"
 
@@ -639,6 +641,34 @@ TEST(ConformanceCoverageTest, EveryOpHasACase) {
   }
   for (int i = 0; i < kNumOps; ++i) {
     EXPECT_TRUE(covered.count(AllOps()[i]) > 0) << "no conformance case for " << OpName(AllOps()[i]);
+  }
+}
+
+// f64 never reaches a backend (passes.h's policy): each rejects it by name, and runs the
+// function once LowerF64ToF32 has retyped it.
+TEST(BackendF64Test, RejectsF64AndRunsItLowered) {
+  FunctionBuilder b("f64");
+  ValueId x = b.Parameter(F32({5}));
+  ValueId wide = b.Convert(x, DType::kF64);
+  b.Return({b.Convert(b.Mul(wide, b.Full(0.5, TensorType{DType::kF64, {5}})), DType::kF32)});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok()) << f.status();
+  Function lowered = *f;
+  absl::StatusOr<int> n = LowerF64ToF32(lowered);
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_GT(*n, 0);
+  for (const auto& tb : TestBackends()) {
+    absl::StatusOr<std::unique_ptr<Backend>> backend = tb.create();
+    if (!backend.ok()) {
+      std::printf("%s unavailable, not checked: %s\n", tb.name.c_str(), std::string(backend.status().message()).c_str());
+      continue;
+    }
+    absl::StatusOr<std::unique_ptr<Executable>> exe = (*backend)->Compile(*f);
+    ASSERT_FALSE(exe.ok()) << tb.name;
+    EXPECT_NE(exe.status().message().find("f64"), absl::string_view::npos) << exe.status();
+    EXPECT_NE(exe.status().message().find("LowerF64ToF32"), absl::string_view::npos) << exe.status();
+    exe = (*backend)->Compile(lowered);
+    EXPECT_TRUE(exe.ok()) << tb.name << ": " << exe.status();
   }
 }
 

@@ -316,6 +316,7 @@ ElementwiseFn GetElementwiseFn(Op op, DType operand, DType result, ComparisonDir
         case DType::kI32:
           return &SelectLoop<uint32_t>;
         case DType::kI64:
+        case DType::kF64:
           return &SelectLoop<uint64_t>;
       }
       return nullptr;

@@ -76,6 +76,7 @@ const char* GlslType(DType d) {
     case DType::kBool: return "bool";
     case DType::kF16:
     case DType::kBF16: return "uint";  // only moved: the bits, widened
+    case DType::kF64: return "double";  // never reached: CheckSupported rejects f64
   }
   return "float";
 }

@@ -39,7 +39,7 @@ class FunctionBuilder {
 
   // Sources.
   ValueId Constant(Tensor literal);
-  // A scalar constant of `dtype` (f32, i32, i64) holding `value`.
+  // A scalar constant of `dtype` (f32, f64, i32, i64) holding `value`.
   ValueId ScalarConstant(double value, DType dtype = DType::kF32);
   // `value` broadcast to `type` (a scalar constant + broadcast_in_dim). Types and shapes are
   // taken by value throughout: callers often pass b.type(v), a reference into the function's

@@ -70,6 +70,11 @@
 // { %m = stablehlo.add|maximum %a, %b : t  stablehlo.return %m : t }` after the type;
 // stablehlo.constant / arith.constant dense<..> | dense_resource<key> : t; return / func.return /
 // stablehlo.return. Gather and scatter have no pretty form: they stay generic, with <{...}>.
+// Element types: f32, f64, f16, bf16, i32, i64, i1. f64 (which exporters use for scales,
+// masks and shape arithmetic) parses and prints like f32, with 16 hex digits for its bits
+// (dense<0x3FC0000000000000> : tensor<f64>); the parser keeps it as f64. The policy for it is
+// passes.h's: fold f64 exactly (in double), then LowerF64ToF32 computes what is left in f32
+// with a warning; no backend ever runs f64.
 // Locations (loc(...), #loc aliases) are skipped. Attributes that only shard, lay out or name
 // things (mhlo.sharding, jax.result_info, ...; text_pretty_parser.cc lists them) are read past;
 // any other attribute, op or element type PCP cannot honour is an error naming it at line:col.
