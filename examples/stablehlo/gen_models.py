@@ -23,9 +23,11 @@ operands, `reducer` regions, jax.result_info). PyTorch models of the same archit
 independently, are in models_torch.py; tests/libs/models/stablehlo_torch_parity_test.cc checks
 loss and gradients against them.
 
---style full (the default) writes what torch exports also contain: scale and epsilon constants as
-tensor<f64> converted to f32, and the causal mask negated with stablehlo.not. --style compat
-keeps to f32 constants and a direct comparison, for parsers without f64 and the i1 logic ops.
+--style picks how much of what torch exports also contain is written:
+  full    scale and epsilon constants as tensor<f64> converted to f32 (PCP folds them in double,
+          passes.h), and the causal mask as stablehlo.not of the kept positions
+  f64     (the default) the f64 constants, the causal mask as one comparison
+  compat  f32 constants only, for parsers without f64
 """
 import argparse
 import math
@@ -115,7 +117,7 @@ class Emitter:
 
     def scalar(self, value):
         """An f32 scalar constant; in the full style spelled as torch does: an f64 literal converted."""
-        if self.style == "full":
+        if self.style in ("full", "f64"):
             return self.convert(self.splat(value, "f64"), "f32")
         return self.splat(value)
 
@@ -536,7 +538,7 @@ def write_safetensors(path, named_arrays):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
-    parser.add_argument("--style", choices=["full", "compat"], default="compat")
+    parser.add_argument("--style", choices=["full", "f64", "compat"], default="f64")
     parser.add_argument("--batch", type=int, default=BATCH)
     parser.add_argument("--seed", type=int, default=1337)
     args = parser.parse_args()

@@ -4,261 +4,270 @@ module @jit_loss attributes {jax.uses_shape_polymorphism = false, mhlo.num_parti
   func.func public @main(%arg0: tensor<65x64xf32> {jax.arg_info = "tok_embeddings.weight", mhlo.sharding = "{replicated}"}, %arg1: tensor<64xf32> {jax.arg_info = "layers.0.attention_norm.weight", mhlo.sharding = "{replicated}"}, %arg2: tensor<64x64xf32> {jax.arg_info = "layers.0.attention.wq.weight", mhlo.sharding = "{replicated}"}, %arg3: tensor<64x64xf32> {jax.arg_info = "layers.0.attention.wk.weight", mhlo.sharding = "{replicated}"}, %arg4: tensor<64x64xf32> {jax.arg_info = "layers.0.attention.wv.weight", mhlo.sharding = "{replicated}"}, %arg5: tensor<64x64xf32> {jax.arg_info = "layers.0.attention.wo.weight", mhlo.sharding = "{replicated}"}, %arg6: tensor<64xf32> {jax.arg_info = "layers.0.ffn_norm.weight", mhlo.sharding = "{replicated}"}, %arg7: tensor<192x64xf32> {jax.arg_info = "layers.0.feed_forward.w1.weight", mhlo.sharding = "{replicated}"}, %arg8: tensor<64x192xf32> {jax.arg_info = "layers.0.feed_forward.w2.weight", mhlo.sharding = "{replicated}"}, %arg9: tensor<192x64xf32> {jax.arg_info = "layers.0.feed_forward.w3.weight", mhlo.sharding = "{replicated}"}, %arg10: tensor<64xf32> {jax.arg_info = "layers.1.attention_norm.weight", mhlo.sharding = "{replicated}"}, %arg11: tensor<64x64xf32> {jax.arg_info = "layers.1.attention.wq.weight", mhlo.sharding = "{replicated}"}, %arg12: tensor<64x64xf32> {jax.arg_info = "layers.1.attention.wk.weight", mhlo.sharding = "{replicated}"}, %arg13: tensor<64x64xf32> {jax.arg_info = "layers.1.attention.wv.weight", mhlo.sharding = "{replicated}"}, %arg14: tensor<64x64xf32> {jax.arg_info = "layers.1.attention.wo.weight", mhlo.sharding = "{replicated}"}, %arg15: tensor<64xf32> {jax.arg_info = "layers.1.ffn_norm.weight", mhlo.sharding = "{replicated}"}, %arg16: tensor<192x64xf32> {jax.arg_info = "layers.1.feed_forward.w1.weight", mhlo.sharding = "{replicated}"}, %arg17: tensor<64x192xf32> {jax.arg_info = "layers.1.feed_forward.w2.weight", mhlo.sharding = "{replicated}"}, %arg18: tensor<192x64xf32> {jax.arg_info = "layers.1.feed_forward.w3.weight", mhlo.sharding = "{replicated}"}, %arg19: tensor<64xf32> {jax.arg_info = "norm.weight", mhlo.sharding = "{replicated}"}, %arg20: tensor<65x64xf32> {jax.arg_info = "output.weight", mhlo.sharding = "{replicated}"}, %arg21: tensor<64x8xf32> {jax.arg_info = "rope.cos", mhlo.sharding = "{replicated}"}, %arg22: tensor<64x8xf32> {jax.arg_info = "rope.sin", mhlo.sharding = "{replicated}"}, %arg23: tensor<12x64xi64>, %arg24: tensor<12x64xi64>) -> (tensor<f32> {jax.result_info = ""}) {
     %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
     %cst_0 = stablehlo.constant dense<0xFF800000> : tensor<f32>
-    %cst_1 = stablehlo.constant dense<1.000000e-05> : tensor<f32>
-    %0 = stablehlo.convert %arg23 : (tensor<12x64xi64>) -> tensor<12x64xi32> loc(#loc2)
-    %1 = "stablehlo.gather"(%arg0, %0) <{dimension_numbers = #stablehlo.gather<offset_dims = [2], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 2>, indices_are_sorted = false, slice_sizes = array<i64: 1, 64>}> : (tensor<65x64xf32>, tensor<12x64xi32>) -> tensor<12x64x64xf32> loc(#loc3)
-    %2 = stablehlo.multiply %1, %1 : tensor<12x64x64xf32> loc(#loc4)
-    %3 = stablehlo.reduce(%2 init: %cst) across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32>
+    %cst_1 = stablehlo.constant dense<1.000000e-05> : tensor<f64>
+    %0 = stablehlo.convert %cst_1 : (tensor<f64>) -> tensor<f32> loc(#loc2)
+    %1 = stablehlo.convert %arg23 : (tensor<12x64xi64>) -> tensor<12x64xi32> loc(#loc3)
+    %2 = "stablehlo.gather"(%arg0, %1) <{dimension_numbers = #stablehlo.gather<offset_dims = [2], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 2>, indices_are_sorted = false, slice_sizes = array<i64: 1, 64>}> : (tensor<65x64xf32>, tensor<12x64xi32>) -> tensor<12x64x64xf32> loc(#loc4)
+    %3 = stablehlo.multiply %2, %2 : tensor<12x64x64xf32> loc(#loc5)
+    %4 = stablehlo.reduce(%3 init: %cst) across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32>
      reducer(%arg25: tensor<f32> loc(unknown), %arg26: tensor<f32> loc(unknown))  {
-      %195 = stablehlo.add %arg25, %arg26 : tensor<f32> loc(#loc5)
-      stablehlo.return %195 : tensor<f32> loc(#loc5)
-    } loc(#loc5)
-    %cst_2 = stablehlo.constant dense<6.400000e+01> : tensor<f32>
-    %4 = stablehlo.broadcast_in_dim %cst_2, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %5 = stablehlo.divide %3, %4 : tensor<12x64xf32> loc(#loc6)
-    %6 = stablehlo.broadcast_in_dim %cst_1, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %7 = stablehlo.add %5, %6 : tensor<12x64xf32> loc(#loc7)
-    %8 = stablehlo.rsqrt %7 : tensor<12x64xf32> loc(#loc8)
-    %9 = stablehlo.broadcast_in_dim %8, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %10 = stablehlo.multiply %1, %9 : tensor<12x64x64xf32> loc(#loc9)
-    %11 = stablehlo.broadcast_in_dim %arg1, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %12 = stablehlo.multiply %10, %11 : tensor<12x64x64xf32> loc(#loc10)
-    %13 = stablehlo.dot_general %12, %arg2, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<64x64xf32>) -> tensor<12x64x64xf32> loc(#loc11)
-    %14 = stablehlo.reshape %13 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc12)
-    %15 = stablehlo.transpose %14, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc13)
-    %16 = stablehlo.dot_general %12, %arg3, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<64x64xf32>) -> tensor<12x64x64xf32> loc(#loc14)
-    %17 = stablehlo.reshape %16 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc15)
-    %18 = stablehlo.transpose %17, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc16)
-    %19 = stablehlo.dot_general %12, %arg4, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<64x64xf32>) -> tensor<12x64x64xf32> loc(#loc17)
-    %20 = stablehlo.reshape %19 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc18)
-    %21 = stablehlo.transpose %20, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc19)
-    %22 = stablehlo.slice %15 [0:12, 0:4, 0:64, 0:8] : (tensor<12x4x64x16xf32>) -> tensor<12x4x64x8xf32> loc(#loc20)
-    %23 = stablehlo.slice %15 [0:12, 0:4, 0:64, 8:16] : (tensor<12x4x64x16xf32>) -> tensor<12x4x64x8xf32> loc(#loc21)
-    %24 = stablehlo.broadcast_in_dim %arg21, dims = [2, 3] : (tensor<64x8xf32>) -> tensor<12x4x64x8xf32>
-    %25 = stablehlo.broadcast_in_dim %arg22, dims = [2, 3] : (tensor<64x8xf32>) -> tensor<12x4x64x8xf32>
-    %26 = stablehlo.multiply %22, %24 : tensor<12x4x64x8xf32> loc(#loc22)
-    %27 = stablehlo.multiply %23, %25 : tensor<12x4x64x8xf32> loc(#loc23)
-    %28 = stablehlo.subtract %26, %27 : tensor<12x4x64x8xf32> loc(#loc24)
-    %29 = stablehlo.multiply %23, %24 : tensor<12x4x64x8xf32> loc(#loc25)
-    %30 = stablehlo.multiply %22, %25 : tensor<12x4x64x8xf32> loc(#loc26)
-    %31 = stablehlo.add %29, %30 : tensor<12x4x64x8xf32> loc(#loc27)
-    %32 = stablehlo.concatenate %28, %31, dim = 3 : (tensor<12x4x64x8xf32>, tensor<12x4x64x8xf32>) -> tensor<12x4x64x16xf32> loc(#loc28)
-    %33 = stablehlo.slice %18 [0:12, 0:4, 0:64, 0:8] : (tensor<12x4x64x16xf32>) -> tensor<12x4x64x8xf32> loc(#loc29)
-    %34 = stablehlo.slice %18 [0:12, 0:4, 0:64, 8:16] : (tensor<12x4x64x16xf32>) -> tensor<12x4x64x8xf32> loc(#loc30)
-    %35 = stablehlo.broadcast_in_dim %arg21, dims = [2, 3] : (tensor<64x8xf32>) -> tensor<12x4x64x8xf32>
-    %36 = stablehlo.broadcast_in_dim %arg22, dims = [2, 3] : (tensor<64x8xf32>) -> tensor<12x4x64x8xf32>
-    %37 = stablehlo.multiply %33, %35 : tensor<12x4x64x8xf32> loc(#loc31)
-    %38 = stablehlo.multiply %34, %36 : tensor<12x4x64x8xf32> loc(#loc32)
-    %39 = stablehlo.subtract %37, %38 : tensor<12x4x64x8xf32> loc(#loc33)
-    %40 = stablehlo.multiply %34, %35 : tensor<12x4x64x8xf32> loc(#loc34)
-    %41 = stablehlo.multiply %33, %36 : tensor<12x4x64x8xf32> loc(#loc35)
-    %42 = stablehlo.add %40, %41 : tensor<12x4x64x8xf32> loc(#loc36)
-    %43 = stablehlo.concatenate %39, %42, dim = 3 : (tensor<12x4x64x8xf32>, tensor<12x4x64x8xf32>) -> tensor<12x4x64x16xf32> loc(#loc37)
-    %cst_3 = stablehlo.constant dense<4.000000e+00> : tensor<f32>
-    %44 = stablehlo.broadcast_in_dim %cst_3, dims = [] : (tensor<f32>) -> tensor<12x4x64x16xf32>
-    %45 = stablehlo.divide %32, %44 : tensor<12x4x64x16xf32> loc(#loc38)
-    %46 = stablehlo.dot_general %45, %43, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3], precision = [DEFAULT, DEFAULT] : (tensor<12x4x64x16xf32>, tensor<12x4x64x16xf32>) -> tensor<12x4x64x64xf32> loc(#loc39)
-    %47 = stablehlo.iota dim = 0 : tensor<64x64xi64> loc(#loc40)
-    %48 = stablehlo.iota dim = 1 : tensor<64x64xi64> loc(#loc41)
-    %49 = stablehlo.compare  GT, %48, %47,  SIGNED : (tensor<64x64xi64>, tensor<64x64xi64>) -> tensor<64x64xi1> loc(#loc42)
-    %50 = stablehlo.broadcast_in_dim %49, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<12x4x64x64xi1>
-    %51 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
-    %52 = stablehlo.select %50, %51, %46 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc43)
-    %53 = stablehlo.reduce(%52 init: %cst_0) across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32>
+      %204 = stablehlo.add %arg25, %arg26 : tensor<f32> loc(#loc6)
+      stablehlo.return %204 : tensor<f32> loc(#loc6)
+    } loc(#loc6)
+    %cst_2 = stablehlo.constant dense<6.400000e+01> : tensor<f64>
+    %5 = stablehlo.convert %cst_2 : (tensor<f64>) -> tensor<f32> loc(#loc7)
+    %6 = stablehlo.broadcast_in_dim %5, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %7 = stablehlo.divide %4, %6 : tensor<12x64xf32> loc(#loc8)
+    %8 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %9 = stablehlo.add %7, %8 : tensor<12x64xf32> loc(#loc9)
+    %10 = stablehlo.rsqrt %9 : tensor<12x64xf32> loc(#loc10)
+    %11 = stablehlo.broadcast_in_dim %10, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %12 = stablehlo.multiply %2, %11 : tensor<12x64x64xf32> loc(#loc11)
+    %13 = stablehlo.broadcast_in_dim %arg1, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %14 = stablehlo.multiply %12, %13 : tensor<12x64x64xf32> loc(#loc12)
+    %15 = stablehlo.dot_general %14, %arg2, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<64x64xf32>) -> tensor<12x64x64xf32> loc(#loc13)
+    %16 = stablehlo.reshape %15 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc14)
+    %17 = stablehlo.transpose %16, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc15)
+    %18 = stablehlo.dot_general %14, %arg3, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<64x64xf32>) -> tensor<12x64x64xf32> loc(#loc16)
+    %19 = stablehlo.reshape %18 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc17)
+    %20 = stablehlo.transpose %19, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc18)
+    %21 = stablehlo.dot_general %14, %arg4, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<64x64xf32>) -> tensor<12x64x64xf32> loc(#loc19)
+    %22 = stablehlo.reshape %21 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc20)
+    %23 = stablehlo.transpose %22, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc21)
+    %24 = stablehlo.slice %17 [0:12, 0:4, 0:64, 0:8] : (tensor<12x4x64x16xf32>) -> tensor<12x4x64x8xf32> loc(#loc22)
+    %25 = stablehlo.slice %17 [0:12, 0:4, 0:64, 8:16] : (tensor<12x4x64x16xf32>) -> tensor<12x4x64x8xf32> loc(#loc23)
+    %26 = stablehlo.broadcast_in_dim %arg21, dims = [2, 3] : (tensor<64x8xf32>) -> tensor<12x4x64x8xf32>
+    %27 = stablehlo.broadcast_in_dim %arg22, dims = [2, 3] : (tensor<64x8xf32>) -> tensor<12x4x64x8xf32>
+    %28 = stablehlo.multiply %24, %26 : tensor<12x4x64x8xf32> loc(#loc24)
+    %29 = stablehlo.multiply %25, %27 : tensor<12x4x64x8xf32> loc(#loc25)
+    %30 = stablehlo.subtract %28, %29 : tensor<12x4x64x8xf32> loc(#loc26)
+    %31 = stablehlo.multiply %25, %26 : tensor<12x4x64x8xf32> loc(#loc27)
+    %32 = stablehlo.multiply %24, %27 : tensor<12x4x64x8xf32> loc(#loc28)
+    %33 = stablehlo.add %31, %32 : tensor<12x4x64x8xf32> loc(#loc29)
+    %34 = stablehlo.concatenate %30, %33, dim = 3 : (tensor<12x4x64x8xf32>, tensor<12x4x64x8xf32>) -> tensor<12x4x64x16xf32> loc(#loc30)
+    %35 = stablehlo.slice %20 [0:12, 0:4, 0:64, 0:8] : (tensor<12x4x64x16xf32>) -> tensor<12x4x64x8xf32> loc(#loc31)
+    %36 = stablehlo.slice %20 [0:12, 0:4, 0:64, 8:16] : (tensor<12x4x64x16xf32>) -> tensor<12x4x64x8xf32> loc(#loc32)
+    %37 = stablehlo.broadcast_in_dim %arg21, dims = [2, 3] : (tensor<64x8xf32>) -> tensor<12x4x64x8xf32>
+    %38 = stablehlo.broadcast_in_dim %arg22, dims = [2, 3] : (tensor<64x8xf32>) -> tensor<12x4x64x8xf32>
+    %39 = stablehlo.multiply %35, %37 : tensor<12x4x64x8xf32> loc(#loc33)
+    %40 = stablehlo.multiply %36, %38 : tensor<12x4x64x8xf32> loc(#loc34)
+    %41 = stablehlo.subtract %39, %40 : tensor<12x4x64x8xf32> loc(#loc35)
+    %42 = stablehlo.multiply %36, %37 : tensor<12x4x64x8xf32> loc(#loc36)
+    %43 = stablehlo.multiply %35, %38 : tensor<12x4x64x8xf32> loc(#loc37)
+    %44 = stablehlo.add %42, %43 : tensor<12x4x64x8xf32> loc(#loc38)
+    %45 = stablehlo.concatenate %41, %44, dim = 3 : (tensor<12x4x64x8xf32>, tensor<12x4x64x8xf32>) -> tensor<12x4x64x16xf32> loc(#loc39)
+    %cst_3 = stablehlo.constant dense<4.000000e+00> : tensor<f64>
+    %46 = stablehlo.convert %cst_3 : (tensor<f64>) -> tensor<f32> loc(#loc40)
+    %47 = stablehlo.broadcast_in_dim %46, dims = [] : (tensor<f32>) -> tensor<12x4x64x16xf32>
+    %48 = stablehlo.divide %34, %47 : tensor<12x4x64x16xf32> loc(#loc41)
+    %49 = stablehlo.dot_general %48, %45, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3], precision = [DEFAULT, DEFAULT] : (tensor<12x4x64x16xf32>, tensor<12x4x64x16xf32>) -> tensor<12x4x64x64xf32> loc(#loc42)
+    %50 = stablehlo.iota dim = 0 : tensor<64x64xi64> loc(#loc43)
+    %51 = stablehlo.iota dim = 1 : tensor<64x64xi64> loc(#loc44)
+    %52 = stablehlo.compare  GT, %51, %50,  SIGNED : (tensor<64x64xi64>, tensor<64x64xi64>) -> tensor<64x64xi1> loc(#loc45)
+    %53 = stablehlo.broadcast_in_dim %52, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<12x4x64x64xi1>
+    %54 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
+    %55 = stablehlo.select %53, %54, %49 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc46)
+    %56 = stablehlo.reduce(%55 init: %cst_0) across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32>
      reducer(%arg25: tensor<f32> loc(unknown), %arg26: tensor<f32> loc(unknown))  {
-      %195 = stablehlo.maximum %arg25, %arg26 : tensor<f32> loc(#loc44)
-      stablehlo.return %195 : tensor<f32> loc(#loc44)
-    } loc(#loc44)
-    %54 = stablehlo.broadcast_in_dim %53, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
-    %55 = stablehlo.subtract %52, %54 : tensor<12x4x64x64xf32> loc(#loc45)
-    %56 = stablehlo.exponential %55 : tensor<12x4x64x64xf32> loc(#loc46)
-    %57 = stablehlo.reduce(%56 init: %cst) across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32>
-     reducer(%arg25: tensor<f32> loc(unknown), %arg26: tensor<f32> loc(unknown))  {
-      %195 = stablehlo.add %arg25, %arg26 : tensor<f32> loc(#loc47)
-      stablehlo.return %195 : tensor<f32> loc(#loc47)
+      %204 = stablehlo.maximum %arg25, %arg26 : tensor<f32> loc(#loc47)
+      stablehlo.return %204 : tensor<f32> loc(#loc47)
     } loc(#loc47)
-    %58 = stablehlo.broadcast_in_dim %57, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
-    %59 = stablehlo.divide %56, %58 : tensor<12x4x64x64xf32> loc(#loc48)
-    %60 = stablehlo.dot_general %59, %21, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2], precision = [DEFAULT, DEFAULT] : (tensor<12x4x64x64xf32>, tensor<12x4x64x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc49)
-    %61 = stablehlo.transpose %60, dims = [0, 2, 1, 3] : (tensor<12x4x64x16xf32>) -> tensor<12x64x4x16xf32> loc(#loc50)
-    %62 = stablehlo.reshape %61 : (tensor<12x64x4x16xf32>) -> tensor<12x64x64xf32> loc(#loc51)
-    %63 = stablehlo.dot_general %62, %arg5, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<64x64xf32>) -> tensor<12x64x64xf32> loc(#loc52)
-    %64 = stablehlo.add %1, %63 : tensor<12x64x64xf32> loc(#loc53)
-    %65 = stablehlo.multiply %64, %64 : tensor<12x64x64xf32> loc(#loc54)
-    %66 = stablehlo.reduce(%65 init: %cst) across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32>
+    %57 = stablehlo.broadcast_in_dim %56, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
+    %58 = stablehlo.subtract %55, %57 : tensor<12x4x64x64xf32> loc(#loc48)
+    %59 = stablehlo.exponential %58 : tensor<12x4x64x64xf32> loc(#loc49)
+    %60 = stablehlo.reduce(%59 init: %cst) across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32>
      reducer(%arg25: tensor<f32> loc(unknown), %arg26: tensor<f32> loc(unknown))  {
-      %195 = stablehlo.add %arg25, %arg26 : tensor<f32> loc(#loc55)
-      stablehlo.return %195 : tensor<f32> loc(#loc55)
-    } loc(#loc55)
-    %cst_4 = stablehlo.constant dense<6.400000e+01> : tensor<f32>
-    %67 = stablehlo.broadcast_in_dim %cst_4, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %68 = stablehlo.divide %66, %67 : tensor<12x64xf32> loc(#loc56)
-    %69 = stablehlo.broadcast_in_dim %cst_1, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %70 = stablehlo.add %68, %69 : tensor<12x64xf32> loc(#loc57)
-    %71 = stablehlo.rsqrt %70 : tensor<12x64xf32> loc(#loc58)
-    %72 = stablehlo.broadcast_in_dim %71, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %73 = stablehlo.multiply %64, %72 : tensor<12x64x64xf32> loc(#loc59)
-    %74 = stablehlo.broadcast_in_dim %arg6, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %75 = stablehlo.multiply %73, %74 : tensor<12x64x64xf32> loc(#loc60)
-    %76 = stablehlo.dot_general %75, %arg7, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<192x64xf32>) -> tensor<12x64x192xf32> loc(#loc61)
-    %77 = stablehlo.logistic %76 : tensor<12x64x192xf32> loc(#loc62)
-    %78 = stablehlo.multiply %76, %77 : tensor<12x64x192xf32> loc(#loc63)
-    %79 = stablehlo.dot_general %75, %arg9, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<192x64xf32>) -> tensor<12x64x192xf32> loc(#loc64)
-    %80 = stablehlo.multiply %78, %79 : tensor<12x64x192xf32> loc(#loc65)
-    %81 = stablehlo.dot_general %80, %arg8, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x192xf32>, tensor<64x192xf32>) -> tensor<12x64x64xf32> loc(#loc66)
-    %82 = stablehlo.add %64, %81 : tensor<12x64x64xf32> loc(#loc67)
-    %83 = stablehlo.multiply %82, %82 : tensor<12x64x64xf32> loc(#loc68)
-    %84 = stablehlo.reduce(%83 init: %cst) across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32>
+      %204 = stablehlo.add %arg25, %arg26 : tensor<f32> loc(#loc50)
+      stablehlo.return %204 : tensor<f32> loc(#loc50)
+    } loc(#loc50)
+    %61 = stablehlo.broadcast_in_dim %60, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
+    %62 = stablehlo.divide %59, %61 : tensor<12x4x64x64xf32> loc(#loc51)
+    %63 = stablehlo.dot_general %62, %23, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2], precision = [DEFAULT, DEFAULT] : (tensor<12x4x64x64xf32>, tensor<12x4x64x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc52)
+    %64 = stablehlo.transpose %63, dims = [0, 2, 1, 3] : (tensor<12x4x64x16xf32>) -> tensor<12x64x4x16xf32> loc(#loc53)
+    %65 = stablehlo.reshape %64 : (tensor<12x64x4x16xf32>) -> tensor<12x64x64xf32> loc(#loc54)
+    %66 = stablehlo.dot_general %65, %arg5, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<64x64xf32>) -> tensor<12x64x64xf32> loc(#loc55)
+    %67 = stablehlo.add %2, %66 : tensor<12x64x64xf32> loc(#loc56)
+    %68 = stablehlo.multiply %67, %67 : tensor<12x64x64xf32> loc(#loc57)
+    %69 = stablehlo.reduce(%68 init: %cst) across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32>
      reducer(%arg25: tensor<f32> loc(unknown), %arg26: tensor<f32> loc(unknown))  {
-      %195 = stablehlo.add %arg25, %arg26 : tensor<f32> loc(#loc69)
-      stablehlo.return %195 : tensor<f32> loc(#loc69)
-    } loc(#loc69)
-    %cst_5 = stablehlo.constant dense<6.400000e+01> : tensor<f32>
-    %85 = stablehlo.broadcast_in_dim %cst_5, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %86 = stablehlo.divide %84, %85 : tensor<12x64xf32> loc(#loc70)
-    %87 = stablehlo.broadcast_in_dim %cst_1, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %88 = stablehlo.add %86, %87 : tensor<12x64xf32> loc(#loc71)
-    %89 = stablehlo.rsqrt %88 : tensor<12x64xf32> loc(#loc72)
-    %90 = stablehlo.broadcast_in_dim %89, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %91 = stablehlo.multiply %82, %90 : tensor<12x64x64xf32> loc(#loc73)
-    %92 = stablehlo.broadcast_in_dim %arg10, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %93 = stablehlo.multiply %91, %92 : tensor<12x64x64xf32> loc(#loc74)
-    %94 = stablehlo.dot_general %93, %arg11, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<64x64xf32>) -> tensor<12x64x64xf32> loc(#loc75)
-    %95 = stablehlo.reshape %94 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc76)
-    %96 = stablehlo.transpose %95, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc77)
-    %97 = stablehlo.dot_general %93, %arg12, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<64x64xf32>) -> tensor<12x64x64xf32> loc(#loc78)
-    %98 = stablehlo.reshape %97 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc79)
-    %99 = stablehlo.transpose %98, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc80)
-    %100 = stablehlo.dot_general %93, %arg13, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<64x64xf32>) -> tensor<12x64x64xf32> loc(#loc81)
-    %101 = stablehlo.reshape %100 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc82)
-    %102 = stablehlo.transpose %101, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc83)
-    %103 = stablehlo.slice %96 [0:12, 0:4, 0:64, 0:8] : (tensor<12x4x64x16xf32>) -> tensor<12x4x64x8xf32> loc(#loc84)
-    %104 = stablehlo.slice %96 [0:12, 0:4, 0:64, 8:16] : (tensor<12x4x64x16xf32>) -> tensor<12x4x64x8xf32> loc(#loc85)
-    %105 = stablehlo.broadcast_in_dim %arg21, dims = [2, 3] : (tensor<64x8xf32>) -> tensor<12x4x64x8xf32>
-    %106 = stablehlo.broadcast_in_dim %arg22, dims = [2, 3] : (tensor<64x8xf32>) -> tensor<12x4x64x8xf32>
-    %107 = stablehlo.multiply %103, %105 : tensor<12x4x64x8xf32> loc(#loc86)
-    %108 = stablehlo.multiply %104, %106 : tensor<12x4x64x8xf32> loc(#loc87)
-    %109 = stablehlo.subtract %107, %108 : tensor<12x4x64x8xf32> loc(#loc88)
-    %110 = stablehlo.multiply %104, %105 : tensor<12x4x64x8xf32> loc(#loc89)
-    %111 = stablehlo.multiply %103, %106 : tensor<12x4x64x8xf32> loc(#loc90)
-    %112 = stablehlo.add %110, %111 : tensor<12x4x64x8xf32> loc(#loc91)
-    %113 = stablehlo.concatenate %109, %112, dim = 3 : (tensor<12x4x64x8xf32>, tensor<12x4x64x8xf32>) -> tensor<12x4x64x16xf32> loc(#loc92)
-    %114 = stablehlo.slice %99 [0:12, 0:4, 0:64, 0:8] : (tensor<12x4x64x16xf32>) -> tensor<12x4x64x8xf32> loc(#loc93)
-    %115 = stablehlo.slice %99 [0:12, 0:4, 0:64, 8:16] : (tensor<12x4x64x16xf32>) -> tensor<12x4x64x8xf32> loc(#loc94)
-    %116 = stablehlo.broadcast_in_dim %arg21, dims = [2, 3] : (tensor<64x8xf32>) -> tensor<12x4x64x8xf32>
-    %117 = stablehlo.broadcast_in_dim %arg22, dims = [2, 3] : (tensor<64x8xf32>) -> tensor<12x4x64x8xf32>
-    %118 = stablehlo.multiply %114, %116 : tensor<12x4x64x8xf32> loc(#loc95)
-    %119 = stablehlo.multiply %115, %117 : tensor<12x4x64x8xf32> loc(#loc96)
-    %120 = stablehlo.subtract %118, %119 : tensor<12x4x64x8xf32> loc(#loc97)
-    %121 = stablehlo.multiply %115, %116 : tensor<12x4x64x8xf32> loc(#loc98)
-    %122 = stablehlo.multiply %114, %117 : tensor<12x4x64x8xf32> loc(#loc99)
-    %123 = stablehlo.add %121, %122 : tensor<12x4x64x8xf32> loc(#loc100)
-    %124 = stablehlo.concatenate %120, %123, dim = 3 : (tensor<12x4x64x8xf32>, tensor<12x4x64x8xf32>) -> tensor<12x4x64x16xf32> loc(#loc101)
-    %cst_6 = stablehlo.constant dense<4.000000e+00> : tensor<f32>
-    %125 = stablehlo.broadcast_in_dim %cst_6, dims = [] : (tensor<f32>) -> tensor<12x4x64x16xf32>
-    %126 = stablehlo.divide %113, %125 : tensor<12x4x64x16xf32> loc(#loc102)
-    %127 = stablehlo.dot_general %126, %124, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3], precision = [DEFAULT, DEFAULT] : (tensor<12x4x64x16xf32>, tensor<12x4x64x16xf32>) -> tensor<12x4x64x64xf32> loc(#loc103)
-    %128 = stablehlo.iota dim = 0 : tensor<64x64xi64> loc(#loc104)
-    %129 = stablehlo.iota dim = 1 : tensor<64x64xi64> loc(#loc105)
-    %130 = stablehlo.compare  GT, %129, %128,  SIGNED : (tensor<64x64xi64>, tensor<64x64xi64>) -> tensor<64x64xi1> loc(#loc106)
-    %131 = stablehlo.broadcast_in_dim %130, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<12x4x64x64xi1>
-    %132 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
-    %133 = stablehlo.select %131, %132, %127 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc107)
-    %134 = stablehlo.reduce(%133 init: %cst_0) across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32>
+      %204 = stablehlo.add %arg25, %arg26 : tensor<f32> loc(#loc58)
+      stablehlo.return %204 : tensor<f32> loc(#loc58)
+    } loc(#loc58)
+    %cst_4 = stablehlo.constant dense<6.400000e+01> : tensor<f64>
+    %70 = stablehlo.convert %cst_4 : (tensor<f64>) -> tensor<f32> loc(#loc59)
+    %71 = stablehlo.broadcast_in_dim %70, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %72 = stablehlo.divide %69, %71 : tensor<12x64xf32> loc(#loc60)
+    %73 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %74 = stablehlo.add %72, %73 : tensor<12x64xf32> loc(#loc61)
+    %75 = stablehlo.rsqrt %74 : tensor<12x64xf32> loc(#loc62)
+    %76 = stablehlo.broadcast_in_dim %75, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %77 = stablehlo.multiply %67, %76 : tensor<12x64x64xf32> loc(#loc63)
+    %78 = stablehlo.broadcast_in_dim %arg6, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %79 = stablehlo.multiply %77, %78 : tensor<12x64x64xf32> loc(#loc64)
+    %80 = stablehlo.dot_general %79, %arg7, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<192x64xf32>) -> tensor<12x64x192xf32> loc(#loc65)
+    %81 = stablehlo.logistic %80 : tensor<12x64x192xf32> loc(#loc66)
+    %82 = stablehlo.multiply %80, %81 : tensor<12x64x192xf32> loc(#loc67)
+    %83 = stablehlo.dot_general %79, %arg9, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<192x64xf32>) -> tensor<12x64x192xf32> loc(#loc68)
+    %84 = stablehlo.multiply %82, %83 : tensor<12x64x192xf32> loc(#loc69)
+    %85 = stablehlo.dot_general %84, %arg8, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x192xf32>, tensor<64x192xf32>) -> tensor<12x64x64xf32> loc(#loc70)
+    %86 = stablehlo.add %67, %85 : tensor<12x64x64xf32> loc(#loc71)
+    %87 = stablehlo.multiply %86, %86 : tensor<12x64x64xf32> loc(#loc72)
+    %88 = stablehlo.reduce(%87 init: %cst) across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32>
      reducer(%arg25: tensor<f32> loc(unknown), %arg26: tensor<f32> loc(unknown))  {
-      %195 = stablehlo.maximum %arg25, %arg26 : tensor<f32> loc(#loc108)
-      stablehlo.return %195 : tensor<f32> loc(#loc108)
-    } loc(#loc108)
-    %135 = stablehlo.broadcast_in_dim %134, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
-    %136 = stablehlo.subtract %133, %135 : tensor<12x4x64x64xf32> loc(#loc109)
-    %137 = stablehlo.exponential %136 : tensor<12x4x64x64xf32> loc(#loc110)
-    %138 = stablehlo.reduce(%137 init: %cst) across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32>
+      %204 = stablehlo.add %arg25, %arg26 : tensor<f32> loc(#loc73)
+      stablehlo.return %204 : tensor<f32> loc(#loc73)
+    } loc(#loc73)
+    %cst_5 = stablehlo.constant dense<6.400000e+01> : tensor<f64>
+    %89 = stablehlo.convert %cst_5 : (tensor<f64>) -> tensor<f32> loc(#loc74)
+    %90 = stablehlo.broadcast_in_dim %89, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %91 = stablehlo.divide %88, %90 : tensor<12x64xf32> loc(#loc75)
+    %92 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %93 = stablehlo.add %91, %92 : tensor<12x64xf32> loc(#loc76)
+    %94 = stablehlo.rsqrt %93 : tensor<12x64xf32> loc(#loc77)
+    %95 = stablehlo.broadcast_in_dim %94, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %96 = stablehlo.multiply %86, %95 : tensor<12x64x64xf32> loc(#loc78)
+    %97 = stablehlo.broadcast_in_dim %arg10, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %98 = stablehlo.multiply %96, %97 : tensor<12x64x64xf32> loc(#loc79)
+    %99 = stablehlo.dot_general %98, %arg11, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<64x64xf32>) -> tensor<12x64x64xf32> loc(#loc80)
+    %100 = stablehlo.reshape %99 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc81)
+    %101 = stablehlo.transpose %100, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc82)
+    %102 = stablehlo.dot_general %98, %arg12, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<64x64xf32>) -> tensor<12x64x64xf32> loc(#loc83)
+    %103 = stablehlo.reshape %102 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc84)
+    %104 = stablehlo.transpose %103, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc85)
+    %105 = stablehlo.dot_general %98, %arg13, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<64x64xf32>) -> tensor<12x64x64xf32> loc(#loc86)
+    %106 = stablehlo.reshape %105 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc87)
+    %107 = stablehlo.transpose %106, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc88)
+    %108 = stablehlo.slice %101 [0:12, 0:4, 0:64, 0:8] : (tensor<12x4x64x16xf32>) -> tensor<12x4x64x8xf32> loc(#loc89)
+    %109 = stablehlo.slice %101 [0:12, 0:4, 0:64, 8:16] : (tensor<12x4x64x16xf32>) -> tensor<12x4x64x8xf32> loc(#loc90)
+    %110 = stablehlo.broadcast_in_dim %arg21, dims = [2, 3] : (tensor<64x8xf32>) -> tensor<12x4x64x8xf32>
+    %111 = stablehlo.broadcast_in_dim %arg22, dims = [2, 3] : (tensor<64x8xf32>) -> tensor<12x4x64x8xf32>
+    %112 = stablehlo.multiply %108, %110 : tensor<12x4x64x8xf32> loc(#loc91)
+    %113 = stablehlo.multiply %109, %111 : tensor<12x4x64x8xf32> loc(#loc92)
+    %114 = stablehlo.subtract %112, %113 : tensor<12x4x64x8xf32> loc(#loc93)
+    %115 = stablehlo.multiply %109, %110 : tensor<12x4x64x8xf32> loc(#loc94)
+    %116 = stablehlo.multiply %108, %111 : tensor<12x4x64x8xf32> loc(#loc95)
+    %117 = stablehlo.add %115, %116 : tensor<12x4x64x8xf32> loc(#loc96)
+    %118 = stablehlo.concatenate %114, %117, dim = 3 : (tensor<12x4x64x8xf32>, tensor<12x4x64x8xf32>) -> tensor<12x4x64x16xf32> loc(#loc97)
+    %119 = stablehlo.slice %104 [0:12, 0:4, 0:64, 0:8] : (tensor<12x4x64x16xf32>) -> tensor<12x4x64x8xf32> loc(#loc98)
+    %120 = stablehlo.slice %104 [0:12, 0:4, 0:64, 8:16] : (tensor<12x4x64x16xf32>) -> tensor<12x4x64x8xf32> loc(#loc99)
+    %121 = stablehlo.broadcast_in_dim %arg21, dims = [2, 3] : (tensor<64x8xf32>) -> tensor<12x4x64x8xf32>
+    %122 = stablehlo.broadcast_in_dim %arg22, dims = [2, 3] : (tensor<64x8xf32>) -> tensor<12x4x64x8xf32>
+    %123 = stablehlo.multiply %119, %121 : tensor<12x4x64x8xf32> loc(#loc100)
+    %124 = stablehlo.multiply %120, %122 : tensor<12x4x64x8xf32> loc(#loc101)
+    %125 = stablehlo.subtract %123, %124 : tensor<12x4x64x8xf32> loc(#loc102)
+    %126 = stablehlo.multiply %120, %121 : tensor<12x4x64x8xf32> loc(#loc103)
+    %127 = stablehlo.multiply %119, %122 : tensor<12x4x64x8xf32> loc(#loc104)
+    %128 = stablehlo.add %126, %127 : tensor<12x4x64x8xf32> loc(#loc105)
+    %129 = stablehlo.concatenate %125, %128, dim = 3 : (tensor<12x4x64x8xf32>, tensor<12x4x64x8xf32>) -> tensor<12x4x64x16xf32> loc(#loc106)
+    %cst_6 = stablehlo.constant dense<4.000000e+00> : tensor<f64>
+    %130 = stablehlo.convert %cst_6 : (tensor<f64>) -> tensor<f32> loc(#loc107)
+    %131 = stablehlo.broadcast_in_dim %130, dims = [] : (tensor<f32>) -> tensor<12x4x64x16xf32>
+    %132 = stablehlo.divide %118, %131 : tensor<12x4x64x16xf32> loc(#loc108)
+    %133 = stablehlo.dot_general %132, %129, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3], precision = [DEFAULT, DEFAULT] : (tensor<12x4x64x16xf32>, tensor<12x4x64x16xf32>) -> tensor<12x4x64x64xf32> loc(#loc109)
+    %134 = stablehlo.iota dim = 0 : tensor<64x64xi64> loc(#loc110)
+    %135 = stablehlo.iota dim = 1 : tensor<64x64xi64> loc(#loc111)
+    %136 = stablehlo.compare  GT, %135, %134,  SIGNED : (tensor<64x64xi64>, tensor<64x64xi64>) -> tensor<64x64xi1> loc(#loc112)
+    %137 = stablehlo.broadcast_in_dim %136, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<12x4x64x64xi1>
+    %138 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
+    %139 = stablehlo.select %137, %138, %133 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc113)
+    %140 = stablehlo.reduce(%139 init: %cst_0) across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32>
      reducer(%arg25: tensor<f32> loc(unknown), %arg26: tensor<f32> loc(unknown))  {
-      %195 = stablehlo.add %arg25, %arg26 : tensor<f32> loc(#loc111)
-      stablehlo.return %195 : tensor<f32> loc(#loc111)
-    } loc(#loc111)
-    %139 = stablehlo.broadcast_in_dim %138, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
-    %140 = stablehlo.divide %137, %139 : tensor<12x4x64x64xf32> loc(#loc112)
-    %141 = stablehlo.dot_general %140, %102, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2], precision = [DEFAULT, DEFAULT] : (tensor<12x4x64x64xf32>, tensor<12x4x64x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc113)
-    %142 = stablehlo.transpose %141, dims = [0, 2, 1, 3] : (tensor<12x4x64x16xf32>) -> tensor<12x64x4x16xf32> loc(#loc114)
-    %143 = stablehlo.reshape %142 : (tensor<12x64x4x16xf32>) -> tensor<12x64x64xf32> loc(#loc115)
-    %144 = stablehlo.dot_general %143, %arg14, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<64x64xf32>) -> tensor<12x64x64xf32> loc(#loc116)
-    %145 = stablehlo.add %82, %144 : tensor<12x64x64xf32> loc(#loc117)
-    %146 = stablehlo.multiply %145, %145 : tensor<12x64x64xf32> loc(#loc118)
-    %147 = stablehlo.reduce(%146 init: %cst) across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32>
+      %204 = stablehlo.maximum %arg25, %arg26 : tensor<f32> loc(#loc114)
+      stablehlo.return %204 : tensor<f32> loc(#loc114)
+    } loc(#loc114)
+    %141 = stablehlo.broadcast_in_dim %140, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
+    %142 = stablehlo.subtract %139, %141 : tensor<12x4x64x64xf32> loc(#loc115)
+    %143 = stablehlo.exponential %142 : tensor<12x4x64x64xf32> loc(#loc116)
+    %144 = stablehlo.reduce(%143 init: %cst) across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32>
      reducer(%arg25: tensor<f32> loc(unknown), %arg26: tensor<f32> loc(unknown))  {
-      %195 = stablehlo.add %arg25, %arg26 : tensor<f32> loc(#loc119)
-      stablehlo.return %195 : tensor<f32> loc(#loc119)
-    } loc(#loc119)
-    %cst_7 = stablehlo.constant dense<6.400000e+01> : tensor<f32>
-    %148 = stablehlo.broadcast_in_dim %cst_7, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %149 = stablehlo.divide %147, %148 : tensor<12x64xf32> loc(#loc120)
-    %150 = stablehlo.broadcast_in_dim %cst_1, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %151 = stablehlo.add %149, %150 : tensor<12x64xf32> loc(#loc121)
-    %152 = stablehlo.rsqrt %151 : tensor<12x64xf32> loc(#loc122)
-    %153 = stablehlo.broadcast_in_dim %152, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %154 = stablehlo.multiply %145, %153 : tensor<12x64x64xf32> loc(#loc123)
-    %155 = stablehlo.broadcast_in_dim %arg15, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %156 = stablehlo.multiply %154, %155 : tensor<12x64x64xf32> loc(#loc124)
-    %157 = stablehlo.dot_general %156, %arg16, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<192x64xf32>) -> tensor<12x64x192xf32> loc(#loc125)
-    %158 = stablehlo.logistic %157 : tensor<12x64x192xf32> loc(#loc126)
-    %159 = stablehlo.multiply %157, %158 : tensor<12x64x192xf32> loc(#loc127)
-    %160 = stablehlo.dot_general %156, %arg18, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<192x64xf32>) -> tensor<12x64x192xf32> loc(#loc128)
-    %161 = stablehlo.multiply %159, %160 : tensor<12x64x192xf32> loc(#loc129)
-    %162 = stablehlo.dot_general %161, %arg17, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x192xf32>, tensor<64x192xf32>) -> tensor<12x64x64xf32> loc(#loc130)
-    %163 = stablehlo.add %145, %162 : tensor<12x64x64xf32> loc(#loc131)
-    %164 = stablehlo.multiply %163, %163 : tensor<12x64x64xf32> loc(#loc132)
-    %165 = stablehlo.reduce(%164 init: %cst) across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32>
+      %204 = stablehlo.add %arg25, %arg26 : tensor<f32> loc(#loc117)
+      stablehlo.return %204 : tensor<f32> loc(#loc117)
+    } loc(#loc117)
+    %145 = stablehlo.broadcast_in_dim %144, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
+    %146 = stablehlo.divide %143, %145 : tensor<12x4x64x64xf32> loc(#loc118)
+    %147 = stablehlo.dot_general %146, %107, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2], precision = [DEFAULT, DEFAULT] : (tensor<12x4x64x64xf32>, tensor<12x4x64x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc119)
+    %148 = stablehlo.transpose %147, dims = [0, 2, 1, 3] : (tensor<12x4x64x16xf32>) -> tensor<12x64x4x16xf32> loc(#loc120)
+    %149 = stablehlo.reshape %148 : (tensor<12x64x4x16xf32>) -> tensor<12x64x64xf32> loc(#loc121)
+    %150 = stablehlo.dot_general %149, %arg14, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<64x64xf32>) -> tensor<12x64x64xf32> loc(#loc122)
+    %151 = stablehlo.add %86, %150 : tensor<12x64x64xf32> loc(#loc123)
+    %152 = stablehlo.multiply %151, %151 : tensor<12x64x64xf32> loc(#loc124)
+    %153 = stablehlo.reduce(%152 init: %cst) across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32>
      reducer(%arg25: tensor<f32> loc(unknown), %arg26: tensor<f32> loc(unknown))  {
-      %195 = stablehlo.add %arg25, %arg26 : tensor<f32> loc(#loc133)
-      stablehlo.return %195 : tensor<f32> loc(#loc133)
-    } loc(#loc133)
-    %cst_8 = stablehlo.constant dense<6.400000e+01> : tensor<f32>
-    %166 = stablehlo.broadcast_in_dim %cst_8, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %167 = stablehlo.divide %165, %166 : tensor<12x64xf32> loc(#loc134)
-    %168 = stablehlo.broadcast_in_dim %cst_1, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %169 = stablehlo.add %167, %168 : tensor<12x64xf32> loc(#loc135)
-    %170 = stablehlo.rsqrt %169 : tensor<12x64xf32> loc(#loc136)
-    %171 = stablehlo.broadcast_in_dim %170, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %172 = stablehlo.multiply %163, %171 : tensor<12x64x64xf32> loc(#loc137)
-    %173 = stablehlo.broadcast_in_dim %arg19, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %174 = stablehlo.multiply %172, %173 : tensor<12x64x64xf32> loc(#loc138)
-    %175 = stablehlo.dot_general %174, %arg20, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<65x64xf32>) -> tensor<12x64x65xf32> loc(#loc139)
-    %176 = stablehlo.reshape %175 : (tensor<12x64x65xf32>) -> tensor<768x65xf32> loc(#loc140)
-    %177 = stablehlo.reshape %arg24 : (tensor<12x64xi64>) -> tensor<768xi64> loc(#loc141)
-    %178 = stablehlo.convert %177 : (tensor<768xi64>) -> tensor<768xi32> loc(#loc142)
+      %204 = stablehlo.add %arg25, %arg26 : tensor<f32> loc(#loc125)
+      stablehlo.return %204 : tensor<f32> loc(#loc125)
+    } loc(#loc125)
+    %cst_7 = stablehlo.constant dense<6.400000e+01> : tensor<f64>
+    %154 = stablehlo.convert %cst_7 : (tensor<f64>) -> tensor<f32> loc(#loc126)
+    %155 = stablehlo.broadcast_in_dim %154, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %156 = stablehlo.divide %153, %155 : tensor<12x64xf32> loc(#loc127)
+    %157 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %158 = stablehlo.add %156, %157 : tensor<12x64xf32> loc(#loc128)
+    %159 = stablehlo.rsqrt %158 : tensor<12x64xf32> loc(#loc129)
+    %160 = stablehlo.broadcast_in_dim %159, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %161 = stablehlo.multiply %151, %160 : tensor<12x64x64xf32> loc(#loc130)
+    %162 = stablehlo.broadcast_in_dim %arg15, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %163 = stablehlo.multiply %161, %162 : tensor<12x64x64xf32> loc(#loc131)
+    %164 = stablehlo.dot_general %163, %arg16, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<192x64xf32>) -> tensor<12x64x192xf32> loc(#loc132)
+    %165 = stablehlo.logistic %164 : tensor<12x64x192xf32> loc(#loc133)
+    %166 = stablehlo.multiply %164, %165 : tensor<12x64x192xf32> loc(#loc134)
+    %167 = stablehlo.dot_general %163, %arg18, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<192x64xf32>) -> tensor<12x64x192xf32> loc(#loc135)
+    %168 = stablehlo.multiply %166, %167 : tensor<12x64x192xf32> loc(#loc136)
+    %169 = stablehlo.dot_general %168, %arg17, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x192xf32>, tensor<64x192xf32>) -> tensor<12x64x64xf32> loc(#loc137)
+    %170 = stablehlo.add %151, %169 : tensor<12x64x64xf32> loc(#loc138)
+    %171 = stablehlo.multiply %170, %170 : tensor<12x64x64xf32> loc(#loc139)
+    %172 = stablehlo.reduce(%171 init: %cst) across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32>
+     reducer(%arg25: tensor<f32> loc(unknown), %arg26: tensor<f32> loc(unknown))  {
+      %204 = stablehlo.add %arg25, %arg26 : tensor<f32> loc(#loc140)
+      stablehlo.return %204 : tensor<f32> loc(#loc140)
+    } loc(#loc140)
+    %cst_8 = stablehlo.constant dense<6.400000e+01> : tensor<f64>
+    %173 = stablehlo.convert %cst_8 : (tensor<f64>) -> tensor<f32> loc(#loc141)
+    %174 = stablehlo.broadcast_in_dim %173, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %175 = stablehlo.divide %172, %174 : tensor<12x64xf32> loc(#loc142)
+    %176 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %177 = stablehlo.add %175, %176 : tensor<12x64xf32> loc(#loc143)
+    %178 = stablehlo.rsqrt %177 : tensor<12x64xf32> loc(#loc144)
+    %179 = stablehlo.broadcast_in_dim %178, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %180 = stablehlo.multiply %170, %179 : tensor<12x64x64xf32> loc(#loc145)
+    %181 = stablehlo.broadcast_in_dim %arg19, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %182 = stablehlo.multiply %180, %181 : tensor<12x64x64xf32> loc(#loc146)
+    %183 = stablehlo.dot_general %182, %arg20, contracting_dims = [2] x [1], precision = [DEFAULT, DEFAULT] : (tensor<12x64x64xf32>, tensor<65x64xf32>) -> tensor<12x64x65xf32> loc(#loc147)
+    %184 = stablehlo.reshape %183 : (tensor<12x64x65xf32>) -> tensor<768x65xf32> loc(#loc148)
+    %185 = stablehlo.reshape %arg24 : (tensor<12x64xi64>) -> tensor<768xi64> loc(#loc149)
+    %186 = stablehlo.convert %185 : (tensor<768xi64>) -> tensor<768xi32> loc(#loc150)
     %cst_9 = stablehlo.constant dense<0xFF800000> : tensor<f32>
-    %179 = stablehlo.reduce(%176 init: %cst_9) across dimensions = [1] : (tensor<768x65xf32>, tensor<f32>) -> tensor<768xf32>
+    %187 = stablehlo.reduce(%184 init: %cst_9) across dimensions = [1] : (tensor<768x65xf32>, tensor<f32>) -> tensor<768xf32>
      reducer(%arg25: tensor<f32> loc(unknown), %arg26: tensor<f32> loc(unknown))  {
-      %195 = stablehlo.maximum %arg25, %arg26 : tensor<f32> loc(#loc143)
-      stablehlo.return %195 : tensor<f32> loc(#loc143)
-    } loc(#loc143)
-    %180 = stablehlo.broadcast_in_dim %179, dims = [0] : (tensor<768xf32>) -> tensor<768x65xf32>
-    %181 = stablehlo.subtract %176, %180 : tensor<768x65xf32> loc(#loc144)
-    %182 = stablehlo.exponential %181 : tensor<768x65xf32> loc(#loc145)
-    %183 = stablehlo.reduce(%182 init: %cst) across dimensions = [1] : (tensor<768x65xf32>, tensor<f32>) -> tensor<768xf32>
+      %204 = stablehlo.maximum %arg25, %arg26 : tensor<f32> loc(#loc151)
+      stablehlo.return %204 : tensor<f32> loc(#loc151)
+    } loc(#loc151)
+    %188 = stablehlo.broadcast_in_dim %187, dims = [0] : (tensor<768xf32>) -> tensor<768x65xf32>
+    %189 = stablehlo.subtract %184, %188 : tensor<768x65xf32> loc(#loc152)
+    %190 = stablehlo.exponential %189 : tensor<768x65xf32> loc(#loc153)
+    %191 = stablehlo.reduce(%190 init: %cst) across dimensions = [1] : (tensor<768x65xf32>, tensor<f32>) -> tensor<768xf32>
      reducer(%arg25: tensor<f32> loc(unknown), %arg26: tensor<f32> loc(unknown))  {
-      %195 = stablehlo.add %arg25, %arg26 : tensor<f32> loc(#loc146)
-      stablehlo.return %195 : tensor<f32> loc(#loc146)
-    } loc(#loc146)
-    %184 = stablehlo.log %183 : tensor<768xf32> loc(#loc147)
-    %185 = stablehlo.broadcast_in_dim %184, dims = [0] : (tensor<768xf32>) -> tensor<768x65xf32>
-    %186 = stablehlo.subtract %181, %185 : tensor<768x65xf32> loc(#loc148)
-    %187 = stablehlo.iota dim = 1 : tensor<768x65xi32> loc(#loc149)
-    %188 = stablehlo.broadcast_in_dim %178, dims = [0] : (tensor<768xi32>) -> tensor<768x65xi32>
-    %189 = stablehlo.compare  EQ, %187, %188,  SIGNED : (tensor<768x65xi32>, tensor<768x65xi32>) -> tensor<768x65xi1> loc(#loc150)
-    %190 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<768x65xf32>
-    %191 = stablehlo.select %189, %186, %190 : tensor<768x65xi1>, tensor<768x65xf32> loc(#loc151)
-    %192 = stablehlo.reduce(%191 init: %cst) applies stablehlo.add across dimensions = [0, 1] : (tensor<768x65xf32>, tensor<f32>) -> tensor<f32> loc(#loc152)
-    %193 = stablehlo.negate %192 : tensor<f32> loc(#loc153)
-    %cst_10 = stablehlo.constant dense<7.680000e+02> : tensor<f32>
-    %194 = stablehlo.divide %193, %cst_10 : tensor<f32> loc(#loc154)
-    return %194 : tensor<f32> loc(#loc)
+      %204 = stablehlo.add %arg25, %arg26 : tensor<f32> loc(#loc154)
+      stablehlo.return %204 : tensor<f32> loc(#loc154)
+    } loc(#loc154)
+    %192 = stablehlo.log %191 : tensor<768xf32> loc(#loc155)
+    %193 = stablehlo.broadcast_in_dim %192, dims = [0] : (tensor<768xf32>) -> tensor<768x65xf32>
+    %194 = stablehlo.subtract %189, %193 : tensor<768x65xf32> loc(#loc156)
+    %195 = stablehlo.iota dim = 1 : tensor<768x65xi32> loc(#loc157)
+    %196 = stablehlo.broadcast_in_dim %186, dims = [0] : (tensor<768xi32>) -> tensor<768x65xi32>
+    %197 = stablehlo.compare  EQ, %195, %196,  SIGNED : (tensor<768x65xi32>, tensor<768x65xi32>) -> tensor<768x65xi1> loc(#loc158)
+    %198 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<768x65xf32>
+    %199 = stablehlo.select %197, %194, %198 : tensor<768x65xi1>, tensor<768x65xf32> loc(#loc159)
+    %200 = stablehlo.reduce(%199 init: %cst) applies stablehlo.add across dimensions = [0, 1] : (tensor<768x65xf32>, tensor<f32>) -> tensor<f32> loc(#loc160)
+    %201 = stablehlo.negate %200 : tensor<f32> loc(#loc161)
+    %cst_10 = stablehlo.constant dense<7.680000e+02> : tensor<f64>
+    %202 = stablehlo.convert %cst_10 : (tensor<f64>) -> tensor<f32> loc(#loc162)
+    %203 = stablehlo.divide %201, %202 : tensor<f32> loc(#loc163)
+    return %203 : tensor<f32> loc(#loc)
   } loc(#loc1)
 } loc(#loc)
 #loc2 = loc("jit(loss)/tok_embeddings"("llama.py":11:8))
 #loc3 = loc("jit(loss)/tok_embeddings"("llama.py":12:8))
-#loc4 = loc("jit(loss)/layers.0.attention"("llama.py":13:8))
+#loc4 = loc("jit(loss)/tok_embeddings"("llama.py":13:8))
 #loc5 = loc("jit(loss)/layers.0.attention"("llama.py":14:8))
 #loc6 = loc("jit(loss)/layers.0.attention"("llama.py":15:8))
 #loc7 = loc("jit(loss)/layers.0.attention"("llama.py":16:8))
@@ -308,9 +317,9 @@ module @jit_loss attributes {jax.uses_shape_polymorphism = false, mhlo.num_parti
 #loc51 = loc("jit(loss)/layers.0.attention"("llama.py":60:8))
 #loc52 = loc("jit(loss)/layers.0.attention"("llama.py":61:8))
 #loc53 = loc("jit(loss)/layers.0.attention"("llama.py":62:8))
-#loc54 = loc("jit(loss)/layers.0.feed_forward"("llama.py":63:8))
-#loc55 = loc("jit(loss)/layers.0.feed_forward"("llama.py":64:8))
-#loc56 = loc("jit(loss)/layers.0.feed_forward"("llama.py":65:8))
+#loc54 = loc("jit(loss)/layers.0.attention"("llama.py":63:8))
+#loc55 = loc("jit(loss)/layers.0.attention"("llama.py":64:8))
+#loc56 = loc("jit(loss)/layers.0.attention"("llama.py":65:8))
 #loc57 = loc("jit(loss)/layers.0.feed_forward"("llama.py":66:8))
 #loc58 = loc("jit(loss)/layers.0.feed_forward"("llama.py":67:8))
 #loc59 = loc("jit(loss)/layers.0.feed_forward"("llama.py":68:8))
@@ -322,10 +331,10 @@ module @jit_loss attributes {jax.uses_shape_polymorphism = false, mhlo.num_parti
 #loc65 = loc("jit(loss)/layers.0.feed_forward"("llama.py":74:8))
 #loc66 = loc("jit(loss)/layers.0.feed_forward"("llama.py":75:8))
 #loc67 = loc("jit(loss)/layers.0.feed_forward"("llama.py":76:8))
-#loc68 = loc("jit(loss)/layers.1.attention"("llama.py":77:8))
-#loc69 = loc("jit(loss)/layers.1.attention"("llama.py":78:8))
-#loc70 = loc("jit(loss)/layers.1.attention"("llama.py":79:8))
-#loc71 = loc("jit(loss)/layers.1.attention"("llama.py":80:8))
+#loc68 = loc("jit(loss)/layers.0.feed_forward"("llama.py":77:8))
+#loc69 = loc("jit(loss)/layers.0.feed_forward"("llama.py":78:8))
+#loc70 = loc("jit(loss)/layers.0.feed_forward"("llama.py":79:8))
+#loc71 = loc("jit(loss)/layers.0.feed_forward"("llama.py":80:8))
 #loc72 = loc("jit(loss)/layers.1.attention"("llama.py":81:8))
 #loc73 = loc("jit(loss)/layers.1.attention"("llama.py":82:8))
 #loc74 = loc("jit(loss)/layers.1.attention"("llama.py":83:8))
@@ -372,12 +381,12 @@ module @jit_loss attributes {jax.uses_shape_polymorphism = false, mhlo.num_parti
 #loc115 = loc("jit(loss)/layers.1.attention"("llama.py":124:8))
 #loc116 = loc("jit(loss)/layers.1.attention"("llama.py":125:8))
 #loc117 = loc("jit(loss)/layers.1.attention"("llama.py":126:8))
-#loc118 = loc("jit(loss)/layers.1.feed_forward"("llama.py":127:8))
-#loc119 = loc("jit(loss)/layers.1.feed_forward"("llama.py":128:8))
-#loc120 = loc("jit(loss)/layers.1.feed_forward"("llama.py":129:8))
-#loc121 = loc("jit(loss)/layers.1.feed_forward"("llama.py":130:8))
-#loc122 = loc("jit(loss)/layers.1.feed_forward"("llama.py":131:8))
-#loc123 = loc("jit(loss)/layers.1.feed_forward"("llama.py":132:8))
+#loc118 = loc("jit(loss)/layers.1.attention"("llama.py":127:8))
+#loc119 = loc("jit(loss)/layers.1.attention"("llama.py":128:8))
+#loc120 = loc("jit(loss)/layers.1.attention"("llama.py":129:8))
+#loc121 = loc("jit(loss)/layers.1.attention"("llama.py":130:8))
+#loc122 = loc("jit(loss)/layers.1.attention"("llama.py":131:8))
+#loc123 = loc("jit(loss)/layers.1.attention"("llama.py":132:8))
 #loc124 = loc("jit(loss)/layers.1.feed_forward"("llama.py":133:8))
 #loc125 = loc("jit(loss)/layers.1.feed_forward"("llama.py":134:8))
 #loc126 = loc("jit(loss)/layers.1.feed_forward"("llama.py":135:8))
@@ -386,22 +395,22 @@ module @jit_loss attributes {jax.uses_shape_polymorphism = false, mhlo.num_parti
 #loc129 = loc("jit(loss)/layers.1.feed_forward"("llama.py":138:8))
 #loc130 = loc("jit(loss)/layers.1.feed_forward"("llama.py":139:8))
 #loc131 = loc("jit(loss)/layers.1.feed_forward"("llama.py":140:8))
-#loc132 = loc("jit(loss)/output"("llama.py":141:8))
-#loc133 = loc("jit(loss)/output"("llama.py":142:8))
-#loc134 = loc("jit(loss)/output"("llama.py":143:8))
-#loc135 = loc("jit(loss)/output"("llama.py":144:8))
-#loc136 = loc("jit(loss)/output"("llama.py":145:8))
-#loc137 = loc("jit(loss)/output"("llama.py":146:8))
-#loc138 = loc("jit(loss)/output"("llama.py":147:8))
+#loc132 = loc("jit(loss)/layers.1.feed_forward"("llama.py":141:8))
+#loc133 = loc("jit(loss)/layers.1.feed_forward"("llama.py":142:8))
+#loc134 = loc("jit(loss)/layers.1.feed_forward"("llama.py":143:8))
+#loc135 = loc("jit(loss)/layers.1.feed_forward"("llama.py":144:8))
+#loc136 = loc("jit(loss)/layers.1.feed_forward"("llama.py":145:8))
+#loc137 = loc("jit(loss)/layers.1.feed_forward"("llama.py":146:8))
+#loc138 = loc("jit(loss)/layers.1.feed_forward"("llama.py":147:8))
 #loc139 = loc("jit(loss)/output"("llama.py":148:8))
-#loc140 = loc("jit(loss)/cross_entropy"("llama.py":149:8))
-#loc141 = loc("jit(loss)/cross_entropy"("llama.py":150:8))
-#loc142 = loc("jit(loss)/cross_entropy"("llama.py":151:8))
-#loc143 = loc("jit(loss)/cross_entropy"("llama.py":152:8))
-#loc144 = loc("jit(loss)/cross_entropy"("llama.py":153:8))
-#loc145 = loc("jit(loss)/cross_entropy"("llama.py":154:8))
-#loc146 = loc("jit(loss)/cross_entropy"("llama.py":155:8))
-#loc147 = loc("jit(loss)/cross_entropy"("llama.py":156:8))
+#loc140 = loc("jit(loss)/output"("llama.py":149:8))
+#loc141 = loc("jit(loss)/output"("llama.py":150:8))
+#loc142 = loc("jit(loss)/output"("llama.py":151:8))
+#loc143 = loc("jit(loss)/output"("llama.py":152:8))
+#loc144 = loc("jit(loss)/output"("llama.py":153:8))
+#loc145 = loc("jit(loss)/output"("llama.py":154:8))
+#loc146 = loc("jit(loss)/output"("llama.py":155:8))
+#loc147 = loc("jit(loss)/output"("llama.py":156:8))
 #loc148 = loc("jit(loss)/cross_entropy"("llama.py":157:8))
 #loc149 = loc("jit(loss)/cross_entropy"("llama.py":158:8))
 #loc150 = loc("jit(loss)/cross_entropy"("llama.py":159:8))
@@ -409,3 +418,12 @@ module @jit_loss attributes {jax.uses_shape_polymorphism = false, mhlo.num_parti
 #loc152 = loc("jit(loss)/cross_entropy"("llama.py":161:8))
 #loc153 = loc("jit(loss)/cross_entropy"("llama.py":162:8))
 #loc154 = loc("jit(loss)/cross_entropy"("llama.py":163:8))
+#loc155 = loc("jit(loss)/cross_entropy"("llama.py":164:8))
+#loc156 = loc("jit(loss)/cross_entropy"("llama.py":165:8))
+#loc157 = loc("jit(loss)/cross_entropy"("llama.py":166:8))
+#loc158 = loc("jit(loss)/cross_entropy"("llama.py":167:8))
+#loc159 = loc("jit(loss)/cross_entropy"("llama.py":168:8))
+#loc160 = loc("jit(loss)/cross_entropy"("llama.py":169:8))
+#loc161 = loc("jit(loss)/cross_entropy"("llama.py":170:8))
+#loc162 = loc("jit(loss)/cross_entropy"("llama.py":171:8))
+#loc163 = loc("jit(loss)/cross_entropy"("llama.py":172:8))

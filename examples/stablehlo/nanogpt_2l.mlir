@@ -4,301 +4,310 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
   func.func @main(%arg0: tensor<65x64xf32>, %arg1: tensor<64x64xf32>, %arg2: tensor<64xf32>, %arg3: tensor<64xf32>, %arg4: tensor<192x64xf32>, %arg5: tensor<192xf32>, %arg6: tensor<64x64xf32>, %arg7: tensor<64xf32>, %arg8: tensor<64xf32>, %arg9: tensor<64xf32>, %arg10: tensor<256x64xf32>, %arg11: tensor<256xf32>, %arg12: tensor<64x256xf32>, %arg13: tensor<64xf32>, %arg14: tensor<64xf32>, %arg15: tensor<64xf32>, %arg16: tensor<192x64xf32>, %arg17: tensor<192xf32>, %arg18: tensor<64x64xf32>, %arg19: tensor<64xf32>, %arg20: tensor<64xf32>, %arg21: tensor<64xf32>, %arg22: tensor<256x64xf32>, %arg23: tensor<256xf32>, %arg24: tensor<64x256xf32>, %arg25: tensor<64xf32>, %arg26: tensor<64xf32>, %arg27: tensor<64xf32>, %arg28: tensor<65x64xf32>, %arg29: tensor<65xf32>, %arg30: tensor<12x64xi64>, %arg31: tensor<12x64xi64>) -> tensor<f32> {
     %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
     %cst_0 = stablehlo.constant dense<0xFF800000> : tensor<f32>
-    %cst_1 = stablehlo.constant dense<1.000000e-05> : tensor<f32>
-    %0 = "stablehlo.gather"(%arg0, %arg30) <{dimension_numbers = #stablehlo.gather<offset_dims = [2], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 2>, indices_are_sorted = false, slice_sizes = array<i64: 1, 64>}> : (tensor<65x64xf32>, tensor<12x64xi64>) -> tensor<12x64x64xf32> loc(#loc2)
-    %1 = stablehlo.iota dim = 0 : tensor<64xi64> loc(#loc3)
-    %2 = "stablehlo.gather"(%arg1, %1) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = array<i64: 1, 64>}> : (tensor<64x64xf32>, tensor<64xi64>) -> tensor<64x64xf32> loc(#loc4)
-    %3 = stablehlo.broadcast_in_dim %2, dims = [1, 2] : (tensor<64x64xf32>) -> tensor<12x64x64xf32>
-    %4 = stablehlo.add %0, %3 : tensor<12x64x64xf32> loc(#loc5)
-    %cst_2 = stablehlo.constant dense<1.562500e-02> : tensor<f32>
-    %5 = stablehlo.reduce(%4 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc6)
-    %6 = stablehlo.broadcast_in_dim %cst_2, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %7 = stablehlo.multiply %5, %6 : tensor<12x64xf32> loc(#loc7)
-    %8 = stablehlo.broadcast_in_dim %7, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %9 = stablehlo.subtract %4, %8 : tensor<12x64x64xf32> loc(#loc8)
-    %10 = stablehlo.multiply %9, %9 : tensor<12x64x64xf32> loc(#loc9)
-    %11 = "stablehlo.reduce"(%10, %cst) ({
+    %cst_1 = stablehlo.constant dense<1.000000e-05> : tensor<f64>
+    %0 = stablehlo.convert %cst_1 : (tensor<f64>) -> tensor<f32> loc(#loc2)
+    %1 = "stablehlo.gather"(%arg0, %arg30) <{dimension_numbers = #stablehlo.gather<offset_dims = [2], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 2>, indices_are_sorted = false, slice_sizes = array<i64: 1, 64>}> : (tensor<65x64xf32>, tensor<12x64xi64>) -> tensor<12x64x64xf32> loc(#loc3)
+    %2 = stablehlo.iota dim = 0 : tensor<64xi64> loc(#loc4)
+    %3 = "stablehlo.gather"(%arg1, %2) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = array<i64: 1, 64>}> : (tensor<64x64xf32>, tensor<64xi64>) -> tensor<64x64xf32> loc(#loc5)
+    %4 = stablehlo.broadcast_in_dim %3, dims = [1, 2] : (tensor<64x64xf32>) -> tensor<12x64x64xf32>
+    %5 = stablehlo.add %1, %4 : tensor<12x64x64xf32> loc(#loc6)
+    %cst_2 = stablehlo.constant dense<1.562500e-02> : tensor<f64>
+    %6 = stablehlo.convert %cst_2 : (tensor<f64>) -> tensor<f32> loc(#loc7)
+    %7 = stablehlo.reduce(%5 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc8)
+    %8 = stablehlo.broadcast_in_dim %6, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %9 = stablehlo.multiply %7, %8 : tensor<12x64xf32> loc(#loc9)
+    %10 = stablehlo.broadcast_in_dim %9, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %11 = stablehlo.subtract %5, %10 : tensor<12x64x64xf32> loc(#loc10)
+    %12 = stablehlo.multiply %11, %11 : tensor<12x64x64xf32> loc(#loc11)
+    %13 = "stablehlo.reduce"(%12, %cst) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %245 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc10)
-      stablehlo.return %245 : tensor<f32> loc(#loc10)
-    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc10)
-    %12 = stablehlo.broadcast_in_dim %cst_2, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %13 = stablehlo.multiply %11, %12 : tensor<12x64xf32> loc(#loc11)
-    %14 = stablehlo.broadcast_in_dim %cst_1, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %15 = stablehlo.add %13, %14 : tensor<12x64xf32> loc(#loc12)
-    %16 = stablehlo.rsqrt %15 : tensor<12x64xf32> loc(#loc13)
-    %17 = stablehlo.broadcast_in_dim %16, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %18 = stablehlo.multiply %9, %17 : tensor<12x64x64xf32> loc(#loc14)
-    %19 = stablehlo.broadcast_in_dim %arg2, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %20 = stablehlo.multiply %18, %19 : tensor<12x64x64xf32> loc(#loc15)
-    %21 = stablehlo.broadcast_in_dim %arg3, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %22 = stablehlo.add %20, %21 : tensor<12x64x64xf32> loc(#loc16)
-    %23 = stablehlo.transpose %arg4, dims = [1, 0] : (tensor<192x64xf32>) -> tensor<64x192xf32> loc(#loc17)
-    %24 = stablehlo.reshape %22 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc18)
-    %25 = stablehlo.dot_general %24, %23, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<768x64xf32>, tensor<64x192xf32>) -> tensor<768x192xf32> loc(#loc19)
-    %26 = stablehlo.reshape %25 : (tensor<768x192xf32>) -> tensor<12x64x192xf32> loc(#loc20)
-    %27 = stablehlo.broadcast_in_dim %arg5, dims = [2] : (tensor<192xf32>) -> tensor<12x64x192xf32>
-    %28 = stablehlo.add %26, %27 : tensor<12x64x192xf32> loc(#loc21)
-    %29 = stablehlo.slice %28 [0:12:1, 0:64:1, 0:64:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc22)
-    %30 = stablehlo.reshape %29 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc23)
-    %31 = stablehlo.transpose %30, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc24)
-    %32 = stablehlo.slice %28 [0:12:1, 0:64:1, 64:128:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc25)
-    %33 = stablehlo.reshape %32 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc26)
-    %34 = stablehlo.transpose %33, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc27)
-    %35 = stablehlo.slice %28 [0:12:1, 0:64:1, 128:192:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc28)
-    %36 = stablehlo.reshape %35 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc29)
-    %37 = stablehlo.transpose %36, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc30)
-    %38 = stablehlo.transpose %34, dims = [0, 1, 3, 2] : (tensor<12x4x64x16xf32>) -> tensor<12x4x16x64xf32> loc(#loc31)
-    %39 = stablehlo.reshape %31 : (tensor<12x4x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc32)
-    %40 = stablehlo.reshape %38 : (tensor<12x4x16x64xf32>) -> tensor<48x16x64xf32> loc(#loc33)
-    %41 = stablehlo.dot_general %39, %40, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<48x64x16xf32>, tensor<48x16x64xf32>) -> tensor<48x64x64xf32> loc(#loc34)
-    %42 = stablehlo.reshape %41 : (tensor<48x64x64xf32>) -> tensor<12x4x64x64xf32> loc(#loc35)
-    %cst_3 = stablehlo.constant dense<2.500000e-01> : tensor<f32>
-    %43 = stablehlo.broadcast_in_dim %cst_3, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
-    %44 = stablehlo.multiply %42, %43 : tensor<12x4x64x64xf32> loc(#loc36)
-    %45 = stablehlo.iota dim = 0 : tensor<64x64xi64> loc(#loc37)
-    %46 = stablehlo.iota dim = 1 : tensor<64x64xi64> loc(#loc38)
-    %47 = stablehlo.compare  GT, %46, %45,  SIGNED : (tensor<64x64xi64>, tensor<64x64xi64>) -> tensor<64x64xi1> loc(#loc39)
-    %48 = stablehlo.broadcast_in_dim %47, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<12x4x64x64xi1>
-    %49 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
-    %50 = stablehlo.select %48, %49, %44 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc40)
-    %51 = "stablehlo.reduce"(%50, %cst_0) ({
+      %254 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc12)
+      stablehlo.return %254 : tensor<f32> loc(#loc12)
+    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc12)
+    %14 = stablehlo.broadcast_in_dim %6, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %15 = stablehlo.multiply %13, %14 : tensor<12x64xf32> loc(#loc13)
+    %16 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %17 = stablehlo.add %15, %16 : tensor<12x64xf32> loc(#loc14)
+    %18 = stablehlo.rsqrt %17 : tensor<12x64xf32> loc(#loc15)
+    %19 = stablehlo.broadcast_in_dim %18, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %20 = stablehlo.multiply %11, %19 : tensor<12x64x64xf32> loc(#loc16)
+    %21 = stablehlo.broadcast_in_dim %arg2, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %22 = stablehlo.multiply %20, %21 : tensor<12x64x64xf32> loc(#loc17)
+    %23 = stablehlo.broadcast_in_dim %arg3, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %24 = stablehlo.add %22, %23 : tensor<12x64x64xf32> loc(#loc18)
+    %25 = stablehlo.transpose %arg4, dims = [1, 0] : (tensor<192x64xf32>) -> tensor<64x192xf32> loc(#loc19)
+    %26 = stablehlo.reshape %24 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc20)
+    %27 = stablehlo.dot_general %26, %25, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<768x64xf32>, tensor<64x192xf32>) -> tensor<768x192xf32> loc(#loc21)
+    %28 = stablehlo.reshape %27 : (tensor<768x192xf32>) -> tensor<12x64x192xf32> loc(#loc22)
+    %29 = stablehlo.broadcast_in_dim %arg5, dims = [2] : (tensor<192xf32>) -> tensor<12x64x192xf32>
+    %30 = stablehlo.add %28, %29 : tensor<12x64x192xf32> loc(#loc23)
+    %31 = stablehlo.slice %30 [0:12:1, 0:64:1, 0:64:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc24)
+    %32 = stablehlo.reshape %31 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc25)
+    %33 = stablehlo.transpose %32, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc26)
+    %34 = stablehlo.slice %30 [0:12:1, 0:64:1, 64:128:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc27)
+    %35 = stablehlo.reshape %34 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc28)
+    %36 = stablehlo.transpose %35, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc29)
+    %37 = stablehlo.slice %30 [0:12:1, 0:64:1, 128:192:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc30)
+    %38 = stablehlo.reshape %37 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc31)
+    %39 = stablehlo.transpose %38, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc32)
+    %40 = stablehlo.transpose %36, dims = [0, 1, 3, 2] : (tensor<12x4x64x16xf32>) -> tensor<12x4x16x64xf32> loc(#loc33)
+    %41 = stablehlo.reshape %33 : (tensor<12x4x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc34)
+    %42 = stablehlo.reshape %40 : (tensor<12x4x16x64xf32>) -> tensor<48x16x64xf32> loc(#loc35)
+    %43 = stablehlo.dot_general %41, %42, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<48x64x16xf32>, tensor<48x16x64xf32>) -> tensor<48x64x64xf32> loc(#loc36)
+    %44 = stablehlo.reshape %43 : (tensor<48x64x64xf32>) -> tensor<12x4x64x64xf32> loc(#loc37)
+    %cst_3 = stablehlo.constant dense<2.500000e-01> : tensor<f64>
+    %45 = stablehlo.convert %cst_3 : (tensor<f64>) -> tensor<f32> loc(#loc38)
+    %46 = stablehlo.broadcast_in_dim %45, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
+    %47 = stablehlo.multiply %44, %46 : tensor<12x4x64x64xf32> loc(#loc39)
+    %48 = stablehlo.iota dim = 0 : tensor<64x64xi64> loc(#loc40)
+    %49 = stablehlo.iota dim = 1 : tensor<64x64xi64> loc(#loc41)
+    %50 = stablehlo.compare  GT, %49, %48,  SIGNED : (tensor<64x64xi64>, tensor<64x64xi64>) -> tensor<64x64xi1> loc(#loc42)
+    %51 = stablehlo.broadcast_in_dim %50, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<12x4x64x64xi1>
+    %52 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
+    %53 = stablehlo.select %51, %52, %47 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc43)
+    %54 = "stablehlo.reduce"(%53, %cst_0) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %245 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc41)
-      stablehlo.return %245 : tensor<f32> loc(#loc41)
-    }) {dimensions = array<i64: 3>} : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc41)
-    %52 = stablehlo.broadcast_in_dim %51, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
-    %53 = stablehlo.subtract %50, %52 : tensor<12x4x64x64xf32> loc(#loc42)
-    %54 = stablehlo.exponential %53 : tensor<12x4x64x64xf32> loc(#loc43)
-    %55 = stablehlo.reduce(%54 init: %cst) applies stablehlo.add across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc44)
-    %56 = stablehlo.broadcast_in_dim %55, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
-    %57 = stablehlo.divide %54, %56 : tensor<12x4x64x64xf32> loc(#loc45)
-    %58 = stablehlo.reshape %57 : (tensor<12x4x64x64xf32>) -> tensor<48x64x64xf32> loc(#loc46)
-    %59 = stablehlo.reshape %37 : (tensor<12x4x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc47)
-    %60 = stablehlo.dot_general %58, %59, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<48x64x64xf32>, tensor<48x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc48)
-    %61 = stablehlo.reshape %60 : (tensor<48x64x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc49)
-    %62 = stablehlo.transpose %61, dims = [0, 2, 1, 3] : (tensor<12x4x64x16xf32>) -> tensor<12x64x4x16xf32> loc(#loc50)
-    %63 = stablehlo.reshape %62 : (tensor<12x64x4x16xf32>) -> tensor<12x64x64xf32> loc(#loc51)
-    %64 = stablehlo.transpose %arg6, dims = [1, 0] : (tensor<64x64xf32>) -> tensor<64x64xf32> loc(#loc52)
-    %65 = stablehlo.reshape %63 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc53)
-    %66 = stablehlo.dot_general %65, %64, contracting_dims = [1] x [0] : (tensor<768x64xf32>, tensor<64x64xf32>) -> tensor<768x64xf32> loc(#loc54)
-    %67 = stablehlo.reshape %66 : (tensor<768x64xf32>) -> tensor<12x64x64xf32> loc(#loc55)
-    %68 = stablehlo.broadcast_in_dim %arg7, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %69 = stablehlo.add %67, %68 : tensor<12x64x64xf32> loc(#loc56)
-    %70 = stablehlo.add %4, %69 : tensor<12x64x64xf32> loc(#loc57)
-    %cst_4 = stablehlo.constant dense<1.562500e-02> : tensor<f32>
-    %71 = stablehlo.reduce(%70 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc58)
-    %72 = stablehlo.broadcast_in_dim %cst_4, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %73 = stablehlo.multiply %71, %72 : tensor<12x64xf32> loc(#loc59)
-    %74 = stablehlo.broadcast_in_dim %73, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %75 = stablehlo.subtract %70, %74 : tensor<12x64x64xf32> loc(#loc60)
-    %76 = stablehlo.multiply %75, %75 : tensor<12x64x64xf32> loc(#loc61)
-    %77 = "stablehlo.reduce"(%76, %cst) ({
+      %254 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc44)
+      stablehlo.return %254 : tensor<f32> loc(#loc44)
+    }) {dimensions = array<i64: 3>} : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc44)
+    %55 = stablehlo.broadcast_in_dim %54, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
+    %56 = stablehlo.subtract %53, %55 : tensor<12x4x64x64xf32> loc(#loc45)
+    %57 = stablehlo.exponential %56 : tensor<12x4x64x64xf32> loc(#loc46)
+    %58 = stablehlo.reduce(%57 init: %cst) applies stablehlo.add across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc47)
+    %59 = stablehlo.broadcast_in_dim %58, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
+    %60 = stablehlo.divide %57, %59 : tensor<12x4x64x64xf32> loc(#loc48)
+    %61 = stablehlo.reshape %60 : (tensor<12x4x64x64xf32>) -> tensor<48x64x64xf32> loc(#loc49)
+    %62 = stablehlo.reshape %39 : (tensor<12x4x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc50)
+    %63 = stablehlo.dot_general %61, %62, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<48x64x64xf32>, tensor<48x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc51)
+    %64 = stablehlo.reshape %63 : (tensor<48x64x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc52)
+    %65 = stablehlo.transpose %64, dims = [0, 2, 1, 3] : (tensor<12x4x64x16xf32>) -> tensor<12x64x4x16xf32> loc(#loc53)
+    %66 = stablehlo.reshape %65 : (tensor<12x64x4x16xf32>) -> tensor<12x64x64xf32> loc(#loc54)
+    %67 = stablehlo.transpose %arg6, dims = [1, 0] : (tensor<64x64xf32>) -> tensor<64x64xf32> loc(#loc55)
+    %68 = stablehlo.reshape %66 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc56)
+    %69 = stablehlo.dot_general %68, %67, contracting_dims = [1] x [0] : (tensor<768x64xf32>, tensor<64x64xf32>) -> tensor<768x64xf32> loc(#loc57)
+    %70 = stablehlo.reshape %69 : (tensor<768x64xf32>) -> tensor<12x64x64xf32> loc(#loc58)
+    %71 = stablehlo.broadcast_in_dim %arg7, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %72 = stablehlo.add %70, %71 : tensor<12x64x64xf32> loc(#loc59)
+    %73 = stablehlo.add %5, %72 : tensor<12x64x64xf32> loc(#loc60)
+    %cst_4 = stablehlo.constant dense<1.562500e-02> : tensor<f64>
+    %74 = stablehlo.convert %cst_4 : (tensor<f64>) -> tensor<f32> loc(#loc61)
+    %75 = stablehlo.reduce(%73 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc62)
+    %76 = stablehlo.broadcast_in_dim %74, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %77 = stablehlo.multiply %75, %76 : tensor<12x64xf32> loc(#loc63)
+    %78 = stablehlo.broadcast_in_dim %77, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %79 = stablehlo.subtract %73, %78 : tensor<12x64x64xf32> loc(#loc64)
+    %80 = stablehlo.multiply %79, %79 : tensor<12x64x64xf32> loc(#loc65)
+    %81 = "stablehlo.reduce"(%80, %cst) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %245 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc62)
-      stablehlo.return %245 : tensor<f32> loc(#loc62)
-    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc62)
-    %78 = stablehlo.broadcast_in_dim %cst_4, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %79 = stablehlo.multiply %77, %78 : tensor<12x64xf32> loc(#loc63)
-    %80 = stablehlo.broadcast_in_dim %cst_1, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %81 = stablehlo.add %79, %80 : tensor<12x64xf32> loc(#loc64)
-    %82 = stablehlo.rsqrt %81 : tensor<12x64xf32> loc(#loc65)
-    %83 = stablehlo.broadcast_in_dim %82, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %84 = stablehlo.multiply %75, %83 : tensor<12x64x64xf32> loc(#loc66)
-    %85 = stablehlo.broadcast_in_dim %arg8, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %86 = stablehlo.multiply %84, %85 : tensor<12x64x64xf32> loc(#loc67)
-    %87 = stablehlo.broadcast_in_dim %arg9, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %88 = stablehlo.add %86, %87 : tensor<12x64x64xf32> loc(#loc68)
-    %89 = stablehlo.transpose %arg10, dims = [1, 0] : (tensor<256x64xf32>) -> tensor<64x256xf32> loc(#loc69)
-    %90 = stablehlo.reshape %88 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc70)
-    %91 = stablehlo.dot_general %90, %89, contracting_dims = [1] x [0] : (tensor<768x64xf32>, tensor<64x256xf32>) -> tensor<768x256xf32> loc(#loc71)
-    %92 = stablehlo.reshape %91 : (tensor<768x256xf32>) -> tensor<12x64x256xf32> loc(#loc72)
-    %93 = stablehlo.broadcast_in_dim %arg11, dims = [2] : (tensor<256xf32>) -> tensor<12x64x256xf32>
-    %94 = stablehlo.add %92, %93 : tensor<12x64x256xf32> loc(#loc73)
-    %95 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<12x64x256xf32>
-    %96 = stablehlo.maximum %94, %95 : tensor<12x64x256xf32> loc(#loc74)
-    %97 = stablehlo.transpose %arg12, dims = [1, 0] : (tensor<64x256xf32>) -> tensor<256x64xf32> loc(#loc75)
-    %98 = stablehlo.reshape %96 : (tensor<12x64x256xf32>) -> tensor<768x256xf32> loc(#loc76)
-    %99 = stablehlo.dot_general %98, %97, contracting_dims = [1] x [0] : (tensor<768x256xf32>, tensor<256x64xf32>) -> tensor<768x64xf32> loc(#loc77)
-    %100 = stablehlo.reshape %99 : (tensor<768x64xf32>) -> tensor<12x64x64xf32> loc(#loc78)
-    %101 = stablehlo.broadcast_in_dim %arg13, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %102 = stablehlo.add %100, %101 : tensor<12x64x64xf32> loc(#loc79)
-    %103 = stablehlo.add %70, %102 : tensor<12x64x64xf32> loc(#loc80)
-    %cst_5 = stablehlo.constant dense<1.562500e-02> : tensor<f32>
-    %104 = stablehlo.reduce(%103 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc81)
-    %105 = stablehlo.broadcast_in_dim %cst_5, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %106 = stablehlo.multiply %104, %105 : tensor<12x64xf32> loc(#loc82)
-    %107 = stablehlo.broadcast_in_dim %106, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %108 = stablehlo.subtract %103, %107 : tensor<12x64x64xf32> loc(#loc83)
-    %109 = stablehlo.multiply %108, %108 : tensor<12x64x64xf32> loc(#loc84)
-    %110 = "stablehlo.reduce"(%109, %cst) ({
+      %254 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc66)
+      stablehlo.return %254 : tensor<f32> loc(#loc66)
+    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc66)
+    %82 = stablehlo.broadcast_in_dim %74, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %83 = stablehlo.multiply %81, %82 : tensor<12x64xf32> loc(#loc67)
+    %84 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %85 = stablehlo.add %83, %84 : tensor<12x64xf32> loc(#loc68)
+    %86 = stablehlo.rsqrt %85 : tensor<12x64xf32> loc(#loc69)
+    %87 = stablehlo.broadcast_in_dim %86, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %88 = stablehlo.multiply %79, %87 : tensor<12x64x64xf32> loc(#loc70)
+    %89 = stablehlo.broadcast_in_dim %arg8, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %90 = stablehlo.multiply %88, %89 : tensor<12x64x64xf32> loc(#loc71)
+    %91 = stablehlo.broadcast_in_dim %arg9, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %92 = stablehlo.add %90, %91 : tensor<12x64x64xf32> loc(#loc72)
+    %93 = stablehlo.transpose %arg10, dims = [1, 0] : (tensor<256x64xf32>) -> tensor<64x256xf32> loc(#loc73)
+    %94 = stablehlo.reshape %92 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc74)
+    %95 = stablehlo.dot_general %94, %93, contracting_dims = [1] x [0] : (tensor<768x64xf32>, tensor<64x256xf32>) -> tensor<768x256xf32> loc(#loc75)
+    %96 = stablehlo.reshape %95 : (tensor<768x256xf32>) -> tensor<12x64x256xf32> loc(#loc76)
+    %97 = stablehlo.broadcast_in_dim %arg11, dims = [2] : (tensor<256xf32>) -> tensor<12x64x256xf32>
+    %98 = stablehlo.add %96, %97 : tensor<12x64x256xf32> loc(#loc77)
+    %99 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<12x64x256xf32>
+    %100 = stablehlo.maximum %98, %99 : tensor<12x64x256xf32> loc(#loc78)
+    %101 = stablehlo.transpose %arg12, dims = [1, 0] : (tensor<64x256xf32>) -> tensor<256x64xf32> loc(#loc79)
+    %102 = stablehlo.reshape %100 : (tensor<12x64x256xf32>) -> tensor<768x256xf32> loc(#loc80)
+    %103 = stablehlo.dot_general %102, %101, contracting_dims = [1] x [0] : (tensor<768x256xf32>, tensor<256x64xf32>) -> tensor<768x64xf32> loc(#loc81)
+    %104 = stablehlo.reshape %103 : (tensor<768x64xf32>) -> tensor<12x64x64xf32> loc(#loc82)
+    %105 = stablehlo.broadcast_in_dim %arg13, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %106 = stablehlo.add %104, %105 : tensor<12x64x64xf32> loc(#loc83)
+    %107 = stablehlo.add %73, %106 : tensor<12x64x64xf32> loc(#loc84)
+    %cst_5 = stablehlo.constant dense<1.562500e-02> : tensor<f64>
+    %108 = stablehlo.convert %cst_5 : (tensor<f64>) -> tensor<f32> loc(#loc85)
+    %109 = stablehlo.reduce(%107 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc86)
+    %110 = stablehlo.broadcast_in_dim %108, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %111 = stablehlo.multiply %109, %110 : tensor<12x64xf32> loc(#loc87)
+    %112 = stablehlo.broadcast_in_dim %111, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %113 = stablehlo.subtract %107, %112 : tensor<12x64x64xf32> loc(#loc88)
+    %114 = stablehlo.multiply %113, %113 : tensor<12x64x64xf32> loc(#loc89)
+    %115 = "stablehlo.reduce"(%114, %cst) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %245 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc85)
-      stablehlo.return %245 : tensor<f32> loc(#loc85)
-    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc85)
-    %111 = stablehlo.broadcast_in_dim %cst_5, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %112 = stablehlo.multiply %110, %111 : tensor<12x64xf32> loc(#loc86)
-    %113 = stablehlo.broadcast_in_dim %cst_1, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %114 = stablehlo.add %112, %113 : tensor<12x64xf32> loc(#loc87)
-    %115 = stablehlo.rsqrt %114 : tensor<12x64xf32> loc(#loc88)
-    %116 = stablehlo.broadcast_in_dim %115, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %117 = stablehlo.multiply %108, %116 : tensor<12x64x64xf32> loc(#loc89)
-    %118 = stablehlo.broadcast_in_dim %arg14, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %119 = stablehlo.multiply %117, %118 : tensor<12x64x64xf32> loc(#loc90)
-    %120 = stablehlo.broadcast_in_dim %arg15, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %121 = stablehlo.add %119, %120 : tensor<12x64x64xf32> loc(#loc91)
-    %122 = stablehlo.transpose %arg16, dims = [1, 0] : (tensor<192x64xf32>) -> tensor<64x192xf32> loc(#loc92)
-    %123 = stablehlo.reshape %121 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc93)
-    %124 = stablehlo.dot_general %123, %122, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<768x64xf32>, tensor<64x192xf32>) -> tensor<768x192xf32> loc(#loc94)
-    %125 = stablehlo.reshape %124 : (tensor<768x192xf32>) -> tensor<12x64x192xf32> loc(#loc95)
-    %126 = stablehlo.broadcast_in_dim %arg17, dims = [2] : (tensor<192xf32>) -> tensor<12x64x192xf32>
-    %127 = stablehlo.add %125, %126 : tensor<12x64x192xf32> loc(#loc96)
-    %128 = stablehlo.slice %127 [0:12:1, 0:64:1, 0:64:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc97)
-    %129 = stablehlo.reshape %128 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc98)
-    %130 = stablehlo.transpose %129, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc99)
-    %131 = stablehlo.slice %127 [0:12:1, 0:64:1, 64:128:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc100)
-    %132 = stablehlo.reshape %131 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc101)
-    %133 = stablehlo.transpose %132, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc102)
-    %134 = stablehlo.slice %127 [0:12:1, 0:64:1, 128:192:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc103)
-    %135 = stablehlo.reshape %134 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc104)
-    %136 = stablehlo.transpose %135, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc105)
-    %137 = stablehlo.transpose %133, dims = [0, 1, 3, 2] : (tensor<12x4x64x16xf32>) -> tensor<12x4x16x64xf32> loc(#loc106)
-    %138 = stablehlo.reshape %130 : (tensor<12x4x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc107)
-    %139 = stablehlo.reshape %137 : (tensor<12x4x16x64xf32>) -> tensor<48x16x64xf32> loc(#loc108)
-    %140 = stablehlo.dot_general %138, %139, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<48x64x16xf32>, tensor<48x16x64xf32>) -> tensor<48x64x64xf32> loc(#loc109)
-    %141 = stablehlo.reshape %140 : (tensor<48x64x64xf32>) -> tensor<12x4x64x64xf32> loc(#loc110)
-    %cst_6 = stablehlo.constant dense<2.500000e-01> : tensor<f32>
-    %142 = stablehlo.broadcast_in_dim %cst_6, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
-    %143 = stablehlo.multiply %141, %142 : tensor<12x4x64x64xf32> loc(#loc111)
-    %144 = stablehlo.iota dim = 0 : tensor<64x64xi64> loc(#loc112)
-    %145 = stablehlo.iota dim = 1 : tensor<64x64xi64> loc(#loc113)
-    %146 = stablehlo.compare  GT, %145, %144,  SIGNED : (tensor<64x64xi64>, tensor<64x64xi64>) -> tensor<64x64xi1> loc(#loc114)
-    %147 = stablehlo.broadcast_in_dim %146, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<12x4x64x64xi1>
-    %148 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
-    %149 = stablehlo.select %147, %148, %143 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc115)
-    %150 = "stablehlo.reduce"(%149, %cst_0) ({
+      %254 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc90)
+      stablehlo.return %254 : tensor<f32> loc(#loc90)
+    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc90)
+    %116 = stablehlo.broadcast_in_dim %108, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %117 = stablehlo.multiply %115, %116 : tensor<12x64xf32> loc(#loc91)
+    %118 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %119 = stablehlo.add %117, %118 : tensor<12x64xf32> loc(#loc92)
+    %120 = stablehlo.rsqrt %119 : tensor<12x64xf32> loc(#loc93)
+    %121 = stablehlo.broadcast_in_dim %120, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %122 = stablehlo.multiply %113, %121 : tensor<12x64x64xf32> loc(#loc94)
+    %123 = stablehlo.broadcast_in_dim %arg14, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %124 = stablehlo.multiply %122, %123 : tensor<12x64x64xf32> loc(#loc95)
+    %125 = stablehlo.broadcast_in_dim %arg15, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %126 = stablehlo.add %124, %125 : tensor<12x64x64xf32> loc(#loc96)
+    %127 = stablehlo.transpose %arg16, dims = [1, 0] : (tensor<192x64xf32>) -> tensor<64x192xf32> loc(#loc97)
+    %128 = stablehlo.reshape %126 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc98)
+    %129 = stablehlo.dot_general %128, %127, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<768x64xf32>, tensor<64x192xf32>) -> tensor<768x192xf32> loc(#loc99)
+    %130 = stablehlo.reshape %129 : (tensor<768x192xf32>) -> tensor<12x64x192xf32> loc(#loc100)
+    %131 = stablehlo.broadcast_in_dim %arg17, dims = [2] : (tensor<192xf32>) -> tensor<12x64x192xf32>
+    %132 = stablehlo.add %130, %131 : tensor<12x64x192xf32> loc(#loc101)
+    %133 = stablehlo.slice %132 [0:12:1, 0:64:1, 0:64:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc102)
+    %134 = stablehlo.reshape %133 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc103)
+    %135 = stablehlo.transpose %134, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc104)
+    %136 = stablehlo.slice %132 [0:12:1, 0:64:1, 64:128:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc105)
+    %137 = stablehlo.reshape %136 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc106)
+    %138 = stablehlo.transpose %137, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc107)
+    %139 = stablehlo.slice %132 [0:12:1, 0:64:1, 128:192:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc108)
+    %140 = stablehlo.reshape %139 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc109)
+    %141 = stablehlo.transpose %140, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc110)
+    %142 = stablehlo.transpose %138, dims = [0, 1, 3, 2] : (tensor<12x4x64x16xf32>) -> tensor<12x4x16x64xf32> loc(#loc111)
+    %143 = stablehlo.reshape %135 : (tensor<12x4x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc112)
+    %144 = stablehlo.reshape %142 : (tensor<12x4x16x64xf32>) -> tensor<48x16x64xf32> loc(#loc113)
+    %145 = stablehlo.dot_general %143, %144, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<48x64x16xf32>, tensor<48x16x64xf32>) -> tensor<48x64x64xf32> loc(#loc114)
+    %146 = stablehlo.reshape %145 : (tensor<48x64x64xf32>) -> tensor<12x4x64x64xf32> loc(#loc115)
+    %cst_6 = stablehlo.constant dense<2.500000e-01> : tensor<f64>
+    %147 = stablehlo.convert %cst_6 : (tensor<f64>) -> tensor<f32> loc(#loc116)
+    %148 = stablehlo.broadcast_in_dim %147, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
+    %149 = stablehlo.multiply %146, %148 : tensor<12x4x64x64xf32> loc(#loc117)
+    %150 = stablehlo.iota dim = 0 : tensor<64x64xi64> loc(#loc118)
+    %151 = stablehlo.iota dim = 1 : tensor<64x64xi64> loc(#loc119)
+    %152 = stablehlo.compare  GT, %151, %150,  SIGNED : (tensor<64x64xi64>, tensor<64x64xi64>) -> tensor<64x64xi1> loc(#loc120)
+    %153 = stablehlo.broadcast_in_dim %152, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<12x4x64x64xi1>
+    %154 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
+    %155 = stablehlo.select %153, %154, %149 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc121)
+    %156 = "stablehlo.reduce"(%155, %cst_0) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %245 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc116)
-      stablehlo.return %245 : tensor<f32> loc(#loc116)
-    }) {dimensions = array<i64: 3>} : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc116)
-    %151 = stablehlo.broadcast_in_dim %150, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
-    %152 = stablehlo.subtract %149, %151 : tensor<12x4x64x64xf32> loc(#loc117)
-    %153 = stablehlo.exponential %152 : tensor<12x4x64x64xf32> loc(#loc118)
-    %154 = stablehlo.reduce(%153 init: %cst) applies stablehlo.add across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc119)
-    %155 = stablehlo.broadcast_in_dim %154, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
-    %156 = stablehlo.divide %153, %155 : tensor<12x4x64x64xf32> loc(#loc120)
-    %157 = stablehlo.reshape %156 : (tensor<12x4x64x64xf32>) -> tensor<48x64x64xf32> loc(#loc121)
-    %158 = stablehlo.reshape %136 : (tensor<12x4x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc122)
-    %159 = stablehlo.dot_general %157, %158, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<48x64x64xf32>, tensor<48x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc123)
-    %160 = stablehlo.reshape %159 : (tensor<48x64x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc124)
-    %161 = stablehlo.transpose %160, dims = [0, 2, 1, 3] : (tensor<12x4x64x16xf32>) -> tensor<12x64x4x16xf32> loc(#loc125)
-    %162 = stablehlo.reshape %161 : (tensor<12x64x4x16xf32>) -> tensor<12x64x64xf32> loc(#loc126)
-    %163 = stablehlo.transpose %arg18, dims = [1, 0] : (tensor<64x64xf32>) -> tensor<64x64xf32> loc(#loc127)
-    %164 = stablehlo.reshape %162 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc128)
-    %165 = stablehlo.dot_general %164, %163, contracting_dims = [1] x [0] : (tensor<768x64xf32>, tensor<64x64xf32>) -> tensor<768x64xf32> loc(#loc129)
-    %166 = stablehlo.reshape %165 : (tensor<768x64xf32>) -> tensor<12x64x64xf32> loc(#loc130)
-    %167 = stablehlo.broadcast_in_dim %arg19, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %168 = stablehlo.add %166, %167 : tensor<12x64x64xf32> loc(#loc131)
-    %169 = stablehlo.add %103, %168 : tensor<12x64x64xf32> loc(#loc132)
-    %cst_7 = stablehlo.constant dense<1.562500e-02> : tensor<f32>
-    %170 = stablehlo.reduce(%169 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc133)
-    %171 = stablehlo.broadcast_in_dim %cst_7, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %172 = stablehlo.multiply %170, %171 : tensor<12x64xf32> loc(#loc134)
-    %173 = stablehlo.broadcast_in_dim %172, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %174 = stablehlo.subtract %169, %173 : tensor<12x64x64xf32> loc(#loc135)
-    %175 = stablehlo.multiply %174, %174 : tensor<12x64x64xf32> loc(#loc136)
-    %176 = "stablehlo.reduce"(%175, %cst) ({
+      %254 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc122)
+      stablehlo.return %254 : tensor<f32> loc(#loc122)
+    }) {dimensions = array<i64: 3>} : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc122)
+    %157 = stablehlo.broadcast_in_dim %156, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
+    %158 = stablehlo.subtract %155, %157 : tensor<12x4x64x64xf32> loc(#loc123)
+    %159 = stablehlo.exponential %158 : tensor<12x4x64x64xf32> loc(#loc124)
+    %160 = stablehlo.reduce(%159 init: %cst) applies stablehlo.add across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc125)
+    %161 = stablehlo.broadcast_in_dim %160, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
+    %162 = stablehlo.divide %159, %161 : tensor<12x4x64x64xf32> loc(#loc126)
+    %163 = stablehlo.reshape %162 : (tensor<12x4x64x64xf32>) -> tensor<48x64x64xf32> loc(#loc127)
+    %164 = stablehlo.reshape %141 : (tensor<12x4x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc128)
+    %165 = stablehlo.dot_general %163, %164, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<48x64x64xf32>, tensor<48x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc129)
+    %166 = stablehlo.reshape %165 : (tensor<48x64x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc130)
+    %167 = stablehlo.transpose %166, dims = [0, 2, 1, 3] : (tensor<12x4x64x16xf32>) -> tensor<12x64x4x16xf32> loc(#loc131)
+    %168 = stablehlo.reshape %167 : (tensor<12x64x4x16xf32>) -> tensor<12x64x64xf32> loc(#loc132)
+    %169 = stablehlo.transpose %arg18, dims = [1, 0] : (tensor<64x64xf32>) -> tensor<64x64xf32> loc(#loc133)
+    %170 = stablehlo.reshape %168 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc134)
+    %171 = stablehlo.dot_general %170, %169, contracting_dims = [1] x [0] : (tensor<768x64xf32>, tensor<64x64xf32>) -> tensor<768x64xf32> loc(#loc135)
+    %172 = stablehlo.reshape %171 : (tensor<768x64xf32>) -> tensor<12x64x64xf32> loc(#loc136)
+    %173 = stablehlo.broadcast_in_dim %arg19, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %174 = stablehlo.add %172, %173 : tensor<12x64x64xf32> loc(#loc137)
+    %175 = stablehlo.add %107, %174 : tensor<12x64x64xf32> loc(#loc138)
+    %cst_7 = stablehlo.constant dense<1.562500e-02> : tensor<f64>
+    %176 = stablehlo.convert %cst_7 : (tensor<f64>) -> tensor<f32> loc(#loc139)
+    %177 = stablehlo.reduce(%175 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc140)
+    %178 = stablehlo.broadcast_in_dim %176, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %179 = stablehlo.multiply %177, %178 : tensor<12x64xf32> loc(#loc141)
+    %180 = stablehlo.broadcast_in_dim %179, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %181 = stablehlo.subtract %175, %180 : tensor<12x64x64xf32> loc(#loc142)
+    %182 = stablehlo.multiply %181, %181 : tensor<12x64x64xf32> loc(#loc143)
+    %183 = "stablehlo.reduce"(%182, %cst) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %245 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc137)
-      stablehlo.return %245 : tensor<f32> loc(#loc137)
-    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc137)
-    %177 = stablehlo.broadcast_in_dim %cst_7, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %178 = stablehlo.multiply %176, %177 : tensor<12x64xf32> loc(#loc138)
-    %179 = stablehlo.broadcast_in_dim %cst_1, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %180 = stablehlo.add %178, %179 : tensor<12x64xf32> loc(#loc139)
-    %181 = stablehlo.rsqrt %180 : tensor<12x64xf32> loc(#loc140)
-    %182 = stablehlo.broadcast_in_dim %181, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %183 = stablehlo.multiply %174, %182 : tensor<12x64x64xf32> loc(#loc141)
-    %184 = stablehlo.broadcast_in_dim %arg20, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %185 = stablehlo.multiply %183, %184 : tensor<12x64x64xf32> loc(#loc142)
-    %186 = stablehlo.broadcast_in_dim %arg21, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %187 = stablehlo.add %185, %186 : tensor<12x64x64xf32> loc(#loc143)
-    %188 = stablehlo.transpose %arg22, dims = [1, 0] : (tensor<256x64xf32>) -> tensor<64x256xf32> loc(#loc144)
-    %189 = stablehlo.reshape %187 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc145)
-    %190 = stablehlo.dot_general %189, %188, contracting_dims = [1] x [0] : (tensor<768x64xf32>, tensor<64x256xf32>) -> tensor<768x256xf32> loc(#loc146)
-    %191 = stablehlo.reshape %190 : (tensor<768x256xf32>) -> tensor<12x64x256xf32> loc(#loc147)
-    %192 = stablehlo.broadcast_in_dim %arg23, dims = [2] : (tensor<256xf32>) -> tensor<12x64x256xf32>
-    %193 = stablehlo.add %191, %192 : tensor<12x64x256xf32> loc(#loc148)
-    %194 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<12x64x256xf32>
-    %195 = stablehlo.maximum %193, %194 : tensor<12x64x256xf32> loc(#loc149)
-    %196 = stablehlo.transpose %arg24, dims = [1, 0] : (tensor<64x256xf32>) -> tensor<256x64xf32> loc(#loc150)
-    %197 = stablehlo.reshape %195 : (tensor<12x64x256xf32>) -> tensor<768x256xf32> loc(#loc151)
-    %198 = stablehlo.dot_general %197, %196, contracting_dims = [1] x [0] : (tensor<768x256xf32>, tensor<256x64xf32>) -> tensor<768x64xf32> loc(#loc152)
-    %199 = stablehlo.reshape %198 : (tensor<768x64xf32>) -> tensor<12x64x64xf32> loc(#loc153)
-    %200 = stablehlo.broadcast_in_dim %arg25, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %201 = stablehlo.add %199, %200 : tensor<12x64x64xf32> loc(#loc154)
-    %202 = stablehlo.add %169, %201 : tensor<12x64x64xf32> loc(#loc155)
-    %cst_8 = stablehlo.constant dense<1.562500e-02> : tensor<f32>
-    %203 = stablehlo.reduce(%202 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc156)
-    %204 = stablehlo.broadcast_in_dim %cst_8, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %205 = stablehlo.multiply %203, %204 : tensor<12x64xf32> loc(#loc157)
-    %206 = stablehlo.broadcast_in_dim %205, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %207 = stablehlo.subtract %202, %206 : tensor<12x64x64xf32> loc(#loc158)
-    %208 = stablehlo.multiply %207, %207 : tensor<12x64x64xf32> loc(#loc159)
-    %209 = "stablehlo.reduce"(%208, %cst) ({
+      %254 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc144)
+      stablehlo.return %254 : tensor<f32> loc(#loc144)
+    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc144)
+    %184 = stablehlo.broadcast_in_dim %176, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %185 = stablehlo.multiply %183, %184 : tensor<12x64xf32> loc(#loc145)
+    %186 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %187 = stablehlo.add %185, %186 : tensor<12x64xf32> loc(#loc146)
+    %188 = stablehlo.rsqrt %187 : tensor<12x64xf32> loc(#loc147)
+    %189 = stablehlo.broadcast_in_dim %188, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %190 = stablehlo.multiply %181, %189 : tensor<12x64x64xf32> loc(#loc148)
+    %191 = stablehlo.broadcast_in_dim %arg20, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %192 = stablehlo.multiply %190, %191 : tensor<12x64x64xf32> loc(#loc149)
+    %193 = stablehlo.broadcast_in_dim %arg21, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %194 = stablehlo.add %192, %193 : tensor<12x64x64xf32> loc(#loc150)
+    %195 = stablehlo.transpose %arg22, dims = [1, 0] : (tensor<256x64xf32>) -> tensor<64x256xf32> loc(#loc151)
+    %196 = stablehlo.reshape %194 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc152)
+    %197 = stablehlo.dot_general %196, %195, contracting_dims = [1] x [0] : (tensor<768x64xf32>, tensor<64x256xf32>) -> tensor<768x256xf32> loc(#loc153)
+    %198 = stablehlo.reshape %197 : (tensor<768x256xf32>) -> tensor<12x64x256xf32> loc(#loc154)
+    %199 = stablehlo.broadcast_in_dim %arg23, dims = [2] : (tensor<256xf32>) -> tensor<12x64x256xf32>
+    %200 = stablehlo.add %198, %199 : tensor<12x64x256xf32> loc(#loc155)
+    %201 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<12x64x256xf32>
+    %202 = stablehlo.maximum %200, %201 : tensor<12x64x256xf32> loc(#loc156)
+    %203 = stablehlo.transpose %arg24, dims = [1, 0] : (tensor<64x256xf32>) -> tensor<256x64xf32> loc(#loc157)
+    %204 = stablehlo.reshape %202 : (tensor<12x64x256xf32>) -> tensor<768x256xf32> loc(#loc158)
+    %205 = stablehlo.dot_general %204, %203, contracting_dims = [1] x [0] : (tensor<768x256xf32>, tensor<256x64xf32>) -> tensor<768x64xf32> loc(#loc159)
+    %206 = stablehlo.reshape %205 : (tensor<768x64xf32>) -> tensor<12x64x64xf32> loc(#loc160)
+    %207 = stablehlo.broadcast_in_dim %arg25, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %208 = stablehlo.add %206, %207 : tensor<12x64x64xf32> loc(#loc161)
+    %209 = stablehlo.add %175, %208 : tensor<12x64x64xf32> loc(#loc162)
+    %cst_8 = stablehlo.constant dense<1.562500e-02> : tensor<f64>
+    %210 = stablehlo.convert %cst_8 : (tensor<f64>) -> tensor<f32> loc(#loc163)
+    %211 = stablehlo.reduce(%209 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc164)
+    %212 = stablehlo.broadcast_in_dim %210, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %213 = stablehlo.multiply %211, %212 : tensor<12x64xf32> loc(#loc165)
+    %214 = stablehlo.broadcast_in_dim %213, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %215 = stablehlo.subtract %209, %214 : tensor<12x64x64xf32> loc(#loc166)
+    %216 = stablehlo.multiply %215, %215 : tensor<12x64x64xf32> loc(#loc167)
+    %217 = "stablehlo.reduce"(%216, %cst) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %245 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc160)
-      stablehlo.return %245 : tensor<f32> loc(#loc160)
-    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc160)
-    %210 = stablehlo.broadcast_in_dim %cst_8, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %211 = stablehlo.multiply %209, %210 : tensor<12x64xf32> loc(#loc161)
-    %212 = stablehlo.broadcast_in_dim %cst_1, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %213 = stablehlo.add %211, %212 : tensor<12x64xf32> loc(#loc162)
-    %214 = stablehlo.rsqrt %213 : tensor<12x64xf32> loc(#loc163)
-    %215 = stablehlo.broadcast_in_dim %214, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %216 = stablehlo.multiply %207, %215 : tensor<12x64x64xf32> loc(#loc164)
-    %217 = stablehlo.broadcast_in_dim %arg26, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %218 = stablehlo.multiply %216, %217 : tensor<12x64x64xf32> loc(#loc165)
-    %219 = stablehlo.broadcast_in_dim %arg27, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %220 = stablehlo.add %218, %219 : tensor<12x64x64xf32> loc(#loc166)
-    %221 = stablehlo.transpose %arg28, dims = [1, 0] : (tensor<65x64xf32>) -> tensor<64x65xf32> loc(#loc167)
-    %222 = stablehlo.reshape %220 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc168)
-    %223 = stablehlo.dot_general %222, %221, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<768x64xf32>, tensor<64x65xf32>) -> tensor<768x65xf32> loc(#loc169)
-    %224 = stablehlo.reshape %223 : (tensor<768x65xf32>) -> tensor<12x64x65xf32> loc(#loc170)
-    %225 = stablehlo.broadcast_in_dim %arg29, dims = [2] : (tensor<65xf32>) -> tensor<12x64x65xf32>
-    %226 = stablehlo.add %224, %225 : tensor<12x64x65xf32> loc(#loc171)
-    %227 = stablehlo.reshape %226 : (tensor<12x64x65xf32>) -> tensor<768x65xf32> loc(#loc172)
-    %228 = stablehlo.reshape %arg31 : (tensor<12x64xi64>) -> tensor<768xi64> loc(#loc173)
+      %254 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc168)
+      stablehlo.return %254 : tensor<f32> loc(#loc168)
+    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc168)
+    %218 = stablehlo.broadcast_in_dim %210, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %219 = stablehlo.multiply %217, %218 : tensor<12x64xf32> loc(#loc169)
+    %220 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %221 = stablehlo.add %219, %220 : tensor<12x64xf32> loc(#loc170)
+    %222 = stablehlo.rsqrt %221 : tensor<12x64xf32> loc(#loc171)
+    %223 = stablehlo.broadcast_in_dim %222, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %224 = stablehlo.multiply %215, %223 : tensor<12x64x64xf32> loc(#loc172)
+    %225 = stablehlo.broadcast_in_dim %arg26, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %226 = stablehlo.multiply %224, %225 : tensor<12x64x64xf32> loc(#loc173)
+    %227 = stablehlo.broadcast_in_dim %arg27, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %228 = stablehlo.add %226, %227 : tensor<12x64x64xf32> loc(#loc174)
+    %229 = stablehlo.transpose %arg28, dims = [1, 0] : (tensor<65x64xf32>) -> tensor<64x65xf32> loc(#loc175)
+    %230 = stablehlo.reshape %228 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc176)
+    %231 = stablehlo.dot_general %230, %229, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<768x64xf32>, tensor<64x65xf32>) -> tensor<768x65xf32> loc(#loc177)
+    %232 = stablehlo.reshape %231 : (tensor<768x65xf32>) -> tensor<12x64x65xf32> loc(#loc178)
+    %233 = stablehlo.broadcast_in_dim %arg29, dims = [2] : (tensor<65xf32>) -> tensor<12x64x65xf32>
+    %234 = stablehlo.add %232, %233 : tensor<12x64x65xf32> loc(#loc179)
+    %235 = stablehlo.reshape %234 : (tensor<12x64x65xf32>) -> tensor<768x65xf32> loc(#loc180)
+    %236 = stablehlo.reshape %arg31 : (tensor<12x64xi64>) -> tensor<768xi64> loc(#loc181)
     %cst_9 = stablehlo.constant dense<0xFF800000> : tensor<f32>
-    %229 = "stablehlo.reduce"(%227, %cst_9) ({
+    %237 = "stablehlo.reduce"(%235, %cst_9) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %245 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc174)
-      stablehlo.return %245 : tensor<f32> loc(#loc174)
-    }) {dimensions = array<i64: 1>} : (tensor<768x65xf32>, tensor<f32>) -> tensor<768xf32> loc(#loc174)
-    %230 = stablehlo.broadcast_in_dim %229, dims = [0] : (tensor<768xf32>) -> tensor<768x65xf32>
-    %231 = stablehlo.subtract %227, %230 : tensor<768x65xf32> loc(#loc175)
-    %232 = stablehlo.exponential %231 : tensor<768x65xf32> loc(#loc176)
-    %233 = stablehlo.reduce(%232 init: %cst) applies stablehlo.add across dimensions = [1] : (tensor<768x65xf32>, tensor<f32>) -> tensor<768xf32> loc(#loc177)
-    %234 = stablehlo.log %233 : tensor<768xf32> loc(#loc178)
-    %235 = stablehlo.broadcast_in_dim %234, dims = [0] : (tensor<768xf32>) -> tensor<768x65xf32>
-    %236 = stablehlo.subtract %231, %235 : tensor<768x65xf32> loc(#loc179)
-    %237 = stablehlo.iota dim = 1 : tensor<768x65xi64> loc(#loc180)
-    %238 = stablehlo.broadcast_in_dim %228, dims = [0] : (tensor<768xi64>) -> tensor<768x65xi64>
-    %239 = stablehlo.compare  EQ, %237, %238,  SIGNED : (tensor<768x65xi64>, tensor<768x65xi64>) -> tensor<768x65xi1> loc(#loc181)
-    %240 = stablehlo.convert %239 : (tensor<768x65xi1>) -> tensor<768x65xf32> loc(#loc182)
-    %241 = stablehlo.multiply %236, %240 : tensor<768x65xf32> loc(#loc183)
-    %242 = stablehlo.reduce(%241 init: %cst) applies stablehlo.add across dimensions = [0, 1] : (tensor<768x65xf32>, tensor<f32>) -> tensor<f32> loc(#loc184)
-    %243 = stablehlo.negate %242 : tensor<f32> loc(#loc185)
-    %cst_10 = stablehlo.constant dense<7.680000e+02> : tensor<f32>
-    %244 = stablehlo.divide %243, %cst_10 : tensor<f32> loc(#loc186)
-    return %244 : tensor<f32> loc(#loc)
+      %254 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc182)
+      stablehlo.return %254 : tensor<f32> loc(#loc182)
+    }) {dimensions = array<i64: 1>} : (tensor<768x65xf32>, tensor<f32>) -> tensor<768xf32> loc(#loc182)
+    %238 = stablehlo.broadcast_in_dim %237, dims = [0] : (tensor<768xf32>) -> tensor<768x65xf32>
+    %239 = stablehlo.subtract %235, %238 : tensor<768x65xf32> loc(#loc183)
+    %240 = stablehlo.exponential %239 : tensor<768x65xf32> loc(#loc184)
+    %241 = stablehlo.reduce(%240 init: %cst) applies stablehlo.add across dimensions = [1] : (tensor<768x65xf32>, tensor<f32>) -> tensor<768xf32> loc(#loc185)
+    %242 = stablehlo.log %241 : tensor<768xf32> loc(#loc186)
+    %243 = stablehlo.broadcast_in_dim %242, dims = [0] : (tensor<768xf32>) -> tensor<768x65xf32>
+    %244 = stablehlo.subtract %239, %243 : tensor<768x65xf32> loc(#loc187)
+    %245 = stablehlo.iota dim = 1 : tensor<768x65xi64> loc(#loc188)
+    %246 = stablehlo.broadcast_in_dim %236, dims = [0] : (tensor<768xi64>) -> tensor<768x65xi64>
+    %247 = stablehlo.compare  EQ, %245, %246,  SIGNED : (tensor<768x65xi64>, tensor<768x65xi64>) -> tensor<768x65xi1> loc(#loc189)
+    %248 = stablehlo.convert %247 : (tensor<768x65xi1>) -> tensor<768x65xf32> loc(#loc190)
+    %249 = stablehlo.multiply %244, %248 : tensor<768x65xf32> loc(#loc191)
+    %250 = stablehlo.reduce(%249 init: %cst) applies stablehlo.add across dimensions = [0, 1] : (tensor<768x65xf32>, tensor<f32>) -> tensor<f32> loc(#loc192)
+    %251 = stablehlo.negate %250 : tensor<f32> loc(#loc193)
+    %cst_10 = stablehlo.constant dense<7.680000e+02> : tensor<f64>
+    %252 = stablehlo.convert %cst_10 : (tensor<f64>) -> tensor<f32> loc(#loc194)
+    %253 = stablehlo.divide %251, %252 : tensor<f32> loc(#loc195)
+    return %253 : tensor<f32> loc(#loc)
   } loc(#loc1)
 } loc(#loc)
 #loc2 = loc("embeddings"("nanogpt.py":11:8))
 #loc3 = loc("embeddings"("nanogpt.py":12:8))
 #loc4 = loc("embeddings"("nanogpt.py":13:8))
 #loc5 = loc("embeddings"("nanogpt.py":14:8))
-#loc6 = loc("transformer.h.0.attn"("nanogpt.py":15:8))
+#loc6 = loc("embeddings"("nanogpt.py":15:8))
 #loc7 = loc("transformer.h.0.attn"("nanogpt.py":16:8))
 #loc8 = loc("transformer.h.0.attn"("nanogpt.py":17:8))
 #loc9 = loc("transformer.h.0.attn"("nanogpt.py":18:8))
@@ -350,9 +359,9 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
 #loc55 = loc("transformer.h.0.attn"("nanogpt.py":64:8))
 #loc56 = loc("transformer.h.0.attn"("nanogpt.py":65:8))
 #loc57 = loc("transformer.h.0.attn"("nanogpt.py":66:8))
-#loc58 = loc("transformer.h.0.mlp"("nanogpt.py":67:8))
-#loc59 = loc("transformer.h.0.mlp"("nanogpt.py":68:8))
-#loc60 = loc("transformer.h.0.mlp"("nanogpt.py":69:8))
+#loc58 = loc("transformer.h.0.attn"("nanogpt.py":67:8))
+#loc59 = loc("transformer.h.0.attn"("nanogpt.py":68:8))
+#loc60 = loc("transformer.h.0.attn"("nanogpt.py":69:8))
 #loc61 = loc("transformer.h.0.mlp"("nanogpt.py":70:8))
 #loc62 = loc("transformer.h.0.mlp"("nanogpt.py":71:8))
 #loc63 = loc("transformer.h.0.mlp"("nanogpt.py":72:8))
@@ -373,10 +382,10 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
 #loc78 = loc("transformer.h.0.mlp"("nanogpt.py":87:8))
 #loc79 = loc("transformer.h.0.mlp"("nanogpt.py":88:8))
 #loc80 = loc("transformer.h.0.mlp"("nanogpt.py":89:8))
-#loc81 = loc("transformer.h.1.attn"("nanogpt.py":90:8))
-#loc82 = loc("transformer.h.1.attn"("nanogpt.py":91:8))
-#loc83 = loc("transformer.h.1.attn"("nanogpt.py":92:8))
-#loc84 = loc("transformer.h.1.attn"("nanogpt.py":93:8))
+#loc81 = loc("transformer.h.0.mlp"("nanogpt.py":90:8))
+#loc82 = loc("transformer.h.0.mlp"("nanogpt.py":91:8))
+#loc83 = loc("transformer.h.0.mlp"("nanogpt.py":92:8))
+#loc84 = loc("transformer.h.0.mlp"("nanogpt.py":93:8))
 #loc85 = loc("transformer.h.1.attn"("nanogpt.py":94:8))
 #loc86 = loc("transformer.h.1.attn"("nanogpt.py":95:8))
 #loc87 = loc("transformer.h.1.attn"("nanogpt.py":96:8))
@@ -425,12 +434,12 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
 #loc130 = loc("transformer.h.1.attn"("nanogpt.py":139:8))
 #loc131 = loc("transformer.h.1.attn"("nanogpt.py":140:8))
 #loc132 = loc("transformer.h.1.attn"("nanogpt.py":141:8))
-#loc133 = loc("transformer.h.1.mlp"("nanogpt.py":142:8))
-#loc134 = loc("transformer.h.1.mlp"("nanogpt.py":143:8))
-#loc135 = loc("transformer.h.1.mlp"("nanogpt.py":144:8))
-#loc136 = loc("transformer.h.1.mlp"("nanogpt.py":145:8))
-#loc137 = loc("transformer.h.1.mlp"("nanogpt.py":146:8))
-#loc138 = loc("transformer.h.1.mlp"("nanogpt.py":147:8))
+#loc133 = loc("transformer.h.1.attn"("nanogpt.py":142:8))
+#loc134 = loc("transformer.h.1.attn"("nanogpt.py":143:8))
+#loc135 = loc("transformer.h.1.attn"("nanogpt.py":144:8))
+#loc136 = loc("transformer.h.1.attn"("nanogpt.py":145:8))
+#loc137 = loc("transformer.h.1.attn"("nanogpt.py":146:8))
+#loc138 = loc("transformer.h.1.attn"("nanogpt.py":147:8))
 #loc139 = loc("transformer.h.1.mlp"("nanogpt.py":148:8))
 #loc140 = loc("transformer.h.1.mlp"("nanogpt.py":149:8))
 #loc141 = loc("transformer.h.1.mlp"("nanogpt.py":150:8))
@@ -448,13 +457,13 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
 #loc153 = loc("transformer.h.1.mlp"("nanogpt.py":162:8))
 #loc154 = loc("transformer.h.1.mlp"("nanogpt.py":163:8))
 #loc155 = loc("transformer.h.1.mlp"("nanogpt.py":164:8))
-#loc156 = loc("lm_head"("nanogpt.py":165:8))
-#loc157 = loc("lm_head"("nanogpt.py":166:8))
-#loc158 = loc("lm_head"("nanogpt.py":167:8))
-#loc159 = loc("lm_head"("nanogpt.py":168:8))
-#loc160 = loc("lm_head"("nanogpt.py":169:8))
-#loc161 = loc("lm_head"("nanogpt.py":170:8))
-#loc162 = loc("lm_head"("nanogpt.py":171:8))
+#loc156 = loc("transformer.h.1.mlp"("nanogpt.py":165:8))
+#loc157 = loc("transformer.h.1.mlp"("nanogpt.py":166:8))
+#loc158 = loc("transformer.h.1.mlp"("nanogpt.py":167:8))
+#loc159 = loc("transformer.h.1.mlp"("nanogpt.py":168:8))
+#loc160 = loc("transformer.h.1.mlp"("nanogpt.py":169:8))
+#loc161 = loc("transformer.h.1.mlp"("nanogpt.py":170:8))
+#loc162 = loc("transformer.h.1.mlp"("nanogpt.py":171:8))
 #loc163 = loc("lm_head"("nanogpt.py":172:8))
 #loc164 = loc("lm_head"("nanogpt.py":173:8))
 #loc165 = loc("lm_head"("nanogpt.py":174:8))
@@ -464,14 +473,14 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
 #loc169 = loc("lm_head"("nanogpt.py":178:8))
 #loc170 = loc("lm_head"("nanogpt.py":179:8))
 #loc171 = loc("lm_head"("nanogpt.py":180:8))
-#loc172 = loc("cross_entropy"("nanogpt.py":181:8))
-#loc173 = loc("cross_entropy"("nanogpt.py":182:8))
-#loc174 = loc("cross_entropy"("nanogpt.py":183:8))
-#loc175 = loc("cross_entropy"("nanogpt.py":184:8))
-#loc176 = loc("cross_entropy"("nanogpt.py":185:8))
-#loc177 = loc("cross_entropy"("nanogpt.py":186:8))
-#loc178 = loc("cross_entropy"("nanogpt.py":187:8))
-#loc179 = loc("cross_entropy"("nanogpt.py":188:8))
+#loc172 = loc("lm_head"("nanogpt.py":181:8))
+#loc173 = loc("lm_head"("nanogpt.py":182:8))
+#loc174 = loc("lm_head"("nanogpt.py":183:8))
+#loc175 = loc("lm_head"("nanogpt.py":184:8))
+#loc176 = loc("lm_head"("nanogpt.py":185:8))
+#loc177 = loc("lm_head"("nanogpt.py":186:8))
+#loc178 = loc("lm_head"("nanogpt.py":187:8))
+#loc179 = loc("lm_head"("nanogpt.py":188:8))
 #loc180 = loc("cross_entropy"("nanogpt.py":189:8))
 #loc181 = loc("cross_entropy"("nanogpt.py":190:8))
 #loc182 = loc("cross_entropy"("nanogpt.py":191:8))
@@ -479,3 +488,12 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
 #loc184 = loc("cross_entropy"("nanogpt.py":193:8))
 #loc185 = loc("cross_entropy"("nanogpt.py":194:8))
 #loc186 = loc("cross_entropy"("nanogpt.py":195:8))
+#loc187 = loc("cross_entropy"("nanogpt.py":196:8))
+#loc188 = loc("cross_entropy"("nanogpt.py":197:8))
+#loc189 = loc("cross_entropy"("nanogpt.py":198:8))
+#loc190 = loc("cross_entropy"("nanogpt.py":199:8))
+#loc191 = loc("cross_entropy"("nanogpt.py":200:8))
+#loc192 = loc("cross_entropy"("nanogpt.py":201:8))
+#loc193 = loc("cross_entropy"("nanogpt.py":202:8))
+#loc194 = loc("cross_entropy"("nanogpt.py":203:8))
+#loc195 = loc("cross_entropy"("nanogpt.py":204:8))

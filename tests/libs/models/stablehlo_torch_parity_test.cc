@@ -26,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "pcp/autodiff/interpreter.h"
+#include "pcp/autodiff/passes.h"
 #include "pcp/autodiff/text.h"
 #include "pcp/autodiff/verifier.h"
 #include "pcp/autodiff/vjp.h"
@@ -214,9 +215,21 @@ TEST_P(StablehloTorchParityTest, LossAndEveryGradient) {
   std::vector<Tensor> args;
   for (const NamedTensor& t : inputs) args.push_back(t.tensor);
 
-  absl::StatusOr<Function> grad_fn = BuildGradientFunction(*main, wrt);
+  // As a job prepares an imported module: the standard passes fold the f64 scale constants in
+  // double, then LowerF64ToF32 finds nothing left in f64 (no value computed in lower precision).
+  Function prepared = *main;
+  ASSERT_TRUE(RunStandardPasses(prepared).ok());
+  std::string first_f64;
+  absl::StatusOr<int> lowered = LowerF64ToF32(prepared, &first_f64);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_EQ(*lowered, 0) << "f64 survives folding at " << first_f64;
+  absl::StatusOr<Function> grad_fn = BuildGradientFunction(prepared, wrt);
   ASSERT_TRUE(grad_fn.ok()) << grad_fn.status();
   ASSERT_TRUE(Verify(*grad_fn).ok()) << Verify(*grad_fn);
+  // The module as parsed, f64 constants and all, differentiated directly (interpreter only:
+  // backends take no f64).
+  absl::StatusOr<Function> raw_grad_fn = BuildGradientFunction(*main, wrt);
+  ASSERT_TRUE(raw_grad_fn.ok()) << raw_grad_fn.status();
 
   absl::StatusOr<SafetensorsContents> ref = RunTorch(ex->kind, inputs);
   ASSERT_TRUE(ref.ok()) << ref.status();
@@ -231,7 +244,11 @@ TEST_P(StablehloTorchParityTest, LossAndEveryGradient) {
   }
   EXPECT_EQ(ref->tensors.size(), wrt.size() + 1) << "torch has trainable parameters the module lacks";
 
-  for (const auto& [runner_name, run] : Runners()) {
+  std::vector<std::pair<std::string, Runner>> runners = Runners();
+  runners.insert(runners.begin(), {"interpreter, as parsed", [&](const Function&, const std::vector<Tensor>& a) {
+                                     return Interpret(*raw_grad_fn, a);
+                                   }});
+  for (const auto& [runner_name, run] : runners) {
     SCOPED_TRACE(runner_name);
     absl::StatusOr<std::vector<Tensor>> ours = run(*grad_fn, args);
     ASSERT_TRUE(ours.ok()) << ours.status();
