@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes the two example "bring your own model" StableHLO modules, as exporters print them.
 
-  /usr/bin/python3 examples/stablehlo/gen_models.py [--out DIR] [--style full|compat]
+  /usr/bin/python3 examples/stablehlo/gen_models.py [--out DIR] [--style full|f64|compat]
                                                      [--batch B] [--seed S]
 
 writes into DIR (default: this script's folder), deterministically:
@@ -54,7 +54,7 @@ def float_literal(value, dtype="f32"):
     """A splat literal as MLIR prints it: %.6e when that reads back exactly, else the hex bits."""
     if dtype == "f64":
         text = "%.6e" % value
-        if float(text) == value:
+        if not math.isinf(value) and float(text) == value:
             return text
         return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
     f32 = float(np.float32(value))
