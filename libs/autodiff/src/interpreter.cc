@@ -151,6 +151,7 @@ FloatFn FloatKernel(Op op) {
     case Op::kTanh: return [](double a, double) { return std::tanh(a); };
     case Op::kLogistic: return [](double a, double) { return 1.0 / (1.0 + std::exp(-a)); };
     case Op::kAbs: return [](double a, double) { return std::fabs(a); };
+    case Op::kCeil: return [](double a, double) { return std::ceil(a); };
     case Op::kErf: return [](double a, double) { return std::erf(a); };
     default: return nullptr;
   }

@@ -36,7 +36,7 @@ absl::Status CheckDimList(Op op, absl::string_view what, const std::vector<int64
 bool IsFloatMathOp(Op op) {
   switch (op) {
     case Op::kExponential: case Op::kLog: case Op::kSqrt: case Op::kRsqrt: case Op::kTanh:
-    case Op::kLogistic: case Op::kErf: case Op::kPower:
+    case Op::kLogistic: case Op::kErf: case Op::kPower: case Op::kCeil:
       return true;
     default:
       return false;

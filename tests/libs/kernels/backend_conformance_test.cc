@@ -114,6 +114,7 @@ std::vector<Case> ElementwiseCases() {
       {Op::kTanh, {-6.0, 6.0}, 6e-7, 1e-7},
       {Op::kLogistic, {-20.0, 20.0}, 6e-7, 0},
       {Op::kErf, {-4.5, 4.5}, 6e-7, 1e-7},
+      {Op::kCeil, {-5.0, 5.0}, 0, 0},
   };
   for (const Unary& u : unaries) {
     for (const Shape& s : ElementwiseShapes()) {

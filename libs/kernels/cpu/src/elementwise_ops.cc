@@ -40,6 +40,7 @@ PCP_UNARY_FLOAT(RsqrtOp, 1.0f / std::sqrt(a))
 PCP_UNARY_FLOAT(TanhOp, TanhF(a))
 PCP_UNARY_FLOAT(LogisticOp, LogisticF(a))
 PCP_UNARY_FLOAT(ErfOp, ErfF(a))
+PCP_UNARY_FLOAT(CeilOp, std::ceil(a))
 #undef PCP_UNARY_FLOAT
 
 struct NegOp {
@@ -237,6 +238,8 @@ ElementwiseFn ArithmeticFn(Op op) {
         return UnaryFloat<LogisticOp>();
       case Op::kErf:
         return UnaryFloat<ErfOp>();
+      case Op::kCeil:
+        return UnaryFloat<CeilOp>();
       default:
         break;
     }

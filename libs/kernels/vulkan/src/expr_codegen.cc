@@ -21,6 +21,7 @@ std::string Unary(Op op, DType d, const std::string& a) {
     case Op::kTanh: return absl::StrCat("pcp_tanh(", a, ")");
     case Op::kLogistic: return absl::StrCat("pcp_logistic(", a, ")");
     case Op::kErf: return absl::StrCat("pcp_erf(", a, ")");
+    case Op::kCeil: return absl::StrCat("ceil(", a, ")");
     default: return "";
   }
 }

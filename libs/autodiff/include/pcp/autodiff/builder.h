@@ -64,6 +64,7 @@ class FunctionBuilder {
   ValueId Logistic(ValueId a) { return Emit(Op::kLogistic, {a}); }
   ValueId Abs(ValueId a) { return Emit(Op::kAbs, {a}); }
   ValueId Erf(ValueId a) { return Emit(Op::kErf, {a}); }
+  ValueId Ceil(ValueId a) { return Emit(Op::kCeil, {a}); }
   ValueId Compare(ValueId a, ValueId b, ComparisonDirection direction);
   ValueId Select(ValueId pred, ValueId on_true, ValueId on_false) {
     return Emit(Op::kSelect, {pred, on_true, on_false});

@@ -48,6 +48,7 @@ inline constexpr int kVariadic = -1;
   V(kTanh, "stablehlo.tanh", 1, kElementwise)                            \
   V(kLogistic, "stablehlo.logistic", 1, kElementwise)                    \
   V(kAbs, "stablehlo.abs", 1, kElementwise)                              \
+  V(kCeil, "stablehlo.ceil", 1, kElementwise)                            \
   V(kErf, "chlo.erf", 1, kElementwise)                                   \
   V(kCompare, "stablehlo.compare", 2, kElementwise)                      \
   V(kSelect, "stablehlo.select", 3, kElementwise)                        \
@@ -71,7 +72,7 @@ enum class Op : uint8_t {
 #define PCP_OP_COUNT_(e, name, arity, category) +1
 inline constexpr int kNumOps = 0 PCP_OP_LIST(PCP_OP_COUNT_);
 #undef PCP_OP_COUNT_
-static_assert(kNumOps == 30, "update kNumOps users (VJP table, kernels, tests) when adding ops");
+static_assert(kNumOps == 31, "update kNumOps users (VJP table, kernels, tests) when adding ops");
 
 absl::string_view OpName(Op op);
 int OpArity(Op op);  // kVariadic for concatenate
