@@ -72,6 +72,10 @@ absl::StatusOr<TensorType> InferElementwise(Op op, absl::Span<const TensorType> 
   if (IsFloatMathOp(op) && !IsFloat(d)) {
     return Error(op, absl::StrCat("needs a floating-point operand, got ", in[0].ToString()));
   }
+  if (IsLogical(op)) {
+    if (IsFloat(d)) return Error(op, absl::StrCat("needs an i1 or integer operand, got ", in[0].ToString()));
+    return in[0];
+  }
   if (d == DType::kBool) return Error(op, "is not defined on i1");
   return in[0];
 }

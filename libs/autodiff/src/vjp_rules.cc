@@ -5,6 +5,7 @@
 // contributions to operands that are not on such a path, so rules stay unconditional.
 //
 // Choices, in one place:
+//  - Non-differentiable ops: constant, iota, compare, ceil, and the predicates and / or / not.
 //  - Non-differentiable operands: integer indices (gather, scatter), predicates (select),
 //    integer sides of convert, and the init value of reduce, which is treated as a constant
 //    (the builder always makes it a literal 0 or -inf).
@@ -372,6 +373,9 @@ VjpEntry MakeEntry(Op op) {
     case Op::kIota: return NonDifferentiable();
     case Op::kCompare: return NonDifferentiable();
     case Op::kCeil: return NonDifferentiable();
+    case Op::kAnd: return NonDifferentiable();
+    case Op::kOr: return NonDifferentiable();
+    case Op::kNot: return NonDifferentiable();
     case Op::kAdd: return Rule(AddVjp);
     case Op::kSubtract: return Rule(SubtractVjp);
     case Op::kMultiply: return Rule(MultiplyVjp);

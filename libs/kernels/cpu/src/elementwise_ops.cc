@@ -63,6 +63,29 @@ struct AbsOp {
     }
   }
 };
+// Logical on i1 (bytes 0 / 1), bitwise on integers.
+struct AndOp {
+  template <typename T>
+  static T Apply(T a, T b) {
+    return static_cast<T>(a & b);
+  }
+};
+struct OrOp {
+  template <typename T>
+  static T Apply(T a, T b) {
+    return static_cast<T>(a | b);
+  }
+};
+struct NotOp {
+  template <typename T>
+  static T Apply(T a) {
+    if constexpr (std::is_same_v<T, Pred>) {
+      return a != 0 ? 0 : 1;
+    } else {
+      return static_cast<T>(~a);
+    }
+  }
+};
 struct AddOp {
   template <typename T>
   static T Apply(T a, T b) {
@@ -199,6 +222,20 @@ ElementwiseFn UnaryFloat() {
 }
 
 template <typename T>
+ElementwiseFn LogicalFn(Op op) {
+  switch (op) {
+    case Op::kAnd:
+      return &BinaryLoop<T, T, AndOp>;
+    case Op::kOr:
+      return &BinaryLoop<T, T, OrOp>;
+    case Op::kNot:
+      return &UnaryLoop<T, T, NotOp>;
+    default:
+      return nullptr;
+  }
+}
+
+template <typename T>
 ElementwiseFn ArithmeticFn(Op op) {
   switch (op) {
     case Op::kAdd:
@@ -324,6 +361,16 @@ ElementwiseFn GetElementwiseFn(Op op, DType operand, DType result, ComparisonDir
       }
       return nullptr;
     default:
+      if (IsLogical(op)) {
+        return ByType(operand, [&](auto t) -> ElementwiseFn {
+          using T = decltype(t);
+          if constexpr (std::is_floating_point_v<T>) {
+            return nullptr;
+          } else {
+            return LogicalFn<T>(op);
+          }
+        });
+      }
       if (!IsElementwise(op) || operand == DType::kBool) return nullptr;
       return ByType(operand, [&](auto t) -> ElementwiseFn {
         using T = decltype(t);
