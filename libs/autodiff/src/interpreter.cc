@@ -151,6 +151,7 @@ FloatFn FloatKernel(Op op) {
     case Op::kTanh: return [](double a, double) { return std::tanh(a); };
     case Op::kLogistic: return [](double a, double) { return 1.0 / (1.0 + std::exp(-a)); };
     case Op::kAbs: return [](double a, double) { return std::fabs(a); };
+    case Op::kCeil: return [](double a, double) { return std::ceil(a); };
     case Op::kErf: return [](double a, double) { return std::erf(a); };
     default: return nullptr;
   }
@@ -173,6 +174,9 @@ absl::StatusOr<T> IntegerOp(Op op, T a, T b) {
     case Op::kMinimum: return a < b ? a : b;
     case Op::kNegate: return static_cast<T>(U{0} - ua);
     case Op::kAbs: return a < 0 ? static_cast<T>(U{0} - ua) : a;
+    case Op::kAnd: return static_cast<T>(ua & ub);
+    case Op::kOr: return static_cast<T>(ua | ub);
+    case Op::kNot: return static_cast<T>(~ua);
     default: return NotDefined(op, std::is_same_v<T, int32_t> ? DType::kI32 : DType::kI64);
   }
 }
@@ -203,6 +207,13 @@ absl::StatusOr<Tensor> EvalArithmetic(Op op, const TensorType& rt, absl::Span<co
       for (int64_t i = 0; i < n; ++i) {
         PCP_ASSIGN_OR_RETURN(T v, IntegerOp<T>(op, Load<T>(a, i), Load<T>(b, i)));
         Store<T>(out, i, v);
+      }
+      return absl::OkStatus();
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (!IsLogical(op)) return NotDefined(op, rt.dtype);
+      for (int64_t i = 0; i < n; ++i) {
+        const bool x = Load<bool>(a, i), y = Load<bool>(b, i);
+        Store<bool>(out, i, op == Op::kAnd ? x && y : op == Op::kOr ? x || y : !x);
       }
       return absl::OkStatus();
     } else {

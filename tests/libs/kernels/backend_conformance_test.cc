@@ -114,6 +114,7 @@ std::vector<Case> ElementwiseCases() {
       {Op::kTanh, {-6.0, 6.0}, 6e-7, 1e-7},
       {Op::kLogistic, {-20.0, 20.0}, 6e-7, 0},
       {Op::kErf, {-4.5, 4.5}, 6e-7, 1e-7},
+      {Op::kCeil, {-5.0, 5.0}, 0, 0},
   };
   for (const Unary& u : unaries) {
     for (const Shape& s : ElementwiseShapes()) {
@@ -176,6 +177,27 @@ std::vector<Case> ElementwiseCases() {
                      0,
                      {{}, {-100, 100}, {-100, 100}}});
   }
+  // and / or / not: logical on i1, bitwise on integers; fed by compares, feeding a select.
+  for (DType d : {DType::kBool, DType::kI32, DType::kI64}) {
+    TensorType t{d, {5, 103}};
+    for (Op op : {Op::kAnd, Op::kOr}) {
+      cases.push_back({absl::StrCat(Short(op), "_", MlirName(d)), op, {t, t},
+                       [op](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Emit(op, {p[0], p[1]}); },
+                       0, 0, {{-1000, 1000}, {-1000, 1000}}});
+    }
+    cases.push_back({absl::StrCat("not_", MlirName(d)), Op::kNot, {t},
+                     [](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Not(p[0]); },
+                     0, 0, {{-1000, 1000}}});
+  }
+  cases.push_back({"and_not_of_compares_into_select",
+                   Op::kAnd,
+                   {F32({3, 129}), F32({3, 129})},
+                   [](FunctionBuilder& b, const std::vector<ValueId>& p) {
+                     ValueId lt = b.Compare(p[0], p[1], ComparisonDirection::kLT);
+                     ValueId pos = b.Compare(p[0], b.Full(0.0, F32({3, 129})), ComparisonDirection::kGT);
+                     ValueId pred = b.Or(b.And(lt, b.Not(pos)), b.Not(b.Or(lt, pos)));
+                     return b.Select(pred, p[0], p[1]);
+                   }});
   // Converts between every pair of computing types; floats beyond the i32 range saturate.
   for (DType from : {DType::kF32, DType::kI32, DType::kI64, DType::kBool}) {
     for (DType to : {DType::kF32, DType::kI32, DType::kI64, DType::kBool}) {
