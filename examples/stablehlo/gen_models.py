@@ -24,9 +24,10 @@ independently, are in models_torch.py; tests/libs/models/stablehlo_torch_parity_
 loss and gradients against them.
 
 --style picks how much of what torch exports also contain is written:
-  full    scale and epsilon constants as tensor<f64> converted to f32 (PCP folds them in double,
-          passes.h), and the causal mask as stablehlo.not of the kept positions
-  f64     (the default) the f64 constants, the causal mask as one comparison
+  full    (the default) scale and epsilon constants as tensor<f64> converted to f32 (PCP folds
+          them in double, passes.h); the causal mask as torch writes masked_fill(~tril) (nanogpt:
+          stablehlo.not of the kept positions) and as jnp.where(row >= col, ...) (llama)
+  f64     the f64 constants, the causal mask as one comparison of the masked positions
   compat  f32 constants only, for parsers without f64
 """
 import argparse
@@ -251,20 +252,23 @@ class Emitter:
     def bcast_to(self, x, like, dims):
         return self.broadcast(x, self.shape(like), dims)
 
-    def causal_fill(self, scores, neg_inf):
+    def causal_fill(self, scores, neg_inf, torch_like):
         """Scores [.., T, T] with key positions after the query's set to neg_inf (a scalar)."""
         shape = self.shape(scores)
         t = shape[-1]
         rank = len(shape)
         rows = self.iota([t, t], 0, "i64")
         cols = self.iota([t, t], 1, "i64")
-        if self.style == "full":  # torch: masked_fill(~tril)
+        fill = self.bcast_to(neg_inf, scores, [])
+        if self.style == "full" and torch_like:  # masked_fill(~tril(ones).bool(), -inf)
             keep = self.compare("LE", cols, rows, "SIGNED")
-            masked = self.unary("not", keep)
-        else:
-            masked = self.compare("GT", cols, rows, "SIGNED")
-        masked = self.broadcast(masked, shape, [rank - 2, rank - 1])
-        return self.select(masked, self.bcast_to(neg_inf, scores, []), scores)
+            masked = self.broadcast(self.unary("not", keep), shape, [rank - 2, rank - 1])
+            return self.select(masked, fill, scores)
+        if self.style == "full":  # jnp.where(row >= col, scores, -inf)
+            keep = self.broadcast(self.compare("GE", rows, cols, "SIGNED"), shape, [rank - 2, rank - 1])
+            return self.select(keep, scores, fill)
+        masked = self.broadcast(self.compare("GT", cols, rows, "SIGNED"), shape, [rank - 2, rank - 1])
+        return self.select(masked, fill, scores)
 
     def softmax_last(self, x, neg_inf, zero, forms):
         rank = len(self.shape(x))
@@ -387,7 +391,7 @@ def nanogpt(style, batch):
                        batch=([0], [0]), contract=([2], [1]))
         scores = e.reshape(scores, [batch, N_HEAD, BLOCK, BLOCK])
         scores = e.mul(scores, e.bcast_to(e.scalar(1.0 / math.sqrt(hd)), scores, []))
-        att = e.softmax_last(e.causal_fill(scores, neg_inf), neg_inf, zero, ("generic", "applies"))
+        att = e.softmax_last(e.causal_fill(scores, neg_inf, True), neg_inf, zero, ("generic", "applies"))
         y = e.dot(e.reshape(att, [batch * N_HEAD, BLOCK, BLOCK]), e.reshape(v, [batch * N_HEAD, BLOCK, hd]),
                   batch=([0], [0]), contract=([2], [1]))
         y = e.transpose(e.reshape(y, [batch, N_HEAD, BLOCK, hd]), [0, 2, 1, 3])
@@ -457,7 +461,7 @@ def llama(style, batch):
         k = rope(e, heads["wk"], a["rope.cos"], a["rope.sin"])
         q = e.div(q, e.bcast_to(e.scalar(math.sqrt(hd)), q, []))
         scores = e.dot(q, k, batch=([0, 1], [0, 1]), contract=([3], [3]), precision=True)
-        att = e.softmax_last(e.causal_fill(scores, neg_inf), neg_inf, zero, ("reducer", "reducer"))
+        att = e.softmax_last(e.causal_fill(scores, neg_inf, False), neg_inf, zero, ("reducer", "reducer"))
         y = e.dot(att, heads["wv"], batch=([0, 1], [0, 1]), contract=([3], [2]), precision=True)
         y = e.reshape(e.transpose(y, [0, 2, 1, 3]), [batch, BLOCK, c])
         x = e.add(x, jax_linear(e, y, a[p + "attention.wo.weight"]))
@@ -538,7 +542,7 @@ def write_safetensors(path, named_arrays):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
-    parser.add_argument("--style", choices=["full", "f64", "compat"], default="f64")
+    parser.add_argument("--style", choices=["full", "f64", "compat"], default="full")
     parser.add_argument("--batch", type=int, default=BATCH)
     parser.add_argument("--seed", type=int, default=1337)
     args = parser.parse_args()

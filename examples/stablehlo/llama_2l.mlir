@@ -63,10 +63,10 @@ module @jit_loss attributes {jax.uses_shape_polymorphism = false, mhlo.num_parti
     %49 = stablehlo.dot_general %48, %45, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3], precision = [DEFAULT, DEFAULT] : (tensor<12x4x64x16xf32>, tensor<12x4x64x16xf32>) -> tensor<12x4x64x64xf32> loc(#loc42)
     %50 = stablehlo.iota dim = 0 : tensor<64x64xi64> loc(#loc43)
     %51 = stablehlo.iota dim = 1 : tensor<64x64xi64> loc(#loc44)
-    %52 = stablehlo.compare  GT, %51, %50,  SIGNED : (tensor<64x64xi64>, tensor<64x64xi64>) -> tensor<64x64xi1> loc(#loc45)
-    %53 = stablehlo.broadcast_in_dim %52, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<12x4x64x64xi1>
-    %54 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
-    %55 = stablehlo.select %53, %54, %49 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc46)
+    %52 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
+    %53 = stablehlo.compare  GE, %50, %51,  SIGNED : (tensor<64x64xi64>, tensor<64x64xi64>) -> tensor<64x64xi1> loc(#loc45)
+    %54 = stablehlo.broadcast_in_dim %53, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<12x4x64x64xi1>
+    %55 = stablehlo.select %54, %49, %52 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc46)
     %56 = stablehlo.reduce(%55 init: %cst_0) across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32>
      reducer(%arg25: tensor<f32> loc(unknown), %arg26: tensor<f32> loc(unknown))  {
       %204 = stablehlo.maximum %arg25, %arg26 : tensor<f32> loc(#loc47)
@@ -166,10 +166,10 @@ module @jit_loss attributes {jax.uses_shape_polymorphism = false, mhlo.num_parti
     %133 = stablehlo.dot_general %132, %129, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3], precision = [DEFAULT, DEFAULT] : (tensor<12x4x64x16xf32>, tensor<12x4x64x16xf32>) -> tensor<12x4x64x64xf32> loc(#loc109)
     %134 = stablehlo.iota dim = 0 : tensor<64x64xi64> loc(#loc110)
     %135 = stablehlo.iota dim = 1 : tensor<64x64xi64> loc(#loc111)
-    %136 = stablehlo.compare  GT, %135, %134,  SIGNED : (tensor<64x64xi64>, tensor<64x64xi64>) -> tensor<64x64xi1> loc(#loc112)
-    %137 = stablehlo.broadcast_in_dim %136, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<12x4x64x64xi1>
-    %138 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
-    %139 = stablehlo.select %137, %138, %133 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc113)
+    %136 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
+    %137 = stablehlo.compare  GE, %134, %135,  SIGNED : (tensor<64x64xi64>, tensor<64x64xi64>) -> tensor<64x64xi1> loc(#loc112)
+    %138 = stablehlo.broadcast_in_dim %137, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<12x4x64x64xi1>
+    %139 = stablehlo.select %138, %133, %136 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc113)
     %140 = stablehlo.reduce(%139 init: %cst_0) across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32>
      reducer(%arg25: tensor<f32> loc(unknown), %arg26: tensor<f32> loc(unknown))  {
       %204 = stablehlo.maximum %arg25, %arg26 : tensor<f32> loc(#loc114)

@@ -21,8 +21,8 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
     %12 = stablehlo.multiply %11, %11 : tensor<12x64x64xf32> loc(#loc11)
     %13 = "stablehlo.reduce"(%12, %cst) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %254 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc12)
-      stablehlo.return %254 : tensor<f32> loc(#loc12)
+      %256 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc12)
+      stablehlo.return %256 : tensor<f32> loc(#loc12)
     }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc12)
     %14 = stablehlo.broadcast_in_dim %6, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
     %15 = stablehlo.multiply %13, %14 : tensor<12x64xf32> loc(#loc13)
@@ -61,246 +61,248 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
     %47 = stablehlo.multiply %44, %46 : tensor<12x4x64x64xf32> loc(#loc39)
     %48 = stablehlo.iota dim = 0 : tensor<64x64xi64> loc(#loc40)
     %49 = stablehlo.iota dim = 1 : tensor<64x64xi64> loc(#loc41)
-    %50 = stablehlo.compare  GT, %49, %48,  SIGNED : (tensor<64x64xi64>, tensor<64x64xi64>) -> tensor<64x64xi1> loc(#loc42)
-    %51 = stablehlo.broadcast_in_dim %50, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<12x4x64x64xi1>
-    %52 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
-    %53 = stablehlo.select %51, %52, %47 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc43)
-    %54 = "stablehlo.reduce"(%53, %cst_0) ({
+    %50 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
+    %51 = stablehlo.compare  LE, %49, %48,  SIGNED : (tensor<64x64xi64>, tensor<64x64xi64>) -> tensor<64x64xi1> loc(#loc42)
+    %52 = stablehlo.not %51 : tensor<64x64xi1> loc(#loc43)
+    %53 = stablehlo.broadcast_in_dim %52, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<12x4x64x64xi1>
+    %54 = stablehlo.select %53, %50, %47 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc44)
+    %55 = "stablehlo.reduce"(%54, %cst_0) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %254 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc44)
-      stablehlo.return %254 : tensor<f32> loc(#loc44)
-    }) {dimensions = array<i64: 3>} : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc44)
-    %55 = stablehlo.broadcast_in_dim %54, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
-    %56 = stablehlo.subtract %53, %55 : tensor<12x4x64x64xf32> loc(#loc45)
-    %57 = stablehlo.exponential %56 : tensor<12x4x64x64xf32> loc(#loc46)
-    %58 = stablehlo.reduce(%57 init: %cst) applies stablehlo.add across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc47)
-    %59 = stablehlo.broadcast_in_dim %58, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
-    %60 = stablehlo.divide %57, %59 : tensor<12x4x64x64xf32> loc(#loc48)
-    %61 = stablehlo.reshape %60 : (tensor<12x4x64x64xf32>) -> tensor<48x64x64xf32> loc(#loc49)
-    %62 = stablehlo.reshape %39 : (tensor<12x4x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc50)
-    %63 = stablehlo.dot_general %61, %62, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<48x64x64xf32>, tensor<48x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc51)
-    %64 = stablehlo.reshape %63 : (tensor<48x64x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc52)
-    %65 = stablehlo.transpose %64, dims = [0, 2, 1, 3] : (tensor<12x4x64x16xf32>) -> tensor<12x64x4x16xf32> loc(#loc53)
-    %66 = stablehlo.reshape %65 : (tensor<12x64x4x16xf32>) -> tensor<12x64x64xf32> loc(#loc54)
-    %67 = stablehlo.transpose %arg6, dims = [1, 0] : (tensor<64x64xf32>) -> tensor<64x64xf32> loc(#loc55)
-    %68 = stablehlo.reshape %66 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc56)
-    %69 = stablehlo.dot_general %68, %67, contracting_dims = [1] x [0] : (tensor<768x64xf32>, tensor<64x64xf32>) -> tensor<768x64xf32> loc(#loc57)
-    %70 = stablehlo.reshape %69 : (tensor<768x64xf32>) -> tensor<12x64x64xf32> loc(#loc58)
-    %71 = stablehlo.broadcast_in_dim %arg7, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %72 = stablehlo.add %70, %71 : tensor<12x64x64xf32> loc(#loc59)
-    %73 = stablehlo.add %5, %72 : tensor<12x64x64xf32> loc(#loc60)
+      %256 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc45)
+      stablehlo.return %256 : tensor<f32> loc(#loc45)
+    }) {dimensions = array<i64: 3>} : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc45)
+    %56 = stablehlo.broadcast_in_dim %55, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
+    %57 = stablehlo.subtract %54, %56 : tensor<12x4x64x64xf32> loc(#loc46)
+    %58 = stablehlo.exponential %57 : tensor<12x4x64x64xf32> loc(#loc47)
+    %59 = stablehlo.reduce(%58 init: %cst) applies stablehlo.add across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc48)
+    %60 = stablehlo.broadcast_in_dim %59, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
+    %61 = stablehlo.divide %58, %60 : tensor<12x4x64x64xf32> loc(#loc49)
+    %62 = stablehlo.reshape %61 : (tensor<12x4x64x64xf32>) -> tensor<48x64x64xf32> loc(#loc50)
+    %63 = stablehlo.reshape %39 : (tensor<12x4x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc51)
+    %64 = stablehlo.dot_general %62, %63, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<48x64x64xf32>, tensor<48x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc52)
+    %65 = stablehlo.reshape %64 : (tensor<48x64x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc53)
+    %66 = stablehlo.transpose %65, dims = [0, 2, 1, 3] : (tensor<12x4x64x16xf32>) -> tensor<12x64x4x16xf32> loc(#loc54)
+    %67 = stablehlo.reshape %66 : (tensor<12x64x4x16xf32>) -> tensor<12x64x64xf32> loc(#loc55)
+    %68 = stablehlo.transpose %arg6, dims = [1, 0] : (tensor<64x64xf32>) -> tensor<64x64xf32> loc(#loc56)
+    %69 = stablehlo.reshape %67 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc57)
+    %70 = stablehlo.dot_general %69, %68, contracting_dims = [1] x [0] : (tensor<768x64xf32>, tensor<64x64xf32>) -> tensor<768x64xf32> loc(#loc58)
+    %71 = stablehlo.reshape %70 : (tensor<768x64xf32>) -> tensor<12x64x64xf32> loc(#loc59)
+    %72 = stablehlo.broadcast_in_dim %arg7, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %73 = stablehlo.add %71, %72 : tensor<12x64x64xf32> loc(#loc60)
+    %74 = stablehlo.add %5, %73 : tensor<12x64x64xf32> loc(#loc61)
     %cst_4 = stablehlo.constant dense<1.562500e-02> : tensor<f64>
-    %74 = stablehlo.convert %cst_4 : (tensor<f64>) -> tensor<f32> loc(#loc61)
-    %75 = stablehlo.reduce(%73 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc62)
-    %76 = stablehlo.broadcast_in_dim %74, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %77 = stablehlo.multiply %75, %76 : tensor<12x64xf32> loc(#loc63)
-    %78 = stablehlo.broadcast_in_dim %77, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %79 = stablehlo.subtract %73, %78 : tensor<12x64x64xf32> loc(#loc64)
-    %80 = stablehlo.multiply %79, %79 : tensor<12x64x64xf32> loc(#loc65)
-    %81 = "stablehlo.reduce"(%80, %cst) ({
+    %75 = stablehlo.convert %cst_4 : (tensor<f64>) -> tensor<f32> loc(#loc62)
+    %76 = stablehlo.reduce(%74 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc63)
+    %77 = stablehlo.broadcast_in_dim %75, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %78 = stablehlo.multiply %76, %77 : tensor<12x64xf32> loc(#loc64)
+    %79 = stablehlo.broadcast_in_dim %78, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %80 = stablehlo.subtract %74, %79 : tensor<12x64x64xf32> loc(#loc65)
+    %81 = stablehlo.multiply %80, %80 : tensor<12x64x64xf32> loc(#loc66)
+    %82 = "stablehlo.reduce"(%81, %cst) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %254 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc66)
-      stablehlo.return %254 : tensor<f32> loc(#loc66)
-    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc66)
-    %82 = stablehlo.broadcast_in_dim %74, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %83 = stablehlo.multiply %81, %82 : tensor<12x64xf32> loc(#loc67)
-    %84 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %85 = stablehlo.add %83, %84 : tensor<12x64xf32> loc(#loc68)
-    %86 = stablehlo.rsqrt %85 : tensor<12x64xf32> loc(#loc69)
-    %87 = stablehlo.broadcast_in_dim %86, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %88 = stablehlo.multiply %79, %87 : tensor<12x64x64xf32> loc(#loc70)
-    %89 = stablehlo.broadcast_in_dim %arg8, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %90 = stablehlo.multiply %88, %89 : tensor<12x64x64xf32> loc(#loc71)
-    %91 = stablehlo.broadcast_in_dim %arg9, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %92 = stablehlo.add %90, %91 : tensor<12x64x64xf32> loc(#loc72)
-    %93 = stablehlo.transpose %arg10, dims = [1, 0] : (tensor<256x64xf32>) -> tensor<64x256xf32> loc(#loc73)
-    %94 = stablehlo.reshape %92 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc74)
-    %95 = stablehlo.dot_general %94, %93, contracting_dims = [1] x [0] : (tensor<768x64xf32>, tensor<64x256xf32>) -> tensor<768x256xf32> loc(#loc75)
-    %96 = stablehlo.reshape %95 : (tensor<768x256xf32>) -> tensor<12x64x256xf32> loc(#loc76)
-    %97 = stablehlo.broadcast_in_dim %arg11, dims = [2] : (tensor<256xf32>) -> tensor<12x64x256xf32>
-    %98 = stablehlo.add %96, %97 : tensor<12x64x256xf32> loc(#loc77)
-    %99 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<12x64x256xf32>
-    %100 = stablehlo.maximum %98, %99 : tensor<12x64x256xf32> loc(#loc78)
-    %101 = stablehlo.transpose %arg12, dims = [1, 0] : (tensor<64x256xf32>) -> tensor<256x64xf32> loc(#loc79)
-    %102 = stablehlo.reshape %100 : (tensor<12x64x256xf32>) -> tensor<768x256xf32> loc(#loc80)
-    %103 = stablehlo.dot_general %102, %101, contracting_dims = [1] x [0] : (tensor<768x256xf32>, tensor<256x64xf32>) -> tensor<768x64xf32> loc(#loc81)
-    %104 = stablehlo.reshape %103 : (tensor<768x64xf32>) -> tensor<12x64x64xf32> loc(#loc82)
-    %105 = stablehlo.broadcast_in_dim %arg13, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %106 = stablehlo.add %104, %105 : tensor<12x64x64xf32> loc(#loc83)
-    %107 = stablehlo.add %73, %106 : tensor<12x64x64xf32> loc(#loc84)
+      %256 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc67)
+      stablehlo.return %256 : tensor<f32> loc(#loc67)
+    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc67)
+    %83 = stablehlo.broadcast_in_dim %75, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %84 = stablehlo.multiply %82, %83 : tensor<12x64xf32> loc(#loc68)
+    %85 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %86 = stablehlo.add %84, %85 : tensor<12x64xf32> loc(#loc69)
+    %87 = stablehlo.rsqrt %86 : tensor<12x64xf32> loc(#loc70)
+    %88 = stablehlo.broadcast_in_dim %87, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %89 = stablehlo.multiply %80, %88 : tensor<12x64x64xf32> loc(#loc71)
+    %90 = stablehlo.broadcast_in_dim %arg8, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %91 = stablehlo.multiply %89, %90 : tensor<12x64x64xf32> loc(#loc72)
+    %92 = stablehlo.broadcast_in_dim %arg9, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %93 = stablehlo.add %91, %92 : tensor<12x64x64xf32> loc(#loc73)
+    %94 = stablehlo.transpose %arg10, dims = [1, 0] : (tensor<256x64xf32>) -> tensor<64x256xf32> loc(#loc74)
+    %95 = stablehlo.reshape %93 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc75)
+    %96 = stablehlo.dot_general %95, %94, contracting_dims = [1] x [0] : (tensor<768x64xf32>, tensor<64x256xf32>) -> tensor<768x256xf32> loc(#loc76)
+    %97 = stablehlo.reshape %96 : (tensor<768x256xf32>) -> tensor<12x64x256xf32> loc(#loc77)
+    %98 = stablehlo.broadcast_in_dim %arg11, dims = [2] : (tensor<256xf32>) -> tensor<12x64x256xf32>
+    %99 = stablehlo.add %97, %98 : tensor<12x64x256xf32> loc(#loc78)
+    %100 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<12x64x256xf32>
+    %101 = stablehlo.maximum %99, %100 : tensor<12x64x256xf32> loc(#loc79)
+    %102 = stablehlo.transpose %arg12, dims = [1, 0] : (tensor<64x256xf32>) -> tensor<256x64xf32> loc(#loc80)
+    %103 = stablehlo.reshape %101 : (tensor<12x64x256xf32>) -> tensor<768x256xf32> loc(#loc81)
+    %104 = stablehlo.dot_general %103, %102, contracting_dims = [1] x [0] : (tensor<768x256xf32>, tensor<256x64xf32>) -> tensor<768x64xf32> loc(#loc82)
+    %105 = stablehlo.reshape %104 : (tensor<768x64xf32>) -> tensor<12x64x64xf32> loc(#loc83)
+    %106 = stablehlo.broadcast_in_dim %arg13, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %107 = stablehlo.add %105, %106 : tensor<12x64x64xf32> loc(#loc84)
+    %108 = stablehlo.add %74, %107 : tensor<12x64x64xf32> loc(#loc85)
     %cst_5 = stablehlo.constant dense<1.562500e-02> : tensor<f64>
-    %108 = stablehlo.convert %cst_5 : (tensor<f64>) -> tensor<f32> loc(#loc85)
-    %109 = stablehlo.reduce(%107 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc86)
-    %110 = stablehlo.broadcast_in_dim %108, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %111 = stablehlo.multiply %109, %110 : tensor<12x64xf32> loc(#loc87)
-    %112 = stablehlo.broadcast_in_dim %111, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %113 = stablehlo.subtract %107, %112 : tensor<12x64x64xf32> loc(#loc88)
-    %114 = stablehlo.multiply %113, %113 : tensor<12x64x64xf32> loc(#loc89)
-    %115 = "stablehlo.reduce"(%114, %cst) ({
+    %109 = stablehlo.convert %cst_5 : (tensor<f64>) -> tensor<f32> loc(#loc86)
+    %110 = stablehlo.reduce(%108 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc87)
+    %111 = stablehlo.broadcast_in_dim %109, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %112 = stablehlo.multiply %110, %111 : tensor<12x64xf32> loc(#loc88)
+    %113 = stablehlo.broadcast_in_dim %112, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %114 = stablehlo.subtract %108, %113 : tensor<12x64x64xf32> loc(#loc89)
+    %115 = stablehlo.multiply %114, %114 : tensor<12x64x64xf32> loc(#loc90)
+    %116 = "stablehlo.reduce"(%115, %cst) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %254 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc90)
-      stablehlo.return %254 : tensor<f32> loc(#loc90)
-    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc90)
-    %116 = stablehlo.broadcast_in_dim %108, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %117 = stablehlo.multiply %115, %116 : tensor<12x64xf32> loc(#loc91)
-    %118 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %119 = stablehlo.add %117, %118 : tensor<12x64xf32> loc(#loc92)
-    %120 = stablehlo.rsqrt %119 : tensor<12x64xf32> loc(#loc93)
-    %121 = stablehlo.broadcast_in_dim %120, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %122 = stablehlo.multiply %113, %121 : tensor<12x64x64xf32> loc(#loc94)
-    %123 = stablehlo.broadcast_in_dim %arg14, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %124 = stablehlo.multiply %122, %123 : tensor<12x64x64xf32> loc(#loc95)
-    %125 = stablehlo.broadcast_in_dim %arg15, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %126 = stablehlo.add %124, %125 : tensor<12x64x64xf32> loc(#loc96)
-    %127 = stablehlo.transpose %arg16, dims = [1, 0] : (tensor<192x64xf32>) -> tensor<64x192xf32> loc(#loc97)
-    %128 = stablehlo.reshape %126 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc98)
-    %129 = stablehlo.dot_general %128, %127, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<768x64xf32>, tensor<64x192xf32>) -> tensor<768x192xf32> loc(#loc99)
-    %130 = stablehlo.reshape %129 : (tensor<768x192xf32>) -> tensor<12x64x192xf32> loc(#loc100)
-    %131 = stablehlo.broadcast_in_dim %arg17, dims = [2] : (tensor<192xf32>) -> tensor<12x64x192xf32>
-    %132 = stablehlo.add %130, %131 : tensor<12x64x192xf32> loc(#loc101)
-    %133 = stablehlo.slice %132 [0:12:1, 0:64:1, 0:64:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc102)
-    %134 = stablehlo.reshape %133 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc103)
-    %135 = stablehlo.transpose %134, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc104)
-    %136 = stablehlo.slice %132 [0:12:1, 0:64:1, 64:128:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc105)
-    %137 = stablehlo.reshape %136 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc106)
-    %138 = stablehlo.transpose %137, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc107)
-    %139 = stablehlo.slice %132 [0:12:1, 0:64:1, 128:192:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc108)
-    %140 = stablehlo.reshape %139 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc109)
-    %141 = stablehlo.transpose %140, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc110)
-    %142 = stablehlo.transpose %138, dims = [0, 1, 3, 2] : (tensor<12x4x64x16xf32>) -> tensor<12x4x16x64xf32> loc(#loc111)
-    %143 = stablehlo.reshape %135 : (tensor<12x4x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc112)
-    %144 = stablehlo.reshape %142 : (tensor<12x4x16x64xf32>) -> tensor<48x16x64xf32> loc(#loc113)
-    %145 = stablehlo.dot_general %143, %144, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<48x64x16xf32>, tensor<48x16x64xf32>) -> tensor<48x64x64xf32> loc(#loc114)
-    %146 = stablehlo.reshape %145 : (tensor<48x64x64xf32>) -> tensor<12x4x64x64xf32> loc(#loc115)
+      %256 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc91)
+      stablehlo.return %256 : tensor<f32> loc(#loc91)
+    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc91)
+    %117 = stablehlo.broadcast_in_dim %109, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %118 = stablehlo.multiply %116, %117 : tensor<12x64xf32> loc(#loc92)
+    %119 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %120 = stablehlo.add %118, %119 : tensor<12x64xf32> loc(#loc93)
+    %121 = stablehlo.rsqrt %120 : tensor<12x64xf32> loc(#loc94)
+    %122 = stablehlo.broadcast_in_dim %121, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %123 = stablehlo.multiply %114, %122 : tensor<12x64x64xf32> loc(#loc95)
+    %124 = stablehlo.broadcast_in_dim %arg14, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %125 = stablehlo.multiply %123, %124 : tensor<12x64x64xf32> loc(#loc96)
+    %126 = stablehlo.broadcast_in_dim %arg15, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %127 = stablehlo.add %125, %126 : tensor<12x64x64xf32> loc(#loc97)
+    %128 = stablehlo.transpose %arg16, dims = [1, 0] : (tensor<192x64xf32>) -> tensor<64x192xf32> loc(#loc98)
+    %129 = stablehlo.reshape %127 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc99)
+    %130 = stablehlo.dot_general %129, %128, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<768x64xf32>, tensor<64x192xf32>) -> tensor<768x192xf32> loc(#loc100)
+    %131 = stablehlo.reshape %130 : (tensor<768x192xf32>) -> tensor<12x64x192xf32> loc(#loc101)
+    %132 = stablehlo.broadcast_in_dim %arg17, dims = [2] : (tensor<192xf32>) -> tensor<12x64x192xf32>
+    %133 = stablehlo.add %131, %132 : tensor<12x64x192xf32> loc(#loc102)
+    %134 = stablehlo.slice %133 [0:12:1, 0:64:1, 0:64:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc103)
+    %135 = stablehlo.reshape %134 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc104)
+    %136 = stablehlo.transpose %135, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc105)
+    %137 = stablehlo.slice %133 [0:12:1, 0:64:1, 64:128:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc106)
+    %138 = stablehlo.reshape %137 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc107)
+    %139 = stablehlo.transpose %138, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc108)
+    %140 = stablehlo.slice %133 [0:12:1, 0:64:1, 128:192:1] : (tensor<12x64x192xf32>) -> tensor<12x64x64xf32> loc(#loc109)
+    %141 = stablehlo.reshape %140 : (tensor<12x64x64xf32>) -> tensor<12x64x4x16xf32> loc(#loc110)
+    %142 = stablehlo.transpose %141, dims = [0, 2, 1, 3] : (tensor<12x64x4x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc111)
+    %143 = stablehlo.transpose %139, dims = [0, 1, 3, 2] : (tensor<12x4x64x16xf32>) -> tensor<12x4x16x64xf32> loc(#loc112)
+    %144 = stablehlo.reshape %136 : (tensor<12x4x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc113)
+    %145 = stablehlo.reshape %143 : (tensor<12x4x16x64xf32>) -> tensor<48x16x64xf32> loc(#loc114)
+    %146 = stablehlo.dot_general %144, %145, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<48x64x16xf32>, tensor<48x16x64xf32>) -> tensor<48x64x64xf32> loc(#loc115)
+    %147 = stablehlo.reshape %146 : (tensor<48x64x64xf32>) -> tensor<12x4x64x64xf32> loc(#loc116)
     %cst_6 = stablehlo.constant dense<2.500000e-01> : tensor<f64>
-    %147 = stablehlo.convert %cst_6 : (tensor<f64>) -> tensor<f32> loc(#loc116)
-    %148 = stablehlo.broadcast_in_dim %147, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
-    %149 = stablehlo.multiply %146, %148 : tensor<12x4x64x64xf32> loc(#loc117)
-    %150 = stablehlo.iota dim = 0 : tensor<64x64xi64> loc(#loc118)
-    %151 = stablehlo.iota dim = 1 : tensor<64x64xi64> loc(#loc119)
-    %152 = stablehlo.compare  GT, %151, %150,  SIGNED : (tensor<64x64xi64>, tensor<64x64xi64>) -> tensor<64x64xi1> loc(#loc120)
-    %153 = stablehlo.broadcast_in_dim %152, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<12x4x64x64xi1>
-    %154 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
-    %155 = stablehlo.select %153, %154, %149 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc121)
-    %156 = "stablehlo.reduce"(%155, %cst_0) ({
+    %148 = stablehlo.convert %cst_6 : (tensor<f64>) -> tensor<f32> loc(#loc117)
+    %149 = stablehlo.broadcast_in_dim %148, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
+    %150 = stablehlo.multiply %147, %149 : tensor<12x4x64x64xf32> loc(#loc118)
+    %151 = stablehlo.iota dim = 0 : tensor<64x64xi64> loc(#loc119)
+    %152 = stablehlo.iota dim = 1 : tensor<64x64xi64> loc(#loc120)
+    %153 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<12x4x64x64xf32>
+    %154 = stablehlo.compare  LE, %152, %151,  SIGNED : (tensor<64x64xi64>, tensor<64x64xi64>) -> tensor<64x64xi1> loc(#loc121)
+    %155 = stablehlo.not %154 : tensor<64x64xi1> loc(#loc122)
+    %156 = stablehlo.broadcast_in_dim %155, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<12x4x64x64xi1>
+    %157 = stablehlo.select %156, %153, %150 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc123)
+    %158 = "stablehlo.reduce"(%157, %cst_0) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %254 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc122)
-      stablehlo.return %254 : tensor<f32> loc(#loc122)
-    }) {dimensions = array<i64: 3>} : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc122)
-    %157 = stablehlo.broadcast_in_dim %156, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
-    %158 = stablehlo.subtract %155, %157 : tensor<12x4x64x64xf32> loc(#loc123)
-    %159 = stablehlo.exponential %158 : tensor<12x4x64x64xf32> loc(#loc124)
-    %160 = stablehlo.reduce(%159 init: %cst) applies stablehlo.add across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc125)
-    %161 = stablehlo.broadcast_in_dim %160, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
-    %162 = stablehlo.divide %159, %161 : tensor<12x4x64x64xf32> loc(#loc126)
-    %163 = stablehlo.reshape %162 : (tensor<12x4x64x64xf32>) -> tensor<48x64x64xf32> loc(#loc127)
-    %164 = stablehlo.reshape %141 : (tensor<12x4x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc128)
-    %165 = stablehlo.dot_general %163, %164, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<48x64x64xf32>, tensor<48x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc129)
-    %166 = stablehlo.reshape %165 : (tensor<48x64x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc130)
-    %167 = stablehlo.transpose %166, dims = [0, 2, 1, 3] : (tensor<12x4x64x16xf32>) -> tensor<12x64x4x16xf32> loc(#loc131)
-    %168 = stablehlo.reshape %167 : (tensor<12x64x4x16xf32>) -> tensor<12x64x64xf32> loc(#loc132)
-    %169 = stablehlo.transpose %arg18, dims = [1, 0] : (tensor<64x64xf32>) -> tensor<64x64xf32> loc(#loc133)
-    %170 = stablehlo.reshape %168 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc134)
-    %171 = stablehlo.dot_general %170, %169, contracting_dims = [1] x [0] : (tensor<768x64xf32>, tensor<64x64xf32>) -> tensor<768x64xf32> loc(#loc135)
-    %172 = stablehlo.reshape %171 : (tensor<768x64xf32>) -> tensor<12x64x64xf32> loc(#loc136)
-    %173 = stablehlo.broadcast_in_dim %arg19, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %174 = stablehlo.add %172, %173 : tensor<12x64x64xf32> loc(#loc137)
-    %175 = stablehlo.add %107, %174 : tensor<12x64x64xf32> loc(#loc138)
+      %256 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc124)
+      stablehlo.return %256 : tensor<f32> loc(#loc124)
+    }) {dimensions = array<i64: 3>} : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc124)
+    %159 = stablehlo.broadcast_in_dim %158, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
+    %160 = stablehlo.subtract %157, %159 : tensor<12x4x64x64xf32> loc(#loc125)
+    %161 = stablehlo.exponential %160 : tensor<12x4x64x64xf32> loc(#loc126)
+    %162 = stablehlo.reduce(%161 init: %cst) applies stablehlo.add across dimensions = [3] : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc127)
+    %163 = stablehlo.broadcast_in_dim %162, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
+    %164 = stablehlo.divide %161, %163 : tensor<12x4x64x64xf32> loc(#loc128)
+    %165 = stablehlo.reshape %164 : (tensor<12x4x64x64xf32>) -> tensor<48x64x64xf32> loc(#loc129)
+    %166 = stablehlo.reshape %142 : (tensor<12x4x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc130)
+    %167 = stablehlo.dot_general %165, %166, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<48x64x64xf32>, tensor<48x64x16xf32>) -> tensor<48x64x16xf32> loc(#loc131)
+    %168 = stablehlo.reshape %167 : (tensor<48x64x16xf32>) -> tensor<12x4x64x16xf32> loc(#loc132)
+    %169 = stablehlo.transpose %168, dims = [0, 2, 1, 3] : (tensor<12x4x64x16xf32>) -> tensor<12x64x4x16xf32> loc(#loc133)
+    %170 = stablehlo.reshape %169 : (tensor<12x64x4x16xf32>) -> tensor<12x64x64xf32> loc(#loc134)
+    %171 = stablehlo.transpose %arg18, dims = [1, 0] : (tensor<64x64xf32>) -> tensor<64x64xf32> loc(#loc135)
+    %172 = stablehlo.reshape %170 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc136)
+    %173 = stablehlo.dot_general %172, %171, contracting_dims = [1] x [0] : (tensor<768x64xf32>, tensor<64x64xf32>) -> tensor<768x64xf32> loc(#loc137)
+    %174 = stablehlo.reshape %173 : (tensor<768x64xf32>) -> tensor<12x64x64xf32> loc(#loc138)
+    %175 = stablehlo.broadcast_in_dim %arg19, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %176 = stablehlo.add %174, %175 : tensor<12x64x64xf32> loc(#loc139)
+    %177 = stablehlo.add %108, %176 : tensor<12x64x64xf32> loc(#loc140)
     %cst_7 = stablehlo.constant dense<1.562500e-02> : tensor<f64>
-    %176 = stablehlo.convert %cst_7 : (tensor<f64>) -> tensor<f32> loc(#loc139)
-    %177 = stablehlo.reduce(%175 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc140)
-    %178 = stablehlo.broadcast_in_dim %176, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %179 = stablehlo.multiply %177, %178 : tensor<12x64xf32> loc(#loc141)
-    %180 = stablehlo.broadcast_in_dim %179, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %181 = stablehlo.subtract %175, %180 : tensor<12x64x64xf32> loc(#loc142)
-    %182 = stablehlo.multiply %181, %181 : tensor<12x64x64xf32> loc(#loc143)
-    %183 = "stablehlo.reduce"(%182, %cst) ({
+    %178 = stablehlo.convert %cst_7 : (tensor<f64>) -> tensor<f32> loc(#loc141)
+    %179 = stablehlo.reduce(%177 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc142)
+    %180 = stablehlo.broadcast_in_dim %178, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %181 = stablehlo.multiply %179, %180 : tensor<12x64xf32> loc(#loc143)
+    %182 = stablehlo.broadcast_in_dim %181, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %183 = stablehlo.subtract %177, %182 : tensor<12x64x64xf32> loc(#loc144)
+    %184 = stablehlo.multiply %183, %183 : tensor<12x64x64xf32> loc(#loc145)
+    %185 = "stablehlo.reduce"(%184, %cst) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %254 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc144)
-      stablehlo.return %254 : tensor<f32> loc(#loc144)
-    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc144)
-    %184 = stablehlo.broadcast_in_dim %176, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %185 = stablehlo.multiply %183, %184 : tensor<12x64xf32> loc(#loc145)
-    %186 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %187 = stablehlo.add %185, %186 : tensor<12x64xf32> loc(#loc146)
-    %188 = stablehlo.rsqrt %187 : tensor<12x64xf32> loc(#loc147)
-    %189 = stablehlo.broadcast_in_dim %188, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %190 = stablehlo.multiply %181, %189 : tensor<12x64x64xf32> loc(#loc148)
-    %191 = stablehlo.broadcast_in_dim %arg20, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %192 = stablehlo.multiply %190, %191 : tensor<12x64x64xf32> loc(#loc149)
-    %193 = stablehlo.broadcast_in_dim %arg21, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %194 = stablehlo.add %192, %193 : tensor<12x64x64xf32> loc(#loc150)
-    %195 = stablehlo.transpose %arg22, dims = [1, 0] : (tensor<256x64xf32>) -> tensor<64x256xf32> loc(#loc151)
-    %196 = stablehlo.reshape %194 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc152)
-    %197 = stablehlo.dot_general %196, %195, contracting_dims = [1] x [0] : (tensor<768x64xf32>, tensor<64x256xf32>) -> tensor<768x256xf32> loc(#loc153)
-    %198 = stablehlo.reshape %197 : (tensor<768x256xf32>) -> tensor<12x64x256xf32> loc(#loc154)
-    %199 = stablehlo.broadcast_in_dim %arg23, dims = [2] : (tensor<256xf32>) -> tensor<12x64x256xf32>
-    %200 = stablehlo.add %198, %199 : tensor<12x64x256xf32> loc(#loc155)
-    %201 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<12x64x256xf32>
-    %202 = stablehlo.maximum %200, %201 : tensor<12x64x256xf32> loc(#loc156)
-    %203 = stablehlo.transpose %arg24, dims = [1, 0] : (tensor<64x256xf32>) -> tensor<256x64xf32> loc(#loc157)
-    %204 = stablehlo.reshape %202 : (tensor<12x64x256xf32>) -> tensor<768x256xf32> loc(#loc158)
-    %205 = stablehlo.dot_general %204, %203, contracting_dims = [1] x [0] : (tensor<768x256xf32>, tensor<256x64xf32>) -> tensor<768x64xf32> loc(#loc159)
-    %206 = stablehlo.reshape %205 : (tensor<768x64xf32>) -> tensor<12x64x64xf32> loc(#loc160)
-    %207 = stablehlo.broadcast_in_dim %arg25, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %208 = stablehlo.add %206, %207 : tensor<12x64x64xf32> loc(#loc161)
-    %209 = stablehlo.add %175, %208 : tensor<12x64x64xf32> loc(#loc162)
+      %256 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc146)
+      stablehlo.return %256 : tensor<f32> loc(#loc146)
+    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc146)
+    %186 = stablehlo.broadcast_in_dim %178, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %187 = stablehlo.multiply %185, %186 : tensor<12x64xf32> loc(#loc147)
+    %188 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %189 = stablehlo.add %187, %188 : tensor<12x64xf32> loc(#loc148)
+    %190 = stablehlo.rsqrt %189 : tensor<12x64xf32> loc(#loc149)
+    %191 = stablehlo.broadcast_in_dim %190, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %192 = stablehlo.multiply %183, %191 : tensor<12x64x64xf32> loc(#loc150)
+    %193 = stablehlo.broadcast_in_dim %arg20, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %194 = stablehlo.multiply %192, %193 : tensor<12x64x64xf32> loc(#loc151)
+    %195 = stablehlo.broadcast_in_dim %arg21, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %196 = stablehlo.add %194, %195 : tensor<12x64x64xf32> loc(#loc152)
+    %197 = stablehlo.transpose %arg22, dims = [1, 0] : (tensor<256x64xf32>) -> tensor<64x256xf32> loc(#loc153)
+    %198 = stablehlo.reshape %196 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc154)
+    %199 = stablehlo.dot_general %198, %197, contracting_dims = [1] x [0] : (tensor<768x64xf32>, tensor<64x256xf32>) -> tensor<768x256xf32> loc(#loc155)
+    %200 = stablehlo.reshape %199 : (tensor<768x256xf32>) -> tensor<12x64x256xf32> loc(#loc156)
+    %201 = stablehlo.broadcast_in_dim %arg23, dims = [2] : (tensor<256xf32>) -> tensor<12x64x256xf32>
+    %202 = stablehlo.add %200, %201 : tensor<12x64x256xf32> loc(#loc157)
+    %203 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<12x64x256xf32>
+    %204 = stablehlo.maximum %202, %203 : tensor<12x64x256xf32> loc(#loc158)
+    %205 = stablehlo.transpose %arg24, dims = [1, 0] : (tensor<64x256xf32>) -> tensor<256x64xf32> loc(#loc159)
+    %206 = stablehlo.reshape %204 : (tensor<12x64x256xf32>) -> tensor<768x256xf32> loc(#loc160)
+    %207 = stablehlo.dot_general %206, %205, contracting_dims = [1] x [0] : (tensor<768x256xf32>, tensor<256x64xf32>) -> tensor<768x64xf32> loc(#loc161)
+    %208 = stablehlo.reshape %207 : (tensor<768x64xf32>) -> tensor<12x64x64xf32> loc(#loc162)
+    %209 = stablehlo.broadcast_in_dim %arg25, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %210 = stablehlo.add %208, %209 : tensor<12x64x64xf32> loc(#loc163)
+    %211 = stablehlo.add %177, %210 : tensor<12x64x64xf32> loc(#loc164)
     %cst_8 = stablehlo.constant dense<1.562500e-02> : tensor<f64>
-    %210 = stablehlo.convert %cst_8 : (tensor<f64>) -> tensor<f32> loc(#loc163)
-    %211 = stablehlo.reduce(%209 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc164)
-    %212 = stablehlo.broadcast_in_dim %210, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %213 = stablehlo.multiply %211, %212 : tensor<12x64xf32> loc(#loc165)
-    %214 = stablehlo.broadcast_in_dim %213, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %215 = stablehlo.subtract %209, %214 : tensor<12x64x64xf32> loc(#loc166)
-    %216 = stablehlo.multiply %215, %215 : tensor<12x64x64xf32> loc(#loc167)
-    %217 = "stablehlo.reduce"(%216, %cst) ({
+    %212 = stablehlo.convert %cst_8 : (tensor<f64>) -> tensor<f32> loc(#loc165)
+    %213 = stablehlo.reduce(%211 init: %cst) applies stablehlo.add across dimensions = [2] : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc166)
+    %214 = stablehlo.broadcast_in_dim %212, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %215 = stablehlo.multiply %213, %214 : tensor<12x64xf32> loc(#loc167)
+    %216 = stablehlo.broadcast_in_dim %215, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %217 = stablehlo.subtract %211, %216 : tensor<12x64x64xf32> loc(#loc168)
+    %218 = stablehlo.multiply %217, %217 : tensor<12x64x64xf32> loc(#loc169)
+    %219 = "stablehlo.reduce"(%218, %cst) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %254 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc168)
-      stablehlo.return %254 : tensor<f32> loc(#loc168)
-    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc168)
-    %218 = stablehlo.broadcast_in_dim %210, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %219 = stablehlo.multiply %217, %218 : tensor<12x64xf32> loc(#loc169)
-    %220 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
-    %221 = stablehlo.add %219, %220 : tensor<12x64xf32> loc(#loc170)
-    %222 = stablehlo.rsqrt %221 : tensor<12x64xf32> loc(#loc171)
-    %223 = stablehlo.broadcast_in_dim %222, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
-    %224 = stablehlo.multiply %215, %223 : tensor<12x64x64xf32> loc(#loc172)
-    %225 = stablehlo.broadcast_in_dim %arg26, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %226 = stablehlo.multiply %224, %225 : tensor<12x64x64xf32> loc(#loc173)
-    %227 = stablehlo.broadcast_in_dim %arg27, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
-    %228 = stablehlo.add %226, %227 : tensor<12x64x64xf32> loc(#loc174)
-    %229 = stablehlo.transpose %arg28, dims = [1, 0] : (tensor<65x64xf32>) -> tensor<64x65xf32> loc(#loc175)
-    %230 = stablehlo.reshape %228 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc176)
-    %231 = stablehlo.dot_general %230, %229, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<768x64xf32>, tensor<64x65xf32>) -> tensor<768x65xf32> loc(#loc177)
-    %232 = stablehlo.reshape %231 : (tensor<768x65xf32>) -> tensor<12x64x65xf32> loc(#loc178)
-    %233 = stablehlo.broadcast_in_dim %arg29, dims = [2] : (tensor<65xf32>) -> tensor<12x64x65xf32>
-    %234 = stablehlo.add %232, %233 : tensor<12x64x65xf32> loc(#loc179)
-    %235 = stablehlo.reshape %234 : (tensor<12x64x65xf32>) -> tensor<768x65xf32> loc(#loc180)
-    %236 = stablehlo.reshape %arg31 : (tensor<12x64xi64>) -> tensor<768xi64> loc(#loc181)
+      %256 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc170)
+      stablehlo.return %256 : tensor<f32> loc(#loc170)
+    }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc170)
+    %220 = stablehlo.broadcast_in_dim %212, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %221 = stablehlo.multiply %219, %220 : tensor<12x64xf32> loc(#loc171)
+    %222 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
+    %223 = stablehlo.add %221, %222 : tensor<12x64xf32> loc(#loc172)
+    %224 = stablehlo.rsqrt %223 : tensor<12x64xf32> loc(#loc173)
+    %225 = stablehlo.broadcast_in_dim %224, dims = [0, 1] : (tensor<12x64xf32>) -> tensor<12x64x64xf32>
+    %226 = stablehlo.multiply %217, %225 : tensor<12x64x64xf32> loc(#loc174)
+    %227 = stablehlo.broadcast_in_dim %arg26, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %228 = stablehlo.multiply %226, %227 : tensor<12x64x64xf32> loc(#loc175)
+    %229 = stablehlo.broadcast_in_dim %arg27, dims = [2] : (tensor<64xf32>) -> tensor<12x64x64xf32>
+    %230 = stablehlo.add %228, %229 : tensor<12x64x64xf32> loc(#loc176)
+    %231 = stablehlo.transpose %arg28, dims = [1, 0] : (tensor<65x64xf32>) -> tensor<64x65xf32> loc(#loc177)
+    %232 = stablehlo.reshape %230 : (tensor<12x64x64xf32>) -> tensor<768x64xf32> loc(#loc178)
+    %233 = stablehlo.dot_general %232, %231, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<768x64xf32>, tensor<64x65xf32>) -> tensor<768x65xf32> loc(#loc179)
+    %234 = stablehlo.reshape %233 : (tensor<768x65xf32>) -> tensor<12x64x65xf32> loc(#loc180)
+    %235 = stablehlo.broadcast_in_dim %arg29, dims = [2] : (tensor<65xf32>) -> tensor<12x64x65xf32>
+    %236 = stablehlo.add %234, %235 : tensor<12x64x65xf32> loc(#loc181)
+    %237 = stablehlo.reshape %236 : (tensor<12x64x65xf32>) -> tensor<768x65xf32> loc(#loc182)
+    %238 = stablehlo.reshape %arg31 : (tensor<12x64xi64>) -> tensor<768xi64> loc(#loc183)
     %cst_9 = stablehlo.constant dense<0xFF800000> : tensor<f32>
-    %237 = "stablehlo.reduce"(%235, %cst_9) ({
+    %239 = "stablehlo.reduce"(%237, %cst_9) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %254 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc182)
-      stablehlo.return %254 : tensor<f32> loc(#loc182)
-    }) {dimensions = array<i64: 1>} : (tensor<768x65xf32>, tensor<f32>) -> tensor<768xf32> loc(#loc182)
-    %238 = stablehlo.broadcast_in_dim %237, dims = [0] : (tensor<768xf32>) -> tensor<768x65xf32>
-    %239 = stablehlo.subtract %235, %238 : tensor<768x65xf32> loc(#loc183)
-    %240 = stablehlo.exponential %239 : tensor<768x65xf32> loc(#loc184)
-    %241 = stablehlo.reduce(%240 init: %cst) applies stablehlo.add across dimensions = [1] : (tensor<768x65xf32>, tensor<f32>) -> tensor<768xf32> loc(#loc185)
-    %242 = stablehlo.log %241 : tensor<768xf32> loc(#loc186)
-    %243 = stablehlo.broadcast_in_dim %242, dims = [0] : (tensor<768xf32>) -> tensor<768x65xf32>
-    %244 = stablehlo.subtract %239, %243 : tensor<768x65xf32> loc(#loc187)
-    %245 = stablehlo.iota dim = 1 : tensor<768x65xi64> loc(#loc188)
-    %246 = stablehlo.broadcast_in_dim %236, dims = [0] : (tensor<768xi64>) -> tensor<768x65xi64>
-    %247 = stablehlo.compare  EQ, %245, %246,  SIGNED : (tensor<768x65xi64>, tensor<768x65xi64>) -> tensor<768x65xi1> loc(#loc189)
-    %248 = stablehlo.convert %247 : (tensor<768x65xi1>) -> tensor<768x65xf32> loc(#loc190)
-    %249 = stablehlo.multiply %244, %248 : tensor<768x65xf32> loc(#loc191)
-    %250 = stablehlo.reduce(%249 init: %cst) applies stablehlo.add across dimensions = [0, 1] : (tensor<768x65xf32>, tensor<f32>) -> tensor<f32> loc(#loc192)
-    %251 = stablehlo.negate %250 : tensor<f32> loc(#loc193)
+      %256 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc184)
+      stablehlo.return %256 : tensor<f32> loc(#loc184)
+    }) {dimensions = array<i64: 1>} : (tensor<768x65xf32>, tensor<f32>) -> tensor<768xf32> loc(#loc184)
+    %240 = stablehlo.broadcast_in_dim %239, dims = [0] : (tensor<768xf32>) -> tensor<768x65xf32>
+    %241 = stablehlo.subtract %237, %240 : tensor<768x65xf32> loc(#loc185)
+    %242 = stablehlo.exponential %241 : tensor<768x65xf32> loc(#loc186)
+    %243 = stablehlo.reduce(%242 init: %cst) applies stablehlo.add across dimensions = [1] : (tensor<768x65xf32>, tensor<f32>) -> tensor<768xf32> loc(#loc187)
+    %244 = stablehlo.log %243 : tensor<768xf32> loc(#loc188)
+    %245 = stablehlo.broadcast_in_dim %244, dims = [0] : (tensor<768xf32>) -> tensor<768x65xf32>
+    %246 = stablehlo.subtract %241, %245 : tensor<768x65xf32> loc(#loc189)
+    %247 = stablehlo.iota dim = 1 : tensor<768x65xi64> loc(#loc190)
+    %248 = stablehlo.broadcast_in_dim %238, dims = [0] : (tensor<768xi64>) -> tensor<768x65xi64>
+    %249 = stablehlo.compare  EQ, %247, %248,  SIGNED : (tensor<768x65xi64>, tensor<768x65xi64>) -> tensor<768x65xi1> loc(#loc191)
+    %250 = stablehlo.convert %249 : (tensor<768x65xi1>) -> tensor<768x65xf32> loc(#loc192)
+    %251 = stablehlo.multiply %246, %250 : tensor<768x65xf32> loc(#loc193)
+    %252 = stablehlo.reduce(%251 init: %cst) applies stablehlo.add across dimensions = [0, 1] : (tensor<768x65xf32>, tensor<f32>) -> tensor<f32> loc(#loc194)
+    %253 = stablehlo.negate %252 : tensor<f32> loc(#loc195)
     %cst_10 = stablehlo.constant dense<7.680000e+02> : tensor<f64>
-    %252 = stablehlo.convert %cst_10 : (tensor<f64>) -> tensor<f32> loc(#loc194)
-    %253 = stablehlo.divide %251, %252 : tensor<f32> loc(#loc195)
-    return %253 : tensor<f32> loc(#loc)
+    %254 = stablehlo.convert %cst_10 : (tensor<f64>) -> tensor<f32> loc(#loc196)
+    %255 = stablehlo.divide %253, %254 : tensor<f32> loc(#loc197)
+    return %255 : tensor<f32> loc(#loc)
   } loc(#loc1)
 } loc(#loc)
 #loc2 = loc("embeddings"("nanogpt.py":11:8))
@@ -362,7 +364,7 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
 #loc58 = loc("transformer.h.0.attn"("nanogpt.py":67:8))
 #loc59 = loc("transformer.h.0.attn"("nanogpt.py":68:8))
 #loc60 = loc("transformer.h.0.attn"("nanogpt.py":69:8))
-#loc61 = loc("transformer.h.0.mlp"("nanogpt.py":70:8))
+#loc61 = loc("transformer.h.0.attn"("nanogpt.py":70:8))
 #loc62 = loc("transformer.h.0.mlp"("nanogpt.py":71:8))
 #loc63 = loc("transformer.h.0.mlp"("nanogpt.py":72:8))
 #loc64 = loc("transformer.h.0.mlp"("nanogpt.py":73:8))
@@ -386,7 +388,7 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
 #loc82 = loc("transformer.h.0.mlp"("nanogpt.py":91:8))
 #loc83 = loc("transformer.h.0.mlp"("nanogpt.py":92:8))
 #loc84 = loc("transformer.h.0.mlp"("nanogpt.py":93:8))
-#loc85 = loc("transformer.h.1.attn"("nanogpt.py":94:8))
+#loc85 = loc("transformer.h.0.mlp"("nanogpt.py":94:8))
 #loc86 = loc("transformer.h.1.attn"("nanogpt.py":95:8))
 #loc87 = loc("transformer.h.1.attn"("nanogpt.py":96:8))
 #loc88 = loc("transformer.h.1.attn"("nanogpt.py":97:8))
@@ -440,8 +442,8 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
 #loc136 = loc("transformer.h.1.attn"("nanogpt.py":145:8))
 #loc137 = loc("transformer.h.1.attn"("nanogpt.py":146:8))
 #loc138 = loc("transformer.h.1.attn"("nanogpt.py":147:8))
-#loc139 = loc("transformer.h.1.mlp"("nanogpt.py":148:8))
-#loc140 = loc("transformer.h.1.mlp"("nanogpt.py":149:8))
+#loc139 = loc("transformer.h.1.attn"("nanogpt.py":148:8))
+#loc140 = loc("transformer.h.1.attn"("nanogpt.py":149:8))
 #loc141 = loc("transformer.h.1.mlp"("nanogpt.py":150:8))
 #loc142 = loc("transformer.h.1.mlp"("nanogpt.py":151:8))
 #loc143 = loc("transformer.h.1.mlp"("nanogpt.py":152:8))
@@ -464,8 +466,8 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
 #loc160 = loc("transformer.h.1.mlp"("nanogpt.py":169:8))
 #loc161 = loc("transformer.h.1.mlp"("nanogpt.py":170:8))
 #loc162 = loc("transformer.h.1.mlp"("nanogpt.py":171:8))
-#loc163 = loc("lm_head"("nanogpt.py":172:8))
-#loc164 = loc("lm_head"("nanogpt.py":173:8))
+#loc163 = loc("transformer.h.1.mlp"("nanogpt.py":172:8))
+#loc164 = loc("transformer.h.1.mlp"("nanogpt.py":173:8))
 #loc165 = loc("lm_head"("nanogpt.py":174:8))
 #loc166 = loc("lm_head"("nanogpt.py":175:8))
 #loc167 = loc("lm_head"("nanogpt.py":176:8))
@@ -481,8 +483,8 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
 #loc177 = loc("lm_head"("nanogpt.py":186:8))
 #loc178 = loc("lm_head"("nanogpt.py":187:8))
 #loc179 = loc("lm_head"("nanogpt.py":188:8))
-#loc180 = loc("cross_entropy"("nanogpt.py":189:8))
-#loc181 = loc("cross_entropy"("nanogpt.py":190:8))
+#loc180 = loc("lm_head"("nanogpt.py":189:8))
+#loc181 = loc("lm_head"("nanogpt.py":190:8))
 #loc182 = loc("cross_entropy"("nanogpt.py":191:8))
 #loc183 = loc("cross_entropy"("nanogpt.py":192:8))
 #loc184 = loc("cross_entropy"("nanogpt.py":193:8))
@@ -497,3 +499,5 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
 #loc193 = loc("cross_entropy"("nanogpt.py":202:8))
 #loc194 = loc("cross_entropy"("nanogpt.py":203:8))
 #loc195 = loc("cross_entropy"("nanogpt.py":204:8))
+#loc196 = loc("cross_entropy"("nanogpt.py":205:8))
+#loc197 = loc("cross_entropy"("nanogpt.py":206:8))
