@@ -410,7 +410,7 @@ def nanogpt(style, batch):
                                 zero, ("generic", "applies"), "i64")
     header = 'module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {'
     func = "  func.func @main(%s) -> tensor<f32> {" % decl
-    return finish(e, header, func, "  ", loss, "tensor<f32>"), [n for n, _ in params]
+    return finish(e, header, func, loss, "tensor<f32>"), [n for n, _ in params]
 
 
 def rms_norm(e, x, w, zero, eps):
@@ -480,10 +480,10 @@ def llama(style, batch):
     header = ("module @jit_loss attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 1 : i32, "
               "mhlo.num_replicas = 1 : i32} {")
     func = ('  func.func public @main(%s) -> (tensor<f32> {jax.result_info = ""}) {' % decl)
-    return finish(e, header, func, "  ", loss, "tensor<f32>"), params
+    return finish(e, header, func, loss, "tensor<f32>"), params
 
 
-def finish(e, header, func, indent, result, result_type):
+def finish(e, header, func, result, result_type):
     out = ["#loc = loc(unknown)", '#loc1 = loc("%s":1:0)' % e.source_file, header, func]
     out += e.lines
     out.append("    return %s : %s loc(#loc)" % (result, result_type))
