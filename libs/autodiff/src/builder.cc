@@ -53,6 +53,7 @@ ValueId FunctionBuilder::Constant(Tensor literal) {
 ValueId FunctionBuilder::ScalarConstant(double value, DType dtype) {
   switch (dtype) {
     case DType::kF32: return Constant(Tensor::Scalar<float>(static_cast<float>(value)));
+    case DType::kF64: return Constant(Tensor::Scalar<double>(value));
     case DType::kI32: return Constant(Tensor::Scalar<int32_t>(static_cast<int32_t>(value)));
     case DType::kI64: return Constant(Tensor::Scalar<int64_t>(static_cast<int64_t>(value)));
     default:

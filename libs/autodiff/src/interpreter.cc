@@ -12,8 +12,10 @@
 #include "pcp/base/status_macros.h"
 
 // Every op is written as a loop over a row-major multi-index. Layout ops only move bytes, so
-// they work for every dtype (f16/bf16 included); ops that compute support f32, i32, i64 and
-// i1 (where type inference allows it) and answer Unimplemented for f16/bf16.
+// they work for every dtype (f16/bf16 included); ops that compute support f32, f64, i32, i64
+// and i1 (where type inference allows it) and answer Unimplemented for f16/bf16. f64 is
+// computed in double throughout (dot_general excepted: f32 only), so constant folding of
+// imported f64 subgraphs is exact before LowerF64ToF32 (passes.h) retypes what is left.
 //
 // Conventions that StableHLO leaves to the implementation, chosen to be free of undefined
 // behaviour (the interpreter must never crash on any input it accepts):
@@ -63,6 +65,7 @@ template <typename Fn>
 absl::Status Dispatch(Op op, DType d, Fn&& fn) {
   switch (d) {
     case DType::kF32: return fn(float{});
+    case DType::kF64: return fn(double{});
     case DType::kI32: return fn(int32_t{});
     case DType::kI64: return fn(int64_t{});
     case DType::kBool: return fn(bool{});
@@ -148,6 +151,7 @@ FloatFn FloatKernel(Op op) {
     case Op::kTanh: return [](double a, double) { return std::tanh(a); };
     case Op::kLogistic: return [](double a, double) { return 1.0 / (1.0 + std::exp(-a)); };
     case Op::kAbs: return [](double a, double) { return std::fabs(a); };
+    case Op::kCeil: return [](double a, double) { return std::ceil(a); };
     case Op::kErf: return [](double a, double) { return std::erf(a); };
     default: return nullptr;
   }
@@ -170,6 +174,9 @@ absl::StatusOr<T> IntegerOp(Op op, T a, T b) {
     case Op::kMinimum: return a < b ? a : b;
     case Op::kNegate: return static_cast<T>(U{0} - ua);
     case Op::kAbs: return a < 0 ? static_cast<T>(U{0} - ua) : a;
+    case Op::kAnd: return static_cast<T>(ua & ub);
+    case Op::kOr: return static_cast<T>(ua | ub);
+    case Op::kNot: return static_cast<T>(~ua);
     default: return NotDefined(op, std::is_same_v<T, int32_t> ? DType::kI32 : DType::kI64);
   }
 }
@@ -188,12 +195,25 @@ absl::StatusOr<Tensor> EvalArithmetic(Op op, const TensorType& rt, absl::Span<co
     }
     return out;
   }
+  if (rt.dtype == DType::kF64) {
+    FloatFn fn = FloatKernel(op);
+    if (fn == nullptr) return NotDefined(op, rt.dtype);
+    for (int64_t i = 0; i < n; ++i) Store<double>(out, i, fn(Load<double>(a, i), Load<double>(b, i)));
+    return out;
+  }
   absl::Status status = Dispatch(op, rt.dtype, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
       for (int64_t i = 0; i < n; ++i) {
         PCP_ASSIGN_OR_RETURN(T v, IntegerOp<T>(op, Load<T>(a, i), Load<T>(b, i)));
         Store<T>(out, i, v);
+      }
+      return absl::OkStatus();
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (!IsLogical(op)) return NotDefined(op, rt.dtype);
+      for (int64_t i = 0; i < n; ++i) {
+        const bool x = Load<bool>(a, i), y = Load<bool>(b, i);
+        Store<bool>(out, i, op == Op::kAnd ? x && y : op == Op::kOr ? x || y : !x);
       }
       return absl::OkStatus();
     } else {
@@ -343,13 +363,17 @@ Tensor EvalConcatenate(const Instruction& inst, const TensorType& rt, absl::Span
 
 // ---- Reduce, dot_general, gather, scatter -----------------------------------------------
 
-// Sums of f32 accumulate in double; integer sums wrap through the unsigned type.
+// Sums of f32 and f64 accumulate in double; integer sums wrap through the unsigned type.
 template <typename T>
 struct Accumulator {
   using type = std::make_unsigned_t<T>;
 };
 template <>
 struct Accumulator<float> {
+  using type = double;
+};
+template <>
+struct Accumulator<double> {
   using type = double;
 };
 

@@ -67,6 +67,7 @@ std::optional<Tensor> SplatValue(const Tensor& t) {
 bool IsOne(const Tensor& s) {
   switch (s.dtype()) {
     case DType::kF32: return s.data<float>()[0] == 1.0f;
+    case DType::kF64: return s.data<double>()[0] == 1.0;
     case DType::kI32: return s.data<int32_t>()[0] == 1;
     case DType::kI64: return s.data<int64_t>()[0] == 1;
     default: return false;
@@ -79,10 +80,17 @@ uint32_t FloatBits(const Tensor& s) {
   return bits;
 }
 
+uint64_t DoubleBits(const Tensor& s) {
+  uint64_t bits;
+  std::memcpy(&bits, s.raw_data(), sizeof(bits));
+  return bits;
+}
+
 // x - z == x for every x (including -0): z is +0.0, or integer 0.
 bool IsSubtractIdentity(const Tensor& s) {
   switch (s.dtype()) {
     case DType::kF32: return FloatBits(s) == 0x00000000u;
+    case DType::kF64: return DoubleBits(s) == 0;
     case DType::kI32: return s.data<int32_t>()[0] == 0;
     case DType::kI64: return s.data<int64_t>()[0] == 0;
     default: return false;
@@ -92,6 +100,7 @@ bool IsSubtractIdentity(const Tensor& s) {
 // x + z == x for every x: z is -0.0 (since +0.0 + -0.0 = +0.0, while -0.0 + +0.0 = +0.0), or 0.
 bool IsAddIdentity(const Tensor& s) {
   if (s.dtype() == DType::kF32) return FloatBits(s) == 0x80000000u;
+  if (s.dtype() == DType::kF64) return DoubleBits(s) == uint64_t{1} << 63;
   return IsSubtractIdentity(s);
 }
 

@@ -74,8 +74,7 @@ absl::Status Parser::ExpectWord(absl::string_view word, absl::string_view contex
 
 absl::StatusOr<TensorType> Parser::ParseTensorType() {
   size_t start = cur_.offset;
-  if (Is(TokenKind::kBareId) && !IsWord("tensor") && (ParseMlirDType(cur_.text).ok() || cur_.text == "index" ||
-                                                     cur_.text == "f64")) {
+  if (Is(TokenKind::kBareId) && !IsWord("tensor") && (ParseMlirDType(cur_.text).ok() || cur_.text == "index")) {
     return ErrorAt(cur_.offset, absl::StrCat("scalar type '", cur_.text,
                                              "' is not supported: PCP values are tensors (tensor<", cur_.text, ">)"));
   }
@@ -90,7 +89,7 @@ absl::StatusOr<TensorType> Parser::ParseTensorType() {
   absl::StatusOr<DType> dtype = ParseMlirDType(cur_.text);
   if (!dtype.ok()) {
     return ErrorAt(cur_.offset, absl::StrCat("unsupported element type '", cur_.text,
-                                             "' (not supported yet; PCP has f32, f16, bf16, i32, i64 and i1)"));
+                                             "' (not supported yet; PCP has f32, f64, f16, bf16, i32, i64 and i1)"));
   }
   type.dtype = *dtype;
   Advance();
@@ -216,10 +215,12 @@ absl::Status Parser::StoreElement(const Element& e, DType dtype, void* out) cons
     }
     uint64_t bits;
     if (e.negative) return ErrorAt(e.offset, "hexadecimal float literal must not have a leading '-'");
-    if (!IntegerValue(text, &bits) || (bits >> (8 * size)) != 0) {
+    if (!IntegerValue(text, &bits) || (size < 8 && (bits >> (8 * size)) != 0)) {
       return ErrorAt(e.offset, absl::StrCat("hexadecimal literal ", text, " does not fit in ", MlirName(dtype)));
     }
-    if (size == 4) {
+    if (size == 8) {
+      std::memcpy(out, &bits, 8);
+    } else if (size == 4) {
       auto v = static_cast<uint32_t>(bits);
       std::memcpy(out, &v, 4);
     } else {
@@ -243,6 +244,10 @@ absl::Status Parser::StoreElement(const Element& e, DType dtype, void* out) cons
     return ErrorAt(e.offset, absl::StrCat("invalid floating-point literal '", got, "'"));
   }
   if (e.negative) d = -d;
+  if (dtype == DType::kF64) {
+    std::memcpy(out, &d, 8);
+    return absl::OkStatus();
+  }
   auto f = static_cast<float>(d);
   if (std::isinf(f)) {
     return ErrorAt(e.offset, absl::StrCat("floating-point literal ", got, " is out of range for ", MlirName(dtype)));

@@ -296,13 +296,15 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
     }
     return FinishReturn(f, std::move(operands), in, type_offset, result_types, returned);
   }
-  absl::StatusOr<Op> op = ParseOp(name);
+  // dynamic_iota is read as iota with its attributes, plus the shape operand (text_dynamic_iota.cc).
+  const bool dynamic_iota = name == "stablehlo.dynamic_iota";
+  absl::StatusOr<Op> op = dynamic_iota ? Op::kIota : ParseOp(name);
   if (!op.ok()) return UnsupportedOperation(name_offset, name);
   if (result.kind == TokenKind::kEof) {
     return ErrorAt(op_offset, absl::StrCat(name, " must define a result (%name = \"", name, "\"(...))"));
   }
   PCP_RETURN_IF_ERROR(ParseOperandList(*scope, &operands, &operand_offsets));
-  int arity = OpArity(*op);
+  int arity = dynamic_iota ? 1 : OpArity(*op);
   if ((arity != kVariadic && static_cast<int>(operands.size()) != arity) || operands.empty() != (arity == 0)) {
     return ErrorAt(op_offset, absl::StrCat(name, " expects ", arity == kVariadic ? "at least 1" : absl::StrCat(arity),
                                            " operands, got ", operands.size()));
@@ -323,13 +325,19 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
     return Expected(absl::StrCat("'(' with the body region of ", name));
   }
   if (Is(TokenKind::kLBrace)) PCP_RETURN_IF_ERROR(ParseAttributeDict(*op, &attrs, &parsed));
-  PCP_RETURN_IF_ERROR(CheckRequiredAttributes(*op, parsed, op_offset));
+  if (absl::Status required = CheckRequiredAttributes(*op, parsed, op_offset); !required.ok()) {
+    return dynamic_iota ? ErrorAt(op_offset, absl::StrCat(name, " needs attribute 'iota_dimension'")) : required;
+  }
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "before the operation's type"));
   size_t type_offset = cur_.offset;
   std::vector<TensorType> in, out;
   PCP_RETURN_IF_ERROR(ParseTypeList(&in));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kArrow, "in the operation's type"));
   PCP_RETURN_IF_ERROR(ParseResultTypes(&out));
+  if (dynamic_iota) {
+    return AddDynamicIota(f, scope, result, op_offset, type_offset, operands[0], operand_offsets[0], in, out,
+                          std::move(attrs));
+  }
   return AddOperation(f, scope, *op, result, op_offset, type_offset, std::move(operands), operand_offsets, in, out,
                       std::move(attrs), parsed);
 }

@@ -13,6 +13,7 @@
 #define PCP_AUTODIFF_SRC_TEXT_PARSER_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -118,6 +119,13 @@ class Parser {
                             size_t type_offset, std::vector<ValueId> operands,
                             const std::vector<size_t>& operand_offsets, const std::vector<TensorType>& in,
                             const std::vector<TensorType>& out, Attributes attrs, const OpAttributes& parsed);
+  // stablehlo.dynamic_iota (text_dynamic_iota.cc): checks the shape operand against the
+  // static result type `out` and adds stablehlo.iota of that type (attrs: iota_dimension).
+  absl::Status AddDynamicIota(Function* f, Scope* scope, const Token& result, size_t op_offset, size_t type_offset,
+                              ValueId shape, size_t shape_offset, const std::vector<TensorType>& in,
+                              const std::vector<TensorType>& out, Attributes attrs);
+  // The value of `v` if it is a constant or computed from constants only (small tensors).
+  std::optional<Tensor> KnownValue(const Function& f, ValueId v, int depth) const;
   // "unsupported operation 'x' (PCP supports ...)" at `offset`.
   absl::Status UnsupportedOperation(size_t offset, absl::string_view name) const;
   // Parses `({ ^bb0(%a: t, %b: t): <body> })`, the generic form of a reduce / scatter region.

@@ -110,6 +110,22 @@ absl::Status Parser::ParsePrettyOperation(Function* f, Scope* scope, const Token
     }
     return FinishReturn(f, std::move(operands), in, type_offset, result_types, returned);
   }
+  if (name == "stablehlo.dynamic_iota") {  // stablehlo.dynamic_iota %shape, dim = 0 : (t) -> r
+    if (result.kind == TokenKind::kEof) {
+      return ErrorAt(op_offset, absl::StrCat(name, " must define a result (%name = ", name, " ...)"));
+    }
+    PCP_RETURN_IF_ERROR(ParseOperand(*scope, &operands, &offsets));
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kComma, absl::StrCat("and dim = N after the operand of ", name)));
+    PCP_RETURN_IF_ERROR(ExpectKey("dim", name));
+    Attributes attrs;
+    PCP_ASSIGN_OR_RETURN(attrs.dimension, ParseI64(/*type_suffix=*/false));
+    PCP_RETURN_IF_ERROR(ParseIgnorableAttributes(name));
+    size_t type_offset = cur_.offset;
+    std::vector<TensorType> in, out;
+    PCP_RETURN_IF_ERROR(ParsePrettyType(1, &type_offset, &in, &out));
+    return AddDynamicIota(f, scope, result, op_offset, type_offset, operands[0], offsets[0], in, out,
+                          std::move(attrs));
+  }
   absl::StatusOr<Op> op = name == "arith.constant" ? Op::kConstant : ParseOp(name);
   if (!op.ok()) return UnsupportedOperation(name_offset, name);
   if (*op == Op::kGather || *op == Op::kScatter) {

@@ -45,6 +45,25 @@ std::string FormatFloat(float value, uint32_t bits, int hex_digits) {
   return HexBits(bits, hex_digits);  // unreachable: 9 significant digits round-trip every float
 }
 
+// f64: the shortest "%.Ne" spelling (N = 6..16) that reads back as exactly `value`; inf
+// and nan as their 16 hex digits.
+std::string FormatDouble(double value) {
+  uint64_t bits;
+  std::memcpy(&bits, &value, 8);
+  if (!std::isfinite(value)) {
+    std::string s = "0x";
+    for (int i = 15; i >= 0; --i) s.push_back(kHexDigits[(bits >> (4 * i)) & 15]);
+    return s;
+  }
+  char buf[64];
+  for (int precision = 6;; ++precision) {
+    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::scientific, precision);
+    double back = 0.0;
+    std::from_chars(buf, end, back);
+    if (std::memcmp(&back, &value, 8) == 0 || precision == 16) return std::string(buf, end);
+  }
+}
+
 // One element of `t` at flat index `i`, in MLIR's literal syntax.
 std::string Element(const Tensor& t, int64_t i) {
   const auto* p = static_cast<const uint8_t*>(t.raw_data());
@@ -75,6 +94,11 @@ std::string Element(const Tensor& t, int64_t i) {
     }
     case DType::kBool:
       return p[i] != 0 ? "true" : "false";
+    case DType::kF64: {
+      double v;
+      std::memcpy(&v, p + 8 * i, 8);
+      return FormatDouble(v);
+    }
   }
   return "?";
 }

@@ -36,7 +36,7 @@ absl::Status CheckDimList(Op op, absl::string_view what, const std::vector<int64
 bool IsFloatMathOp(Op op) {
   switch (op) {
     case Op::kExponential: case Op::kLog: case Op::kSqrt: case Op::kRsqrt: case Op::kTanh:
-    case Op::kLogistic: case Op::kErf: case Op::kPower:
+    case Op::kLogistic: case Op::kErf: case Op::kPower: case Op::kCeil:
       return true;
     default:
       return false;
@@ -71,6 +71,10 @@ absl::StatusOr<TensorType> InferElementwise(Op op, absl::Span<const TensorType> 
   if (op == Op::kCompare) return TensorType{DType::kBool, in[0].shape};
   if (IsFloatMathOp(op) && !IsFloat(d)) {
     return Error(op, absl::StrCat("needs a floating-point operand, got ", in[0].ToString()));
+  }
+  if (IsLogical(op)) {
+    if (IsFloat(d)) return Error(op, absl::StrCat("needs an i1 or integer operand, got ", in[0].ToString()));
+    return in[0];
   }
   if (d == DType::kBool) return Error(op, "is not defined on i1");
   return in[0];

@@ -5,6 +5,7 @@
 // contributions to operands that are not on such a path, so rules stay unconditional.
 //
 // Choices, in one place:
+//  - Non-differentiable ops: constant, iota, compare, ceil, and the predicates and / or / not.
 //  - Non-differentiable operands: integer indices (gather, scatter), predicates (select),
 //    integer sides of convert, and the init value of reduce, which is treated as a constant
 //    (the builder always makes it a literal 0 or -inf).
@@ -16,6 +17,8 @@
 //  - power: d/da = b * a^(b-1); d/db = log(a) * a^b where a > 0 and 0 elsewhere (a <= 0 has
 //    no real logarithm; log is taken of a base guarded by select, so this path adds no NaN).
 //  - abs: the gradient at 0 is +g (sign(0) taken as +1).
+//  - ceil: marked non-differentiable like compare: its derivative is 0 wherever it exists (it
+//    does not at integers), so no gradient flows through it (JAX and PyTorch give zeros too).
 //  - slice: padded back with zero concatenations per dimension; a stride s > 1 first
 //    interleaves s-1 zero columns (concat along a new axis + reshape).
 //  - gather / scatter: indices out of range are clamped by gather and skipped by scatter;
@@ -38,7 +41,7 @@ TensorType TypeOf(const FunctionBuilder& b, ValueId v) { return b.type(v); }
 
 // `value` as a tensor of `type`; f16/bf16 go through an f32 scalar and a convert.
 ValueId Fill(FunctionBuilder& b, double value, TensorType type) {
-  ValueId s = (type.dtype == DType::kF32 || IsInteger(type.dtype))
+  ValueId s = (type.dtype == DType::kF32 || type.dtype == DType::kF64 || IsInteger(type.dtype))
                   ? b.ScalarConstant(value, type.dtype)
                   : b.Convert(b.ScalarConstant(value), type.dtype);
   return type.rank() == 0 ? s : b.BroadcastInDim(s, type.shape, {});
@@ -369,6 +372,10 @@ VjpEntry MakeEntry(Op op) {
     case Op::kConstant: return NonDifferentiable();
     case Op::kIota: return NonDifferentiable();
     case Op::kCompare: return NonDifferentiable();
+    case Op::kCeil: return NonDifferentiable();
+    case Op::kAnd: return NonDifferentiable();
+    case Op::kOr: return NonDifferentiable();
+    case Op::kNot: return NonDifferentiable();
     case Op::kAdd: return Rule(AddVjp);
     case Op::kSubtract: return Rule(SubtractVjp);
     case Op::kMultiply: return Rule(MultiplyVjp);

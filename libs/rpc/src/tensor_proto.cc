@@ -16,6 +16,7 @@ struct DTypeWire {
 constexpr DTypeWire kDTypeWire[] = {
     {DType::kF32, v1::DTYPE_F32},   {DType::kF16, v1::DTYPE_F16}, {DType::kBF16, v1::DTYPE_BF16},
     {DType::kI32, v1::DTYPE_I32},   {DType::kI64, v1::DTYPE_I64}, {DType::kBool, v1::DTYPE_BOOL},
+    {DType::kF64, v1::DTYPE_F64},
 };
 #define PCP_COUNT_DTYPE_(e, mlir, st, size, is_float) +1
 constexpr int kNumDTypes = 0 PCP_DTYPE_LIST(PCP_COUNT_DTYPE_);

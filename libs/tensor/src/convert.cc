@@ -97,39 +97,61 @@ float RoundIntToFloat(int64_t v, int bits) {
   return v < 0 ? -f : f;
 }
 
-template <typename I>
-I SaturatingTruncate(float f) {
+template <typename I, typename F>
+I SaturatingTruncate(F f) {
   if (std::isnan(f)) return 0;
-  constexpr float kLimit = static_cast<float>(std::numeric_limits<I>::max());  // 2^31 or 2^63
+  constexpr F kLimit = -static_cast<F>(std::numeric_limits<I>::min());  // 2^31 or 2^63, exact
   if (f >= kLimit) return std::numeric_limits<I>::max();
   if (f < -kLimit) return std::numeric_limits<I>::min();
   return static_cast<I>(f);
 }
 
+// double -> float rounded to odd: the float toward zero, with its lowest significand bit set
+// when the double was not exact. Rounding that float again to f16 / bf16 (at least two bits
+// shorter) gives the correctly rounded result, with no double rounding through f32.
+float DoubleToFloatRoundOdd(double d) {
+  if (std::isnan(d)) return static_cast<float>(d);
+  float f = static_cast<float>(d);  // nearest; beyond the float range this is +-inf
+  if (static_cast<double>(f) == d) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(f) | 1u);
+}
+
 // One converter per destination, overloaded on the source's widened value: float for
-// f32/f16/bf16 sources (exact), int64 for i32/i64/bool sources.
+// f32/f16/bf16 sources (exact), double for f64, int64 for i32/i64/bool sources.
 struct ToF32 {
   float operator()(float f) const { return f; }
+  float operator()(double d) const { return static_cast<float>(d); }  // nearest even; inf beyond
   float operator()(int64_t v) const { return RoundIntToFloat(v, 24); }
+};
+struct ToF64 {
+  double operator()(float f) const { return f; }
+  double operator()(double d) const { return d; }
+  double operator()(int64_t v) const { return static_cast<double>(v); }  // nearest even
 };
 struct ToF16 {
   uint16_t operator()(float f) const { return FloatToHalf(f); }
+  uint16_t operator()(double d) const { return FloatToHalf(DoubleToFloatRoundOdd(d)); }
   uint16_t operator()(int64_t v) const { return FloatToHalf(RoundIntToFloat(v, 11)); }
 };
 struct ToBF16 {
   uint16_t operator()(float f) const { return FloatToBFloat16(f); }
+  uint16_t operator()(double d) const { return FloatToBFloat16(DoubleToFloatRoundOdd(d)); }
   uint16_t operator()(int64_t v) const { return FloatToBFloat16(RoundIntToFloat(v, 8)); }
 };
 struct ToI32 {
   int32_t operator()(float f) const { return SaturatingTruncate<int32_t>(f); }
+  int32_t operator()(double d) const { return SaturatingTruncate<int32_t>(d); }
   int32_t operator()(int64_t v) const { return static_cast<int32_t>(v); }
 };
 struct ToI64 {
   int64_t operator()(float f) const { return SaturatingTruncate<int64_t>(f); }
+  int64_t operator()(double d) const { return SaturatingTruncate<int64_t>(d); }
   int64_t operator()(int64_t v) const { return v; }
 };
 struct ToBool {
   uint8_t operator()(float f) const { return f != 0.0f ? 1 : 0; }
+  uint8_t operator()(double d) const { return d != 0.0 ? 1 : 0; }
   uint8_t operator()(int64_t v) const { return v != 0 ? 1 : 0; }
 };
 
@@ -149,6 +171,7 @@ void ConvertFrom(const void* in, void* out, int64_t n, DType to, Load load) {
     case DType::kI32: return Loop<int32_t, Src>(in, out, n, load, ToI32{});
     case DType::kI64: return Loop<int64_t, Src>(in, out, n, load, ToI64{});
     case DType::kBool: return Loop<uint8_t, Src>(in, out, n, load, ToBool{});
+    case DType::kF64: return Loop<double, Src>(in, out, n, load, ToF64{});
   }
 }
 
@@ -176,6 +199,7 @@ absl::StatusOr<Tensor> ConvertTensor(const Tensor& input, DType to) {
     case DType::kBool:
       ConvertFrom<uint8_t>(in, dst, n, to, [](uint8_t b) { return int64_t{b != 0}; });
       break;
+    case DType::kF64: ConvertFrom<double>(in, dst, n, to, [](double d) { return d; }); break;
   }
   return out;
 }

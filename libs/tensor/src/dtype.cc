@@ -35,7 +35,7 @@ absl::StatusOr<DType> ParseMlirDType(absl::string_view name) {
     if (kInfo[i].mlir == name) return static_cast<DType>(i);
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown element type '", name, "' (expected f32, f16, bf16, i32, i64 or i1)"));
+      absl::StrCat("unknown element type '", name, "' (expected f32, f64, f16, bf16, i32, i64 or i1)"));
 }
 
 absl::StatusOr<DType> ParseSafetensorsDType(absl::string_view name) {
@@ -43,7 +43,7 @@ absl::StatusOr<DType> ParseSafetensorsDType(absl::string_view name) {
     if (kInfo[i].safetensors == name) return static_cast<DType>(i);
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "unsupported safetensors dtype '", name, "' (expected F32, F16, BF16, I32, I64 or BOOL)"));
+      "unsupported safetensors dtype '", name, "' (expected F32, F64, F16, BF16, I32, I64 or BOOL)"));
 }
 
 }  // namespace pcp

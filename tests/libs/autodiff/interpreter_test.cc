@@ -142,6 +142,16 @@ std::vector<Case> AllCases() {
                     1e-6));
   c.push_back(Unary("abs", Op::kAbs, F32({3}, {-2, 3, -0.0f}), F32({3}, {2, 3, 0.0f})));
   c.push_back(Unary("abs_i32", Op::kAbs, I32({2}, {-5, 7}), I32({2}, {5, 7})));
+  c.push_back(Binary("and_i1", Op::kAnd, Bool({4}, {false, false, true, true}), Bool({4}, {false, true, false, true}),
+                     Bool({4}, {false, false, false, true})));
+  c.push_back(Binary("or_i1", Op::kOr, Bool({4}, {false, false, true, true}), Bool({4}, {false, true, false, true}),
+                     Bool({4}, {false, true, true, true})));
+  c.push_back(Unary("not_i1", Op::kNot, Bool({2}, {false, true}), Bool({2}, {true, false})));
+  c.push_back(Binary("and_i32_bitwise", Op::kAnd, I32({2}, {12, -1}), I32({2}, {10, 7}), I32({2}, {8, 7})));
+  c.push_back(Binary("or_i64_bitwise", Op::kOr, I64({2}, {12, -8}), I64({2}, {3, 1}), I64({2}, {15, -7})));
+  c.push_back(Unary("not_i32_bitwise", Op::kNot, I32({3}, {0, -1, 5}), I32({3}, {-1, 0, -6})));
+  c.push_back(Unary("ceil", Op::kCeil, F32({7}, {-0.5f, 2.0f, 2.25f, -2.75f, -1e30f, kInf, kNaN}),
+                    F32({7}, {-0.0f, 2, 3, -2, -1e30f, kInf, kNaN})));
   c.push_back(Unary("erf", Op::kErf, F32({3}, {0, 0.5f, -1}), F32({3}, {0, 0.52049988f, -0.84270079f}), 1e-6));
   // compare: IEEE, so NaN is unequal to everything (itself included).
   Tensor x = F32({3}, {1, 2, kNaN}), y = F32({3}, {2, 2, kNaN});

@@ -363,8 +363,8 @@ TEST(TextPrettyTest, ErrorsNameLineColumnAndWhatIsUnsupported) {
       {"unsupported attribute", PrettyErrorText("    %0 = stablehlo.add %x, %x {foo.bar = 1 : i32} : tensor<2xf32>"),
        "t.mlir:3:32: unsupported attribute 'foo.bar' on stablehlo.add (PCP reads past only mhlo.sharding, "
        "sdy.sharding, ..."},
-      {"f64 not yet", PrettyErrorText("    %0 = stablehlo.convert %x : (tensor<2xf32>) -> tensor<2xf64>", "tensor<2xf64>"),
-       "t.mlir:2:87: unsupported element type 'f64' (not supported yet; PCP has f32, f16, bf16, i32, i64 and i1)"},
+      {"ui8 not yet", PrettyErrorText("    %0 = stablehlo.convert %x : (tensor<2xf32>) -> tensor<2xui8>", "tensor<2xui8>"),
+       "t.mlir:2:87: unsupported element type 'ui8' (not supported yet; PCP has f32, f64, f16, bf16, i32, i64 and i1)"},
       {"scalar type", PrettyErrorText("    %0 = arith.constant 1.0 : f32"),
        "t.mlir:3:25: scalar constants are not supported: PCP values are tensors (arith.constant dense<...> : "
        "tensor<...>)"},

@@ -93,6 +93,13 @@ absl::StatusOr<Function> SingleOpFunction(Op op) {
     case Op::kConvert:
       out = b.Convert(b.Parameter(m23, "x"), DType::kBF16);
       break;
+    case Op::kAnd:
+    case Op::kOr:
+      out = b.Emit(op, {b.Parameter({DType::kBool, {2, 3}}, "p"), b.Parameter({DType::kBool, {2, 3}}, "q")});
+      break;
+    case Op::kNot:
+      out = b.Not(b.Parameter({DType::kI32, {2, 3}}, "x"));
+      break;
     case Op::kBroadcastInDim:
       out = b.BroadcastInDim(b.Parameter(F32({3}), "x"), {2, 3}, {1});
       break;

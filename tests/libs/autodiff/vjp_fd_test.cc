@@ -130,6 +130,12 @@ std::vector<FdCase> Cases() {
                                                  DType::kF32);
                  return b.Add(through_int, b.Exp(p[0]));
                }});
+  c.push_back({"ceil_cuts_gradient", {Op::kCeil},
+               {{F32({2, 3}), Floats({0.1f, 0.2f, 0.45f, 0.55f, 0.8f, -0.9f})}},
+               [](FunctionBuilder& b, P p) {
+                 // Away from integers (3x +- 3h never crosses one): d/dx ceil(3x) * x = ceil(3x).
+                 return b.Mul(b.Emit(Op::kCeil, {b.Mul(p[0], b.Full(3.0, F32({2, 3})))}), p[0]);
+               }});
   c.push_back({"broadcast_new_and_stretched_dims", {Op::kBroadcastInDim},
                {{F32({3, 1})}},
                [](FunctionBuilder& b, P p) { return b.BroadcastInDim(p[0], {2, 3, 4}, {1, 2}); }});

@@ -13,7 +13,7 @@ namespace pcp {
 namespace {
 
 bool ExpectedNonDifferentiable(Op op) {
-  return op == Op::kConstant || op == Op::kIota || op == Op::kCompare;
+  return op == Op::kConstant || op == Op::kIota || op == Op::kCompare || op == Op::kCeil || IsLogical(op);
 }
 
 TEST(VjpTableTest, EveryOpHasARuleOrAnExplicitMark) {

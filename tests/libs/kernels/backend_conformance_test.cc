@@ -3,6 +3,7 @@
 // at the case's stated tolerance (after ggml's test-backend-ops and IREE's CTS). Shapes
 // cover ranks 0-4, sizes 1, 3, 17, 129 and block-crossing sizes, broadcasts, views and
 // unusual dot_general dimension numbers. A last test demands a case for every op.
+#include <cstdio>
 #include <functional>
 #include <set>
 #include <string>
@@ -13,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "pcp/autodiff/builder.h"
 #include "pcp/autodiff/interpreter.h"
+#include "pcp/autodiff/passes.h"
 #include "pcp/testing/tensor_testing.h"
 #include "test_backends.h"
 
@@ -112,6 +114,7 @@ std::vector<Case> ElementwiseCases() {
       {Op::kTanh, {-6.0, 6.0}, 6e-7, 1e-7},
       {Op::kLogistic, {-20.0, 20.0}, 6e-7, 0},
       {Op::kErf, {-4.5, 4.5}, 6e-7, 1e-7},
+      {Op::kCeil, {-5.0, 5.0}, 0, 0},
   };
   for (const Unary& u : unaries) {
     for (const Shape& s : ElementwiseShapes()) {
@@ -174,6 +177,27 @@ std::vector<Case> ElementwiseCases() {
                      0,
                      {{}, {-100, 100}, {-100, 100}}});
   }
+  // and / or / not: logical on i1, bitwise on integers; fed by compares, feeding a select.
+  for (DType d : {DType::kBool, DType::kI32, DType::kI64}) {
+    TensorType t{d, {5, 103}};
+    for (Op op : {Op::kAnd, Op::kOr}) {
+      cases.push_back({absl::StrCat(Short(op), "_", MlirName(d)), op, {t, t},
+                       [op](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Emit(op, {p[0], p[1]}); },
+                       0, 0, {{-1000, 1000}, {-1000, 1000}}});
+    }
+    cases.push_back({absl::StrCat("not_", MlirName(d)), Op::kNot, {t},
+                     [](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Not(p[0]); },
+                     0, 0, {{-1000, 1000}}});
+  }
+  cases.push_back({"and_not_of_compares_into_select",
+                   Op::kAnd,
+                   {F32({3, 129}), F32({3, 129})},
+                   [](FunctionBuilder& b, const std::vector<ValueId>& p) {
+                     ValueId lt = b.Compare(p[0], p[1], ComparisonDirection::kLT);
+                     ValueId pos = b.Compare(p[0], b.Full(0.0, F32({3, 129})), ComparisonDirection::kGT);
+                     ValueId pred = b.Or(b.And(lt, b.Not(pos)), b.Not(b.Or(lt, pos)));
+                     return b.Select(pred, p[0], p[1]);
+                   }});
   // Converts between every pair of computing types; floats beyond the i32 range saturate.
   for (DType from : {DType::kF32, DType::kI32, DType::kI64, DType::kBool}) {
     for (DType to : {DType::kF32, DType::kI32, DType::kI64, DType::kBool}) {
@@ -639,6 +663,34 @@ TEST(ConformanceCoverageTest, EveryOpHasACase) {
   }
   for (int i = 0; i < kNumOps; ++i) {
     EXPECT_TRUE(covered.count(AllOps()[i]) > 0) << "no conformance case for " << OpName(AllOps()[i]);
+  }
+}
+
+// f64 never reaches a backend (passes.h's policy): each rejects it by name, and runs the
+// function once LowerF64ToF32 has retyped it.
+TEST(BackendF64Test, RejectsF64AndRunsItLowered) {
+  FunctionBuilder b("f64");
+  ValueId x = b.Parameter(F32({5}));
+  ValueId wide = b.Convert(x, DType::kF64);
+  b.Return({b.Convert(b.Mul(wide, b.Full(0.5, TensorType{DType::kF64, {5}})), DType::kF32)});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok()) << f.status();
+  Function lowered = *f;
+  absl::StatusOr<int> n = LowerF64ToF32(lowered);
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_GT(*n, 0);
+  for (const auto& tb : TestBackends()) {
+    absl::StatusOr<std::unique_ptr<Backend>> backend = tb.create();
+    if (!backend.ok()) {
+      std::printf("%s unavailable, not checked: %s\n", tb.name.c_str(), std::string(backend.status().message()).c_str());
+      continue;
+    }
+    absl::StatusOr<std::unique_ptr<Executable>> exe = (*backend)->Compile(*f);
+    ASSERT_FALSE(exe.ok()) << tb.name;
+    EXPECT_NE(exe.status().message().find("f64"), absl::string_view::npos) << exe.status();
+    EXPECT_NE(exe.status().message().find("LowerF64ToF32"), absl::string_view::npos) << exe.status();
+    exe = (*backend)->Compile(lowered);
+    EXPECT_TRUE(exe.ok()) << tb.name << ": " << exe.status();
   }
 }
 

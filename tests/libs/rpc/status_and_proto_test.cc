@@ -63,12 +63,13 @@ TEST(ChannelOptionsTest, StreamChannelsGetAFixedLargeWindow) {
 
 TEST(TensorProtoTest, DTypesRoundTrip) {
   for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64,
-                  DType::kBool}) {
+                  DType::kBool, DType::kF64}) {
     auto back = DTypeFromProto(DTypeToProto(d));
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, d);
   }
   EXPECT_EQ(DTypeToProto(DType::kBF16), v1::DTYPE_BF16);
+  EXPECT_EQ(DTypeToProto(DType::kF64), v1::DTYPE_F64);
   EXPECT_THAT(DTypeFromProto(v1::DTYPE_UNSPECIFIED).status().message(),
               HasSubstr("unspecified"));
   EXPECT_THAT(DTypeFromProto(static_cast<v1::DType>(77)).status().message(),

@@ -193,8 +193,8 @@ TEST(HalfTest, MatchesNearestEvenReference) {
 // ---------------------------------------------------------------------------------------
 // ConvertTensor.
 
-const DType kAllDTypes[] = {DType::kF32, DType::kF16, DType::kBF16,
-                            DType::kI32, DType::kI64, DType::kBool};
+const DType kAllDTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kI32,
+                            DType::kI64, DType::kBool, DType::kF64};
 
 // Element i of t as a double (bool bytes as 0/1).
 double ValueAt(const Tensor& t, int64_t i) {
@@ -205,6 +205,7 @@ double ValueAt(const Tensor& t, int64_t i) {
     case DType::kI32: return t.data<int32_t>()[i];
     case DType::kI64: return static_cast<double>(t.data<int64_t>()[i]);
     case DType::kBool: return t.data<uint8_t>()[i] != 0 ? 1.0 : 0.0;
+    case DType::kF64: return t.data<double>()[i];
   }
   return 0;
 }
@@ -238,6 +239,33 @@ TEST(ConvertTensorTest, EveryPairOnValuesExactInAllTypes) {
       }
     }
   }
+}
+
+TEST(ConvertTensorTest, F64RoundsOnceToEveryFloatType) {
+  const double kTieUp = 1.0 + 0x1p-11 + 0x1p-40;  // just above f16's tie between 1 and 1 + 2^-10
+  Tensor d = Tensor::FromVector<double>({5}, {1.0 / 3.0, kTieUp, 1e300, -1e-300, 1.0 + 0x1p-8 + 0x1p-30});
+  Tensor f = *ConvertTensor(d, DType::kF32);
+  EXPECT_EQ(f.ToVector<float>(), (std::vector<float>{static_cast<float>(1.0 / 3.0), 1.0f + 0x1p-11f, INFINITY,
+                                                      -0.0f, 1.0f + 0x1p-8f}));
+  EXPECT_TRUE(std::signbit(f.data<float>()[3]));
+  // Through f32 these would tie and round to even (down); rounded once they go up.
+  Tensor h = *ConvertTensor(d, DType::kF16);
+  EXPECT_EQ(h.data<uint16_t>()[1], 0x3C01);
+  EXPECT_EQ(h.data<uint16_t>()[2], 0x7C00);  // inf
+  EXPECT_EQ(h.data<uint16_t>()[3], 0x8000);  // -0
+  Tensor b = *ConvertTensor(d, DType::kBF16);
+  EXPECT_EQ(b.data<uint16_t>()[4], 0x3F81);  // 1 + 2^-8 + tiny: above the tie between 0x3F80 and 0x3F81
+  EXPECT_EQ(b.data<uint16_t>()[2], 0x7F80);
+}
+
+TEST(ConvertTensorTest, F64ToIntegerTruncatesAndSaturates) {
+  Tensor d = Tensor::FromVector<double>({7}, {2147483647.9, -2147483648.9, -2147483647.5, 1e19, -1e19, NAN, -0.5});
+  EXPECT_EQ(ConvertTensor(d, DType::kI32)->ToVector<int32_t>(),
+            (std::vector<int32_t>{INT32_MAX, INT32_MIN, -2147483647, INT32_MAX, INT32_MIN, 0, 0}));
+  EXPECT_EQ(ConvertTensor(d, DType::kI64)->ToVector<int64_t>(),
+            (std::vector<int64_t>{2147483647, -2147483648, -2147483647, INT64_MAX, INT64_MIN, 0, 0}));
+  Tensor i = Tensor::FromVector<int64_t>({2}, {(int64_t{1} << 53) + 1, -3});
+  EXPECT_EQ(ConvertTensor(i, DType::kF64)->ToVector<double>(), (std::vector<double>{0x1p53, -3.0}));
 }
 
 TEST(ConvertTensorTest, FloatToIntegerTruncatesAndSaturates) {

@@ -49,6 +49,7 @@ std::vector<NamedTensor> AllDTypeTensors() {
   out.push_back({"i32", Tensor::FromVector<int32_t>({4}, {INT32_MIN, -1, 0, INT32_MAX})});
   out.push_back({"i64", Tensor::FromVector<int64_t>({1, 2}, {INT64_MIN, INT64_MAX})});
   out.push_back({"bool", Tensor::FromVector<bool>({5}, {true, false, false, true, true})});
+  out.push_back({"f64", Tensor::FromVector<double>({2}, {0.1, -1e300})});
   out.push_back({"scalar", Tensor::Scalar<float>(42.0f)});
   out.push_back({"empty", Tensor(DType::kI64, {0, 4})});
   return out;
@@ -155,8 +156,8 @@ std::vector<CorruptCase> CorruptCases() {
       {"header not an object", RawFile("[1, 2]  "), "header must be a JSON object, found array"},
       {"entry not an object", RawFile(R"({"t": 3})"),
        "tensor 't': expected an object, found number"},
-      {"unknown dtype", RawFile(F32Header("[3]", "[0,24]", "\"F64\""), d24),
-       "tensor 't': unsupported safetensors dtype 'F64'"},
+      {"unknown dtype", RawFile(F32Header("[3]", "[0,3]", "\"F8_E4M3\""), "abc"),
+       "tensor 't': unsupported safetensors dtype 'F8_E4M3'"},
       {"dtype not a string", RawFile(F32Header("[3]", "[0,24]", "7"), d24),
        "tensor 't': \"dtype\" must be a JSON string, found number"},
       {"missing dtype", RawFile(R"({"t":{"shape":[1],"data_offsets":[0,4]}})", "abcd"),

@@ -30,6 +30,7 @@ Tensor RandomTensor(const TensorType& type, uint64_t seed, double lo, double hi)
     double u = Uniform01(state);
     switch (type.dtype) {
       case DType::kF32: t.data<float>()[i] = static_cast<float>(lo + (hi - lo) * u); break;
+      case DType::kF64: t.data<double>()[i] = lo + (hi - lo) * u; break;
       case DType::kI32: t.data<int32_t>()[i] = static_cast<int32_t>(std::floor(lo + (hi - lo) * u)); break;
       case DType::kI64: t.data<int64_t>()[i] = static_cast<int64_t>(std::floor(lo + (hi - lo) * u)); break;
       case DType::kBool: static_cast<uint8_t*>(t.raw_data())[i] = u < 0.5 ? 1 : 0; break;
@@ -44,6 +45,7 @@ std::vector<double> ToDoubles(const Tensor& t) {
   for (size_t i = 0; i < out.size(); ++i) {
     switch (t.dtype()) {
       case DType::kF32: out[i] = t.data<float>()[i]; break;
+      case DType::kF64: out[i] = t.data<double>()[i]; break;
       case DType::kI32: out[i] = t.data<int32_t>()[i]; break;
       case DType::kI64: out[i] = static_cast<double>(t.data<int64_t>()[i]); break;
       case DType::kBool: out[i] = static_cast<const uint8_t*>(t.raw_data())[i]; break;

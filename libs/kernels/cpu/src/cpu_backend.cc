@@ -88,6 +88,13 @@ class CpuBackend final : public Backend {
 
   absl::Status Supports(const Function& function) const override {
     PCP_RETURN_IF_ERROR(Verify(function));
+    // f64 never reaches a backend: the IR lowers it to f32 first (LowerF64ToF32, passes.h).
+    for (const TensorType& t : function.value_types) {
+      if (t.dtype == DType::kF64) {
+        return absl::UnimplementedError(absl::StrCat("cpu backend: f64 values (", t.ToString(),
+                                                     ") are not supported; lower them with LowerF64ToF32 first"));
+      }
+    }
     for (size_t i = 0; i < function.instructions.size(); ++i) {
       PCP_RETURN_IF_ERROR(CheckInstruction(function, function.instructions[i]),
                           _ << "function @" << function.name << ", instruction " << i);

@@ -40,6 +40,7 @@ PCP_UNARY_FLOAT(RsqrtOp, 1.0f / std::sqrt(a))
 PCP_UNARY_FLOAT(TanhOp, TanhF(a))
 PCP_UNARY_FLOAT(LogisticOp, LogisticF(a))
 PCP_UNARY_FLOAT(ErfOp, ErfF(a))
+PCP_UNARY_FLOAT(CeilOp, std::ceil(a))
 #undef PCP_UNARY_FLOAT
 
 struct NegOp {
@@ -59,6 +60,29 @@ struct AbsOp {
       return a < 0 ? static_cast<T>(Wide<T>{0} - static_cast<Wide<T>>(a)) : a;
     } else {
       return std::fabs(a);
+    }
+  }
+};
+// Logical on i1 (bytes 0 / 1), bitwise on integers.
+struct AndOp {
+  template <typename T>
+  static T Apply(T a, T b) {
+    return static_cast<T>(a & b);
+  }
+};
+struct OrOp {
+  template <typename T>
+  static T Apply(T a, T b) {
+    return static_cast<T>(a | b);
+  }
+};
+struct NotOp {
+  template <typename T>
+  static T Apply(T a) {
+    if constexpr (std::is_same_v<T, Pred>) {
+      return a != 0 ? 0 : 1;
+    } else {
+      return static_cast<T>(~a);
     }
   }
 };
@@ -198,6 +222,20 @@ ElementwiseFn UnaryFloat() {
 }
 
 template <typename T>
+ElementwiseFn LogicalFn(Op op) {
+  switch (op) {
+    case Op::kAnd:
+      return &BinaryLoop<T, T, AndOp>;
+    case Op::kOr:
+      return &BinaryLoop<T, T, OrOp>;
+    case Op::kNot:
+      return &UnaryLoop<T, T, NotOp>;
+    default:
+      return nullptr;
+  }
+}
+
+template <typename T>
 ElementwiseFn ArithmeticFn(Op op) {
   switch (op) {
     case Op::kAdd:
@@ -237,6 +275,8 @@ ElementwiseFn ArithmeticFn(Op op) {
         return UnaryFloat<LogisticOp>();
       case Op::kErf:
         return UnaryFloat<ErfOp>();
+      case Op::kCeil:
+        return UnaryFloat<CeilOp>();
       default:
         break;
     }
@@ -316,10 +356,21 @@ ElementwiseFn GetElementwiseFn(Op op, DType operand, DType result, ComparisonDir
         case DType::kI32:
           return &SelectLoop<uint32_t>;
         case DType::kI64:
+        case DType::kF64:
           return &SelectLoop<uint64_t>;
       }
       return nullptr;
     default:
+      if (IsLogical(op)) {
+        return ByType(operand, [&](auto t) -> ElementwiseFn {
+          using T = decltype(t);
+          if constexpr (std::is_floating_point_v<T>) {
+            return nullptr;
+          } else {
+            return LogicalFn<T>(op);
+          }
+        });
+      }
       if (!IsElementwise(op) || operand == DType::kBool) return nullptr;
       return ByType(operand, [&](auto t) -> ElementwiseFn {
         using T = decltype(t);

@@ -21,6 +21,8 @@ std::string Unary(Op op, DType d, const std::string& a) {
     case Op::kTanh: return absl::StrCat("pcp_tanh(", a, ")");
     case Op::kLogistic: return absl::StrCat("pcp_logistic(", a, ")");
     case Op::kErf: return absl::StrCat("pcp_erf(", a, ")");
+    case Op::kCeil: return absl::StrCat("ceil(", a, ")");
+    case Op::kNot: return absl::StrCat(d == DType::kBool ? "(!" : "(~", a, ")");
     default: return "";
   }
 }
@@ -39,6 +41,8 @@ std::string Binary(Op op, DType d, const std::string& a, const std::string& b) {
     case Op::kMinimum:
       return fl ? absl::StrCat("pcp_min(", a, ", ", b, ")") : absl::StrCat("(", a, " < ", b, " ? ", a, " : ", b, ")");
     case Op::kPower: return absl::StrCat("pcp_pow(", a, ", ", b, ")");
+    case Op::kAnd: return absl::StrCat("(", a, d == DType::kBool ? " && " : " & ", b, ")");
+    case Op::kOr: return absl::StrCat("(", a, d == DType::kBool ? " || " : " | ", b, ")");
     default: return "";
   }
 }
@@ -76,6 +80,7 @@ const char* GlslType(DType d) {
     case DType::kBool: return "bool";
     case DType::kF16:
     case DType::kBF16: return "uint";  // only moved: the bits, widened
+    case DType::kF64: return "double";  // never reached: CheckSupported rejects f64
   }
   return "float";
 }

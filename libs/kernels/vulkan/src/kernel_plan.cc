@@ -16,6 +16,13 @@ bool IsHalf(DType d) { return d == DType::kF16 || d == DType::kBF16; }
 
 absl::Status CheckSupported(const Function& f, bool half_moves) {
   PCP_RETURN_IF_ERROR(Verify(f));
+  // f64 never reaches a backend: the IR lowers it to f32 first (LowerF64ToF32, passes.h).
+  for (const TensorType& t : f.value_types) {
+    if (t.dtype == DType::kF64) {
+      return absl::UnimplementedError(absl::StrCat("vulkan backend: f64 values (", t.ToString(),
+                                                   ") are not supported; lower them with LowerF64ToF32 first"));
+    }
+  }
   for (ValueId p : f.params) {
     if (IsHalf(f.type(p).dtype) && !half_moves) {
       return absl::UnimplementedError(absl::StrCat("vulkan backend: ", MlirName(f.type(p).dtype),

@@ -39,7 +39,7 @@ class FunctionBuilder {
 
   // Sources.
   ValueId Constant(Tensor literal);
-  // A scalar constant of `dtype` (f32, i32, i64) holding `value`.
+  // A scalar constant of `dtype` (f32, f64, i32, i64) holding `value`.
   ValueId ScalarConstant(double value, DType dtype = DType::kF32);
   // `value` broadcast to `type` (a scalar constant + broadcast_in_dim). Types and shapes are
   // taken by value throughout: callers often pass b.type(v), a reference into the function's
@@ -64,6 +64,11 @@ class FunctionBuilder {
   ValueId Logistic(ValueId a) { return Emit(Op::kLogistic, {a}); }
   ValueId Abs(ValueId a) { return Emit(Op::kAbs, {a}); }
   ValueId Erf(ValueId a) { return Emit(Op::kErf, {a}); }
+  ValueId Ceil(ValueId a) { return Emit(Op::kCeil, {a}); }
+  // Logical on i1, bitwise on i32 / i64.
+  ValueId And(ValueId a, ValueId b) { return Emit(Op::kAnd, {a, b}); }
+  ValueId Or(ValueId a, ValueId b) { return Emit(Op::kOr, {a, b}); }
+  ValueId Not(ValueId a) { return Emit(Op::kNot, {a}); }
   ValueId Compare(ValueId a, ValueId b, ComparisonDirection direction);
   ValueId Select(ValueId pred, ValueId on_true, ValueId on_false) {
     return Emit(Op::kSelect, {pred, on_true, on_false});

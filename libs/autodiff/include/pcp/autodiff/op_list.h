@@ -28,6 +28,8 @@ enum class OpCategory : uint8_t {
 inline constexpr int kVariadic = -1;
 
 // V(enumerator, MLIR op name, operand count or kVariadic, category)
+// and / or / not: logical on i1, bitwise on i32 / i64 (the interpreter and both backends
+// compute all three types); not defined on floats.
 // Operand order follows StableHLO: reduce(input, init), select(pred, on_true, on_false),
 // gather(table, indices), scatter(operand, indices, updates).
 #define PCP_OP_LIST(V)                                                   \
@@ -48,7 +50,11 @@ inline constexpr int kVariadic = -1;
   V(kTanh, "stablehlo.tanh", 1, kElementwise)                            \
   V(kLogistic, "stablehlo.logistic", 1, kElementwise)                    \
   V(kAbs, "stablehlo.abs", 1, kElementwise)                              \
+  V(kCeil, "stablehlo.ceil", 1, kElementwise)                            \
   V(kErf, "chlo.erf", 1, kElementwise)                                   \
+  V(kAnd, "stablehlo.and", 2, kElementwise)                              \
+  V(kOr, "stablehlo.or", 2, kElementwise)                                \
+  V(kNot, "stablehlo.not", 1, kElementwise)                              \
   V(kCompare, "stablehlo.compare", 2, kElementwise)                      \
   V(kSelect, "stablehlo.select", 3, kElementwise)                        \
   V(kConvert, "stablehlo.convert", 1, kElementwise)                      \
@@ -71,7 +77,7 @@ enum class Op : uint8_t {
 #define PCP_OP_COUNT_(e, name, arity, category) +1
 inline constexpr int kNumOps = 0 PCP_OP_LIST(PCP_OP_COUNT_);
 #undef PCP_OP_COUNT_
-static_assert(kNumOps == 30, "update kNumOps users (VJP table, kernels, tests) when adding ops");
+static_assert(kNumOps == 34, "update kNumOps users (VJP table, kernels, tests) when adding ops");
 
 absl::string_view OpName(Op op);
 int OpArity(Op op);  // kVariadic for concatenate
@@ -79,6 +85,8 @@ OpCategory GetOpCategory(Op op);
 absl::StatusOr<Op> ParseOp(absl::string_view name);
 
 inline bool IsElementwise(Op op) { return GetOpCategory(op) == OpCategory::kElementwise; }
+// and, or, not: logical on i1, bitwise on integers.
+inline bool IsLogical(Op op) { return op == Op::kAnd || op == Op::kOr || op == Op::kNot; }
 // Elementwise ops whose result dtype is not the first operand's (compare → i1, convert).
 inline bool ChangesDType(Op op) { return op == Op::kCompare || op == Op::kConvert; }
 

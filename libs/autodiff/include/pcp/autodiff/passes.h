@@ -2,12 +2,17 @@
 // leaves it verified (tests run Verify after every pass).
 //
 //   PCP_RETURN_IF_ERROR(RunStandardPasses(function));   // fold, CSE, DCE, compact
+//   std::string first;
+//   PCP_ASSIGN_OR_RETURN(int n, LowerF64ToF32(function, &first));
+//   if (n > 0) LOG(WARNING) << n << " f64 values computed in f32 (first: " << first << ")";
 #ifndef PCP_AUTODIFF_PASSES_H_
 #define PCP_AUTODIFF_PASSES_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "pcp/autodiff/ir.h"
 
 namespace pcp {
@@ -27,6 +32,19 @@ absl::Status FoldConstants(Function& function, int64_t max_elements = 1 << 16);
 void CompactValues(Function& function);
 // FoldConstants, EliminateCommonSubexpressions, EliminateDeadCode, CompactValues, Verify.
 absl::Status RunStandardPasses(Function& function);
+
+// f64 policy (decided for StableHLO import): f64 is folded exactly (the interpreter computes
+// f64 in double), and f64 values that survive folding are computed in f32, with a warning the
+// caller logs; never an error, and no backend ever sees f64 (both reject it). Run this after
+// RunStandardPasses, so that f64 constant subgraphs (1/sqrt(d) scales, masks) are folded in
+// double and rounded to f32 once, by their convert.
+// LowerF64ToF32 retypes every f64 value (parameters and results included, so the signature
+// changes where it had f64) to f32, converts f64 constants to f32 (nearest even), and removes
+// the converts that become f32 -> f32. Returns how many values it retyped (0: the function is
+// unchanged) and, if `first` is given and the count is positive, sets it to where the first
+// one is defined ("argument 0 'x'" or "instruction 3 (stablehlo.multiply)", numbered before
+// the rewrite). Values are renumbered (CompactValues).
+absl::StatusOr<int> LowerF64ToF32(Function& function, std::string* first = nullptr);
 
 }  // namespace pcp
 

@@ -70,6 +70,19 @@
 // { %m = stablehlo.add|maximum %a, %b : t  stablehlo.return %m : t }` after the type;
 // stablehlo.constant / arith.constant dense<..> | dense_resource<key> : t; return / func.return /
 // stablehlo.return. Gather and scatter have no pretty form: they stay generic, with <{...}>.
+// Element types: f32, f64, f16, bf16, i32, i64, i1. f64 (which exporters use for scales,
+// masks and shape arithmetic) parses and prints like f32, with 16 hex digits for its bits
+// (dense<0x3FC0000000000000> : tensor<f64>); the parser keeps it as f64. The policy for it is
+// passes.h's: fold f64 exactly (in double), then LowerF64ToF32 computes what is left in f32
+// with a warning; no backend ever runs f64.
+// stablehlo.and / or / not print like any elementwise op (`%2 = stablehlo.and %0, %1 :
+// tensor<4xi1>`, `%3 = stablehlo.not %0 : tensor<4xi1>`), as does stablehlo.ceil.
+// stablehlo.dynamic_iota is not an IR op: `%1 = stablehlo.dynamic_iota %0, dim = 0 :
+// (tensor<1xi64>) -> tensor<4xi64>` (generic: {iota_dimension = 0 : i64}) with a static result
+// type parses as `stablehlo.iota dim = 0 : tensor<4xi64>`; the shape operand must be a rank-1
+// integer tensor with one entry per result dimension and, when it is a constant or folds to
+// one, equal the result shape (else an error at the operand). A dynamic result type
+// (tensor<?xi64>) is an error at line:col: PCP has static shapes only. Printing gives iota.
 // Locations (loc(...), #loc aliases) are skipped. Attributes that only shard, lay out or name
 // things (mhlo.sharding, jax.result_info, ...; text_pretty_parser.cc lists them) are read past;
 // any other attribute, op or element type PCP cannot honour is an error naming it at line:col.

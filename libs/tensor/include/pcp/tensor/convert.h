@@ -33,8 +33,9 @@ float HalfToFloat(uint16_t bits);
 
 // Returns a new tensor (own storage, same shape) holding `input`'s elements as `to`.
 // Converting to the same dtype returns a deep copy. Rules:
-//   - between floating types (f32, f16, bf16): rounded as above (one rounding, no double
-//     rounding through f32);
+//   - between floating types (f64, f32, f16, bf16): rounded as above (one rounding, no double
+//     rounding through f32; f64 -> f16/bf16 rounds to odd in f32 first, which is exact);
+//     f64 beyond the f32 range becomes +-inf;
 //   - integer -> floating: correctly rounded to nearest even (i64 -> f16 too);
 //   - floating -> integer: truncates toward zero like a C cast; where a C cast would be
 //     undefined, NaN gives 0 and out-of-range values saturate to the type's min/max;

@@ -31,6 +31,7 @@ inline constexpr size_t kTensorAlignment = 64;
 template <typename T>
 constexpr bool DTypeMatches(DType d) {
   if constexpr (std::is_same_v<T, float>) return d == DType::kF32;
+  if constexpr (std::is_same_v<T, double>) return d == DType::kF64;
   if constexpr (std::is_same_v<T, uint16_t>) return d == DType::kF16 || d == DType::kBF16;
   if constexpr (std::is_same_v<T, int32_t>) return d == DType::kI32;
   if constexpr (std::is_same_v<T, int64_t>) return d == DType::kI64;
@@ -97,10 +98,11 @@ template <typename T>
 Tensor Tensor::FromVector(Shape shape, const std::vector<T>& values) {
   DType d;
   if constexpr (std::is_same_v<T, float>) d = DType::kF32;
+  else if constexpr (std::is_same_v<T, double>) d = DType::kF64;
   else if constexpr (std::is_same_v<T, int32_t>) d = DType::kI32;
   else if constexpr (std::is_same_v<T, int64_t>) d = DType::kI64;
   else if constexpr (std::is_same_v<T, bool>) d = DType::kBool;
-  else static_assert(sizeof(T) == 0, "use f32, i32, i64 or bool");
+  else static_assert(sizeof(T) == 0, "use f32, f64, i32, i64 or bool");
   Tensor t(d, std::move(shape));
   assert(static_cast<int64_t>(values.size()) == t.num_elements());
   if constexpr (std::is_same_v<T, bool>) {
