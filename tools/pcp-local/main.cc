@@ -109,6 +109,7 @@ absl::Status Eval(const std::string& job_path) {
   PCP_ASSIGN_OR_RETURN(JobConfig job, LoadJobConfig(job_path));
   PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&job, DataRoots::Unconfined()));
   PCP_ASSIGN_OR_RETURN(ModelProgram program, BuildJobProgram(job, DataRoots::Unconfined()));
+  for (const std::string& w : program.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   std::vector<Tensor> params = program.initial_params;
   if (const std::string path = absl::GetFlag(FLAGS_params); !path.empty()) {
     PCP_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensorsFile(path));

@@ -175,9 +175,12 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
                                                 "; it has: ", absl::StrJoin(have, ", ")));
   }
   Function f = *found;
-  // ---- f64 -> f32 (JAX exports with x64 enabled, PyTorch float64 buffers): the lead wires
-  // LowerF64ToF32 (passes.h, branch `ops`) in here at merge, before the signature is checked:
-  //   PCP_RETURN_IF_ERROR(LowerF64ToF32(f), _ << file_name << ": lowering f64 to f32");
+  // f64 (JAX exports with x64 enabled, PyTorch float64 buffers and scale constants): folded
+  // exactly in double first, then what is left computed in f32, with a warning (passes.h),
+  // before the signature is checked (an f64 argument becomes f32).
+  PCP_RETURN_IF_ERROR(RunStandardPasses(f), _ << file_name << ": folding the imported function");
+  std::string first_f64;
+  PCP_ASSIGN_OR_RETURN(const int f64_values, LowerF64ToF32(f, &first_f64), _ << file_name << ": lowering f64 to f32");
   const std::string place = FunctionPlace(text, file_name, options.function);
   const int n = static_cast<int>(f.params.size());
   const Arguments args(f, options.function);
@@ -370,6 +373,10 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
   m.forward = Rewrite(f, trainable, m.names, frozen, data, m.batch_size, m.block_size);
   PCP_RETURN_IF_ERROR(Verify(m.forward), _ << file_name << ": the imported function");
   PCP_RETURN_IF_ERROR(RunStandardPasses(m.forward), _ << file_name << ": optimizing the imported function");
+  if (f64_values > 0) {
+    m.warnings.push_back(absl::StrCat(file_name, ": ", f64_values, " f64 values that do not fold to constants are computed in f32 (first: ",
+                                      first_f64, "); PCP's backends have no f64"));
+  }
   for (const TensorType& t : m.forward.value_types) m.value_elements += t.num_elements();
   return m;
 }

@@ -49,6 +49,7 @@ absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& bac
   LocalTrainingResult result;
   auto t0 = Clock::now();
   PCP_ASSIGN_OR_RETURN(ModelProgram program, BuildJobProgram(job, DataRoots::Unconfined()));
+  for (const std::string& w : program.warnings) std::fprintf(out, "warning: %s\n", w.c_str());
   PCP_ASSIGN_OR_RETURN(auto loop, InnerLoop::Create(backend, program.train_step));
   PCP_ASSIGN_OR_RETURN(auto eval, Evaluator::Create(*loop, program.eval_loss));
   PCP_RETURN_IF_ERROR(loop->SetParams(program.initial_params));

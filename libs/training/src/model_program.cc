@@ -72,6 +72,7 @@ absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoo
   p.eval_loss = std::move(import.model.forward);
   p.eval_loss.name = "eval_loss";
   p.initial_params = std::move(import.model.initial);
+  p.warnings = std::move(import.model.warnings);
   PCP_RETURN_IF_ERROR(FillParams(p));
   return p;
 }

@@ -4,6 +4,7 @@
 #include "pcp/autodiff/text.h"
 #include "pcp/base/sha256.h"
 #include "pcp/base/status_macros.h"
+#include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
 
@@ -11,6 +12,7 @@ absl::StatusOr<PreparedJob> PrepareJob(JobConfig config, const DataRoots& data_r
   PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&config, data_roots), _ << "loading the job's data");
   PCP_ASSIGN_OR_RETURN(ModelProgram program, BuildJobProgram(config, data_roots),
                        _ << "building the training program");
+  for (const std::string& w : program.warnings) spdlog::warn("job {}: {}", config.name, w);
   PreparedJob job{.config = std::move(config), .data = std::move(data), .program = std::move(program)};
   auto text = std::make_shared<std::string>(PrintFunction(job.program.train_step));
   job.program_hash = Sha256ContentHash(*text);

@@ -248,6 +248,51 @@ TEST(StableHloModelTest, JaxStyleModule) {
   EXPECT_EQ(plain->names, (std::vector<std::string>{"arg0", "arg1"}));
 }
 
+// f64 as exports write it: a scale computed in f64 from constants (folded exactly, then
+// rounded to f32 once: no warning), and, with `f64_math`, arithmetic on a parameter in f64
+// (computed in f32 with a warning, since no backend has f64).
+std::string F64Module(bool f64_math) {
+  return absl::StrCat(R"(func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<2x4xi64>, %arg2: tensor<2x4xi64>) -> tensor<f32> {
+  %c = stablehlo.constant dense<3.000000e+00> : tensor<f64>
+  %s = stablehlo.sqrt %c : tensor<f64>
+  %sf = stablehlo.convert %s : (tensor<f64>) -> tensor<f32>
+)",
+                      f64_math ? R"(  %x = stablehlo.convert %arg0 : (tensor<4xf32>) -> tensor<4xf64>
+  %y = stablehlo.multiply %x, %x : tensor<4xf64>
+  %yf = stablehlo.convert %y : (tensor<4xf64>) -> tensor<4xf32>
+)"
+                               : R"(  %yf = stablehlo.multiply %arg0, %arg0 : tensor<4xf32>
+)",
+                      R"(  %b = stablehlo.broadcast_in_dim %sf, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %z = stablehlo.multiply %yf, %b : tensor<4xf32>
+  %init = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %r = stablehlo.reduce(%z init: %init) applies stablehlo.add across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+  return %r : tensor<f32>
+}
+)");
+}
+
+TEST(StableHloModelTest, F64FoldsExactlyAndWhatIsLeftIsComputedInF32WithAWarning) {
+  StableHloImportOptions o;
+  o.names = {"w"};
+  for (bool f64_math : {false, true}) {
+    absl::StatusOr<ImportedModel> m = ImportStableHloModel(F64Module(f64_math), "f64.mlir", o);
+    ASSERT_TRUE(m.ok()) << m.status();
+    for (const Instruction& inst : m->forward.instructions) EXPECT_NE(m->forward.type(inst.result).dtype, DType::kF64);
+    if (f64_math) {
+      ASSERT_EQ(m->warnings.size(), 1u);
+      EXPECT_THAT(m->warnings[0], HasSubstr("f64.mlir: "));
+      EXPECT_THAT(m->warnings[0], HasSubstr("f64 values that do not fold to constants are computed in f32"));
+    } else {
+      EXPECT_TRUE(m->warnings.empty()) << m->warnings[0];
+    }
+    const Tensor w = Tensor::FromVector<float>({4}, {1, 2, 3, 4});
+    absl::StatusOr<std::vector<Tensor>> out = Interpret(m->forward, {w, Tokens(0), Tokens(1)});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_FLOAT_EQ(out->at(0).data<float>()[0], 30.0f * static_cast<float>(std::sqrt(3.0)));
+  }
+}
+
 TEST(StableHloModelTest, OptionErrorsNameTheirKey) {
   const Tensor w = Range({kV, kC}, 0.1f), rope = Range({kC}, 1.0f);
   struct Case {

@@ -77,6 +77,9 @@ struct ImportedModel {
   int64_t block_size = 0;
   int64_t num_params = 0;          // elements of the trainable parameters
   int64_t value_elements = 0;      // elements of every value of forward (a memory bound)
+  // What the caller should log: f64 values that survived constant folding and are computed in
+  // f32 (the import's f64 policy: folded exactly in double, the rest lowered with a warning).
+  std::vector<std::string> warnings;
 };
 
 absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view module_text, absl::string_view file_name,

@@ -38,6 +38,7 @@ struct ModelProgram {
   std::vector<TensorType> param_types;
   std::vector<Tensor> initial_params;
   int64_t num_params = 0;  // elements of the parameters
+  std::vector<std::string> warnings;  // for the caller's log (e.g. an import's f64 lowered to f32)
 };
 
 // The why of a refused sample, one line: "the model is an imported StableHLO loss function
