@@ -263,6 +263,28 @@ absl::StatusOr<Tensor> EvalSelect(const TensorType& rt, absl::Span<const Tensor>
   return out;
 }
 
+// clamp(lo, x, hi) = min(max(x, lo), hi), NaN-propagating on floats like maximum/minimum.
+absl::StatusOr<Tensor> EvalClamp(const Instruction& inst, const TensorType& rt, absl::Span<const Tensor> in) {
+  Tensor out(rt.dtype, rt.shape);
+  PCP_RETURN_IF_ERROR(Dispatch(inst.op, rt.dtype, [&](auto tag) -> absl::Status {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      return NotDefined(inst.op, rt.dtype);
+    } else {
+      for (int64_t i = 0; i < rt.num_elements(); ++i) {
+        const T lo = Load<T>(in[0], i), x = Load<T>(in[1], i), hi = Load<T>(in[2], i);
+        if constexpr (std::is_floating_point_v<T>) {
+          Store<T>(out, i, static_cast<T>(FloatMinimum(FloatMaximum(x, lo), hi)));
+        } else {
+          Store<T>(out, i, std::min(std::max(x, lo), hi));
+        }
+      }
+      return absl::OkStatus();
+    }
+  }));
+  return out;
+}
+
 template <typename To, typename From>
 To ConvertElement(From v) {
   if constexpr (std::is_same_v<To, bool>) {
@@ -541,6 +563,7 @@ absl::StatusOr<Tensor> EvaluateInstruction(const Instruction& inst, const Tensor
     case Op::kIota: return EvalIota(inst, rt);
     case Op::kCompare: return EvalCompare(inst, rt, operands);
     case Op::kSelect: return EvalSelect(rt, operands);
+    case Op::kClamp: return EvalClamp(inst, rt, operands);
     case Op::kConvert: return EvalConvert(inst, rt, operands[0]);
     case Op::kBroadcastInDim: return EvalBroadcastInDim(inst, rt, operands[0]);
     case Op::kReshape: return operands[0].Reshaped(rt.shape);  // tensors are never mutated

@@ -361,6 +361,7 @@ absl::Status Parser::AddOperation(Function* f, Scope* scope, Op op, const Token&
     operand_types.push_back(t);
   }
   if (out.size() != 1) return ErrorAt(type_offset, absl::StrCat(name, " has exactly one result, the type lists ", out.size()));
+  if (op == Op::kClamp) BroadcastClampBounds(f, &operands, &operand_types);
   // The row-form check first: a general gather gets "unsupported form", not a type error.
   PCP_RETURN_IF_ERROR(CheckIndexingForm(op, parsed, operand_types));
   if (op == Op::kCompare) PCP_RETURN_IF_ERROR(CheckComparisonType(parsed, operand_types[0].dtype));
@@ -374,6 +375,17 @@ absl::Status Parser::AddOperation(Function* f, Scope* scope, Op op, const Token&
     return ErrorAt(result.offset, absl::StrCat("redefinition of ", result.text));
   }
   return absl::OkStatus();
+}
+
+void Parser::BroadcastClampBounds(Function* f, std::vector<ValueId>* operands,
+                                  std::vector<TensorType>* types) const {
+  if (types->size() != 3 || (*types)[1].rank() == 0) return;
+  for (size_t i : {size_t{0}, size_t{2}}) {
+    if ((*types)[i].rank() != 0 || (*types)[i].dtype != (*types)[1].dtype) continue;
+    const TensorType full{(*types)[1].dtype, (*types)[1].shape};
+    (*operands)[i] = f->AddInstruction(Op::kBroadcastInDim, {(*operands)[i]}, full);  // dims = [] (a scalar)
+    (*types)[i] = full;
+  }
 }
 
 absl::StatusOr<ReduceKind> Parser::ParseReductionRegion(Op op, DType dtype, const Scope& scope) {

@@ -361,6 +361,18 @@ Grads ScatterVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) {
   return std::vector<ValueId>{g, kNoValue, rows};
 }
 
+// clamp(lo, x, hi): the gradient goes to whichever operand the result strictly equals: x where
+// lo < x < hi, lo where x < lo < hi, hi where hi < max(x, lo); on ties (x == lo, ...) none.
+Grads ClampVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) {
+  ValueId lo = inst.operands[0], x = inst.operands[1], hi = inst.operands[2];
+  ValueId zero = Fill(b, 0.0, TypeOf(b, g));
+  auto lt = [&](ValueId a, ValueId c) { return b.Compare(a, c, ComparisonDirection::kLT); };
+  ValueId to_x = b.Select(b.And(lt(lo, x), lt(x, hi)), g, zero);
+  ValueId to_lo = b.Select(b.And(lt(x, lo), lt(lo, hi)), g, zero);
+  ValueId to_hi = b.Select(lt(hi, b.Max(x, lo)), g, zero);
+  return std::vector<ValueId>{to_lo, to_x, to_hi};
+}
+
 VjpEntry Rule(VjpRule rule) { return VjpEntry{rule, false}; }
 VjpEntry NonDifferentiable() { return VjpEntry{nullptr, true}; }
 
@@ -393,6 +405,7 @@ VjpEntry MakeEntry(Op op) {
     case Op::kAbs: return Rule(AbsVjp);
     case Op::kErf: return Rule(ErfVjp);
     case Op::kSelect: return Rule(SelectVjp);
+    case Op::kClamp: return Rule(ClampVjp);
     case Op::kConvert: return Rule(ConvertVjp);
     case Op::kBroadcastInDim: return Rule(BroadcastInDimVjp);
     case Op::kReshape: return Rule(ReshapeVjp);

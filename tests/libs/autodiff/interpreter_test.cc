@@ -150,6 +150,14 @@ std::vector<Case> AllCases() {
   c.push_back(Binary("and_i32_bitwise", Op::kAnd, I32({2}, {12, -1}), I32({2}, {10, 7}), I32({2}, {8, 7})));
   c.push_back(Binary("or_i64_bitwise", Op::kOr, I64({2}, {12, -8}), I64({2}, {3, 1}), I64({2}, {15, -7})));
   c.push_back(Unary("not_i32_bitwise", Op::kNot, I32({3}, {0, -1, 5}), I32({3}, {-1, 0, -6})));
+  c.push_back({"clamp", Op::kClamp,
+               {F32({5}, {-1, -1, -1, 0, -1}), F32({5}, {-3, 0.5f, 7, kNaN, -0.0f}), F32({5}, {1, 1, 1, 1, 0.0f})},
+               [](FunctionBuilder& b, P p) { return b.Clamp(p[0], p[1], p[2]); },
+               F32({5}, {-1, 0.5f, 1, kNaN, -0.0f})});
+  c.push_back({"clamp_i64_min_above_max", Op::kClamp,
+               {I64({3}, {0, 0, 5}), I64({3}, {-4, 9, 0}), I64({3}, {3, 3, 2})},
+               [](FunctionBuilder& b, P p) { return b.Clamp(p[0], p[1], p[2]); },
+               I64({3}, {0, 3, 2})});
   c.push_back(Unary("ceil", Op::kCeil, F32({7}, {-0.5f, 2.0f, 2.25f, -2.75f, -1e30f, kInf, kNaN}),
                     F32({7}, {-0.0f, 2, 3, -2, -1e30f, kInf, kNaN})));
   c.push_back(Unary("erf", Op::kErf, F32({3}, {0, 0.5f, -1}), F32({3}, {0, 0.52049988f, -0.84270079f}), 1e-6));

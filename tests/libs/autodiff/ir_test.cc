@@ -63,6 +63,9 @@ TEST(OpListTest, ArityAndCategory) {
       {Op::kAdd, 2, OpCategory::kElementwise},         {Op::kPower, 2, OpCategory::kElementwise},
       {Op::kNegate, 1, OpCategory::kElementwise},      {Op::kErf, 1, OpCategory::kElementwise},
       {Op::kCompare, 2, OpCategory::kElementwise},     {Op::kSelect, 3, OpCategory::kElementwise},
+      {Op::kCeil, 1, OpCategory::kElementwise},        {Op::kClamp, 3, OpCategory::kElementwise},
+      {Op::kAnd, 2, OpCategory::kElementwise},         {Op::kOr, 2, OpCategory::kElementwise},
+      {Op::kNot, 1, OpCategory::kElementwise},
       {Op::kConvert, 1, OpCategory::kElementwise},     {Op::kBroadcastInDim, 1, OpCategory::kLayout},
       {Op::kConcatenate, kVariadic, OpCategory::kLayout}, {Op::kReduce, 2, OpCategory::kReduction},
       {Op::kDotGeneral, 2, OpCategory::kContraction},  {Op::kGather, 2, OpCategory::kIndexing},
@@ -86,7 +89,7 @@ TEST(OpListTest, ArityAndCategory) {
     }
   }
   EXPECT_EQ(count[OpCategory::kSource], 2);
-  EXPECT_EQ(count[OpCategory::kElementwise], 19);
+  EXPECT_EQ(count[OpCategory::kElementwise], 24);
   EXPECT_EQ(count[OpCategory::kLayout], 5);
   EXPECT_EQ(count[OpCategory::kReduction], 1);
   EXPECT_EQ(count[OpCategory::kContraction], 1);
@@ -216,7 +219,7 @@ std::vector<InferCase> InferCases() {
   c.push_back(Bad(Op::kPower, {i2, i2}, "needs a floating-point operand"));
   c.push_back(Bad(Op::kAdd, {f2, f2}, "declared result type tensor<3xf32> but the operands give tensor<2xf32>", {},
                   f3));
-  for (Op op : {Op::kExponential, Op::kLog, Op::kSqrt, Op::kRsqrt, Op::kTanh, Op::kLogistic, Op::kErf}) {
+  for (Op op : {Op::kExponential, Op::kLog, Op::kSqrt, Op::kRsqrt, Op::kTanh, Op::kLogistic, Op::kErf, Op::kCeil}) {
     c.push_back(Ok(op, {f2}, f2));
     c.push_back(Bad(op, {i2}, "needs a floating-point operand"));
     c.push_back(Bad(op, {f2, f2}, "expects 1 operands, got 2"));
@@ -225,6 +228,19 @@ std::vector<InferCase> InferCases() {
     c.push_back(Ok(op, {i2}, i2));
     c.push_back(Bad(op, {b2}, "is not defined on i1"));
   }
+  for (Op op : {Op::kAnd, Op::kOr}) {
+    c.push_back(Ok(op, {b2, b2}, b2));
+    c.push_back(Ok(op, {i2, i2}, i2));
+    c.push_back(Bad(op, {f2, f2}, "needs an i1 or integer operand"));
+    c.push_back(Bad(op, {b2, T(DType::kBool, {3})}, "operand types differ"));
+  }
+  c.push_back(Ok(Op::kNot, {b2}, b2));
+  c.push_back(Ok(Op::kNot, {T(DType::kI64, {2})}, T(DType::kI64, {2})));
+  c.push_back(Bad(Op::kNot, {f2}, "needs an i1 or integer operand"));
+  c.push_back(Ok(Op::kClamp, {f2, f2, f2}, f2));
+  c.push_back(Ok(Op::kClamp, {i2, i2, i2}, i2));
+  c.push_back(Bad(Op::kClamp, {F({}), f2, F({})}, "operand types differ"));
+  c.push_back(Bad(Op::kClamp, {b2, b2, b2}, "is not defined on i1"));
   return c;
 }
 

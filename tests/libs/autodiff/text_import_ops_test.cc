@@ -64,6 +64,37 @@ TEST(TextImportOpsTest, LogicalOpsRejectFloatsAndCeilRejectsIntegers) {
   }
 }
 
+TEST(TextImportOpsTest, ClampScalarBoundsAreBroadcast) {
+  for (const char* op : {"stablehlo.clamp %lo, %arg0, %hi : (tensor<f32>, tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>",
+                         "\"stablehlo.clamp\"(%lo, %arg0, %hi) : (tensor<f32>, tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>"}) {
+    std::string text = absl::StrCat(
+        "func.func @main(%arg0: tensor<2x2xf32>) -> tensor<2x2xf32> {\n"
+        "  %lo = stablehlo.constant dense<-1.000000e+00> : tensor<f32>\n"
+        "  %hi = stablehlo.constant dense<2.500000e-01> : tensor<f32>\n"
+        "  %0 = ", op, "\n  return %0 : tensor<2x2xf32>\n}\n");
+    absl::StatusOr<Module> m = ParseModule(text, "clamp.mlir");
+    ASSERT_TRUE(m.ok()) << m.status();
+    const std::string pretty = PrintModule(*m, TextForm::kPretty);
+    EXPECT_TRUE(absl::StrContains(pretty, "stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<2x2xf32>"))
+        << pretty;
+    EXPECT_TRUE(absl::StrContains(pretty, "= stablehlo.clamp %2, %arg0, %3 : tensor<2x2xf32>")) << pretty;
+    absl::StatusOr<Module> again = ParseModule(pretty, "again.mlir");
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_TRUE(ModulesEqual(*m, *again));
+    absl::StatusOr<std::vector<Tensor>> r =
+        Interpret(m->functions[0], {Tensor::FromVector<float>({2, 2}, {-3.0f, 0.125f, 0.5f, -0.0f})});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ((*r)[0].ToVector<float>(), (std::vector<float>{-1.0f, 0.125f, 0.25f, -0.0f}));
+  }
+  // Bounds of another shape are an error (only scalars broadcast).
+  absl::StatusOr<Module> bad = ParseModule(R"(func.func @main(%arg0: tensor<2x2xf32>, %b: tensor<2xf32>) -> tensor<2x2xf32> {
+  %0 = stablehlo.clamp %b, %arg0, %b : (tensor<2xf32>, tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+})", "clamp.mlir");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(absl::StartsWith(bad.status().message(), "clamp.mlir:2:3: stablehlo.clamp: operand types differ")) << bad.status();
+}
+
 // dynamic_iota's shape from constants, as torch-mlir and JAX export it.
 constexpr char kDynamicIotaPretty[] = R"(
   func.func @main() -> (tensor<4xi64>, tensor<2x3xf32>) {

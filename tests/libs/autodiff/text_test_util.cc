@@ -100,6 +100,9 @@ absl::StatusOr<Function> SingleOpFunction(Op op) {
     case Op::kNot:
       out = b.Not(b.Parameter({DType::kI32, {2, 3}}, "x"));
       break;
+    case Op::kClamp:
+      out = b.Clamp(b.Parameter(m23, "lo"), b.Parameter(m23, "x"), b.Parameter(m23, "hi"));
+      break;
     case Op::kBroadcastInDim:
       out = b.BroadcastInDim(b.Parameter(F32({3}), "x"), {2, 3}, {1});
       break;

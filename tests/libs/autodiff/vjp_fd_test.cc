@@ -130,6 +130,12 @@ std::vector<FdCase> Cases() {
                                                  DType::kF32);
                  return b.Add(through_int, b.Exp(p[0]));
                }});
+  // x on a grid in (-1, 1), bounds -0.4 / 0.6 at least 0.06 from it: every branch is taken.
+  c.push_back({"clamp", {Op::kClamp},
+               {{F32({2, 3}), Floats({-0.4f, -0.4f, -0.4f, -0.4f, -0.4f, 0.7f})},
+                {F32({2, 3}), Spaced()},
+                {F32({2, 3}), Floats({0.6f, 0.6f, 0.6f, 0.6f, 0.6f, 0.9f})}},
+               [](FunctionBuilder& b, P p) { return b.Clamp(p[0], p[1], p[2]); }});
   c.push_back({"ceil_cuts_gradient", {Op::kCeil},
                {{F32({2, 3}), Floats({0.1f, 0.2f, 0.45f, 0.55f, 0.8f, -0.9f})}},
                [](FunctionBuilder& b, P p) {

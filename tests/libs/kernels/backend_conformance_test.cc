@@ -198,6 +198,23 @@ std::vector<Case> ElementwiseCases() {
                      ValueId pred = b.Or(b.And(lt, b.Not(pos)), b.Not(b.Or(lt, pos)));
                      return b.Select(pred, p[0], p[1]);
                    }});
+  for (const Shape& s : ElementwiseShapes()) {
+    cases.push_back({absl::StrCat("clamp_f32_", ShapeName(s)), Op::kClamp, {F32(s), F32(s), F32(s)},
+                     [](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Clamp(p[0], p[1], p[2]); },
+                     0, 0, {{-1.0, 0.0}, {-2.0, 2.0}, {0.0, 1.0}}});
+  }
+  for (DType d : {DType::kI32, DType::kI64}) {
+    TensorType t{d, {3, 77}};
+    cases.push_back({absl::StrCat("clamp_", MlirName(d)), Op::kClamp, {t, t, t},
+                     [](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Clamp(p[0], p[1], p[2]); },
+                     0, 0, {{-50, 0}, {-100, 100}, {0, 50}}});
+  }
+  cases.push_back({"clamp_scalar_bounds_f32", Op::kClamp, {F32({4, 33})},
+                   [](FunctionBuilder& b, const std::vector<ValueId>& p) {
+                     ValueId lo = b.BroadcastInDim(b.ScalarConstant(-0.25), {4, 33}, {});
+                     ValueId hi = b.BroadcastInDim(b.ScalarConstant(0.5), {4, 33}, {});
+                     return b.Clamp(lo, p[0], hi);
+                   }});
   // Converts between every pair of computing types; floats beyond the i32 range saturate.
   for (DType from : {DType::kF32, DType::kI32, DType::kI64, DType::kBool}) {
     for (DType to : {DType::kF32, DType::kI32, DType::kI64, DType::kBool}) {

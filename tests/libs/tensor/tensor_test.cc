@@ -6,12 +6,16 @@ namespace pcp {
 namespace {
 
 TEST(DTypeTest, NamesRoundTrip) {
-  for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kBool}) {
+  for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kBool, DType::kF64}) {
     EXPECT_EQ(*ParseMlirDType(MlirName(d)), d);
     EXPECT_EQ(*ParseSafetensorsDType(SafetensorsName(d)), d);
   }
   EXPECT_EQ(SizeOf(DType::kBF16), 2);
-  EXPECT_FALSE(ParseMlirDType("f64").ok());
+  EXPECT_EQ(SizeOf(DType::kF64), 8);
+  EXPECT_TRUE(IsFloat(DType::kF64));
+  EXPECT_FALSE(IsInteger(DType::kF64));
+  EXPECT_FALSE(ParseMlirDType("f80").ok());
+  EXPECT_FALSE(ParseSafetensorsDType("F8_E4M3").ok());
 }
 
 TEST(ShapeTest, Basics) {

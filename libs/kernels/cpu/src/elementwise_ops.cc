@@ -198,6 +198,16 @@ void BinaryLoop(const FusedOp& op, void* const* regs, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = F::Apply(a[i], b[i]);
 }
 
+// clamp(lo, x, hi) = min(max(x, lo), hi), as the interpreter computes it.
+template <typename T>
+void ClampLoop(const FusedOp& op, void* const* regs, int64_t n) {
+  T* __restrict d = static_cast<T*>(regs[op.dst]);
+  const T* lo = static_cast<const T*>(regs[op.src[0]]);
+  const T* x = static_cast<const T*>(regs[op.src[1]]);
+  const T* hi = static_cast<const T*>(regs[op.src[2]]);
+  for (int64_t i = 0; i < n; ++i) d[i] = MinOp::Apply(MaxOp::Apply(x[i], lo[i]), hi[i]);
+}
+
 template <typename T>
 void SelectLoop(const FusedOp& op, void* const* regs, int64_t n) {
   T* __restrict d = static_cast<T*>(regs[op.dst]);
@@ -254,6 +264,8 @@ ElementwiseFn ArithmeticFn(Op op) {
       return &UnaryLoop<T, T, NegOp>;
     case Op::kAbs:
       return &UnaryLoop<T, T, AbsOp>;
+    case Op::kClamp:
+      return &ClampLoop<T>;
     default:
       break;
   }

@@ -270,6 +270,13 @@ std::string ExprCodegen::EmitInstruction(const Instruction& inst, const std::vec
       const std::string b = Emit(inst.operands[2], idx, body);
       return define(absl::StrCat(p, " ? ", a, " : ", b));
     }
+    case Op::kClamp: {  // min(max(x, lo), hi); pcp_max / pcp_min propagate NaN like the interpreter
+      const std::string lo = Emit(inst.operands[0], idx, body);
+      const std::string x = Emit(inst.operands[1], idx, body);
+      const std::string hi = Emit(inst.operands[2], idx, body);
+      const std::string m = define(Binary(Op::kMaximum, rt.dtype, x, lo));
+      return define(Binary(Op::kMinimum, rt.dtype, m, hi));
+    }
     case Op::kConvert: {
       const std::string a = Emit(inst.operands[0], idx, body);
       return define(Convert(operand_type(0).dtype, rt.dtype, a));

@@ -69,6 +69,8 @@ class FunctionBuilder {
   ValueId And(ValueId a, ValueId b) { return Emit(Op::kAnd, {a, b}); }
   ValueId Or(ValueId a, ValueId b) { return Emit(Op::kOr, {a, b}); }
   ValueId Not(ValueId a) { return Emit(Op::kNot, {a}); }
+  // min(max(x, lo), hi); all three of one type.
+  ValueId Clamp(ValueId lo, ValueId x, ValueId hi) { return Emit(Op::kClamp, {lo, x, hi}); }
   ValueId Compare(ValueId a, ValueId b, ComparisonDirection direction);
   ValueId Select(ValueId pred, ValueId on_true, ValueId on_false) {
     return Emit(Op::kSelect, {pred, on_true, on_false});

@@ -31,7 +31,8 @@ inline constexpr int kVariadic = -1;
 // and / or / not: logical on i1, bitwise on i32 / i64 (the interpreter and both backends
 // compute all three types); not defined on floats.
 // Operand order follows StableHLO: reduce(input, init), select(pred, on_true, on_false),
-// gather(table, indices), scatter(operand, indices, updates).
+// gather(table, indices), scatter(operand, indices, updates), clamp(min, x, max) = min(max(x,
+// min), max) with all three of one type (the parser broadcasts StableHLO's scalar bounds).
 #define PCP_OP_LIST(V)                                                   \
   V(kConstant, "stablehlo.constant", 0, kSource)                         \
   V(kIota, "stablehlo.iota", 0, kSource)                                 \
@@ -57,6 +58,7 @@ inline constexpr int kVariadic = -1;
   V(kNot, "stablehlo.not", 1, kElementwise)                              \
   V(kCompare, "stablehlo.compare", 2, kElementwise)                      \
   V(kSelect, "stablehlo.select", 3, kElementwise)                        \
+  V(kClamp, "stablehlo.clamp", 3, kElementwise)                          \
   V(kConvert, "stablehlo.convert", 1, kElementwise)                      \
   V(kBroadcastInDim, "stablehlo.broadcast_in_dim", 1, kLayout)           \
   V(kReshape, "stablehlo.reshape", 1, kLayout)                           \
@@ -77,7 +79,7 @@ enum class Op : uint8_t {
 #define PCP_OP_COUNT_(e, name, arity, category) +1
 inline constexpr int kNumOps = 0 PCP_OP_LIST(PCP_OP_COUNT_);
 #undef PCP_OP_COUNT_
-static_assert(kNumOps == 34, "update kNumOps users (VJP table, kernels, tests) when adding ops");
+static_assert(kNumOps == 35, "update kNumOps users (VJP table, kernels, tests) when adding ops");
 
 absl::string_view OpName(Op op);
 int OpArity(Op op);  // kVariadic for concatenate

@@ -76,7 +76,9 @@
 // passes.h's: fold f64 exactly (in double), then LowerF64ToF32 computes what is left in f32
 // with a warning; no backend ever runs f64.
 // stablehlo.and / or / not print like any elementwise op (`%2 = stablehlo.and %0, %1 :
-// tensor<4xi1>`, `%3 = stablehlo.not %0 : tensor<4xi1>`), as does stablehlo.ceil.
+// tensor<4xi1>`, `%3 = stablehlo.not %0 : tensor<4xi1>`), as do stablehlo.ceil and
+// stablehlo.clamp (`stablehlo.clamp %lo, %x, %hi : t`, or `: (tensor<f32>, t, tensor<f32>) -> t`
+// with scalar bounds, which the parser broadcasts: PCP's clamp is elementwise).
 // stablehlo.dynamic_iota is not an IR op: `%1 = stablehlo.dynamic_iota %0, dim = 0 :
 // (tensor<1xi64>) -> tensor<4xi64>` (generic: {iota_dimension = 0 : i64}) with a static result
 // type parses as `stablehlo.iota dim = 0 : tensor<4xi64>`; the shape operand must be a rank-1
