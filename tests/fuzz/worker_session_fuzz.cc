@@ -2,8 +2,12 @@
 // handler (services/shepherd/src/worker_session.h) from bytes, without a network: the input
 // is a mode byte, then WorkerMessages, each a 2-byte little-endian length and the serialized
 // message. The session is told to expect round 1's Δ (w[4,8], b[8], f32) once the worker
-// joined; an odd mode byte recomputes the result chunks' CRCs. Whatever the bytes, the
-// session ends at most once, and a Δ it hands on has exactly the expected shapes.
+// joined; mode bit 0 recomputes the result chunks' CRCs, bit 1 makes the Δ streamed into a
+// RoundSum (streaming aggregation: a ResultHeader announcing 2 steps and 64 tokens, judged
+// against a cap of 100). Whatever the bytes, the session ends at most once, a Δ it hands on has
+// exactly the expected shapes, a streamed one comes with its verdict, and the sum stays finite
+// and within the cap's norm.
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -49,14 +53,17 @@ class Observer final : public pcp::shepherd::SessionObserver {
     if (session->supervisor_id() == "taken") return absl::AlreadyExistsError("slot taken");
     return absl::OkStatus();
   }
+  explicit Observer(std::shared_ptr<pcp::shepherd::RoundSum> sum) : sum_(std::move(sum)) {}
   void OnJoined(const std::shared_ptr<WorkerSession>& session) override {
-    session->ExpectResult(1, DeltaSpecs());
+    session->ExpectResult(1, DeltaSpecs(), pcp::codec::Codec::kF32, sum_);
   }
   void OnHeartbeat(const std::shared_ptr<WorkerSession>&, const pcp::v1::WorkerHeartbeat&) override {}
   void OnReady(const std::shared_ptr<WorkerSession>&, const pcp::v1::AssignmentReady&) override {}
   void OnResult(const std::shared_ptr<WorkerSession>&, uint64_t round, pcp::shepherd::ReceivedDelta received,
                 const pcp::v1::RoundResult&) override {
     PCP_FUZZ_CHECK(round == 1);
+    PCP_FUZZ_CHECK(received.streamed.has_value() == (sum_ != nullptr && !received.abandoned()));
+    if (received.streamed) PCP_FUZZ_CHECK(received.tensors.empty());
     const std::vector<pcp::Tensor>& delta = received.tensors;
     if (delta.empty()) return;
     PCP_FUZZ_CHECK(delta.size() == DeltaSpecs().size());
@@ -68,6 +75,7 @@ class Observer final : public pcp::shepherd::SessionObserver {
   int ended() const { return ended_; }
 
  private:
+  std::shared_ptr<pcp::shepherd::RoundSum> sum_;
   int ended_ = 0;
 };
 
@@ -81,7 +89,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const bool fix_checksums = data[0] % 2 == 1;
+  const bool fix_checksums = (data[0] & 1) != 0;
   std::vector<pcp::v1::WorkerMessage> messages =
       pcp::fuzz::SplitMessages<pcp::v1::WorkerMessage>(data + 1, size - 1, 256);
   if (fix_checksums) {
@@ -91,7 +99,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     pcp::fuzz::FixChecksums(chunks);
   }
-  Observer observer;
+  std::shared_ptr<pcp::shepherd::RoundSum> sum;
+  if (data[0] & 2) {
+    pcp::diloco::DeltaScreen screen(pcp::diloco::ScreeningOptions{.max_norm = 100});
+    sum = pcp::shepherd::RoundSum::Create(DeltaSpecs(), screen, screen.RoundThreshold({}), /*steps=*/2, /*tokens=*/64);
+  }
+  Observer observer(sum);
   Transport transport;
   pcp::shepherd::SessionOptions options;
   options.max_chunk_bytes = 1 << 16;
@@ -107,5 +120,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   session->OnTransportDone();
   PCP_FUZZ_CHECK(observer.ended() <= 1);
   PCP_FUZZ_CHECK(transport.finished() <= 1);
+  if (sum != nullptr) {
+    sum->sum.Finish();
+    // One Δ of weight 64 at most began (one stream, one round): every element averages a
+    // value that passed the declared-norm check, so it is finite and within the cap's norm.
+    double squares = 0;
+    for (const pcp::Tensor& t : sum->sums) {
+      for (int64_t k = 0; k < t.num_elements(); ++k) squares += static_cast<double>(t.data<float>()[k]) * t.data<float>()[k];
+    }
+    PCP_FUZZ_CHECK(std::isfinite(squares) && squares <= 100.0 * 100.0 * 1.01);
+  }
   return 0;
 }

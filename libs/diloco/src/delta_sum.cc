@@ -41,7 +41,8 @@ absl::Status DeltaSum::Contribution::Add(size_t tensor, int64_t offset, absl::Sp
   for (const float v : values) squares += static_cast<double>(v) * static_cast<double>(v);
   const double total = sum_squares_ + squares;
   // (A NaN or inf anywhere makes `squares` NaN or inf, which fails both comparisons' negation.)
-  const double bound = declared_norm_ * (1 + 1e-6) + 1e-30;
+  // (A declaration below 0 or NaN allows nothing.)
+  const double bound = declared_norm_ >= 0 ? declared_norm_ * (1 + 1e-6) + 1e-30 : 0;
   if (!(std::isfinite(squares) && total <= bound * bound)) {
     failed_ = true;
     sum_squares_ = std::isfinite(squares) ? total : squares;

@@ -25,15 +25,13 @@ absl::StatusOr<PreparedJob> PrepareJob(JobConfig config, const DataRoots& data_r
   return job;
 }
 
-absl::StatusOr<std::vector<Tensor>> InitialParams(const PreparedJob& job) {
-  const ModelProgram& p = job.program;
+absl::StatusOr<std::vector<Tensor>> TakeInitialParams(PreparedJob& job) {
+  ModelProgram& p = job.program;
   if (p.initial_params.size() != job.param_specs.size()) {
     return absl::InternalError(absl::StrCat("the model has ", p.initial_params.size(), " initial values, train_step takes ",
                                             job.param_specs.size(), " parameters"));
   }
-  std::vector<Tensor> out;
-  for (const Tensor& t : p.initial_params) out.push_back(t.Clone());
-  return out;
+  return std::move(p.initial_params);
 }
 
 absl::StatusOr<ShardPlan> ShardForSlot(const PreparedJob& job, int64_t slot, int64_t world) {

@@ -91,6 +91,7 @@ absl::Status JobRun::Prepare() {
     PCP_RETURN_IF_ERROR(CheckModelSource(c.model, ckpt->model_source), _ << "resuming from the job's latest checkpoint");
   }
   if (ckpt.has_value() && ckpt->state.slots.size() == static_cast<size_t>(c.diloco.workers)) {
+    prepared_->program.initial_params.clear();  // θ comes from the checkpoint
     theta_ = std::move(ckpt->params);
     PCP_RETURN_IF_ERROR(outer_->SetMomentum(std::move(ckpt->momentum)));
     state_ = std::move(ckpt->state);
@@ -99,7 +100,7 @@ absl::Status JobRun::Prepare() {
     spdlog::info("job {}: resuming from the checkpoint of round {} ({} of {} rounds done)", job_.id, state_.round,
                  state_.round, c.diloco.rounds);
   } else {
-    PCP_ASSIGN_OR_RETURN(theta_, InitialParams(*prepared_));
+    PCP_ASSIGN_OR_RETURN(theta_, TakeInitialParams(*prepared_));
     state_ = RunState{};
     for (int64_t s = 0; s < c.diloco.workers; ++s) {
       state_.slots.push_back(SlotState{.sampler_seed = MixSeed(static_cast<uint64_t>(c.training.seed),

@@ -226,6 +226,11 @@ absl::Status WorkerSession::HandleResultHeader(const v1::ResultHeader& header) {
     return absl::InvalidArgumentError(absl::StrCat("ResultHeader for round ", header.round(),
                                                    " after its result had begun"));
   }
+  if (!(header.delta_norm() >= 0)) {  // NaN too
+    return absl::InvalidArgumentError(absl::StrCat("ResultHeader for round ", header.round(),
+                                                   ": delta_norm must be >= 0 (+inf for a Δ that is not finite), got ",
+                                                   header.delta_norm()));
+  }
   header_ = header;
   if (sum_ == nullptr) return absl::OkStatus();
   if (header.steps() != sum_->steps || header.tokens_processed() != sum_->tokens) {

@@ -124,6 +124,16 @@ TEST(DeltaSumTest, ALiarCaughtAtItsFirstChunkLeavesNoTrace) {
   EXPECT_THAT(sums.data[0], ::testing::ElementsAre(1, 2, 3, 4));
 }
 
+TEST(DeltaSumTest, ANegativeOrNanDeclarationAllowsNothing) {
+  // (Found by the worker_session fuzz target: a declared norm of -1e305 once let any value in.)
+  Sums sums({2});
+  DeltaSum sum(sums.spans());
+  const std::vector<float> v = {1e30f, 1e30f};
+  for (double declared : {-1e305, -1.0, std::nan("")}) EXPECT_FALSE(sum.Begin("w", 1, 1.0, declared)->Add(0, 0, v).ok());
+  sum.Finish();
+  EXPECT_THAT(sums.data[0], ::testing::ElementsAre(0, 0));
+}
+
 TEST(DeltaSumTest, NonFiniteValuesAreRefused) {
   Sums sums({4});
   DeltaSum sum(sums.spans());

@@ -4,7 +4,7 @@
 //
 //   PCP_ASSIGN_OR_RETURN(PreparedJob job, PrepareJob(config, data_roots));
 //   job.program_hash;   // Sha256ContentHash(*job.program_text): "sha256:3f1c..."
-//   PCP_ASSIGN_OR_RETURN(std::vector<Tensor> theta, InitialParams(job));
+//   PCP_ASSIGN_OR_RETURN(std::vector<Tensor> theta, TakeInitialParams(job));
 //   PCP_ASSIGN_OR_RETURN(ShardPlan shard, ShardForSlot(job, /*slot=*/1, /*world=*/2));
 //   std::vector<float> lrs = RoundLearningRates(job.config, /*round=*/3);   // τ values
 #ifndef PCP_SHEPHERD_JOB_PROGRAM_H_
@@ -39,8 +39,9 @@ struct PreparedJob {
 absl::StatusOr<PreparedJob> PrepareJob(JobConfig config, const DataRoots& data_roots);
 
 // The model's initial values (nanoGPT's initialisation with the job's seed, or an imported
-// model's params file / init rule), in program order; fresh copies.
-absl::StatusOr<std::vector<Tensor>> InitialParams(const PreparedJob& job);
+// model's params file / init rule), in program order, moved out of job.program (so the
+// shepherd holds them once, as θ); a second call is an error.
+absl::StatusOr<std::vector<Tensor>> TakeInitialParams(PreparedJob& job);
 
 // A slot's data: the DataShard for its Assignment, and for inline shards the bytes to send.
 struct ShardPlan {
