@@ -1,5 +1,6 @@
 #include "pcp/training/checkpoint.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -20,10 +21,13 @@ absl::Status WriteModelCheckpoint(const std::string& path, const std::vector<std
   if (names.size() != params.size()) {
     return absl::InvalidArgumentError(absl::StrCat(names.size(), " names for ", params.size(), " parameters"));
   }
+  // A model whose lm_head is tied to wte (the GPT) gets the head as nanoGPT's state_dict has it;
+  // a model with its own lm_head.weight (an imported one) keeps just that.
+  const bool tie = std::find(names.begin(), names.end(), kTiedHeadName) == names.end();
   std::vector<NamedTensor> tensors;
   for (size_t i = 0; i < names.size(); ++i) {
     tensors.push_back({names[i], params[i]});
-    if (names[i] == kTiedEmbeddingName) tensors.push_back({kTiedHeadName, params[i]});
+    if (tie && names[i] == kTiedEmbeddingName) tensors.push_back({kTiedHeadName, params[i]});
   }
   metadata.insert(metadata.begin(), {"pcp.format", kCheckpointFormat});
   return WriteSafetensorsFile(path, tensors, metadata);
@@ -37,8 +41,10 @@ absl::StatusOr<ModelCheckpoint> ReadModelCheckpoint(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a PCP GPT checkpoint (pcp.format is '",
                                                    ckpt.Meta("pcp.format"), "', expected '", kCheckpointFormat, "')"));
   }
+  // The tied head is a copy of wte (WriteModelCheckpoint); an imported model's is its own.
+  const bool tied = !IsImportedModelSource(ckpt.Meta("pcp.model"));
   for (NamedTensor& t : contents.tensors) {
-    if (t.name != kTiedHeadName) ckpt.params.push_back(std::move(t));
+    if (!tied || t.name != kTiedHeadName) ckpt.params.push_back(std::move(t));
   }
   return ckpt;
 }

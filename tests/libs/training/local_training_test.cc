@@ -177,6 +177,30 @@ TEST_F(LocalTrainingTest, SamplesTextFromTheCheckpoint) {
   EXPECT_FALSE((*sampler)->Generate({1000}, {}).ok());
 }
 
+TEST(CheckpointTest, AnUntiedLmHeadIsKeptAsItsOwnTensor) {
+  // (An imported nanoGPT with its own lm_head.weight once failed: "duplicate tensor name".)
+  std::string dir = TempDir("ckpt_untied");
+  const std::string path = dir + "/untied.safetensors";
+  const std::vector<std::string> names = {kTiedEmbeddingName, kTiedHeadName};
+  const std::vector<Tensor> params = {Tensor::FromVector<float>({2}, {1, 2}), Tensor::FromVector<float>({2}, {3, 4})};
+  ASSERT_TRUE(WriteModelCheckpoint(path, names, params, {{"pcp.model", R"({"stablehlo":"m.mlir"})"}}).ok());
+  auto ckpt = ReadModelCheckpoint(path);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+  auto back = ParamsInOrder(*ckpt, names);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ((*back)[1].ToVector<float>(), (std::vector<float>{3, 4}));
+  // The GPT's tied head: written as nanoGPT has it, dropped again on reading.
+  const std::string tied = dir + "/tied.safetensors";
+  ASSERT_TRUE(WriteModelCheckpoint(tied, {kTiedEmbeddingName}, {params[0]}, {}).ok());
+  auto file = ReadSafetensorsFile(tied);
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ(file->tensors.size(), 2u);
+  auto gpt = ReadModelCheckpoint(tied);
+  ASSERT_TRUE(gpt.ok());
+  EXPECT_EQ(gpt->params.size(), 1u);
+  fs::remove_all(dir);
+}
+
 TEST(CheckpointTest, ErrorsNameTheProblem) {
   std::string dir = TempDir("ckpt");
   std::string path = dir + "/x.safetensors";
