@@ -20,14 +20,15 @@ each (M, |theta|) of a grid, and one summary line per cell:
   The last round has none (no next round).
 - outer step: the shepherd's own RoundRecord.outer_step_s (median over the rounds).
 - peak RSS: the largest VmHWM of the shepherd seen during the run (/proc/PID/status). The goal
-  after streaming aggregation is 4 x |theta| x 4 B + 256 MiB (theta, momentum, the running sum,
-  one in-flight delta, plus the process); today's shepherd keeps every worker's delta until
-  the round ends, about (8 + M) x |theta| x 4 B.
+  is 4 x |theta| x 4 B + 256 MiB (theta, momentum, the running sum, one more, plus the
+  process). The jobs use diloco.aggregation auto: buffered (every worker's delta kept until
+  the round ends, about (8 + M) x |theta| x 4 B as measured before streaming aggregation) while
+  the round's deltas fit 256 MiB, else streaming (--aggregation forces one).
 - CPU s / round: the shepherd's utime + stime per round (median).
 - egress / ingress: the shepherd's theta out (= loadgen bytes in) and delta in (= loadgen bytes
   out) per second of the round (median over rounds).
 
-Cells whose estimated shepherd memory, (8 + M) x |theta| x 4 B + 256 MiB (the measured peaks),
+Cells whose estimated shepherd memory (shepherd_estimate: the measured peaks),
 passes --memory-limit-gib (default: 60 % of this machine's memory, which others share) are
 skipped with the reason printed, and pcp-loadgen stops a run whose shepherd RSS passes the
 same limit.
@@ -71,11 +72,18 @@ def parameters(size):
     return v * c + BLOCK * c + n_layer * (12 * c * c + 2 * c) + c
 
 
-def shepherd_estimate(m, p):
-    """Today's shepherd: one delta per worker, theta, momentum, a snapshot and what else it
-    holds per parameter (the measured peaks of this grid fit (8 + M) x |theta| x 4 B + 256 MiB,
-    e.g. 7.8 GiB at M = 8, |theta| = 124M), + the process."""
-    return (8 + m) * p * 4 + 256 * MIB
+def streams(aggregation, m, p):
+    """Whether the shepherd sums the deltas as they arrive (pcp/diloco/delta_sum.h StreamsDeltas)."""
+    return aggregation == "streaming" or (aggregation == "auto" and m * p * 4 > 256 * MIB)
+
+
+def shepherd_estimate(m, p, aggregation="auto"):
+    """Buffered: one delta per worker, theta, momentum, a snapshot and what else it holds per
+    parameter (the measured peaks fit (8 + M) x |theta| x 4 B + 256 MiB, e.g. 7.8 GiB at M = 8,
+    |theta| = 124M). Streaming: no delta per worker (measured: 8.2 x |theta| x 4 B + 256 MiB at
+    M = 8, 124M), + the process."""
+    per_param = 9 if streams(aggregation, m, p) else 8 + m
+    return per_param * p * 4 + 256 * MIB
 
 
 def goal(p):
@@ -104,7 +112,7 @@ def job_yaml(m, size, args, data_dir):
             "optimizer: {lr: 1.0e-3, min_lr: 1.0e-4, warmup_iters: 0}\n"
             f"training: {{max_iters: {args.rounds * args.tau}, batch_size: 1, eval_iters: 1, seed: 1337}}\n"
             f"diloco: {{workers: {m}, min_workers: {m}, inner_steps: {args.tau}, rounds: {args.rounds},\n"
-            "         checkpoint_every: 1000000, eval_every: 1000000, round_deadline_s: 600}\n")
+            f"         checkpoint_every: 1000000, eval_every: 1000000, round_deadline_s: 600, aggregation: {args.aggregation}}}\n")
 
 
 def median_max(values):
@@ -143,10 +151,10 @@ def summarize(m, size, report, limit_note=""):
 
 def run_cell(args, m, size, limit):
     p = parameters(size)
-    need = shepherd_estimate(m, p)
+    need = shepherd_estimate(m, p, args.aggregation)
     if need > limit:
         return {"workers": m, "params": size, "parameters": p,
-                "skipped": f"estimated shepherd memory {need / (1 << 30):.1f} GiB ((8 + M) x |theta| x 4 B + 256 MiB) "
+                "skipped": f"estimated shepherd memory {need / (1 << 30):.1f} GiB "
                            f"is over the limit of {limit / (1 << 30):.1f} GiB"}
     state = tempfile.mkdtemp(prefix=f"pcp-loadgen-{m}x{size}-")
     data = os.path.join(state, "data")
@@ -226,6 +234,8 @@ def main():
     ap.add_argument("--memory-limit-gib", type=float, default=0,
                     help="skip cells over this estimate, stop runs over it (default: 60%% of this machine)")
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--aggregation", default="auto", choices=["auto", "streaming", "buffered"],
+                    help="the jobs' diloco.aggregation (auto: streaming once the deltas pass 256 MiB)")
     ap.add_argument("--shepherd-log-level", default="warn")
     ap.add_argument("--json", help="also write the cells as JSON here")
     ap.add_argument("--keep", action="store_true", help="keep each cell's state dir (logs, report.json)")

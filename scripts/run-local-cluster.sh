@@ -240,8 +240,11 @@ YAML
 fi
 
 # ---------------------------------------------------------------- shepherd
-# Port 0: the shepherd binds a free loopback port and writes it to shepherd.addr.
+# Port 0: the shepherd binds a free loopback port and writes it to shepherd.addr. Jobs may read
+# the repository's data and its example models (examples/stablehlo), and the job file's folder.
+JOB_DIR=$(cd "$(dirname "$JOB")" && pwd)
 "$SHEPHERD_BIN" ${SHEPHERD_ARGS[@]+"${SHEPHERD_ARGS[@]}"} --listen=127.0.0.1:0 --state_dir="$STATE_DIR/shepherd" \
+  --data_roots="$ROOT/data,$ROOT/examples,$JOB_DIR" \
   --metrics_listen=127.0.0.1:0 --metrics_address_file="$ADDRESSES/shepherd.metrics" \
   --address_file="$STATE_DIR/shepherd.addr" >"$LOGS/shepherd.log" 2>&1 &
 SHEPHERD_PID=$!

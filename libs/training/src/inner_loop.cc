@@ -124,44 +124,70 @@ std::vector<Buffer*> InnerLoop::param_buffers() const {
 }
 
 absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(InnerLoop& loop, const Function& fwd) {
-  const int p = loop.num_params();
+  std::unique_ptr<Evaluator> e(new Evaluator(loop.backend()));
+  e->params_ = loop.param_buffers();
+  PCP_RETURN_IF_ERROR(e->Compile(fwd));
+  return e;
+}
+
+absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(Backend& backend, const Function& fwd) {
+  std::unique_ptr<Evaluator> e(new Evaluator(backend));
+  if (fwd.params.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat("function @", fwd.name, " must take parameters plus tokens and targets"));
+  }
+  for (size_t i = 0; i + 2 < fwd.params.size(); ++i) {
+    PCP_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> b, backend.Allocate(fwd.type(fwd.params[i])));
+    e->params_.push_back(b.get());
+    e->own_params_.push_back(std::move(b));
+  }
+  PCP_RETURN_IF_ERROR(e->Compile(fwd));
+  return e;
+}
+
+absl::Status Evaluator::Compile(const Function& fwd) {
+  const int p = static_cast<int>(params_.size());
   if (static_cast<int>(fwd.params.size()) != p + 2 || fwd.results.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("function @", fwd.name, " must take ", p,
                                                    " parameters plus tokens and targets and return the loss"));
   }
-  std::unique_ptr<Evaluator> e(new Evaluator(loop));
-  std::vector<Buffer*> params = loop.param_buffers();
   for (int i = 0; i < p; ++i) {
-    if (fwd.type(fwd.params[i]) != params[i]->type()) {
+    if (fwd.type(fwd.params[i]) != params_[i]->type()) {
       return absl::InvalidArgumentError(absl::StrCat("@", fwd.name, " parameter ", i, " does not match the train step"));
     }
   }
-  Backend& backend = loop.backend();
-  PCP_ASSIGN_OR_RETURN(e->exe_, backend.Compile(fwd), _ << "compiling @" << fwd.name);
+  PCP_ASSIGN_OR_RETURN(exe_, backend_.Compile(fwd), _ << "compiling @" << fwd.name);
   const TensorType& tok = fwd.type(fwd.params[p]);
-  PCP_ASSIGN_OR_RETURN(e->tokens_, backend.Allocate(tok));
-  PCP_ASSIGN_OR_RETURN(e->targets_, backend.Allocate(fwd.type(fwd.params[p + 1])));
+  PCP_ASSIGN_OR_RETURN(tokens_, backend_.Allocate(tok));
+  PCP_ASSIGN_OR_RETURN(targets_, backend_.Allocate(fwd.type(fwd.params[p + 1])));
   for (ValueId r : fwd.results) {
-    PCP_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> b, backend.Allocate(fwd.type(r)));
-    e->outputs_.push_back(std::move(b));
+    PCP_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> b, backend_.Allocate(fwd.type(r)));
+    outputs_.push_back(std::move(b));
   }
   if (tok.rank() != 2) return absl::InvalidArgumentError("tokens must be [batch, block]");
-  e->batch_ = tok.shape[0];
-  e->block_ = tok.shape[1];
-  return e;
+  batch_ = tok.shape[0];
+  block_ = tok.shape[1];
+  return absl::OkStatus();
+}
+
+absl::Status Evaluator::SetParams(const std::vector<Tensor>& params) {
+  if (own_params_.empty()) return absl::FailedPreconditionError("this evaluator runs on an inner loop's parameters");
+  if (params.size() != own_params_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(params.size(), " parameters, the evaluator takes ", own_params_.size()));
+  }
+  for (size_t i = 0; i < params.size(); ++i) PCP_RETURN_IF_ERROR(backend_.CopyIn(params[i], *own_params_[i]), _ << "parameter " << i);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<float> Evaluator::Loss(const Batch& batch) {
-  Backend& backend = loop_.backend();
-  PCP_RETURN_IF_ERROR(backend.CopyIn(batch.x, *tokens_));
-  PCP_RETURN_IF_ERROR(backend.CopyIn(batch.y, *targets_));
-  std::vector<Buffer*> args = loop_.param_buffers();
+  PCP_RETURN_IF_ERROR(backend_.CopyIn(batch.x, *tokens_));
+  PCP_RETURN_IF_ERROR(backend_.CopyIn(batch.y, *targets_));
+  std::vector<Buffer*> args = params_;
   args.push_back(tokens_.get());
   args.push_back(targets_.get());
   std::vector<Buffer*> results;
   for (auto& b : outputs_) results.push_back(b.get());
   PCP_RETURN_IF_ERROR(exe_->Run(args, results));
-  PCP_ASSIGN_OR_RETURN(Tensor loss, backend.CopyOut(*outputs_[0]));
+  PCP_ASSIGN_OR_RETURN(Tensor loss, backend_.CopyOut(*outputs_[0]));
   return loss.data<float>()[0];
 }
 

@@ -13,9 +13,9 @@ absl::StatusOr<std::unique_ptr<EvalRunner>> EvalRunner::Create(const ModelProgra
                                                                 std::function<void()> done) {
   std::unique_ptr<EvalRunner> r(new EvalRunner());
   PCP_ASSIGN_OR_RETURN(r->backend_, CreateBackend("cpu", threads));
-  // The evaluator runs on an inner loop's resident parameters (its AdamW state is unused).
-  PCP_ASSIGN_OR_RETURN(r->loop_, InnerLoop::Create(*r->backend_, program.train_step));
-  PCP_ASSIGN_OR_RETURN(r->evaluator_, Evaluator::Create(*r->loop_, program.eval_loss));
+  // The evaluator holds one copy of the parameters (not an inner loop's train step and AdamW
+  // state: the shepherd only estimates losses).
+  PCP_ASSIGN_OR_RETURN(r->evaluator_, Evaluator::Create(*r->backend_, program.eval_loss));
   r->data_ = std::move(data);
   r->iters_ = iters;
   r->seed_ = seed;
@@ -72,7 +72,7 @@ void EvalRunner::Loop() {
     Result result{.round = round};
     // An exception (e.g. an allocation that fails) fails the estimate, and so the job.
     result.val_loss = Contain([&]() -> absl::StatusOr<float> {
-      PCP_RETURN_IF_ERROR(loop_->LoadParamsKeepOptimizer(params));
+      PCP_RETURN_IF_ERROR(evaluator_->SetParams(params));
       return evaluator_->MeanLoss(data_, iters_, seed_);
     });
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -55,7 +55,6 @@ class EvalRunner {
   void Loop();
 
   std::unique_ptr<Backend> backend_;
-  std::unique_ptr<InnerLoop> loop_;
   std::unique_ptr<Evaluator> evaluator_;
   TokenSequence data_;
   int64_t iters_ = 0;

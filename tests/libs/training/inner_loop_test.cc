@@ -93,6 +93,22 @@ TEST_F(InnerLoopTest, EvaluatorMatchesInterpreterOnResidentParams) {
   EXPECT_FALSE((*eval)->MeanLoss(data_, 0, 9).ok());
 }
 
+TEST_F(InnerLoopTest, StandaloneEvaluatorOnItsOwnParamsMatchesTheLoops) {
+  auto loop = InnerLoop::Create(*backend_, program_.train_step);
+  ASSERT_TRUE(loop.ok());
+  ASSERT_TRUE((*loop)->SetParams(params_).ok());
+  auto on_loop = Evaluator::Create(**loop, program_.eval_loss);
+  auto own = Evaluator::Create(*backend_, program_.eval_loss);
+  ASSERT_TRUE(on_loop.ok() && own.ok()) << own.status();
+  EXPECT_EQ((*on_loop)->SetParams(params_).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE((*own)->SetParams({params_[0]}).ok());
+  ASSERT_TRUE((*own)->SetParams(params_).ok());
+  auto a = (*on_loop)->MeanLoss(data_, 3, 11);
+  auto b = (*own)->MeanLoss(data_, 3, 11);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b);
+}
+
 TEST_F(InnerLoopTest, ReloadingParamsKeepsOptimizerStateButSetParamsResetsIt) {
   auto loop = InnerLoop::Create(*backend_, program_.train_step);
   ASSERT_TRUE(loop.ok());

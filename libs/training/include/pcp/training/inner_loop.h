@@ -72,10 +72,15 @@ class InnerLoop {
 };
 
 // Runs a forward-loss function (params..., tokens, targets) -> (loss, ...) on an InnerLoop's
-// resident parameters, e.g. for train/val loss estimates.
+// resident parameters, e.g. for train/val loss estimates; or, made with a Backend, on
+// parameters of its own (SetParams): 1 × the parameters' memory, not an inner loop's train
+// step with its optimizer state (the shepherd's evaluations).
 class Evaluator {
  public:
   static absl::StatusOr<std::unique_ptr<Evaluator>> Create(InnerLoop& loop, const Function& forward_loss);
+  static absl::StatusOr<std::unique_ptr<Evaluator>> Create(Backend& backend, const Function& forward_loss);
+  // Copies `params` into the evaluator's own parameters (made with a Backend only).
+  absl::Status SetParams(const std::vector<Tensor>& params);
   // Loss of one batch.
   absl::StatusOr<float> Loss(const Batch& batch);
   // Mean loss over `iters` batches drawn from `data` with a sampler seeded by `seed`
@@ -83,8 +88,11 @@ class Evaluator {
   absl::StatusOr<float> MeanLoss(const TokenSequence& data, int64_t iters, uint64_t seed);
 
  private:
-  Evaluator(InnerLoop& loop) : loop_(loop) {}
-  InnerLoop& loop_;
+  explicit Evaluator(Backend& backend) : backend_(backend) {}
+  absl::Status Compile(const Function& forward_loss);
+  Backend& backend_;
+  std::vector<Buffer*> params_;                     // the loop's, or own_params_
+  std::vector<std::unique_ptr<Buffer>> own_params_;
   std::unique_ptr<Executable> exe_;
   std::unique_ptr<Buffer> tokens_, targets_;
   std::vector<std::unique_ptr<Buffer>> outputs_;
