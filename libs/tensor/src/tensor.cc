@@ -1,6 +1,9 @@
 #include "pcp/tensor/tensor.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "absl/strings/str_cat.h"
@@ -8,10 +11,21 @@
 namespace pcp {
 namespace {
 
+// Tensors from this size on are mapped straight from the kernel: their pages are zero until
+// written (nothing is resident before) and go back to the kernel when the tensor is freed,
+// whatever the heap's settings (pcp/rpc/stream_memory.h keeps freed heap blocks of up to
+// 32 MiB for gRPC's buffers, which would otherwise keep a freed θ-sized tensor resident).
+constexpr size_t kMapBytes = size_t{1} << 20;
+
 std::shared_ptr<void> AllocateAligned(int64_t bytes) {
   // Round up: aligned_alloc requires a multiple of the alignment; never allocate 0 bytes.
   size_t size = (static_cast<size_t>(bytes) + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
   if (size == 0) size = kTensorAlignment;
+  if (size >= kMapBytes) {
+    void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    return std::shared_ptr<void>(m, [size](void* q) { ::munmap(q, size); });
+  }
   void* p = std::aligned_alloc(kTensorAlignment, size);
   if (p == nullptr) throw std::bad_alloc();
   std::memset(p, 0, size);

@@ -135,22 +135,20 @@ absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(Backend& backend, c
   if (fwd.params.size() < 2) {
     return absl::InvalidArgumentError(absl::StrCat("function @", fwd.name, " must take parameters plus tokens and targets"));
   }
-  for (size_t i = 0; i + 2 < fwd.params.size(); ++i) {
-    PCP_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> b, backend.Allocate(fwd.type(fwd.params[i])));
-    e->params_.push_back(b.get());
-    e->own_params_.push_back(std::move(b));
-  }
+  // The parameters' buffers come with SetParams and go with ReleaseParams.
+  for (size_t i = 0; i + 2 < fwd.params.size(); ++i) e->own_types_.push_back(fwd.type(fwd.params[i]));
   PCP_RETURN_IF_ERROR(e->Compile(fwd));
   return e;
 }
 
 absl::Status Evaluator::Compile(const Function& fwd) {
-  const int p = static_cast<int>(params_.size());
+  const bool own = !own_types_.empty();
+  const int p = static_cast<int>(own ? own_types_.size() : params_.size());
   if (static_cast<int>(fwd.params.size()) != p + 2 || fwd.results.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("function @", fwd.name, " must take ", p,
                                                    " parameters plus tokens and targets and return the loss"));
   }
-  for (int i = 0; i < p; ++i) {
+  for (int i = 0; !own && i < p; ++i) {
     if (fwd.type(fwd.params[i]) != params_[i]->type()) {
       return absl::InvalidArgumentError(absl::StrCat("@", fwd.name, " parameter ", i, " does not match the train step"));
     }
@@ -170,15 +168,29 @@ absl::Status Evaluator::Compile(const Function& fwd) {
 }
 
 absl::Status Evaluator::SetParams(const std::vector<Tensor>& params) {
-  if (own_params_.empty()) return absl::FailedPreconditionError("this evaluator runs on an inner loop's parameters");
-  if (params.size() != own_params_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(params.size(), " parameters, the evaluator takes ", own_params_.size()));
+  if (own_types_.empty()) return absl::FailedPreconditionError("this evaluator runs on an inner loop's parameters");
+  if (params.size() != own_types_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(params.size(), " parameters, the evaluator takes ", own_types_.size()));
+  }
+  if (own_params_.empty()) {
+    for (const TensorType& type : own_types_) {
+      PCP_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> b, backend_.Allocate(type));
+      params_.push_back(b.get());
+      own_params_.push_back(std::move(b));
+    }
   }
   for (size_t i = 0; i < params.size(); ++i) PCP_RETURN_IF_ERROR(backend_.CopyIn(params[i], *own_params_[i]), _ << "parameter " << i);
   return absl::OkStatus();
 }
 
+void Evaluator::ReleaseParams() {
+  if (own_types_.empty()) return;
+  params_.clear();
+  own_params_.clear();
+}
+
 absl::StatusOr<float> Evaluator::Loss(const Batch& batch) {
+  if (params_.empty() && !own_types_.empty()) return absl::FailedPreconditionError("the evaluator has no parameters (SetParams)");
   PCP_RETURN_IF_ERROR(backend_.CopyIn(batch.x, *tokens_));
   PCP_RETURN_IF_ERROR(backend_.CopyIn(batch.y, *targets_));
   std::vector<Buffer*> args = params_;

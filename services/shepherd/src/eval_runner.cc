@@ -73,7 +73,9 @@ void EvalRunner::Loop() {
     // An exception (e.g. an allocation that fails) fails the estimate, and so the job.
     result.val_loss = Contain([&]() -> absl::StatusOr<float> {
       PCP_RETURN_IF_ERROR(evaluator_->SetParams(params));
-      return evaluator_->MeanLoss(data_, iters_, seed_);
+      absl::StatusOr<float> loss = evaluator_->MeanLoss(data_, iters_, seed_);
+      evaluator_->ReleaseParams();  // no copy of θ between evaluations
+      return loss;
     });
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     lock.lock();

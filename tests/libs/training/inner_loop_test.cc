@@ -102,11 +102,18 @@ TEST_F(InnerLoopTest, StandaloneEvaluatorOnItsOwnParamsMatchesTheLoops) {
   ASSERT_TRUE(on_loop.ok() && own.ok()) << own.status();
   EXPECT_EQ((*on_loop)->SetParams(params_).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_FALSE((*own)->SetParams({params_[0]}).ok());
+  EXPECT_EQ((*own)->MeanLoss(data_, 3, 11).status().code(), absl::StatusCode::kFailedPrecondition);  // no params yet
   ASSERT_TRUE((*own)->SetParams(params_).ok());
   auto a = (*on_loop)->MeanLoss(data_, 3, 11);
   auto b = (*own)->MeanLoss(data_, 3, 11);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(*a, *b);
+  (*own)->ReleaseParams();
+  EXPECT_FALSE((*own)->MeanLoss(data_, 3, 11).ok());
+  ASSERT_TRUE((*own)->SetParams(params_).ok());  // allocated again
+  auto c = (*own)->MeanLoss(data_, 3, 11);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(*c, *a);
 }
 
 TEST_F(InnerLoopTest, ReloadingParamsKeepsOptimizerStateButSetParamsResetsIt) {

@@ -73,14 +73,17 @@ class InnerLoop {
 
 // Runs a forward-loss function (params..., tokens, targets) -> (loss, ...) on an InnerLoop's
 // resident parameters, e.g. for train/val loss estimates; or, made with a Backend, on
-// parameters of its own (SetParams): 1 × the parameters' memory, not an inner loop's train
-// step with its optimizer state (the shepherd's evaluations).
+// parameters of its own (SetParams, ReleaseParams): at most 1 × the parameters' memory, not an
+// inner loop's train step with its optimizer state (the shepherd's evaluations).
 class Evaluator {
  public:
   static absl::StatusOr<std::unique_ptr<Evaluator>> Create(InnerLoop& loop, const Function& forward_loss);
   static absl::StatusOr<std::unique_ptr<Evaluator>> Create(Backend& backend, const Function& forward_loss);
-  // Copies `params` into the evaluator's own parameters (made with a Backend only).
+  // Copies `params` into the evaluator's own parameters (made with a Backend only), allocating
+  // them if needed; ReleaseParams frees them (an evaluator used now and then holds no copy of
+  // the parameters in between).
   absl::Status SetParams(const std::vector<Tensor>& params);
+  void ReleaseParams();
   // Loss of one batch.
   absl::StatusOr<float> Loss(const Batch& batch);
   // Mean loss over `iters` batches drawn from `data` with a sampler seeded by `seed`
@@ -93,6 +96,7 @@ class Evaluator {
   Backend& backend_;
   std::vector<Buffer*> params_;                     // the loop's, or own_params_
   std::vector<std::unique_ptr<Buffer>> own_params_;
+  std::vector<TensorType> own_types_;  // made with a Backend: its parameters' types
   std::unique_ptr<Executable> exe_;
   std::unique_ptr<Buffer> tokens_, targets_;
   std::vector<std::unique_ptr<Buffer>> outputs_;
