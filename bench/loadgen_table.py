@@ -169,7 +169,7 @@ def run_cell(args, m, size, limit):
         f.write(job_yaml(m, size, args, data))
     cargs = argparse.Namespace(build_dir=args.build_dir, workers=1, shepherd_args=[
         f"--data_roots={data}", f"--shepherd_memory_bytes={limit}", f"--worker_memory_bytes={limit}",
-        f"--log_level={args.shepherd_log_level}"])
+        f"--log_level={args.shepherd_log_level}"] + list(args.shepherd_arg))
     cluster = Cluster(cargs, state)
     report_path = os.path.join(state, "report.json")
     report = {}
@@ -237,6 +237,8 @@ def main():
     ap.add_argument("--aggregation", default="auto", choices=["auto", "streaming", "buffered"],
                     help="the jobs' diloco.aggregation (auto: streaming once the deltas pass 256 MiB)")
     ap.add_argument("--shepherd-log-level", default="warn")
+    ap.add_argument("--shepherd-arg", action="append", default=[],
+                    help="another pcp-shepherd flag for every cell (repeatable), e.g. --shepherd-arg=--config=shepherd.yaml")
     ap.add_argument("--json", help="also write the cells as JSON here")
     ap.add_argument("--keep", action="store_true", help="keep each cell's state dir (logs, report.json)")
     args = ap.parse_args()

@@ -30,6 +30,15 @@ class Checked {
   bool overflow_ = false;
 };
 
+// The Δ values the shepherd holds in a round (buffered: every worker's Δ; streaming
+// aggregation, pcp/diloco/delta_sum.h: the one sum), each a fragment with Streaming DiLoCo.
+Checked DeltaElements(const JobConfig& config, int64_t params) {
+  const DiLoCoConfig& d = config.diloco;
+  const int64_t fragment = (params + d.streaming.fragments - 1) / d.streaming.fragments;
+  const bool streams = diloco::StreamsDeltas(d.aggregation, d.workers, fragment, d.screening.trimmed_mean > 0);
+  return Checked(streams ? 1 : d.workers) * Checked(fragment);
+}
+
 }  // namespace
 
 std::string FormatBytes(int64_t bytes) {
@@ -48,9 +57,9 @@ absl::StatusOr<JobMemoryEstimate> EstimateJobMemory(const JobConfig& config) {
   if (m.imported()) {
     // From the imported forward (job_config.h): its parameters, and every value it computes,
     // twice (kept for the backward pass and its gradient).
-    const Checked P = m.imported_params, A = m.imported_value_elements, W = config.diloco.workers;
+    const Checked P = m.imported_params, A = m.imported_value_elements;
     const Checked worker = Checked(4) * (Checked(6) * P + Checked(2) * A);
-    const Checked shepherd = Checked(4) * ((Checked(3) + W) * P + A);
+    const Checked shepherd = Checked(4) * (Checked(3) * P + DeltaElements(config, m.imported_params) + A);
     if (!worker.value() || !shepherd.value()) {
       return absl::InvalidArgumentError(absl::StrCat("job '", config.name, "': its sizes overflow 64-bit arithmetic"));
     }
@@ -60,8 +69,7 @@ absl::StatusOr<JobMemoryEstimate> EstimateJobMemory(const JobConfig& config) {
                              .shepherd_bytes = *shepherd.value()};
   }
   const Checked V = m.vocab_size > 0 ? m.vocab_size : 1, T = m.block_size, C = m.n_embd,
-                H = m.n_head, L = m.n_layer, B = config.training.batch_size,
-                W = config.diloco.workers;
+                H = m.n_head, L = m.n_layer, B = config.training.batch_size;
   // LayerNorm weights (and with bias: every Linear's and LayerNorm's bias) per layer: 2C (13C).
   const Checked per_layer_vectors = m.bias ? 13 : 2, final_ln = m.bias ? 2 : 1;
   const Checked params =
@@ -70,8 +78,12 @@ absl::StatusOr<JobMemoryEstimate> EstimateJobMemory(const JobConfig& config) {
   const Checked worker =
       Checked(4) * (Checked(6) * params +
                     tokens * (L * (Checked(34) * C + Checked(4) * H * T) + Checked(3) * V + Checked(4) * C));
+  if (!params.value()) {
+    return absl::InvalidArgumentError(absl::StrCat("job '", config.name, "': its parameter count overflows 64-bit arithmetic"));
+  }
   const Checked shepherd =
-      Checked(4) * ((Checked(3) + W) * params + tokens * (L * (Checked(17) * C + Checked(2) * H * T) + Checked(2) * V));
+      Checked(4) * (Checked(3) * params + DeltaElements(config, *params.value()) +
+                    tokens * (L * (Checked(17) * C + Checked(2) * H * T) + Checked(2) * V));
   if (!params.value() || !worker.value() || !shepherd.value()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "job '", config.name, "': its sizes overflow 64-bit arithmetic (model.n_layer ", m.n_layer,
@@ -99,7 +111,7 @@ absl::Status CheckMemoryBudgets(const JobMemoryEstimate& need, const MemoryBudge
   }
   if (budgets.shepherd_bytes > 0 && need.shepherd_bytes > budgets.shepherd_bytes) {
     return over("the shepherd", need.shepherd_bytes, budgets.shepherd_bytes,
-                "θ, outer momentum, a snapshot, one Δ per worker, a validation batch");
+                "θ, outer momentum, a snapshot, one Δ per worker (streaming aggregation: one sum), a validation batch");
   }
   return absl::OkStatus();
 }

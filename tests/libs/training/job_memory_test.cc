@@ -36,6 +36,25 @@ TEST(JobMemoryTest, ParameterCountIsTheModelsExactly) {
   }
 }
 
+TEST(JobMemoryTest, StreamingAggregationHoldsOneSumInsteadOfADeltaPerWorker) {
+  JobConfig job;
+  job.model = ModelConfig{.vocab_size = 50304, .block_size = 64, .n_layer = 12, .n_head = 12, .n_embd = 768};
+  job.diloco.workers = 64;
+  job.diloco.aggregation = diloco::Aggregation::kBuffered;
+  absl::StatusOr<JobMemoryEstimate> buffered = EstimateJobMemory(job);
+  job.diloco.aggregation = diloco::Aggregation::kAuto;  // 64 × 124M × 4 B is far over 256 MiB: streams
+  absl::StatusOr<JobMemoryEstimate> streamed = EstimateJobMemory(job);
+  ASSERT_TRUE(buffered.ok() && streamed.ok());
+  EXPECT_EQ(buffered->shepherd_bytes - streamed->shepherd_bytes, 4 * 63 * streamed->parameters);
+  EXPECT_LT(streamed->shepherd_bytes, 6 * 4 * streamed->parameters);  // θ, momentum, snapshot, the sum, a batch
+  job.diloco.workers = 2;  // small enough to stay buffered under auto
+  job.model.n_layer = 1;
+  job.model.vocab_size = 65;
+  absl::StatusOr<JobMemoryEstimate> small = EstimateJobMemory(job);
+  ASSERT_TRUE(small.ok());
+  EXPECT_GE(small->shepherd_bytes, 4 * (3 + 2) * small->parameters);
+}
+
 TEST(JobMemoryTest, BudgetsNameTheEstimateAndTheBudget) {
   JobConfig job;
   job.name = "big";

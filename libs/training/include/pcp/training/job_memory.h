@@ -12,12 +12,14 @@
 //                                             V*C + T*C + L*(12*C^2 + 2*C) + C without
 //   worker   = 4 bytes * (6*P            θ, gradient, AdamW m and v, θ at the round's start, Δ
 //                         + B*T*(L*(34*C + 4*H*T) + 3*V + 4*C))   activations, forward+backward
-//   shepherd = 4 bytes * ((3 + workers)*P   θ, outer momentum, a snapshot, one Δ per worker
+//   shepherd = 4 bytes * (3*P + D          θ, outer momentum, a snapshot, and the Δs: D = workers
+//                                           × P (⌈P / fragments⌉ with Streaming DiLoCo), or with
+//                                           streaming aggregation (delta_sum.h) one sum of that size
 //                         + B*T*(L*(17*C + 2*H*T) + 2*V))  the validation forward pass
 // (B batch_size, T block_size, C n_embd, H n_head, L n_layer, V vocab_size; a vocab_size of 0,
 // not yet known from the data, counts as 1.) An imported model (model.stablehlo) has P = its
 // trainable elements and A = the elements of every value of its forward:
-//   worker = 4 bytes * (6*P + 2*A),  shepherd = 4 bytes * ((3 + workers)*P + A). Every product is overflow-checked: a spec whose
+//   worker = 4 bytes * (6*P + 2*A),  shepherd = 4 bytes * (3*P + D + A). Every product is overflow-checked: a spec whose
 // sizes overflow int64 is InvalidArgument.
 #ifndef PCP_TRAINING_JOB_MEMORY_H_
 #define PCP_TRAINING_JOB_MEMORY_H_
