@@ -30,6 +30,7 @@ absl::Status WriteModelCheckpoint(const std::string& path, const std::vector<std
     if (tie && names[i] == kTiedEmbeddingName) tensors.push_back({kTiedHeadName, params[i]});
   }
   metadata.insert(metadata.begin(), {"pcp.format", kCheckpointFormat});
+  if (tensors.size() > names.size()) metadata.push_back({"pcp.tied_lm_head", "true"});
   return WriteSafetensorsFile(path, tensors, metadata);
 }
 
@@ -41,8 +42,10 @@ absl::StatusOr<ModelCheckpoint> ReadModelCheckpoint(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a PCP GPT checkpoint (pcp.format is '",
                                                    ckpt.Meta("pcp.format"), "', expected '", kCheckpointFormat, "')"));
   }
-  // The tied head is a copy of wte (WriteModelCheckpoint); an imported model's is its own.
-  const bool tied = !IsImportedModelSource(ckpt.Meta("pcp.model"));
+  // The tied head is a copy of wte (WriteModelCheckpoint says so; files from before it said so
+  // had one whenever the model was the GPT); an untied model's lm_head.weight is its own.
+  const bool tied = ckpt.Meta("pcp.tied_lm_head") == "true" ||
+                    (ckpt.Meta("pcp.tied_lm_head").empty() && !IsImportedModelSource(ckpt.Meta("pcp.model")));
   for (NamedTensor& t : contents.tensors) {
     if (!tied || t.name != kTiedHeadName) ckpt.params.push_back(std::move(t));
   }
