@@ -34,9 +34,10 @@ import argparse
 import math
 import os
 import struct
-import json
 
 import numpy as np
+
+import safetensors_io
 
 VOCAB = 65   # tiny-shakespeare characters
 BLOCK = 64   # T
@@ -523,22 +524,6 @@ def llama_initial(params, seed):
     return values
 
 
-def write_safetensors(path, named_arrays):
-    header, blobs, offset = {}, [], 0
-    for name, arr in named_arrays:
-        raw = np.ascontiguousarray(arr, dtype=np.float32).tobytes()
-        header[name] = {"dtype": "F32", "shape": list(arr.shape), "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for raw in blobs:
-            f.write(raw)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
@@ -555,7 +540,7 @@ def main():
     text, params = llama(args.style, args.batch)
     with open(os.path.join(args.out, "llama_2l.mlir"), "w") as f:
         f.write(text)
-    write_safetensors(os.path.join(args.out, "llama_2l.safetensors"), llama_initial(params, args.seed))
+    safetensors_io.write_safetensors(os.path.join(args.out, "llama_2l.safetensors"), llama_initial(params, args.seed))
 
 
 if __name__ == "__main__":

@@ -24,51 +24,15 @@ Usage:
       decay 0.1, clip 1.0), B = 12, T = 64, float32, and prints the val loss every 250 steps:
       a check that the example sizes learn tiny-shakespeare.
 """
-import json
 import math
 import os
-import struct
 import sys
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-_NP = {"F32": np.float32, "F64": np.float64, "I32": np.int32, "I64": np.int64}
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    base = 8 + n
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        arr = np.frombuffer(data[base + begin:base + end], dtype=_NP[info["dtype"]])
-        out[name] = torch.from_numpy(arr.reshape(info["shape"]).copy())
-    return out
-
-
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        arr = t.detach().to(torch.float32).numpy()
-        raw = np.ascontiguousarray(arr).tobytes()  # (ascontiguousarray makes 0-d 1-d: shape from arr)
-        header[name] = {"dtype": "F32", "shape": list(arr.shape), "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for raw in blobs:
-            f.write(raw)
+import safetensors_io
 
 
 def causal_attention(q, k, v):
@@ -250,14 +214,14 @@ def load(kind, inputs, n_head, dtype):
 
 def grad(kind, in_path, out_path, n_head):
     torch.set_num_threads(1)
-    inputs = read_safetensors(in_path)
+    inputs = safetensors_io.read_safetensors(in_path, torch.from_numpy)
     model = load(kind, inputs, n_head, torch.float64)
     loss = model(inputs["tokens"].long(), inputs["targets"].long())
     loss.backward()
     out = {"loss": loss}
     for name, p in model.named_parameters():
         out["grad." + name] = p.grad
-    write_safetensors(out_path, out)
+    safetensors_io.write_safetensors(out_path, out)
 
 
 def initial_state(kind, n_head, seed=1337):
@@ -265,7 +229,8 @@ def initial_state(kind, n_head, seed=1337):
     `init` asks for (matrices N(0, 0.02), LayerNorm gains 1, biases 0); for llama the values in
     llama_2l.safetensors (the job's `params`)."""
     if kind == "llama":
-        state = read_safetensors(os.path.join(os.path.dirname(os.path.abspath(__file__)), "llama_2l.safetensors"))
+        state = safetensors_io.read_safetensors(
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), "llama_2l.safetensors"), torch.from_numpy)
         return load(kind, state, n_head, torch.float32)
     torch.manual_seed(seed)
     model = NanoGpt(65, 64, 64, 2, n_head)

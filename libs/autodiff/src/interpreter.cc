@@ -73,6 +73,18 @@ absl::Status Dispatch(Op op, DType d, Fn&& fn) {
   }
 }
 
+// Dispatch for an op not defined on i1: NotDefined there, fn called with numeric types only.
+template <typename Fn>
+absl::Status DispatchNumeric(Op op, DType d, Fn&& fn) {
+  return Dispatch(op, d, [&](auto tag) -> absl::Status {
+    if constexpr (std::is_same_v<decltype(tag), bool>) {
+      return NotDefined(op, d);
+    } else {
+      return fn(tag);
+    }
+  });
+}
+
 // ---- Multi-indices ----------------------------------------------------------------------
 
 // Walks every multi-index of `shape` in row-major order:
@@ -266,21 +278,17 @@ absl::StatusOr<Tensor> EvalSelect(const TensorType& rt, absl::Span<const Tensor>
 // clamp(lo, x, hi) = min(max(x, lo), hi), NaN-propagating on floats like maximum/minimum.
 absl::StatusOr<Tensor> EvalClamp(const Instruction& inst, const TensorType& rt, absl::Span<const Tensor> in) {
   Tensor out(rt.dtype, rt.shape);
-  PCP_RETURN_IF_ERROR(Dispatch(inst.op, rt.dtype, [&](auto tag) -> absl::Status {
+  PCP_RETURN_IF_ERROR(DispatchNumeric(inst.op, rt.dtype, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      return NotDefined(inst.op, rt.dtype);
-    } else {
-      for (int64_t i = 0; i < rt.num_elements(); ++i) {
-        const T lo = Load<T>(in[0], i), x = Load<T>(in[1], i), hi = Load<T>(in[2], i);
-        if constexpr (std::is_floating_point_v<T>) {
-          Store<T>(out, i, static_cast<T>(FloatMinimum(FloatMaximum(x, lo), hi)));
-        } else {
-          Store<T>(out, i, std::min(std::max(x, lo), hi));
-        }
+    for (int64_t i = 0; i < rt.num_elements(); ++i) {
+      const T lo = Load<T>(in[0], i), x = Load<T>(in[1], i), hi = Load<T>(in[2], i);
+      if constexpr (std::is_floating_point_v<T>) {
+        Store<T>(out, i, static_cast<T>(FloatMinimum(FloatMaximum(x, lo), hi)));
+      } else {
+        Store<T>(out, i, std::min(std::max(x, lo), hi));
       }
-      return absl::OkStatus();
     }
+    return absl::OkStatus();
   }));
   return out;
 }
@@ -319,17 +327,13 @@ absl::StatusOr<Tensor> EvalConvert(const Instruction& inst, const TensorType& rt
 absl::StatusOr<Tensor> EvalIota(const Instruction& inst, const TensorType& rt) {
   Tensor out(rt.dtype, rt.shape);
   const size_t dim = static_cast<size_t>(inst.attrs.dimension);
-  PCP_RETURN_IF_ERROR(Dispatch(inst.op, rt.dtype, [&](auto tag) -> absl::Status {
+  PCP_RETURN_IF_ERROR(DispatchNumeric(inst.op, rt.dtype, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      return NotDefined(inst.op, rt.dtype);
-    } else {
-      int64_t k = 0;
-      for (IndexWalker w(rt.shape); !w.done(); w.Next(), ++k) {
-        Store<T>(out, k, static_cast<T>(w.index()[dim]));
-      }
-      return absl::OkStatus();
+    int64_t k = 0;
+    for (IndexWalker w(rt.shape); !w.done(); w.Next(), ++k) {
+      Store<T>(out, k, static_cast<T>(w.index()[dim]));
     }
+    return absl::OkStatus();
   }));
   return out;
 }
@@ -411,28 +415,24 @@ absl::StatusOr<Tensor> EvalReduce(const Instruction& inst, const TensorType& rt,
     if (!reduced) out_strides[d] = result_strides[r++];
   }
   Tensor out(rt.dtype, rt.shape);
-  PCP_RETURN_IF_ERROR(Dispatch(inst.op, rt.dtype, [&](auto tag) -> absl::Status {
+  PCP_RETURN_IF_ERROR(DispatchNumeric(inst.op, rt.dtype, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      return NotDefined(inst.op, rt.dtype);
-    } else {
-      using Acc = typename Accumulator<T>::type;
-      std::vector<Acc> acc(static_cast<size_t>(rt.num_elements()), static_cast<Acc>(Load<T>(in[1], 0)));
-      int64_t k = 0;
-      for (IndexWalker w(input.shape()); !w.done(); w.Next(), ++k) {
-        Acc& a = acc[Offset(w.index(), out_strides)];
-        const T x = Load<T>(input, k);
-        if (kind == ReduceKind::kSum) {
-          a += static_cast<Acc>(x);
-        } else if constexpr (std::is_floating_point_v<T>) {
-          a = FloatMaximum(a, x);
-        } else {
-          a = static_cast<Acc>(std::max(static_cast<T>(a), x));
-        }
+    using Acc = typename Accumulator<T>::type;
+    std::vector<Acc> acc(static_cast<size_t>(rt.num_elements()), static_cast<Acc>(Load<T>(in[1], 0)));
+    int64_t k = 0;
+    for (IndexWalker w(input.shape()); !w.done(); w.Next(), ++k) {
+      Acc& a = acc[Offset(w.index(), out_strides)];
+      const T x = Load<T>(input, k);
+      if (kind == ReduceKind::kSum) {
+        a += static_cast<Acc>(x);
+      } else if constexpr (std::is_floating_point_v<T>) {
+        a = FloatMaximum(a, x);
+      } else {
+        a = static_cast<Acc>(std::max(static_cast<T>(a), x));
       }
-      for (size_t i = 0; i < acc.size(); ++i) Store<T>(out, i, static_cast<T>(acc[i]));
-      return absl::OkStatus();
     }
+    for (size_t i = 0; i < acc.size(); ++i) Store<T>(out, i, static_cast<T>(acc[i]));
+    return absl::OkStatus();
   }));
   return out;
 }
@@ -522,25 +522,21 @@ absl::StatusOr<Tensor> EvalScatter(const Instruction& inst, const TensorType& rt
   const int64_t rows = operand.shape()[0];
   const int64_t row_size = rows == 0 ? 0 : operand.num_elements() / rows;
   Tensor out(rt.dtype, rt.shape);
-  PCP_RETURN_IF_ERROR(Dispatch(inst.op, rt.dtype, [&](auto tag) -> absl::Status {
+  PCP_RETURN_IF_ERROR(DispatchNumeric(inst.op, rt.dtype, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      return NotDefined(inst.op, rt.dtype);
-    } else {
-      // Repeated indices add up; f32 sums in double so the order of updates does not matter.
-      using Acc = typename Accumulator<T>::type;
-      std::vector<Acc> acc(static_cast<size_t>(operand.num_elements()));
-      for (size_t j = 0; j < acc.size(); ++j) acc[j] = static_cast<Acc>(Load<T>(operand, j));
-      for (int64_t i = 0; i < indices.num_elements(); ++i) {
-        const int64_t row = LoadIndex(indices, i);
-        if (row < 0 || row >= rows) continue;
-        for (int64_t j = 0; j < row_size; ++j) {
-          acc[row * row_size + j] += static_cast<Acc>(Load<T>(updates, i * row_size + j));
-        }
+    // Repeated indices add up; f32 sums in double so the order of updates does not matter.
+    using Acc = typename Accumulator<T>::type;
+    std::vector<Acc> acc(static_cast<size_t>(operand.num_elements()));
+    for (size_t j = 0; j < acc.size(); ++j) acc[j] = static_cast<Acc>(Load<T>(operand, j));
+    for (int64_t i = 0; i < indices.num_elements(); ++i) {
+      const int64_t row = LoadIndex(indices, i);
+      if (row < 0 || row >= rows) continue;
+      for (int64_t j = 0; j < row_size; ++j) {
+        acc[row * row_size + j] += static_cast<Acc>(Load<T>(updates, i * row_size + j));
       }
-      for (size_t j = 0; j < acc.size(); ++j) Store<T>(out, j, static_cast<T>(acc[j]));
-      return absl::OkStatus();
     }
+    for (size_t j = 0; j < acc.size(); ++j) Store<T>(out, j, static_cast<T>(acc[j]));
+    return absl::OkStatus();
   }));
   return out;
 }

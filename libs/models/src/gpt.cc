@@ -7,9 +7,12 @@
 #include "absl/strings/str_cat.h"
 #include "pcp/autodiff/builder.h"
 #include "pcp/base/status_macros.h"
+#include "normal_stream.h"
 
 namespace pcp {
 namespace {
+
+using models_internal::NormalStream;
 
 constexpr double kLayerNormEps = 1e-5;  // nn.LayerNorm's default, as nanoGPT uses
 constexpr double kInitStd = 0.02;
@@ -158,35 +161,6 @@ class GptEmitter {
   int64_t batch_, len_;
 };
 
-// SplitMix64 (Steele, Lea, Flood 2014): tiny, full-period, and trivially reproducible.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in (0, 1]: never 0, so log() is finite.
-  double Uniform() { return static_cast<double>((Next() >> 11) + 1) * 0x1.0p-53; }
-
- private:
-  uint64_t state_;
-};
-
-void FillNormal(SplitMix64& rng, double stddev, Tensor& t) {
-  float* p = t.data<float>();
-  const int64_t n = t.num_elements();
-  constexpr double kTwoPi = 6.283185307179586476925286766559;
-  for (int64_t i = 0; i < n; i += 2) {
-    double u1 = rng.Uniform(), u2 = rng.Uniform();
-    double r = std::sqrt(-2.0 * std::log(u1));
-    p[i] = static_cast<float>(stddev * r * std::cos(kTwoPi * u2));
-    if (i + 1 < n) p[i + 1] = static_cast<float>(stddev * r * std::sin(kTwoPi * u2));
-  }
-}
-
 bool EndsWith(const std::string& s, absl::string_view suffix) {
   return s.size() >= suffix.size() && absl::string_view(s).substr(s.size() - suffix.size()) == suffix;
 }
@@ -264,16 +238,16 @@ absl::StatusOr<Function> BuildGptLogits(const GPTConfig& config, int64_t batch_s
 
 absl::StatusOr<std::vector<NamedTensor>> InitGptParams(const GPTConfig& config, uint64_t seed) {
   PCP_ASSIGN_OR_RETURN(std::vector<GptParamSpec> specs, GptParamSpecs(config));
-  SplitMix64 rng(seed);
+  NormalStream normals(seed);
   const double proj_std = kInitStd / std::sqrt(2.0 * static_cast<double>(config.n_layer));
   std::vector<NamedTensor> params;
   params.reserve(specs.size());
   for (const GptParamSpec& s : specs) {
     Tensor t(s.type.dtype, s.type.shape);  // zero-filled: biases
     if (EndsWith(s.name, "c_proj.weight")) {
-      FillNormal(rng, proj_std, t);
+      normals.Fill(proj_std, t);
     } else if (s.type.rank() == 2) {
-      FillNormal(rng, kInitStd, t);  // wte, wpe, c_attn, c_fc
+      normals.Fill(kInitStd, t);  // wte, wpe, c_attn, c_fc
     } else if (EndsWith(s.name, ".weight")) {
       float* p = t.data<float>();  // LayerNorm gains
       for (int64_t i = 0; i < t.num_elements(); ++i) p[i] = 1.0f;

@@ -17,9 +17,12 @@
 #include "pcp/autodiff/verifier.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/tensor/convert.h"
+#include "normal_stream.h"
 
 namespace pcp {
 namespace {
+
+using models_internal::NormalStream;
 
 absl::Status OptionError(absl::string_view key, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("model.", key, ": ", message));
@@ -41,34 +44,6 @@ std::string FunctionPlace(absl::string_view text, absl::string_view file, absl::
   }
   return absl::StrCat(file, ":", line, ":", col, ": ");
 }
-
-// SplitMix64 and Box-Muller normals, drawn as InitGptParams draws them (gpt.h documents the
-// generator), so an init rule is reproducible elsewhere.
-class NormalStream {
- public:
-  explicit NormalStream(uint64_t seed) : state_(seed) {}
-  void Fill(double stddev, Tensor& t) {
-    float* p = t.data<float>();
-    const int64_t n = t.num_elements();
-    constexpr double kTwoPi = 6.283185307179586476925286766559;
-    for (int64_t i = 0; i < n; i += 2) {
-      const double u1 = Uniform(), u2 = Uniform();
-      const double r = std::sqrt(-2.0 * std::log(u1));
-      p[i] = static_cast<float>(stddev * r * std::cos(kTwoPi * u2));
-      if (i + 1 < n) p[i + 1] = static_cast<float>(stddev * r * std::sin(kTwoPi * u2));
-    }
-  }
-
- private:
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double Uniform() { return static_cast<double>((Next() >> 11) + 1) * 0x1.0p-53; }
-  uint64_t state_;
-};
 
 bool MatchesAny(const std::string& name, const std::vector<std::string>& globs) {
   for (const std::string& g : globs) {

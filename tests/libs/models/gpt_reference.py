@@ -21,50 +21,15 @@ Computation runs in CONFIG_JSON's dtype (float64 gives a tight oracle) on one CP
 """
 import json
 import math
-import struct
+import os
 import sys
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-_NP = {"F32": np.float32, "F64": np.float64, "I32": np.int32, "I64": np.int64}
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    base = 8 + n
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        arr = np.frombuffer(data[base + begin:base + end], dtype=_NP[info["dtype"]])
-        out[name] = torch.from_numpy(arr.reshape(info["shape"]).copy())
-    return out
-
-
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        arr = t.detach().to(torch.float32).numpy()
-        arr = np.ascontiguousarray(arr).reshape(arr.shape)  # (ascontiguousarray makes 0-d 1-d)
-        raw = arr.tobytes()
-        header[name] = {"dtype": "F32", "shape": list(arr.shape),
-                        "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for raw in blobs:
-            f.write(raw)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../examples/stablehlo"))
+import safetensors_io  # noqa: E402
 
 
 class SelfAttention(nn.Module):
@@ -151,7 +116,7 @@ def load_model(c, inputs):
 def main():
     mode, in_path, out_path, config = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
     torch.set_num_threads(1)
-    inputs = read_safetensors(in_path)
+    inputs = safetensors_io.read_safetensors(in_path, torch.from_numpy)
     model = load_model(config, inputs)
     out = {}
     if mode == "grad":
@@ -182,7 +147,7 @@ def main():
             out[name] = p
     else:
         raise SystemExit("unknown mode " + mode)
-    write_safetensors(out_path, out)
+    safetensors_io.write_safetensors(out_path, out)
 
 
 if __name__ == "__main__":

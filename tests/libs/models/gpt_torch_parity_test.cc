@@ -4,15 +4,8 @@
 // load_state_dict(strict=True), so the names and layouts are checked too. The reference computes in float64 (a tight oracle); PCP
 // runs in f32. Loss, every gradient and every parameter after 3 clipped AdamW steps must agree
 // to a relative error of 1e-4 per tensor (max |a - b| / max |b|).
-#include <stdlib.h>
-
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <functional>
 #include <iostream>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,47 +13,27 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
-#include "pcp/autodiff/interpreter.h"
 #include "pcp/autodiff/train_step.h"
 #include "pcp/autodiff/verifier.h"
 #include "pcp/autodiff/vjp.h"
-#include "pcp/base/status_macros.h"
-#include "pcp/kernels/cpu_backend.h"
 #include "pcp/models/gpt.h"
-#include "pcp/tensor/safetensors.h"
 #include "pcp/testing/tensor_testing.h"
+#include "function_runners.h"
+#include "torch_oracle.h"
 
 namespace pcp {
 namespace {
 
-using ::pcp::testing::MaxRelativeError;
+using ::pcp::testing::ErrorLog;
+using ::pcp::testing::kPython;
+using ::pcp::testing::PythonCanImport;
 using ::pcp::testing::RandomTensor;
+using ::pcp::testing::RunPythonOracle;
+using ::pcp::testing::Runners;
 
-constexpr char kPython[] = "/usr/bin/python3";
-constexpr double kTolerance = 1e-4;
 constexpr double kUpdateTolerance = 1e-3;
 constexpr int64_t kBatch = 3;
 constexpr int64_t kLen = 16;
-
-bool TorchAvailable() {
-  return std::system(absl::StrCat(kPython, " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
-}
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "pcp_gpt_parity_XXXXXX").string();
-    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 GPTConfig TestConfig(bool bias) {
   return GPTConfig{.vocab_size = 65, .block_size = 16, .n_layer = 2, .n_head = 4, .n_embd = 32, .bias = bias};
@@ -98,73 +71,16 @@ std::string ConfigJson(const GPTConfig& c, const std::string& extra = "") {
 // Runs gpt_reference.py in `mode` on `inputs`; returns its outputs.
 absl::StatusOr<SafetensorsContents> RunReference(const std::string& mode, const std::vector<NamedTensor>& inputs,
                                                  const std::string& config_json) {
-  TempDir dir;
-  if (dir.path().empty()) return absl::InternalError("mkdtemp failed");
-  const std::string in = dir.path() + "/in.safetensors", out = dir.path() + "/out.safetensors";
-  absl::Status written = WriteSafetensorsFile(in, inputs);
-  if (!written.ok()) return written;
   const std::string script = std::string(PCP_SOURCE_DIR) + "/tests/libs/models/gpt_reference.py";
-  const std::string cmd = absl::StrCat(kPython, " ", script, " ", mode, " ", in, " ", out, " '", config_json, "'");
-  if (int rc = std::system(cmd.c_str()); rc != 0) {
-    return absl::InternalError(absl::StrCat("reference failed (", rc, "): ", cmd));
-  }
-  return ReadSafetensorsFile(out);
+  return RunPythonOracle(script, mode, inputs, absl::StrCat("'", config_json, "'"));
 }
-
-// Runs `function` on `backend` (copy in, run, copy out).
-absl::StatusOr<std::vector<Tensor>> RunOnBackend(Backend& backend, const Function& function,
-                                                 const std::vector<Tensor>& args) {
-  PCP_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, backend.Compile(function));
-  std::vector<std::unique_ptr<Buffer>> owned;
-  std::vector<Buffer*> in, out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    PCP_ASSIGN_OR_RETURN(owned.emplace_back(), backend.Allocate(function.type(function.params[i])));
-    PCP_RETURN_IF_ERROR(backend.CopyIn(args[i], *owned.back()));
-    in.push_back(owned.back().get());
-  }
-  for (ValueId r : function.results) {
-    PCP_ASSIGN_OR_RETURN(owned.emplace_back(), backend.Allocate(function.type(r)));
-    out.push_back(owned.back().get());
-  }
-  PCP_RETURN_IF_ERROR(exe->Run(in, out));
-  std::vector<Tensor> results;
-  for (Buffer* b : out) {
-    PCP_ASSIGN_OR_RETURN(results.emplace_back(), backend.CopyOut(*b));
-  }
-  return results;
-}
-
-struct ErrorLog {
-  double tolerance = kTolerance;
-  double max_error = 0.0;
-  std::string worst;
-  void Check(const std::string& what, const Tensor& actual, const Tensor* expected) {
-    ASSERT_NE(expected, nullptr) << what << " missing from the reference output";
-    ASSERT_EQ(actual.shape(), expected->shape()) << what;
-    // MaxRelativeError skips NaNs (std::max drops them), so non-finite values are caught here.
-    double e = MaxRelativeError(actual, *expected);
-    for (double x : ::pcp::testing::ToDoubles(actual)) {
-      if (!std::isfinite(x)) e = INFINITY;
-    }
-    EXPECT_LE(e, tolerance) << what;
-    if (e > max_error) max_error = e, worst = what;
-  }
-};
 
 class GptTorchParityTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    if (!TorchAvailable()) GTEST_SKIP() << kPython << " cannot import torch (install python3-torch)";
+    if (!PythonCanImport("torch")) GTEST_SKIP() << kPython << " cannot import torch (install python3-torch)";
   }
 };
-
-// The two ways PCP runs a function: the reference interpreter and the CPU backend.
-using Runner = std::function<absl::StatusOr<std::vector<Tensor>>(const Function&, const std::vector<Tensor>&)>;
-std::vector<std::pair<std::string, Runner>> Runners() {
-  auto cpu = std::shared_ptr<Backend>(CreateCpuBackend({.threads = 2}));
-  return {{"interpreter", [](const Function& f, const std::vector<Tensor>& args) { return Interpret(f, args); }},
-          {"cpu", [cpu](const Function& f, const std::vector<Tensor>& args) { return RunOnBackend(*cpu, f, args); }}};
-}
 
 TEST_P(GptTorchParityTest, LossAndEveryGradient) {
   const GPTConfig config = TestConfig(GetParam());
@@ -272,7 +188,7 @@ TEST_P(GptTorchParityTest, ThreeClippedAdamWSteps) {
     for (size_t i = 0; i < n; ++i) log.Check(inputs[i].name, params[i], ref->Find(inputs[i].name));
     // The updates themselves (p_3 - p_0), relative to their own scale: the parameters move by
     // only ~1% of their scale in 3 steps, so this is the sharper check of the AdamW arithmetic
-    // (a missing weight decay would be ~1% of the update). Looser than kTolerance because Adam
+    // (a missing weight decay would be ~1% of the update). Looser than the default 1e-4 because Adam
     // divides each element by its own gradient scale, amplifying f32 rounding in elements whose
     // gradient is far below the tensor's largest. The key bias (see above), whose true update
     // is 0 and whose steps on both sides are rounding noise, is left out of this check only.

@@ -7,16 +7,10 @@
 // (max |a - b| / max |b|). Llama's rope.cos / rope.sin are inputs: no gradient is compared.
 // Skips with a reason when /usr/bin/python3 cannot import torch. A second test checks that the
 // committed example files are what gen_models.py writes.
-#include <stdlib.h>
-
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iostream>
-#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -31,26 +25,22 @@
 #include "pcp/autodiff/verifier.h"
 #include "pcp/autodiff/vjp.h"
 #include "pcp/base/status_macros.h"
-#include "pcp/kernels/cpu_backend.h"
 #include "pcp/tensor/safetensors.h"
 #include "pcp/testing/tensor_testing.h"
+#include "function_runners.h"
+#include "torch_oracle.h"
 
 namespace pcp {
 namespace {
 
-using ::pcp::testing::MaxRelativeError;
+using ::pcp::testing::kPython;
+using ::pcp::testing::PythonCanImport;
 using ::pcp::testing::RandomTensor;
 
-constexpr char kPython[] = "/usr/bin/python3";
-constexpr double kTolerance = 1e-4;
 constexpr int64_t kVocab = 65;
 
 std::string ExamplePath(const std::string& file) {
   return std::string(PCP_SOURCE_DIR) + "/examples/stablehlo/" + file;
-}
-
-bool TorchAvailable() {
-  return std::system(absl::StrCat(kPython, " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
 }
 
 absl::StatusOr<std::string> ReadText(const std::string& path) {
@@ -60,22 +50,6 @@ absl::StatusOr<std::string> ReadText(const std::string& path) {
   s << in.rdbuf();
   return s.str();
 }
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "pcp_stablehlo_parity_XXXXXX").string();
-    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // One example: its module, its non-data arguments' names, and which of those are inputs.
 struct Example {
@@ -115,65 +89,13 @@ Tensor TestParam(const std::string& name, const TensorType& type, uint64_t seed)
 }
 
 absl::StatusOr<SafetensorsContents> RunTorch(const std::string& kind, const std::vector<NamedTensor>& inputs) {
-  TempDir dir;
-  if (dir.path().empty()) return absl::InternalError("mkdtemp failed");
-  const std::string in = dir.path() + "/in.safetensors", out = dir.path() + "/out.safetensors";
-  PCP_RETURN_IF_ERROR(WriteSafetensorsFile(in, inputs));
-  const std::string cmd = absl::StrCat(kPython, " ", ExamplePath("models_torch.py"), " grad ", kind, " ", in, " ", out);
-  if (int rc = std::system(cmd.c_str()); rc != 0) {
-    return absl::InternalError(absl::StrCat("models_torch.py failed (", rc, "): ", cmd));
-  }
-  return ReadSafetensorsFile(out);
+  return ::pcp::testing::RunPythonOracle(ExamplePath("models_torch.py"), absl::StrCat("grad ", kind), inputs);
 }
-
-absl::StatusOr<std::vector<Tensor>> RunOnBackend(Backend& backend, const Function& function,
-                                                 const std::vector<Tensor>& args) {
-  PCP_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, backend.Compile(function));
-  std::vector<std::unique_ptr<Buffer>> owned;
-  std::vector<Buffer*> in, out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    PCP_ASSIGN_OR_RETURN(owned.emplace_back(), backend.Allocate(function.type(function.params[i])));
-    PCP_RETURN_IF_ERROR(backend.CopyIn(args[i], *owned.back()));
-    in.push_back(owned.back().get());
-  }
-  for (ValueId r : function.results) {
-    PCP_ASSIGN_OR_RETURN(owned.emplace_back(), backend.Allocate(function.type(r)));
-    out.push_back(owned.back().get());
-  }
-  PCP_RETURN_IF_ERROR(exe->Run(in, out));
-  std::vector<Tensor> results;
-  for (Buffer* b : out) {
-    PCP_ASSIGN_OR_RETURN(results.emplace_back(), backend.CopyOut(*b));
-  }
-  return results;
-}
-
-using Runner = std::function<absl::StatusOr<std::vector<Tensor>>(const Function&, const std::vector<Tensor>&)>;
-std::vector<std::pair<std::string, Runner>> Runners() {
-  auto cpu = std::shared_ptr<Backend>(CreateCpuBackend({.threads = 2}));
-  return {{"interpreter", [](const Function& f, const std::vector<Tensor>& args) { return Interpret(f, args); }},
-          {"cpu", [cpu](const Function& f, const std::vector<Tensor>& args) { return RunOnBackend(*cpu, f, args); }}};
-}
-
-struct ErrorLog {
-  double max_error = 0.0;
-  std::string worst;
-  void Check(const std::string& what, const Tensor& actual, const Tensor* expected) {
-    ASSERT_NE(expected, nullptr) << what << " missing from models_torch.py's output";
-    ASSERT_EQ(actual.shape(), expected->shape()) << what;
-    double e = MaxRelativeError(actual, *expected);
-    for (double x : ::pcp::testing::ToDoubles(actual)) {
-      if (!std::isfinite(x)) e = INFINITY;
-    }
-    EXPECT_LE(e, kTolerance) << what;
-    if (e > max_error) max_error = e, worst = what;
-  }
-};
 
 class StablehloTorchParityTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (!TorchAvailable()) GTEST_SKIP() << kPython << " cannot import torch (install python3-torch)";
+    if (!PythonCanImport("torch")) GTEST_SKIP() << kPython << " cannot import torch (install python3-torch)";
   }
 };
 
@@ -244,7 +166,7 @@ TEST_P(StablehloTorchParityTest, LossAndEveryGradient) {
   }
   EXPECT_EQ(ref->tensors.size(), wrt.size() + 1) << "torch has trainable parameters the module lacks";
 
-  std::vector<std::pair<std::string, Runner>> runners = Runners();
+  std::vector<std::pair<std::string, ::pcp::testing::Runner>> runners = ::pcp::testing::Runners();
   runners.insert(runners.begin(), {"interpreter, as parsed", [&](const Function&, const std::vector<Tensor>& a) {
                                      return Interpret(*raw_grad_fn, a);
                                    }});
@@ -253,7 +175,7 @@ TEST_P(StablehloTorchParityTest, LossAndEveryGradient) {
     absl::StatusOr<std::vector<Tensor>> ours = run(*grad_fn, args);
     ASSERT_TRUE(ours.ok()) << ours.status();
     ASSERT_EQ(ours->size(), wrt.size() + 1);
-    ErrorLog log;
+    ::pcp::testing::ErrorLog log;
     log.Check("loss", (*ours)[0], ref->Find("loss"));
     for (size_t j = 0; j < wrt.size(); ++j) {
       const std::string name = "grad." + ex->names[static_cast<size_t>(wrt[j])];
@@ -267,10 +189,10 @@ TEST_P(StablehloTorchParityTest, LossAndEveryGradient) {
 
 // The committed examples are what gen_models.py writes (it needs numpy, not torch).
 TEST(StablehloExamplesTest, CommittedFilesAreWhatTheGeneratorWrites) {
-  if (std::system(absl::StrCat(kPython, " -c 'import numpy' >/dev/null 2>&1").c_str()) != 0) {
+  if (!PythonCanImport("numpy")) {
     GTEST_SKIP() << kPython << " cannot import numpy (install python3-numpy)";
   }
-  TempDir dir;
+  ::pcp::testing::TempDir dir;
   ASSERT_FALSE(dir.path().empty());
   const std::string cmd = absl::StrCat(kPython, " ", ExamplePath("gen_models.py"), " --out ", dir.path());
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;

@@ -105,14 +105,24 @@ void SimWorker::Stop() {
     }
     if (finishing_) return;
     s = stream_;
-    planned_drop_ = true;
-    if (paused_) {
-      paused_ = false;
-      resume_read = read_parked_;
-      read_parked_ = false;
-    }
-    s->AddHold();
+    resume_read = PlanDrop();
   }
+  CancelHeld(s, resume_read);
+}
+
+bool SimWorker::PlanDrop() {
+  planned_drop_ = true;
+  bool resume_read = false;
+  if (paused_) {
+    paused_ = false;
+    resume_read = read_parked_;
+    read_parked_ = false;
+  }
+  stream_->AddHold();
+  return resume_read;
+}
+
+void SimWorker::CancelHeld(Stream* s, bool resume_read) {
   s->context.TryCancel();
   if (resume_read) s->StartRead(&s->read_buffer);  // fails at once; the read failure ends the stream
   s->RemoveHold();
@@ -308,19 +318,11 @@ void SimWorker::Drop(uint64_t generation, const char* where) {
     std::lock_guard<std::mutex> lock(mu_);
     if (generation != generation_ || stream_ == nullptr || finishing_ || planned_drop_) return;
     s = stream_;
-    planned_drop_ = true;
     ctx_->timeline->Dropped(round_ != 0 ? round_ : theta_round_);
     spdlog::debug("{}: dropping the stream {} (round {})", id_, where, round_);
-    if (paused_) {
-      paused_ = false;
-      resume_read = read_parked_;
-      read_parked_ = false;
-    }
-    s->AddHold();
+    resume_read = PlanDrop();
   }
-  s->context.TryCancel();
-  if (resume_read) s->StartRead(&s->read_buffer);
-  s->RemoveHold();
+  CancelHeld(s, resume_read);
 }
 
 void SimWorker::Resume(uint64_t generation) {

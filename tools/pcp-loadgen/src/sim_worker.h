@@ -110,6 +110,12 @@ class SimWorker {
   void Pump();
   // Cancels the current stream (a planned drop), from any thread.
   void Drop(uint64_t generation, const char* where);
+  // Under mu_: marks the current stream's end as planned, lifts a stall and holds the stream;
+  // returns whether a parked read must be restarted. CancelHeld, outside mu_, then cancels it.
+  bool PlanDrop();
+  // Outside mu_: cancels a stream held by PlanDrop (restarting its parked read, which fails at
+  // once and so ends the stream) and releases the hold.
+  static void CancelHeld(Stream* s, bool resume_read);
   // Resumes reading after a stall.
   void Resume(uint64_t generation);
   void Heartbeat(uint64_t generation);
