@@ -32,6 +32,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../
 import safetensors_io  # noqa: E402
 
 
+def read_safetensors(path):
+    """{name: torch tensor} of a safetensors file (e.g. a PCP checkpoint, for load_state_dict)."""
+    return safetensors_io.read_safetensors(path, torch.from_numpy)
+
+
 class SelfAttention(nn.Module):
     def __init__(self, c):
         super().__init__()
