@@ -8,11 +8,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "pcp/base/unix_time.h"
 
 namespace pcp::shepherd {
 namespace {
-
-int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
 
 const char* CommandName(const v1::ControlCommand& command) {
   switch (command.kind_case()) {

@@ -4,14 +4,13 @@
 
 #include <utility>
 
+#include "pcp/base/unix_time.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "auth_refusals.h"
 
 namespace pcp::shepherd {
 namespace {
-
-int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
 
 std::string Text(const absl::Status& s) { return std::string(s.message()); }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/base/unix_time.h"
 #include "pcp/metrics/registry.h"
 #include "pcp/training/job_model.h"
 #include "pcp/base/absl_fmt.h"
@@ -34,11 +35,6 @@ void SetJobGauges(const JobMap& jobs) {
   metrics::Get(metrics::kShepherdJobs, {"completed"}).Set(completed);
   metrics::Get(metrics::kShepherdJobs, {"failed"}).Set(failed);
   metrics::Get(metrics::kShepherdJobs, {"cancelled"}).Set(cancelled);
-}
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 bool IsTerminal(v1::JobState s) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "pcp/base/unix_time.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -40,11 +41,6 @@ double NormOf(const std::vector<Tensor>& delta) {
   diloco::NormAccumulator acc;
   for (const Tensor& t : delta) acc.Add(absl::MakeConstSpan(t.data<float>(), static_cast<size_t>(t.num_elements())));
   return acc.norm();
-}
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // Training-stream bytes so far: θ sent and Δ received (shepherd_metrics.h, with
@@ -111,16 +107,7 @@ absl::Status JobRun::Prepare() {
   theta_crc_ = ListCrc32c(theta_);
   theta_chunks_.reset();
   if (c.diloco.streaming.enabled()) PCP_RETURN_IF_ERROR(PrepareStreaming());
-  int64_t delta_elements = 0;  // the largest Δ of a round: θ, or with Streaming DiLoCo ⌈|θ| / P⌉
-  for (const TensorSpec& spec : prepared_->param_specs) delta_elements += NumElements(spec.shape);
-  const int64_t fragments = c.diloco.streaming.fragments;
-  delta_elements = (delta_elements + fragments - 1) / fragments;
-  stream_deltas_ = diloco::StreamsDeltas(c.diloco.aggregation, c.diloco.workers, delta_elements,
-                                         c.diloco.screening.trimmed_mean > 0);
-  spdlog::info("job {}: Δ aggregation {} (diloco.aggregation {}; {} workers x {:.1f} MiB per Δ)", job_.id,
-               stream_deltas_ ? "streaming: each Δ is summed as it arrives" : "buffered: the round's Δs are kept until it closes",
-               NameOf(diloco::kAggregationNames, c.diloco.aggregation), c.diloco.workers,
-               static_cast<double>(delta_elements) * 4 / (1 << 20));
+  DecideAggregation();
   if (job_.resumed) RestoreScreening(job_.progress);
   // Rounds after the checkpoint run again; their new records replace the old ones.
   ctx_.jobs->DropHistoryAfter(job_.id, state_.round);
@@ -397,32 +384,6 @@ void JobRun::SendRound(Member& m) {
   round_->start_cursor[m.slot] = state_.slots[m.slot].sampler_cursor;
   round_->sent_to.insert(s.supervisor_id());
   ctx_.registry->NoteActivity(s.supervisor_id(), job_.id, r);
-}
-
-void JobRun::ExpectResultOf(WorkerSession& s, uint64_t round) {
-  const std::vector<TensorSpec> specs = streaming() ? RoundSpecs(round) : prepared_->param_specs;
-  s.ExpectResult(round, specs, prepared_->config.diloco.compression.up, stream_deltas_ ? SumFor(round, specs) : nullptr);
-}
-
-std::shared_ptr<RoundSum> JobRun::SumFor(uint64_t round, const std::vector<TensorSpec>& specs) {
-  std::shared_ptr<RoundSum>& sum = round_sums_[round];
-  if (sum == nullptr) {
-    const JobConfig& c = prepared_->config;
-    const int64_t steps = c.diloco.StepsOfRound(round);
-    sum = RoundSum::Create(specs, *screen_, screen_->RoundThreshold({}), static_cast<uint32_t>(steps),
-                           static_cast<uint64_t>(steps * c.training.batch_size * c.model.block_size));
-  }
-  return sum;
-}
-
-absl::StatusOr<std::vector<Tensor>> JobRun::AverageOf(uint64_t round, const std::vector<WeightedDelta>& deltas) {
-  if (stream_deltas_) {
-    auto it = round_sums_.find(round);
-    if (it == round_sums_.end()) return absl::InternalError(absl::StrCat("round ", round, " has no sum"));
-    return it->second->sums;  // Finish made them the average
-  }
-  const double trim = prepared_->config.diloco.screening.trimmed_mean;
-  return trim > 0 ? TrimmedMean(deltas, trim) : WeightedAverage(deltas);
 }
 
 void JobRun::SendStart(Member& m, uint64_t round, uint64_t cursor, uint32_t theta_crc) {
@@ -731,51 +692,6 @@ void JobRun::Quarantine(const std::string& id, uint64_t round) {
     m.session->Send(CancelMessage(0, absl::StrCat("quarantined in job ", job_.id, " after ", count, " refused Δs")));
     ctx_.registry->NoteActivity(id, "", 0);
   }
-}
-
-v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s,
-                                 double bytes_down, double bytes_up) const {
-  const JobConfig& c = prepared_->config;
-  v1::RoundRecord rec;
-  rec.set_round(round.number);
-  rec.set_start_unix_ms(round.start_unix_ms);
-  rec.set_end_unix_ms(NowUnixMs());
-  // Refused Δs (rejected by screening) are not the round's participants; clipped ones are.
-  std::set<std::string> refused;
-  for (const auto& [id, reason] : round.refused_ids) {
-    v1::RefusedWorker* w = rec.add_refused();
-    w->set_supervisor_id(id);
-    w->set_reason(reason);
-    refused.insert(id);
-  }
-  std::set<std::string> participants;
-  for (const auto& [slot, res] : round.results) {
-    if (refused.count(res.supervisor_id) == 0) participants.insert(res.supervisor_id);
-  }
-  for (const std::string& id : participants) rec.add_participants(id);
-  for (const std::string& id : round.sent_to) {
-    if (participants.count(id) == 0 && refused.count(id) == 0) rec.add_missing(id);
-  }
-  rec.set_tokens(tokens);
-  rec.set_tokens_total(state_.tokens_processed);
-  if (state_.train_loss) rec.set_train_loss(*state_.train_loss);
-  rec.set_round_s(round_s);
-  rec.set_outer_step_s(outer_step_s);
-  rec.set_bytes_down(static_cast<uint64_t>(std::max(0.0, bytes_down)));
-  rec.set_bytes_up(static_cast<uint64_t>(std::max(0.0, bytes_up)));
-  // The workers' mean wait on the network before this round's compute (none in their first).
-  double wait_ms = 0;
-  int waits = 0;
-  for (const auto& [slot, res] : round.results) {
-    if (res.result.network_wait_ms() <= 0) continue;
-    wait_ms += res.result.network_wait_ms();
-    ++waits;
-  }
-  if (waits > 0) rec.set_network_wait_s(wait_ms / waits / 1000.0);
-  rec.set_outer_lr(c.diloco.outer_lr);
-  const std::vector<float> lrs = RoundLearningRates(c, round.number);
-  if (!lrs.empty()) rec.set_inner_lr(lrs.back());
-  return rec;
 }
 
 bool JobRun::ApplyEval(const EvalRunner::Result& r) {

@@ -35,7 +35,8 @@
 // would be rolled back instead leaves its fragment unchanged (the workers have moved on).
 //
 // (job_run_screening.cc holds the refusal bookkeeping and rollbacks; job_run_streaming.cc
-// the streaming parts; job_run_updates.cc the encoded θ updates.)
+// the streaming parts; job_run_updates.cc the encoded θ updates and chunked lists;
+// job_run_aggregation.cc streaming aggregation; job_run_record.cc the history record.)
 #ifndef PCP_SHEPHERD_SRC_JOB_RUN_H_
 #define PCP_SHEPHERD_SRC_JOB_RUN_H_
 
@@ -163,6 +164,8 @@ class JobRun {
   void SendRound(Member& m);
   // Sends StartRound `round` with the slot's sampler state from `cursor`; crc 0 = unchecked.
   void SendStart(Member& m, uint64_t round, uint64_t cursor, uint32_t theta_crc);
+  // Streaming aggregation or buffered Δs for this job (diloco.aggregation; job_run_aggregation.cc).
+  void DecideAggregation();
   // Tells the worker to expect round `round`'s result: its Δ specs, codec and, with streaming
   // aggregation, the round's RoundSum (SumFor).
   void ExpectResultOf(WorkerSession& s, uint64_t round);

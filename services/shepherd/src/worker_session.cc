@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "pcp/base/unix_time.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "auth_refusals.h"
@@ -14,11 +15,6 @@
 
 namespace pcp::shepherd {
 namespace {
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // 1–128 characters of [A-Za-z0-9._:-] (training.proto, Join.supervisor_id).
 absl::Status CheckSupervisorId(const std::string& id) {
@@ -226,7 +222,7 @@ absl::Status WorkerSession::HandleResultHeader(const v1::ResultHeader& header) {
     return absl::InvalidArgumentError(absl::StrCat("ResultHeader for round ", header.round(),
                                                    " after its result had begun"));
   }
-  if (!(header.delta_norm() >= 0)) {  // NaN too
+  if (header.delta_norm() < 0) {  // (NaN, like +inf, declares a Δ that is not finite: refused below)
     return absl::InvalidArgumentError(absl::StrCat("ResultHeader for round ", header.round(),
                                                    ": delta_norm must be >= 0 (+inf for a Δ that is not finite), got ",
                                                    header.delta_norm()));

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "pcp/base/absl_fmt.h"
@@ -406,7 +407,8 @@ absl::Status MessageHandler::StreamDelta(uint64_t epoch, uint64_t round, codec::
   header->set_round(round);
   header->set_steps(result.steps());
   header->set_tokens_processed(result.tokens_processed());
-  header->set_delta_norm(std::sqrt(squares) * norm_factor);
+  // (+inf for a Δ that is not finite: the shepherd refuses it as such.)
+  header->set_delta_norm(std::isfinite(squares) ? std::sqrt(squares) * norm_factor : std::numeric_limits<double>::infinity());
   if (!link_->Write(m)) return link_->status();
   m.Clear();
   PCP_ASSIGN_OR_RETURN(TensorListChunker chunker, TensorListChunker::Create(std::move(named), ChunkOptions{.codec = codec}));

@@ -1,0 +1,52 @@
+// JobRun's per-round history record (job_run.h; the job's history: pcp/shepherd/job_history.h).
+#include "job_run.h"
+#include "pcp/base/unix_time.h"
+
+namespace pcp::shepherd {
+
+v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s,
+                                 double bytes_down, double bytes_up) const {
+  const JobConfig& c = prepared_->config;
+  v1::RoundRecord rec;
+  rec.set_round(round.number);
+  rec.set_start_unix_ms(round.start_unix_ms);
+  rec.set_end_unix_ms(NowUnixMs());
+  // Refused Δs (rejected by screening) are not the round's participants; clipped ones are.
+  std::set<std::string> refused;
+  for (const auto& [id, reason] : round.refused_ids) {
+    v1::RefusedWorker* w = rec.add_refused();
+    w->set_supervisor_id(id);
+    w->set_reason(reason);
+    refused.insert(id);
+  }
+  std::set<std::string> participants;
+  for (const auto& [slot, res] : round.results) {
+    if (refused.count(res.supervisor_id) == 0) participants.insert(res.supervisor_id);
+  }
+  for (const std::string& id : participants) rec.add_participants(id);
+  for (const std::string& id : round.sent_to) {
+    if (participants.count(id) == 0 && refused.count(id) == 0) rec.add_missing(id);
+  }
+  rec.set_tokens(tokens);
+  rec.set_tokens_total(state_.tokens_processed);
+  if (state_.train_loss) rec.set_train_loss(*state_.train_loss);
+  rec.set_round_s(round_s);
+  rec.set_outer_step_s(outer_step_s);
+  rec.set_bytes_down(static_cast<uint64_t>(std::max(0.0, bytes_down)));
+  rec.set_bytes_up(static_cast<uint64_t>(std::max(0.0, bytes_up)));
+  // The workers' mean wait on the network before this round's compute (none in their first).
+  double wait_ms = 0;
+  int waits = 0;
+  for (const auto& [slot, res] : round.results) {
+    if (res.result.network_wait_ms() <= 0) continue;
+    wait_ms += res.result.network_wait_ms();
+    ++waits;
+  }
+  if (waits > 0) rec.set_network_wait_s(wait_ms / waits / 1000.0);
+  rec.set_outer_lr(c.diloco.outer_lr);
+  const std::vector<float> lrs = RoundLearningRates(c, round.number);
+  if (!lrs.empty()) rec.set_inner_lr(lrs.back());
+  return rec;
+}
+
+}  // namespace pcp::shepherd
