@@ -38,11 +38,7 @@ absl::Status JobRun::PrepareStreaming() {
 std::vector<Tensor> JobRun::Momentum() const {
   if (!streaming()) return outer_->momentum();
   std::vector<Tensor> full;
-  for (const Tensor& t : theta_) {
-    Tensor zero(DType::kF32, t.shape());
-    std::fill_n(zero.data<float>(), zero.num_elements(), 0.0f);
-    full.push_back(std::move(zero));
-  }
+  for (const Tensor& t : theta_) full.emplace_back(DType::kF32, t.shape());  // zero-filled; every fragment overwrites its part
   for (int64_t p = 0; p < fragments_->fragments(); ++p) {
     // Cannot fail: the fragment optimizers were built from the same plan.
     ScatterFragment(*fragments_, p, fragment_outers_[static_cast<size_t>(p)]->momentum(), &full).IgnoreError();

@@ -1,7 +1,5 @@
 #include "round_sum.h"
 
-#include <algorithm>
-
 namespace pcp::shepherd {
 namespace {
 
@@ -16,11 +14,8 @@ std::vector<absl::Span<float>> SpansOf(std::vector<Tensor>& tensors) {
 std::shared_ptr<RoundSum> RoundSum::Create(const std::vector<TensorSpec>& specs, const diloco::DeltaScreen& screen,
                                            const diloco::ScreenThreshold& threshold, uint32_t steps, uint64_t tokens) {
   std::vector<Tensor> buffers;
-  for (const TensorSpec& spec : specs) {
-    Tensor t(DType::kF32, spec.shape);
-    std::fill_n(t.data<float>(), t.num_elements(), 0.0f);
-    buffers.push_back(std::move(t));
-  }
+  // Zero-filled by Tensor (large ones are fresh kernel pages, resident only once written).
+  for (const TensorSpec& spec : specs) buffers.emplace_back(DType::kF32, spec.shape);
   return std::make_shared<RoundSum>(std::move(buffers), screen, threshold, steps, tokens);
 }
 
