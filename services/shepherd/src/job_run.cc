@@ -563,6 +563,8 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
     if (!streaming()) return RollBack(r, "every Δ of the round was refused");
     if (std::optional<Outcome> o = CountRollBack(r, "every Δ of the round was refused")) return *o;
   }
+  // The outer step modifies the momentum in place: a checkpoint still writing it goes first.
+  CollectCheckpoint();
   const auto outer_start = Clock::now();
   // θ's tensors are shared with chunk streams still being written: the outer step replaces
   // them in `next`, never writes into them.
@@ -649,15 +651,14 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
                job_.id, r, total_rounds(), workers, absl::StrJoin(ids, ", "), *state_.train_loss,
                progress_.tokens_per_second(), round_s, FormatDuration(progress_.eta_s()));
   Publish(last);
-  if (c.diloco.checkpoint_every > 0 && (r % static_cast<uint64_t>(c.diloco.checkpoint_every) == 0 || last)) {
-    absl::Status s = WriteCheckpoint();
-    if (!s.ok()) {
-      if (last) return Fail(absl::StrCat("writing the final checkpoint: ", s.message()));
-      spdlog::error("job {}: checkpoint of round {} failed (training goes on): {}", job_.id, r, s.message());
+  if (last) {
+    // The job completes with its final checkpoint on disk.
+    if (absl::Status s = WriteCheckpoint(/*wait=*/true); !s.ok()) {
+      return Fail(absl::StrCat("writing the final checkpoint: ", s.message()));
     }
-  } else if (last) {
-    absl::Status s = WriteCheckpoint();
-    if (!s.ok()) return Fail(absl::StrCat("writing the final checkpoint: ", s.message()));
+  } else if (c.diloco.checkpoint_every > 0 && r % static_cast<uint64_t>(c.diloco.checkpoint_every) == 0) {
+    // Written while the next round runs; a failure is logged when it is collected.
+    WriteCheckpoint(/*wait=*/false).IgnoreError();
   }
   ctx_.jobs->ReportProgress(job_.id, progress_);
   if (!last) return Advance(Clock::now());  // the next round starts at once if everyone is ready
@@ -711,7 +712,7 @@ bool JobRun::ApplyEval(const EvalRunner::Result& r) {
   return true;
 }
 
-absl::Status JobRun::WriteCheckpoint() {
+absl::Status JobRun::WriteCheckpoint(bool wait) {
   const JobConfig& c = prepared_->config;
   SafetensorsMetadata meta = {
       {"pcp.model", ModelSourceJson(c.model)},
@@ -723,21 +724,41 @@ absl::Status JobRun::WriteCheckpoint() {
   if (state_.val_loss) meta.push_back({"pcp.val_loss", absl::StrFormat("%.6f", *state_.val_loss)});
   if (prepared_->data.tokenizer().has_value()) meta.push_back({"pcp.tokenizer", prepared_->data.tokenizer()->Serialize()});
   state_.screen_medians.assign(screen_->history().begin(), screen_->history().end());
+  // θ's tensors are replaced, never modified; the momentum's are modified by the next outer
+  // step, which waits for this write first (CollectCheckpoint).
   DilocoCheckpoint ckpt{.state = state_, .params = theta_, .momentum = Momentum()};
-  const auto t0 = Clock::now();
-  PCP_ASSIGN_OR_RETURN(std::string path, WriteDilocoCheckpoint(job_.dir, prepared_->param_names, ckpt, std::move(meta)));
-  metrics::Get(metrics::kShepherdCheckpointDurationSeconds).Observe(Seconds(Clock::now() - t0));
+  std::optional<CheckpointWriter::Written> before = checkpoint_writer_.Start(
+      state_.round, [dir = job_.dir, names = prepared_->param_names, ckpt = std::move(ckpt), meta = std::move(meta)]() mutable {
+        return WriteDilocoCheckpoint(dir, names, ckpt, std::move(meta));
+      });
+  if (before.has_value()) LogCheckpointFailure(CheckpointWritten(*before));
+  if (!wait) return absl::OkStatus();
+  return CheckpointWritten(*checkpoint_writer_.Wait());
+}
+
+absl::Status JobRun::CheckpointWritten(const CheckpointWriter::Written& w) {
+  if (!w.path.ok()) return absl::Status(w.path.status().code(), absl::StrCat("checkpoint of round ", w.round, ": ", w.path.status().message()));
+  metrics::Get(metrics::kShepherdCheckpointDurationSeconds).Observe(w.seconds);
   metrics::Get(metrics::kShepherdCheckpointLastSuccessTimestampSeconds)
       .Set(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
-  checkpoint_round_ = state_.round;
-  ctx_.jobs->ReportCheckpoint(job_.id, state_.round, path);
-  spdlog::info("job {}: checkpoint of round {} written: {}", job_.id, state_.round, path);
+  checkpoint_round_ = std::max(checkpoint_round_, w.round);
+  ctx_.jobs->ReportCheckpoint(job_.id, w.round, *w.path);
+  spdlog::info("job {}: checkpoint of round {} written in {:.2f} s: {}", job_.id, w.round, w.seconds, *w.path);
   return absl::OkStatus();
 }
 
+void JobRun::LogCheckpointFailure(const absl::Status& s) {
+  if (!s.ok()) spdlog::error("job {}: {} (training goes on)", job_.id, s.message());
+}
+
+void JobRun::CollectCheckpoint() {
+  if (std::optional<CheckpointWriter::Written> w = checkpoint_writer_.Wait()) LogCheckpointFailure(CheckpointWritten(*w));
+}
+
 absl::Status JobRun::CheckpointIfBehind() {
+  CollectCheckpoint();
   if (state_.round == checkpoint_round_ || !failure_.empty()) return absl::OkStatus();
-  return WriteCheckpoint();
+  return WriteCheckpoint(/*wait=*/true);
 }
 
 void JobRun::Release(const std::string& reason) {
@@ -764,6 +785,7 @@ void JobRun::Publish(bool final) {
 }
 
 JobRun::Outcome JobRun::Fail(const std::string& why) {
+  CollectCheckpoint();  // a checkpoint being written is finished and reported first
   failure_ = why;
   spdlog::error("job {} failed: {}", job_.id, why);
   Release(absl::StrCat("job failed: ", why));
