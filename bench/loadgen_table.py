@@ -9,6 +9,7 @@ each (M, |theta|) of a grid, and one summary line per cell:
   scripts/chaos.py's Cluster), writes random u16 token data (train.bin / val.bin, tokens below
   the model's vocabulary) and submits a GPT job of that size with workers = min_workers = M,
   tau = --tau inner steps, --rounds rounds, evaluation and checkpoints only at the end
+  (--checkpoint-every N: a checkpoint every N rounds, for the idle-hub measurement)
   (eval_iters 1, batch 1), then runs pcp-loadgen with --compute_s of simulated compute.
 - Sizes (GPT, no bias, lm_head tied, block 64):
     1M   = n_layer 4,  n_embd 128, n_head 4,  vocab 2048   (1,057,920 parameters)
@@ -112,7 +113,7 @@ def job_yaml(m, size, args, data_dir):
             "optimizer: {lr: 1.0e-3, min_lr: 1.0e-4, warmup_iters: 0}\n"
             f"training: {{max_iters: {args.rounds * args.tau}, batch_size: 1, eval_iters: 1, seed: 1337}}\n"
             f"diloco: {{workers: {m}, min_workers: {m}, inner_steps: {args.tau}, rounds: {args.rounds},\n"
-            f"         checkpoint_every: 1000000, eval_every: 1000000, round_deadline_s: 600, aggregation: {args.aggregation}}}\n")
+            f"         checkpoint_every: {args.checkpoint_every}, eval_every: 1000000, round_deadline_s: 600, aggregation: {args.aggregation}}}\n")
 
 
 def median_max(values):
@@ -234,6 +235,8 @@ def main():
     ap.add_argument("--memory-limit-gib", type=float, default=0,
                     help="skip cells over this estimate, stop runs over it (default: 60%% of this machine)")
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--checkpoint-every", type=int, default=1000000,
+                    help="the job's diloco.checkpoint_every (default: only the final checkpoint)")
     ap.add_argument("--aggregation", default="auto", choices=["auto", "streaming", "buffered"],
                     help="the jobs' diloco.aggregation (auto: streaming once the deltas pass 256 MiB)")
     ap.add_argument("--shepherd-log-level", default="warn")
