@@ -31,6 +31,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "cluster_harness.h"
@@ -120,9 +121,13 @@ TEST(StreamingAggregationTest, FragmentRoundsSummedOnArrivalMatchBufferedBitForB
   ClusterHarness cluster(dir->path());
   ASSERT_TRUE(cluster.StartCluster(2).ok()) << cluster.Logs();
 
-  absl::StatusOr<FinishedJob> streamed = cluster.RunJob(StreamingJob("sdiloco_streamed", 12, 2, "streaming"), absl::Minutes(5));
+  // Both workers in every round (min_workers 2: no round starts or closes without either).
+  E2eJob streamed_job = StreamingJob("sdiloco_streamed", 12, 2, "streaming");
+  E2eJob buffered_job = StreamingJob("sdiloco_buffered", 12, 2, "buffered");
+  streamed_job.min_workers = buffered_job.min_workers = 2;
+  absl::StatusOr<FinishedJob> streamed = cluster.RunJob(streamed_job, absl::Minutes(5));
   ASSERT_TRUE(streamed.ok()) << streamed.status() << cluster.Logs();
-  absl::StatusOr<FinishedJob> buffered = cluster.RunJob(StreamingJob("sdiloco_buffered", 12, 2, "buffered"), absl::Minutes(5));
+  absl::StatusOr<FinishedJob> buffered = cluster.RunJob(buffered_job, absl::Minutes(5));
   ASSERT_TRUE(buffered.ok()) << buffered.status() << cluster.Logs();
   for (const FinishedJob* j : {&*streamed, &*buffered}) {
     ASSERT_EQ(j->job.state(), v1::JOB_STATE_COMPLETED) << j->job.name() << ": " << j->job.reason() << cluster.Logs(60);
@@ -188,7 +193,10 @@ TEST(StreamingAggregationTest, FragmentRoundsRefuseARejectedDeltaAndSkipTheRound
   const std::regex rolled_back(R"(round (\d+) rolled back \(a streamed Δ broke its header after some of its chunks were summed\): its fragment and momentum stay as they were; 1 of 3 in a row)");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(log, m, rolled_back)) << log;
-  EXPECT_EQ(m[1].str(), "4");
+  // Round 4 normally; 5 if node-3 was still compiling when round 1 started without it (its
+  // faults go Δ by Δ), which leaves no round after the skipped one.
+  const int lie_round = std::stoi(m[1].str());
+  ASSERT_TRUE(lie_round == 4 || lie_round == 5) << log;
   ASSERT_EQ(p.screened_workers_size(), 1);
   EXPECT_EQ(p.screened_workers(0).supervisor_id(), "node-3");
   EXPECT_EQ(p.screened_workers(0).last_reason(), "declared_norm");
@@ -200,24 +208,31 @@ TEST(StreamingAggregationTest, FragmentRoundsRefuseARejectedDeltaAndSkipTheRound
   };
   EXPECT_EQ(refused("norm"), 1) << *page;
   EXPECT_EQ(refused("declared_norm"), 1) << *page;
-  // The skipped round's fragment went out unchanged and round 5 trained on: every replica
+  // The skipped round's fragment went out unchanged and the workers trained on: every replica
   // still matched the shepherd's θ.
   EXPECT_EQ(SampleValue(*page, "pcp_shepherd_replica_resyncs_total").value_or(-1), 0) << *page;
 
-  // The records: node-3's × 1000 is not a participant of round 2; the skipped round 4 has none;
-  // round 5 ran on the honest two.
+  // The records: node-3's × 1000 is refused, not a participant; the skipped round has none;
+  // a round after it ran on the honest two.
   ASSERT_EQ(done->history.size(), 5u);
-  EXPECT_EQ(done->history[1].participants_size(), 2) << done->history[1].DebugString();
-  EXPECT_EQ(done->history[3].participants_size(), 0) << done->history[3].DebugString();
-  EXPECT_EQ(done->history[4].participants_size(), 2) << done->history[4].DebugString();
+  int norm_refusals = 0;
+  for (const v1::RoundRecord& r : done->history) {
+    SCOPED_TRACE(r.DebugString());
+    if (r.round() == static_cast<uint64_t>(lie_round)) {
+      EXPECT_EQ(r.participants_size(), 0);
+    } else if (r.refused_size() > 0 || r.round() > static_cast<uint64_t>(lie_round)) {
+      EXPECT_EQ(r.participants_size(), 2);
+      norm_refusals += r.refused_size();
+    }
+  }
+  EXPECT_EQ(norm_refusals, 1);
 
-  // The checkpoint of the skipped round 4: the honest workers trained 4 rounds of 4 steps, and
-  // their next round (sent ahead) went on from batch 16, so their slots' cursors stand there.
-  // node-3's Δ of round 2 was rejected, but it trained on as well: its cursor is past round 3.
-  std::map<std::string, int64_t> cursors = SlotCursors(CheckpointDir(cluster, job.job_id(), "round-000004"));
-  EXPECT_EQ(cursors["node-1"], 16);
-  EXPECT_EQ(cursors["node-2"], 16);
-  EXPECT_EQ(cursors["node-3"], 12);
+  // The checkpoint of the skipped round: the honest workers trained its 4 steps too, and their
+  // next round (sent ahead) went on from there, so their slots' cursors stand past it.
+  std::map<std::string, int64_t> cursors =
+      SlotCursors(CheckpointDir(cluster, job.job_id(), absl::StrFormat("round-%06d", lie_round)));
+  EXPECT_EQ(cursors["node-1"], 4 * lie_round);
+  EXPECT_EQ(cursors["node-2"], 4 * lie_round);
   ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
 }
 
