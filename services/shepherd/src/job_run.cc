@@ -557,11 +557,13 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
     constexpr const char* kTainted = "a streamed Δ broke its header after some of its chunks were summed";
     if (!streaming()) return RollBack(r, kTainted);
     if (std::optional<Outcome> o = CountRollBack(r, kTainted)) return *o;
+    round.skipped = true;  // (counted once: the next check is for rounds whose Δs were all refused)
     used_slots.clear();
-  }
-  if (used_slots.empty()) {
+    ids.clear();
+  } else if (used_slots.empty()) {
     if (!streaming()) return RollBack(r, "every Δ of the round was refused");
     if (std::optional<Outcome> o = CountRollBack(r, "every Δ of the round was refused")) return *o;
+    round.skipped = true;
   }
   // The outer step modifies the momentum in place: a checkpoint still writing it goes first.
   CollectCheckpoint();
@@ -583,6 +585,9 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
     if (!*stepped) {
       if (std::optional<Outcome> o = CountRollBack(r, kNotFinite)) return *o;
       next = theta_;
+      round.skipped = true;
+      used_slots.clear();
+      ids.clear();
     } else {
       rollbacks_in_a_row_ = 0;
     }
@@ -597,7 +602,12 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   theta_chunks_.reset();  // chunked again when first sent
   round_sums_.erase(round_sums_.begin(), round_sums_.upper_bound(r));
   screen_->EndRound(accepted_norms);  // (before SendFragment: round r + 1's sum takes the new history)
-  if (streaming()) SendFragment(r);
+  if (streaming()) {
+    SendFragment(r);
+    // A skipped round is not redone: every worker that delivered has trained on past it (sent
+    // the next round ahead), so its slot's data stream moves on whether its Δ was used or not.
+    for (const auto& [slot, res] : round.results) state_.slots[slot].sampler_cursor = res.result.sampler_cursor();
+  }
   for (int slot : used_slots) {
     state_.slots[slot].sampler_cursor = round.results[slot].result.sampler_cursor();
     ++state_.slots[slot].rounds_done;

@@ -33,7 +33,9 @@
 // StartRound one round ahead, so they train on while the fragment's Δs come in and the outer
 // step is applied; the fragment's new values (or encoded update) go to them as the round
 // closes, and they merge it overlap_steps steps into the next round. A streaming round that
-// would be rolled back instead leaves its fragment unchanged (the workers have moved on).
+// would be rolled back is instead skipped (the workers have moved on): counted once as a
+// rollback, its fragment and momentum unchanged (the fragment's values go out again), no
+// participants in its record, and the data streams of the workers that delivered move on.
 //
 // (job_run_screening.cc holds the refusal bookkeeping and rollbacks; job_run_streaming.cc
 // the streaming parts; job_run_updates.cc the encoded θ updates and chunked lists;
@@ -155,6 +157,7 @@ class JobRun {
     int64_t start_unix_ms = 0;
     std::set<std::string> sent_to;                          // supervisor ids
     std::vector<std::pair<std::string, std::string>> refused_ids;  // rejected Δs: supervisor id, reason
+    bool skipped = false;  // streaming: rolled back, so none of its Δs went into θ
   };
 
   JobRun(RunnableJob job, RunContext context) : job_(std::move(job)), ctx_(context) {}
@@ -231,7 +234,8 @@ class JobRun {
   // a row.
   Outcome RollBack(uint64_t round, const std::string& why);
   // RollBack's bookkeeping (log, event, progress); the job's failure at max_rollbacks in a row.
-  // A streaming round is not redone (its workers have moved on): its fragment stays unchanged.
+  // A streaming round is not redone (its workers have moved on): its fragment stays unchanged
+  // and the caller closes it as skipped (Round::skipped).
   std::optional<Outcome> CountRollBack(uint64_t round, const std::string& why);
   // Slots whose owner is not quarantined: a round with that many ready workers starts at once.
   size_t ActiveSlots() const;
