@@ -1,8 +1,9 @@
-// Parameter / Δ streaming throughput over loopback gRPC vs a raw TCP copy of the same bytes,
-// measured in one run, plus DiLoCo's bytes on the wire per inner step.
+// Parameter / Δ streaming throughput and CPU per byte over loopback gRPC vs a raw TCP copy
+// of the same bytes, measured in one run, plus DiLoCo's bytes on the wire per inner step.
 //
 //   build/bench/pcp_rpc_stream_bench [--mb=64] [--reps=9] [--chunk_kib=256,512,1024]
-//                                    [--only=zero-copy]   (rows to run, for profiling)
+//                                    [--streams=4]        (fan-out rows: 4 workers, same θ)
+//                                    [--only=streaming]   (rows to run, for profiling)
 //                                    [--malloc_defaults]  (without the services' heap settings)
 //   PCP_BENCH_ARGS="grpc.http2.max_frame_size=1048576,..." adds integer channel arguments to
 //   every variant (for experiments).
@@ -10,9 +11,9 @@
 // As in a cluster, the two ends are separate processes: every server (the shepherd's end)
 // runs in a child process of its own, forked before gRPC starts, and this process is the
 // worker's end. Every gRPC variant is the real path: the generated Training service, a bidi
-// Connect stream, tensors cut by TensorListChunker (CRC-32C per chunk) and rebuilt by a
-// TensorListAssembler that checks names, shapes, offsets and CRCs. Both directions:
-//   up    worker -> shepherd  ResultChunk messages (Δ), assembled by the service
+// Connect stream, tensors cut into chunks with a CRC-32C each and checked by a
+// TensorListAssembler (names, shapes, offsets, CRCs). Both directions:
+//   up    worker -> shepherd  ResultChunk messages (Δ)
 //   down  shepherd -> worker  ParameterChunk messages (θ), assembled by the client
 // Variants:
 //   proto      typed sync API with gRPC's default settings; the data is copied into the
@@ -20,26 +21,38 @@
 //              assembles into fresh tensors
 //   tuned      as proto, with PCP's stream settings (pcp/rpc/channel_options.h: fixed 16 MiB
 //              flow-control window) and the receiver assembling into last round's tensors
-//   zero-copy  what PCP runs (pcp/rpc/chunk_wire.h): raw ByteBuffers on both ends, the
-//              shepherd's callback reactor (Training::WithRawCallbackMethod_Connect) and the
-//              worker's sync stream; chunk data is referenced, not copied, on the way out,
-//              and copied once (fused with the CRC) from gRPC's receive buffer into the
-//              tensor on the way in
+//   zero-copy  the shepherd before issue 14 (pcp/rpc/chunk_wire.h): raw ByteBuffers on both
+//              ends, the shepherd's callback reactor (Training::WithRawCallbackMethod_Connect)
+//              and the worker's sync stream; each θ stream chunks and checksums θ itself
+//              (TensorListChunker), chunk data referenced, not copied, on the way out; Δ
+//              copied once (fused with the CRC) from gRPC's receive buffer into last round's
+//              tensors
+//   streaming  the shepherd now (services/shepherd/src/worker_session.cc): as zero-copy, but
+//              θ goes out from one ChunkedList (pcp/rpc/chunked_list.h, chunked and
+//              checksummed once, here once per run; per round in the fan-out rows) and Δ
+//              comes in through TensorListAssembler::StreamTo into a DeltaSum
+//              (pcp/diloco/delta_sum.h; weight 1, checked against its declared norm), added
+//              to the round's sum from a one-chunk scratch, never assembled. The round's
+//              zero-fill and DeltaSum::Finish are per round, not per byte: only the verifying
+//              warm-up pass runs them.
+// The worker's end is the same for zero-copy and streaming (services/worker: Δ chunked with
+// TensorListChunker, θ assembled into last round's tensors).
 // Raw TCP = one send() loop into one recv() loop over a 127.0.0.1 socket between the same two
-// processes (no framing, no checksums): the ceiling of what loopback does on this machine.
+// processes (bench/raw_tcp.h, no framing, no checksums): the ceiling of what loopback does on
+// this machine.
+// Fan-out rows (--streams=N, N >= 2): N workers on connections of their own receive the same
+// θ at once (largest chunk size), against N raw TCP copies at once: per-round work done once
+// (streaming) or per stream (zero-copy) shows in the server's CPU per byte.
 //
 // Machines shared with other work are noisy, so each repetition measures raw TCP and every
-// variant back to back, and the ratio is taken per repetition; medians are printed. CPU
-// time (user + sys of both processes; the server's in 10 ms clock ticks, summed over all
-// repetitions, so keep --mb * --reps in the hundreds) per 100 MB is printed too, as it is far
-// less sensitive to other load, and so is the CPU steal of the host during the timed passes. Both processes
-// use the heap settings the shepherd and the worker use (pcp/rpc/stream_memory.h) unless
+// variant back to back, and the ratio is taken per repetition; medians are printed. CPU time
+// (user + sys, µs resolution, of this process = the worker's end and of the server child =
+// the shepherd's end, read by getrusage in each: bench/bench_process.h) per 100 MB is printed
+// too, summed over all repetitions (keep --mb * --reps in the hundreds), with its ratio to raw
+// TCP's in the same direction: it is far less sensitive to other load than MB/s, and so is
+// the CPU steal of the host during the timed passes, printed as well. Both processes use the
+// heap settings the shepherd and the worker use (pcp/rpc/stream_memory.h) unless
 // --malloc_defaults is given.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -63,7 +76,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "bench_process.h"
+#include "raw_tcp.h"
 #include "pcp/diloco/delta_sum.h"
+#include "pcp/diloco/screening.h"  // SumOfSquares
 #include "pcp/rpc/channel_options.h"
 #include "pcp/rpc/chunk_wire.h"
 #include "pcp/rpc/chunked_list.h"
@@ -77,6 +92,8 @@ namespace {
 
 using bench::Child;
 using bench::Die;
+using bench::RawTcp;
+using bench::ServeRawTcp;
 using Clock = std::chrono::steady_clock;
 constexpr double kMB = 1e6;
 
@@ -105,79 +122,6 @@ bool Same(const std::vector<NamedTensor>& got, const std::vector<NamedTensor>& w
     if (got[i].name != want[i].name || !BitwiseEqual(got[i].tensor, want[i].tensor)) return false;
   }
   return true;
-}
-
-// ---------------------------------------------------------------- raw TCP
-
-// The request that opens a raw connection: `size` bytes, up (client sends, server answers
-// one byte once all arrived) or down (server sends).
-struct RawRequest {
-  uint64_t size;
-  uint8_t up;
-};
-
-bool SendAll(int fd, const char* p, size_t n) {
-  for (size_t done = 0; done < n;) {
-    ssize_t w = send(fd, p + done, std::min<size_t>(n - done, size_t{1} << 20), 0);
-    if (w <= 0) return false;
-    done += static_cast<size_t>(w);
-  }
-  return true;
-}
-bool RecvAll(int fd, char* p, size_t n) {
-  for (size_t done = 0; done < n;) {
-    ssize_t r = recv(fd, p + done, n - done, 0);
-    if (r <= 0) return false;
-    done += static_cast<size_t>(r);
-  }
-  return true;
-}
-
-// The raw TCP server (child): a thread per connection (the fan-out rows open several at
-// once), the data in `buffer`.
-void ServeRawTcp(std::vector<char>& buffer, const std::function<void(int)>& write_port) {
-  int listener = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(listener, 64) != 0 ||
-      getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    Die("raw tcp: cannot listen");
-  }
-  write_port(ntohs(addr.sin_port));
-  for (;;) {
-    const int fd = accept(listener, nullptr, nullptr);
-    if (fd < 0) Die("raw tcp: accept failed");
-    std::thread([fd, &buffer] {
-      RawRequest req{};
-      if (!RecvAll(fd, reinterpret_cast<char*>(&req), sizeof(req)) || req.size > buffer.size()) {
-        Die("raw tcp: bad request");
-      }
-      const char ack = 1;
-      const bool ok = req.up ? RecvAll(fd, buffer.data(), req.size) && SendAll(fd, &ack, 1)
-                             : SendAll(fd, buffer.data(), req.size);
-      if (!ok) Die("raw tcp: transfer failed");
-      close(fd);
-    }).detach();
-  }
-}
-
-// The raw TCP client (this process): sends `data` (up) or receives into it (down).
-void RawTcp(int port, bool up, std::vector<char>& data) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) Die("raw tcp: connect");
-  const RawRequest req{data.size(), static_cast<uint8_t>(up)};
-  char ack = 0;
-  const bool ok = SendAll(fd, reinterpret_cast<const char*>(&req), sizeof(req)) &&
-                  (up ? SendAll(fd, data.data(), data.size()) && RecvAll(fd, &ack, 1)
-                      : RecvAll(fd, data.data(), data.size()));
-  if (!ok) Die("raw tcp: transfer failed");
-  close(fd);
 }
 
 // ---------------------------------------------------------------- the shepherd's end
@@ -266,8 +210,7 @@ class RawTraining final : public v1::Training::WithRawCallbackMethod_Connect<v1:
       Tensor sum(DType::kF32, p.tensor.shape());  // zeroed
       sum_spans_.emplace_back(sum.data<float>(), static_cast<size_t>(sum.num_elements()));
       sums_.push_back(std::move(sum));
-      const float* v = p.tensor.data<float>();
-      for (int64_t i = 0; i < p.tensor.num_elements(); ++i) squares += static_cast<double>(v[i]) * v[i];
+      squares += diloco::SumOfSquares(absl::MakeConstSpan(p.tensor.data<float>(), static_cast<size_t>(p.tensor.num_elements())));
     }
     norm_ = std::sqrt(squares);  // what the worker declares in its ResultHeader
   }
