@@ -77,6 +77,7 @@
 #include "absl/strings/strip.h"
 #include "bench_process.h"
 #include "raw_tcp.h"
+#include "receive_path.h"
 #include "pcp/diloco/delta_sum.h"
 #include "pcp/diloco/screening.h"  // SumOfSquares
 #include "pcp/rpc/channel_options.h"
@@ -793,6 +794,7 @@ int main(int argc, char** argv) {
   }
   std::printf("\n  CPU steal by other virtual machines during the timed passes: %.0f%%%s\n", 100 * steal,
               steal > 0.05 ? " (high: wall-clock figures are unreliable; CPU per 100 MB much less so)" : "");
+  bench::PrintReceivePath(params, kDefaultChunkBytes, reps);
   PrintDiLoCoTraffic();
   return 0;
 }
