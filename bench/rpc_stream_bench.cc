@@ -221,7 +221,9 @@ class RawTraining final : public v1::Training::WithRawCallbackMethod_Connect<v1:
   }
 
  private:
-  // θ chunked once for (chunk size, round), shared by the streams that ask for it.
+  // θ chunked once for (chunk size, round), shared by the streams that ask for it. The first
+  // stream builds it on its reactor thread (the shepherd builds it off the reactors, in its
+  // round engine); the others wait for it.
   absl::StatusOr<std::shared_ptr<const ChunkedList>> Theta(const CallSpec& spec) {
     std::lock_guard<std::mutex> lock(theta_mu_);
     auto& slot = theta_[spec.chunk_bytes];
@@ -689,7 +691,8 @@ int main(int argc, char** argv) {
   // Rows: raw TCP both ways, then (variant, direction, chunk size).
   std::vector<RowSpec> specs = {
       {"raw TCP    up  ", &raw_server, true, [&](int64_t, bool) { RawTcp(raw_server.port, true, src); }},
-      {"raw TCP    down", &raw_server, false, [&](int64_t, bool) { RawTcp(raw_server.port, false, dst); }, 0, 1, 1},
+      {"raw TCP    down", &raw_server, false, [&](int64_t, bool) { RawTcp(raw_server.port, false, dst); },
+       kDefaultChunkBytes, 1, 1},
   };
   for (int64_t kib : chunk_kib) {
     auto add = [&](size_t v, bool up, std::function<void(int64_t, bool)> fn) {
