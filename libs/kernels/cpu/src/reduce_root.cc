@@ -289,12 +289,11 @@ void FusedKernel::RunReduceT(const KernelContext& ctx) {
     }
   });
   if (nrc > 1) {
+    // The same order of combination per output as init, chunk 0, chunk 1, ..., but with the
+    // outputs innermost: contiguous, vectorised loops instead of a strided walk per output.
     const int64_t outputs = p.a * p.c;
-    for (int64_t i = 0; i < outputs; ++i) {
-      T v = init;
-      for (int64_t rc = 0; rc < nrc; ++rc) v = R::Combine(v, partials[rc * outputs + i]);
-      out[i] = v;
-    }
+    std::fill(out, out + outputs, init);
+    for (int64_t rc = 0; rc < nrc; ++rc) R::Accumulate(out, partials + rc * outputs, outputs);
   }
 }
 
