@@ -469,6 +469,63 @@ TEST(CpuBackendTest, ProductsAreBitwiseIdenticalForEveryThreadCount) {
   }
 }
 
+// A linear layer's bias add that nothing elementwise follows (the product then goes to
+// slices, as q, k, v do) is done by the product's kernel, block by block: one kernel less, and
+// the same bits as a separate add (forced here by also returning the product itself).
+TEST(CpuBackendTest, ProductKernelAddsALinearLayersBias) {
+  const Shape xs = {3, 100, 64};
+  auto build = [&](bool return_product, bool row_bias) {
+    FunctionBuilder b("linear");
+    ValueId x = b.Parameter(F32(xs)), w = b.Parameter(F32({96, 64}));
+    ValueId bias = b.Parameter(F32({row_bias ? int64_t{96} : int64_t{100}}));
+    ValueId y = b.DotGeneral(x, w, {{}, {}, {2}, {1}});  // [3, 100, 96]
+    ValueId with_bias = b.Add(y, b.BroadcastInDim(bias, {3, 100, 96}, {row_bias ? int64_t{2} : int64_t{1}}));
+    std::vector<ValueId> results = {b.Slice(with_bias, {0, 0, 32}, {3, 100, 64}), b.Slice(with_bias, {0, 0, 0}, {3, 100, 32})};
+    if (return_product) results.push_back(y);
+    b.Return(results);
+    return b.Build();
+  };
+  {
+    // A bias computed after the product (here a reduction of a later input) is added by a
+    // kernel of its own.
+    FunctionBuilder b("late_bias");
+    ValueId x = b.Parameter(F32({100, 64})), w = b.Parameter(F32({64, 96})), z = b.Parameter(F32({5, 96}));
+    ValueId y = b.MatMul(x, w);
+    ValueId bias = b.ReduceSum(b.Mul(z, z), {0});
+    ValueId with_bias = b.Add(y, b.BroadcastInDim(bias, {100, 96}, {1}));
+    b.Return({b.Slice(with_bias, {0, 0}, {100, 32})});
+    absl::StatusOr<Function> f = b.Build();
+    ASSERT_TRUE(f.ok()) << f.status();
+    const std::vector<Tensor> args = {RandomTensor(F32({100, 64}), 4), RandomTensor(F32({64, 96}), 5),
+                                      RandomTensor(F32({5, 96}), 6)};
+    absl::StatusOr<std::vector<Tensor>> got = RunOnce(*CreateCpuBackend({.threads = 2}), *f, args);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectAllNear(*got, *Interpret(*f, args), 1e-4, 1e-4);
+  }
+  for (bool row_bias : {true, false}) {
+    SCOPED_TRACE(row_bias ? "bias along columns" : "bias along rows (not a linear layer's)");
+    absl::StatusOr<Function> fused = build(false, row_bias), separate = build(true, row_bias);
+    ASSERT_TRUE(fused.ok() && separate.ok());
+    const std::vector<Tensor> args = {RandomTensor(F32(xs), 1), RandomTensor(F32({96, 64}), 2),
+                                      RandomTensor(F32({row_bias ? int64_t{96} : int64_t{100}}), 3)};
+    for (int threads : {1, 2}) {
+      std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = threads});
+      std::unique_ptr<Executable> fused_exe, separate_exe;
+      absl::StatusOr<std::vector<Tensor>> a = RunOnce(*cpu, *fused, args, &fused_exe);
+      absl::StatusOr<std::vector<Tensor>> c = RunOnce(*cpu, *separate, args, &separate_exe);
+      ASSERT_TRUE(a.ok()) << a.status();
+      ASSERT_TRUE(c.ok()) << c.status();
+      ExpectAllNear(*a, *Interpret(*fused, args), 1e-4, 1e-4);
+      for (int i = 0; i < 2; ++i) EXPECT_TRUE(BitwiseEqual((*a)[i], (*c)[i])) << "result " << i;
+      const std::string schedule = AsCpu(fused_exe)->DescribeSchedule();
+      EXPECT_EQ(schedule.find("+ bias") != std::string::npos, row_bias) << schedule;
+      EXPECT_EQ(AsCpu(fused_exe)->stats().num_kernels + (row_bias ? 1 : 0),
+                AsCpu(separate_exe)->stats().num_kernels)
+          << schedule << "\nvs\n" << AsCpu(separate_exe)->DescribeSchedule();
+    }
+  }
+}
+
 TEST(CpuBackendTest, ExecutablesOfOneBackendMayRunFromTwoThreads) {
   // Each executable is used by one thread at a time; the backend's pool is shared by both.
   std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});

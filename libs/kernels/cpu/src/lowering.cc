@@ -55,6 +55,7 @@ class Lowerer {
       access_[f_.params[i]] = Access{id, Layout::Contiguous(t.shape)};
     }
     for (const std::vector<int>& group : plan_.groups) {
+      if (group.size() == 1 && std::count(bias_adds_.begin(), bias_adds_.end(), group.front()) > 0) continue;
       const Instruction& first = f_.instructions[group.front()];
       if (group.size() > 1 || IsElementwise(first.op) || first.op == Op::kReduce) {
         PCP_RETURN_IF_ERROR(LowerFused(group));
@@ -318,6 +319,52 @@ class Lowerer {
     return user.result;
   }
 
+  // A product whose only use is a kernel of its own adding a row vector to it (a linear
+  // layer's bias, when nothing elementwise follows to fuse the add into): (add instruction,
+  // the other operand).
+  std::optional<std::pair<int, ValueId>> SoleBiasAdd(ValueId v) const {
+    if (a_.root_is_result[v] || a_.root_users[v].size() != 1) return std::nullopt;
+    const int u = a_.root_users[v][0];
+    const Instruction& add = f_.instructions[u];
+    if (add.op != Op::kAdd || f_.type(add.result).dtype != DType::kF32 || plan_.recompute[add.result]) {
+      return std::nullopt;
+    }
+    const int g = plan_.group_of[u];
+    if (g < 0 || plan_.groups[g].size() != 1) return std::nullopt;
+    const bool first = a_.root[add.operands[0]] == v, second = a_.root[add.operands[1]] == v;
+    if (first == second) return std::nullopt;
+    // The bias must already be computed: a parameter or constant, or a kernel's stored output.
+    const ValueId bias = add.operands[first ? 1 : 0];
+    const int node = a_.node[bias];
+    if (node >= 0 && !access_[f_.instructions[node].result]) return std::nullopt;
+    return std::make_pair(u, bias);
+  }
+
+  // Lowers dot_general instruction i with the bias add `u` (see SoleBiasAdd) done by the dot
+  // kernel, into storage `out`; false (and nothing emitted but maybe a copy of the bias) if the
+  // bias is not a row vector repeated over the product's rows.
+  absl::StatusOr<bool> LowerDotWithBias(int i, int u, ValueId bias_value, Access lhs, Access rhs, int out,
+                                        const std::string& description) {
+    const Instruction& inst = f_.instructions[i];
+    const Instruction& add = f_.instructions[u];
+    const TensorType& t = f_.type(add.result);
+    PCP_ASSIGN_OR_RETURN(Access bias, GetAccess(bias_value));
+    const Layout row = Simplify(bias.layout);
+    auto k = std::make_unique<DotKernel>(lhs, rhs, inst.attrs.dot, Layout::Contiguous(f_.type(inst.result).shape), out,
+                                         description + " + bias");
+    const int64_t n = t.shape.empty() ? 1 : t.shape.back();
+    const bool repeated_row = (row.shape == Shape{t.num_elements() / std::max<int64_t>(n, 1), n} &&
+                               row.strides == std::vector<int64_t>{0, 1}) ||
+                              (row.shape == Shape{t.num_elements()} && row.strides == std::vector<int64_t>{1});
+    if (!k->CanAddBias() || !repeated_row || row.shape.back() != k->n()) return false;
+    k->AddBias(bias.storage, row.offset);
+    AddPacking(*k, ValueName(inst.result));
+    Emit(std::move(k));
+    access_[add.result] = Access{out, Layout::Contiguous(t.shape)};
+    bias_adds_.push_back(u);
+    return true;
+  }
+
   absl::Status LowerSingle(int i) {
     const Instruction& inst = f_.instructions[i];
     const TensorType& t = f_.type(inst.result);
@@ -330,6 +377,10 @@ class Lowerer {
         const std::string description =
             absl::StrCat("dot ", f_.type(inst.operands[0]).ToString(), " ", lhs.layout.ToString(), " x ",
                          f_.type(inst.operands[1]).ToString(), " ", rhs.layout.ToString());
+        if (std::optional<std::pair<int, ValueId>> bias_add = SoleBiasAdd(inst.result)) {
+          PCP_ASSIGN_OR_RETURN(bool done, LowerDotWithBias(i, bias_add->first, bias_add->second, lhs, rhs, out, description));
+          if (done) return absl::OkStatus();
+        }
         // A product used only by one transpose is written in the transposed order, so that
         // the transpose (e.g. attention heads back to [B, T, H, D]) becomes free.
         if (std::optional<ValueId> tr = SoleTranspose(inst.result)) {
@@ -479,6 +530,7 @@ class Lowerer {
   Program p_;
   std::vector<std::optional<Access>> access_;
   std::vector<std::unique_ptr<Kernel>> kernels_, front_;
+  std::vector<int> bias_adds_;  // add instructions done by their product's kernel
 };
 
 }  // namespace

@@ -229,7 +229,7 @@ void FusedKernel::RunReduceT(const KernelContext& ctx) {
     } else if (p.rows_per_block > 0) {
       const int64_t k = p.rows_per_block;
       const int64_t blocks = (p.a + k - 1) / k;
-      const int64_t units = parallel ? std::min<int64_t>(blocks, 4 * threads) : 1;
+      const int64_t units = parallel ? std::min<int64_t>(blocks, kUnitsPerThread * threads) : 1;
       for_units(units, [&](int64_t unit, int thread) {
         void** regs = SetUpThread(ctx, thread);
         for (int64_t b = blocks * unit / units; b < blocks * (unit + 1) / units; ++b) {
@@ -240,7 +240,7 @@ void FusedKernel::RunReduceT(const KernelContext& ctx) {
         }
       });
     } else {
-      const int64_t units = parallel ? std::min<int64_t>(p.a, 4 * threads) : 1;
+      const int64_t units = parallel ? std::min<int64_t>(p.a, kUnitsPerThread * threads) : 1;
       for_units(units, [&](int64_t unit, int thread) {
         void** regs = SetUpThread(ctx, thread);
         for (int64_t ai = p.a * unit / units; ai < p.a * (unit + 1) / units; ++ai) {
