@@ -526,6 +526,48 @@ TEST(CpuBackendTest, ProductKernelAddsALinearLayersBias) {
   }
 }
 
+// A softmax over the last dimension (masked and scaled, as attention's) is one row kernel:
+// max, exp, sum and divide in one pass over blocks of whole rows, the row results stored one
+// per row. Rows of 64 (8 per block), 65 (7 per block, a block not a power of two), and 700
+// (longer than a block: separate kernels as before); every thread count gives the same bits.
+TEST(CpuBackendTest, SoftmaxOverRowsIsOneRowKernel) {
+  for (int64_t row : {64, 65, 700}) {
+    SCOPED_TRACE(::testing::Message() << "rows of " << row);
+    FunctionBuilder b("softmax");
+    const Shape s = {3, 37, row};
+    ValueId x = b.Parameter(F32(s)), keep = b.Parameter({DType::kBool, {37, row}});
+    ValueId scaled = b.BMul(x, b.ScalarConstant(0.125));
+    ValueId att = b.Select(b.BroadcastInDim(keep, s, {1, 2}), scaled, b.Full(-1e30, F32(s)));
+    ValueId mx = b.ReduceMax(att, {2});
+    ValueId e = b.Exp(b.Sub(att, b.BroadcastInDim(mx, s, {0, 1})));
+    ValueId sum = b.ReduceSum(e, {2});
+    b.Return({b.Div(e, b.BroadcastInDim(sum, s, {0, 1})), mx, sum});
+    absl::StatusOr<Function> f = b.Build();
+    ASSERT_TRUE(f.ok()) << f.status();
+    Tensor mask(DType::kBool, {37, row});
+    for (int64_t i = 0; i < mask.num_elements(); ++i) mask.data<uint8_t>()[i] = (i * 7919) % 5 != 0 ? 1 : 0;
+    const std::vector<Tensor> args = {RandomTensor(F32(s), 9, -20, 20), mask};
+    std::unique_ptr<Executable> exe;
+    absl::StatusOr<std::vector<Tensor>> one = RunOnce(*CreateCpuBackend({.threads = 1}), *f, args, &exe);
+    ASSERT_TRUE(one.ok()) << one.status();
+    ExpectAllNear(*one, *Interpret(*f, args), 1e-5, 1e-7);
+    const std::string schedule = AsCpu(exe)->DescribeSchedule();
+    if (row <= 512) {
+      EXPECT_EQ(AsCpu(exe)->stats().num_kernels, 1) << schedule;
+      EXPECT_NE(schedule.find(absl::StrCat("rows of ", row)), std::string::npos) << schedule;
+    } else {
+      EXPECT_EQ(schedule.find("rows of"), std::string::npos) << schedule;
+    }
+    for (int threads : {2, 3}) {
+      absl::StatusOr<std::vector<Tensor>> got = RunOnce(*CreateCpuBackend({.threads = threads}), *f, args);
+      ASSERT_TRUE(got.ok()) << got.status();
+      for (size_t i = 0; i < got->size(); ++i) {
+        EXPECT_TRUE(BitwiseEqual((*one)[i], (*got)[i])) << "result " << i << ", " << threads << " threads";
+      }
+    }
+  }
+}
+
 TEST(CpuBackendTest, ExecutablesOfOneBackendMayRunFromTwoThreads) {
   // Each executable is used by one thread at a time; the backend's pool is shared by both.
   std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});

@@ -201,6 +201,7 @@ class Lowerer {
 
   absl::Status LowerFused(const std::vector<int>& members) {
     const int g = plan_.group_of[members.front()];
+    const int64_t row = plan_.row_length[g];
     std::map<int, int32_t> reg_of;  // value computed in this kernel -> register
     std::vector<FusedLoad> loads;
     std::vector<FusedOp> ops;
@@ -211,6 +212,14 @@ class Lowerer {
     // An operand: a register of this kernel, another group's value recomputed here (see
     // FusionPlan::recompute; it was not stored), or a load.
     RegFn operand_reg = [&](ValueId o) -> absl::StatusOr<int32_t> {
+      // In a row group, the broadcast of a row reduction over its rows is its register.
+      if (const int b = a_.producer[o]; row > 0 && b >= 0 && f_.instructions[b].op == Op::kBroadcastInDim) {
+        const ValueId src = a_.root[f_.instructions[b].operands[0]];
+        const int p = a_.producer[src];
+        if (auto it = reg_of.find(src); it != reg_of.end() && p >= 0 && f_.instructions[p].op == Op::kReduce) {
+          return it->second;
+        }
+      }
       const ValueId r = a_.root[o];
       if (auto it = reg_of.find(r); it != reg_of.end()) return it->second;
       const int p = a_.producer[r];
@@ -237,6 +246,27 @@ class Lowerer {
     int64_t n = 0;
     for (int m : members) {
       const Instruction& inst = f_.instructions[m];
+      if (inst.op == Op::kReduce && row > 0) {
+        // A row reduction inside the block; its result stored one value per row.
+        FusedOp op;
+        op.instruction = m;
+        op.fn = GetRowReduceFn(inst.attrs.reduce_kind);
+        op.row = row;
+        PCP_ASSIGN_OR_RETURN(op.src[0], operand_reg(inst.operands[0]));
+        PCP_ASSIGN_OR_RETURN(op.src[1], operand_reg(inst.operands[1]));
+        op.dst = num_regs++;
+        reg_of[inst.result] = op.dst;
+        ops.push_back(op);
+        names.push_back(Describe(m));
+        const TensorType& out = f_.type(inst.result);
+        n = f_.type(inst.operands[0]).num_elements();
+        if (UsedOutside(inst.result, g)) {
+          const int st = NewArena(out.dtype, out.num_elements(), ValueName(inst.result));
+          stores.push_back(FusedStore{op.dst, st, SizeOf(out.dtype), row});
+          access_[inst.result] = Access{st, Layout::Contiguous(out.shape)};
+        }
+        continue;
+      }
       if (inst.op == Op::kReduce) {
         ReduceRoot r;
         PCP_ASSIGN_OR_RETURN(r.reg, operand_reg(inst.operands[0]));
@@ -290,10 +320,11 @@ class Lowerer {
       if (needed[l.reg]) live_loads.push_back(std::move(l));
     }
     loads = std::move(live_loads);
-    std::string description = absl::StrCat("fused n=", n, " [", absl::StrJoin(names, " "), "] ops ", ops.size(),
-                                           " loads ", loads.size(), " stores ", stores.size());
+    std::string description = absl::StrCat("fused n=", n, row > 0 ? absl::StrCat(" rows of ", row) : "", " [",
+                                           absl::StrJoin(names, " "), "] ops ", ops.size(), " loads ", loads.size(),
+                                           " stores ", stores.size());
     Emit(std::make_unique<FusedKernel>(n, std::move(loads), std::move(ops), std::move(stores), std::move(reduce),
-                                       num_regs, std::move(description)));
+                                       num_regs, std::move(description), row));
     return absl::OkStatus();
   }
 

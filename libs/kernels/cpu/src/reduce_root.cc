@@ -63,7 +63,23 @@ struct Reducer {
   }
 };
 
+template <ReduceKind K>
+void RowReduceLoop(const FusedOp& op, void* const* regs, int64_t n) {
+  using R = Reducer<float, K>;
+  float* __restrict d = static_cast<float*>(regs[op.dst]);
+  const float* x = static_cast<const float*>(regs[op.src[0]]);
+  const float init = static_cast<const float*>(regs[op.src[1]])[0];
+  for (int64_t r0 = 0; r0 < n; r0 += op.row) {
+    const float v = R::Combine(init, R::Row(x + r0, op.row));
+    std::fill(d + r0, d + r0 + op.row, v);
+  }
+}
+
 }  // namespace
+
+ElementwiseFn GetRowReduceFn(ReduceKind kind) {
+  return kind == ReduceKind::kSum ? &RowReduceLoop<ReduceKind::kSum> : &RowReduceLoop<ReduceKind::kMax>;
+}
 
 void FusedKernel::PlanReduce() {
   const ReduceRoot& red = *reduce_;
