@@ -480,7 +480,8 @@ TEST(CpuBackendTest, ProductKernelAddsALinearLayersBias) {
     ValueId bias = b.Parameter(F32({row_bias ? int64_t{96} : int64_t{100}}));
     ValueId y = b.DotGeneral(x, w, {{}, {}, {2}, {1}});  // [3, 100, 96]
     ValueId with_bias = b.Add(y, b.BroadcastInDim(bias, {3, 100, 96}, {row_bias ? int64_t{2} : int64_t{1}}));
-    std::vector<ValueId> results = {b.Slice(with_bias, {0, 0, 32}, {3, 100, 64}), b.Slice(with_bias, {0, 0, 0}, {3, 100, 32})};
+    std::vector<ValueId> results = {b.Slice(with_bias, {0, 0, 32}, {3, 100, 64}),
+                                    b.Slice(with_bias, {0, 0, 0}, {3, 100, 32})};
     if (return_product) results.push_back(y);
     b.Return(results);
     return b.Build();

@@ -207,7 +207,8 @@ void FusedKernel::RunElementwise(const KernelContext& ctx) {
   const int64_t blocks = (n_ + block_ - 1) / block_;
   const int64_t work = n_ * static_cast<int64_t>(ops_.size() + loads_.size() + stores_.size());
   const int threads = ctx.pool->num_threads();
-  const int64_t units = (threads == 1 || work < kMinParallelWork) ? 1 : std::min<int64_t>(blocks, kUnitsPerThread * threads);
+  const int64_t units =
+      (threads == 1 || work < kMinParallelWork) ? 1 : std::min<int64_t>(blocks, kUnitsPerThread * threads);
   auto run = [&](int64_t unit, int thread) {
     void** regs = SetUpThread(ctx, thread);
     const int64_t b0 = blocks * unit / units, b1 = blocks * (unit + 1) / units;

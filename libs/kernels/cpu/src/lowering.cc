@@ -409,7 +409,8 @@ class Lowerer {
             absl::StrCat("dot ", f_.type(inst.operands[0]).ToString(), " ", lhs.layout.ToString(), " x ",
                          f_.type(inst.operands[1]).ToString(), " ", rhs.layout.ToString());
         if (std::optional<std::pair<int, ValueId>> bias_add = SoleBiasAdd(inst.result)) {
-          PCP_ASSIGN_OR_RETURN(bool done, LowerDotWithBias(i, bias_add->first, bias_add->second, lhs, rhs, out, description));
+          PCP_ASSIGN_OR_RETURN(bool done,
+                               LowerDotWithBias(i, bias_add->first, bias_add->second, lhs, rhs, out, description));
           if (done) return absl::OkStatus();
         }
         // A product used only by one transpose is written in the transposed order, so that
