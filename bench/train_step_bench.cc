@@ -8,12 +8,23 @@
 // Targets (issue 2): ours <= 0.6x PyTorch's time; our peak RSS <= PyTorch's. PyTorch runs in
 // a child process (bench/torch_gpt_step.py via /usr/bin/python3), so the two RSS figures are
 // separate processes' peaks (ours: this process, which holds nothing else of size).
+//
+// The sgemm limit (issue 14): the step's matmul FLOPs, and its "sgemm-only" time: every
+// dot_general of the compiled train_step, each compiled alone with the same operand shapes and
+// dimension numbers (contiguous operands) on a CPU backend with the same thread count, so it
+// runs through the same path (DotKernel's blocks over the pool, single-threaded cblas_sgemm
+// calls), timed in this run at its best (the fastest of several batches of repeated calls,
+// operands hot in cache), summed over the step's dots. The step's ratio to that sum is how
+// far it is from the limit of its matmuls (target <= 1.25).
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -21,6 +32,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "pcp/autodiff/builder.h"
 #include "pcp/base/json.h"
 #include "pcp/kernels/cpu_backend.h"
 #include "pcp/models/gpt.h"
@@ -87,6 +99,81 @@ absl::StatusOr<Timing> TimeOurs(const GptProgram& program, const std::vector<Ten
   return Timing{threads, ms / absl::GetFlag(FLAGS_steps)};
 }
 
+// The step's matmuls alone: see the header comment.
+struct SgemmLimit {
+  int dots = 0;         // dot_general instructions in the step
+  int shapes = 0;       // distinct (operand types, dimension numbers) among them
+  double flops = 0;     // 2 * batch * M * N * K summed over the dots
+  double ms = 0;        // sgemm-only time per step
+};
+
+absl::StatusOr<SgemmLimit> MeasureSgemmLimit(const Function& step, int threads) {
+  using Key = std::tuple<std::string, std::string, std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>,
+                         std::vector<int64_t>>;
+  std::map<Key, std::pair<const Instruction*, int>> shapes;  // first instruction, count
+  SgemmLimit limit;
+  for (const Instruction& inst : step.instructions) {
+    if (inst.op != Op::kDotGeneral) continue;
+    const DotDims& d = inst.attrs.dot;
+    Key key{step.type(inst.operands[0]).ToString(), step.type(inst.operands[1]).ToString(), d.lhs_batch, d.rhs_batch,
+            d.lhs_contract, d.rhs_contract};
+    auto [it, inserted] = shapes.try_emplace(key, &inst, 0);
+    ++it->second.second;
+    ++limit.dots;
+    // 2 * (elements of the result) * (contracted size).
+    double k = 1;
+    for (int64_t c : d.lhs_contract) k *= static_cast<double>(step.type(inst.operands[0]).shape[c]);
+    limit.flops += 2.0 * static_cast<double>(step.type(inst.result).num_elements()) * k;
+  }
+  limit.shapes = static_cast<int>(shapes.size());
+  std::unique_ptr<Backend> backend = CreateCpuBackend(CpuBackendOptions{.threads = threads});
+  for (const auto& [key, first_and_count] : shapes) {
+    const auto [inst, count] = first_and_count;
+    FunctionBuilder b("dot");
+    ValueId x = b.Parameter(step.type(inst->operands[0]));
+    ValueId y = b.Parameter(step.type(inst->operands[1]));
+    b.Return({b.DotGeneral(x, y, inst->attrs.dot)});
+    auto f = b.Build();
+    if (!f.ok()) return f.status();
+    auto exe = backend->Compile(*f);
+    if (!exe.ok()) return exe.status();
+    std::vector<std::unique_ptr<Buffer>> owned;
+    std::vector<Buffer*> args, results;
+    for (ValueId p : f->params) {
+      Tensor t(f->type(p).dtype, f->type(p).shape);
+      for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = static_cast<float>(i % 17) * 0.01f - 0.08f;
+      auto buf = backend->Allocate(f->type(p));
+      if (!buf.ok()) return buf.status();
+      if (auto s = backend->CopyIn(t, **buf); !s.ok()) return s;
+      args.push_back(buf->get());
+      owned.push_back(*std::move(buf));
+    }
+    auto out = backend->Allocate(f->type(f->results[0]));
+    if (!out.ok()) return out.status();
+    results.push_back(out->get());
+    owned.push_back(*std::move(out));
+    // Batches of calls lasting ~2 ms each; the fastest batch's mean is the peak.
+    auto time_calls = [&](int n) -> absl::StatusOr<double> {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < n; ++i) {
+        if (auto s = (*exe)->Run(args, results); !s.ok()) return s;
+      }
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
+    };
+    auto once = time_calls(3);  // warm-up
+    if (!once.ok()) return once.status();
+    const int per_batch = std::clamp(static_cast<int>(2.0 / std::max(*once, 1e-4)), 3, 2000);
+    double best = 1e300;
+    for (int batch = 0; batch < 7; ++batch) {
+      auto ms = time_calls(per_batch);
+      if (!ms.ok()) return ms.status();
+      best = std::min(best, *ms);
+    }
+    limit.ms += best * count;
+  }
+  return limit;
+}
+
 // `coretype`: "" for PyTorch's defaults, or an OPENBLAS_CORETYPE to run it with (Debian's
 // OpenBLAS 0.3.21 misdetects some newer CPUs and falls back to generic kernels; PCP's CPU
 // backend corrects that for itself, so PyTorch is also timed with the corrected type and the
@@ -135,13 +222,27 @@ int Main() {
   std::printf("train_step: %zu instructions after passes\n", program->train_step.instructions.size());
 
   Timing best_ours{0, 1e300};
+  SgemmLimit best_limit;
   for (int threads : thread_counts) {
     auto t = TimeOurs(*program, params, threads);
     if (!t.ok()) return Fail(t.status());
-    std::printf("pcp      threads %d: %8.2f ms/step\n", threads, t->ms);
-    if (t->ms < best_ours.ms) best_ours = *t;
+    auto limit = MeasureSgemmLimit(program->train_step, threads);
+    if (!limit.ok()) return Fail(limit.status());
+    std::printf("pcp      threads %d: %8.2f ms/step; its %d dot_generals (%d shapes, %.3f GFLOP) alone: %.2f ms "
+                "(%.1f GFLOPS); step / sgemm-only %.3f\n",
+                threads, t->ms, limit->dots, limit->shapes, limit->flops * 1e-9, limit->ms,
+                limit->flops * 1e-6 / limit->ms, t->ms / limit->ms);
+    if (t->ms < best_ours.ms) {
+      best_ours = *t;
+      best_limit = *limit;
+    }
   }
   long our_rss = PeakRssKb();
+  std::printf("sgemm limit: step matmuls %.3f GFLOP; sgemm-only %.2f ms/step (the step's own dot_general shapes, "
+              "each alone through the same sgemm path, %d threads, best of 7 batches: %.1f GFLOPS); "
+              "step %.2f ms = %.3fx sgemm-only (target <= 1.25)\n",
+              best_limit.flops * 1e-9, best_limit.ms, best_ours.threads, best_limit.flops * 1e-6 / best_limit.ms,
+              best_ours.ms, best_ours.ms / best_limit.ms);
   if (!absl::GetFlag(FLAGS_torch)) return 0;
   Timing best_torch{0, 1e300};
   long torch_rss = 0;

@@ -157,6 +157,124 @@ ValueId Identity(const Function& f, const Instruction& inst, const Knowledge& k)
 // values are known, so instructions consuming them still fold.
 bool KeepUnfolded(Op op) { return op == Op::kIota || op == Op::kBroadcastInDim; }
 
+// ---- Sums of zero-padded concatenations ---------------------------------------------------
+
+// add(concatenate(a...), concatenate(b...)) along one dimension where, at every position, one
+// side is a splat of the exact additive identity (-0.0, integer 0): the concatenation of the
+// other side's pieces there. Both +0.0 is +0.0 too. The slice VJP pads with -0.0, so the
+// gradients of several slices of one value (q, k and v of one projection) sum into one
+// concatenation instead of adding zero-padded copies. Pieces are never cut, except splats.
+class PaddedSumMerger {
+ public:
+  // `def[v]`: index in `out` of the instruction defining v, or -1. `new_value(type, splat)`
+  // adds a value to the function (and to the caller's per-value tables, splat included).
+  PaddedSumMerger(Function& f, const Knowledge& k, const std::vector<int>& def, std::vector<Instruction>& out,
+                  std::function<ValueId(TensorType, const Tensor&)> new_value)
+      : f_(f), k_(k), def_(def), out_(out), new_value_(std::move(new_value)) {}
+
+  // Appends the concatenation defining inst.result to `out` and returns true, or returns false.
+  bool Merge(const Instruction& inst) {
+    if (inst.op != Op::kAdd) return false;
+    const Instruction* a = Producer(inst.operands[0]);
+    const Instruction* b = Producer(inst.operands[1]);
+    if (a == nullptr || b == nullptr || a->op != Op::kConcatenate || b->op != Op::kConcatenate ||
+        a->attrs.dimension != b->attrs.dimension) {
+      return false;
+    }
+    const int64_t dim = a->attrs.dimension;
+    if (f_.type(inst.result).shape[dim] == 0) return false;
+    const std::vector<Piece> pa = Pieces(*a, dim), pb = Pieces(*b, dim);
+    // Walk the segments between all piece boundaries, choosing a side for each.
+    std::vector<Piece> taken;  // per segment: the piece (or splat part) kept
+    size_t i = 0, j = 0;
+    int64_t pos = 0;
+    const int64_t total = f_.type(inst.result).shape[dim];
+    while (pos < total) {
+      const Piece& x = pa[i];
+      const Piece& y = pb[j];
+      const int64_t end = std::min(x.start + x.size, y.start + y.size);
+      const Piece* keep = nullptr;
+      if (y.kind == Kind::kIdentity) {
+        keep = &x;
+      } else if (x.kind == Kind::kIdentity) {
+        keep = &y;
+      } else if (x.kind == Kind::kPlusZero && y.kind == Kind::kPlusZero) {
+        keep = &x;
+      } else {
+        return false;
+      }
+      if (keep->kind == Kind::kOther && (keep->start != pos || keep->start + keep->size != end)) {
+        return false;  // a piece of data would have to be cut
+      }
+      taken.push_back(Piece{pos, end - pos, keep->value, keep->kind});
+      pos = end;
+      if (x.start + x.size == end) ++i;
+      if (y.start + y.size == end) ++j;
+    }
+    std::vector<ValueId> operands;
+    for (const Piece& piece : taken) {
+      if (piece.kind == Kind::kOther || f_.type(piece.value).shape[dim] == piece.size) {
+        operands.push_back(piece.value);
+        continue;
+      }
+      // A part of a splat: the same scalar broadcast to the part's shape.
+      const Instruction* p = Producer(piece.value);
+      if (p == nullptr || p->op != Op::kBroadcastInDim || f_.type(p->operands[0]).rank() != 0) return false;
+      TensorType t = f_.type(inst.result);
+      t.shape[dim] = piece.size;
+      const ValueId scalar = p->operands[0];
+      const ValueId v = new_value_(t, k_.splat[static_cast<size_t>(piece.value)]);
+      pending_.push_back(Instruction{Op::kBroadcastInDim, {scalar}, v, Attributes{}});
+      operands.push_back(v);
+    }
+    for (Instruction& p : pending_) out_.push_back(std::move(p));
+    pending_.clear();
+    Attributes attrs;
+    attrs.dimension = dim;
+    out_.push_back(Instruction{Op::kConcatenate, std::move(operands), inst.result, std::move(attrs)});
+    return true;
+  }
+
+ private:
+  enum class Kind { kIdentity, kPlusZero, kOther };
+  struct Piece {
+    int64_t start = 0, size = 0;
+    ValueId value = kNoValue;
+    Kind kind = Kind::kOther;
+  };
+
+  const Instruction* Producer(ValueId v) const {
+    const int d = def_[static_cast<size_t>(v)];
+    return d < 0 ? nullptr : &out_[static_cast<size_t>(d)];
+  }
+
+  std::vector<Piece> Pieces(const Instruction& concat, int64_t dim) const {
+    std::vector<Piece> pieces;
+    int64_t start = 0;
+    for (ValueId v : concat.operands) {
+      const int64_t size = f_.type(v).shape[dim];
+      Kind kind = Kind::kOther;
+      if (const Tensor& s = k_.splat[static_cast<size_t>(v)]; s.valid()) {
+        if (IsAddIdentity(s)) {
+          kind = Kind::kIdentity;
+        } else if (IsSubtractIdentity(s)) {
+          kind = Kind::kPlusZero;
+        }
+      }
+      if (size > 0) pieces.push_back(Piece{start, size, v, kind});
+      start += size;
+    }
+    return pieces;
+  }
+
+  Function& f_;
+  const Knowledge& k_;
+  const std::vector<int>& def_;
+  std::vector<Instruction>& out_;
+  std::function<ValueId(TensorType, const Tensor&)> new_value_;
+  std::vector<Instruction> pending_;
+};
+
 }  // namespace
 
 absl::Status EliminateDeadCode(Function& f) {
@@ -211,11 +329,29 @@ absl::Status FoldConstants(Function& f, int64_t max_elements) {
   for (size_t v = 0; v < replace.size(); ++v) replace[v] = static_cast<ValueId>(v);
 
   std::vector<Instruction> out;
+  std::vector<int> def(static_cast<size_t>(f.num_values()), -1);  // value -> index in out
   std::vector<Tensor> operand_values;
+  PaddedSumMerger merger(f, k, def, out, [&](TensorType t, const Tensor& splat) {
+    const ValueId v = static_cast<ValueId>(f.value_types.size());
+    f.value_types.push_back(std::move(t));
+    k.value.emplace_back();
+    k.splat.push_back(splat);
+    replace.push_back(v);
+    def.resize(static_cast<size_t>(v) + 1, -1);
+    return v;
+  });
+  // Records where the instructions appended to `out` since `from` define their results.
+  auto define_from = [&](size_t from) {
+    for (size_t i = from; i < out.size(); ++i) {
+      const size_t r = static_cast<size_t>(out[i].result);
+      if (r >= def.size()) def.resize(r + 1, -1);
+      def[r] = static_cast<int>(i);
+    }
+  };
   // The instructions are rebuilt into `out`; `f` meanwhile only supplies value types (and
   // receives those of the scalar constants that splat results introduce).
   std::vector<Instruction> input = std::move(f.instructions);
-  for (Instruction& inst : input) {
+  auto fold_one = [&](Instruction& inst) {
     for (ValueId& v : inst.operands) v = replace[v];
     const ValueId r = inst.result;
     const TensorType rt = f.type(r);
@@ -225,12 +361,13 @@ absl::Status FoldConstants(Function& f, int64_t max_elements) {
       if (rt.num_elements() <= max_elements) k.value[r] = inst.attrs.literal;
       if (std::optional<Tensor> s = SplatValue(inst.attrs.literal)) k.splat[r] = *s;
       out.push_back(std::move(inst));
-      continue;
+      return;
     }
     if (ValueId x = Identity(f, inst, k); x != kNoValue) {
       replace[r] = x;  // the instruction is dropped: later uses now read x
-      continue;
+      return;
     }
+    if (merger.Merge(inst)) return;
     if (inst.op == Op::kBroadcastInDim && k.splat[inst.operands[0]].valid()) {
       k.splat[r] = k.splat[inst.operands[0]];
     }
@@ -243,19 +380,19 @@ absl::Status FoldConstants(Function& f, int64_t max_elements) {
     }
     if (!all_known) {
       out.push_back(std::move(inst));
-      continue;
+      return;
     }
     absl::StatusOr<Tensor> value = EvaluateInstruction(inst, rt, operand_values);
     if (!value.ok()) {
       // Folding is an optimisation: an instruction the interpreter cannot evaluate (f16, or
       // an error that the program would also hit at run time) is left for run time.
       out.push_back(std::move(inst));
-      continue;
+      return;
     }
     k.value[r] = *value;
     if (KeepUnfolded(inst.op)) {
       out.push_back(std::move(inst));
-      continue;
+      return;
     }
     std::optional<Tensor> s = SplatValue(*value);
     if (s.has_value()) k.splat[r] = *s;
@@ -276,6 +413,11 @@ absl::Status FoldConstants(Function& f, int64_t max_elements) {
       literal.literal = *value;
       out.push_back(Instruction{Op::kConstant, {}, r, std::move(literal)});
     }
+  };
+  for (Instruction& inst : input) {
+    const size_t before = out.size();
+    fold_one(inst);
+    define_from(before);
   }
   f.instructions = std::move(out);
   for (ValueId& v : f.results) v = replace[v];

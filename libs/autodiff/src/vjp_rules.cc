@@ -187,19 +187,21 @@ Grads TransposeVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) {
 }
 
 // Concatenates `zeros_before` zeros, `x` (of `type`), `zeros_after` zeros along `dim`,
-// leaving out empty pieces.
+// leaving out empty pieces. The zeros are -0.0, the exact identity of addition, so that
+// FoldConstants can turn sums of such gradients (fan-out of several slices of one value) into
+// one concatenation.
 ValueId PadWithZeros(FunctionBuilder& b, ValueId x, TensorType type, int64_t dim,
                      int64_t zeros_before, int64_t zeros_after) {
   std::vector<ValueId> pieces;
   TensorType zeros = type;
   if (zeros_before > 0) {
     zeros.shape[dim] = zeros_before;
-    pieces.push_back(Fill(b, 0.0, zeros));
+    pieces.push_back(Fill(b, -0.0, zeros));
   }
   pieces.push_back(x);
   if (zeros_after > 0) {
     zeros.shape[dim] = zeros_after;
-    pieces.push_back(Fill(b, 0.0, zeros));
+    pieces.push_back(Fill(b, -0.0, zeros));
   }
   return pieces.size() == 1 ? x : b.Concatenate(std::move(pieces), dim);
 }

@@ -360,6 +360,89 @@ TEST(IdentityTest, FoldedConstantsFeedIdentities) {
 
 // ---- CompactValues and the standard pipeline ---------------------------------------------
 
+// ---- Sums of zero-padded concatenations --------------------------------------------------
+
+// A [2, 3] piece of `b`'s function: one parameter, or a splat of `value` (-0, +0, ...).
+ValueId SplatPiece(FunctionBuilder& b, float value, int64_t width) {
+  return b.BroadcastInDim(b.Constant(Tensor::Scalar<float>(value)), {2, width}, {});
+}
+
+// The three parameters padded as the slice VJP pads q, k and v's gradients, and summed.
+Function PaddedSum(float zero_q, float zero_k, float zero_v) {
+  FunctionBuilder b("padded_sum");
+  const TensorType t{DType::kF32, {2, 3}};
+  ValueId q = b.Parameter(t, "q"), k = b.Parameter(t, "k"), v = b.Parameter(t, "v");
+  ValueId gq = b.Concatenate({q, SplatPiece(b, zero_q, 6)}, 1);
+  ValueId gk = b.Concatenate({SplatPiece(b, zero_k, 3), k, SplatPiece(b, zero_k, 3)}, 1);
+  ValueId gv = b.Concatenate({SplatPiece(b, zero_v, 6), v}, 1);
+  b.Return({b.Add(b.Add(gq, gk), gv)});
+  return BuildOrDie(b);
+}
+
+// q, k, v with -0, +0 and the other special values in every piece.
+std::vector<Tensor> SpecialPieces() {
+  return {F32({2, 3}, {-0.0f, 0.0f, kInf, -kInf, kNaN, 1.5f}), F32({2, 3}, {0.0f, -0.0f, 1.0f, kNaN, -2.0f, kInf}),
+          F32({2, 3}, {kNaN, -kInf, -0.0f, 0.0f, 3.0f, -0.0f})};
+}
+
+TEST(PaddedSumTest, SlicesGradientsSumIntoOneConcatenate) {
+  Function f = PaddedSum(-0.0f, -0.0f, -0.0f);
+  Function g = RunPass(f, FoldDce);
+  EXPECT_EQ(Count(g, Op::kAdd), 0);
+  ASSERT_EQ(Count(g, Op::kConcatenate), 1);
+  const Instruction* concat = Def(g, g.results[0]);
+  ASSERT_NE(concat, nullptr);
+  ASSERT_EQ(concat->op, Op::kConcatenate);
+  EXPECT_EQ(concat->operands, (std::vector<ValueId>{g.params[0], g.params[1], g.params[2]}));
+  ExpectSameResults(f, g, SpecialPieces());
+}
+
+TEST(PaddedSumTest, ZeroRunsOfBothSidesMerge) {
+  // concat(q, -0 x6) + concat(-0 x4, +0 x2, k): boundaries inside the zeros, which are cut
+  // (-0 + -0 = -0, -0 + +0 = +0).
+  FunctionBuilder b("zeros");
+  const TensorType t{DType::kF32, {2, 3}};
+  ValueId q = b.Parameter(t, "q"), k = b.Parameter(t, "k");
+  ValueId lhs = b.Concatenate({q, SplatPiece(b, -0.0f, 6)}, 1);
+  ValueId rhs = b.Concatenate({SplatPiece(b, -0.0f, 4), SplatPiece(b, 0.0f, 2), k}, 1);
+  b.Return({b.Add(lhs, rhs)});
+  Function f = BuildOrDie(b);
+  Function g = RunPass(f, FoldDce);
+  EXPECT_EQ(Count(g, Op::kAdd), 0);
+  const Instruction* concat = Def(g, g.results[0]);
+  ASSERT_NE(concat, nullptr);
+  ASSERT_EQ(concat->op, Op::kConcatenate);
+  EXPECT_EQ(concat->operands.size(), 4u);
+  std::vector<Tensor> args = SpecialPieces();
+  args.pop_back();
+  ExpectSameResults(f, g, args);
+}
+
+TEST(PaddedSumTest, InexactOrOverlappingSumsAreKept) {
+  // +0 padding: x + (+0) turns -0 into +0, so the sum must stay.
+  Function plus = PaddedSum(0.0f, 0.0f, 0.0f);
+  Function g = RunPass(plus, FoldDce);
+  EXPECT_EQ(Count(g, Op::kAdd), 2);
+  ExpectSameResults(plus, g, SpecialPieces());
+  // Data on both sides at the same place.
+  FunctionBuilder b("overlap");
+  const TensorType t{DType::kF32, {2, 3}};
+  ValueId q = b.Parameter(t, "q"), k = b.Parameter(t, "k");
+  ValueId lhs = b.Concatenate({q, SplatPiece(b, -0.0f, 3)}, 1);
+  ValueId rhs = b.Concatenate({SplatPiece(b, -0.0f, 1), k, SplatPiece(b, -0.0f, 2)}, 1);
+  b.Return({b.Add(lhs, rhs)});
+  Function f = BuildOrDie(b);
+  EXPECT_EQ(Count(RunPass(f, FoldDce), Op::kAdd), 1);
+  // Concatenations along different dimensions.
+  FunctionBuilder c("dims");
+  ValueId x = c.Parameter({DType::kF32, {2, 2}}, "x"), y = c.Parameter({DType::kF32, {4, 1}}, "y");
+  ValueId along0 = c.Concatenate({x, c.BroadcastInDim(c.Constant(Tensor::Scalar<float>(-0.0f)), {2, 2}, {})}, 0);
+  ValueId along1 = c.Concatenate({c.BroadcastInDim(c.Constant(Tensor::Scalar<float>(-0.0f)), {4, 1}, {}), y}, 1);
+  c.Return({c.Add(along0, along1)});
+  Function h = BuildOrDie(c);
+  EXPECT_EQ(Count(RunPass(h, FoldDce), Op::kAdd), 1);
+}
+
 TEST(CompactValuesTest, RenumbersDenselyWithParametersFirst) {
   FunctionBuilder b("compact");
   ValueId x = b.Parameter({DType::kF32, {3}}, "x");

@@ -469,6 +469,106 @@ TEST(CpuBackendTest, ProductsAreBitwiseIdenticalForEveryThreadCount) {
   }
 }
 
+// A linear layer's bias add that nothing elementwise follows (the product then goes to
+// slices, as q, k, v do) is done by the product's kernel, block by block: one kernel less, and
+// the same bits as a separate add (forced here by also returning the product itself).
+TEST(CpuBackendTest, ProductKernelAddsALinearLayersBias) {
+  const Shape xs = {3, 100, 64};
+  auto build = [&](bool return_product, bool row_bias) {
+    FunctionBuilder b("linear");
+    ValueId x = b.Parameter(F32(xs)), w = b.Parameter(F32({96, 64}));
+    ValueId bias = b.Parameter(F32({row_bias ? int64_t{96} : int64_t{100}}));
+    ValueId y = b.DotGeneral(x, w, {{}, {}, {2}, {1}});  // [3, 100, 96]
+    ValueId with_bias = b.Add(y, b.BroadcastInDim(bias, {3, 100, 96}, {row_bias ? int64_t{2} : int64_t{1}}));
+    std::vector<ValueId> results = {b.Slice(with_bias, {0, 0, 32}, {3, 100, 64}),
+                                    b.Slice(with_bias, {0, 0, 0}, {3, 100, 32})};
+    if (return_product) results.push_back(y);
+    b.Return(results);
+    return b.Build();
+  };
+  {
+    // A bias computed after the product (here a reduction of a later input) is added by a
+    // kernel of its own.
+    FunctionBuilder b("late_bias");
+    ValueId x = b.Parameter(F32({100, 64})), w = b.Parameter(F32({64, 96})), z = b.Parameter(F32({5, 96}));
+    ValueId y = b.MatMul(x, w);
+    ValueId bias = b.ReduceSum(b.Mul(z, z), {0});
+    ValueId with_bias = b.Add(y, b.BroadcastInDim(bias, {100, 96}, {1}));
+    b.Return({b.Slice(with_bias, {0, 0}, {100, 32})});
+    absl::StatusOr<Function> f = b.Build();
+    ASSERT_TRUE(f.ok()) << f.status();
+    const std::vector<Tensor> args = {RandomTensor(F32({100, 64}), 4), RandomTensor(F32({64, 96}), 5),
+                                      RandomTensor(F32({5, 96}), 6)};
+    absl::StatusOr<std::vector<Tensor>> got = RunOnce(*CreateCpuBackend({.threads = 2}), *f, args);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectAllNear(*got, *Interpret(*f, args), 1e-4, 1e-4);
+  }
+  for (bool row_bias : {true, false}) {
+    SCOPED_TRACE(row_bias ? "bias along columns" : "bias along rows (not a linear layer's)");
+    absl::StatusOr<Function> fused = build(false, row_bias), separate = build(true, row_bias);
+    ASSERT_TRUE(fused.ok() && separate.ok());
+    const std::vector<Tensor> args = {RandomTensor(F32(xs), 1), RandomTensor(F32({96, 64}), 2),
+                                      RandomTensor(F32({row_bias ? int64_t{96} : int64_t{100}}), 3)};
+    for (int threads : {1, 2}) {
+      std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = threads});
+      std::unique_ptr<Executable> fused_exe, separate_exe;
+      absl::StatusOr<std::vector<Tensor>> a = RunOnce(*cpu, *fused, args, &fused_exe);
+      absl::StatusOr<std::vector<Tensor>> c = RunOnce(*cpu, *separate, args, &separate_exe);
+      ASSERT_TRUE(a.ok()) << a.status();
+      ASSERT_TRUE(c.ok()) << c.status();
+      ExpectAllNear(*a, *Interpret(*fused, args), 1e-4, 1e-4);
+      for (int i = 0; i < 2; ++i) EXPECT_TRUE(BitwiseEqual((*a)[i], (*c)[i])) << "result " << i;
+      const std::string schedule = AsCpu(fused_exe)->DescribeSchedule();
+      EXPECT_EQ(schedule.find("+ bias") != std::string::npos, row_bias) << schedule;
+      EXPECT_EQ(AsCpu(fused_exe)->stats().num_kernels + (row_bias ? 1 : 0),
+                AsCpu(separate_exe)->stats().num_kernels)
+          << schedule << "\nvs\n" << AsCpu(separate_exe)->DescribeSchedule();
+    }
+  }
+}
+
+// A softmax over the last dimension (masked and scaled, as attention's) is one row kernel:
+// max, exp, sum and divide in one pass over blocks of whole rows, the row results stored one
+// per row. Rows of 64 (8 per block), 65 (7 per block, a block not a power of two), and 700
+// (longer than a block: separate kernels as before); every thread count gives the same bits.
+TEST(CpuBackendTest, SoftmaxOverRowsIsOneRowKernel) {
+  for (int64_t row : {64, 65, 700}) {
+    SCOPED_TRACE(::testing::Message() << "rows of " << row);
+    FunctionBuilder b("softmax");
+    const Shape s = {3, 37, row};
+    ValueId x = b.Parameter(F32(s)), keep = b.Parameter({DType::kBool, {37, row}});
+    ValueId scaled = b.BMul(x, b.ScalarConstant(0.125));
+    ValueId att = b.Select(b.BroadcastInDim(keep, s, {1, 2}), scaled, b.Full(-1e30, F32(s)));
+    ValueId mx = b.ReduceMax(att, {2});
+    ValueId e = b.Exp(b.Sub(att, b.BroadcastInDim(mx, s, {0, 1})));
+    ValueId sum = b.ReduceSum(e, {2});
+    b.Return({b.Div(e, b.BroadcastInDim(sum, s, {0, 1})), mx, sum});
+    absl::StatusOr<Function> f = b.Build();
+    ASSERT_TRUE(f.ok()) << f.status();
+    Tensor mask(DType::kBool, {37, row});
+    for (int64_t i = 0; i < mask.num_elements(); ++i) mask.data<uint8_t>()[i] = (i * 7919) % 5 != 0 ? 1 : 0;
+    const std::vector<Tensor> args = {RandomTensor(F32(s), 9, -20, 20), mask};
+    std::unique_ptr<Executable> exe;
+    absl::StatusOr<std::vector<Tensor>> one = RunOnce(*CreateCpuBackend({.threads = 1}), *f, args, &exe);
+    ASSERT_TRUE(one.ok()) << one.status();
+    ExpectAllNear(*one, *Interpret(*f, args), 1e-5, 1e-7);
+    const std::string schedule = AsCpu(exe)->DescribeSchedule();
+    if (row <= 512) {
+      EXPECT_EQ(AsCpu(exe)->stats().num_kernels, 1) << schedule;
+      EXPECT_NE(schedule.find(absl::StrCat("rows of ", row)), std::string::npos) << schedule;
+    } else {
+      EXPECT_EQ(schedule.find("rows of"), std::string::npos) << schedule;
+    }
+    for (int threads : {2, 3}) {
+      absl::StatusOr<std::vector<Tensor>> got = RunOnce(*CreateCpuBackend({.threads = threads}), *f, args);
+      ASSERT_TRUE(got.ok()) << got.status();
+      for (size_t i = 0; i < got->size(); ++i) {
+        EXPECT_TRUE(BitwiseEqual((*one)[i], (*got)[i])) << "result " << i << ", " << threads << " threads";
+      }
+    }
+  }
+}
+
 TEST(CpuBackendTest, ExecutablesOfOneBackendMayRunFromTwoThreads) {
   // Each executable is used by one thread at a time; the backend's pool is shared by both.
   std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});

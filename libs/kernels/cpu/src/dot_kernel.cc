@@ -180,6 +180,12 @@ void DotKernel::PlanOperand(int o, const std::vector<int64_t>& batch_dims, const
   }
 }
 
+void DotKernel::AddBias(int storage, int64_t offset) {
+  bias_storage_ = storage;
+  bias_offset_ = offset;
+  reads.push_back(storage);
+}
+
 void DotKernel::set_pack_storage(int operand, int storage) {
   operands_[operand].pack_storage = storage;
   writes.push_back(storage);
@@ -189,8 +195,14 @@ void DotKernel::Run(const KernelContext& ctx) {
   float* out = reinterpret_cast<float*>(ctx.storage[out_storage_]);
   if (batch_ * m_ * n_ == 0) return;
   if (k_ == 0) {
+    const float* bias =
+        bias_storage_ < 0 ? nullptr : reinterpret_cast<const float*>(ctx.storage[bias_storage_]) + bias_offset_;
     for (int64_t bi = 0; bi < batch_; ++bi) {
-      for (int64_t i = 0; i < m_; ++i) std::fill_n(out + out_offsets_[bi] + i * ldc_, n_, 0.0f);
+      for (int64_t i = 0; i < m_; ++i) {
+        float* c = out + out_offsets_[bi] + i * ldc_;
+        std::fill_n(c, n_, 0.0f);
+        for (int64_t j = 0; bias != nullptr && j < n_; ++j) c[j] += bias[j];
+      }
     }
     return;
   }
@@ -208,6 +220,8 @@ void DotKernel::Run(const KernelContext& ctx) {
   }
   const Operand& a = operands_[0];
   const Operand& b = operands_[1];
+  const float* bias =
+      bias_storage_ < 0 ? nullptr : reinterpret_cast<const float*>(ctx.storage[bias_storage_]) + bias_offset_;
   const int threads = ctx.pool->num_threads();
   const int64_t flops = 2 * batch_ * m_ * n_ * k_;
   // Each product is split into `parts` row (or column) blocks, and how depends on the shape
@@ -239,6 +253,13 @@ void DotKernel::Run(const KernelContext& ctx) {
     cblas_sgemm(CblasRowMajor, a.trans ? CblasTrans : CblasNoTrans, b.trans ? CblasTrans : CblasNoTrans,
                 static_cast<blasint>(mlen), static_cast<blasint>(nlen), static_cast<blasint>(k_), 1.0f, pa,
                 static_cast<blasint>(a.ld), pb, static_cast<blasint>(b.ld), 0.0f, pc, static_cast<blasint>(ldc_));
+    if (bias != nullptr) {
+      const float* __restrict row = bias + n0;
+      for (int64_t i = 0; i < mlen; ++i) {
+        float* __restrict c = pc + i * ldc_;
+        for (int64_t j = 0; j < nlen; ++j) c[j] += row[j];
+      }
+    }
   };
   const int64_t units = batch_ * parts;
   if (threads > 1 && flops >= kMinParallelFlops && units > 1) {

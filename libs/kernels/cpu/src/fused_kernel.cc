@@ -18,8 +18,10 @@ int64_t RoundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 FusedKernel::FusedKernel(int64_t n, std::vector<FusedLoad> loads, std::vector<FusedOp> ops,
                          std::vector<FusedStore> stores, std::optional<ReduceRoot> reduce, int num_regs,
-                         std::string description)
+                         std::string description, int64_t row_length)
     : n_(n),
+      row_length_(row_length),
+      block_(row_length > 0 ? kBlock / row_length * row_length : kBlock),
       loads_(std::move(loads)),
       ops_(std::move(ops)),
       stores_(std::move(stores)),
@@ -36,9 +38,9 @@ FusedKernel::FusedKernel(int64_t n, std::vector<FusedLoad> loads, std::vector<Fu
       l.mode = FusedLoad::Mode::kScalar;
     } else if (s.shape.size() == 1 && s.strides[0] == 1) {
       l.mode = FusedLoad::Mode::kContiguous;
-    } else if (!reduce_ && n_ >= kBlock && s.shape.size() >= 2 && s.strides[0] == 0 &&
-               kBlock % (s.num_elements() / s.shape[0]) == 0) {
-      // Blocks start at multiples of kBlock (no reduction), so each block sees the same part.
+    } else if (!reduce_ && n_ >= block_ && s.shape.size() >= 2 && s.strides[0] == 0 &&
+               block_ % (s.num_elements() / s.shape[0]) == 0) {
+      // Blocks start at multiples of block_ (no reduction), so each block sees the same part.
       l.mode = FusedLoad::Mode::kPeriodic;
     } else {
       l.mode = FusedLoad::Mode::kStrided;
@@ -110,22 +112,24 @@ FusedKernel::FusedKernel(int64_t n, std::vector<FusedLoad> loads, std::vector<Fu
   }
   for (const FusedStore& s : stores_) {
     writes.push_back(s.storage);
-    same_index_writes.push_back(s.storage);
+    if (s.row == 0) same_index_writes.push_back(s.storage);
   }
   if (reduce_) writes.push_back(reduce_->out_storage);
 }
 
-void** FusedKernel::SetUpThread(const KernelContext& ctx, int thread) const {
+void** FusedKernel::SetUpThread(const KernelContext& ctx, int thread) {
   uint8_t* base = ctx.scratch[thread];
   void** regs = reinterpret_cast<void**>(base);
+  if (thread_run_[static_cast<size_t>(thread)] == run_) return regs;
+  thread_run_[static_cast<size_t>(thread)] = run_;
   uint8_t* buffers = base + regs_bytes_;
   for (int r = 0; r < num_regs_; ++r) {
     regs[r] = reg_buffer_[r] >= 0 ? buffers + reg_buffer_[r] * kRegBytes : nullptr;
   }
-  const int64_t fill = std::min(n_, kBlock);
+  const int64_t fill = std::min(n_, block_);
   for (const FusedLoad& l : loads_) {
     if (l.mode == FusedLoad::Mode::kPeriodic) {
-      ReadLinear(ctx.storage[l.access.storage], l.access.layout, l.elem_size, 0, kBlock, regs[l.reg]);
+      ReadLinear(ctx.storage[l.access.storage], l.access.layout, l.elem_size, 0, block_, regs[l.reg]);
     }
     if (l.mode != FusedLoad::Mode::kScalar) continue;
     const uint8_t* src = ctx.storage[l.access.storage] + l.access.layout.offset * l.elem_size;
@@ -158,18 +162,29 @@ void FusedKernel::Evaluate(const KernelContext& ctx, void** regs, int64_t start,
     }
   }
   for (size_t i = 0; i < stores_.size(); ++i) {
-    if (direct_store_[i]) regs[stores_[i].reg] = ctx.storage[stores_[i].storage] + start * stores_[i].elem_size;
+    if (direct_store_[i] && stores_[i].row == 0) {
+      regs[stores_[i].reg] = ctx.storage[stores_[i].storage] + start * stores_[i].elem_size;
+    }
   }
   for (const FusedOp& op : ops_) op.fn(op, regs, n);
   for (size_t i = 0; i < stores_.size(); ++i) {
     const FusedStore& s = stores_[i];
-    if (!direct_store_[i]) {
+    if (s.row > 0) {
+      // One value per row (f32, the row reductions' type).
+      float* out = reinterpret_cast<float*>(ctx.storage[s.storage]) + start / s.row;
+      const float* x = static_cast<const float*>(regs[s.reg]);
+      for (int64_t j = 0; j * s.row < n; ++j) out[j] = x[j * s.row];
+    } else if (!direct_store_[i]) {
       std::memcpy(ctx.storage[s.storage] + start * s.elem_size, regs[s.reg], static_cast<size_t>(n * s.elem_size));
     }
   }
 }
 
 void FusedKernel::Run(const KernelContext& ctx) {
+  ++run_;
+  if (thread_run_.size() < static_cast<size_t>(ctx.pool->num_threads())) {
+    thread_run_.resize(static_cast<size_t>(ctx.pool->num_threads()), 0);
+  }
   // An output placed over an input (an in-place update) must wait until the whole block
   // has been computed; any other output is written by its op directly.
   direct_store_.assign(stores_.size(), 1);
@@ -189,16 +204,17 @@ void FusedKernel::Run(const KernelContext& ctx) {
 
 void FusedKernel::RunElementwise(const KernelContext& ctx) {
   if (n_ == 0) return;
-  const int64_t blocks = (n_ + kBlock - 1) / kBlock;
+  const int64_t blocks = (n_ + block_ - 1) / block_;
   const int64_t work = n_ * static_cast<int64_t>(ops_.size() + loads_.size() + stores_.size());
   const int threads = ctx.pool->num_threads();
-  const int64_t units = (threads == 1 || work < kMinParallelWork) ? 1 : std::min<int64_t>(blocks, 4 * threads);
+  const int64_t units =
+      (threads == 1 || work < kMinParallelWork) ? 1 : std::min<int64_t>(blocks, kUnitsPerThread * threads);
   auto run = [&](int64_t unit, int thread) {
     void** regs = SetUpThread(ctx, thread);
     const int64_t b0 = blocks * unit / units, b1 = blocks * (unit + 1) / units;
     for (int64_t b = b0; b < b1; ++b) {
-      const int64_t start = b * kBlock;
-      Evaluate(ctx, regs, start, std::min(kBlock, n_ - start));
+      const int64_t start = b * block_;
+      Evaluate(ctx, regs, start, std::min(block_, n_ - start));
     }
   };
   if (units == 1) {

@@ -5,8 +5,14 @@
 // Optionally the group ends in a reduction whose input is one of its registers, so e.g.
 // sum((x - mean)^2) reads x once and never writes the difference.
 //
-// Blocks always start at multiples of kBlock of the index space (or of whole rows for a
-// reduction), whatever the thread count, so results are identical for every thread count.
+// A row kernel (row_length > 0) also reduces rows, the last row_length elements of the index
+// space each, inside the block (softmax's max and sum, LayerNorm's mean and variance): its
+// blocks hold whole rows, a row reduction is an op whose result register repeats each row's
+// value over the row (what a broadcast of the reduction reads), and a row store writes one
+// value per row. So reductions and what follows them share one pass.
+//
+// Blocks always start at multiples of the block size of the index space (or of whole rows
+// for a reduction), whatever the thread count, so results are identical for every thread count.
 #ifndef PCP_KERNELS_CPU_FUSED_KERNEL_H_
 #define PCP_KERNELS_CPU_FUSED_KERNEL_H_
 
@@ -23,6 +29,10 @@ namespace pcp::cpu {
 
 inline constexpr int64_t kBlock = 512;            // elements per register
 inline constexpr int64_t kRegBytes = kBlock * 8;  // room for the widest element (i64)
+// Parallel loops are cut into this many units per thread, claimed dynamically: the more, the
+// less the caller waits at the end for a thread still in its last unit, the more claims and
+// cache lines shared at unit edges (4, 8 and 16 timed the same on the GPT train step).
+inline constexpr int64_t kUnitsPerThread = 4;
 
 struct FusedOp;
 using ElementwiseFn = void (*)(const FusedOp& op, void* const* regs, int64_t n);
@@ -32,15 +42,21 @@ struct FusedOp {
   int32_t dst = -1;
   int32_t src[3] = {-1, -1, -1};
   int32_t instruction = -1;  // for messages
+  int64_t row = 0;           // row reductions: the row length
 };
 
 // The loop for `op` with operands of `operand` dtype and a result of `result` dtype, or
 // nullptr if the CPU backend does not compute it.
 ElementwiseFn GetElementwiseFn(Op op, DType operand, DType result, ComparisonDirection direction);
 
+// The row reduction of a row kernel (f32): dst[i] = init combined with the reduction of the row
+// holding i (rows of op.row elements; src[0] the input, src[1] the init value), combined in
+// the same order as a reduce kernel's trailing reduction. reduce_root.cc.
+ElementwiseFn GetRowReduceFn(ReduceKind kind);
+
 struct FusedLoad {
-  // kPeriodic: a view that repeats every kBlock elements (a bias broadcast over rows of a
-  // length dividing kBlock), read once per task like a scalar.
+  // kPeriodic: a view that repeats every block (a bias broadcast over rows of a length
+  // dividing the block size), read once per task like a scalar.
   enum class Mode : uint8_t { kContiguous, kScalar, kPeriodic, kStrided };
   Access access;  // layout simplified
   int64_t elem_size = 4;
@@ -52,6 +68,7 @@ struct FusedStore {
   int32_t reg = -1;
   int storage = -1;
   int64_t elem_size = 4;
+  int64_t row = 0;  // > 0: a row reduction's result, one element per row of this length
 };
 
 // reduce(input register) over the dimensions `dims` of `input_shape`.
@@ -70,8 +87,9 @@ class FusedKernel : public Kernel {
   // `n` is the index space (the reduction's input size if there is one). Registers are
   // numbered by the caller: each load and each op result has its own register;
   // `reg_elem_size` gives each one's element size. Buffers are assigned here.
+  // `row_length` > 0: a row kernel (no `reduce` then).
   FusedKernel(int64_t n, std::vector<FusedLoad> loads, std::vector<FusedOp> ops, std::vector<FusedStore> stores,
-              std::optional<ReduceRoot> reduce, int num_regs, std::string description);
+              std::optional<ReduceRoot> reduce, int num_regs, std::string description, int64_t row_length = 0);
 
   void Run(const KernelContext& ctx) override;
   std::string Describe() const override { return description_; }
@@ -92,9 +110,10 @@ class FusedKernel : public Kernel {
     bool batch_rows = false;                // c > 1 and a block holds several whole rows of c
   };
 
-  // Registers of thread `thread` set up for a new range of blocks.
-  void** SetUpThread(const KernelContext& ctx, int thread) const;
-  // Loads, runs the ops and stores for elements [start, start + n), n <= kBlock.
+  // Registers of thread `thread` set up for a new range of blocks: filled (scalar and periodic
+  // loads) on the thread's first unit of this Run only, since no other kernel runs meanwhile.
+  void** SetUpThread(const KernelContext& ctx, int thread);
+  // Loads, runs the ops and stores for elements [start, start + n), n <= block_.
   void Evaluate(const KernelContext& ctx, void** regs, int64_t start, int64_t n) const;
   void RunElementwise(const KernelContext& ctx);
   void RunReduce(const KernelContext& ctx);  // reduce_root.cc
@@ -103,6 +122,8 @@ class FusedKernel : public Kernel {
   void RunReduceT(const KernelContext& ctx);
 
   int64_t n_;
+  int64_t row_length_ = 0;
+  int64_t block_ = kBlock;  // elements per block: kBlock, or whole rows of a row kernel
   std::vector<FusedLoad> loads_;
   std::vector<FusedOp> ops_;
   std::vector<FusedStore> stores_;
@@ -117,6 +138,8 @@ class FusedKernel : public Kernel {
   // Per store, for the current Run: the op writes straight into the output buffer (which
   // then shares no memory with any input); otherwise into scratch, copied after the block.
   std::vector<uint8_t> direct_store_;
+  uint64_t run_ = 0;                 // Runs so far
+  std::vector<uint64_t> thread_run_;  // per pool thread: the Run its registers were set up for
   std::string description_;
 };
 

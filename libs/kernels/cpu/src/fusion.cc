@@ -4,6 +4,8 @@
 #include <limits>
 #include <queue>
 
+#include "fused_kernel.h"
+
 namespace pcp::cpu {
 
 bool IsKernelOp(Op op) {
@@ -70,6 +72,8 @@ class Fuser {
     min_pos_.resize(n);
     max_pos_.resize(n);
     has_reduce_.assign(n, false);
+    row_len_.assign(n, 0);
+    reduce_len_.assign(n, 0);
     stamp_.assign(n, 0);
   }
 
@@ -81,10 +85,18 @@ class Fuser {
       members_[i] = {i};
       min_pos_[i] = max_pos_[i] = i;
       has_reduce_[i] = inst.op == Op::kReduce;
+      if (inst.op == Op::kReduce) reduce_len_[i] = RowLength(i) > 0 ? RowLength(i) : -1;
       if (IsElementwise(inst.op)) {
         for (ValueId o : inst.operands) {
           const int p = FusableProducer(o);
           if (p >= 0) TryMerge(Find(p), Find(i));
+        }
+        // A row reduction broadcast back over its rows, consumed here: one row group.
+        for (ValueId o : inst.operands) {
+          const int r = RowBroadcastSource(o);
+          if (r >= 0 && f_.type(inst.result).num_elements() == f_.type(f_.instructions[r].operands[0]).num_elements()) {
+            TryMerge(Find(r), Find(i), RowLength(r));
+          }
         }
       } else if (inst.op == Op::kReduce) {
         const int p = FusableProducer(inst.operands[0]);
@@ -105,6 +117,42 @@ class Fuser {
     const int p = a_.producer[a_.root[v]];
     if (p < 0 || !IsElementwise(f_.instructions[p].op)) return -1;
     return p;
+  }
+
+  // The row length of a reduction over trailing dimensions of an f32 input, rows of 2 to
+  // kBlock elements (what a row kernel computes inside a block), or -1.
+  int64_t RowLength(int r) const {
+    const Instruction& inst = f_.instructions[r];
+    if (inst.op != Op::kReduce) return -1;
+    const TensorType& in = f_.type(inst.operands[0]);
+    if (in.dtype != DType::kF32) return -1;
+    std::vector<int64_t> dims = inst.attrs.dims;
+    std::sort(dims.begin(), dims.end());
+    int64_t length = 1;
+    for (size_t k = 0; k < dims.size(); ++k) {
+      if (dims[k] != in.rank() - static_cast<int64_t>(dims.size() - k)) return -1;
+      length *= in.shape[dims[k]];
+    }
+    return length >= 2 && length <= kBlock ? length : -1;
+  }
+
+  // The row reduction whose result `v` broadcasts back over the reduced rows (each result
+  // element repeated over its row, in order), or -1.
+  int RowBroadcastSource(ValueId v) const {
+    const int b = a_.producer[v];
+    if (b < 0 || f_.instructions[b].op != Op::kBroadcastInDim) return -1;
+    const Instruction& bc = f_.instructions[b];
+    const int r = a_.producer[a_.root[bc.operands[0]]];
+    if (r < 0 || !a_.live[r] || RowLength(r) < 0) return -1;
+    const Shape& in = f_.type(bc.operands[0]).shape;
+    const Shape& out = f_.type(v).shape;
+    if (bc.attrs.dims.size() != in.size() || out.size() < in.size()) return -1;
+    int64_t trailing = 1;
+    for (size_t d = 0; d < out.size(); ++d) {
+      if (d < in.size() && (bc.attrs.dims[d] != static_cast<int64_t>(d) || in[d] != out[d])) return -1;
+      if (d >= in.size()) trailing *= out[d];
+    }
+    return trailing == RowLength(r) ? r : -1;
   }
 
   // Groups whose kernels must run before group g.
@@ -148,22 +196,46 @@ class Fuser {
   // Whether a member of group g needs a value of group h from memory: the result of h's
   // reduction, or any value of h seen through a view (broadcast, transpose, slice). Inside
   // one loop kernel such a value only exists once the loop is over, so g and h cannot merge.
-  bool NeedsStoredValueFrom(int g, int h) {
+  // In a row group of rows of `row` elements, a row reduction's broadcast over its rows is
+  // available inside the block.
+  bool NeedsStoredValueFrom(int g, int h, int64_t row) {
     for (int m : members_[g]) {
       for (ValueId o : f_.instructions[m].operands) {
         const int node = a_.node[o];
         if (node < 0 || Find(node) != h) continue;
         const Instruction& producer = f_.instructions[node];
+        if (row > 0 && producer.op == Op::kReduce && RowBroadcastSource(o) == node && RowLength(node) == row) continue;
         if (producer.op == Op::kReduce || a_.root[o] != producer.result) return true;
       }
     }
     return false;
   }
 
-  bool TryMerge(int x, int y) {
-    if (x == y) return true;
-    if (has_reduce_[x] && has_reduce_[y]) return false;
-    if (NeedsStoredValueFrom(x, y) || NeedsStoredValueFrom(y, x)) return false;
+  // `row` > 0: y reads x's row reduction broadcast over rows of that length.
+  bool TryMerge(int x, int y, int64_t row = 0) {
+    // The merged group's row length: every row reduction in a row group has the same one,
+    // and a row group has no other reduction.
+    int64_t rl = row;
+    for (int64_t l : {row_len_[x], row_len_[y]}) {
+      if (l == 0) continue;
+      if (rl != 0 && rl != l) return false;
+      rl = l;
+    }
+    if (x == y) {
+      if (rl == row_len_[x]) return true;
+      if (reduce_len_[x] != 0 && reduce_len_[x] != rl) return false;
+      if (NeedsStoredValueFrom(x, x, rl)) return false;
+      row_len_[x] = rl;
+      return true;
+    }
+    if (rl > 0) {
+      for (int64_t l : {reduce_len_[x], reduce_len_[y]}) {
+        if (l != 0 && l != rl) return false;
+      }
+    } else if (has_reduce_[x] && has_reduce_[y]) {
+      return false;
+    }
+    if (NeedsStoredValueFrom(x, y, rl) || NeedsStoredValueFrom(y, x, rl)) return false;
     if (PathViaOthers(x, y) || PathViaOthers(y, x)) return false;
     // Union into the smaller index so representatives stay stable-ish; either works.
     const int keep = std::min(x, y), gone = std::max(x, y);
@@ -174,6 +246,9 @@ class Fuser {
     min_pos_[keep] = std::min(min_pos_[keep], min_pos_[gone]);
     max_pos_[keep] = std::max(max_pos_[keep], max_pos_[gone]);
     has_reduce_[keep] = has_reduce_[keep] || has_reduce_[gone];
+    row_len_[keep] = rl;
+    const int64_t a = reduce_len_[keep], b = reduce_len_[gone];
+    reduce_len_[keep] = a == 0 ? b : (b == 0 || a == b) ? a : -1;
     return true;
   }
 
@@ -207,6 +282,7 @@ class Fuser {
       ready.pop();
       for (int m : members_[g]) plan.group_of[m] = static_cast<int>(plan.groups.size());
       plan.groups.push_back(members_[g]);
+      plan.row_length.push_back(row_len_[g]);
       for (int s : succs[g]) {
         if (--indegree[s] == 0) ready.push({min_pos_[s], s});
       }
@@ -220,6 +296,8 @@ class Fuser {
   std::vector<std::vector<int>> members_;
   std::vector<int> min_pos_, max_pos_;
   std::vector<bool> has_reduce_;
+  std::vector<int64_t> row_len_;     // per group: > 0 for a row group
+  std::vector<int64_t> reduce_len_;  // per group: 0 no reduction, L all row reductions of L, -1 other
   std::vector<uint32_t> stamp_;
   uint32_t generation_ = 0;
 };

@@ -5,6 +5,10 @@
 // kernel node. An elementwise node joins the group of an elementwise producer of one of
 // its operands (looking through reshapes), and a reduce joins the group that produces its
 // input as the group's one reduction, unless that would create a cycle between groups.
+// A reduction over trailing dimensions (rows of at most kBlock elements) also joins the groups
+// of elementwise consumers of its broadcast back over the rows: such a row group computes its
+// reductions inside each block of whole rows (FusedKernel's row kernels), so a softmax or a
+// LayerNorm is one kernel.
 // Groups are then ordered topologically, earliest first. Finally some values are marked
 // for recomputation by their consumers (FusionPlan::recompute).
 #ifndef PCP_KERNELS_CPU_FUSION_H_
@@ -36,6 +40,7 @@ FunctionAnalysis Analyze(const Function& function);
 struct FusionPlan {
   std::vector<std::vector<int>> groups;  // in schedule order; members in program order
   std::vector<int> group_of;             // per instruction: index into groups, or -1
+  std::vector<int64_t> row_length;       // per group: > 0 for a row group (its rows' length)
   // Per value: computed in its group but needed outside only by elementwise consumers in
   // other groups, which recompute it (and the chain of ops in its group it needs) from that
   // chain's inputs instead of loading it: a stored value less. Typical case: the backward

@@ -55,6 +55,7 @@ class Lowerer {
       access_[f_.params[i]] = Access{id, Layout::Contiguous(t.shape)};
     }
     for (const std::vector<int>& group : plan_.groups) {
+      if (group.size() == 1 && std::count(bias_adds_.begin(), bias_adds_.end(), group.front()) > 0) continue;
       const Instruction& first = f_.instructions[group.front()];
       if (group.size() > 1 || IsElementwise(first.op) || first.op == Op::kReduce) {
         PCP_RETURN_IF_ERROR(LowerFused(group));
@@ -200,6 +201,7 @@ class Lowerer {
 
   absl::Status LowerFused(const std::vector<int>& members) {
     const int g = plan_.group_of[members.front()];
+    const int64_t row = plan_.row_length[g];
     std::map<int, int32_t> reg_of;  // value computed in this kernel -> register
     std::vector<FusedLoad> loads;
     std::vector<FusedOp> ops;
@@ -210,6 +212,14 @@ class Lowerer {
     // An operand: a register of this kernel, another group's value recomputed here (see
     // FusionPlan::recompute; it was not stored), or a load.
     RegFn operand_reg = [&](ValueId o) -> absl::StatusOr<int32_t> {
+      // In a row group, the broadcast of a row reduction over its rows is its register.
+      if (const int b = a_.producer[o]; row > 0 && b >= 0 && f_.instructions[b].op == Op::kBroadcastInDim) {
+        const ValueId src = a_.root[f_.instructions[b].operands[0]];
+        const int p = a_.producer[src];
+        if (auto it = reg_of.find(src); it != reg_of.end() && p >= 0 && f_.instructions[p].op == Op::kReduce) {
+          return it->second;
+        }
+      }
       const ValueId r = a_.root[o];
       if (auto it = reg_of.find(r); it != reg_of.end()) return it->second;
       const int p = a_.producer[r];
@@ -236,6 +246,27 @@ class Lowerer {
     int64_t n = 0;
     for (int m : members) {
       const Instruction& inst = f_.instructions[m];
+      if (inst.op == Op::kReduce && row > 0) {
+        // A row reduction inside the block; its result stored one value per row.
+        FusedOp op;
+        op.instruction = m;
+        op.fn = GetRowReduceFn(inst.attrs.reduce_kind);
+        op.row = row;
+        PCP_ASSIGN_OR_RETURN(op.src[0], operand_reg(inst.operands[0]));
+        PCP_ASSIGN_OR_RETURN(op.src[1], operand_reg(inst.operands[1]));
+        op.dst = num_regs++;
+        reg_of[inst.result] = op.dst;
+        ops.push_back(op);
+        names.push_back(Describe(m));
+        const TensorType& out = f_.type(inst.result);
+        n = f_.type(inst.operands[0]).num_elements();
+        if (UsedOutside(inst.result, g)) {
+          const int st = NewArena(out.dtype, out.num_elements(), ValueName(inst.result));
+          stores.push_back(FusedStore{op.dst, st, SizeOf(out.dtype), row});
+          access_[inst.result] = Access{st, Layout::Contiguous(out.shape)};
+        }
+        continue;
+      }
       if (inst.op == Op::kReduce) {
         ReduceRoot r;
         PCP_ASSIGN_OR_RETURN(r.reg, operand_reg(inst.operands[0]));
@@ -289,10 +320,11 @@ class Lowerer {
       if (needed[l.reg]) live_loads.push_back(std::move(l));
     }
     loads = std::move(live_loads);
-    std::string description = absl::StrCat("fused n=", n, " [", absl::StrJoin(names, " "), "] ops ", ops.size(),
-                                           " loads ", loads.size(), " stores ", stores.size());
+    std::string description = absl::StrCat("fused n=", n, row > 0 ? absl::StrCat(" rows of ", row) : "", " [",
+                                           absl::StrJoin(names, " "), "] ops ", ops.size(), " loads ", loads.size(),
+                                           " stores ", stores.size());
     Emit(std::make_unique<FusedKernel>(n, std::move(loads), std::move(ops), std::move(stores), std::move(reduce),
-                                       num_regs, std::move(description)));
+                                       num_regs, std::move(description), row));
     return absl::OkStatus();
   }
 
@@ -318,6 +350,52 @@ class Lowerer {
     return user.result;
   }
 
+  // A product whose only use is a kernel of its own adding a row vector to it (a linear
+  // layer's bias, when nothing elementwise follows to fuse the add into): (add instruction,
+  // the other operand).
+  std::optional<std::pair<int, ValueId>> SoleBiasAdd(ValueId v) const {
+    if (a_.root_is_result[v] || a_.root_users[v].size() != 1) return std::nullopt;
+    const int u = a_.root_users[v][0];
+    const Instruction& add = f_.instructions[u];
+    if (add.op != Op::kAdd || f_.type(add.result).dtype != DType::kF32 || plan_.recompute[add.result]) {
+      return std::nullopt;
+    }
+    const int g = plan_.group_of[u];
+    if (g < 0 || plan_.groups[g].size() != 1) return std::nullopt;
+    const bool first = a_.root[add.operands[0]] == v, second = a_.root[add.operands[1]] == v;
+    if (first == second) return std::nullopt;
+    // The bias must already be computed: a parameter or constant, or a kernel's stored output.
+    const ValueId bias = add.operands[first ? 1 : 0];
+    const int node = a_.node[bias];
+    if (node >= 0 && !access_[f_.instructions[node].result]) return std::nullopt;
+    return std::make_pair(u, bias);
+  }
+
+  // Lowers dot_general instruction i with the bias add `u` (see SoleBiasAdd) done by the dot
+  // kernel, into storage `out`; false (and nothing emitted but maybe a copy of the bias) if the
+  // bias is not a row vector repeated over the product's rows.
+  absl::StatusOr<bool> LowerDotWithBias(int i, int u, ValueId bias_value, Access lhs, Access rhs, int out,
+                                        const std::string& description) {
+    const Instruction& inst = f_.instructions[i];
+    const Instruction& add = f_.instructions[u];
+    const TensorType& t = f_.type(add.result);
+    PCP_ASSIGN_OR_RETURN(Access bias, GetAccess(bias_value));
+    const Layout row = Simplify(bias.layout);
+    auto k = std::make_unique<DotKernel>(lhs, rhs, inst.attrs.dot, Layout::Contiguous(f_.type(inst.result).shape), out,
+                                         description + " + bias");
+    const int64_t n = t.shape.empty() ? 1 : t.shape.back();
+    const bool repeated_row = (row.shape == Shape{t.num_elements() / std::max<int64_t>(n, 1), n} &&
+                               row.strides == std::vector<int64_t>{0, 1}) ||
+                              (row.shape == Shape{t.num_elements()} && row.strides == std::vector<int64_t>{1});
+    if (!k->CanAddBias() || !repeated_row || row.shape.back() != k->n()) return false;
+    k->AddBias(bias.storage, row.offset);
+    AddPacking(*k, ValueName(inst.result));
+    Emit(std::move(k));
+    access_[add.result] = Access{out, Layout::Contiguous(t.shape)};
+    bias_adds_.push_back(u);
+    return true;
+  }
+
   absl::Status LowerSingle(int i) {
     const Instruction& inst = f_.instructions[i];
     const TensorType& t = f_.type(inst.result);
@@ -330,6 +408,11 @@ class Lowerer {
         const std::string description =
             absl::StrCat("dot ", f_.type(inst.operands[0]).ToString(), " ", lhs.layout.ToString(), " x ",
                          f_.type(inst.operands[1]).ToString(), " ", rhs.layout.ToString());
+        if (std::optional<std::pair<int, ValueId>> bias_add = SoleBiasAdd(inst.result)) {
+          PCP_ASSIGN_OR_RETURN(bool done,
+                               LowerDotWithBias(i, bias_add->first, bias_add->second, lhs, rhs, out, description));
+          if (done) return absl::OkStatus();
+        }
         // A product used only by one transpose is written in the transposed order, so that
         // the transpose (e.g. attention heads back to [B, T, H, D]) becomes free.
         if (std::optional<ValueId> tr = SoleTranspose(inst.result)) {
@@ -479,6 +562,7 @@ class Lowerer {
   Program p_;
   std::vector<std::optional<Access>> access_;
   std::vector<std::unique_ptr<Kernel>> kernels_, front_;
+  std::vector<int> bias_adds_;  // add instructions done by their product's kernel
 };
 
 }  // namespace

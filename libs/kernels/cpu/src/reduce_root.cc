@@ -63,7 +63,23 @@ struct Reducer {
   }
 };
 
+template <ReduceKind K>
+void RowReduceLoop(const FusedOp& op, void* const* regs, int64_t n) {
+  using R = Reducer<float, K>;
+  float* __restrict d = static_cast<float*>(regs[op.dst]);
+  const float* x = static_cast<const float*>(regs[op.src[0]]);
+  const float init = static_cast<const float*>(regs[op.src[1]])[0];
+  for (int64_t r0 = 0; r0 < n; r0 += op.row) {
+    const float v = R::Combine(init, R::Row(x + r0, op.row));
+    std::fill(d + r0, d + r0 + op.row, v);
+  }
+}
+
 }  // namespace
+
+ElementwiseFn GetRowReduceFn(ReduceKind kind) {
+  return kind == ReduceKind::kSum ? &RowReduceLoop<ReduceKind::kSum> : &RowReduceLoop<ReduceKind::kMax>;
+}
 
 void FusedKernel::PlanReduce() {
   const ReduceRoot& red = *reduce_;
@@ -229,7 +245,7 @@ void FusedKernel::RunReduceT(const KernelContext& ctx) {
     } else if (p.rows_per_block > 0) {
       const int64_t k = p.rows_per_block;
       const int64_t blocks = (p.a + k - 1) / k;
-      const int64_t units = parallel ? std::min<int64_t>(blocks, 4 * threads) : 1;
+      const int64_t units = parallel ? std::min<int64_t>(blocks, kUnitsPerThread * threads) : 1;
       for_units(units, [&](int64_t unit, int thread) {
         void** regs = SetUpThread(ctx, thread);
         for (int64_t b = blocks * unit / units; b < blocks * (unit + 1) / units; ++b) {
@@ -240,7 +256,7 @@ void FusedKernel::RunReduceT(const KernelContext& ctx) {
         }
       });
     } else {
-      const int64_t units = parallel ? std::min<int64_t>(p.a, 4 * threads) : 1;
+      const int64_t units = parallel ? std::min<int64_t>(p.a, kUnitsPerThread * threads) : 1;
       for_units(units, [&](int64_t unit, int thread) {
         void** regs = SetUpThread(ctx, thread);
         for (int64_t ai = p.a * unit / units; ai < p.a * (unit + 1) / units; ++ai) {
@@ -289,12 +305,11 @@ void FusedKernel::RunReduceT(const KernelContext& ctx) {
     }
   });
   if (nrc > 1) {
+    // The same order of combination per output as init, chunk 0, chunk 1, ..., but with the
+    // outputs innermost: contiguous, vectorised loops instead of a strided walk per output.
     const int64_t outputs = p.a * p.c;
-    for (int64_t i = 0; i < outputs; ++i) {
-      T v = init;
-      for (int64_t rc = 0; rc < nrc; ++rc) v = R::Combine(v, partials[rc * outputs + i]);
-      out[i] = v;
-    }
+    std::fill(out, out + outputs, init);
+    for (int64_t rc = 0; rc < nrc; ++rc) R::Accumulate(out, partials + rc * outputs, outputs);
   }
 }
 

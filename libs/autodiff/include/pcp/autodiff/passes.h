@@ -27,6 +27,9 @@ absl::Status EliminateCommonSubexpressions(Function& function);
 // constants, literal or broadcast; identity transpose/reshape/broadcast_in_dim; convert to the
 // same dtype). Iota and broadcast_in_dim stay as they are (their values still feed folding);
 // a folded result that is one repeated value becomes scalar constant + broadcast_in_dim.
+// Also add(concatenate(a...), concatenate(b...)) where, at every position, one side is a splat
+// -0.0 (or integer 0), or both are +0.0, becomes one concatenate of the other side's pieces
+// (the slice VJP pads with -0.0, so summed gradients of slices of one value merge this way).
 absl::Status FoldConstants(Function& function, int64_t max_elements = 1 << 16);
 // Renumbers values densely in definition order (after passes that remove instructions).
 void CompactValues(Function& function);
