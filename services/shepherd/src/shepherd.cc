@@ -177,15 +177,13 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  // What gRPC may hold received but unread is bounded by the window each stream announces:
-  // the stated transport budget shared by the expected number of worker streams.
+  // The window each stream announces: the stated transport budget shared by the expected
+  // number of worker streams (what gRPC 1.51 does with it: pcp/rpc/channel_options.h).
   const int window = c.ReceiveWindowBytes();
   ApplyStreamServerOptions(&builder, window);
-  spdlog::info("transport: {} receive window per stream (transport_receive_bytes {} / transport_workers {}{}); "
-               "up to {} workers buffer at most {}, each capped at {}/s at 100 ms RTT",
+  spdlog::info("transport: {} receive window per stream (transport_receive_bytes {} / transport_workers {}{})",
                FormatBytes(window), FormatBytes(c.transport_receive_bytes), c.transport_workers,
-               int64_t{window} * c.transport_workers > c.transport_receive_bytes ? ", raised to the 64 KiB floor" : "",
-               c.transport_workers, FormatBytes(int64_t{window} * c.transport_workers), FormatBytes(window * 10));
+               int64_t{window} * c.transport_workers > c.transport_receive_bytes ? ", raised to the 64 KiB floor" : "");
   // gRPC's own memory (connections, buffers, pending messages) is bounded: past the quota it
   // refuses new streams rather than growing; and one connection opens at most so many streams.
   grpc::ResourceQuota quota("pcp-shepherd");

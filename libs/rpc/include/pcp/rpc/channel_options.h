@@ -9,22 +9,27 @@
 //   auto channel = grpc::CreateCustomChannel(target, credentials, args);
 //
 // What they set, and why:
-// - A fixed HTTP/2 flow-control window per stream (BDP probing off). The window is what the
-//   *receiver* announces (gRPC sends GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES as the
-//   SETTINGS_INITIAL_WINDOW_SIZE of every connection it accepts or opens), and it bounds
-//   what one stream may hold received but not yet read by the application: the peer's own
-//   settings do not matter for that. With BDP probing off, gRPC 1.51 neither grows nor
-//   shrinks it (its memory-pressure logic only adjusts the BDP-probed target), so the
-//   receiver's buffered bytes are at most streams × window, plus the one message the
-//   application is reading (gRPC always lets a requested message complete).
-//   - Channels (a worker receiving θ) use kStreamWindowBytes, 16 MiB: a megabyte chunk
-//     never waits for a WINDOW_UPDATE round trip. Measured on loopback
-//     (bench/rpc_stream_bench.cc) 10–25% more throughput and less CPU than the default
-//     window with BDP probing. 16 MiB covers 1 Gbit/s at 130 ms RTT.
-//   - Servers take the window as an argument: the shepherd derives it from a stated
-//     memory budget shared by its expected number of streams (StreamWindowForBudget; the
-//     keys transport_receive_bytes and transport_workers, README "Admission and limits").
-//     A window W caps one stream at W / RTT (e.g. 512 KiB at 100 ms: 5.2 MB/s).
+// - A fixed HTTP/2 flow-control window per stream (BDP probing off). gRPC sends
+//   GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES as the SETTINGS_INITIAL_WINDOW_SIZE of every
+//   connection it accepts or opens (channel_options_test reads it off the wire): the window
+//   the *receiver* announces, so the peer's own settings do not matter for what a receiver
+//   buffers.
+//   - Channels (a worker receiving θ) use kStreamWindowBytes, 16 MiB. Servers take the
+//     window as an argument: the shepherd derives it from a stated budget shared by its
+//     expected workers (StreamWindowForBudget; keys transport_receive_bytes and
+//     transport_workers, README "Admission and limits").
+//   - What gRPC 1.51 does with it, measured (bench/window_rtt_bench.cc, loadgen grid in
+//     bench/results/loadgen_after.md "Transport budget"): with BDP probing off, a stream
+//     receives about one message + 64 KiB per round trip whatever the stream window, as if
+//     the *connection* window stayed at HTTP/2's 64 KiB plus the rest of the message the
+//     application is reading (gRPC always lets a requested message complete):
+//     15.7–19.0 MB/s with 1 MiB messages at 50 ms RTT for windows of 64 KiB to 16 MiB
+//     (4.8–5.1 MB/s with 256 KiB messages). The receiver's memory per stream follows the
+//     message size too (2.7–3.8 × the chunk at the shepherd), not the window. With BDP
+//     probing on, the window is only a starting point (BDP and memory pressure move it):
+//     119–122 MB/s on the same 1 Gbit/s link with windows of 4–16 MiB. On loopback the
+//     fixed window measured 10–25% more throughput and less CPU than BDP probing
+//     (bench/rpc_stream_bench.cc).
 // - gRPC's default 4 MiB receive limit, stated explicitly: chunk messages stay at about
 //   1 MiB (kMaxChunkMessageBytes), so a bigger message is a peer's mistake.
 // - Servers: no port sharing. gRPC sets SO_REUSEPORT by default, so a second server on a

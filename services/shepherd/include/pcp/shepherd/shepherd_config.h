@@ -35,13 +35,14 @@
 //   max_watch_queue: 256           events queued for one slow watcher before it is dropped
 //   max_streams_per_connection: 100  HTTP/2 streams one connection may open at once
 //   grpc_memory_bytes: 1 GiB       gRPC's own buffers (grpc::ResourceQuota)
-//   transport_receive_bytes: 256 MiB  stated bound on what gRPC holds received from workers
-//                                  but not yet read (<= grpc_memory_bytes) ...
-//   transport_workers: 64          ... shared by this many worker streams: each stream's
-//                                  HTTP/2 receive window is ReceiveWindowBytes() =
+//   transport_receive_bytes: 256 MiB  receive budget for what the workers' streams may have
+//                                  in flight to the shepherd (<= grpc_memory_bytes) ...
+//   transport_workers: 64          ... shared by this many streams: each stream's announced
+//                                  HTTP/2 window is ReceiveWindowBytes() =
 //                                  transport_receive_bytes / transport_workers clamped to
-//                                  [64 KiB, 16 MiB] (pcp/rpc/channel_options.h); window / RTT
-//                                  caps one worker's upload rate
+//                                  [64 KiB, 16 MiB]. gRPC 1.51 with BDP probing off receives
+//                                  about one message + 64 KiB per stream per RTT whatever the
+//                                  window (measured; pcp/rpc/channel_options.h)
 //   forget_supervisors_after_s: 86400  a supervisor gone this long leaves ListWorkers
 // Errors are one line "FILE:LINE:COL: key: problem", as for job files (one parser:
 // pcp/config/yaml_fields.h), also for checks across keys (heartbeat_timeout_ms > interval).
