@@ -20,9 +20,11 @@
 //     transport_workers, README "Admission and limits").
 //   - What gRPC 1.51 does with it, measured (bench/window_rtt_bench.cc, loadgen grid in
 //     bench/results/loadgen_after.md "Transport budget"): with BDP probing off, a stream
-//     receives about one message + 64 KiB per round trip whatever the stream window, as if
-//     the *connection* window stayed at HTTP/2's 64 KiB plus the rest of the message the
-//     application is reading (gRPC always lets a requested message complete):
+//     receives about one message + 64 KiB per round trip whatever the stream window: the
+//     *connection* window stays at HTTP/2's 64 KiB plus the rest of the message the
+//     application is reading (gRPC always lets a requested message complete), and 1.51 has
+//     no argument for it (GRPC_TRACE=http shows the sender "stalled by transport" with
+//     t_win=0 while s_win is 16 MiB):
 //     15.7–19.0 MB/s with 1 MiB messages at 50 ms RTT for windows of 64 KiB to 16 MiB
 //     (4.8–5.1 MB/s with 256 KiB messages). The receiver's memory per stream follows the
 //     message size too (2.7–3.8 × the chunk at the shepherd), not the window. With BDP
