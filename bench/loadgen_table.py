@@ -9,6 +9,7 @@ each (M, |theta|) of a grid, and one summary line per cell:
   scripts/chaos.py's Cluster), writes random u16 token data (train.bin / val.bin, tokens below
   the model's vocabulary) and submits a GPT job of that size with workers = min_workers = M,
   tau = --tau inner steps, --rounds rounds, evaluation and checkpoints only at the end
+  (--checkpoint-every N: a checkpoint every N rounds, for the idle-hub measurement)
   (eval_iters 1, batch 1), then runs pcp-loadgen with --compute_s of simulated compute.
 - Sizes (GPT, no bias, lm_head tied, block 64):
     1M   = n_layer 4,  n_embd 128, n_head 4,  vocab 2048   (1,057,920 parameters)
@@ -28,6 +29,11 @@ each (M, |theta|) of a grid, and one summary line per cell:
 - egress / ingress: the shepherd's theta out (= loadgen bytes in) and delta in (= loadgen bytes
   out) per second of the round (median over rounds).
 
+Streaming DiLoCo (--fragments P > 1): the jobs get diloco.streaming {fragments: P,
+overlap_steps: --overlap-steps} with inner_steps = tau x P, so every round is still tau steps
+and syncs one fragment (|theta| / P values each way per worker); the simulated workers get the
+next round's StartRound ahead and send each fragment delta while the next round computes.
+
 Cells whose estimated shepherd memory (shepherd_estimate: the measured peaks),
 passes --memory-limit-gib (default: 60 % of this machine's memory, which others share) are
 skipped with the reason printed, and pcp-loadgen stops a run whose shepherd RSS passes the
@@ -36,6 +42,7 @@ same limit.
   bench/loadgen_table.py                                  # the whole grid
   bench/loadgen_table.py --workers 32 --params 10M        # one cell
   bench/loadgen_table.py --workers 8,32 --params 1M,10M --compute-s 2 --json table.json
+  bench/loadgen_table.py --workers 32 --params 10M --fragments 4 --aggregation streaming
 
 Loopback only; every process is started and stopped by PID.
 """
@@ -106,13 +113,20 @@ def write_tokens(path, n, vocab, rng):
 
 def job_yaml(m, size, args, data_dir):
     n_layer, c, h, v = SIZES[size]
+    streaming = ""
+    inner_steps = args.tau
+    if args.fragments > 1:
+        # Each round is tau steps and syncs one fragment: H = tau x P.
+        inner_steps = args.tau * args.fragments
+        streaming = f",\n         streaming: {{fragments: {args.fragments}, overlap_steps: {args.overlap_steps}}}"
     return (f"name: loadgen_{m}x{size}\n"
             f"model: {{vocab_size: {v}, block_size: {BLOCK}, n_layer: {n_layer}, n_head: {h}, n_embd: {c}}}\n"
             f"data: {{path: {os.path.join(data_dir, 'train.bin')}, format: bin}}\n"
             "optimizer: {lr: 1.0e-3, min_lr: 1.0e-4, warmup_iters: 0}\n"
             f"training: {{max_iters: {args.rounds * args.tau}, batch_size: 1, eval_iters: 1, seed: 1337}}\n"
-            f"diloco: {{workers: {m}, min_workers: {m}, inner_steps: {args.tau}, rounds: {args.rounds},\n"
-            f"         checkpoint_every: 1000000, eval_every: 1000000, round_deadline_s: 600, aggregation: {args.aggregation}}}\n")
+            f"diloco: {{workers: {m}, min_workers: {m}, inner_steps: {inner_steps}, rounds: {args.rounds},\n"
+            f"         checkpoint_every: {args.checkpoint_every}, eval_every: 1000000, round_deadline_s: 600, aggregation: {args.aggregation}"
+            f"{streaming}}}\n")
 
 
 def median_max(values):
@@ -206,7 +220,8 @@ def fmt(v, spec):
 def print_table(cells, args, limit):
     print()
     print(f"# bench/loadgen_table.py: compute {args.compute_s} s/round, tau {args.tau}, {args.rounds} rounds per cell, "
-          f"memory limit {limit / (1 << 30):.1f} GiB, nproc {os.cpu_count()}")
+          f"memory limit {limit / (1 << 30):.1f} GiB, nproc {os.cpu_count()}, aggregation {args.aggregation}"
+          + (f", streaming DiLoCo: {args.fragments} fragments, overlap {args.overlap_steps} steps" if args.fragments > 1 else ""))
     print("# overhead: loadgen side, last delta sent -> first theta chunk of the next round; "
           "egress = shepherd theta out, ingress = delta in")
     head = (f"{'M':>4} {'|theta|':>7} {'overhead med/max s':>19} {'outer ms':>9} {'peak RSS MiB':>12} "
@@ -234,8 +249,14 @@ def main():
     ap.add_argument("--memory-limit-gib", type=float, default=0,
                     help="skip cells over this estimate, stop runs over it (default: 60%% of this machine)")
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--checkpoint-every", type=int, default=1000000,
+                    help="the job's diloco.checkpoint_every (default: only the final checkpoint)")
     ap.add_argument("--aggregation", default="auto", choices=["auto", "streaming", "buffered"],
                     help="the jobs' diloco.aggregation (auto: streaming once the deltas pass 256 MiB)")
+    ap.add_argument("--fragments", type=int, default=1,
+                    help="Streaming DiLoCo: P fragments, one synced per round (1 = plain DiLoCo)")
+    ap.add_argument("--overlap-steps", type=int, default=0,
+                    help="Streaming DiLoCo: diloco.streaming.overlap_steps (below --tau)")
     ap.add_argument("--shepherd-log-level", default="warn")
     ap.add_argument("--shepherd-arg", action="append", default=[],
                     help="another pcp-shepherd flag for every cell (repeatable), e.g. --shepherd-arg=--config=shepherd.yaml")
@@ -252,6 +273,8 @@ def main():
         sys.exit(f"loadgen_table: --workers: not a list of numbers: {args.workers!r}")
     if any(m < 1 for m in ms) or args.rounds < 2 or args.tau < 1:
         sys.exit("loadgen_table: --workers must be >= 1, --rounds >= 2, --tau >= 1")
+    if args.fragments < 1 or args.overlap_steps < 0 or (args.fragments > 1 and args.overlap_steps >= args.tau):
+        sys.exit("loadgen_table: --fragments must be >= 1 and --overlap-steps in [0, --tau)")
     loadgen = os.path.join(os.path.abspath(args.build_dir), "tools/pcp-loadgen/pcp-loadgen")
     if not os.access(loadgen, os.X_OK):
         sys.exit(f"loadgen_table: missing {loadgen}: build it first (cmake --build build --target pcp-loadgen)")
@@ -267,6 +290,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"compute_s": args.compute_s, "rounds": args.rounds, "tau": args.tau,
+                       "fragments": args.fragments, "overlap_steps": args.overlap_steps, "aggregation": args.aggregation,
                        "memory_limit_bytes": limit, "nproc": os.cpu_count(), "cells": cells}, f, indent=1)
 
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "pcp/diloco/screening.h"  // SumOfSquares
 
 namespace pcp::diloco {
 
@@ -37,8 +38,7 @@ absl::Status DeltaSum::Contribution::Add(size_t tensor, int64_t offset, absl::Sp
   }
   std::shared_lock<std::shared_mutex> open(sum_->close_mu_);
   if (sum_->closed_) return absl::FailedPreconditionError("the round's sum is closed");
-  double squares = 0;
-  for (const float v : values) squares += static_cast<double>(v) * static_cast<double>(v);
+  const double squares = SumOfSquares(values);
   const double total = sum_squares_ + squares;
   // (A NaN or inf anywhere makes `squares` NaN or inf, which fails both comparisons' negation.)
   // (A declaration below 0 or NaN allows nothing.)

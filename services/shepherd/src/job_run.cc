@@ -557,12 +557,16 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
     constexpr const char* kTainted = "a streamed Δ broke its header after some of its chunks were summed";
     if (!streaming()) return RollBack(r, kTainted);
     if (std::optional<Outcome> o = CountRollBack(r, kTainted)) return *o;
+    round.skipped = true;  // (counted once: the next check is for rounds whose Δs were all refused)
     used_slots.clear();
-  }
-  if (used_slots.empty()) {
+    ids.clear();
+  } else if (used_slots.empty()) {
     if (!streaming()) return RollBack(r, "every Δ of the round was refused");
     if (std::optional<Outcome> o = CountRollBack(r, "every Δ of the round was refused")) return *o;
+    round.skipped = true;
   }
+  // The outer step modifies the momentum in place: a checkpoint still writing it goes first.
+  CollectCheckpoint();
   const auto outer_start = Clock::now();
   // θ's tensors are shared with chunk streams still being written: the outer step replaces
   // them in `next`, never writes into them.
@@ -581,6 +585,9 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
     if (!*stepped) {
       if (std::optional<Outcome> o = CountRollBack(r, kNotFinite)) return *o;
       next = theta_;
+      round.skipped = true;
+      used_slots.clear();
+      ids.clear();
     } else {
       rollbacks_in_a_row_ = 0;
     }
@@ -595,7 +602,12 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   theta_chunks_.reset();  // chunked again when first sent
   round_sums_.erase(round_sums_.begin(), round_sums_.upper_bound(r));
   screen_->EndRound(accepted_norms);  // (before SendFragment: round r + 1's sum takes the new history)
-  if (streaming()) SendFragment(r);
+  if (streaming()) {
+    SendFragment(r);
+    // A skipped round is not redone: every worker that delivered has trained on past it (sent
+    // the next round ahead), so its slot's data stream moves on whether its Δ was used or not.
+    for (const auto& [slot, res] : round.results) state_.slots[slot].sampler_cursor = res.result.sampler_cursor();
+  }
   for (int slot : used_slots) {
     state_.slots[slot].sampler_cursor = round.results[slot].result.sampler_cursor();
     ++state_.slots[slot].rounds_done;
@@ -649,15 +661,14 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
                job_.id, r, total_rounds(), workers, absl::StrJoin(ids, ", "), *state_.train_loss,
                progress_.tokens_per_second(), round_s, FormatDuration(progress_.eta_s()));
   Publish(last);
-  if (c.diloco.checkpoint_every > 0 && (r % static_cast<uint64_t>(c.diloco.checkpoint_every) == 0 || last)) {
-    absl::Status s = WriteCheckpoint();
-    if (!s.ok()) {
-      if (last) return Fail(absl::StrCat("writing the final checkpoint: ", s.message()));
-      spdlog::error("job {}: checkpoint of round {} failed (training goes on): {}", job_.id, r, s.message());
+  if (last) {
+    // The job completes with its final checkpoint on disk.
+    if (absl::Status s = WriteCheckpoint(/*wait=*/true); !s.ok()) {
+      return Fail(absl::StrCat("writing the final checkpoint: ", s.message()));
     }
-  } else if (last) {
-    absl::Status s = WriteCheckpoint();
-    if (!s.ok()) return Fail(absl::StrCat("writing the final checkpoint: ", s.message()));
+  } else if (c.diloco.checkpoint_every > 0 && r % static_cast<uint64_t>(c.diloco.checkpoint_every) == 0) {
+    // Written while the next round runs; a failure is logged when it is collected.
+    WriteCheckpoint(/*wait=*/false).IgnoreError();
   }
   ctx_.jobs->ReportProgress(job_.id, progress_);
   if (!last) return Advance(Clock::now());  // the next round starts at once if everyone is ready
@@ -711,35 +722,6 @@ bool JobRun::ApplyEval(const EvalRunner::Result& r) {
   return true;
 }
 
-absl::Status JobRun::WriteCheckpoint() {
-  const JobConfig& c = prepared_->config;
-  SafetensorsMetadata meta = {
-      {"pcp.model", ModelSourceJson(c.model)},
-      {"pcp.job", ToYaml(c)},
-      {"pcp.job_id", job_.id},
-      {"pcp.iter", absl::StrCat(c.diloco.FirstStep(state_.round + 1))},
-  };
-  if (state_.train_loss) meta.push_back({"pcp.train_loss", absl::StrFormat("%.6f", *state_.train_loss)});
-  if (state_.val_loss) meta.push_back({"pcp.val_loss", absl::StrFormat("%.6f", *state_.val_loss)});
-  if (prepared_->data.tokenizer().has_value()) meta.push_back({"pcp.tokenizer", prepared_->data.tokenizer()->Serialize()});
-  state_.screen_medians.assign(screen_->history().begin(), screen_->history().end());
-  DilocoCheckpoint ckpt{.state = state_, .params = theta_, .momentum = Momentum()};
-  const auto t0 = Clock::now();
-  PCP_ASSIGN_OR_RETURN(std::string path, WriteDilocoCheckpoint(job_.dir, prepared_->param_names, ckpt, std::move(meta)));
-  metrics::Get(metrics::kShepherdCheckpointDurationSeconds).Observe(Seconds(Clock::now() - t0));
-  metrics::Get(metrics::kShepherdCheckpointLastSuccessTimestampSeconds)
-      .Set(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
-  checkpoint_round_ = state_.round;
-  ctx_.jobs->ReportCheckpoint(job_.id, state_.round, path);
-  spdlog::info("job {}: checkpoint of round {} written: {}", job_.id, state_.round, path);
-  return absl::OkStatus();
-}
-
-absl::Status JobRun::CheckpointIfBehind() {
-  if (state_.round == checkpoint_round_ || !failure_.empty()) return absl::OkStatus();
-  return WriteCheckpoint();
-}
-
 void JobRun::Release(const std::string& reason) {
   for (auto& [key, m] : members_) {
     if (round_.has_value()) m.session->AbandonRound(round_->number);
@@ -764,6 +746,7 @@ void JobRun::Publish(bool final) {
 }
 
 JobRun::Outcome JobRun::Fail(const std::string& why) {
+  CollectCheckpoint();  // a checkpoint being written is finished and reported first
   failure_ = why;
   spdlog::error("job {} failed: {}", job_.id, why);
   Release(absl::StrCat("job failed: ", why));

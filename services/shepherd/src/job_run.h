@@ -19,7 +19,8 @@
 // job. With diloco.screening.trimmed_mean > 0 the Δs are combined by a coordinate-wise
 // trimmed mean instead of the average. Val loss every eval_every rounds (estimated in
 // the background while the next round runs, and before the job ends), checkpoints every
-// checkpoint_every rounds and at the end. Each closed round's RoundRecord goes to the job's
+// checkpoint_every rounds (written in the background too, checkpoint_writer.h; the next outer
+// step waits for it) and at the end (before the job completes). Each closed round's RoundRecord goes to the job's
 // history (JobManager::RecordRound; its val loss later, RecordValLoss); a resumed job first
 // drops the records of the rounds after its checkpoint (they run again).
 //
@@ -32,7 +33,9 @@
 // StartRound one round ahead, so they train on while the fragment's Δs come in and the outer
 // step is applied; the fragment's new values (or encoded update) go to them as the round
 // closes, and they merge it overlap_steps steps into the next round. A streaming round that
-// would be rolled back instead leaves its fragment unchanged (the workers have moved on).
+// would be rolled back is instead skipped (the workers have moved on): counted once as a
+// rollback, its fragment and momentum unchanged (the fragment's values go out again), no
+// participants in its record, and the data streams of the workers that delivered move on.
 //
 // (job_run_screening.cc holds the refusal bookkeeping and rollbacks; job_run_streaming.cc
 // the streaming parts; job_run_updates.cc the encoded θ updates and chunked lists;
@@ -59,6 +62,7 @@
 #include "pcp/shepherd/job_program.h"
 #include "pcp/shepherd/outer_optimizer.h"
 #include "pcp/shepherd/shepherd_config.h"
+#include "checkpoint_writer.h"
 #include "eval_runner.h"
 #include "round_sum.h"
 #include "pcp/training/progress.h"
@@ -153,6 +157,7 @@ class JobRun {
     int64_t start_unix_ms = 0;
     std::set<std::string> sent_to;                          // supervisor ids
     std::vector<std::pair<std::string, std::string>> refused_ids;  // rejected Δs: supervisor id, reason
+    bool skipped = false;  // streaming: rolled back, so none of its Δs went into θ
   };
 
   JobRun(RunnableJob job, RunContext context) : job_(std::move(job)), ctx_(context) {}
@@ -229,7 +234,8 @@ class JobRun {
   // a row.
   Outcome RollBack(uint64_t round, const std::string& why);
   // RollBack's bookkeeping (log, event, progress); the job's failure at max_rollbacks in a row.
-  // A streaming round is not redone (its workers have moved on): its fragment stays unchanged.
+  // A streaming round is not redone (its workers have moved on): its fragment stays unchanged
+  // and the caller closes it as skipped (Round::skipped).
   std::optional<Outcome> CountRollBack(uint64_t round, const std::string& why);
   // Slots whose owner is not quarantined: a round with that many ready workers starts at once.
   size_t ActiveSlots() const;
@@ -240,7 +246,14 @@ class JobRun {
                            double bytes_up) const;
   // Takes a finished validation estimate into the job's progress; false if it failed.
   bool ApplyEval(const EvalRunner::Result& result);
-  absl::Status WriteCheckpoint();
+  // Writes a checkpoint of the current round on the checkpoint writer's thread; with `wait`,
+  // returns when it is on disk (its error, if any), else at once.
+  absl::Status WriteCheckpoint(bool wait);
+  // Reports a finished write (metrics, job record, log) or returns its error.
+  absl::Status CheckpointWritten(const CheckpointWriter::Written& w);
+  void LogCheckpointFailure(const absl::Status& s);
+  // Waits for a write in flight and reports it (a failure is logged: training goes on).
+  void CollectCheckpoint();
   void Publish(bool final);
   Outcome Fail(const std::string& why);
   uint64_t total_rounds() const { return static_cast<uint64_t>(prepared_->config.diloco.rounds); }
@@ -277,7 +290,7 @@ class JobRun {
   int64_t rollbacks_in_a_row_ = 0;
   diloco::RoundTimeEstimate round_time_;  // per-worker round times, for late joins
   RunState state_;
-  uint64_t checkpoint_round_ = 0;
+  uint64_t checkpoint_round_ = 0;  // the latest checkpoint known to be on disk
   std::unique_ptr<EvalRunner> eval_;
   std::map<WorkerSession*, Member> members_;
   std::map<int, ShardPlan> shards_;
@@ -292,6 +305,8 @@ class JobRun {
   v1::JobProgress progress_;
   std::shared_ptr<const ParamsSnapshot> snapshot_;
   std::string failure_;
+  // Last: destroyed first, it finishes a write in flight while the rest is intact.
+  CheckpointWriter checkpoint_writer_;
 };
 
 }  // namespace pcp::shepherd

@@ -19,13 +19,15 @@ v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double rou
     w->set_reason(reason);
     refused.insert(id);
   }
-  std::set<std::string> participants;
+  // A skipped round (Streaming DiLoCo, rolled back) has none: no Δ of it went into θ.
+  std::set<std::string> participants, delivered;
   for (const auto& [slot, res] : round.results) {
-    if (refused.count(res.supervisor_id) == 0) participants.insert(res.supervisor_id);
+    delivered.insert(res.supervisor_id);
+    if (refused.count(res.supervisor_id) == 0 && !round.skipped) participants.insert(res.supervisor_id);
   }
   for (const std::string& id : participants) rec.add_participants(id);
   for (const std::string& id : round.sent_to) {
-    if (participants.count(id) == 0 && refused.count(id) == 0) rec.add_missing(id);
+    if (delivered.count(id) == 0 && refused.count(id) == 0) rec.add_missing(id);
   }
   rec.set_tokens(tokens);
   rec.set_tokens_total(state_.tokens_processed);

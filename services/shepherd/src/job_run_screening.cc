@@ -81,11 +81,12 @@ std::optional<JobRun::Outcome> JobRun::CountRollBack(uint64_t round, const std::
   event.set_round(round);
   event.set_reason(why);
   ctx_.jobs->ReportScreening(job_.id, event);
+  // Before a failure too: the failed job's progress counts the rollback that failed it.
+  ctx_.jobs->ReportProgress(job_.id, progress_);
   if (rollbacks_in_a_row_ >= limit) {
     return Fail(absl::StrCat(rollbacks_in_a_row_, " rounds in a row rolled back (diloco.screening.max_rollbacks ",
                              limit, "); the last, round ", round, ": ", why));
   }
-  ctx_.jobs->ReportProgress(job_.id, progress_);
   return std::nullopt;
 }
 

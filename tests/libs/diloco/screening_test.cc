@@ -40,6 +40,40 @@ TEST(NormAccumulatorTest, HugeFloatsDoNotOverflowAndNonFiniteIsInfinite) {
   EXPECT_FALSE(inf.finite());
 }
 
+// Every length around the 16 lanes (tail only, lanes only, both) and a long one, against a
+// long double left-to-right sum.
+TEST(SumOfSquaresTest, MatchesLongDoubleSumForEveryLaneSplit) {
+  std::vector<float> v(1000003);
+  uint32_t x = 12345;
+  for (float& f : v) {
+    x = x * 1664525u + 1013904223u;
+    f = (static_cast<float>(x >> 8) / 16777216.0f - 0.5f) * 1e3f;
+  }
+  for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{15}, size_t{16}, size_t{17}, size_t{31}, size_t{32},
+                   size_t{33}, size_t{1000}, v.size()}) {
+    long double want = 0;
+    for (size_t i = 0; i < n; ++i) want += static_cast<long double>(v[i]) * v[i];
+    const double got = SumOfSquares(absl::MakeConstSpan(v.data(), n));
+    EXPECT_NEAR(got, static_cast<double>(want), 1e-13 * static_cast<double>(want)) << "n = " << n;
+  }
+  EXPECT_EQ(SumOfSquares({}), 0.0);
+  EXPECT_DOUBLE_EQ(SumOfSquares(std::vector<float>{3, 4, 12, -84}), 85.0 * 85.0);
+}
+
+// A NaN or inf in any lane or in the tail makes the sum non-finite; 3e38² does not overflow.
+TEST(SumOfSquaresTest, NonFiniteAnywhereAndHugeValues) {
+  for (size_t at : {size_t{0}, size_t{5}, size_t{15}, size_t{16}, size_t{31}, size_t{33}, size_t{34}}) {
+    for (float bad : {std::nanf(""), std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()}) {
+      std::vector<float> v(35, 1.0f);
+      v[at] = bad;
+      EXPECT_FALSE(std::isfinite(SumOfSquares(v))) << "at " << at << ", value " << bad;
+    }
+  }
+  std::vector<float> huge(40, 3e38f);
+  const double h = static_cast<double>(3e38f);
+  EXPECT_NEAR(SumOfSquares(huge), 40 * h * h, 1e-13 * 40 * h * h);
+}
+
 TEST(MedianTest, OddEvenEmpty) {
   EXPECT_FALSE(Median({}).has_value());
   EXPECT_EQ(*Median(std::vector<double>{5}), 5);

@@ -2,6 +2,7 @@
 // backend, device selection, the on-disk SPIR-V cache, backend selection by name ("auto"
 // does not choose a CPU-emulated Vulkan device) and behaviour without any Vulkan driver.
 // Cases that need a device GTEST_SKIP with the reason when there is none.
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -340,21 +341,31 @@ TEST(BackendFactoryTest, VulkanByNameAndAutoPrefersOnlyRealGpus) {
 }
 
 // Without any Vulkan driver: creation fails with Unavailable (so the suites skip) and
-// "auto" falls back to the CPU backend. The loader reads these variables per instance.
+// "auto" falls back to the CPU backend. The loader reads these variables when the instance is
+// made, and a process keeps its one instance once any backend was created, so the check runs
+// in a fresh process: a threadsafe death test re-runs this binary for this test alone.
 TEST(VulkanNoDeviceTest, UnavailableAndAutoFallsBackToCpu) {
-  const char* saved_icd = std::getenv("VK_ICD_FILENAMES");
-  const char* saved_drv = std::getenv("VK_DRIVER_FILES");
-  const std::string icd = saved_icd ? saved_icd : "", drv = saved_drv ? saved_drv : "";
-  setenv("VK_ICD_FILENAMES", "/nonexistent/icd.json", 1);
-  setenv("VK_DRIVER_FILES", "/nonexistent/icd.json", 1);
-  absl::StatusOr<std::unique_ptr<Backend>> vk = CreateVulkanBackend({});
-  absl::StatusOr<std::unique_ptr<Backend>> automatic = CreateBackend("auto", 1);
-  saved_icd ? setenv("VK_ICD_FILENAMES", icd.c_str(), 1) : unsetenv("VK_ICD_FILENAMES");
-  saved_drv ? setenv("VK_DRIVER_FILES", drv.c_str(), 1) : unsetenv("VK_DRIVER_FILES");
-  EXPECT_FALSE(vk.ok());
-  EXPECT_EQ(vk.status().code(), absl::StatusCode::kUnavailable) << vk.status();
-  ASSERT_TRUE(automatic.ok()) << automatic.status();
-  EXPECT_EQ((*automatic)->Name(), "cpu");
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("VK_ICD_FILENAMES", "/nonexistent/icd.json", 1);
+        setenv("VK_DRIVER_FILES", "/nonexistent/icd.json", 1);
+        absl::StatusOr<std::unique_ptr<Backend>> vk = CreateVulkanBackend({});
+        absl::StatusOr<std::unique_ptr<Backend>> automatic = CreateBackend("auto", 1);
+        int failures = 0;
+        if (vk.ok() || vk.status().code() != absl::StatusCode::kUnavailable) {
+          std::fprintf(stderr, "CreateVulkanBackend without a driver: %s\n",
+                       vk.ok() ? "succeeded" : vk.status().ToString().c_str());
+          ++failures;
+        }
+        if (!automatic.ok() || (*automatic)->Name() != "cpu") {
+          std::fprintf(stderr, "auto without a driver: %s\n",
+                       automatic.ok() ? std::string((*automatic)->Name()).c_str() : automatic.status().ToString().c_str());
+          ++failures;
+        }
+        std::exit(failures);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

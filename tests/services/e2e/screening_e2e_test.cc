@@ -189,6 +189,7 @@ TEST(ScreeningTest, RoundsWithEveryDeltaRefusedRollBackAndFailTheJob) {
   EXPECT_TRUE(absl::StrContains(job->reason(), "2 rounds in a row rolled back")) << job->reason();
   EXPECT_TRUE(absl::StrContains(job->reason(), "every Δ of the round was refused")) << job->reason();
   EXPECT_EQ(job->progress().round(), 0u);  // nothing was applied
+  EXPECT_EQ(job->progress().rounds_rolled_back(), 2u);  // the one that failed it included
   ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
 }
 

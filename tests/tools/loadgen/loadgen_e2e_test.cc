@@ -1,6 +1,6 @@
 // pcp-loadgen against a real pcp-shepherd on loopback: 4 simulated workers run a tiny job's
 // rounds to the end, and the report has every round with every worker and its figures; with
-// drops, a stall and a slow sender the rounds still complete.
+// drops, a stall and a slow sender the rounds still complete; the same for Streaming DiLoCo.
 #include <sys/wait.h>
 
 #include "absl/strings/str_cat.h"
@@ -73,16 +73,77 @@ TEST_F(LoadgenE2eTest, FourSimulatedWorkersCompleteTwoRoundsAndTheReportHasEvery
   EXPECT_LT(rounds.array_items()[0].Find("overhead_s")->number_value(), 10.0);
   EXPECT_TRUE(rounds.array_items()[1].Find("overhead_s")->is_null());
 
-  // A streaming DiLoCo job is refused with a message, not simulated wrongly.
-  const std::string streaming =
-      cluster_->WriteJob({.name = "loadgen_streaming", .rounds = 2, .inner_steps = 4, .workers = 2, .min_workers = 2,
-                          .checkpoint_every = 100, .eval_iters = 1, .diloco_yaml = "  streaming: {fragments: 2}\n"});
-  auto [code2, log2] = RunLoadgen("loadgen-streaming", {"--workers=2", absl::StrCat("--job=", streaming),
-                                                        "--compute_s=0.1", "--id_prefix=lg-stream"});
-  EXPECT_EQ(code2, 1) << log2;
-  EXPECT_NE(log2.find("plain DiLoCo only"), std::string::npos) << log2;
 }
 
+// Streaming DiLoCo (P = 4 fragments, τ_o = 1, 2 steps a round) with streaming aggregation:
+// the simulated workers queue the StartRounds sent one round ahead, wait for each fragment
+// overlap_steps into the next round, and send each round's fragment Δ; every round has every
+// worker, each Δ is a quarter of θ, and no replica needed θ again.
+TEST_F(LoadgenE2eTest, StreamingDilocoFragmentsRoundByRoundWithEveryWorker) {
+  const std::string job =
+      cluster_->WriteJob({.name = "loadgen_streaming", .rounds = 8, .inner_steps = 8, .workers = 4, .min_workers = 4,
+                          .checkpoint_every = 100, .eval_iters = 1,
+                          .diloco_yaml = "  streaming: {fragments: 4, overlap_steps: 1}\n  aggregation: streaming\n"});
+  const std::string json_path = dir_->path() + "/streaming.json";
+  auto [code, log] = RunLoadgen("loadgen-streaming", {"--workers=4", absl::StrCat("--job=", job), "--compute_s=0.2",
+                                                      "--id_prefix=lg-stream", absl::StrCat("--json=", json_path)});
+  ASSERT_EQ(code, 0) << log << cluster_->Logs();
+  absl::StatusOr<std::string> text = ReadFile(json_path);
+  ASSERT_TRUE(text.ok()) << text.status();
+  absl::StatusOr<Json> report = Json::Parse(*text);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->Find("error")->is_null()) << *text;
+  EXPECT_NE(report->Find("end_reason")->string_value().find("COMPLETED"), std::string::npos) << *text;
+  const int64_t params = report->Find("parameters")->int_value();
+  ASSERT_GT(params, 0);
+  // One fragment's Δ: ⌈|θ|/4⌉ f32 values at most.
+  EXPECT_LE(report->Find("delta_bytes")->int_value(), (params + 3) / 4 * 4) << *text;
+  EXPECT_GE(report->Find("delta_bytes")->int_value(), params / 4 * 4) << *text;
+  const Json& rounds = *report->Find("rounds");
+  ASSERT_EQ(rounds.size(), 8u) << *text;
+  for (const Json& r : rounds.array_items()) {
+    SCOPED_TRACE(r.Serialize());
+    EXPECT_EQ(r.Find("workers")->int_value(), 4);  // the shepherd's participants
+    EXPECT_EQ(r.Find("sent")->int_value(), 4);     // fragment Δs the loadgen finished sending
+    EXPECT_GT(r.Find("bytes_in")->int_value(), 0);
+  }
+  // Rounds 2.. carry a fragment down, not θ: well under θ's bytes to each of the 4 workers.
+  for (size_t i = 1; i + 1 < rounds.size(); ++i) {
+    EXPECT_LT(rounds.array_items()[i].Find("bytes_in")->int_value(), params * 4 * 4 / 2) << *text;
+  }
+  const std::string shepherd_log = cluster_->shepherd()->Log();
+  EXPECT_NE(shepherd_log.find("streaming DiLoCo: 4 fragments"), std::string::npos) << shepherd_log;
+  EXPECT_NE(shepherd_log.find("Δ aggregation streaming"), std::string::npos) << shepherd_log;
+  EXPECT_EQ(shepherd_log.find("does not match the shepherd's"), std::string::npos) << shepherd_log;  // no resync
+}
+
+// The same with drops (a dropped worker comes back, gets θ in full and is sent the round
+// again or the next one) and a stall: every round still completes.
+TEST_F(LoadgenE2eTest, StreamingDilocoSurvivesDropsAndAStall) {
+  const std::string job =
+      cluster_->WriteJob({.name = "loadgen_streaming_faults", .rounds = 8, .inner_steps = 8, .workers = 4,
+                          .min_workers = 1, .checkpoint_every = 100, .round_deadline_s = 10, .eval_iters = 1,
+                          .diloco_yaml = "  streaming: {fragments: 4, overlap_steps: 1}\n  aggregation: streaming\n"});
+  const std::string json_path = dir_->path() + "/streaming-faults.json";
+  auto [code, log] = RunLoadgen("loadgen-streaming-faults",
+                                {"--workers=4", absl::StrCat("--job=", job), "--compute_s=0.2", "--drop_rate=0.3",
+                                 "--reconnect_ms=100", "--seed=5", "--stall_rounds=3", "--stall_s=0.5",
+                                 "--id_prefix=lg-sfault", absl::StrCat("--json=", json_path)});
+  ASSERT_EQ(code, 0) << log << cluster_->Logs();
+  absl::StatusOr<std::string> text = ReadFile(json_path);
+  ASSERT_TRUE(text.ok()) << text.status();
+  absl::StatusOr<Json> report = Json::Parse(*text);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_NE(report->Find("end_reason")->string_value().find("COMPLETED"), std::string::npos) << *text;
+  const Json& rounds = *report->Find("rounds");
+  ASSERT_EQ(rounds.size(), 8u) << *text;
+  int64_t drops = 0;
+  for (const Json& r : rounds.array_items()) {
+    drops += r.Find("drops")->int_value();
+    EXPECT_GE(r.Find("workers")->int_value(), 1) << r.Serialize();
+  }
+  EXPECT_GE(drops, 1) << *text;
+}
 
 TEST_F(LoadgenE2eTest, DropsStallsAndSlowSendersStillCompleteEveryRound) {
   const std::string job = cluster_->WriteJob({.name = "loadgen_faults", .rounds = 3, .inner_steps = 5, .workers = 4,

@@ -68,7 +68,10 @@ class Monitor {
     (void)Poll();
     std::vector<RoundRow> rows;
     std::set<uint64_t> rounds;
-    for (const auto& [r, w] : windows_) rounds.insert(r);
+    for (const auto& [r, w] : windows_) {
+      // (Streaming DiLoCo: the last round's fragment comes as θ of a round after the job's last.)
+      if (total_rounds_ == 0 || r <= total_rounds_) rounds.insert(r);
+    }
     for (const auto& [r, rec] : records_) rounds.insert(r);
     for (uint64_t r : rounds) rows.push_back(Row(r));
     return rows;
@@ -147,6 +150,7 @@ class Monitor {
       return absl::StrCat(o_.rounds, " rounds done");
     }
     absl::StatusOr<v1::Job> job = admin_->Get(job_id_);
+    if (job.ok()) total_rounds_ = job->progress().total_rounds();
     if (job.ok() && JobEnded(job->state())) {
       job_ended_ = true;
       return absl::StrCat("job ", job_id_, " ended: ", v1::JobState_Name(job->state()),
@@ -205,6 +209,7 @@ class Monitor {
   std::optional<int64_t> last_hwm_;
   std::map<uint64_t, v1::RoundRecord> records_;
   uint64_t last_record_ = 0;
+  uint64_t total_rounds_ = 0;  // the job's, once GetJob said (0: not known)
   std::set<uint64_t> printed_;
 };
 

@@ -169,6 +169,7 @@ void SimWorker::ResetStreamState() {
   round_ = cancelled_round_ = 0;
   drop_at_ = DropAt::kNone;
   last_delta_sent_.reset();
+  ResetStreaming();
 }
 
 // Under mu_.
@@ -227,8 +228,9 @@ void SimWorker::OnWriteDone(Stream* s, bool ok) {
     if (item.kind == Kind::kDelta) {
       send_bytes_ += item.bytes;
       ++delta_chunks_sent_;
-      if (drop_at_ == DropAt::kSending && delta_ != nullptr &&
-          delta_chunks_sent_ >= static_cast<int64_t>(drop_fraction_ * static_cast<double>(delta_->num_chunks()))) {
+      const SyntheticDelta* sending = DeltaFor(item.round);
+      if (drop_at_ == DropAt::kSending && sending != nullptr &&
+          delta_chunks_sent_ >= static_cast<int64_t>(drop_fraction_ * static_cast<double>(sending->num_chunks()))) {
         drop_at_ = DropAt::kNone;
         const uint64_t gen = generation_;
         ctx_->timers->After(std::chrono::milliseconds(0), [this, gen] { Drop(gen, "while sending its delta"); });
@@ -366,8 +368,15 @@ void SimWorker::Heartbeat(uint64_t generation) {
 void SimWorker::ComputeDone(uint64_t generation, uint64_t round) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (generation != generation_ || stream_ == nullptr || round != round_ || cancelled_round_ == round ||
-        delta_ == nullptr || !assignment_) {
+    if (generation != generation_ || stream_ == nullptr || round != round_ || !assignment_) return;
+    if (streaming()) {
+      // The next queued round starts now; this one's Δ goes out while it computes.
+      computing_ = false;
+      compute_end_ = Clock::now();
+    }
+    const SyntheticDelta* delta = DeltaFor(round);
+    if (cancelled_round_ == round || delta == nullptr) {
+      if (streaming()) BeginNextRound();
       return;
     }
     const v1::Hyperparameters& h = assignment_->hyperparameters();
@@ -379,9 +388,9 @@ void SimWorker::ComputeDone(uint64_t generation, uint64_t round) {
     header->set_round(round);
     header->set_steps(steps_);
     header->set_tokens_processed(tokens);
-    header->set_delta_norm(delta_->decoded_norm());
+    header->set_delta_norm(delta->decoded_norm());
     Enqueue(head, Kind::kDelta, round);
-    for (grpc::ByteBuffer& b : delta_->Messages(round)) {
+    for (grpc::ByteBuffer& b : delta->Messages(round)) {
       const int64_t n = static_cast<int64_t>(b.Length());
       queue_.push_back(Item{std::move(b), Kind::kDelta, round, n});
     }
@@ -401,6 +410,7 @@ void SimWorker::ComputeDone(uint64_t generation, uint64_t round) {
     send_start_ = Clock::now();
     send_bytes_ = 0;
     delta_chunks_sent_ = 0;
+    if (streaming()) BeginNextRound();
   }
   Pump();
 }
@@ -435,13 +445,17 @@ bool SimWorker::Handle(const v1::ShepherdMessage& m, int64_t payload_bytes) {
       return false;
     case v1::ShepherdMessage::kParameterChunk: {
       const v1::ParameterChunk& p = m.parameter_chunk();
-      if (p.fragment() != 0) {
-        ctx_->Fail(absl::UnimplementedError("a streaming DiLoCo fragment arrived: pcp-loadgen simulates plain DiLoCo only"));
+      if (p.fragment() != 0 && !streaming()) {
+        ctx_->Fail(absl::InvalidArgumentError(
+            absl::StrCat(id_, ": a fragment of θ for round ", p.round(), ", but the assignment is not streaming")));
         return true;
       }
-      if (p.round() != theta_round_) {
+      if (p.round() != theta_round_ || p.fragment() != theta_fragment_) {
         theta_round_ = p.round();
+        theta_fragment_ = p.fragment();
         theta_bytes_ = 0;
+        // (A fragment's size as f32: θ's share, near enough for a drop point.)
+        theta_bytes_expected_ = p.fragment() == 0 ? theta_bytes_full_ : theta_bytes_full_ / plan_->fragments();
         ctx_->timeline->ThetaArrived(p.round(), now);
         drop_at_ = DropAt::kNone;
         if (ctx_->options->drop_rate > 0 && unit(rng_) < ctx_->options->drop_rate) {
@@ -454,17 +468,16 @@ bool SimWorker::Handle(const v1::ShepherdMessage& m, int64_t payload_bytes) {
       // θ is complete with the last chunk of its last tensor (the data is in the payload when
       // parsed without copying, else in the message).
       const v1::TensorChunk& c = p.chunk();
-      if (c.index() + 1 == c.count() &&
-          c.offset() + static_cast<uint64_t>(payload_bytes) + c.data().size() >= c.total_bytes()) {
-        theta_complete_round_ = p.round();
-      }
+      const bool complete = c.index() + 1 == c.count() &&
+                            c.offset() + static_cast<uint64_t>(payload_bytes) + c.data().size() >= c.total_bytes();
+      if (complete) theta_complete_round_ = p.round();
       if (drop_at_ == DropAt::kTheta &&
-          static_cast<double>(theta_bytes_) >= drop_fraction_ * static_cast<double>(theta_bytes_full_)) {
+          static_cast<double>(theta_bytes_) >= drop_fraction_ * static_cast<double>(theta_bytes_expected_)) {
         drop_at_ = DropAt::kNone;
         ctx_->timeline->Dropped(p.round());
         return true;
       }
-      return false;
+      return complete && streaming() && OnStreamingTheta(p);
     }
     case v1::ShepherdMessage::kStartRound: {
       const v1::StartRound& start = m.start_round();
@@ -473,6 +486,7 @@ bool SimWorker::Handle(const v1::ShepherdMessage& m, int64_t payload_bytes) {
                                                                " before the assignment was ready")));
         return true;
       }
+      if (streaming()) return OnStreamingStart(start);
       // What the worker checks too: θ came in full first, one learning rate per inner step.
       if (theta_complete_round_ != start.round()) {
         ctx_->Fail(absl::FailedPreconditionError(absl::StrCat(id_, ": StartRound ", start.round(),
@@ -515,6 +529,7 @@ bool SimWorker::Handle(const v1::ShepherdMessage& m, int64_t payload_bytes) {
     case v1::ShepherdMessage::kCancel:
       if (m.cancel().round() == 0) {
         ClearRound(round_);
+        ResetStreaming();
         assignment_.reset();
         ++assignment_epoch_;
         ready_sent_ = false;
@@ -551,11 +566,6 @@ void SimWorker::ClearRound(uint64_t round) {
 
 // Under mu_.
 void SimWorker::OnAssignment(const v1::Assignment& a) {
-  if (a.streaming().fragments() > 1 || a.streaming().overlap_steps() > 0) {
-    ctx_->Fail(absl::UnimplementedError(absl::StrCat("job ", a.job_id(),
-                                                     " uses streaming DiLoCo: pcp-loadgen simulates plain DiLoCo only")));
-    return;
-  }
   absl::StatusOr<codec::Codec> up = CodecFromProto(a.compression().up());
   if (!up.ok()) {
     ctx_->Fail(absl::InvalidArgumentError(absl::StrCat("Assignment.compression.up: ", up.status().message())));
@@ -577,10 +587,16 @@ void SimWorker::OnAssignment(const v1::Assignment& a) {
   program_done_ = !a.program_follows();
   shard_done_ = !a.shard().has_inline_tokens();
   ready_sent_ = false;
-  delta_.reset();
+  deltas_.clear();
+  ResetStreaming();
   theta_bytes_full_ = elements * 4;
   ctx_->NoteAssignment(a.job_id(), elements);
   const std::string key = absl::StrCat(a.job_id(), "/", a.program_hash(), "/", codec::CodecName(*up));
+  if (a.streaming().fragments() > 1) {
+    PlanFragments(a, specs, *up, key, epoch);
+    return;
+  }
+  deltas_.resize(1);
   // Made once for all workers, on the source's thread.
   auto done = [this, epoch](const DeltaSource::Result& r) {
     {
@@ -590,7 +606,7 @@ void SimWorker::OnAssignment(const v1::Assignment& a) {
         ctx_->Fail(r.status());
         return;
       }
-      delta_ = *r;
+      deltas_[0] = *r;
       MaybeReady();
     }
     Pump();
@@ -603,7 +619,7 @@ void SimWorker::OnAssignment(const v1::Assignment& a) {
 
 // Under mu_.
 void SimWorker::MaybeReady() {
-  if (!assignment_ || ready_sent_ || !program_done_ || !shard_done_ || delta_ == nullptr) return;
+  if (!assignment_ || ready_sent_ || !program_done_ || !shard_done_ || !DeltasReady()) return;
   const v1::Assignment& a = *assignment_;
   v1::WorkerMessage m;
   v1::AssignmentReady* r = m.mutable_ready();

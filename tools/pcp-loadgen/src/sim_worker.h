@@ -4,6 +4,13 @@
 // (compute, stalls, paced sends, heartbeats, reconnects) are TimerQueue entries, and the Δ
 // is made on DeltaSource's thread.
 //
+// Streaming DiLoCo jobs (Assignment.streaming, pcp/diloco/streaming.h; sim_worker_streaming.cc)
+// are simulated as pcp-worker runs them: θ in full once, then one fragment per round; the
+// StartRounds that come one round ahead are queued and computed in turn, each round waiting
+// overlap_steps / steps of the way through its compute for the fragment of the round before
+// (network wait), and each round's fragment Δ (one synthetic Δ per fragment) is sent while the
+// next round computes.
+//
 //   FleetContext ctx{...};
 //   SimWorker w(1, &ctx, channel, behaviour);
 //   w.Start();
@@ -29,6 +36,7 @@
 
 #include "absl/status/status.h"
 #include "delta_source.h"
+#include "pcp/diloco/streaming.h"
 #include "pcp/loadgen/loadgen.h"
 #include "pcp/rpc/chunk_wire.h"
 #include "pcp/v1/training.pb.h"
@@ -121,6 +129,28 @@ class SimWorker {
   void Heartbeat(uint64_t generation);
   void ComputeDone(uint64_t generation, uint64_t round);
 
+  // ---- Streaming DiLoCo (sim_worker_streaming.cc). Under mu_ unless said otherwise.
+  bool streaming() const { return plan_.has_value(); }
+  // The synthetic Δ round `round` sends (its fragment's; the one Δ of a plain job); null
+  // until made.
+  const SyntheticDelta* DeltaFor(uint64_t round) const;
+  bool DeltasReady() const;
+  // The plan and one Δ request per fragment (OnAssignment); false: the run failed.
+  bool PlanFragments(const v1::Assignment& a, const std::vector<TensorSpec>& specs, codec::Codec up,
+                     const std::string& key, uint64_t epoch);
+  // A StartRound of a streaming job: checked and queued. Returns whether to drop the stream.
+  bool OnStreamingStart(const v1::StartRound& start);
+  // θ (in full or a fragment) for `round` is complete: the replica holds θ for that round.
+  // Returns whether to drop the stream.
+  bool OnStreamingTheta(const v1::ParameterChunk& p);
+  // Starts computing the next queued round when none computes and θ is held.
+  void BeginNextRound();
+  // Timer thread: the round reached overlap_steps; waits for the fragment before it, if late.
+  void MergePoint(uint64_t generation, uint64_t round);
+  // The rest of the round's compute after the merge.
+  void FinishCompute(uint64_t generation, uint64_t round, Clock::duration rest);
+  void ResetStreaming();
+
   // Under mu_. Return whether the stream should be dropped now.
   bool Handle(const v1::ShepherdMessage& m, int64_t payload_bytes);
   void OnAssignment(const v1::Assignment& a);
@@ -160,7 +190,8 @@ class SimWorker {
   std::optional<v1::Assignment> assignment_;
   uint64_t assignment_epoch_ = 0;
   bool program_done_ = true, shard_done_ = true, ready_sent_ = false;
-  std::shared_ptr<const SyntheticDelta> delta_;
+  // One synthetic Δ for a plain job; one per fragment for a streaming one.
+  std::vector<std::shared_ptr<const SyntheticDelta>> deltas_;
   int64_t theta_bytes_full_ = 0;  // |θ| × 4
 
   // The round.
@@ -178,6 +209,24 @@ class SimWorker {
   int64_t delta_chunks_sent_ = 0;
   Clock::time_point send_start_;
   int64_t send_bytes_ = 0;
+
+  // Streaming DiLoCo.
+  std::optional<diloco::FragmentPlan> plan_;
+  int64_t overlap_steps_ = 0;
+  uint32_t theta_fragment_ = 0;          // ParameterChunk.fragment of the θ message arriving
+  int64_t theta_bytes_expected_ = 0;     // its size as f32 (the drop point is a share of it)
+  uint64_t held_round_ = 0;              // the round whose θ the replica holds (0: none)
+  struct QueuedStart {
+    uint64_t round = 0;
+    uint32_t steps = 0;
+    uint64_t cursor = 0;
+  };
+  std::deque<QueuedStart> starts_;      // StartRounds not begun (they come one round ahead)
+  bool computing_ = false;
+  bool merge_wait_ = false;              // computing round round_ stopped at overlap_steps
+  Clock::time_point merge_wait_since_;
+  Clock::duration merge_rest_{};         // its compute left after the merge
+  std::optional<Clock::time_point> compute_end_;  // the last round's compute end
 };
 
 }  // namespace pcp::loadgen

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <mutex>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -35,15 +36,25 @@ VulkanDeviceKind KindOf(VkPhysicalDeviceType t) {
   }
 }
 
-absl::StatusOr<VkInstance> CreateInstance() {
+// The process's one VkInstance, created on first use and kept until the process exits.
+// With an instance per backend (created and destroyed with it), NVIDIA's driver (580, H100)
+// failed vkCreateInstance with VK_ERROR_INCOMPATIBLE_DRIVER (-9) after about 30 backends in
+// one process (the conformance test makes one per case); with one instance all cases ran.
+// It also saves the driver's start-up for every backend after the first. A failure is not
+// cached (a driver may appear later); devices and everything under them stay per context.
+absl::StatusOr<VkInstance> ProcessInstance() {
+  static std::mutex mu;
+  static VkInstance instance = VK_NULL_HANDLE;
+  std::lock_guard<std::mutex> lock(mu);
+  if (instance != VK_NULL_HANDLE) return instance;
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "pcp";
   app.apiVersion = VK_API_VERSION_1_2;
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   ci.pApplicationInfo = &app;
-  VkInstance instance = VK_NULL_HANDLE;
   const VkResult r = vkCreateInstance(&ci, nullptr, &instance);
   if (r != VK_SUCCESS) {
+    instance = VK_NULL_HANDLE;
     return absl::UnavailableError(absl::StrCat("no Vulkan driver (vkCreateInstance returned ", r, ")"));
   }
   return instance;
@@ -118,9 +129,8 @@ absl::Status VkCheck(VkResult result, const char* what) {
 }
 
 absl::StatusOr<std::shared_ptr<VulkanContext>> VulkanContext::Create(const VulkanBackendOptions& options) {
-  PCP_ASSIGN_OR_RETURN(VkInstance instance, CreateInstance());
+  PCP_ASSIGN_OR_RETURN(VkInstance instance, ProcessInstance());
   std::shared_ptr<VulkanContext> ctx(new VulkanContext());
-  ctx->instance_ = instance;
   const std::vector<VkPhysicalDevice> devices = PhysicalDevices(instance);
   if (devices.empty()) return absl::UnavailableError("no Vulkan device (the loader reports none)");
   std::vector<VulkanDeviceInfo> infos;
@@ -217,7 +227,6 @@ VulkanContext::~VulkanContext() {
     if (pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, pool_, nullptr);
     vkDestroyDevice(device_, nullptr);
   }
-  if (instance_ != VK_NULL_HANDLE) vkDestroyInstance(instance_, nullptr);
 }
 
 absl::StatusOr<uint32_t> VulkanContext::FindMemoryType(uint32_t type_bits, VkMemoryPropertyFlags required) const {
@@ -270,11 +279,10 @@ absl::Status VulkanContext::SubmitAndWait(const std::function<void(VkCommandBuff
 }  // namespace vulkan
 
 absl::StatusOr<std::vector<VulkanDeviceInfo>> ListVulkanDevices() {
-  PCP_ASSIGN_OR_RETURN(VkInstance instance, vulkan::CreateInstance());
+  PCP_ASSIGN_OR_RETURN(VkInstance instance, vulkan::ProcessInstance());
   std::vector<VulkanDeviceInfo> infos;
   const std::vector<VkPhysicalDevice> devices = vulkan::PhysicalDevices(instance);
   for (size_t i = 0; i < devices.size(); ++i) infos.push_back(vulkan::Describe(devices[i], static_cast<int>(i)));
-  vkDestroyInstance(instance, nullptr);
   return infos;
 }
 

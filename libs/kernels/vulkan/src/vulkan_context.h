@@ -1,5 +1,6 @@
-// The Vulkan instance, the chosen physical device, a logical device with one compute queue
-// and a command pool, shared (std::shared_ptr) by the backend, its buffers and executables.
+// The chosen physical device (of the process's one Vulkan instance, created on first use and
+// kept until exit), a logical device with one compute queue and a command pool, shared
+// (std::shared_ptr) by the backend, its buffers and executables.
 //
 //   PCP_ASSIGN_OR_RETURN(std::shared_ptr<VulkanContext> ctx, VulkanContext::Create(options));
 //   PCP_RETURN_IF_ERROR(ctx->SubmitAndWait([&](VkCommandBuffer cb) { vkCmdCopyBuffer(...); }));
@@ -56,7 +57,6 @@ class VulkanContext {
  private:
   VulkanContext() = default;
 
-  VkInstance instance_ = VK_NULL_HANDLE;
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;

@@ -79,8 +79,14 @@ absl::string_view ScreenActionName(ScreenAction action);
 // How many past rounds the running median looks back.
 inline constexpr size_t kScreenHistoryRounds = 8;
 
-// L2 norm of a Δ fed in pieces (sum of squares in double, so f32 values up to 3.4e38 do not
-// overflow). norm() is +inf once any element was NaN or ±inf.
+// Σ v² of `values` in double (f32 values up to 3.4e38 do not overflow); NaN or +inf when a
+// value is NaN or ±inf. Sixteen independent partial sums, so the additions do not wait on one
+// another (~4 ms per 100 MB instead of ~40 for one running sum); the result differs from a
+// left-to-right sum by rounding only (relative ~1e-16 × the element count at worst).
+double SumOfSquares(absl::Span<const float> values);
+
+// L2 norm of a Δ fed in pieces (SumOfSquares per piece). norm() is +inf once any element was
+// NaN or ±inf.
 class NormAccumulator {
  public:
   void Add(absl::Span<const float> chunk);

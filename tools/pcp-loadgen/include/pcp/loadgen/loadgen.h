@@ -18,8 +18,12 @@
 // shepherd expects. Heartbeats go both ways. It checks what a worker would of the shepherd's
 // side (θ complete before StartRound, one learning rate per inner step) and ends the run with
 // the error otherwise. Compressed jobs work (Δ in the job's up codec; θ updates are only
-// counted). Streaming DiLoCo jobs are refused (Unimplemented): their fragment protocol is
-// not simulated.
+// counted). Streaming DiLoCo jobs (diloco.streaming) are simulated as pcp-worker runs them:
+// θ in full once, then a fragment per round; the StartRounds sent one round ahead are
+// computed in turn (compute_s each), each waiting overlap_steps / steps of the way in for the
+// fragment of the round before, and each round's fragment Δ (one synthetic Δ per fragment)
+// is sent while the next round computes. The checks are pcp-worker's for streaming (θ in full
+// before the first StartRound, 1 to inner_steps learning rates, fragments in round order).
 //
 // Faults (off by default; every choice drawn from `seed`, so a run can be repeated):
 //   drop_rate     each worker, each round, with this probability drops its stream at a random
