@@ -53,6 +53,9 @@ ABSL_FLAG(int64_t, max_job_start_attempts, -1, "override 'max_job_start_attempts
 ABSL_FLAG(int64_t, max_admin_calls, -1, "override 'max_admin_calls'");
 ABSL_FLAG(int64_t, max_watch_streams, -1, "override 'max_watch_streams'");
 ABSL_FLAG(int64_t, max_watch_queue, -1, "override 'max_watch_queue'");
+ABSL_FLAG(int64_t, transport_receive_bytes, -1,
+          "override 'transport_receive_bytes' (bytes gRPC may hold received but unread, shared by transport_workers)");
+ABSL_FLAG(int64_t, transport_workers, -1, "override 'transport_workers' (streams the receive budget is divided among)");
 
 namespace {
 
@@ -85,6 +88,8 @@ absl::StatusOr<pcp::shepherd::ShepherdConfig> LoadConfig() {
       {&FLAGS_max_admin_calls, &Config::max_admin_calls},
       {&FLAGS_max_watch_streams, &Config::max_watch_streams},
       {&FLAGS_max_watch_queue, &Config::max_watch_queue},
+      {&FLAGS_transport_receive_bytes, &Config::transport_receive_bytes},
+      {&FLAGS_transport_workers, &Config::transport_workers},
   };
   for (const auto& [flag, member] : numbers) {
     if (int64_t v = absl::GetFlag(*flag); v >= 0) config.*member = v;

@@ -177,7 +177,13 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  ApplyStreamServerOptions(&builder);
+  // The window each stream announces: the stated transport budget shared by the expected
+  // number of worker streams (what gRPC 1.51 does with it: pcp/rpc/channel_options.h).
+  const int window = c.ReceiveWindowBytes();
+  ApplyStreamServerOptions(&builder, window);
+  spdlog::info("transport: {} receive window per stream (transport_receive_bytes {} / transport_workers {}{})",
+               FormatBytes(window), FormatBytes(c.transport_receive_bytes), c.transport_workers,
+               int64_t{window} * c.transport_workers > c.transport_receive_bytes ? ", raised to the 64 KiB floor" : "");
   // gRPC's own memory (connections, buffers, pending messages) is bounded: past the quota it
   // refuses new streams rather than growing; and one connection opens at most so many streams.
   grpc::ResourceQuota quota("pcp-shepherd");

@@ -12,10 +12,14 @@
 #include "pcp/base/status_macros.h"
 #include "pcp/config/yaml_fields.h"
 #include "pcp/metrics/metrics_server.h"
+#include "pcp/rpc/channel_options.h"
 #include "pcp/rpc/tensor_chunks.h"
 
 namespace pcp::shepherd {
 namespace {
+
+// A bound on transport_workers, so that a typo is an error rather than a 64 KiB window.
+constexpr int64_t kMaxTransportWorkers = 1 << 20;
 
 using yaml_fields::Field;
 using yaml_fields::IntField;
@@ -50,6 +54,8 @@ const std::vector<Field<ShepherdConfig>>& Fields() {
       IntField("max_watch_queue", &ShepherdConfig::max_watch_queue, IntRange{}),
       IntField("max_streams_per_connection", &ShepherdConfig::max_streams_per_connection, IntRange{}),
       IntField("grpc_memory_bytes", &ShepherdConfig::grpc_memory_bytes, IntRange{}),
+      IntField("transport_receive_bytes", &ShepherdConfig::transport_receive_bytes, IntRange{}),
+      IntField("transport_workers", &ShepherdConfig::transport_workers, IntRange{}),
       IntField("forget_supervisors_after_s", &ShepherdConfig::forget_supervisors_after_s, IntRange{}),
       yaml_fields::SectionField("tls", &ShepherdConfig::tls, &auth::TlsFields()),
       yaml_fields::BoolField("insecure", &ShepherdConfig::insecure),
@@ -119,7 +125,21 @@ absl::Status ShepherdConfig::Validate() const {
   if (worker_memory_bytes < 0) return bad("worker_memory_bytes", "must be >= 0 (0 = half of the machine's memory)");
   if (shepherd_memory_bytes < 0) return bad("shepherd_memory_bytes", "must be >= 0 (0 = half of the machine's memory)");
   if (max_queued_jobs > max_jobs) return bad("max_queued_jobs", "must be <= max_jobs");
+  if (transport_receive_bytes < kMinStreamWindowBytes) {
+    return bad("transport_receive_bytes", absl::StrCat("must be >= ", kMinStreamWindowBytes, " (one stream's smallest window)"));
+  }
+  if (transport_receive_bytes > grpc_memory_bytes) {
+    // gRPC refuses streams (not shrinks windows) once its quota runs out: the quota must cover the budget.
+    return bad("transport_receive_bytes", "must be <= grpc_memory_bytes");
+  }
+  if (transport_workers < 1 || transport_workers > kMaxTransportWorkers) {
+    return bad("transport_workers", absl::StrCat("must be in [1, ", kMaxTransportWorkers, "]"));
+  }
   return absl::OkStatus();
+}
+
+int ShepherdConfig::ReceiveWindowBytes() const {
+  return StreamWindowForBudget(transport_receive_bytes, transport_workers);
 }
 
 MemoryBudgets ShepherdConfig::EffectiveMemoryBudgets() const {

@@ -104,5 +104,37 @@ TEST(ShepherdConfigTest, AdmissionKeys) {
               HasSubstr("max_watch_streams: must be >= 1"));
 }
 
+TEST(ShepherdConfigTest, TransportBudgetGivesTheReceiveWindow) {
+  absl::StatusOr<ShepherdConfig> defaults = ParseShepherdConfig("", "s.yaml");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->transport_receive_bytes, int64_t{256} << 20);
+  EXPECT_EQ(defaults->transport_workers, 64);
+  EXPECT_EQ(defaults->ReceiveWindowBytes(), 4 << 20);  // 256 MiB / 64
+  absl::StatusOr<ShepherdConfig> c =
+      ParseShepherdConfig("transport_receive_bytes: 134217728\ntransport_workers: 256\n", "s.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ReceiveWindowBytes(), 512 << 10);
+  // Clamped: few workers get at most 16 MiB, many at least 64 KiB.
+  EXPECT_EQ(ParseShepherdConfig("transport_workers: 2\n", "s.yaml")->ReceiveWindowBytes(), 16 << 20);
+  absl::StatusOr<ShepherdConfig> many =
+      ParseShepherdConfig("transport_receive_bytes: 1048576\ntransport_workers: 100000\n", "s.yaml");
+  ASSERT_TRUE(many.ok()) << many.status();
+  EXPECT_EQ(many->ReceiveWindowBytes(), 65535);
+}
+
+TEST(ShepherdConfigTest, TransportBudgetErrorsNameLineAndColumn) {
+  auto message = [](const char* yaml) { return std::string(ParseShepherdConfig(yaml, "s.yaml").status().message()); };
+  EXPECT_THAT(message("transport_workers: 0\n"), HasSubstr("s.yaml:1:20: transport_workers: must be in [1, 1048576]"));
+  EXPECT_THAT(message("listen: a:1\ntransport_workers: -3\n"), HasSubstr("s.yaml:2:20: transport_workers: must be in"));
+  EXPECT_THAT(message("transport_workers: many\n"), HasSubstr("s.yaml:1:20: transport_workers: expected an integer"));
+  EXPECT_THAT(message("transport_receive_bytes: 1000\n"),
+              HasSubstr("s.yaml:1:26: transport_receive_bytes: must be >= 65535"));
+  // The gRPC quota must cover the budget (past the quota gRPC refuses streams).
+  EXPECT_THAT(message("grpc_memory_bytes: 67108864\ntransport_receive_bytes: 134217728\n"),
+              HasSubstr("s.yaml:2:26: transport_receive_bytes: must be <= grpc_memory_bytes"));
+  EXPECT_THAT(message("transport_receive_bytes: 1.5e8\n"),
+              HasSubstr("s.yaml:1:26: transport_receive_bytes: expected an integer"));
+}
+
 }  // namespace
 }  // namespace pcp::shepherd

@@ -2,18 +2,36 @@
 // both ends of a connection.
 //
 //   grpc::ServerBuilder builder;
-//   ApplyStreamServerOptions(&builder);
+//   ApplyStreamServerOptions(&builder, StreamWindowForBudget(128 << 20, 256));  // 512 KiB
 //   ...
 //   grpc::ChannelArguments args;
 //   ApplyStreamChannelOptions(&args);
 //   auto channel = grpc::CreateCustomChannel(target, credentials, args);
 //
 // What they set, and why:
-// - A fixed HTTP/2 flow-control window of kStreamWindowBytes per stream (BDP probing off):
-//   a megabyte chunk never waits for a WINDOW_UPDATE round trip. Measured on loopback
-//   (bench/rpc_stream_bench.cc) 10–25% more throughput and less CPU than the default
-//   window with BDP probing. 16 MiB covers 1 Gbit/s at 130 ms RTT; it bounds what one
-//   stream may buffer in the receiver.
+// - A fixed HTTP/2 flow-control window per stream (BDP probing off). gRPC sends
+//   GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES as the SETTINGS_INITIAL_WINDOW_SIZE of every
+//   connection it accepts or opens (channel_options_test reads it off the wire): the window
+//   the *receiver* announces, so the peer's own settings do not matter for what a receiver
+//   buffers.
+//   - Channels (a worker receiving θ) use kStreamWindowBytes, 16 MiB. Servers take the
+//     window as an argument: the shepherd derives it from a stated budget shared by its
+//     expected workers (StreamWindowForBudget; keys transport_receive_bytes and
+//     transport_workers, README "Admission and limits").
+//   - What gRPC 1.51 does with it, measured (bench/window_rtt_bench.cc, loadgen grid in
+//     bench/results/loadgen_after.md "Transport budget"): with BDP probing off, a stream
+//     receives about one message + 64 KiB per round trip whatever the stream window: the
+//     *connection* window stays at HTTP/2's 64 KiB plus the rest of the message the
+//     application is reading (gRPC always lets a requested message complete), and 1.51 has
+//     no argument for it (GRPC_TRACE=http shows the sender "stalled by transport" with
+//     t_win=0 while s_win is 16 MiB):
+//     15.7–19.0 MB/s with 1 MiB messages at 50 ms RTT for windows of 64 KiB to 16 MiB
+//     (4.8–5.1 MB/s with 256 KiB messages). The receiver's memory per stream follows the
+//     message size too (2.7–3.8 × the chunk at the shepherd), not the window. With BDP
+//     probing on, the window is only a starting point (BDP and memory pressure move it):
+//     119–122 MB/s on the same 1 Gbit/s link with windows of 4–16 MiB. On loopback the
+//     fixed window measured 10–25% more throughput and less CPU than BDP probing
+//     (bench/rpc_stream_bench.cc).
 // - gRPC's default 4 MiB receive limit, stated explicitly: chunk messages stay at about
 //   1 MiB (kMaxChunkMessageBytes), so a bigger message is a peer's mistake.
 // - Servers: no port sharing. gRPC sets SO_REUSEPORT by default, so a second server on a
@@ -25,13 +43,25 @@
 #include <grpcpp/server_builder.h>
 #include <grpcpp/support/channel_arguments.h>
 
+#include <cstdint>
+
 namespace pcp {
 
+// The largest per-stream window, and the one channels use.
 inline constexpr int kStreamWindowBytes = 16 << 20;
+// The smallest window a budget may give a stream: HTTP/2's default (RFC 9113 6.9.2), 64 KiB.
+inline constexpr int kMinStreamWindowBytes = 65535;
 inline constexpr int kMaxReceiveMessageBytes = 4 << 20;
 
+// The per-stream receive window for `budget_bytes` shared by `streams` streams:
+// budget_bytes / streams clamped to [kMinStreamWindowBytes, kStreamWindowBytes]. At the
+// floor, streams × window passes the budget (the caller says so). `streams` < 1 counts as 1.
+int StreamWindowForBudget(int64_t budget_bytes, int64_t streams);
+
 void ApplyStreamChannelOptions(grpc::ChannelArguments* args);
-void ApplyStreamServerOptions(grpc::ServerBuilder* builder);
+// `receive_window_bytes`: the window this server announces for every stream it accepts,
+// in [kMinStreamWindowBytes, kStreamWindowBytes] (clamped).
+void ApplyStreamServerOptions(grpc::ServerBuilder* builder, int receive_window_bytes = kStreamWindowBytes);
 
 }  // namespace pcp
 

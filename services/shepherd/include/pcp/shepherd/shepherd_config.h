@@ -35,6 +35,14 @@
 //   max_watch_queue: 256           events queued for one slow watcher before it is dropped
 //   max_streams_per_connection: 100  HTTP/2 streams one connection may open at once
 //   grpc_memory_bytes: 1 GiB       gRPC's own buffers (grpc::ResourceQuota)
+//   transport_receive_bytes: 256 MiB  receive budget for what the workers' streams may have
+//                                  in flight to the shepherd (<= grpc_memory_bytes) ...
+//   transport_workers: 64          ... shared by this many streams: each stream's announced
+//                                  HTTP/2 window is ReceiveWindowBytes() =
+//                                  transport_receive_bytes / transport_workers clamped to
+//                                  [64 KiB, 16 MiB]. gRPC 1.51 with BDP probing off receives
+//                                  about one message + 64 KiB per stream per RTT whatever the
+//                                  window (measured; pcp/rpc/channel_options.h)
 //   forget_supervisors_after_s: 86400  a supervisor gone this long leaves ListWorkers
 // Errors are one line "FILE:LINE:COL: key: problem", as for job files (one parser:
 // pcp/config/yaml_fields.h), also for checks across keys (heartbeat_timeout_ms > interval).
@@ -87,10 +95,16 @@ struct ShepherdConfig {
   int64_t max_watch_queue = 256;
   int64_t max_streams_per_connection = 100;
   int64_t grpc_memory_bytes = int64_t{1} << 30;
+  int64_t transport_receive_bytes = int64_t{256} << 20;
+  int64_t transport_workers = 64;
   int64_t forget_supervisors_after_s = 86400;
 
   // The memory budgets with 0 replaced by half of this machine's physical memory.
   MemoryBudgets EffectiveMemoryBudgets() const;
+
+  // The HTTP/2 receive window the shepherd announces per stream (bytes): the transport
+  // budget divided among transport_workers streams, clamped to [64 KiB, 16 MiB].
+  int ReceiveWindowBytes() const;
 
   // InvalidArgument naming the key for a value out of range.
   absl::Status Validate() const;
