@@ -107,6 +107,11 @@ int64_t EncodedBytes(codec::Codec codec, int64_t count, int block_size) {
 
 }  // namespace
 
+int64_t ChunkBytesForPeer(uint64_t accepted) {
+  if (accepted == 0) return kDefaultChunkBytes;
+  return std::clamp(static_cast<int64_t>(std::min<uint64_t>(accepted, kMaxChunkBytes)), kMinChunkBytes, kMaxChunkBytes);
+}
+
 absl::Status ChunkOptions::Validate() const {
   if (chunk_bytes < kMinChunkBytes || chunk_bytes > kMaxChunkBytes) {
     return absl::InvalidArgumentError(absl::StrCat("chunk size ", chunk_bytes,

@@ -145,7 +145,7 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   SessionOptions session{.heartbeat_interval_ms = static_cast<uint32_t>(c.heartbeat_interval_ms),
                          .heartbeat_timeout_ms = static_cast<uint32_t>(c.heartbeat_timeout_ms),
                          .chunk_bytes = c.chunk_bytes,
-                         .max_chunk_bytes = c.max_chunk_bytes,
+                         .max_chunk_bytes = c.AcceptedChunkBytes(),
                          .shepherd_version = PCP_VERSION};
   impl->registry = std::make_unique<WorkerRegistry>(session, c.heartbeat_timeout_ms / 1000.0,
                                                     c.heartbeat_interval_ms / 1000.0,
@@ -181,8 +181,10 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   // number of worker streams (what gRPC 1.51 does with it: pcp/rpc/channel_options.h).
   const int window = c.ReceiveWindowBytes();
   ApplyStreamServerOptions(&builder, window);
-  spdlog::info("transport: {} receive window per stream (transport_receive_bytes {} / transport_workers {}{})",
-               FormatBytes(window), FormatBytes(c.transport_receive_bytes), c.transport_workers,
+  spdlog::info("transport: {} receive window and {} Δ chunks per stream (transport_receive_bytes {} / "
+               "transport_workers {}{})",
+               FormatBytes(window), FormatBytes(c.AcceptedChunkBytes()), FormatBytes(c.transport_receive_bytes),
+               c.transport_workers,
                int64_t{window} * c.transport_workers > c.transport_receive_bytes ? ", raised to the 64 KiB floor" : "");
   // gRPC's own memory (connections, buffers, pending messages) is bounded: past the quota it
   // refuses new streams rather than growing; and one connection opens at most so many streams.

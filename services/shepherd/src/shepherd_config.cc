@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -140,6 +141,11 @@ absl::Status ShepherdConfig::Validate() const {
 
 int ShepherdConfig::ReceiveWindowBytes() const {
   return StreamWindowForBudget(transport_receive_bytes, transport_workers);
+}
+
+int64_t ShepherdConfig::AcceptedChunkBytes() const {
+  const int64_t share = transport_receive_bytes / (4 * std::max<int64_t>(transport_workers, 1));
+  return std::clamp(share, std::min(kMinChunkBytes, max_chunk_bytes), max_chunk_bytes);
 }
 
 MemoryBudgets ShepherdConfig::EffectiveMemoryBudgets() const {

@@ -411,7 +411,7 @@ absl::Status MessageHandler::StreamDelta(uint64_t epoch, uint64_t round, codec::
   header->set_delta_norm(std::isfinite(squares) ? std::sqrt(squares) * norm_factor : std::numeric_limits<double>::infinity());
   if (!link_->Write(m)) return link_->status();
   m.Clear();
-  PCP_ASSIGN_OR_RETURN(TensorListChunker chunker, TensorListChunker::Create(std::move(named), ChunkOptions{.codec = codec}));
+  PCP_ASSIGN_OR_RETURN(TensorListChunker chunker, TensorListChunker::Create(std::move(named), ChunkOptions{.chunk_bytes = d_.chunk_bytes, .codec = codec}));
   while (!chunker.done()) {
     if (d_.cancels->Cancelled(epoch, round)) return absl::OkStatus();  // the round closed without us
     v1::ResultChunk* chunk = m.mutable_result_chunk();

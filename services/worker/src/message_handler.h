@@ -98,6 +98,8 @@ class MessageHandler {
     // Streaming rounds send Δ on a background thread while the next round trains; true sends
     // it on the handler's thread (tests that drive the handler from one thread).
     bool send_inline = false;
+    // Δ chunk size: what the shepherd's JoinAck accepts (ChunkBytesForPeer).
+    int64_t chunk_bytes = kDefaultChunkBytes;
   };
 
   MessageHandler(Deps deps, ShepherdLink* link) : d_(deps), link_(link) {}

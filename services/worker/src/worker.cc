@@ -196,7 +196,13 @@ absl::Status Worker::Run() {
 absl::Status Worker::Impl::Session(Connection& conn) {
   // A new stream starts with a new Assignment.
   MessageHandler handler(
-      {.cache = cache.get(), .data_roots = &data_roots, .fault = &fault, .stop = &stop, .cancels = &cancels}, &conn);
+      {.cache = cache.get(),
+       .data_roots = &data_roots,
+       .fault = &fault,
+       .stop = &stop,
+       .cancels = &cancels,
+       .chunk_bytes = ChunkBytesForPeer(conn.ack().max_chunk_bytes())},
+      &conn);
   Connection::Incoming in;
   while (!stop) {
     const Connection::Pop pop = conn.Next(&in, std::chrono::milliseconds(500));

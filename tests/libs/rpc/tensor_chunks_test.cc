@@ -100,6 +100,14 @@ INSTANTIATE_TEST_SUITE_P(
         RoundTripCase{DType::kI64, {7, 50000}, 300000},       // chunk size not a power of 2
         RoundTripCase{DType::kF32, {2500000}, k1M}));         // 10 MB
 
+TEST(ChunkBytesForPeerTest, ClampsTheAcceptedSizeToTheSendingRange) {
+  EXPECT_EQ(ChunkBytesForPeer(0), kDefaultChunkBytes);  // no limit stated
+  EXPECT_EQ(ChunkBytesForPeer(262144), 262144);
+  EXPECT_EQ(ChunkBytesForPeer(300000), 300000);
+  EXPECT_EQ(ChunkBytesForPeer(1000), kMinChunkBytes);
+  EXPECT_EQ(ChunkBytesForPeer(uint64_t{1} << 40), kMaxChunkBytes);
+}
+
 TEST(TensorChunkerTest, RejectsBadArguments) {
   const Tensor t(DType::kF32, {4});
   EXPECT_THAT(TensorChunker::Create("w", t, ChunkOptions{k256K - 1}).status().message(),

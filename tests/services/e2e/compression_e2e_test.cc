@@ -130,5 +130,29 @@ TEST(CompressionTest, Int8DeltasAndInt4UpdatesTrainAndKeepReplicasIdentical) {
   ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
 }
 
+// A shepherd sized for many workers accepts smaller Δ chunks (transport_workers 1024: 256 KiB,
+// ShepherdConfig::AcceptedChunkBytes) and says so in its JoinAck; the workers send chunks of
+// that size, so a model with 1 MiB tensors trains (workers that kept sending 1 MiB chunks had
+// every Δ refused: "chunk of 1048576 bytes exceeds the limit of 262144 bytes").
+TEST(CompressionTest, WorkersSendTheChunkSizeTheShepherdAccepts) {
+  absl::StatusOr<TempDir> dir = TempDir::Create();
+  ASSERT_TRUE(dir.ok());
+  ClusterHarness cluster(dir->path());
+  cluster.SetShepherdFlags({"--transport_workers=1024"});
+  ASSERT_TRUE(cluster.StartCluster(2).ok()) << cluster.Logs();
+  // n_embd 256: the MLP's weights are 256 x 1024 f32 = 1 MiB each.
+  E2eJob spec{.name = "small_chunks", .rounds = 2, .inner_steps = 2, .min_workers = 2, .n_layer = 1, .n_embd = 256};
+  absl::StatusOr<TrainedJob> done = cluster.RunJob(spec, absl::Minutes(5));
+  ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs(40);
+  ASSERT_EQ(done->job.state(), v1::JOB_STATE_COMPLETED) << done->job.reason() << cluster.Logs(40);
+  ASSERT_EQ(done->history.size(), 2u);
+  for (const v1::RoundRecord& r : done->history) {
+    EXPECT_EQ(r.participants_size(), 2) << "round " << r.round();
+    EXPECT_GT(r.bytes_up(), uint64_t{2} << 20) << "round " << r.round();  // both Δs arrived
+  }
+  EXPECT_NE(cluster.shepherd()->Log().find("256.0 KiB Δ chunks"), std::string::npos) << cluster.Logs(40);
+  ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
+}
+
 }  // namespace
 }  // namespace pcp::testing

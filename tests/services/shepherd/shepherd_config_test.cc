@@ -122,6 +122,19 @@ TEST(ShepherdConfigTest, TransportBudgetGivesTheReceiveWindow) {
   EXPECT_EQ(many->ReceiveWindowBytes(), 65535);
 }
 
+TEST(ShepherdConfigTest, TransportBudgetGivesTheAcceptedChunkSize) {
+  // 256 MiB / (4 x 64) = 1 MiB: the default is unchanged.
+  EXPECT_EQ(ParseShepherdConfig("", "s.yaml")->AcceptedChunkBytes(), int64_t{1} << 20);
+  EXPECT_EQ(ParseShepherdConfig("transport_workers: 128\n", "s.yaml")->AcceptedChunkBytes(), int64_t{512} << 10);
+  // At least kMinChunkBytes (256 KiB), at most max_chunk_bytes.
+  EXPECT_EQ(ParseShepherdConfig("transport_workers: 100000\n", "s.yaml")->AcceptedChunkBytes(), int64_t{256} << 10);
+  EXPECT_EQ(ParseShepherdConfig("transport_workers: 1\n", "s.yaml")->AcceptedChunkBytes(), int64_t{1} << 20);
+  absl::StatusOr<ShepherdConfig> capped = ParseShepherdConfig(
+      "chunk_bytes: 262144\nmax_chunk_bytes: 393216\ntransport_workers: 2\n", "s.yaml");
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_EQ(capped->AcceptedChunkBytes(), 393216);
+}
+
 TEST(ShepherdConfigTest, TransportBudgetErrorsNameLineAndColumn) {
   auto message = [](const char* yaml) { return std::string(ParseShepherdConfig(yaml, "s.yaml").status().message()); };
   EXPECT_THAT(message("transport_workers: 0\n"), HasSubstr("s.yaml:1:20: transport_workers: must be in [1, 1048576]"));

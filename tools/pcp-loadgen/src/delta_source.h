@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "pcp/loadgen/synthetic_delta.h"
 
 namespace pcp::loadgen {
@@ -38,7 +39,10 @@ class DeltaSource {
     thread_.join();
   }
 
-  void Request(const std::string& key, std::vector<TensorSpec> specs, codec::Codec codec, Callback done) {
+  // `key` names the Δ (job, program, codec); with `chunk_bytes` it identifies what is made.
+  void Request(const std::string& name, std::vector<TensorSpec> specs, codec::Codec codec, int64_t chunk_bytes,
+               Callback done) {
+    const std::string key = absl::StrCat(name, "/chunk-", chunk_bytes);
     std::unique_lock<std::mutex> lock(mu_);
     if (auto it = made_.find(key); it != made_.end()) {
       Result r = it->second;
@@ -46,7 +50,7 @@ class DeltaSource {
       done(r);
       return;
     }
-    pending_.push_back({key, std::move(specs), codec, std::move(done)});
+    pending_.push_back({key, std::move(specs), codec, chunk_bytes, std::move(done)});
     cv_.notify_all();
   }
 
@@ -61,6 +65,7 @@ class DeltaSource {
     std::string key;
     std::vector<TensorSpec> specs;
     codec::Codec codec;
+    int64_t chunk_bytes;
     Callback done;
   };
 
@@ -74,7 +79,9 @@ class DeltaSource {
       auto it = made_.find(job.key);
       if (it == made_.end()) {
         lock.unlock();
-        Result r = SyntheticDelta::Create(job.specs, job.codec, options_);
+        SyntheticDeltaOptions options = options_;
+        options.chunk_bytes = job.chunk_bytes;
+        Result r = SyntheticDelta::Create(job.specs, job.codec, options);
         lock.lock();
         it = made_.emplace(job.key, std::move(r)).first;
         if (it->second.ok()) latest_ = *it->second;

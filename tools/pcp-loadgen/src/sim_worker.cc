@@ -428,6 +428,7 @@ bool SimWorker::Handle(const v1::ShepherdMessage& m, int64_t payload_bytes) {
         return false;  // the shepherd ends the stream
       }
       heartbeat_ms_ = std::max<uint32_t>(ack.heartbeat_interval_ms(), 10);
+      chunk_bytes_ = ChunkBytesForPeer(ack.max_chunk_bytes());
       const uint64_t gen = generation_;
       ctx_->timers->After(std::chrono::milliseconds(heartbeat_ms_), [this, gen] { Heartbeat(gen); });
       return false;
@@ -611,7 +612,7 @@ void SimWorker::OnAssignment(const v1::Assignment& a) {
     }
     Pump();
   };
-  ctx_->deltas->Request(key, std::move(specs), *up, [this, done](const DeltaSource::Result& r) {
+  ctx_->deltas->Request(key, std::move(specs), *up, chunk_bytes_, [this, done](const DeltaSource::Result& r) {
     // Never run under mu_: hop to the timer thread.
     ctx_->timers->After(std::chrono::milliseconds(0), [done, r] { done(r); });
   });

@@ -184,6 +184,7 @@ class SimWorker {
   bool pace_timer_ = false;
   ChunkMessageParser parser_;
   uint32_t heartbeat_ms_ = 1000;
+  int64_t chunk_bytes_ = kDefaultChunkBytes;  // Δ chunks: what the JoinAck accepts
   uint64_t heartbeat_seq_ = 0;
 
   // The assignment.

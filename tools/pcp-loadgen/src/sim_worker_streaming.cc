@@ -63,7 +63,7 @@ bool SimWorker::PlanFragments(const v1::Assignment& a, const std::vector<TensorS
       }
       Pump();
     };
-    ctx_->deltas->Request(absl::StrCat(key, "/fragment-", p), FragmentSpecs(*plan_, p, specs), up,
+    ctx_->deltas->Request(absl::StrCat(key, "/fragment-", p), FragmentSpecs(*plan_, p, specs), up, chunk_bytes_,
                           [this, done](const DeltaSource::Result& r) {
                             // Never run under mu_: hop to the timer thread.
                             ctx_->timers->After(std::chrono::milliseconds(0), [done, r] { done(r); });

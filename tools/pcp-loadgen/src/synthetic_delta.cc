@@ -51,7 +51,7 @@ absl::StatusOr<std::shared_ptr<const SyntheticDelta>> SyntheticDelta::Create(con
     named.push_back({spec.name, std::move(t)});
   }
   delta->norm_ = std::sqrt(sum_squares);
-  absl::StatusOr<TensorListChunker> chunker = TensorListChunker::Create(std::move(named), ChunkOptions{.codec = codec});
+  absl::StatusOr<TensorListChunker> chunker = TensorListChunker::Create(std::move(named), ChunkOptions{.chunk_bytes = options.chunk_bytes, .codec = codec});
   if (!chunker.ok()) return absl::InvalidArgumentError(absl::StrCat("synthetic Δ: ", chunker.status().message()));
   double decoded_squares = 0;
   std::vector<float> scratch;

@@ -58,6 +58,11 @@ namespace pcp {
 inline constexpr int64_t kMinChunkBytes = int64_t{256} << 10;
 inline constexpr int64_t kMaxChunkBytes = int64_t{1} << 20;
 inline constexpr int64_t kDefaultChunkBytes = kMaxChunkBytes;
+
+// The chunk size to send to a peer that accepts chunks of up to `accepted` bytes (the
+// shepherd's JoinAck.max_chunk_bytes): `accepted` clamped to [kMinChunkBytes, kMaxChunkBytes];
+// 0 (a peer that states no limit) gives kDefaultChunkBytes.
+int64_t ChunkBytesForPeer(uint64_t accepted);
 // Largest message any PCP stream sends: a full chunk plus generous room for its fields.
 inline constexpr int64_t kMaxChunkMessageBytes = kMaxChunkBytes + (int64_t{64} << 10);
 

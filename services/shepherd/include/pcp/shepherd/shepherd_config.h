@@ -42,7 +42,13 @@
 //                                  transport_receive_bytes / transport_workers clamped to
 //                                  [64 KiB, 16 MiB]. gRPC 1.51 with BDP probing off receives
 //                                  about one message + 64 KiB per stream per RTT whatever the
-//                                  window (measured; pcp/rpc/channel_options.h)
+//                                  window (measured; pcp/rpc/channel_options.h). What does
+//                                  bound the shepherd's receive memory is the Δ chunk size
+//                                  (2.7-3.8x a chunk per stream, measured), so the chunks the
+//                                  shepherd accepts (JoinAck.max_chunk_bytes, which workers
+//                                  send) are AcceptedChunkBytes() = transport_receive_bytes /
+//                                  (4 x transport_workers) clamped to [256 KiB,
+//                                  max_chunk_bytes]: 1 MiB by default, 256 KiB from 256 workers
 //   forget_supervisors_after_s: 86400  a supervisor gone this long leaves ListWorkers
 // Errors are one line "FILE:LINE:COL: key: problem", as for job files (one parser:
 // pcp/config/yaml_fields.h), also for checks across keys (heartbeat_timeout_ms > interval).
@@ -105,6 +111,10 @@ struct ShepherdConfig {
   // The HTTP/2 receive window the shepherd announces per stream (bytes): the transport
   // budget divided among transport_workers streams, clamped to [64 KiB, 16 MiB].
   int ReceiveWindowBytes() const;
+  // The largest Δ chunk the shepherd accepts and announces (JoinAck.max_chunk_bytes; workers
+  // send chunks of this size): the transport budget over 4 x transport_workers, clamped to
+  // [kMinChunkBytes, max_chunk_bytes].
+  int64_t AcceptedChunkBytes() const;
 
   // InvalidArgument naming the key for a value out of range.
   absl::Status Validate() const;
