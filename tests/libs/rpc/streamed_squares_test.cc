@@ -89,8 +89,8 @@ TEST(StreamedSquaresTest, EqualsSumOfSquaresForTwoPiecesSplitAtEveryByte) {
 }
 
 TEST(StreamedSquaresTest, EqualsSumOfSquaresForManyPiecesAcrossCopyBlocks) {
-  // 100003 values (≈ 391 KiB: several of the copy's 32 KiB blocks), cut into 7 pieces at odd
-  // offsets, each set of cuts moved byte by byte around a block boundary.
+  // 100003 values (≈ 391 KiB: many of the copy's 4 KiB blocks), cut into 7 pieces at odd
+  // offsets near block boundaries, each set of cuts moved byte by byte.
   const int64_t n = 100003;
   const Tensor t = Values(n, 5);
   const v1::TensorChunk chunk = OneChunk(t);
