@@ -118,7 +118,7 @@ void PrintReceivePath(const std::vector<NamedTensor>& params, int64_t chunk_byte
               static_cast<long long>(chunk_bytes >> 10), reps);
   std::printf("  CRC-32C alone                                         %6.1f\n", crc);
   std::printf("  zero-copy: assemble (copy + CRC into last round's)    %6.1f\n", assemble);
-  std::printf("  streaming: StreamTo -> DeltaSum (copy + CRC, add)     %6.1f\n", stream);
+  std::printf("  streaming: StreamTo -> DeltaSum (copy+CRC+norm, add)  %6.1f\n", stream);
   std::printf("    of which DeltaSum::Contribution::Add (norm + add)   %6.1f\n", add);
   std::printf("    of which SumOfSquares (the norm check)              %6.1f\n", sumsq);
 }
