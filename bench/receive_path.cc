@@ -85,8 +85,8 @@ void PrintReceivePath(const std::vector<NamedTensor>& params, int64_t chunk_byte
     std::unique_ptr<diloco::DeltaSum::Contribution> c = sum.Begin("bench", 1, 1, norm);
     TensorListAssembler assembler;
     assembler.ExpectSpecs(specs);
-    assembler.StreamTo([&](uint32_t tensor, int64_t offset, absl::Span<const float> values) {
-      return c->Add(tensor, offset, values);
+    assembler.StreamTo([&](uint32_t tensor, int64_t offset, absl::Span<const float> values, double sum_of_squares) {
+      return c->Add(tensor, offset, values, sum_of_squares);
     });
     for (size_t i = 0; i < chunks.size(); ++i) {
       const absl::string_view data = piece(i);
@@ -118,7 +118,7 @@ void PrintReceivePath(const std::vector<NamedTensor>& params, int64_t chunk_byte
               static_cast<long long>(chunk_bytes >> 10), reps);
   std::printf("  CRC-32C alone                                         %6.1f\n", crc);
   std::printf("  zero-copy: assemble (copy + CRC into last round's)    %6.1f\n", assemble);
-  std::printf("  streaming: StreamTo -> DeltaSum (copy + CRC, add)     %6.1f\n", stream);
+  std::printf("  streaming: StreamTo -> DeltaSum (copy+CRC+norm, add)  %6.1f\n", stream);
   std::printf("    of which DeltaSum::Contribution::Add (norm + add)   %6.1f\n", add);
   std::printf("    of which SumOfSquares (the norm check)              %6.1f\n", sumsq);
 }

@@ -305,8 +305,8 @@ class RawTraining final : public v1::Training::WithRawCallbackMethod_Connect<v1:
         if (spec_.verify) service_->ZeroSums();
         sum_ = std::make_unique<diloco::DeltaSum>(service_->sum_spans_);
         contribution_ = sum_->Begin("bench", /*weight=*/1, /*scale=*/1, service_->norm_);
-        assembler_.StreamTo([this](uint32_t tensor, int64_t offset, absl::Span<const float> values) {
-          return contribution_->Add(tensor, offset, values);
+        assembler_.StreamTo([this](uint32_t tensor, int64_t offset, absl::Span<const float> values, double sum_of_squares) {
+          return contribution_->Add(tensor, offset, values, sum_of_squares);
         });
       } else {
         assembler_.ReuseBuffers(std::move(service_->last_));

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/base/sum_of_squares.h"
 #include "kernels.h"
 
 namespace pcp::codec {
@@ -213,10 +214,7 @@ absl::Status DecodeAdd(absl::string_view bytes, float weight, absl::Span<float> 
 
 absl::StatusOr<double> DecodedSumOfSquares(Codec codec, absl::Span<const float> values, int block_size) {
   double sum = 0;
-  if (codec == Codec::kF32) {
-    for (const float v : values) sum += static_cast<double>(v) * v;
-    return sum;
-  }
+  if (codec == Codec::kF32) return SumOfSquares(values);
   if (block_size == 0) block_size = DefaultBlockSize(codec);
   PCP_RETURN_IF_ERROR(ValidateBlockSize(codec, block_size));
   // Whole blocks at a time (blockwise codecs encode each block on its own, so any grouping of
@@ -232,7 +230,7 @@ absl::StatusOr<double> DecodedSumOfSquares(Codec codec, absl::Span<const float> 
     PCP_RETURN_IF_ERROR(EncodeInto(codec, part, block_size, absl::MakeSpan(encoded.data(), encoded.size())));
     decoded.resize(part.size());
     PCP_RETURN_IF_ERROR(Decode(encoded, absl::MakeSpan(decoded)));
-    for (const float v : decoded) sum += static_cast<double>(v) * v;
+    sum += SumOfSquares(decoded);
   }
   return sum;
 }

@@ -29,7 +29,8 @@ std::vector<std::string> DeltaSum::liars() const {
 
 double DeltaSum::Contribution::norm() const { return std::sqrt(sum_squares_); }
 
-absl::Status DeltaSum::Contribution::Add(size_t tensor, int64_t offset, absl::Span<const float> values) {
+absl::Status DeltaSum::Contribution::Add(size_t tensor, int64_t offset, absl::Span<const float> values,
+                                        std::optional<double> sum_of_squares) {
   if (failed_) return absl::FailedPreconditionError("this Δ already broke its declared norm");
   if (tensor >= sum_->sums_.size() || offset < 0 ||
       offset + static_cast<int64_t>(values.size()) > static_cast<int64_t>(sum_->sums_[tensor].size())) {
@@ -38,7 +39,7 @@ absl::Status DeltaSum::Contribution::Add(size_t tensor, int64_t offset, absl::Sp
   }
   std::shared_lock<std::shared_mutex> open(sum_->close_mu_);
   if (sum_->closed_) return absl::FailedPreconditionError("the round's sum is closed");
-  const double squares = SumOfSquares(values);
+  const double squares = sum_of_squares.has_value() ? *sum_of_squares : SumOfSquares(values);
   const double total = sum_squares_ + squares;
   // (A NaN or inf anywhere makes `squares` NaN or inf, which fails both comparisons' negation.)
   // (A declaration below 0 or NaN allows nothing.)

@@ -13,28 +13,6 @@ namespace pcp::diloco {
 absl::string_view RefusalReasonName(RefusalReason reason) { return NameOf(kRefusalReasonNames, reason); }
 absl::string_view ScreenActionName(ScreenAction action) { return NameOf(kScreenActionNames, action); }
 
-double SumOfSquares(absl::Span<const float> values) {
-  // Lane j sums the elements j, j + 16, ...: the compiler keeps the lanes in vector registers.
-  constexpr size_t kLanes = 16;
-  double lane[kLanes] = {};
-  const float* v = values.data();
-  const size_t n = values.size();
-  size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (size_t j = 0; j < kLanes; ++j) {
-      const double d = static_cast<double>(v[i + j]);
-      lane[j] += d * d;
-    }
-  }
-  double sum = 0;
-  for (; i < n; ++i) {
-    const double d = static_cast<double>(v[i]);
-    sum += d * d;
-  }
-  for (size_t j = 0; j < kLanes; ++j) sum += lane[j];
-  return sum;
-}
-
 void NormAccumulator::Add(absl::Span<const float> chunk) {
   const double sum = SumOfSquares(chunk);
   // NaN or inf in the chunk makes `sum` NaN or inf: one check per chunk, not per element.

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #if defined(__x86_64__)
+#include <immintrin.h>
 #include <nmmintrin.h>
 #endif
 
@@ -139,6 +140,64 @@ __attribute__((target("sse4.2"))) inline uint64_t ThreeWay(uint64_t c0, const ui
   }
   return c0;
 }
+
+// Carry-less multiplication folding (VPCLMULQDQ on 512-bit registers, four 128-bit lanes
+// each): the bytes are folded 256 at a time into four registers, which are then folded into
+// one, its lanes into one, and those 16 bytes and the tail go through the crc32 instruction.
+// Folding X (16 bytes) forward over D bits of following data replaces it by X·x^D mod P,
+// computed per 64-bit half as a product with a 33-bit constant; each product has degree < 96
+// and is XORed into the 16 bytes D bits further on. Bit layout (reflected): bit k of a
+// 128-bit lane is the coefficient of x^(127-k), bit i of its first 64-bit half that of
+// x^(127-i); pclmulqdq of a half with the operand K (bit j = coefficient of x^(64-j)) then
+// gives the product in the lane's layout.
+
+// K_D = x·(x^(D-1) mod P) (≡ x^D, degree 1..32) as that operand: bit j = coefficient of x^(64-j).
+uint64_t FoldConstant(int d) {
+  uint64_t r = 1;  // x^0, normal layout (bit i = coefficient of x^i)
+  for (int i = 0; i < d - 1; ++i) {
+    r <<= 1;
+    if (r & (uint64_t{1} << 32)) r ^= 0x11EDC6F41ull;  // P(x), normal layout
+  }
+  r <<= 1;
+  uint64_t k = 0;
+  for (int i = 1; i <= 32; ++i) {
+    if (r & (uint64_t{1} << i)) k |= uint64_t{1} << (64 - i);
+  }
+  return k;
+}
+
+// Per lane (first half, second half) constants: a lane's first half is x^64 higher than its
+// second, so folding by D takes (K_{D+64}, K_D).
+struct FoldConstants {
+  alignas(64) uint64_t by2048[8];  // four registers apart (256 bytes)
+  alignas(64) uint64_t by512[8];   // one register apart (64 bytes)
+  alignas(64) uint64_t lanes[8];   // lane l into lane 3: by 128·(3 - l); lane 3 itself: none
+  FoldConstants() {
+    for (int l = 0; l < 4; ++l) {
+      by2048[2 * l] = FoldConstant(2048 + 64);
+      by2048[2 * l + 1] = FoldConstant(2048);
+      by512[2 * l] = FoldConstant(512 + 64);
+      by512[2 * l + 1] = FoldConstant(512);
+      const int d = 128 * (3 - l);
+      lanes[2 * l] = d == 0 ? 0 : FoldConstant(d + 64);
+      lanes[2 * l + 1] = d == 0 ? 0 : FoldConstant(d);
+    }
+  }
+};
+
+const FoldConstants& Folds() {
+  static const FoldConstants* folds = new FoldConstants;
+  return *folds;
+}
+
+#define PCP_CLMUL_TARGET __attribute__((target("avx512f,avx512dq,avx512vl,vpclmulqdq,pclmul,sse4.2")))
+
+// x·x^D (by the constants k) XOR data.
+PCP_CLMUL_TARGET inline __m512i Fold(__m512i x, __m512i k, __m512i data) {
+  const __m512i first = _mm512_clmulepi64_epi128(x, k, 0x00);
+  const __m512i second = _mm512_clmulepi64_epi128(x, k, 0x11);
+  return _mm512_ternarylogic_epi64(first, second, data, 0x96);  // three-way XOR
+}
 #endif
 
 }  // namespace
@@ -195,19 +254,64 @@ bool HasSse42() {
   static const bool has = __builtin_cpu_supports("sse4.2");
   return has;
 }
+
+PCP_CLMUL_TARGET uint32_t ExtendClmul(uint32_t crc, const void* data, size_t size) {
+  if (size < 256) return ExtendSse42(crc, data, size);
+  const FoldConstants& folds = Folds();
+  const auto* p = static_cast<const uint8_t*>(data);
+  // The register (~crc) XORed into the first 4 bytes, then the register taken as 0.
+  __m512i x0 = _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(~crc))));
+  __m512i x1 = _mm512_loadu_si512(p + 64);
+  __m512i x2 = _mm512_loadu_si512(p + 128);
+  __m512i x3 = _mm512_loadu_si512(p + 192);
+  p += 256;
+  size -= 256;
+  const __m512i by2048 = _mm512_load_si512(folds.by2048);
+  while (size >= 256) {
+    x0 = Fold(x0, by2048, _mm512_loadu_si512(p));
+    x1 = Fold(x1, by2048, _mm512_loadu_si512(p + 64));
+    x2 = Fold(x2, by2048, _mm512_loadu_si512(p + 128));
+    x3 = Fold(x3, by2048, _mm512_loadu_si512(p + 192));
+    p += 256;
+    size -= 256;
+  }
+  const __m512i by512 = _mm512_load_si512(folds.by512);
+  x1 = Fold(x0, by512, x1);
+  x2 = Fold(x1, by512, x2);
+  x3 = Fold(x2, by512, x3);
+  for (; size >= 64; p += 64, size -= 64) x3 = Fold(x3, by512, _mm512_loadu_si512(p));
+  // The four lanes into the last.
+  const __m512i lanes = _mm512_load_si512(folds.lanes);
+  const __m512i t = _mm512_xor_si512(_mm512_clmulepi64_epi128(x3, lanes, 0x00), _mm512_clmulepi64_epi128(x3, lanes, 0x11));
+  __m128i last = _mm_xor_si128(_mm512_extracti64x2_epi64(x3, 3), _mm512_extracti64x2_epi64(t, 0));
+  last = _mm_xor_si128(last, _mm_xor_si128(_mm512_extracti64x2_epi64(t, 1), _mm512_extracti64x2_epi64(t, 2)));
+  uint64_t r = _mm_crc32_u64(0, static_cast<uint64_t>(_mm_cvtsi128_si64(last)));
+  r = _mm_crc32_u64(r, static_cast<uint64_t>(_mm_extract_epi64(last, 1)));
+  return ExtendSse42(~static_cast<uint32_t>(r), p, size);
+}
+
+bool HasClmul() {
+  static const bool has = __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("pclmul");
+  return has;
+}
 #else
 uint32_t ExtendSse42(uint32_t crc, const void* data, size_t size) {
   return ExtendPortable(crc, data, size);
 }
 bool HasSse42() { return false; }
+uint32_t ExtendClmul(uint32_t crc, const void* data, size_t size) { return ExtendPortable(crc, data, size); }
+bool HasClmul() { return false; }
 #endif
 
 }  // namespace crc32c_internal
 
 uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size) {
   using Fn = uint32_t (*)(uint32_t, const void*, size_t);
-  static const Fn fn = crc32c_internal::HasSse42() ? &crc32c_internal::ExtendSse42
-                                                   : &crc32c_internal::ExtendPortable;
+  static const Fn fn = crc32c_internal::HasClmul()   ? &crc32c_internal::ExtendClmul
+                       : crc32c_internal::HasSse42() ? &crc32c_internal::ExtendSse42
+                                                     : &crc32c_internal::ExtendPortable;
   return fn(crc, data, size);
 }
 

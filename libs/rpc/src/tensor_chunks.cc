@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/base/sum_of_squares.h"
 #include "pcp/codec/encoded.h"
 #include "pcp/rpc/crc32c.h"
 
@@ -58,10 +59,18 @@ absl::Status CheckChunkPosition(const std::string& where, const AssemblyLimits& 
   return absl::OkStatus();
 }
 
+// The copies below go in blocks of this size: each block is checksummed, then copied while
+// still in L1, then (streamed chunks) its values squared from L1. 4 KiB: source and
+// destination blocks together stay well inside a 32 KiB L1 data cache; measured on the 2-vCPU
+// EPYC (AVX-512) with a 1 MiB chunk in 6 pieces, CPU ms per 100 MB: copy + CRC 10.1-10.5 at
+// 32 KiB blocks, 6.7-7.1 at 4-8 KiB; copy + CRC + squares 12.3-12.7 at 32 KiB, 8.5 at 4 KiB,
+// 10.0 at 8 KiB (the copy + CRC at 32 KiB followed by SumOfSquares of the chunk: 12.3-13.6).
+constexpr size_t kCopyBlock = 4 << 10;
+
 // Copies `pieces` to `dest` and returns their CRC, in blocks small enough that each is still
 // in cache when it is copied after being checksummed: one pass over memory instead of two.
 uint32_t CopyWithCrc(char* dest, DataPieces pieces) {
-  constexpr size_t kBlock = 32 << 10;
+  constexpr size_t kBlock = kCopyBlock;
   uint32_t crc = 0;
   for (absl::string_view piece : pieces) {
     for (size_t done = 0; done < piece.size();) {
@@ -72,6 +81,32 @@ uint32_t CopyWithCrc(char* dest, DataPieces pieces) {
       done += n;
     }
   }
+  return crc;
+}
+
+// CopyWithCrc into `dest` (whole f32 values: the pieces' total size is a multiple of 4, their
+// boundaries anywhere), also summing the squares of the values as each block lands in `dest`,
+// while it is still in cache: SumOfSquares of the copied values, same bits (the lanes are fed
+// whole groups of 16 values from the first on, in order, then the tail).
+uint32_t CopyWithCrcAndSquares(float* dest, DataPieces pieces, double* sum_of_squares) {
+  constexpr size_t kBlock = kCopyBlock;
+  uint32_t crc = 0;
+  char* out = reinterpret_cast<char*>(dest);
+  size_t written = 0, summed_groups = 0;
+  SquareLanes lanes;
+  for (absl::string_view piece : pieces) {
+    for (size_t done = 0; done < piece.size();) {
+      const size_t n = std::min(kBlock, piece.size() - done);
+      crc = Crc32cExtend(crc, piece.data() + done, n);
+      std::memcpy(out + written, piece.data() + done, n);
+      written += n;
+      done += n;
+      const size_t groups = written / (kSquareLanes * sizeof(float));
+      lanes.AddGroups(dest + summed_groups * kSquareLanes, groups - summed_groups);
+      summed_groups = groups;
+    }
+  }
+  *sum_of_squares = lanes.Finish(dest + summed_groups * kSquareLanes, written / sizeof(float) - summed_groups * kSquareLanes);
   return crc;
 }
 
@@ -368,16 +403,19 @@ absl::Status TensorAssembler::CopyIn(const std::string& where, const v1::TensorC
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": a chunk of ", size, " bytes splits an f32 value (streamed tensors take whole values)"));
   }
-  char* out = sink_ ? nullptr : static_cast<char*>(tensor_.raw_data()) + next_offset_;
+  uint32_t actual = 0;
+  double squares = 0;
   if (sink_) {
+    // Into the one-chunk scratch, the sum of squares for the sink's norm check in the same pass.
     values_.resize(static_cast<size_t>(size / 4));
-    out = reinterpret_cast<char*>(values_.data());
+    actual = CopyWithCrcAndSquares(values_.data(), data, &squares);
+  } else {
+    actual = CopyWithCrc(static_cast<char*>(tensor_.raw_data()) + next_offset_, data);
   }
-  const uint32_t actual = CopyWithCrc(out, data);
   PCP_ASSIGN_OR_RETURN(running_crc_,
                        CheckCrcs(where, total_, next_offset_, size, running_crc_, actual,
                                  chunk.crc32c(), chunk.tensor_crc32c()));
-  if (sink_) PCP_RETURN_IF_ERROR(Emit(where, next_offset_ / 4, values_));
+  if (sink_) PCP_RETURN_IF_ERROR(Emit(where, next_offset_ / 4, values_, squares));
   next_offset_ += size;
   complete_ = next_offset_ == total_;
   return absl::OkStatus();
@@ -423,7 +461,7 @@ absl::Status TensorAssembler::DecodeIn(const std::string& where, const v1::Tenso
     const absl::Status decoded = codec::Decode(bytes, absl::MakeSpan(out, header->count));
     codec_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!decoded.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", decoded.message()));
-    if (sink_) PCP_RETURN_IF_ERROR(Emit(where, next_element_, values_));
+    if (sink_) PCP_RETURN_IF_ERROR(Emit(where, next_element_, values_, SumOfSquares(values_)));
     next_element_ += static_cast<int64_t>(header->count);
   }
   next_offset_ += size;
@@ -436,8 +474,9 @@ absl::Status TensorAssembler::DecodeIn(const std::string& where, const v1::Tenso
   return absl::OkStatus();
 }
 
-absl::Status TensorAssembler::Emit(const std::string& where, int64_t offset, absl::Span<const float> values) {
-  absl::Status s = sink_(offset, values);
+absl::Status TensorAssembler::Emit(const std::string& where, int64_t offset, absl::Span<const float> values,
+                                   double sum_of_squares) {
+  absl::Status s = sink_(offset, values, sum_of_squares);
   if (s.ok()) return s;
   return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
 }

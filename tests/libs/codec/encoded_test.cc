@@ -12,6 +12,7 @@
 
 #include "codec_data.h"
 #include "gtest/gtest.h"
+#include "pcp/base/sum_of_squares.h"
 #include "pcp/tensor/convert.h"
 
 namespace pcp::codec {
@@ -306,6 +307,26 @@ TEST(DecodedSumOfSquaresTest, MatchesWhatTheReceiverDecodes) {
   EXPECT_FALSE(DecodedSumOfSquares(Codec::kInt8, values, 3).ok());  // invalid block size
   const std::vector<float> bad = {1, kNaN};
   EXPECT_FALSE(std::isfinite(*DecodedSumOfSquares(Codec::kF32, bad)));
+}
+
+// The f32 sum is pcp::SumOfSquares's, bit for bit; every codec's stays within summation-order
+// rounding of an exact (long double, left to right) sum of the decoded values; an f32 Δ holding
+// -inf sums to +inf.
+TEST(DecodedSumOfSquaresTest, PartialSumsMatchAnExactSum) {
+  const std::vector<float> values = testing::DeltaLike(1'000'003, 11);
+  EXPECT_EQ(*DecodedSumOfSquares(Codec::kF32, values), SumOfSquares(values));
+  for (const auto& [codec, name] : kCodecNames) {
+    absl::StatusOr<double> sent = DecodedSumOfSquares(codec, values);
+    ASSERT_TRUE(sent.ok()) << name << ": " << sent.status();
+    long double exact = 0;
+    for (float v : DecodeAll(Encode(codec, values))) exact += static_cast<long double>(v) * v;
+    EXPECT_NEAR(*sent, static_cast<double>(exact), 1e-13 * static_cast<double>(exact)) << name;
+  }
+  std::vector<float> inf = values;
+  inf[999'999] = -std::numeric_limits<float>::infinity();
+  const absl::StatusOr<double> s = DecodedSumOfSquares(Codec::kF32, inf);
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(std::isinf(*s));
 }
 
 }  // namespace

@@ -43,6 +43,9 @@ TEST(Crc32cTest, KnownVectors) {
   for (const Vector& v : KnownVectors()) {
     EXPECT_EQ(Crc32c(v.data), v.crc) << "size " << v.data.size();
     EXPECT_EQ(crc32c_internal::ExtendPortable(0, v.data.data(), v.data.size()), v.crc);
+    if (crc32c_internal::HasClmul()) {
+      EXPECT_EQ(crc32c_internal::ExtendClmul(0, v.data.data(), v.data.size()), v.crc);
+    }
     if (crc32c_internal::HasSse42()) {
       EXPECT_EQ(crc32c_internal::ExtendSse42(0, v.data.data(), v.data.size()), v.crc);
     }
@@ -62,6 +65,26 @@ TEST(Crc32cTest, ImplementationsAgree) {
       EXPECT_EQ(crc32c_internal::ExtendSse42(0x12345678u, p, size),
                 crc32c_internal::ExtendPortable(0x12345678u, p, size))
           << "size " << size << " align " << align;
+    }
+  }
+}
+
+// The folding implementation agrees with the table on every length around its block
+// boundaries (256 bytes per loop, 64 per register, the crc32-instruction tail), at every
+// alignment, from several starting CRCs.
+TEST(Crc32cTest, ClmulAgreesWithTheTable) {
+  if (!crc32c_internal::HasClmul()) GTEST_SKIP() << "no AVX-512 VPCLMULQDQ on this CPU";
+  const std::string data = RandomBytes((1 << 20) + 1000, 3);
+  std::vector<size_t> sizes = {0, 1, 15, 16, 17, 63, 64, 255, 256, 257, 319, 320, 321, 383, 384,
+                               511, 512, 513, 767, 768, 1000, 4096, 4099, 65536 + 77, 1 << 20};
+  for (size_t s = 257; s < 1100; s += 37) sizes.push_back(s);
+  for (size_t size : sizes) {
+    for (size_t align = 0; align < 64; align += 3) {
+      for (uint32_t start : {0u, 0x12345678u, 0xFFFFFFFFu}) {
+        const char* p = data.data() + align;
+        ASSERT_EQ(crc32c_internal::ExtendClmul(start, p, size), crc32c_internal::ExtendPortable(start, p, size))
+            << "size " << size << " align " << align << " start " << start;
+      }
     }
   }
 }

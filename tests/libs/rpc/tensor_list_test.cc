@@ -12,6 +12,7 @@
 #include "pcp/rpc/chunked_list.h"
 #include "pcp/rpc/crc32c.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/base/sum_of_squares.h"
 
 namespace pcp {
 namespace {
@@ -171,7 +172,8 @@ absl::Status StreamInto(const std::vector<v1::TensorChunk>& chunks, std::vector<
                         std::function<absl::Status(uint32_t, int64_t)> veto = {}) {
   TensorListAssembler assembler;
   if (codec) assembler.ExpectCodec(*codec);
-  assembler.StreamTo([&](uint32_t tensor, int64_t offset, absl::Span<const float> values) -> absl::Status {
+  assembler.StreamTo([&](uint32_t tensor, int64_t offset, absl::Span<const float> values, double sum_of_squares) -> absl::Status {
+    if (sum_of_squares != SumOfSquares(values)) return absl::InternalError("the sink's sum of squares differs from SumOfSquares");
     if (veto) PCP_RETURN_IF_ERROR(veto(tensor, offset));
     if (out->size() <= tensor) out->resize(tensor + 1);
     std::vector<float>& t = (*out)[tensor];

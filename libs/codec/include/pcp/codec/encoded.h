@@ -91,7 +91,8 @@ absl::Status DecodeAdd(absl::string_view bytes, float weight, absl::Span<float> 
 // Σ x̂[i]², in double, of `values` as a receiver decodes them after encoding with `codec` and
 // `block_size` (0: the default): what the receiver's norm of the values will be (up to
 // summation order), without holding the encoded form (encoded and decoded a slice of whole
-// blocks at a time). +inf or NaN when a decoded value is not finite. InvalidArgument for an
+// blocks at a time; each slice summed by pcp::SumOfSquares, sixteen partial sums, and the
+// slices' sums added in order). +inf or NaN when a decoded value is not finite. InvalidArgument for an
 // invalid block size.
 absl::StatusOr<double> DecodedSumOfSquares(Codec codec, absl::Span<const float> values, int block_size = 0);
 

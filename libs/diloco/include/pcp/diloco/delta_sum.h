@@ -7,6 +7,7 @@
 //   // per worker, once its header (declared norm, tokens) has been judged:
 //   std::unique_ptr<DeltaSum::Contribution> c = sum.Begin("node-3", /*weight=*/tokens, verdict.scale, declared_norm);
 //   PCP_RETURN_IF_ERROR(c->Add(tensor, element_offset, decoded_chunk));   // per chunk, any thread
+//   // (or c->Add(tensor, element_offset, decoded_chunk, sum_of_squares) from a StreamTo sink)
 //   ...
 //   sum.Finish();   // no more adds; sums[i] now hold the weighted average
 //   for (const std::string& who : sum.liars()) { ...count a refusal... }
@@ -38,6 +39,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <utility>
@@ -85,7 +87,11 @@ class DeltaSum {
     // declared one (nothing of this chunk is added; the sender is a liar(), the sum tainted
     // if something of it was added; later calls fail); FailedPrecondition too once Finish ran.
     // A chunk is added whole or not at all, also when Finish runs meanwhile.
-    absl::Status Add(size_t tensor, int64_t offset, absl::Span<const float> values);
+    // `sum_of_squares`, when given, must be SumOfSquares(values) (pcp/base/sum_of_squares.h),
+    // e.g. as TensorAssembler::StreamTo computes it while copying the chunk: Add then skips
+    // its own pass over the values for the norm check (same bits either way).
+    absl::Status Add(size_t tensor, int64_t offset, absl::Span<const float> values,
+                     std::optional<double> sum_of_squares = std::nullopt);
     // The norm of the values added (or refused) so far.
     double norm() const;
     int64_t elements() const { return elements_; }

@@ -41,6 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "pcp/base/sum_of_squares.h"
 
 namespace pcp::diloco {
 
@@ -79,11 +80,9 @@ absl::string_view ScreenActionName(ScreenAction action);
 // How many past rounds the running median looks back.
 inline constexpr size_t kScreenHistoryRounds = 8;
 
-// Σ v² of `values` in double (f32 values up to 3.4e38 do not overflow); NaN or +inf when a
-// value is NaN or ±inf. Sixteen independent partial sums, so the additions do not wait on one
-// another (~4 ms per 100 MB instead of ~40 for one running sum); the result differs from a
-// left-to-right sum by rounding only (relative ~1e-16 × the element count at worst).
-double SumOfSquares(absl::Span<const float> values);
+// Σ v² of `values` in double, sixteen partial sums (pcp/base/sum_of_squares.h, where it lives so
+// that libs/codec and libs/rpc share the one copy); NaN or +inf when a value is NaN or ±inf.
+using ::pcp::SumOfSquares;
 
 // L2 norm of a Δ fed in pieces (SumOfSquares per piece). norm() is +inf once any element was
 // NaN or ±inf.

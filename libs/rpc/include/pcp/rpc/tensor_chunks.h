@@ -186,7 +186,12 @@ class TensorAssembler {
   // scratch of one chunk), and Take() gives an empty Tensor(). f32 tensors only, raw chunks
   // holding whole values. An error from `sink` fails the chunk (annotated with the tensor
   // and offset). Call before the first Add. (Streaming aggregation: pcp/diloco/delta_sum.h.)
-  using ValuesSink = std::function<absl::Status(int64_t element_offset, absl::Span<const float> values)>;
+  // The sink also gets SumOfSquares(values) (pcp/base/sum_of_squares.h, same bits), for a
+  // norm check without another pass over the values: for raw chunks it is summed while the
+  // chunk is copied (and CRC'd) from the received pieces into the scratch, each block while
+  // in cache; an encoded chunk's decoded values are summed after decoding.
+  using ValuesSink = std::function<absl::Status(int64_t element_offset, absl::Span<const float> values,
+                                                double sum_of_squares)>;
   void StreamTo(ValuesSink sink) { sink_ = std::move(sink); }
 
   // Validates and copies (an encoded chunk: decodes) one chunk. InvalidArgument naming the
@@ -226,8 +231,10 @@ class TensorAssembler {
                         int64_t size);
   absl::Status Fail(const absl::Status& status);
   std::string Where(uint64_t offset) const;
-  // StreamTo: hands `values` (element `offset` on) to the sink; errors name `where`.
-  absl::Status Emit(const std::string& where, int64_t offset, absl::Span<const float> values);
+  // StreamTo: hands `values` (element `offset` on) and their sum of squares to the sink;
+  // errors name `where`.
+  absl::Status Emit(const std::string& where, int64_t offset, absl::Span<const float> values,
+                    double sum_of_squares);
 
   AssemblyLimits limits_;
   std::optional<TensorSpec> expected_;
