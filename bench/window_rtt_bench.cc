@@ -8,6 +8,9 @@
 //                                    [--windows_kib=64,512,4096,16384] [--seconds=3]
 //
 // --bdp: the server leaves BDP probing on (gRPC's default), for comparison.
+// --download: θ's direction instead: the server streams, the client (a worker) receives with
+// PCP's client settings (16 MiB window, BDP probing off) or, with --client_bdp, BDP probing on;
+// the server's window column is then irrelevant (one row is enough: --windows_kib=16384).
 // Each row: a fresh server with that window, one stream of --message_kib messages written
 // back to back for about --seconds at the predicted rate (at least 4 messages), timed from
 // the first write to the server's Finish (the last byte has arrived).
@@ -24,6 +27,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "pcp/netem/relay.h"
 #include "pcp/rpc/channel_options.h"
 
@@ -33,6 +37,10 @@ ABSL_FLAG(int, message_kib, 1024, "message size (a Δ chunk is 1 MiB)");
 ABSL_FLAG(std::vector<std::string>, windows_kib, std::vector<std::string>({"64", "512", "4096", "16384"}),
           "server receive windows to measure, KiB");
 ABSL_FLAG(double, seconds, 3, "about how long each row transfers");
+ABSL_FLAG(bool, download, false,
+          "the server streams to the client instead (θ down); the window is then the client's: its "
+          "16 MiB with BDP probing off (PCP's setting), or gRPC's own sizing with --client_bdp");
+ABSL_FLAG(bool, client_bdp, false, "--download: the client probes the bandwidth-delay product");
 ABSL_FLAG(bool, bdp, false,
           "the server probes the bandwidth-delay product (gRPC's default) instead of a fixed window");
 
@@ -58,6 +66,47 @@ class Sink final : public grpc::CallbackGenericService {
 
      private:
       grpc::ByteBuffer buf_;
+    };
+    return new R;
+  }
+};
+
+// Reads one message holding a count and a size ("N S"), writes N messages of S bytes, then
+// finishes OK.
+class Source final : public grpc::CallbackGenericService {
+ public:
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
+    class R final : public grpc::ServerGenericBidiReactor {
+     public:
+      R() { StartRead(&in_); }
+      void OnReadDone(bool ok) override {
+        if (!ok) return Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request"));
+        std::vector<grpc::Slice> slices;
+        (void)in_.Dump(&slices);
+        std::string text;
+        for (const grpc::Slice& sl : slices) text.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+        if (std::sscanf(text.c_str(), "%lld %lld", &left_, &size_) != 2 || size_ <= 0) {
+          return Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bad request"));
+        }
+        payload_ = grpc::Slice(std::string(static_cast<size_t>(size_), 'x'));
+        Next();
+      }
+      void OnWriteDone(bool ok) override {
+        if (!ok) return Finish(grpc::Status(grpc::StatusCode::ABORTED, "write failed"));
+        Next();
+      }
+      void OnDone() override { delete this; }
+
+     private:
+      void Next() {
+        if (left_-- <= 0) return Finish(grpc::Status::OK);
+        grpc::Slice copy = payload_;  // a reference, not a copy of the bytes
+        out_ = grpc::ByteBuffer(&copy, 1);
+        StartWrite(&out_);
+      }
+      grpc::ByteBuffer in_, out_;
+      grpc::Slice payload_;
+      long long left_ = 0, size_ = 0;  // NOLINT(runtime/int): sscanf's type
     };
     return new R;
   }
@@ -97,6 +146,41 @@ double Upload(const std::string& target, int64_t message_bytes, int64_t messages
   return static_cast<double>(message_bytes * messages) / s;
 }
 
+// Bytes per second of one stream of `messages` messages of `message_bytes` from `target`.
+double Download(const std::string& target, int64_t message_bytes, int64_t messages, bool client_bdp) {
+  grpc::ChannelArguments args;
+  if (client_bdp) {  // PCP's settings but BDP probing (set alone: a repeated argument may not override)
+    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, pcp::kStreamWindowBytes);
+    args.SetMaxReceiveMessageSize(pcp::kMaxReceiveMessageBytes);
+  } else {
+    pcp::ApplyStreamChannelOptions(&args);
+  }
+  grpc::GenericStub stub(grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(5));
+  grpc::CompletionQueue cq;
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call = stub.PrepareCall(&ctx, "/pcp.bench.Source/Get", &cq);
+  call->StartCall(nullptr);
+  if (!Wait(&cq)) return 0;
+  grpc::Slice request(absl::StrCat(messages, " ", message_bytes));
+  grpc::ByteBuffer req(&request, 1);
+  const auto start = Clock::now();
+  call->Write(req, nullptr);
+  if (!Wait(&cq)) return 0;
+  grpc::ByteBuffer in;
+  int64_t bytes = 0;
+  while (true) {
+    call->Read(&in, nullptr);
+    if (!Wait(&cq)) break;
+    bytes += static_cast<int64_t>(in.Length());
+  }
+  grpc::Status status;
+  call->Finish(&status, nullptr);
+  if (!Wait(&cq) || !status.ok() || bytes != message_bytes * messages) return 0;
+  const double s = std::chrono::duration<double>(Clock::now() - start).count();
+  return static_cast<double>(bytes) / s;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,13 +188,16 @@ int main(int argc, char** argv) {
   const int rtt_ms = absl::GetFlag(FLAGS_rtt_ms);
   const double link_bytes_per_s = absl::GetFlag(FLAGS_link_mbit) * 1e6 / 8;
   const int64_t message_bytes = int64_t{absl::GetFlag(FLAGS_message_kib)} << 10;
-  std::printf("# one stream, %d KiB messages, link %.0f Mbit/s each way, RTT %d ms, server BDP probing %s\n",
-              absl::GetFlag(FLAGS_message_kib), absl::GetFlag(FLAGS_link_mbit), rtt_ms,
-              absl::GetFlag(FLAGS_bdp) ? "on" : "off");
+  const bool download = absl::GetFlag(FLAGS_download);
+  std::printf("# one stream %s, %d KiB messages, link %.0f Mbit/s each way, RTT %d ms, %s BDP probing %s\n",
+              download ? "down (server -> client)" : "up (client -> server)", absl::GetFlag(FLAGS_message_kib),
+              absl::GetFlag(FLAGS_link_mbit), rtt_ms, download ? "client" : "server",
+              (download ? absl::GetFlag(FLAGS_client_bdp) : absl::GetFlag(FLAGS_bdp)) ? "on" : "off");
   std::printf("%12s %16s %16s %14s\n", "window KiB", "window/RTT MB/s", "achieved MB/s", "achieved Mbit/s");
   for (const std::string& w : absl::GetFlag(FLAGS_windows_kib)) {
     const int window = std::stoi(w) << 10;
     Sink sink;
+    Source source;
     grpc::ServerBuilder builder;
     if (absl::GetFlag(FLAGS_bdp)) {
       builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, window);
@@ -120,7 +207,11 @@ int main(int argc, char** argv) {
     }
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterCallbackGenericService(&sink);
+    if (download) {
+      builder.RegisterCallbackGenericService(&source);
+    } else {
+      builder.RegisterCallbackGenericService(&sink);
+    }
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     if (server == nullptr) {
       std::fprintf(stderr, "cannot start a server\n");
@@ -137,7 +228,8 @@ int main(int argc, char** argv) {
     }
     const double predicted = rtt_ms > 0 ? std::min(link_bytes_per_s, window / (rtt_ms / 1000.0)) : link_bytes_per_s;
     const int64_t messages = std::max<int64_t>(4, static_cast<int64_t>(predicted * absl::GetFlag(FLAGS_seconds) / message_bytes));
-    const double achieved = Upload((*relay)->address(), message_bytes, messages);
+    const double achieved = download ? Download((*relay)->address(), message_bytes, messages, absl::GetFlag(FLAGS_client_bdp))
+                                     : Upload((*relay)->address(), message_bytes, messages);
     std::printf("%12d %16.1f %16.1f %14.0f\n", window >> 10, window / (rtt_ms / 1000.0) / 1e6, achieved / 1e6,
                 achieved * 8 / 1e6);
     std::fflush(stdout);

@@ -13,7 +13,7 @@ int StreamWindowForBudget(int64_t budget_bytes, int64_t streams) {
 
 void ApplyStreamChannelOptions(grpc::ChannelArguments* args) {
   args->SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kStreamWindowBytes);
-  args->SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args->SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 1);
   args->SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
 }
 

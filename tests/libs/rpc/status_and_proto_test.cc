@@ -47,7 +47,9 @@ TEST(GrpcStatusTest, OnlyUnavailableIsRetryable) {
   EXPECT_FALSE(IsRetryable(absl::OkStatus()));
 }
 
-TEST(ChannelOptionsTest, StreamChannelsGetAFixedLargeWindow) {
+// Channels (workers receiving θ) start at 16 MiB and let gRPC probe the bandwidth-delay
+// product (channel_options.h says why).
+TEST(ChannelOptionsTest, StreamChannelsStartLargeAndProbeTheBandwidthDelayProduct) {
   grpc::ChannelArguments args;
   ApplyStreamChannelOptions(&args);
   const grpc_channel_args c = args.c_channel_args();
@@ -56,7 +58,7 @@ TEST(ChannelOptionsTest, StreamChannelsGetAFixedLargeWindow) {
     if (c.args[i].type == GRPC_ARG_INTEGER) ints[c.args[i].key] = c.args[i].value.integer;
   }
   EXPECT_EQ(ints[GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES], 16 << 20);
-  EXPECT_EQ(ints[GRPC_ARG_HTTP2_BDP_PROBE], 0);
+  EXPECT_EQ(ints[GRPC_ARG_HTTP2_BDP_PROBE], 1);
   EXPECT_EQ(ints[GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH], 4 << 20);
   EXPECT_GT(kMaxReceiveMessageBytes, kMaxChunkMessageBytes * 3);
 }
