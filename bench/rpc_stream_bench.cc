@@ -9,8 +9,8 @@
 //   every variant (for experiments).
 //
 // As in a cluster, the two ends are separate processes: every server (the shepherd's end,
-// bench/stream_bench_server.h) runs in a child process of its own, forked before gRPC starts, and this process is the
-// worker's end. Every gRPC variant is the real path: the generated Training service, a bidi
+// bench/stream_bench_server.h) runs in a child process of its own, forked before gRPC
+// starts, and this process is the worker's end. Every gRPC variant is the real path: the generated Training service, a bidi
 // Connect stream, tensors cut into chunks with a CRC-32C each and checked by a
 // TensorListAssembler (names, shapes, offsets, CRCs). Both directions:
 //   up    worker -> shepherd  ResultChunk messages (Δ)
