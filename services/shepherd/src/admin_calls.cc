@@ -99,10 +99,7 @@ absl::StatusOr<v1::SampleResponse> AdminCalls::Sample(const v1::SampleRequest& r
     absl::StatusOr<v1::Job> job = d_.jobs->Get(job_id);
     if (!job.ok()) return job.status();
     std::shared_ptr<const ParamsSnapshot> snap = d_.coordinator->snapshot();
-    // A job reported completed has its final checkpoint on disk, but the coordinator may not
-    // have taken the final snapshot yet (it does so after the job's last step returns).
-    const bool stale = snap != nullptr && job->state() == v1::JOB_STATE_COMPLETED && !snap->final;
-    if (snap == nullptr || snap->job_id != job_id || stale) {
+    if (snap == nullptr || snap->job_id != job_id) {
       if (job->checkpoint_path().empty()) {
         return absl::FailedPreconditionError(
             absl::StrCat("job ", job_id, " has no parameters to sample from yet (no round completed)"));

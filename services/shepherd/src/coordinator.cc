@@ -120,7 +120,14 @@ void Coordinator::MaybeStartJob() {
     spdlog::info("job {}: {}", next->id, next->resumed ? "resuming after a shepherd restart" : "starting");
     absl::StatusOr<std::unique_ptr<JobRun>> run;
     absl::Status contained = Contain([&] {
-      run = JobRun::Start(*next, RunContext{config_, jobs_, registry_, [this] { Nudge(); }});
+      run = JobRun::Start(*next, RunContext{.config = config_,
+                                            .jobs = jobs_,
+                                            .registry = registry_,
+                                            .nudge = [this] { Nudge(); },
+                                            .publish = [this](std::shared_ptr<const ParamsSnapshot> snap) {
+                                              std::lock_guard<std::mutex> lock(mu_);
+                                              snapshot_ = std::move(snap);
+                                            }});
       return absl::OkStatus();
     });
     if (!contained.ok()) run = contained;
@@ -151,7 +158,6 @@ void Coordinator::PublishStatus() {
   std::lock_guard<std::mutex> lock(mu_);
   status_.active_job_id = run_ ? run_->job_id() : "";
   status_.workers_in_round = run_ ? run_->workers_in_round() : 0;
-  if (run_) snapshot_ = run_->snapshot();
 }
 
 void Coordinator::Loop() {

@@ -742,7 +742,7 @@ void JobRun::Publish(bool final) {
   snap->sample = prepared_->config.sample;
   snap->names = prepared_->param_names;
   snap->params = theta_;
-  snapshot_ = std::move(snap);
+  if (ctx_.publish) ctx_.publish(std::move(snap));
 }
 
 JobRun::Outcome JobRun::Fail(const std::string& why) {

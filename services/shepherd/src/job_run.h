@@ -79,6 +79,9 @@ struct RunContext {
   WorkerRegistry* registry = nullptr;
   // Asks the coordinator to call Advance soon (a background evaluation finished).
   std::function<void()> nudge;
+  // Takes θ after the job starts and after every closed round (Admin.Sample reads it), before
+  // the round or the job's end is reported to JobManager. Called on the coordinator's thread.
+  std::function<void(std::shared_ptr<const ParamsSnapshot>)> publish;
 };
 
 
@@ -112,7 +115,6 @@ class JobRun {
   // Writes a checkpoint unless the latest round already has one (shutdown).
   absl::Status CheckpointIfBehind();
   const std::string& failure() const { return failure_; }
-  std::shared_ptr<const ParamsSnapshot> snapshot() const { return snapshot_; }
 
  private:
   enum class Phase { kIdle, kAssigning, kReady, kInRound, kFailed, kQuarantined };
@@ -303,7 +305,6 @@ class JobRun {
   Clock::time_point started_;
   std::unique_ptr<ProgressMeter> meter_;
   v1::JobProgress progress_;
-  std::shared_ptr<const ParamsSnapshot> snapshot_;
   std::string failure_;
   // Last: destroyed first, it finishes a write in flight while the rest is intact.
   CheckpointWriter checkpoint_writer_;
