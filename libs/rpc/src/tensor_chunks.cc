@@ -144,7 +144,7 @@ int64_t EncodedBytes(codec::Codec codec, int64_t count, int block_size) {
 
 int64_t ChunkBytesForPeer(uint64_t accepted) {
   if (accepted == 0) return kDefaultChunkBytes;
-  return std::clamp(static_cast<int64_t>(std::min<uint64_t>(accepted, kMaxChunkBytes)), kMinChunkBytes, kMaxChunkBytes);
+  return static_cast<int64_t>(std::clamp<uint64_t>(accepted, kMinChunkBytes, kMaxChunkBytes));
 }
 
 absl::Status ChunkOptions::Validate() const {
