@@ -69,44 +69,29 @@ constexpr size_t kCopyBlock = 4 << 10;
 
 // Copies `pieces` to `dest` and returns their CRC, in blocks small enough that each is still
 // in cache when it is copied after being checksummed: one pass over memory instead of two.
-uint32_t CopyWithCrc(char* dest, DataPieces pieces) {
-  constexpr size_t kBlock = kCopyBlock;
-  uint32_t crc = 0;
-  for (absl::string_view piece : pieces) {
-    for (size_t done = 0; done < piece.size();) {
-      const size_t n = std::min(kBlock, piece.size() - done);
-      crc = Crc32cExtend(crc, piece.data() + done, n);
-      std::memcpy(dest, piece.data() + done, n);
-      dest += n;
-      done += n;
-    }
-  }
-  return crc;
-}
-
-// CopyWithCrc into `dest` (whole f32 values: the pieces' total size is a multiple of 4, their
-// boundaries anywhere), also summing the squares of the values as each block lands in `dest`,
-// while it is still in cache: SumOfSquares of the copied values, same bits (the lanes are fed
-// whole groups of 16 values from the first on, in order, then the tail).
-uint32_t CopyWithCrcAndSquares(float* dest, DataPieces pieces, double* sum_of_squares) {
-  constexpr size_t kBlock = kCopyBlock;
-  uint32_t crc = 0;
-  char* out = reinterpret_cast<char*>(dest);
+// With `lanes` (`dest` then holds whole f32 values: the pieces' total size is a multiple of 4,
+// their boundaries anywhere), the squares of every whole group of kSquareLanes values are
+// added as each block lands in `dest`, still in cache, in order from the first: the caller's
+// lanes.Finish over the tail gives SumOfSquares of the copied values, same bits.
+uint32_t CopyWithCrc(char* dest, DataPieces pieces, SquareLanes* lanes = nullptr) {
+  constexpr size_t kGroupBytes = kSquareLanes * sizeof(float);
+  const float* values = reinterpret_cast<const float*>(dest);
   size_t written = 0, summed_groups = 0;
-  SquareLanes lanes;
+  uint32_t crc = 0;
   for (absl::string_view piece : pieces) {
     for (size_t done = 0; done < piece.size();) {
-      const size_t n = std::min(kBlock, piece.size() - done);
+      const size_t n = std::min(kCopyBlock, piece.size() - done);
       crc = Crc32cExtend(crc, piece.data() + done, n);
-      std::memcpy(out + written, piece.data() + done, n);
+      std::memcpy(dest + written, piece.data() + done, n);
       written += n;
       done += n;
-      const size_t groups = written / (kSquareLanes * sizeof(float));
-      lanes.AddGroups(dest + summed_groups * kSquareLanes, groups - summed_groups);
-      summed_groups = groups;
+      if (lanes != nullptr) {
+        const size_t groups = written / kGroupBytes;
+        lanes->AddGroups(values + summed_groups * kSquareLanes, groups - summed_groups);
+        summed_groups = groups;
+      }
     }
   }
-  *sum_of_squares = lanes.Finish(dest + summed_groups * kSquareLanes, written / sizeof(float) - summed_groups * kSquareLanes);
   return crc;
 }
 
@@ -408,7 +393,10 @@ absl::Status TensorAssembler::CopyIn(const std::string& where, const v1::TensorC
   if (sink_) {
     // Into the one-chunk scratch, the sum of squares for the sink's norm check in the same pass.
     values_.resize(static_cast<size_t>(size / 4));
-    actual = CopyWithCrcAndSquares(values_.data(), data, &squares);
+    SquareLanes lanes;
+    actual = CopyWithCrc(reinterpret_cast<char*>(values_.data()), data, &lanes);
+    const size_t whole = values_.size() / kSquareLanes * kSquareLanes;
+    squares = lanes.Finish(values_.data() + whole, values_.size() - whole);
   } else {
     actual = CopyWithCrc(static_cast<char*>(tensor_.raw_data()) + next_offset_, data);
   }
