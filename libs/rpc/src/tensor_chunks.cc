@@ -125,6 +125,19 @@ int64_t EncodedBytes(codec::Codec codec, int64_t count, int block_size) {
   return static_cast<int64_t>(*codec::EncodedSize(codec, static_cast<size_t>(count), block_size));
 }
 
+// A chunk's scratch (streamed values, an encoded chunk gathered from several pieces) is used
+// only within one Add and handed to the sink synchronously, so one per thread serves every
+// assembler on it: a shepherd receiving from M workers holds (its receiving threads) x one
+// chunk, not M x one chunk (at 256 workers and 256 KiB chunks, 64 MiB of the peak).
+std::vector<float>& ThreadValues() {
+  thread_local std::vector<float> values;
+  return values;
+}
+std::string& ThreadScratch() {
+  thread_local std::string scratch;
+  return scratch;
+}
+
 }  // namespace
 
 int64_t ChunkBytesForPeer(uint64_t accepted) {
@@ -390,20 +403,22 @@ absl::Status TensorAssembler::CopyIn(const std::string& where, const v1::TensorC
   }
   uint32_t actual = 0;
   double squares = 0;
+  std::vector<float>* values = nullptr;
   if (sink_) {
-    // Into the one-chunk scratch, the sum of squares for the sink's norm check in the same pass.
-    values_.resize(static_cast<size_t>(size / 4));
+    // Into the thread's one-chunk scratch, the sum of squares for the sink's norm check in the same pass.
+    values = &ThreadValues();
+    values->resize(static_cast<size_t>(size / 4));
     SquareLanes lanes;
-    actual = CopyWithCrc(reinterpret_cast<char*>(values_.data()), data, &lanes);
-    const size_t whole = values_.size() / kSquareLanes * kSquareLanes;
-    squares = lanes.Finish(values_.data() + whole, values_.size() - whole);
+    actual = CopyWithCrc(reinterpret_cast<char*>(values->data()), data, &lanes);
+    const size_t whole = values->size() / kSquareLanes * kSquareLanes;
+    squares = lanes.Finish(values->data() + whole, values->size() - whole);
   } else {
     actual = CopyWithCrc(static_cast<char*>(tensor_.raw_data()) + next_offset_, data);
   }
   PCP_ASSIGN_OR_RETURN(running_crc_,
                        CheckCrcs(where, total_, next_offset_, size, running_crc_, actual,
                                  chunk.crc32c(), chunk.tensor_crc32c()));
-  if (sink_) PCP_RETURN_IF_ERROR(Emit(where, next_offset_ / 4, values_, squares));
+  if (sink_) PCP_RETURN_IF_ERROR(Emit(where, next_offset_ / 4, *values, squares));
   next_offset_ += size;
   complete_ = next_offset_ == total_;
   return absl::OkStatus();
@@ -419,9 +434,10 @@ absl::Status TensorAssembler::DecodeIn(const std::string& where, const v1::Tenso
     bytes = data[0];
     actual = Crc32c(bytes);
   } else if (size > 0) {
-    scratch_.resize(static_cast<size_t>(size));
-    actual = CopyWithCrc(scratch_.data(), data);
-    bytes = scratch_;
+    std::string& scratch = ThreadScratch();
+    scratch.resize(static_cast<size_t>(size));
+    actual = CopyWithCrc(scratch.data(), data);
+    bytes = scratch;
   }
   PCP_ASSIGN_OR_RETURN(running_crc_,
                        CheckCrcs(where, total_, next_offset_, size, running_crc_, actual,
@@ -443,13 +459,14 @@ absl::Status TensorAssembler::DecodeIn(const std::string& where, const v1::Tenso
                                                      header->count, " elements, only ",
                                                      remaining, " remain"));
     }
-    if (sink_) values_.resize(header->count);
-    float* out = sink_ ? values_.data() : tensor_.data<float>() + next_element_;
+    std::vector<float>& values = ThreadValues();
+    if (sink_) values.resize(header->count);
+    float* out = sink_ ? values.data() : tensor_.data<float>() + next_element_;
     const auto start = std::chrono::steady_clock::now();
     const absl::Status decoded = codec::Decode(bytes, absl::MakeSpan(out, header->count));
     codec_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!decoded.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", decoded.message()));
-    if (sink_) PCP_RETURN_IF_ERROR(Emit(where, next_element_, values_, SumOfSquares(values_)));
+    if (sink_) PCP_RETURN_IF_ERROR(Emit(where, next_element_, values, SumOfSquares(values)));
     next_element_ += static_cast<int64_t>(header->count);
   }
   next_offset_ += size;
@@ -520,12 +537,8 @@ absl::StatusOr<Tensor> TensorAssembler::Take() {
                  : std::string("no tensor received"));
   }
   Tensor t = std::move(tensor_);
-  std::string scratch = std::move(scratch_);  // kept for the next tensor of a list
-  std::vector<float> values = std::move(values_);
   const double codec_seconds = codec_seconds_;
   *this = TensorAssembler(limits_);
-  scratch_ = std::move(scratch);
-  values_ = std::move(values);
   codec_seconds_ = codec_seconds;
   return t;
 }

@@ -183,7 +183,7 @@ class TensorAssembler {
   // Streams the tensor instead of assembling it: each chunk's values go to `sink` once the
   // chunk has been checked (CRCs, position, codec), with the element offset of its first
   // value; an encoded chunk is decoded first. Nothing of the tensor's size is allocated (a
-  // scratch of one chunk), and Take() gives an empty Tensor(). f32 tensors only, raw chunks
+  // scratch of one chunk per thread), and Take() gives an empty Tensor(). f32 tensors only, raw chunks
   // holding whole values. An error from `sink` fails the chunk (annotated with the tensor
   // and offset). Call before the first Add. (Streaming aggregation: pcp/diloco/delta_sum.h.)
   // The sink also gets SumOfSquares(values) (pcp/base/sum_of_squares.h, same bits), for a
@@ -250,16 +250,14 @@ class TensorAssembler {
   Shape shape_;
   Tensor tensor_;  // empty when streaming
   ValuesSink sink_;
-  std::vector<float> values_;  // streaming: one chunk's values
   int64_t total_ = 0;
   int64_t next_offset_ = 0;
   uint32_t running_crc_ = 0;
-  // Encoded tensors: the codec, the decoded element count, elements decoded so far, and
-  // where a chunk given in several pieces is gathered before decoding.
+  // Encoded tensors: the codec, the decoded element count, elements decoded so far. (A
+  // chunk's scratch is the thread's, tensor_chunks.cc.)
   codec::Codec codec_ = codec::Codec::kF32;
   int64_t elements_ = 0;
   int64_t next_element_ = 0;
-  std::string scratch_;
   double codec_seconds_ = 0;
 };
 
