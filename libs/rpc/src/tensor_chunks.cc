@@ -198,7 +198,9 @@ absl::StatusOr<TensorChunker> TensorChunker::Create(std::string name, Tensor ten
   const int64_t per_block = EncodedBytes(c.codec_, 2 * block, c.block_size_) -
                             EncodedBytes(c.codec_, block, c.block_size_);
   const int64_t fixed = EncodedBytes(c.codec_, block, c.block_size_) - per_block;
-  c.chunk_elements_ = (c.chunk_bytes_ - fixed) / per_block * block;  // >= 3 blocks at 256 KiB
+  // >= 1 block at kMinChunkBytes (128 KiB): int8 at the largest block, 65536 values, is 64 KiB
+  // + its scale.
+  c.chunk_elements_ = (c.chunk_bytes_ - fixed) / per_block * block;
   const int64_t elements = c.tensor_.num_elements();
   const int64_t full = elements / c.chunk_elements_;
   const int64_t rest = elements % c.chunk_elements_;

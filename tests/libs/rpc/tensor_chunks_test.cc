@@ -110,8 +110,8 @@ TEST(ChunkBytesForPeerTest, ClampsTheAcceptedSizeToTheSendingRange) {
 
 TEST(TensorChunkerTest, RejectsBadArguments) {
   const Tensor t(DType::kF32, {4});
-  EXPECT_THAT(TensorChunker::Create("w", t, ChunkOptions{k256K - 1}).status().message(),
-              HasSubstr("outside [262144, 1048576]"));
+  EXPECT_THAT(TensorChunker::Create("w", t, ChunkOptions{kMinChunkBytes - 1}).status().message(),
+              HasSubstr("outside [131072, 1048576]"));
   EXPECT_THAT(TensorChunker::Create("w", t, ChunkOptions{k1M + 1}).status().message(),
               HasSubstr("outside"));
   EXPECT_THAT(TensorChunker::Create("", t).status().message(), HasSubstr("name"));

@@ -226,6 +226,8 @@ INSTANTIATE_TEST_SUITE_P(
         CodecCase{Codec::kInt8, {700001}, 300000, 0},            // chunk not a block multiple
         CodecCase{Codec::kInt8, {300000}, k256K, 4096},
         CodecCase{Codec::kInt8, {200000}, k256K, 65536},         // 3 blocks a chunk
+        CodecCase{Codec::kInt8, {200000}, kMinChunkBytes, 65536},  // the smallest: 1 block a chunk
+        CodecCase{Codec::kBf16, {100001}, kMinChunkBytes, 0},
         CodecCase{Codec::kInt4, {2500001}, k1M, 0},              // 1.4 MB: 2 chunks
         CodecCase{Codec::kInt4, {65, 12345}, 262147, 0},
         CodecCase{Codec::kInt4, {900001}, k256K, 32}));

@@ -130,8 +130,8 @@ TEST(CompressionTest, Int8DeltasAndInt4UpdatesTrainAndKeepReplicasIdentical) {
   ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
 }
 
-// A shepherd sized for many workers accepts smaller Δ chunks (transport_workers 1024: 256 KiB,
-// ShepherdConfig::AcceptedChunkBytes) and says so in its JoinAck; the workers send chunks of
+// A shepherd sized for many workers accepts smaller Δ chunks (transport_workers 1024: 128 KiB,
+// the floor; ShepherdConfig::AcceptedChunkBytes) and says so in its JoinAck; the workers send chunks of
 // that size, so a model with 1 MiB tensors trains (workers that kept sending 1 MiB chunks had
 // every Δ refused: "chunk of 1048576 bytes exceeds the limit of 262144 bytes").
 TEST(CompressionTest, WorkersSendTheChunkSizeTheShepherdAccepts) {
@@ -150,7 +150,7 @@ TEST(CompressionTest, WorkersSendTheChunkSizeTheShepherdAccepts) {
     EXPECT_EQ(r.participants_size(), 2) << "round " << r.round();
     EXPECT_GT(r.bytes_up(), uint64_t{2} << 20) << "round " << r.round();  // both Δs arrived
   }
-  EXPECT_NE(cluster.shepherd()->Log().find("256.0 KiB Δ chunks"), std::string::npos) << cluster.Logs(40);
+  EXPECT_NE(cluster.shepherd()->Log().find("128.0 KiB Δ chunks"), std::string::npos) << cluster.Logs(40);
   ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
 }
 

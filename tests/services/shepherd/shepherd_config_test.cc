@@ -126,8 +126,12 @@ TEST(ShepherdConfigTest, TransportBudgetGivesTheAcceptedChunkSize) {
   // 256 MiB / (4 x 64) = 1 MiB: the default is unchanged.
   EXPECT_EQ(ParseShepherdConfig("", "s.yaml")->AcceptedChunkBytes(), int64_t{1} << 20);
   EXPECT_EQ(ParseShepherdConfig("transport_workers: 128\n", "s.yaml")->AcceptedChunkBytes(), int64_t{512} << 10);
-  // At least kMinChunkBytes (256 KiB), at most max_chunk_bytes.
-  EXPECT_EQ(ParseShepherdConfig("transport_workers: 100000\n", "s.yaml")->AcceptedChunkBytes(), int64_t{256} << 10);
+  // 128 MiB / (4 x 256) = 128 KiB (the loadgen table's 256-worker cells).
+  EXPECT_EQ(ParseShepherdConfig("transport_receive_bytes: 134217728\ntransport_workers: 256\n", "s.yaml")
+                ->AcceptedChunkBytes(),
+            int64_t{128} << 10);
+  // At least kMinChunkBytes (128 KiB), at most max_chunk_bytes.
+  EXPECT_EQ(ParseShepherdConfig("transport_workers: 100000\n", "s.yaml")->AcceptedChunkBytes(), int64_t{128} << 10);
   EXPECT_EQ(ParseShepherdConfig("transport_workers: 1\n", "s.yaml")->AcceptedChunkBytes(), int64_t{1} << 20);
   absl::StatusOr<ShepherdConfig> capped = ParseShepherdConfig(
       "chunk_bytes: 262144\nmax_chunk_bytes: 393216\ntransport_workers: 2\n", "s.yaml");

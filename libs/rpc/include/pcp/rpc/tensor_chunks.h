@@ -55,7 +55,7 @@ namespace pcp {
 
 // Chunk data sizes, in bytes. Senders use [kMinChunkBytes, kMaxChunkBytes]; receivers refuse
 // chunks above kMaxChunkBytes, so no message comes near gRPC's 4 MiB default receive limit.
-inline constexpr int64_t kMinChunkBytes = int64_t{256} << 10;
+inline constexpr int64_t kMinChunkBytes = int64_t{128} << 10;
 inline constexpr int64_t kMaxChunkBytes = int64_t{1} << 20;
 inline constexpr int64_t kDefaultChunkBytes = kMaxChunkBytes;
 

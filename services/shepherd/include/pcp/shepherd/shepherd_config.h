@@ -11,7 +11,7 @@
 //   state_dir: "state/shepherd"    jobs, checkpoints; created if missing
 //   heartbeat_interval_ms: 1000    both ends of every stream send a heartbeat this often
 //   heartbeat_timeout_ms: 3000     silence this long = the peer is dead (> interval)
-//   chunk_bytes: 1048576           data per chunk message sent (256 KiB..1 MiB)
+//   chunk_bytes: 1048576           data per chunk message sent (128 KiB..1 MiB)
 //   max_chunk_bytes: 1048576       largest chunk data accepted from a peer (<= 1 MiB)
 //   round_start_grace_ms: 2000     how long a round waits for missing workers before it
 //                                  starts with the ones that are ready
@@ -44,11 +44,13 @@
 //                                  about one message + 64 KiB per stream per RTT whatever the
 //                                  window (measured; pcp/rpc/channel_options.h). What does
 //                                  bound the shepherd's receive memory is the Δ chunk size
-//                                  (2.7-3.8x a chunk per stream, measured), so the chunks the
-//                                  shepherd accepts (JoinAck.max_chunk_bytes, which workers
-//                                  send) are AcceptedChunkBytes() = transport_receive_bytes /
-//                                  (4 x transport_workers) clamped to [256 KiB,
-//                                  max_chunk_bytes]: 1 MiB by default, 256 KiB from 256 workers
+//                                  (about 2.5x a chunk per stream of live buffers, 5x in RSS,
+//                                  measured), so the chunks the shepherd accepts
+//                                  (JoinAck.max_chunk_bytes, which workers send) are
+//                                  AcceptedChunkBytes() = transport_receive_bytes /
+//                                  (4 x transport_workers) clamped to [128 KiB,
+//                                  max_chunk_bytes]: 1 MiB by default, 256 KiB from 256
+//                                  workers, 128 KiB for 256 workers on a 128 MiB budget
 //   forget_supervisors_after_s: 86400  a supervisor gone this long leaves ListWorkers
 // Errors are one line "FILE:LINE:COL: key: problem", as for job files (one parser:
 // pcp/config/yaml_fields.h), also for checks across keys (heartbeat_timeout_ms > interval).
