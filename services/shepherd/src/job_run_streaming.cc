@@ -99,8 +99,12 @@ void JobRun::TakeEarlyResults() {
 absl::StatusOr<bool> JobRun::StreamingOuterStep(uint64_t r, const std::vector<Tensor>& avg, std::vector<Tensor>* next) {
   const int64_t p = fragments_->FragmentOfRound(r);
   const std::vector<Tensor> before = GatherFragment(*fragments_, p, theta_);
-  std::vector<Tensor> after = before;  // StepIfFinite replaces these, never writes into them
-  PCP_ASSIGN_OR_RETURN(bool stepped, fragment_outers_[static_cast<size_t>(p)]->StepIfFinite(avg, &after));
+  std::vector<Tensor> after = before;  // the steps replace these, never write into them
+  // A streamed round's average is its RoundSum's buffers, read by nothing after this: θ' goes
+  // into them (no fragment-sized temporaries, as the plain streamed round's step).
+  OuterOptimizer& outer = *fragment_outers_[static_cast<size_t>(p)];
+  PCP_ASSIGN_OR_RETURN(bool stepped,
+                       stream_deltas_ ? outer.StepInPlaceIfFinite(avg, &after) : outer.StepIfFinite(avg, &after));
   if (!stepped) return false;
   fragment_update_round_ = 0;
   if (prepared_->config.diloco.compression.down != codec::Codec::kF32) {

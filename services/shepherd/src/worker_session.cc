@@ -1,5 +1,7 @@
 #include "worker_session.h"
 
+#include <algorithm>
+
 #include <chrono>
 
 #include "pcp/base/unix_time.h"
@@ -442,6 +444,10 @@ void WorkerSession::OnWriteDone(bool ok) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     write_in_flight_ = false;
+    // A chunk of θ, a program or a shard taken off our hands: the worker is reading (see Tick).
+    if (ok && (current_.has_parameter_chunk() || current_.has_program_chunk() || current_.has_shard_chunk())) {
+      last_chunk_taken_ = std::chrono::steady_clock::now();
+    }
     if (!ok) {
       write_broken_ = true;
       outbox_.clear();
@@ -478,7 +484,12 @@ bool WorkerSession::Tick(double timeout_s) {
     std::lock_guard<std::mutex> lock(mu_);
     if (transport_gone_) return true;
     const auto now = std::chrono::steady_clock::now();
-    silent = std::chrono::duration<double>(now - last_receive_).count();
+    // Silence is no message from the worker and no chunk of ours taken: a worker busy
+    // receiving θ from a shepherd that is itself saturated (hundreds of streams on few cores)
+    // may have its heartbeats read late, but the θ it reads shows it alive. A stopped worker
+    // still takes chunks until its HTTP/2 window and socket buffers fill (tens of MB), then
+    // goes silent. Heartbeats we send do not count: a stopped peer's kernel takes them for hours.
+    silent = std::chrono::duration<double>(now - std::max(last_receive_, last_chunk_taken_)).count();
     if (!finish_status_.has_value()) {
       close_dead = silent > timeout_s;
     } else if (!finish_started_ && write_in_flight_ && transport_ != nullptr &&
@@ -488,7 +499,7 @@ bool WorkerSession::Tick(double timeout_s) {
     }
   }
   if (close_dead) {
-    Close(absl::UnavailableError(absl::StrFormat("no message from worker '%s' for %.1f s (heartbeat timeout %.1f s)",
+    Close(absl::UnavailableError(absl::StrFormat("no message from worker '%s', and no chunk taken, for %.1f s (heartbeat timeout %.1f s)",
                                                  joined_ ? supervisor_id() : peer_, silent, timeout_s)),
           /*peer_dead=*/true);
   }

@@ -217,6 +217,7 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
   v1::Join join_;
   std::set<std::string> programs_;
   std::chrono::steady_clock::time_point last_receive_;
+  std::chrono::steady_clock::time_point last_chunk_taken_;  // a data chunk's write completed
 
   // Result assembly (touched by the reading thread, and by ExpectResult under mu_).
   uint64_t expected_round_ = 0;

@@ -66,26 +66,29 @@ class FakeWorker {
   // After the JoinAck: takes the Assignment with its program and shard, answers
   // AssignmentReady, takes θ; returns StartRound's round (0 if the stream ended).
   uint64_t RunToStartRound(v1::Assignment* assignment) {
+    return TakeAssignment(assignment) ? NextStartRound() : 0;
+  }
+  // The first half of that: the Assignment, its program and shard, AssignmentReady.
+  bool TakeAssignment(v1::Assignment* assignment) {
     v1::ShepherdMessage m;
-    if (!ReadNext(&m) || !m.has_assignment()) return 0;
+    if (!ReadNext(&m) || !m.has_assignment()) return false;
     *assignment = m.assignment();
     uint64_t program = 0, shard = 0;
     const uint64_t shard_bytes = assignment->shard().inline_tokens().num_tokens() * 2;
     const uint64_t program_bytes = assignment->program_follows() ? assignment->program_bytes() : 0;
     while (program < program_bytes || shard < shard_bytes) {
-      if (!ReadNext(&m)) return 0;
+      if (!ReadNext(&m)) return false;
       if (m.has_program_chunk()) program += m.program_chunk().data().size();
       if (m.has_shard_chunk()) shard += m.shard_chunk().data().size();
     }
     v1::WorkerMessage ready;
     ready.mutable_ready()->set_job_id(assignment->job_id());
     ready.mutable_ready()->set_program_hash(assignment->program_hash());
-    if (!Write(ready)) return 0;
-    return NextStartRound();
+    return Write(ready);
   }
-  // Skips θ chunks up to the next StartRound; returns its round (0: the stream ended or
-  // something else came, left in *other when given).
-  uint64_t NextStartRound(v1::ShepherdMessage* other = nullptr) {
+  // Skips θ chunks up to the next StartRound (waiting `per_chunk` after each); returns its
+  // round (0: the stream ended or something else came, left in *other when given).
+  uint64_t NextStartRound(v1::ShepherdMessage* other = nullptr, std::chrono::milliseconds per_chunk = {}) {
     v1::ShepherdMessage m;
     while (ReadNext(&m)) {
       if (m.has_start_round()) return m.start_round().round();
@@ -93,6 +96,7 @@ class FakeWorker {
         if (other != nullptr) *other = m;
         return 0;
       }
+      std::this_thread::sleep_for(per_chunk);
     }
     return 0;
   }

@@ -8,7 +8,9 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pcp/base/file.h"
@@ -318,6 +320,32 @@ TEST_F(ProtocolTest, SilentWorkerIsDeclaredDeadWithinTheHeartbeatTimeout) {
   ASSERT_TRUE(admin_->ListWorkers(&context, v1::ListWorkersRequest(), &workers).ok());
   ASSERT_EQ(workers.workers_size(), 1);
   EXPECT_FALSE(workers.workers(0).worker_connected());
+}
+
+// A worker busy taking θ from a saturated shepherd (hundreds of streams on few cores) may have
+// its heartbeats read late; the θ it takes shows it alive. This one sends no heartbeat at all
+// and takes a 9.5M-parameter θ (38 MB) a chunk every 40 ms, well past the 0.6 s timeout once
+// the socket buffers and HTTP/2 window are full; then, silent and taking nothing, it is dead.
+TEST_F(ProtocolTest, AWorkerTakingThetaIsAliveWithoutHeartbeats) {
+  std::string yaml = TinyJobYaml();
+  ASSERT_TRUE(absl::StrContains(yaml, "n_layer: 2\n") && absl::StrContains(yaml, "n_embd: 32\n"));
+  absl::StrReplaceAll({{"n_layer: 2\n", "n_layer: 3\n"}, {"n_embd: 32\n", "n_embd: 512\n"}}, &yaml);
+  ASSERT_TRUE(Submit(yaml, "wide.yaml").ok());
+  auto w = Connect("node-1");
+  ASSERT_TRUE(w->ExpectJoinAck());
+  w->StartHeartbeats(std::chrono::milliseconds(100));  // while the job is prepared
+  v1::Assignment assignment;
+  ASSERT_TRUE(w->TakeAssignment(&assignment));
+  w->StopHeartbeats();
+  const auto t0 = std::chrono::steady_clock::now();
+  const uint64_t round = w->NextStartRound(nullptr, std::chrono::milliseconds(40));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("took θ for %.2f s without a heartbeat (timeout 0.6 s)\n", seconds);
+  ASSERT_EQ(round, 1u) << "the stream ended while the worker was taking θ";
+  EXPECT_GT(seconds, 1.2);  // the slow reading outlasted the timeout twice
+  absl::Status end = w->Finish();
+  EXPECT_EQ(end.code(), absl::StatusCode::kUnavailable) << end;
+  EXPECT_THAT(std::string(end.message()), HasSubstr("no message from worker 'node-1'"));
 }
 
 TEST_F(ProtocolTest, RestartedShepherdKeepsEveryAcceptedJob) {
