@@ -485,8 +485,8 @@ bool WorkerSession::Tick(double timeout_s) {
     if (transport_gone_) return true;
     const auto now = std::chrono::steady_clock::now();
     // Silence is no message from the worker and no chunk of ours taken: a worker busy
-    // receiving θ from a shepherd that is itself saturated (hundreds of streams on few cores)
-    // may have its heartbeats read late, but the θ it reads shows it alive. A stopped worker
+    // receiving θ may have its heartbeats delayed (behind θ on a saturated shepherd's
+    // threads, say), but the θ it reads shows it alive. A stopped worker
     // still takes chunks until its HTTP/2 window and socket buffers fill (tens of MB), then
     // goes silent. Heartbeats we send do not count: a stopped peer's kernel takes them for hours.
     silent = std::chrono::duration<double>(now - std::max(last_receive_, last_chunk_taken_)).count();
