@@ -603,7 +603,7 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   round_sums_.erase(round_sums_.begin(), round_sums_.upper_bound(r));
   screen_->EndRound(accepted_norms);  // (before SendFragment: round r + 1's sum takes the new history)
   if (streaming()) {
-    SendFragment(r);
+    if (r < total_rounds()) SendFragment(r);  // (after the last round no worker merges it)
     // A skipped round is not redone: every worker that delivered has trained on past it (sent
     // the next round ahead), so its slot's data stream moves on whether its Δ was used or not.
     for (const auto& [slot, res] : round.results) state_.slots[slot].sampler_cursor = res.result.sampler_cursor();
