@@ -1,0 +1,38 @@
+// Expression ops: superinstructions of the loop kernel's register machine. A tree of f32
+// arithmetic ops (add, subtract, multiply, divide, negate, maximum, minimum, abs) whose inner
+// results nothing else reads becomes one loop that keeps the intermediate values in vector
+// registers instead of one pass over the block per op (expression_fusion.h finds the trees).
+//
+// There is no code generation at run time: each tree shape that may be fused is a template
+// instantiation compiled in (expression_ops.cc), looked up by its signature. A signature
+// writes the tree in prefix form with the op names below and its leaves (the op's source
+// registers, op.src[k]) numbered in order of first appearance, e.g.
+//   "mul(mul(0,1),add(2,3))"   for (src0 * src1) * (src2 + src3)
+//   "add(mul(0,1),mul(0,2))"   for src0 * src1 + src0 * src2 (a register read twice).
+// Results are bit-identical to the ops run one by one: the same f32 operations in the same
+// order, each rounded (the file is compiled without a*b+c contraction into FMA).
+#ifndef PCP_KERNELS_CPU_EXPRESSION_OPS_H_
+#define PCP_KERNELS_CPU_EXPRESSION_OPS_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fused_kernel.h"
+
+namespace pcp::cpu {
+
+// Node names in signatures, by IR op: "add", "sub", "mul", "div", "neg", "max", "min", "abs".
+// Empty for an op that cannot be an expression node.
+std::string_view ExpressionNodeName(Op op);
+
+// The loop for the tree with this signature (f32 sources and result), or nullptr if that
+// shape is not compiled in.
+ElementwiseFn GetExpressionFn(std::string_view signature);
+
+// Every signature compiled in (for tests).
+std::vector<std::string> ExpressionSignatures();
+
+}  // namespace pcp::cpu
+
+#endif  // PCP_KERNELS_CPU_EXPRESSION_OPS_H_
