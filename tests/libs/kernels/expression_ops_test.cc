@@ -122,12 +122,21 @@ class SignatureParser {
       pos_ = end;
       return leaves_[leaf];
     }
-    const std::string name = sig_.substr(pos_, 3);
-    pos_ += 4;  // name and '('
+    const size_t open = sig_.find('(', pos_);
+    const std::string name = sig_.substr(pos_, open - pos_);
+    pos_ = open + 1;
     ValueId a = Parse();
     if (sig_[pos_] == ')') {
       ++pos_;
-      return name == "neg" ? b_.Neg(a) : b_.Abs(a);
+      if (name == "neg") return b_.Neg(a);
+      if (name == "abs") return b_.Abs(a);
+      if (name == "exp") return b_.Exp(a);
+      if (name == "log") return b_.Log(a);
+      if (name == "tanh") return b_.Tanh(a);
+      if (name == "logistic") return b_.Logistic(a);
+      if (name == "erf") return b_.Erf(a);
+      if (name == "sqrt") return b_.Sqrt(a);
+      return b_.Rsqrt(a);
     }
     ++pos_;  // ','
     ValueId c = Parse();

@@ -1,6 +1,7 @@
 // The expression ops compiled in: each tree shape a template (Leaf / Unary / Binary nodes)
-// whose loop GCC vectorises with the whole tree in registers. Compiled with
-// -ffp-contract=off (CMakeLists.txt): every node rounds its result, as its own pass would.
+// whose loop GCC vectorises with the whole tree in registers. The library is compiled with
+// -ffp-contract=off (CMakeLists.txt): every node rounds its result as its own pass would,
+// and the math functions (vector_math.h) fuse multiply-adds only where they say so.
 //
 // Which shapes: every pair of arithmetic ops (op2(op1(a, b), c), op2(a, op1(b, c)), with
 // negations), so that any chain fuses at least in pairs, and the larger trees of the GPT
@@ -20,10 +21,14 @@
 namespace pcp::cpu {
 namespace {
 
-enum class K : uint8_t { kAdd, kSub, kMul, kDiv, kNeg, kMax, kMin, kAbs };
+enum class K : uint8_t {
+  kAdd, kSub, kMul, kDiv, kNeg, kMax, kMin, kAbs,
+  kExp, kLog, kTanh, kLogistic, kErf, kSqrt, kRsqrt
+};
 
 constexpr std::string_view NodeName(K k) {
-  constexpr std::string_view kNames[] = {"add", "sub", "mul", "div", "neg", "max", "min", "abs"};
+  constexpr std::string_view kNames[] = {"add", "sub",  "mul",      "div", "neg",  "max",  "min",  "abs",
+                                         "exp", "log",  "tanh",     "logistic", "erf", "sqrt", "rsqrt"};
   return kNames[static_cast<int>(k)];
 }
 
@@ -31,6 +36,14 @@ template <K k>
 float Apply(float a) {
   if constexpr (k == K::kNeg) return -a;
   if constexpr (k == K::kAbs) return std::fabs(a);
+  // As elementwise_ops.cc computes them.
+  if constexpr (k == K::kExp) return ExpF(a);
+  if constexpr (k == K::kLog) return LogF(a);
+  if constexpr (k == K::kTanh) return TanhF(a);
+  if constexpr (k == K::kLogistic) return LogisticF(a);
+  if constexpr (k == K::kErf) return ErfF(a);
+  if constexpr (k == K::kSqrt) return std::sqrt(a);
+  if constexpr (k == K::kRsqrt) return 1.0f / std::sqrt(a);
 }
 
 template <K k>
@@ -107,6 +120,12 @@ template <typename A, typename B>
 using Max = Binary<K::kMax, A, B>;
 template <typename A>
 using Neg = Unary<K::kNeg, A>;
+template <typename A>
+using Exp = Unary<K::kExp, A>;
+template <typename A>
+using Erf = Unary<K::kErf, A>;
+template <typename A>
+using Sqrt = Unary<K::kSqrt, A>;
 
 using Registry = absl::flat_hash_map<std::string, ElementwiseFn>;
 
@@ -140,16 +159,24 @@ void RegisterGpt(Registry& r) {
   Register<Add<Mul<Mul<L0, Add<L1, L2>>, L3>, Mul<Mul<Mul<L0, Mul<L4, L3>>, Mul<L5, L6>>, L7>>>(r);
   Register<Mul<Mul<Mul<L0, Mul<L1, L2>>, Mul<L3, L4>>, L5>>(r);
   Register<Neg<Mul<L0, L0>>>(r);
+  Register<Mul<Mul<L0, L1>, Add<Erf<Mul<L0, L2>>, L3>>>(r);
+  Register<Add<Mul<Mul<L0, Add<Erf<L1>, L2>>, L3>, Mul<Mul<Mul<L0, Mul<L4, L3>>, Mul<L5, Exp<Neg<Mul<L1, L1>>>>>, L6>>>(
+      r);
+  Register<Erf<Mul<L0, L1>>>(r);
+  Register<Exp<Neg<Mul<L0, L0>>>>(r);
   // LayerNorm: (x - mean) rstd w + b and its gradient's pieces; its statistics' squares.
   Register<Add<Mul<Mul<L0, L1>, L2>, L3>>(r);
   Register<Mul<Mul<L0, L1>, Sub<L2, L3>>>(r);
   Register<Add<Add<Mul<Mul<L0, L1>, L2>, L3>, L3>>(r);
   Register<Mul<Mul<Mul<L0, L1>, Mul<L2, Mul<L2, L2>>>, L3>>(r);
   Register<Mul<L0, Mul<L0, L0>>>(r);
+  Register<Unary<K::kRsqrt, Add<Mul<L0, L1>, L2>>>(r);
   // Softmax's gradient.
   Register<Neg<Div<Mul<L0, L1>, L2>>>(r);
   Register<Mul<Add<Div<L0, L1>, L2>, L3>>(r);
   Register<Div<L0, Max<L1, L2>>>(r);
+  Register<Exp<Sub<L0, L1>>>(r);
+  Register<Mul<Add<Div<L0, L1>, L2>, Exp<Sub<L3, L4>>>>(r);
   // AdamW: the moments (b1 m + (1 - b1) g, b2 v + (1 - b2) g g) and the step.
   Register<Mul<Mul<L0, L0>, L1>>(r);
   Register<Add<Mul<L0, L1>, Mul<L2, L3>>>(r);
@@ -158,6 +185,8 @@ void RegisterGpt(Registry& r) {
   Register<Add<Mul<L0, L1>, Mul<L2, Div<L3, Add<Div<L4, L5>, L6>>>>>(r);
   Register<Div<L0, Add<Div<L1, L2>, L3>>>(r);
   Register<Add<L0, Mul<L1, Div<L2, Add<Div<L3, L4>, L5>>>>>(r);
+  Register<Add<Mul<L0, L1>, Mul<L2, Div<L3, Add<Div<Sqrt<L4>, L5>, L6>>>>>(r);
+  Register<Add<L0, Mul<L1, Div<L2, Add<Div<Sqrt<L3>, L4>, L5>>>>>(r);
 }
 
 const Registry& Expressions() {
@@ -191,6 +220,20 @@ std::string_view ExpressionNodeName(Op op) {
       return NodeName(K::kMin);
     case Op::kAbs:
       return NodeName(K::kAbs);
+    case Op::kExponential:
+      return NodeName(K::kExp);
+    case Op::kLog:
+      return NodeName(K::kLog);
+    case Op::kTanh:
+      return NodeName(K::kTanh);
+    case Op::kLogistic:
+      return NodeName(K::kLogistic);
+    case Op::kErf:
+      return NodeName(K::kErf);
+    case Op::kSqrt:
+      return NodeName(K::kSqrt);
+    case Op::kRsqrt:
+      return NodeName(K::kRsqrt);
     default:
       return {};
   }

@@ -1,5 +1,6 @@
 // Expression ops: superinstructions of the loop kernel's register machine. A tree of f32
-// arithmetic ops (add, subtract, multiply, divide, negate, maximum, minimum, abs) whose inner
+// ops (add, subtract, multiply, divide, negate, maximum, minimum, abs, exp, log, tanh,
+// logistic, erf, sqrt, rsqrt) whose inner
 // results nothing else reads becomes one loop that keeps the intermediate values in vector
 // registers instead of one pass over the block per op (expression_fusion.h finds the trees).
 //
@@ -10,7 +11,9 @@
 //   "mul(mul(0,1),add(2,3))"   for (src0 * src1) * (src2 + src3)
 //   "add(mul(0,1),mul(0,2))"   for src0 * src1 + src0 * src2 (a register read twice).
 // Results are bit-identical to the ops run one by one: the same f32 operations in the same
-// order, each rounded (the file is compiled without a*b+c contraction into FMA).
+// order, each rounded (the library is compiled without a*b+c contraction into FMA), except for
+// which NaN comes out of an op on two NaNs (IEEE 754 leaves it open; the compiler may order a
+// commutative op's operands either way).
 #ifndef PCP_KERNELS_CPU_EXPRESSION_OPS_H_
 #define PCP_KERNELS_CPU_EXPRESSION_OPS_H_
 
@@ -22,7 +25,8 @@
 
 namespace pcp::cpu {
 
-// Node names in signatures, by IR op: "add", "sub", "mul", "div", "neg", "max", "min", "abs".
+// Node names in signatures, by IR op: "add", "sub", "mul", "div", "neg", "max", "min", "abs",
+// "exp", "log", "tanh", "logistic", "erf", "sqrt", "rsqrt".
 // Empty for an op that cannot be an expression node.
 std::string_view ExpressionNodeName(Op op);
 
