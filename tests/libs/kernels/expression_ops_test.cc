@@ -13,6 +13,7 @@
 #include <random>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -105,13 +106,22 @@ class SignatureParser {
     for (auto it = std::sregex_iterator(sig_.begin(), sig_.end(), kLeaf); it != std::sregex_iterator(); ++it) {
       num_leaves = std::max(num_leaves, std::stoi(it->str()) + 1);
     }
-    for (int k = 0; k < num_leaves; ++k) leaves_.push_back(b_.Parameter(F32({n_})));
+    // A select's condition is an i1 leaf when not a compare.
+    static const std::regex kCondition("select\\(([0-9]+),");
+    predicates_.assign(static_cast<size_t>(num_leaves), false);
+    for (auto it = std::sregex_iterator(sig_.begin(), sig_.end(), kCondition); it != std::sregex_iterator(); ++it) {
+      predicates_[std::stoi((*it)[1])] = true;
+    }
+    for (int k = 0; k < num_leaves; ++k) {
+      leaves_.push_back(b_.Parameter({predicates_[k] ? DType::kBool : DType::kF32, {n_}}));
+    }
     ValueId root = Parse();
     if (pos_ != sig_.size()) return absl::InvalidArgumentError("trailing text in " + sig_);
     b_.Return({root});
     return b_.Build();
   }
   int num_leaves() const { return static_cast<int>(leaves_.size()); }
+  bool is_predicate(int leaf) const { return predicates_[leaf]; }
 
  private:
   ValueId Parse() {
@@ -140,7 +150,20 @@ class SignatureParser {
     }
     ++pos_;  // ','
     ValueId c = Parse();
+    if (name == "select") {
+      ++pos_;  // ','
+      ValueId e = Parse();
+      ++pos_;  // ')'
+      return b_.Select(a, c, e);
+    }
     ++pos_;  // ')'
+    const std::vector<std::pair<std::string, ComparisonDirection>> compares = {
+        {"cmp_eq", ComparisonDirection::kEQ}, {"cmp_ne", ComparisonDirection::kNE},
+        {"cmp_lt", ComparisonDirection::kLT}, {"cmp_le", ComparisonDirection::kLE},
+        {"cmp_gt", ComparisonDirection::kGT}, {"cmp_ge", ComparisonDirection::kGE}};
+    for (const auto& [cmp, direction] : compares) {
+      if (name == cmp) return b_.Compare(a, c, direction);
+    }
     if (name == "add") return b_.Add(a, c);
     if (name == "sub") return b_.Sub(a, c);
     if (name == "mul") return b_.Mul(a, c);
@@ -154,6 +177,7 @@ class SignatureParser {
   FunctionBuilder b_;
   size_t pos_ = 0;
   std::vector<ValueId> leaves_;
+  std::vector<bool> predicates_;
 };
 
 // Values in [-3, 3] with special values mixed in: NaN, ±inf, ±0, subnormals, huge values (whose
@@ -172,10 +196,21 @@ Tensor MixedValues(int64_t n, uint32_t seed) {
                             3e38f,
                             -2e38f,
                             1e-30f};
+  const float common[] = {1.0f, -1.0f, 2.0f};  // so that compares of two leaves are sometimes equal
   for (int64_t i = 0; i < n; ++i) {
     const uint32_t r = rng();
-    t.data<float>()[i] = r % 4 == 0 ? specials[(r >> 8) % std::size(specials)] : uniform(rng);
+    t.data<float>()[i] = r % 4 == 0   ? specials[(r >> 8) % std::size(specials)]
+                         : r % 4 == 1 ? common[(r >> 8) % std::size(common)]
+                                      : uniform(rng);
   }
+  return t;
+}
+
+// i1 values, 0 or 1.
+Tensor Predicates(int64_t n, uint32_t seed) {
+  Tensor t(DType::kBool, {n});
+  std::mt19937 rng(seed);
+  for (int64_t i = 0; i < n; ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(rng() % 2);
   return t;
 }
 
@@ -188,7 +223,9 @@ TEST(ExpressionOpsTest, EveryCompiledShapeMatchesOpByOpBitForBit) {
     absl::StatusOr<Function> f = parser.Build();
     ASSERT_TRUE(f.ok()) << sig << ": " << f.status();
     std::vector<Tensor> args;
-    for (int k = 0; k < parser.num_leaves(); ++k) args.push_back(MixedValues(n, 100 + k));
+    for (int k = 0; k < parser.num_leaves(); ++k) {
+      args.push_back(parser.is_predicate(k) ? Predicates(n, 100 + k) : MixedValues(n, 100 + k));
+    }
     const RunResult fused = CompileAndRun(*f, args, true);
     const RunResult separate = CompileAndRun(*f, args, false);
     ASSERT_EQ(fused.results.size(), 1u);
@@ -200,7 +237,9 @@ TEST(ExpressionOpsTest, EveryCompiledShapeMatchesOpByOpBitForBit) {
     // And the one-pass-per-op result is the interpreter's (finite inputs only: NaN payloads and
     // signs may differ between implementations).
     std::vector<Tensor> finite;
-    for (int k = 0; k < parser.num_leaves(); ++k) finite.push_back(::pcp::testing::RandomTensor(F32({n}), 7 + k, 0.5, 2));
+    for (int k = 0; k < parser.num_leaves(); ++k) {
+      finite.push_back(parser.is_predicate(k) ? Predicates(n, 7 + k) : ::pcp::testing::RandomTensor(F32({n}), 7 + k, 0.5, 2));
+    }
     const RunResult fused_finite = CompileAndRun(*f, finite, true);
     absl::StatusOr<std::vector<Tensor>> expected = Interpret(*f, finite);
     ASSERT_TRUE(expected.ok()) << expected.status();

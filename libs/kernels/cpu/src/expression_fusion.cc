@@ -63,7 +63,7 @@ std::vector<FusedOp> FuseExpressions(const std::vector<FusedOp>& ops, const std:
   std::vector<FusedOp> out = ops;
   std::vector<bool> absorbed(ops.size(), false);
   for (int r = num_ops - 1; r >= 0; --r) {
-    if (absorbed[r] || node[r].empty()) continue;
+    if (absorbed[r] || node[r].empty() || IsPredicateNode(node[r])) continue;
     std::vector<TreeNode> tree(1);
     tree[0].op = r;
     std::fill(std::begin(tree[0].child), std::end(tree[0].child), -1);

@@ -1,8 +1,9 @@
 // The pass that turns trees of f32 arithmetic in a loop kernel's op list into expression ops
 // (superinstructions, expression_ops.h), run on each fused group once its ops are final.
 //
-// An op can be a tree node if it is one of the expression node ops on f32. Working from the
-// last op back, each node op not yet taken is a root; its tree grows by the node ops that
+// An op can be a tree node if it is one of the expression node ops (f32, but for a select's
+// condition and a compare's result). Working from the last op back, each node op not yet
+// taken (and not a compare, whose i1 result only a select takes) is a root; its tree grows by the node ops that
 // produce its operands and have no other reader (not read twice, not stored, not the
 // reduction's input). Of the subtrees hanging from the root, the largest whose signature is
 // compiled in (at most kMaxOperands distinct leaves) replaces the root, and its nodes go;

@@ -26,6 +26,11 @@ enum class K : uint8_t {
   kExp, kLog, kTanh, kLogistic, kErf, kSqrt, kRsqrt
 };
 
+constexpr std::string_view CompareNodeName(ComparisonDirection d) {
+  constexpr std::string_view kNames[] = {"cmp_eq", "cmp_ne", "cmp_lt", "cmp_le", "cmp_gt", "cmp_ge"};
+  return kNames[static_cast<int>(d)];
+}
+
 constexpr std::string_view NodeName(K k) {
   constexpr std::string_view kNames[] = {"add", "sub",  "mul",      "div", "neg",  "max",  "min",  "abs",
                                          "exp", "log",  "tanh",     "logistic", "erf", "sqrt", "rsqrt"};
@@ -56,18 +61,26 @@ float Apply(float a, float b) {
   if constexpr (k == K::kMin) return MinF(a, b);
 }
 
-// Tree nodes: kLeaves is one more than the highest leaf number below.
+// Tree nodes: kLeaves is one more than the highest leaf number below. Sources are f32
+// registers, or i1 registers (bytes 0 / 1) for a select's condition.
 template <int I>
 struct Leaf {
   static constexpr int kLeaves = I + 1;
-  static float Eval(const float* const* s, int64_t i) { return s[I][i]; }
+  static float Eval(const void* const* s, int64_t i) { return static_cast<const float*>(s[I])[i]; }
+  static void Name(std::string& out) { out += std::to_string(I); }
+};
+
+template <int I>
+struct PredLeaf {
+  static constexpr int kLeaves = I + 1;
+  static bool Eval(const void* const* s, int64_t i) { return static_cast<const uint8_t*>(s[I])[i] != 0; }
   static void Name(std::string& out) { out += std::to_string(I); }
 };
 
 template <K k, typename A>
 struct Unary {
   static constexpr int kLeaves = A::kLeaves;
-  static float Eval(const float* const* s, int64_t i) { return Apply<k>(A::Eval(s, i)); }
+  static float Eval(const void* const* s, int64_t i) { return Apply<k>(A::Eval(s, i)); }
   static void Name(std::string& out) {
     out += NodeName(k);
     out += '(';
@@ -79,10 +92,49 @@ struct Unary {
 template <K k, typename A, typename B>
 struct Binary {
   static constexpr int kLeaves = std::max(A::kLeaves, B::kLeaves);
-  static float Eval(const float* const* s, int64_t i) { return Apply<k>(A::Eval(s, i), B::Eval(s, i)); }
+  static float Eval(const void* const* s, int64_t i) { return Apply<k>(A::Eval(s, i), B::Eval(s, i)); }
   static void Name(std::string& out) {
     out += NodeName(k);
     out += '(';
+    A::Name(out);
+    out += ',';
+    B::Name(out);
+    out += ')';
+  }
+};
+
+// compare (an i1 result, only as a select's condition) and select, as SelectLoop and
+// CompareOp in elementwise_ops.cc compute them (a select moves bits).
+template <ComparisonDirection D, typename A, typename B>
+struct Compare {
+  static constexpr int kLeaves = std::max(A::kLeaves, B::kLeaves);
+  static bool Eval(const void* const* s, int64_t i) {
+    const float a = A::Eval(s, i), b = B::Eval(s, i);
+    if constexpr (D == ComparisonDirection::kEQ) return a == b;
+    if constexpr (D == ComparisonDirection::kNE) return a != b;
+    if constexpr (D == ComparisonDirection::kLT) return a < b;
+    if constexpr (D == ComparisonDirection::kLE) return a <= b;
+    if constexpr (D == ComparisonDirection::kGT) return a > b;
+    if constexpr (D == ComparisonDirection::kGE) return a >= b;
+  }
+  static void Name(std::string& out) {
+    out += CompareNodeName(D);
+    out += '(';
+    A::Name(out);
+    out += ',';
+    B::Name(out);
+    out += ')';
+  }
+};
+
+template <typename P, typename A, typename B>
+struct Select {
+  static constexpr int kLeaves = std::max({P::kLeaves, A::kLeaves, B::kLeaves});
+  static float Eval(const void* const* s, int64_t i) { return P::Eval(s, i) ? A::Eval(s, i) : B::Eval(s, i); }
+  static void Name(std::string& out) {
+    out += "select(";
+    P::Name(out);
+    out += ',';
     A::Name(out);
     out += ',';
     B::Name(out);
@@ -94,8 +146,8 @@ template <typename E>
 void ExpressionLoop(const FusedOp& op, void* const* regs, int64_t n) {
   static_assert(E::kLeaves <= kMaxOperands);
   float* __restrict d = static_cast<float*>(regs[op.dst]);
-  const float* s[E::kLeaves];
-  for (int k = 0; k < E::kLeaves; ++k) s[k] = static_cast<const float*>(regs[op.src[k]]);
+  const void* s[E::kLeaves];
+  for (int k = 0; k < E::kLeaves; ++k) s[k] = regs[op.src[k]];
   for (int64_t i = 0; i < n; ++i) d[i] = E::Eval(s, i);
 }
 
@@ -108,6 +160,9 @@ using L4 = Leaf<4>;
 using L5 = Leaf<5>;
 using L6 = Leaf<6>;
 using L7 = Leaf<7>;
+using L8 = Leaf<8>;
+using P0 = PredLeaf<0>;
+using P3 = PredLeaf<3>;
 template <typename A, typename B>
 using Add = Binary<K::kAdd, A, B>;
 template <typename A, typename B>
@@ -126,6 +181,8 @@ template <typename A>
 using Erf = Unary<K::kErf, A>;
 template <typename A>
 using Sqrt = Unary<K::kSqrt, A>;
+template <typename A, typename B>
+using Eq = Compare<ComparisonDirection::kEQ, A, B>;
 
 using Registry = absl::flat_hash_map<std::string, ElementwiseFn>;
 
@@ -175,6 +232,18 @@ void RegisterGpt(Registry& r) {
   Register<Neg<Div<Mul<L0, L1>, L2>>>(r);
   Register<Mul<Add<Div<L0, L1>, L2>, L3>>(r);
   Register<Div<L0, Max<L1, L2>>>(r);
+  // Attention's scale and causal mask, the max's gradient mask (where x equals the row max),
+  // and the softmax gradient through them.
+  Register<Select<P0, Mul<L1, L2>, L3>>(r);
+  Register<Select<Eq<L0, L1>, L2, L3>>(r);
+  Register<Select<Eq<Select<P0, Mul<L1, L2>, L3>, L4>, L5, L6>>(r);
+  Register<Mul<Add<Div<L0, L1>, L2>, Exp<Sub<Select<P3, Mul<L4, L5>, L6>, L7>>>>(r);
+  Register<Mul<Select<P0, Add<L1, Mul<Select<Eq<Select<P0, Mul<L2, L3>, L4>, L5>, L6, L7>, L8>>, L7>, L3>>(r);
+  // The cross-entropy's gradient pieces.
+  Register<Add<L0, Mul<Select<Eq<L1, L2>, L3, L4>, L5>>>(r);
+  Register<Select<P0, Sub<Sub<L1, L2>, L3>, L4>>(r);
+  Register<Add<Select<P0, L1, L2>, Mul<L3, L4>>>(r);
+  Register<Neg<Select<P0, L1, L2>>>(r);
   Register<Exp<Sub<L0, L1>>>(r);
   Register<Mul<Add<Div<L0, L1>, L2>, Exp<Sub<L3, L4>>>>(r);
   // AdamW: the moments (b1 m + (1 - b1) g, b2 v + (1 - b2) g g) and the step.
@@ -202,8 +271,12 @@ const Registry& Expressions() {
 
 }  // namespace
 
-std::string_view ExpressionNodeName(Op op) {
+std::string_view ExpressionNodeName(Op op, ComparisonDirection direction) {
   switch (op) {
+    case Op::kSelect:
+      return "select";
+    case Op::kCompare:
+      return CompareNodeName(direction);
     case Op::kAdd:
       return NodeName(K::kAdd);
     case Op::kSubtract:
@@ -238,6 +311,8 @@ std::string_view ExpressionNodeName(Op op) {
       return {};
   }
 }
+
+bool IsPredicateNode(std::string_view node) { return node.substr(0, 4) == "cmp_"; }
 
 ElementwiseFn GetExpressionFn(std::string_view signature) {
   const Registry& r = Expressions();

@@ -1,6 +1,6 @@
 // Expression ops: superinstructions of the loop kernel's register machine. A tree of f32
 // ops (add, subtract, multiply, divide, negate, maximum, minimum, abs, exp, log, tanh,
-// logistic, erf, sqrt, rsqrt) whose inner
+// logistic, erf, sqrt, rsqrt, select, and compare as a select's condition) whose inner
 // results nothing else reads becomes one loop that keeps the intermediate values in vector
 // registers instead of one pass over the block per op (expression_fusion.h finds the trees).
 //
@@ -26,9 +26,14 @@
 namespace pcp::cpu {
 
 // Node names in signatures, by IR op: "add", "sub", "mul", "div", "neg", "max", "min", "abs",
-// "exp", "log", "tanh", "logistic", "erf", "sqrt", "rsqrt".
-// Empty for an op that cannot be an expression node.
-std::string_view ExpressionNodeName(Op op);
+// "exp", "log", "tanh", "logistic", "erf", "sqrt", "rsqrt", "select" (its condition an i1
+// leaf or a compare node), "cmp_eq", "cmp_ne", "cmp_lt", "cmp_le", "cmp_gt", "cmp_ge".
+// Empty for an op that cannot be an expression node. Every operand and result is f32 but a
+// select's condition and a compare's result (i1).
+std::string_view ExpressionNodeName(Op op, ComparisonDirection direction = ComparisonDirection::kEQ);
+
+// Whether the node computes an i1 (a compare): never a tree's root.
+bool IsPredicateNode(std::string_view node);
 
 // The loop for the tree with this signature (f32 sources and result), or nullptr if that
 // shape is not compiled in.

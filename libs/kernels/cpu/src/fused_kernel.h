@@ -35,7 +35,7 @@ inline constexpr int64_t kRegBytes = kBlock * 8;  // room for the widest element
 inline constexpr int64_t kUnitsPerThread = 4;
 
 // Source registers of one op at most (an expression op's leaves, expression_ops.h).
-inline constexpr int kMaxOperands = 8;
+inline constexpr int kMaxOperands = 10;
 
 struct FusedOp;
 using ElementwiseFn = void (*)(const FusedOp& op, void* const* regs, int64_t n);
@@ -43,7 +43,7 @@ using ElementwiseFn = void (*)(const FusedOp& op, void* const* regs, int64_t n);
 struct FusedOp {
   ElementwiseFn fn = nullptr;
   int32_t dst = -1;
-  int32_t src[kMaxOperands] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  int32_t src[kMaxOperands] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
   int32_t instruction = -1;  // for messages
   int32_t nodes = 1;         // IR instructions it computes (an expression op: its tree's)
   int64_t row = 0;           // row reductions: the row length

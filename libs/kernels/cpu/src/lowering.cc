@@ -339,9 +339,13 @@ class Lowerer {
     for (size_t i = 0; i < ops.size(); ++i) {
       if (ops[i].row > 0) continue;  // a row reduction
       const Instruction& inst = f_.instructions[ops[i].instruction];
-      bool f32 = f_.type(inst.result).dtype == DType::kF32;
-      for (ValueId o : inst.operands) f32 &= f_.type(o).dtype == DType::kF32;
-      if (f32) node[i] = ExpressionNodeName(inst.op);
+      // f32 throughout, but for a select's condition and a compare's result.
+      bool f32 = f_.type(inst.result).dtype == (inst.op == Op::kCompare ? DType::kBool : DType::kF32);
+      for (size_t k = 0; k < inst.operands.size(); ++k) {
+        const bool condition = inst.op == Op::kSelect && k == 0;
+        f32 &= f_.type(inst.operands[k]).dtype == (condition ? DType::kBool : DType::kF32);
+      }
+      if (f32) node[i] = ExpressionNodeName(inst.op, inst.attrs.comparison);
     }
     std::vector<bool> pinned(static_cast<size_t>(num_regs), false);
     for (const FusedStore& st : stores) pinned[st.reg] = true;
