@@ -238,7 +238,8 @@ TEST(ExpressionOpsTest, EveryCompiledShapeMatchesOpByOpBitForBit) {
     // signs may differ between implementations).
     std::vector<Tensor> finite;
     for (int k = 0; k < parser.num_leaves(); ++k) {
-      finite.push_back(parser.is_predicate(k) ? Predicates(n, 7 + k) : ::pcp::testing::RandomTensor(F32({n}), 7 + k, 0.5, 2));
+      finite.push_back(parser.is_predicate(k) ? Predicates(n, 7 + k)
+                                              : ::pcp::testing::RandomTensor(F32({n}), 7 + k, 0.5, 2));
     }
     const RunResult fused_finite = CompileAndRun(*f, finite, true);
     absl::StatusOr<std::vector<Tensor>> expected = Interpret(*f, finite);
@@ -260,7 +261,9 @@ TEST(ExpressionOpsTest, LongerChainsFuseInPiecesWithTheSameBits) {
   const std::vector<Tensor> args = {MixedValues(n, 1), MixedValues(n, 2), MixedValues(n, 3)};
   const RunResult fused = CompileAndRun(*f, args, true, 1);
   const RunResult separate = CompileAndRun(*f, args, false, 1);
-  for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(SameBitsOrBothNaN(fused.results[i], separate.results[i])) << "result " << i;
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(SameBitsOrBothNaN(fused.results[i], separate.results[i])) << "result " << i;
+  }
   EXPECT_LT(CountOps(fused.schedule), CountOps(separate.schedule)) << fused.schedule;
   EXPECT_EQ(fused.fused_instructions, separate.fused_instructions);
 }
@@ -283,7 +286,8 @@ TEST(ExpressionOpsTest, GptTrainStepIsBitwiseIdentical) {
     const RunResult separate = CompileAndRun(*step, args, false, threads);
     ASSERT_EQ(fused.results.size(), separate.results.size());
     for (size_t i = 0; i < fused.results.size(); ++i) {
-      EXPECT_TRUE(SameBitsOrBothNaN(fused.results[i], separate.results[i])) << "result " << i << ", " << threads << " threads";
+      EXPECT_TRUE(SameBitsOrBothNaN(fused.results[i], separate.results[i]))
+          << "result " << i << ", " << threads << " threads";
     }
     EXPECT_EQ(fused.fused_instructions, separate.fused_instructions);
     EXPECT_LT(CountOps(fused.schedule), CountOps(separate.schedule) * 2 / 3) << fused.schedule;

@@ -206,7 +206,8 @@ void FusedKernel::Run(const KernelContext& ctx) {
 void FusedKernel::RunElementwise(const KernelContext& ctx) {
   if (n_ == 0) return;
   const int64_t blocks = (n_ + block_ - 1) / block_;
-  const int64_t work = n_ * static_cast<int64_t>(ops_.size() + loads_.size() + stores_.size());
+  // Work in IR instructions (an expression op counts its tree), as before expression ops.
+  const int64_t work = n_ * static_cast<int64_t>(num_instructions + loads_.size() + stores_.size());
   const int threads = ctx.pool->num_threads();
   const int64_t units =
       (threads == 1 || work < kMinParallelWork) ? 1 : std::min<int64_t>(blocks, kUnitsPerThread * threads);

@@ -1,7 +1,9 @@
 // The loop kernel: a fused group of elementwise ops, run as a tiny register machine over
 // blocks of kBlock elements. Each register is an array of one block; a contiguous input is a
 // register that points straight into its buffer, a strided view (broadcast, transpose,
-// slice) is gathered into one. Each op is one tight, auto-vectorised loop over the block.
+// slice) is gathered into one. Each op is one tight, auto-vectorised loop over the block;
+// an expression op (expression_ops.h) is one loop for a whole tree of elementwise ops, its
+// intermediate values kept in vector registers.
 // Optionally the group ends in a reduction whose input is one of its registers, so e.g.
 // sum((x - mean)^2) reads x once and never writes the difference.
 //
