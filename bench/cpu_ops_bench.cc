@@ -6,9 +6,11 @@
 // Sgemm/n/threads: an n x n x n dot_general (GFLOPS); SgemmOpenBlasThreads/n/threads: the
 // same product as one cblas_sgemm call with OpenBLAS's own threads, for comparison with the
 // backend's split over its pool. FusedGelu: an 8-op GELU over [768, 512] (GB/s of inputs +
-// outputs). Reduce*: row / column sums and a softmax over [768, 512].
+// outputs). Reduce*: row / column sums and a softmax over [768, 512]. AttentionSoftmax: the GPT
+// step's masked attention softmax (rows of 64).
 #include <cblas.h>
 
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -169,6 +171,35 @@ void BM_Softmax(benchmark::State& state) {
                                               benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_Softmax)->Arg(1)->Arg(2)->UseRealTime();
+
+// The GPT step's attention softmax: [12, 4, 64, 64] scores scaled, causally masked, rows of 64
+// (range(1) = 0: the scores alone; 1: as the train step computes them, with the mask's count of
+// row maxima that the max's gradient needs).
+void BM_AttentionSoftmax(benchmark::State& state) {
+  const Shape s = {12, 4, 64, 64};
+  FunctionBuilder b("attention_softmax");
+  ValueId x = b.Parameter(F32(s));
+  ValueId att = b.BMul(x, b.ScalarConstant(0.125));
+  ValueId rows = b.Iota(TensorType{DType::kI32, {64, 64}}, 0);
+  ValueId cols = b.Iota(TensorType{DType::kI32, {64, 64}}, 1);
+  ValueId causal = b.BroadcastInDim(b.Compare(cols, rows, ComparisonDirection::kLE), s, {2, 3});
+  att = b.Select(causal, att, b.Full(-std::numeric_limits<double>::infinity(), F32(s)));
+  ValueId row_max = b.BroadcastInDim(b.ReduceMax(att, {3}), s, {0, 1, 2});
+  ValueId e = b.Exp(b.Sub(att, row_max));
+  ValueId probs = b.Div(e, b.BroadcastInDim(b.ReduceSum(e, {3}), s, {0, 1, 2}));
+  if (state.range(1) == 1) {
+    ValueId is_max =
+        b.Select(b.Compare(att, row_max, ComparisonDirection::kEQ), b.Full(1.0, F32(s)), b.Full(0.0, F32(s)));
+    b.Return({probs, b.ReduceSum(is_max, {3})});
+  } else {
+    b.Return({probs});
+  }
+  Compiled c = Compile(b.Build(), static_cast<int>(state.range(0)));
+  RunLoop(state, c);
+  state.counters["GB/s"] = benchmark::Counter(2.0 * 12 * 4 * 64 * 64 * 4, benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_AttentionSoftmax)->ArgsProduct({{1, 2}, {0, 1}})->UseRealTime();
 
 }  // namespace
 }  // namespace pcp

@@ -4,6 +4,10 @@
 //
 //   build/bench/pcp_train_step_bench [--steps=30] [--warmup=5] [--threads=1,2]
 //       [--n_layer=4 --n_head=4 --n_embd=128 --block_size=64 --batch_size=12 --vocab_size=65]
+//       [--expression_ops=false]   (CPU loop kernels one pass per op, for A/B runs)
+//
+// ms/step is the mean over the timed steps; "median step" the median of the steps timed one
+// by one, which bursts of other load on a shared machine move less.
 //
 // Targets (issue 2): ours <= 0.6x PyTorch's time; our peak RSS <= PyTorch's. PyTorch runs in
 // a child process (bench/torch_gpt_step.py via /usr/bin/python3), so the two RSS figures are
@@ -51,6 +55,7 @@ ABSL_FLAG(int64_t, block_size, 64, "");
 ABSL_FLAG(int64_t, batch_size, 12, "");
 ABSL_FLAG(int64_t, vocab_size, 65, "");
 ABSL_FLAG(bool, torch, true, "also time PyTorch");
+ABSL_FLAG(bool, expression_ops, true, "CPU backend: fuse elementwise trees into expression ops (false: one pass per op)");
 
 namespace pcp {
 namespace {
@@ -69,10 +74,12 @@ long PeakRssKb() {
 struct Timing {
   int threads = 0;
   double ms = 0;
+  double median_ms = 0;  // of the steps timed one by one: robust to bursts of other load
 };
 
 absl::StatusOr<Timing> TimeOurs(const GptProgram& program, const std::vector<Tensor>& init, int threads) {
-  std::unique_ptr<Backend> backend = CreateCpuBackend(CpuBackendOptions{.threads = threads});
+  std::unique_ptr<Backend> backend =
+      CreateCpuBackend(CpuBackendOptions{.threads = threads, .expression_ops = absl::GetFlag(FLAGS_expression_ops)});
   auto loop_or = InnerLoop::Create(*backend, program.train_step);
   if (!loop_or.ok()) return loop_or.status();
   InnerLoop& loop = **loop_or;
@@ -83,20 +90,26 @@ absl::StatusOr<Timing> TimeOurs(const GptProgram& program, const std::vector<Ten
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint16_t>((i * 7919 + i / 13) % m.vocab_size);
   TokenSequence data(std::move(ids));
   BatchSampler sampler(1);
+  std::vector<double> step_ms;
   auto run = [&](int n) -> absl::Status {
     for (int i = 0; i < n; ++i) {
       auto batch = sampler.Next(data, program.batch_size, m.block_size);
       if (!batch.ok()) return batch.status();
+      auto t = std::chrono::steady_clock::now();
       auto loss = loop.Step(*batch, 1e-3f);
       if (!loss.ok()) return loss.status();
+      step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count());
     }
     return absl::OkStatus();
   };
   if (auto s = run(absl::GetFlag(FLAGS_warmup)); !s.ok()) return s;
+  step_ms.clear();
   auto t0 = std::chrono::steady_clock::now();
   if (auto s = run(absl::GetFlag(FLAGS_steps)); !s.ok()) return s;
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return Timing{threads, ms / absl::GetFlag(FLAGS_steps)};
+  std::sort(step_ms.begin(), step_ms.end());
+  const double median = step_ms.empty() ? 0 : step_ms[step_ms.size() / 2];
+  return Timing{threads, ms / absl::GetFlag(FLAGS_steps), median};
 }
 
 // The step's matmuls alone: see the header comment.
@@ -229,9 +242,9 @@ int Main() {
     auto limit = MeasureSgemmLimit(program->train_step, threads);
     if (!limit.ok()) return Fail(limit.status());
     std::printf("pcp      threads %d: %8.2f ms/step; its %d dot_generals (%d shapes, %.3f GFLOP) alone: %.2f ms "
-                "(%.1f GFLOPS); step / sgemm-only %.3f\n",
+                "(%.1f GFLOPS); step / sgemm-only %.3f; median step %.2f ms\n",
                 threads, t->ms, limit->dots, limit->shapes, limit->flops * 1e-9, limit->ms,
-                limit->flops * 1e-6 / limit->ms, t->ms / limit->ms);
+                limit->flops * 1e-6 / limit->ms, t->ms / limit->ms, t->median_ms);
     if (t->ms < best_ours.ms) {
       best_ours = *t;
       best_limit = *limit;

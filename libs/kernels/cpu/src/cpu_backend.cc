@@ -76,6 +76,7 @@ class CpuBackend final : public Backend {
     int threads = options.threads;
     if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
     threads_ = std::max(1, threads);
+    lowering_.expression_ops = options.expression_ops;
     cpu::ConfigureOpenBlas();
     pool_ = std::make_shared<cpu::SharedPool>(threads_);
   }
@@ -109,7 +110,7 @@ class CpuBackend final : public Backend {
 
   absl::StatusOr<std::unique_ptr<Executable>> Compile(const Function& function) override {
     PCP_RETURN_IF_ERROR(Supports(function));
-    PCP_ASSIGN_OR_RETURN(cpu::Program program, cpu::Lower(function), _ << "compiling @" << function.name);
+    PCP_ASSIGN_OR_RETURN(cpu::Program program, cpu::Lower(function, lowering_), _ << "compiling @" << function.name);
     return std::unique_ptr<Executable>(std::make_unique<cpu::CpuExecutableImpl>(function, std::move(program), pool_));
   }
 
@@ -141,6 +142,7 @@ class CpuBackend final : public Backend {
 
  private:
   int threads_ = 1;
+  cpu::LoweringOptions lowering_;
   std::shared_ptr<cpu::SharedPool> pool_;
 };
 

@@ -29,7 +29,8 @@ FusedKernel::FusedKernel(int64_t n, std::vector<FusedLoad> loads, std::vector<Fu
       num_regs_(num_regs),
       description_(std::move(description)) {
   kind = Kind::kFused;
-  num_instructions = static_cast<int>(ops_.size()) + (reduce_ ? 1 : 0);
+  num_instructions = reduce_ ? 1 : 0;
+  for (const FusedOp& op : ops_) num_instructions += op.nodes;
   // Access modes.
   for (FusedLoad& l : loads_) {
     l.access.layout = Simplify(l.access.layout);
@@ -72,7 +73,7 @@ FusedKernel::FusedKernel(int64_t n, std::vector<FusedLoad> loads, std::vector<Fu
   }
   for (int i = 0; i < end; ++i) {
     reg_buffer_[ops_[i].dst] = take();
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < kMaxOperands; ++k) {
       const int s = ops_[i].src[k];
       bool first = true;  // an op may name a register twice
       for (int j = 0; j < k; ++j) first &= ops_[i].src[j] != s;
@@ -205,7 +206,8 @@ void FusedKernel::Run(const KernelContext& ctx) {
 void FusedKernel::RunElementwise(const KernelContext& ctx) {
   if (n_ == 0) return;
   const int64_t blocks = (n_ + block_ - 1) / block_;
-  const int64_t work = n_ * static_cast<int64_t>(ops_.size() + loads_.size() + stores_.size());
+  // Work in IR instructions (an expression op counts its tree), as before expression ops.
+  const int64_t work = n_ * static_cast<int64_t>(num_instructions + loads_.size() + stores_.size());
   const int threads = ctx.pool->num_threads();
   const int64_t units =
       (threads == 1 || work < kMinParallelWork) ? 1 : std::min<int64_t>(blocks, kUnitsPerThread * threads);

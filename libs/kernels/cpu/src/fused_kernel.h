@@ -1,7 +1,9 @@
 // The loop kernel: a fused group of elementwise ops, run as a tiny register machine over
 // blocks of kBlock elements. Each register is an array of one block; a contiguous input is a
 // register that points straight into its buffer, a strided view (broadcast, transpose,
-// slice) is gathered into one. Each op is one tight, auto-vectorised loop over the block.
+// slice) is gathered into one. Each op is one tight, auto-vectorised loop over the block;
+// an expression op (expression_ops.h) is one loop for a whole tree of elementwise ops, its
+// intermediate values kept in vector registers.
 // Optionally the group ends in a reduction whose input is one of its registers, so e.g.
 // sum((x - mean)^2) reads x once and never writes the difference.
 //
@@ -34,14 +36,18 @@ inline constexpr int64_t kRegBytes = kBlock * 8;  // room for the widest element
 // cache lines shared at unit edges (4, 8 and 16 timed the same on the GPT train step).
 inline constexpr int64_t kUnitsPerThread = 4;
 
+// Source registers of one op at most (an expression op's leaves, expression_ops.h).
+inline constexpr int kMaxOperands = 10;
+
 struct FusedOp;
 using ElementwiseFn = void (*)(const FusedOp& op, void* const* regs, int64_t n);
 
 struct FusedOp {
   ElementwiseFn fn = nullptr;
   int32_t dst = -1;
-  int32_t src[3] = {-1, -1, -1};
+  int32_t src[kMaxOperands] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
   int32_t instruction = -1;  // for messages
+  int32_t nodes = 1;         // IR instructions it computes (an expression op: its tree's)
   int64_t row = 0;           // row reductions: the row length
 };
 

@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "dot_kernel.h"
+#include "expression_fusion.h"
+#include "expression_ops.h"
 #include "fused_kernel.h"
 #include "fusion.h"
 #include "movement_kernels.h"
@@ -41,7 +43,8 @@ Tensor MakeIota(const TensorType& type, int64_t dimension) {
 
 class Lowerer {
  public:
-  explicit Lowerer(const Function& f) : f_(f), a_(Analyze(f)), plan_(PlanFusion(f, a_)) {}
+  Lowerer(const Function& f, LoweringOptions options)
+      : f_(f), options_(options), a_(Analyze(f)), plan_(PlanFusion(f, a_)) {}
 
   absl::StatusOr<Program> Run() {
     access_.resize(static_cast<size_t>(f_.num_values()));
@@ -320,12 +323,34 @@ class Lowerer {
       if (needed[l.reg]) live_loads.push_back(std::move(l));
     }
     loads = std::move(live_loads);
+    if (options_.expression_ops) ops = FuseExpressionTrees(std::move(ops), stores, reduce, num_regs, n);
     std::string description = absl::StrCat("fused n=", n, row > 0 ? absl::StrCat(" rows of ", row) : "", " [",
                                            absl::StrJoin(names, " "), "] ops ", ops.size(), " loads ", loads.size(),
                                            " stores ", stores.size());
     Emit(std::make_unique<FusedKernel>(n, std::move(loads), std::move(ops), std::move(stores), std::move(reduce),
                                        num_regs, std::move(description), row));
     return absl::OkStatus();
+  }
+
+  // The op list with trees of f32 arithmetic as expression ops (expression_fusion.h).
+  std::vector<FusedOp> FuseExpressionTrees(std::vector<FusedOp> ops, const std::vector<FusedStore>& stores,
+                                           const std::optional<ReduceRoot>& reduce, int32_t num_regs, int64_t n) const {
+    std::vector<std::string_view> node(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].row > 0) continue;  // a row reduction
+      const Instruction& inst = f_.instructions[ops[i].instruction];
+      // f32 throughout, but for a select's condition and a compare's result.
+      bool f32 = f_.type(inst.result).dtype == (inst.op == Op::kCompare ? DType::kBool : DType::kF32);
+      for (size_t k = 0; k < inst.operands.size(); ++k) {
+        const bool condition = inst.op == Op::kSelect && k == 0;
+        f32 &= f_.type(inst.operands[k]).dtype == (condition ? DType::kBool : DType::kF32);
+      }
+      if (f32) node[i] = ExpressionNodeName(inst.op, inst.attrs.comparison);
+    }
+    std::vector<bool> pinned(static_cast<size_t>(num_regs), false);
+    for (const FusedStore& st : stores) pinned[st.reg] = true;
+    if (reduce) pinned[reduce->reg] = true;
+    return FuseExpressions(ops, node, pinned, n);
   }
 
   // Temporary storages for the operands a dot_general has to pack.
@@ -557,6 +582,7 @@ class Lowerer {
   }
 
   const Function& f_;
+  LoweringOptions options_;
   FunctionAnalysis a_;
   FusionPlan plan_;
   Program p_;
@@ -567,6 +593,8 @@ class Lowerer {
 
 }  // namespace
 
-absl::StatusOr<Program> Lower(const Function& function) { return Lowerer(function).Run(); }
+absl::StatusOr<Program> Lower(const Function& function, LoweringOptions options) {
+  return Lowerer(function, options).Run();
+}
 
 }  // namespace pcp::cpu

@@ -17,7 +17,13 @@
 
 namespace pcp::cpu {
 
-absl::StatusOr<Program> Lower(const Function& function);
+struct LoweringOptions {
+  // Trees of f32 arithmetic in a loop kernel become expression ops (expression_fusion.h);
+  // false: one pass per op (the same results; tests compare the two).
+  bool expression_ops = true;
+};
+
+absl::StatusOr<Program> Lower(const Function& function, LoweringOptions options = {});
 
 }  // namespace pcp::cpu
 

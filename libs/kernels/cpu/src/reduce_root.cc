@@ -211,7 +211,8 @@ void FusedKernel::RunReduceT(const KernelContext& ctx) {
   if (p.a * p.c == 0) return;
 
   const int threads = ctx.pool->num_threads();
-  const int64_t work = n_ * static_cast<int64_t>(ops_.size() + loads_.size() + stores_.size() + 1);
+  // Work in IR instructions (the reduction and each expression op's tree included).
+  const int64_t work = n_ * static_cast<int64_t>(num_instructions + loads_.size() + stores_.size());
   const bool parallel = threads > 1 && work >= kMinParallelWork;
   auto for_units = [&](int64_t units, auto&& fn) {
     if (parallel && units > 1) {

@@ -1,16 +1,30 @@
 // Single-precision math written so that GCC vectorises loops calling it: no branches, no
-// libm calls, integer tricks through std::bit_cast. Accuracy (checked against double libm
-// in cpu_math_test): exp, log ~1 ulp; tanh, logistic ~2-3 ulp; erf ~ 2e-7 relative.
+// libm calls, integer tricks through std::bit_cast. Every fused multiply-add is explicit
+// (MulAdd) and the library is compiled with -ffp-contract=off, so a function gives the same
+// bits wherever it is inlined (a loop of its own or an expression op, expression_ops.h).
+// Accuracy (checked against double libm in cpu_math_test): exp, log ~1 ulp; tanh, logistic
+// ~2-3 ulp; erf ~ 2e-7 relative.
 // Special values follow IEEE/libm: NaN in, NaN out; exp(+inf) = inf, exp(-inf) = 0;
 // log(0) = -inf, log(x<0) = NaN.
 #ifndef PCP_KERNELS_CPU_VECTOR_MATH_H_
 #define PCP_KERNELS_CPU_VECTOR_MATH_H_
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
 namespace pcp::cpu {
+
+// a * b + c, rounded once where the target has FMA (which the compiler then vectorises),
+// twice otherwise: the same bits for every inlining either way.
+inline float MulAdd(float a, float b, float c) {
+#ifdef __FMA__
+  return std::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
 
 inline float FromBits(uint32_t b) { return std::bit_cast<float>(b); }
 inline uint32_t ToBits(float f) { return std::bit_cast<uint32_t>(f); }
@@ -28,15 +42,15 @@ inline float ExpF(float x) {
   xc = xc > 88.8f ? 88.8f : xc;
   xc = x != x ? 0.0f : xc;  // keeps the int conversion below defined
   const float n = RoundToInt(xc * 1.44269504088896341f);
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
+  float r = MulAdd(n, -0.693359375f, xc);
+  r = MulAdd(n, 2.12194440e-4f, r);
   float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * (r * r) + r + 1.0f;
+  p = MulAdd(p, r, 1.3981999507e-3f);
+  p = MulAdd(p, r, 8.3334519073e-3f);
+  p = MulAdd(p, r, 4.1665795894e-2f);
+  p = MulAdd(p, r, 1.6666665459e-1f);
+  p = MulAdd(p, r, 5.0000001201e-1f);
+  const float y = MulAdd(p, r * r, r) + 1.0f;
   const int32_t ni = static_cast<int32_t>(n);
   const int32_t n1 = ni >> 1, n2 = ni - n1;  // both in [-75, 64]
   const float s1 = FromBits(static_cast<uint32_t>(n1 + 127) << 23);
@@ -58,19 +72,19 @@ inline float LogF(float x) {
   m = small ? m + m - 1.0f : m - 1.0f;
   const float z = m * m;
   float y = 7.0376836292e-2f;
-  y = y * m - 1.1514610310e-1f;
-  y = y * m + 1.1676998740e-1f;
-  y = y * m - 1.2420140846e-1f;
-  y = y * m + 1.4249322787e-1f;
-  y = y * m - 1.6668057665e-1f;
-  y = y * m + 2.0000714765e-1f;
-  y = y * m - 2.4999993993e-1f;
-  y = y * m + 3.3333331174e-1f;
+  y = MulAdd(y, m, -1.1514610310e-1f);
+  y = MulAdd(y, m, 1.1676998740e-1f);
+  y = MulAdd(y, m, -1.2420140846e-1f);
+  y = MulAdd(y, m, 1.4249322787e-1f);
+  y = MulAdd(y, m, -1.6668057665e-1f);
+  y = MulAdd(y, m, 2.0000714765e-1f);
+  y = MulAdd(y, m, -2.4999993993e-1f);
+  y = MulAdd(y, m, 3.3333331174e-1f);
   y = y * m * z;
-  y += -2.12194440e-4f * e;
-  y += -0.5f * z;
+  y = MulAdd(-2.12194440e-4f, e, y);
+  y = MulAdd(-0.5f, z, y);
   float result = m + y;
-  result += 0.693359375f * e;
+  result = MulAdd(0.693359375f, e, result);
   result = x == std::numeric_limits<float>::infinity() ? x : result;
   result = x == 0.0f ? -std::numeric_limits<float>::infinity() : result;
   result = x < 0.0f ? std::numeric_limits<float>::quiet_NaN() : result;
@@ -82,11 +96,11 @@ inline float TanhF(float x) {
   const float ax = x < 0.0f ? -x : x;
   const float z = x * x;
   float p = -5.70498872745e-3f;
-  p = p * z + 2.06390887954e-2f;
-  p = p * z - 5.37397155531e-2f;
-  p = p * z + 1.33314422036e-1f;
-  p = p * z - 3.33332819422e-1f;
-  const float small = p * z * x + x;
+  p = MulAdd(p, z, 2.06390887954e-2f);
+  p = MulAdd(p, z, -5.37397155531e-2f);
+  p = MulAdd(p, z, 1.33314422036e-1f);
+  p = MulAdd(p, z, -3.33332819422e-1f);
+  const float small = MulAdd(p * z, x, x);
   float large = 1.0f - 2.0f / (ExpF(ax + ax) + 1.0f);
   large = x < 0.0f ? -large : large;
   return ax > 0.625f ? large : small;
@@ -101,18 +115,18 @@ inline float ErfF(float x) {
   xc = xc < -4.0f ? -4.0f : xc;
   const float x2 = xc * xc;
   float p = -2.72614225801306e-10f;
-  p = p * x2 + 2.77068142495902e-08f;
-  p = p * x2 - 2.10102402082508e-06f;
-  p = p * x2 - 5.69250639462346e-05f;
-  p = p * x2 - 7.34990630326855e-04f;
-  p = p * x2 - 2.95459980854025e-03f;
-  p = p * x2 - 1.60960333262415e-02f;
+  p = MulAdd(p, x2, 2.77068142495902e-08f);
+  p = MulAdd(p, x2, -2.10102402082508e-06f);
+  p = MulAdd(p, x2, -5.69250639462346e-05f);
+  p = MulAdd(p, x2, -7.34990630326855e-04f);
+  p = MulAdd(p, x2, -2.95459980854025e-03f);
+  p = MulAdd(p, x2, -1.60960333262415e-02f);
   p = p * xc;
   float q = -1.45660718464996e-05f;
-  q = q * x2 - 2.13374055278905e-04f;
-  q = q * x2 - 1.68282697438203e-03f;
-  q = q * x2 - 7.37332916720468e-03f;
-  q = q * x2 - 1.42647390514189e-02f;
+  q = MulAdd(q, x2, -2.13374055278905e-04f);
+  q = MulAdd(q, x2, -1.68282697438203e-03f);
+  q = MulAdd(q, x2, -7.37332916720468e-03f);
+  q = MulAdd(q, x2, -1.42647390514189e-02f);
   const float result = p / q;
   return x != x ? x : result;
 }

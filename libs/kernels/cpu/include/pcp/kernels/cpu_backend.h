@@ -30,6 +30,9 @@ namespace pcp {
 
 struct CpuBackendOptions {
   int threads = 0;  // 0 = all cores (std::thread::hardware_concurrency)
+  // Chains of f32 arithmetic inside a loop kernel run as one loop each (superinstructions,
+  // src/expression_ops.h); false: one pass per op. Results are the same bits either way.
+  bool expression_ops = true;
 };
 
 std::unique_ptr<Backend> CreateCpuBackend(CpuBackendOptions options = {});
