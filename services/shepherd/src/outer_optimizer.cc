@@ -1,6 +1,7 @@
 #include "pcp/shepherd/outer_optimizer.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "pcp/base/status_macros.h"
@@ -94,7 +95,12 @@ bool AllFinite(const std::vector<Tensor>& tensors) {
 
 OuterOptimizer::OuterOptimizer(OuterOptimizerOptions options, const std::vector<TensorSpec>& specs)
     : options_(options), specs_(specs) {
-  for (const TensorSpec& s : specs_) momentum_.emplace_back(DType::kF32, s.shape);
+  for (const TensorSpec& s : specs_) {
+    // Written now, so that its pages are mapped before the first outer step needs them (it
+    // reads b, then writes it: on untouched zero pages, two faults a page inside the step).
+    Tensor& b = momentum_.emplace_back(DType::kF32, s.shape);
+    std::memset(b.raw_data(), 0, static_cast<size_t>(b.byte_size()));
+  }
 }
 
 absl::Status OuterOptimizer::SetMomentum(std::vector<Tensor> momentum) {
