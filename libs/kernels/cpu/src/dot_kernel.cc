@@ -122,14 +122,9 @@ DotKernel::DotKernel(Access lhs, Access rhs, const DotDims& dims, const Layout& 
   std::vector<int64_t> nsz(os.begin() + nb + nm, os.end()),
       nst(out_layout.strides.begin() + nb + nm, out_layout.strides.end());
   int64_t merged = 0, row_stride = 0, col_stride = 0;
-  const bool merged_ok = MergeDims(msz, mst, &merged, &row_stride) && MergeDims(nsz, nst, &merged, &col_stride);
-  output_ok_ = merged_ok && (n_ <= 1 || col_stride == 1) && (m_ <= 1 || row_stride >= n_);
+  output_ok_ = MergeDims(msz, mst, &merged, &row_stride) && MergeDims(nsz, nst, &merged, &col_stride) &&
+               (n_ <= 1 || col_stride == 1) && (m_ <= 1 || row_stride >= n_);
   ldc_ = m_ <= 1 ? std::max<int64_t>(n_, 1) : row_stride;
-  if (merged_ok && !output_ok_ && m_ > 1 && n_ > 1 && row_stride == 1 && col_stride >= m_) {
-    // A column-major result: sgemm computes its transpose, B^T A^T, row-major.
-    output_ok_ = transposed_out_ = true;
-    ldc_ = col_stride;
-  }
   out_offsets_.assign(static_cast<size_t>(batch_), out_layout.offset);
   for (int64_t b = 0; b < batch_; ++b) {
     int64_t rest = b;
@@ -211,9 +206,9 @@ void DotKernel::Run(const KernelContext& ctx) {
         bias_storage_ < 0 ? nullptr : reinterpret_cast<const float*>(ctx.storage[bias_storage_]) + bias_offset_;
     for (int64_t bi = 0; bi < batch_; ++bi) {
       for (int64_t i = 0; i < m_; ++i) {
-        float* c = out + out_offsets_[bi] + (transposed_out_ ? i : i * ldc_);
-        const int64_t step = transposed_out_ ? ldc_ : 1;
-        for (int64_t j = 0; j < n_; ++j) c[j * step] = bias == nullptr ? 0.0f : 0.0f + bias[j];
+        float* c = out + out_offsets_[bi] + i * ldc_;
+        std::fill_n(c, n_, 0.0f);
+        for (int64_t j = 0; bias != nullptr && j < n_; ++j) c[j] += bias[j];
       }
     }
     return;
@@ -262,21 +257,15 @@ void DotKernel::Run(const KernelContext& ctx) {
     const int64_t n0 = split_rows ? 0 : s0, nlen = split_rows ? n_ : s1 - s0;
     const float* pa = base[0] + a.batch_offsets[bi] + m0 * a.row_stride;
     const float* pb = base[1] + b.batch_offsets[bi] + n0 * b.col_stride;
-    float* pc = out + out_offsets_[bi] + (transposed_out_ ? m0 + n0 * ldc_ : m0 * ldc_ + n0);
+    float* pc = out + out_offsets_[bi] + m0 * ldc_ + n0;
     float beta = 0.0f;
     if (bias_first) {
       for (int64_t i = 0; i < mlen; ++i) std::memcpy(pc + i * ldc_, bias + n0, static_cast<size_t>(nlen) * 4);
       beta = 1.0f;
     }
-    if (transposed_out_) {  // C^T = B^T A^T: each operand's transpose is the same memory, flag flipped
-      cblas_sgemm(CblasRowMajor, b.trans ? CblasNoTrans : CblasTrans, a.trans ? CblasNoTrans : CblasTrans,
-                  static_cast<blasint>(nlen), static_cast<blasint>(mlen), static_cast<blasint>(k_), 1.0f, pb,
-                  static_cast<blasint>(b.ld), pa, static_cast<blasint>(a.ld), beta, pc, static_cast<blasint>(ldc_));
-    } else {
-      cblas_sgemm(CblasRowMajor, a.trans ? CblasTrans : CblasNoTrans, b.trans ? CblasTrans : CblasNoTrans,
-                  static_cast<blasint>(mlen), static_cast<blasint>(nlen), static_cast<blasint>(k_), 1.0f, pa,
-                  static_cast<blasint>(a.ld), pb, static_cast<blasint>(b.ld), beta, pc, static_cast<blasint>(ldc_));
-    }
+    cblas_sgemm(CblasRowMajor, a.trans ? CblasTrans : CblasNoTrans, b.trans ? CblasTrans : CblasNoTrans,
+                static_cast<blasint>(mlen), static_cast<blasint>(nlen), static_cast<blasint>(k_), 1.0f, pa,
+                static_cast<blasint>(a.ld), pb, static_cast<blasint>(b.ld), beta, pc, static_cast<blasint>(ldc_));
     if (bias != nullptr && !bias_first) {
       const float* __restrict row = bias + n0;
       for (int64_t i = 0; i < mlen; ++i) {

@@ -28,10 +28,8 @@ class DotKernel : public Kernel {
   DotKernel(Access lhs, Access rhs, const DotDims& dims, const Layout& out_layout, int out_storage,
             std::string description);
 
-  // Whether out_layout is one sgemm can write: row-major matrices per batch element, or
-  // column-major ones (then each call computes the transposed product, B^T A^T).
+  // Whether out_layout is one sgemm can write (row-major matrices per batch element).
   bool output_ok() const { return output_ok_; }
-  bool transposed_output() const { return transposed_out_; }
 
   // Bytes of packing buffer operand 0 (lhs) or 1 (rhs) needs; 0 if it is used in place.
   int64_t pack_bytes(int operand) const { return operands_[operand].pack_bytes; }
@@ -45,7 +43,7 @@ class DotKernel : public Kernel {
   // while the block is in cache. `bias` is a view of N contiguous elements (offset into its
   // storage). Only for a single product with a contiguous output (batch 1, output_ok()). The
   // sum is the same as a separate add's, bit for bit.
-  bool CanAddBias() const { return batch_ == 1 && output_ok_ && !transposed_out_ && ldc_ == n_; }
+  bool CanAddBias() const { return batch_ == 1 && output_ok_ && ldc_ == n_; }
   int64_t n() const { return n_; }  // columns of the product (rhs free dimensions)
   void AddBias(int storage, int64_t offset);
 
@@ -72,8 +70,7 @@ class DotKernel : public Kernel {
   int64_t batch_ = 1, m_ = 1, n_ = 1, k_ = 1;
   int out_storage_;
   bool output_ok_ = false;
-  bool transposed_out_ = false;  // column-major result: element (i, j) at i + j * ldc_
-  int64_t ldc_ = 1;               // row stride of the result (column stride if transposed_out_)
+  int64_t ldc_ = 1;
   std::vector<int64_t> out_offsets_;  // per batch element
   int bias_storage_ = -1;             // AddBias: the row vector, or -1
   int64_t bias_offset_ = 0;

@@ -423,10 +423,9 @@ class Lowerer {
   }
 
   // Products whose only use is one operand of a concatenation (directly, through reshapes, or
-  // through transposes that are their only use, as attention's dq, dk, dv going back to
-  // [B, T, C]) are written straight into that part of the concatenation's output (row- or
-  // column-major, see DotKernel::output_ok), which then copies only its other operands (none:
-  // no kernel). Fills placement_.
+  // through a transpose that is their only use, as attention's dq, dk, dv going back to
+  // [B, T, C]) are written straight into that part of the concatenation's output, which
+  // then copies only its other operands (none: no kernel). Fills placement_.
   void PlanConcatenates() {
     const size_t n = f_.instructions.size();
     placement_.assign(n, std::nullopt);
@@ -446,16 +445,11 @@ class Lowerer {
           continue;
         }
         int p = a_.producer[d];
-        bool sole = true;
-        while (p >= 0 && f_.instructions[p].op == Op::kTranspose) {  // e.g. [B, H, D, T] -> [B, T, H, D]
+        if (p >= 0 && f_.instructions[p].op == Op::kTranspose) {
           const ValueId y = f_.instructions[p].operands[0];
-          if (a_.root[y] != y || SoleTranspose(y) != f_.instructions[p].result) {
-            sole = false;
-            break;
-          }
+          if (a_.root[y] != y || SoleTranspose(y) != d) continue;
           p = a_.producer[y];
         }
-        if (!sole) continue;
         if (p < 0 || f_.instructions[p].op != Op::kDotGeneral || plan_.group_of[p] < 0) continue;
         placement_[p] = Placement{static_cast<int>(c), j};
       }
@@ -488,19 +482,13 @@ class Lowerer {
     const ValueId d = a_.root[cat.operands[j]];
     std::optional<Layout> d_layout = ReshapeLayout(part, f_.type(d).shape);
     if (!d_layout) return false;
-    // Back through the transposes to the product's own layout.
-    std::vector<std::pair<ValueId, Layout>> views;  // the transposes' results in the output
-    Layout layout = *d_layout;
-    for (ValueId v = d; v != inst.result;) {
-      views.emplace_back(v, layout);
-      const Instruction& t = f_.instructions[a_.producer[v]];
-      Layout in = layout;
+    Layout layout = *d_layout;  // the product's own layout
+    if (d != inst.result) {     // through a transpose
+      const Instruction& t = f_.instructions[a_.producer[d]];
       for (size_t k = 0; k < t.attrs.dims.size(); ++k) {
-        in.shape[t.attrs.dims[k]] = layout.shape[k];
-        in.strides[t.attrs.dims[k]] = layout.strides[k];
+        layout.shape[t.attrs.dims[k]] = d_layout->shape[k];
+        layout.strides[t.attrs.dims[k]] = d_layout->strides[k];
       }
-      layout = std::move(in);
-      v = t.operands[0];
     }
     const int out = ConcatStorage(c);
     auto k = std::make_unique<DotKernel>(lhs, rhs, inst.attrs.dot, layout, out, description + " (into concatenate)");
@@ -508,7 +496,7 @@ class Lowerer {
     AddPacking(*k, ValueName(inst.result));
     Emit(std::move(k));
     access_[inst.result] = Access{out, layout};
-    for (auto& [v, view] : views) access_[v] = Access{out, std::move(view)};
+    if (d != inst.result) access_[d] = Access{out, *d_layout};
     concat_in_place_[c][j] = true;
     return true;
   }
@@ -543,7 +531,7 @@ class Lowerer {
           for (size_t d = 0; d < tinst.attrs.dims.size(); ++d)
             layout.strides[tinst.attrs.dims[d]] = transposed.strides[d];
           auto k = std::make_unique<DotKernel>(lhs, rhs, inst.attrs.dot, layout, out, description + " (transposed)");
-          if (k->output_ok() && !k->transposed_output()) {
+          if (k->output_ok()) {
             AddPacking(*k, name);
             Emit(std::move(k));
             access_[inst.result] = Access{out, layout};
