@@ -536,68 +536,6 @@ TEST(CpuBackendTest, ProductKernelAddsALinearLayersBias) {
   }
 }
 
-// Products whose only use is an operand of a concatenation (attention's dq, dk, dv back to
-// [B, T, H * D] through a transpose and a reshape, going into d_qkv) are written straight into
-// their part of its output: the concatenation copies only its other operands. The same bits
-// as products written to buffers of their own and copied (forced by also returning them), for
-// 1 and 2 threads, and as the interpreter's within tolerance.
-TEST(CpuBackendTest, ProductsAreWrittenIntoTheirConcatenation) {
-  const int64_t B = 2, H = 3, T = 37, D = 8, X = 5, N = 11;
-  auto build = [&](bool return_products, bool other_operand) {
-    FunctionBuilder b("concat");
-    ValueId ds = b.Parameter(F32({B, H, T, T})), q = b.Parameter(F32({B, H, T, D})), k = b.Parameter(F32({B, H, T, D}));
-    ValueId p = b.Parameter(F32({B, H, T, T})), dout = b.Parameter(F32({B, T, H * D}));
-    ValueId x = b.Parameter(F32({B, T, X})), w = b.Parameter(F32({3 * H * D + (other_operand ? X : 0), N}));
-    auto heads_back = [&](ValueId v) { return b.Reshape(b.Transpose(v, {0, 2, 1, 3}), {B, T, H * D}); };
-    ValueId dq = b.DotGeneral(ds, k, {{0, 1}, {0, 1}, {3}, {2}});  // [B, H, T, D]
-    ValueId dk = b.DotGeneral(ds, q, {{0, 1}, {0, 1}, {2}, {2}});
-    // dv through the output's own [B, T, H * D] layout: heads split by a reshape.
-    ValueId dv = b.DotGeneral(p, b.Transpose(b.Reshape(dout, {B, T, H, D}), {0, 2, 1, 3}), {{0, 1}, {0, 1}, {2}, {2}});
-    std::vector<ValueId> parts = {heads_back(dq), heads_back(dk), heads_back(dv)};
-    if (other_operand) parts.push_back(x);
-    ValueId cat = b.Concatenate(parts, 2);
-    ValueId y = b.DotGeneral(cat, w, {{}, {}, {2}, {0}});
-    std::vector<ValueId> results = {y};
-    if (return_products) results.insert(results.end(), {dq, dk, dv});
-    b.Return(results);
-    return b.Build();
-  };
-  for (bool other_operand : {false, true}) {
-    SCOPED_TRACE(other_operand ? "a parameter as a fourth operand" : "products only");
-    absl::StatusOr<Function> placed = build(false, other_operand), copied = build(true, other_operand);
-    ASSERT_TRUE(placed.ok()) << placed.status();
-    ASSERT_TRUE(copied.ok()) << copied.status();
-    const std::vector<Tensor> args = {
-        RandomTensor(F32({B, H, T, T}), 1), RandomTensor(F32({B, H, T, D}), 2), RandomTensor(F32({B, H, T, D}), 3),
-        RandomTensor(F32({B, H, T, T}), 4), RandomTensor(F32({B, T, H * D}), 5), RandomTensor(F32({B, T, X}), 6),
-        RandomTensor(F32({3 * H * D + (other_operand ? X : 0), N}), 7)};
-    for (int threads : {1, 2}) {
-      std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = threads});
-      std::unique_ptr<Executable> placed_exe, copied_exe;
-      absl::StatusOr<std::vector<Tensor>> a = RunOnce(*cpu, *placed, args, &placed_exe);
-      absl::StatusOr<std::vector<Tensor>> c = RunOnce(*cpu, *copied, args, &copied_exe);
-      ASSERT_TRUE(a.ok()) << a.status();
-      ASSERT_TRUE(c.ok()) << c.status();
-      ExpectAllNear(*a, *Interpret(*placed, args), 1e-4, 1e-4);
-      EXPECT_TRUE(BitwiseEqual((*a)[0], (*c)[0]));
-      const std::string schedule = AsCpu(placed_exe)->DescribeSchedule();
-      int into = 0;
-      for (size_t at = schedule.find("(into concatenate)"); at != std::string::npos;
-           at = schedule.find("(into concatenate)", at + 1)) {
-        ++into;
-      }
-      EXPECT_EQ(into, 3) << schedule;
-      // Without the fourth operand the concatenation needs no kernel; with it, one copying x.
-      EXPECT_EQ(schedule.find("\nconcatenate") != std::string::npos || schedule.find(": concatenate") != std::string::npos,
-                other_operand)
-          << schedule;
-      const std::string copied_schedule = AsCpu(copied_exe)->DescribeSchedule();
-      EXPECT_EQ(copied_schedule.find("(into concatenate)"), std::string::npos) << copied_schedule;
-      EXPECT_NE(copied_schedule.find(": concatenate"), std::string::npos) << copied_schedule;
-    }
-  }
-}
-
 // A softmax over the last dimension (masked and scaled, as attention's) is one row kernel:
 // max, exp, sum and divide in one pass over blocks of whole rows, the row results stored one
 // per row. Rows of 64 (8 per block), 65 (7 per block, a block not a power of two), and 700

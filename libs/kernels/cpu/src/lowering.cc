@@ -57,7 +57,6 @@ class Lowerer {
       p_.param_storage.push_back(id);
       access_[f_.params[i]] = Access{id, Layout::Contiguous(t.shape)};
     }
-    PlanConcatenates();
     for (const std::vector<int>& group : plan_.groups) {
       if (group.size() == 1 && std::count(bias_adds_.begin(), bias_adds_.end(), group.front()) > 0) continue;
       const Instruction& first = f_.instructions[group.front()];
@@ -422,85 +421,6 @@ class Lowerer {
     return true;
   }
 
-  // Products whose only use is one operand of a concatenation (directly, through reshapes, or
-  // through a transpose that is their only use, as attention's dq, dk, dv going back to
-  // [B, T, C]) are written straight into that part of the concatenation's output, which
-  // then copies only its other operands (none: no kernel). Fills placement_.
-  void PlanConcatenates() {
-    const size_t n = f_.instructions.size();
-    placement_.assign(n, std::nullopt);
-    concat_storage_.assign(n, -1);
-    concat_in_place_.assign(n, {});
-    for (size_t c = 0; c < n; ++c) {
-      const Instruction& cat = f_.instructions[c];
-      if (cat.op != Op::kConcatenate || !a_.live[c] || f_.type(cat.result).dtype != DType::kF32 ||
-          a_.root_is_result[a_.root[cat.result]]) {
-        continue;
-      }
-      concat_in_place_[c].assign(cat.operands.size(), false);
-      for (size_t j = 0; j < cat.operands.size(); ++j) {
-        const ValueId d = a_.root[cat.operands[j]];
-        if (a_.root_is_result[d] || a_.root_users[d] != std::vector<int>{static_cast<int>(c)}) continue;
-        if (std::count_if(cat.operands.begin(), cat.operands.end(), [&](ValueId o) { return a_.root[o] == d; }) != 1) {
-          continue;
-        }
-        int p = a_.producer[d];
-        if (p >= 0 && f_.instructions[p].op == Op::kTranspose) {
-          const ValueId y = f_.instructions[p].operands[0];
-          if (a_.root[y] != y || SoleTranspose(y) != d) continue;
-          p = a_.producer[y];
-        }
-        if (p < 0 || f_.instructions[p].op != Op::kDotGeneral || plan_.group_of[p] < 0) continue;
-        placement_[p] = Placement{static_cast<int>(c), j};
-      }
-    }
-  }
-
-  // The storage of concatenation `c`'s output (shared by the products written into it).
-  int ConcatStorage(int c) {
-    if (concat_storage_[c] < 0) {
-      const ValueId v = f_.instructions[c].result;
-      concat_storage_[c] = NewArena(f_.type(v).dtype, f_.type(v).num_elements(), ValueName(v));
-      p_.storages[concat_storage_[c]].several_writers = true;
-    }
-    return concat_storage_[c];
-  }
-
-  // Lowers dot_general instruction i into its part of a concatenation's output (see
-  // PlanConcatenates); false (and nothing emitted) if sgemm cannot write that layout.
-  absl::StatusOr<bool> LowerDotIntoConcatenate(int i, const Access& lhs, const Access& rhs,
-                                               const std::string& description) {
-    const Instruction& inst = f_.instructions[i];
-    const auto [c, j] = *placement_[i];
-    const Instruction& cat = f_.instructions[c];
-    const Layout whole = Layout::Contiguous(f_.type(cat.result).shape);
-    Layout part = whole;
-    part.shape = f_.type(cat.operands[j]).shape;
-    for (size_t o = 0; o < j; ++o) {
-      part.offset += f_.type(cat.operands[o]).shape[cat.attrs.dimension] * whole.strides[cat.attrs.dimension];
-    }
-    const ValueId d = a_.root[cat.operands[j]];
-    std::optional<Layout> d_layout = ReshapeLayout(part, f_.type(d).shape);
-    if (!d_layout) return false;
-    Layout layout = *d_layout;  // the product's own layout
-    if (d != inst.result) {     // through a transpose
-      const Instruction& t = f_.instructions[a_.producer[d]];
-      for (size_t k = 0; k < t.attrs.dims.size(); ++k) {
-        layout.shape[t.attrs.dims[k]] = d_layout->shape[k];
-        layout.strides[t.attrs.dims[k]] = d_layout->strides[k];
-      }
-    }
-    const int out = ConcatStorage(c);
-    auto k = std::make_unique<DotKernel>(lhs, rhs, inst.attrs.dot, layout, out, description + " (into concatenate)");
-    if (!k->output_ok()) return false;
-    AddPacking(*k, ValueName(inst.result));
-    Emit(std::move(k));
-    access_[inst.result] = Access{out, layout};
-    if (d != inst.result) access_[d] = Access{out, *d_layout};
-    concat_in_place_[c][j] = true;
-    return true;
-  }
-
   absl::Status LowerSingle(int i) {
     const Instruction& inst = f_.instructions[i];
     const TensorType& t = f_.type(inst.result);
@@ -509,14 +429,10 @@ class Lowerer {
       case Op::kDotGeneral: {
         PCP_ASSIGN_OR_RETURN(Access lhs, DimAccess(inst.operands[0]));
         PCP_ASSIGN_OR_RETURN(Access rhs, DimAccess(inst.operands[1]));
+        const int out = NewArena(t.dtype, t.num_elements(), name);
         const std::string description =
             absl::StrCat("dot ", f_.type(inst.operands[0]).ToString(), " ", lhs.layout.ToString(), " x ",
                          f_.type(inst.operands[1]).ToString(), " ", rhs.layout.ToString());
-        if (placement_[i]) {
-          PCP_ASSIGN_OR_RETURN(bool done, LowerDotIntoConcatenate(i, lhs, rhs, description));
-          if (done) return absl::OkStatus();
-        }
-        const int out = NewArena(t.dtype, t.num_elements(), name);
         if (std::optional<std::pair<int, ValueId>> bias_add = SoleBiasAdd(inst.result)) {
           PCP_ASSIGN_OR_RETURN(bool done,
                                LowerDotWithBias(i, bias_add->first, bias_add->second, lhs, rhs, out, description));
@@ -575,23 +491,14 @@ class Lowerer {
         return absl::OkStatus();
       }
       case Op::kConcatenate: {
-        std::vector<bool> in_place = concat_in_place_[i];
-        in_place.resize(inst.operands.size(), false);
         std::vector<Access> operands;
-        for (size_t j = 0; j < inst.operands.size(); ++j) {
-          if (in_place[j]) {  // written there by its product
-            operands.push_back(Access{-1, Layout::Contiguous(f_.type(inst.operands[j]).shape)});
-            continue;
-          }
-          PCP_ASSIGN_OR_RETURN(Access a, DimAccess(inst.operands[j]));
+        for (ValueId o : inst.operands) {
+          PCP_ASSIGN_OR_RETURN(Access a, DimAccess(o));
           operands.push_back(std::move(a));
         }
-        const int out = concat_storage_[i] >= 0 ? concat_storage_[i] : NewArena(t.dtype, t.num_elements(), name);
-        if (std::count(in_place.begin(), in_place.end(), false) > 0) {
-          Emit(std::make_unique<ConcatenateKernel>(std::move(operands), inst.attrs.dimension, t.shape, out,
-                                                   SizeOf(t.dtype), absl::StrCat("concatenate ", t.ToString()),
-                                                   std::move(in_place)));
-        }
+        const int out = NewArena(t.dtype, t.num_elements(), name);
+        Emit(std::make_unique<ConcatenateKernel>(std::move(operands), inst.attrs.dimension, t.shape, out,
+                                                 SizeOf(t.dtype), absl::StrCat("concatenate ", t.ToString())));
         access_[inst.result] = Access{out, Layout::Contiguous(t.shape)};
         return absl::OkStatus();
       }
@@ -643,11 +550,11 @@ class Lowerer {
       p_.scratch_bytes = std::max(p_.scratch_bytes, kernel.scratch_bytes());
       for (int s : kernel.writes) {
         Storage& storage = p_.storages[s];
-        if (storage.kind != StorageKind::kArena || (storage.producer >= 0 && !storage.several_writers)) {
+        if (storage.kind != StorageKind::kArena || storage.producer >= 0) {
           return absl::InternalError(
               absl::StrCat("storage ", storage.name, " is written twice or is not in the arena"));
         }
-        if (storage.producer < 0) storage.producer = static_cast<int>(k);
+        storage.producer = static_cast<int>(k);
       }
       switch (kernel.kind) {
         case Kernel::Kind::kFused:
@@ -682,14 +589,6 @@ class Lowerer {
   std::vector<std::optional<Access>> access_;
   std::vector<std::unique_ptr<Kernel>> kernels_, front_;
   std::vector<int> bias_adds_;  // add instructions done by their product's kernel
-  // Per dot_general instruction: the concatenation (instruction, operand) it is written into.
-  struct Placement {
-    int concat;
-    size_t operand;
-  };
-  std::vector<std::optional<Placement>> placement_;
-  std::vector<int> concat_storage_;                 // per concatenate: its output storage, or -1
-  std::vector<std::vector<bool>> concat_in_place_;  // per concatenate: operands written by their products
 };
 
 }  // namespace

@@ -37,33 +37,28 @@ void CopyKernel::Run(const KernelContext& ctx) {
 }
 
 ConcatenateKernel::ConcatenateKernel(std::vector<Access> operands, int64_t dimension, const Shape& result_shape,
-                                     int out_storage, int64_t elem_size, std::string description,
-                                     std::vector<bool> in_place)
+                                     int out_storage, int64_t elem_size, std::string description)
     : operands_(std::move(operands)),
-      in_place_(std::move(in_place)),
       out_storage_(out_storage),
       elem_size_(elem_size),
       description_(std::move(description)) {
   kind = Kind::kCopy;
   num_instructions = 1;
   const Layout out = Layout::Contiguous(result_shape);
-  in_place_.resize(operands_.size(), false);
   int64_t position = 0;
-  for (size_t i = 0; i < operands_.size(); ++i) {
-    const Access& a = operands_[i];
+  for (const Access& a : operands_) {
     Layout d = out;
     d.shape = a.layout.shape;
     d.offset = position * out.strides[dimension];
     position += a.layout.shape[dimension];
     destinations_.push_back(std::move(d));
-    if (!in_place_[i]) reads.push_back(a.storage);
+    reads.push_back(a.storage);
   }
   writes.push_back(out_storage_);
 }
 
 void ConcatenateKernel::Run(const KernelContext& ctx) {
   for (size_t i = 0; i < operands_.size(); ++i) {
-    if (in_place_[i]) continue;
     StridedCopy(ctx.storage[out_storage_], destinations_[i], ctx.storage[operands_[i].storage], operands_[i].layout,
                 elem_size_, ctx.pool);
   }

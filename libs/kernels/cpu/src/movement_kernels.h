@@ -28,17 +28,14 @@ class CopyKernel : public Kernel {
 // out = concatenate(operands) along `dimension`; operands are views in their own shapes.
 class ConcatenateKernel : public Kernel {
  public:
-  // Operands with `in_place` set are already in their part of the output (written there by
-  // their producers) and are neither read nor copied.
   ConcatenateKernel(std::vector<Access> operands, int64_t dimension, const Shape& result_shape, int out_storage,
-                    int64_t elem_size, std::string description, std::vector<bool> in_place = {});
+                    int64_t elem_size, std::string description);
   void Run(const KernelContext& ctx) override;
   std::string Describe() const override { return description_; }
 
  private:
   std::vector<Access> operands_;
   std::vector<Layout> destinations_;  // where each operand goes in the output
-  std::vector<bool> in_place_;
   int out_storage_;
   int64_t elem_size_;
   std::string description_;

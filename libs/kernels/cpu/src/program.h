@@ -25,10 +25,7 @@ struct Storage {
   DType dtype = DType::kF32;
   int64_t elements = 0;
   int64_t bytes = 0;
-  int producer = -1;       // arena: the (first) kernel that writes it (schedule position)
-  // Several kernels write disjoint parts of it (products written straight into a
-  // concatenation's output); otherwise exactly one kernel writes it.
-  bool several_writers = false;
+  int producer = -1;       // arena: the kernel that writes it (schedule position)
   bool temporary = false;  // a kernel's scratch: live only while that kernel runs
   std::string name;
 };
