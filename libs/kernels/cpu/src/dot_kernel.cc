@@ -22,8 +22,8 @@ constexpr int64_t kMinBlock = 128;
 // saves OpenBLAS's pass clearing C and the separate add over the block. Bitwise the same as
 // (A·B) + bias only if OpenBLAS adds C once, to the whole sum: its kernels store
 // alpha * acc + C (one rounding, alpha = 1), and it splits K into blocks of GEMM_Q (and adds
-// each block's sum to C) only above GEMM_Q, 168 or more on the x86-64 cores of OpenBLAS
-// 0.3.21. Deeper products add the bias after the call.
+// each block's sum to C) only above GEMM_Q: 128 on OpenBLAS's smallest x86 settings (Prescott,
+// generic), 320 on Cooperlake. Deeper products add the bias after the call.
 constexpr int64_t kMaxBiasFirstDepth = 128;
 
 // Merges dimensions (sizes, strides) into one (size, stride) if they are row-major with
