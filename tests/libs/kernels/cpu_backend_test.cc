@@ -471,17 +471,22 @@ TEST(CpuBackendTest, ProductsAreBitwiseIdenticalForEveryThreadCount) {
 
 // A linear layer's bias add that nothing elementwise follows (the product then goes to
 // slices, as q, k, v do) is done by the product's kernel, block by block: one kernel less, and
-// the same bits as a separate add (forced here by also returning the product itself).
+// the same bits as a separate add (forced here by also returning the product itself). Shallow
+// products (K <= 128) start from the bias (sgemm with beta = 1), deeper ones add it after the
+// call; odd depths and widths, one block and several, 1 and 2 threads.
 TEST(CpuBackendTest, ProductKernelAddsALinearLayersBias) {
-  const Shape xs = {3, 100, 64};
-  auto build = [&](bool return_product, bool row_bias) {
+  struct Case {
+    int64_t rows, k, n;
+  };
+  auto build = [&](const Case& c, bool return_product, bool row_bias) {
     FunctionBuilder b("linear");
-    ValueId x = b.Parameter(F32(xs)), w = b.Parameter(F32({96, 64}));
-    ValueId bias = b.Parameter(F32({row_bias ? int64_t{96} : int64_t{100}}));
-    ValueId y = b.DotGeneral(x, w, {{}, {}, {2}, {1}});  // [3, 100, 96]
-    ValueId with_bias = b.Add(y, b.BroadcastInDim(bias, {3, 100, 96}, {row_bias ? int64_t{2} : int64_t{1}}));
-    std::vector<ValueId> results = {b.Slice(with_bias, {0, 0, 32}, {3, 100, 64}),
-                                    b.Slice(with_bias, {0, 0, 0}, {3, 100, 32})};
+    const int64_t n = c.n;
+    ValueId x = b.Parameter(F32({3, c.rows, c.k})), w = b.Parameter(F32({n, c.k}));
+    ValueId bias = b.Parameter(F32({row_bias ? n : c.rows}));
+    ValueId y = b.DotGeneral(x, w, {{}, {}, {2}, {1}});  // [3, rows, n]
+    ValueId with_bias = b.Add(y, b.BroadcastInDim(bias, {3, c.rows, n}, {row_bias ? int64_t{2} : int64_t{1}}));
+    std::vector<ValueId> results = {b.Slice(with_bias, {0, 0, n / 3}, {3, c.rows, n}),
+                                    b.Slice(with_bias, {0, 0, 0}, {3, c.rows, n / 3})};
     if (return_product) results.push_back(y);
     b.Return(results);
     return b.Build();
@@ -503,26 +508,30 @@ TEST(CpuBackendTest, ProductKernelAddsALinearLayersBias) {
     ASSERT_TRUE(got.ok()) << got.status();
     ExpectAllNear(*got, *Interpret(*f, args), 1e-4, 1e-4);
   }
-  for (bool row_bias : {true, false}) {
-    SCOPED_TRACE(row_bias ? "bias along columns" : "bias along rows (not a linear layer's)");
-    absl::StatusOr<Function> fused = build(false, row_bias), separate = build(true, row_bias);
-    ASSERT_TRUE(fused.ok() && separate.ok());
-    const std::vector<Tensor> args = {RandomTensor(F32(xs), 1), RandomTensor(F32({96, 64}), 2),
-                                      RandomTensor(F32({row_bias ? int64_t{96} : int64_t{100}}), 3)};
-    for (int threads : {1, 2}) {
-      std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = threads});
-      std::unique_ptr<Executable> fused_exe, separate_exe;
-      absl::StatusOr<std::vector<Tensor>> a = RunOnce(*cpu, *fused, args, &fused_exe);
-      absl::StatusOr<std::vector<Tensor>> c = RunOnce(*cpu, *separate, args, &separate_exe);
-      ASSERT_TRUE(a.ok()) << a.status();
-      ASSERT_TRUE(c.ok()) << c.status();
-      ExpectAllNear(*a, *Interpret(*fused, args), 1e-4, 1e-4);
-      for (int i = 0; i < 2; ++i) EXPECT_TRUE(BitwiseEqual((*a)[i], (*c)[i])) << "result " << i;
-      const std::string schedule = AsCpu(fused_exe)->DescribeSchedule();
-      EXPECT_EQ(schedule.find("+ bias") != std::string::npos, row_bias) << schedule;
-      EXPECT_EQ(AsCpu(fused_exe)->stats().num_kernels + (row_bias ? 1 : 0),
-                AsCpu(separate_exe)->stats().num_kernels)
-          << schedule << "\nvs\n" << AsCpu(separate_exe)->DescribeSchedule();
+  for (const Case& c : {Case{100, 64, 96}, Case{67, 77, 97}, Case{100, 128, 33}, Case{5, 1, 17}, Case{67, 129, 96}, Case{67, 600, 40},
+                        Case{100, 300, 50}}) {
+    for (bool row_bias : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << "[3, " << c.rows << ", " << c.k << "] x [" << c.n << ", " << c.k << "], "
+                                        << (row_bias ? "bias along columns" : "bias along rows (not a linear layer's)"));
+      absl::StatusOr<Function> fused = build(c, false, row_bias), separate = build(c, true, row_bias);
+      ASSERT_TRUE(fused.ok() && separate.ok());
+      const std::vector<Tensor> args = {RandomTensor(F32({3, c.rows, c.k}), 1), RandomTensor(F32({c.n, c.k}), 2),
+                                        RandomTensor(F32({row_bias ? c.n : c.rows}), 3)};
+      for (int threads : {1, 2}) {
+        std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = threads});
+        std::unique_ptr<Executable> fused_exe, separate_exe;
+        absl::StatusOr<std::vector<Tensor>> a = RunOnce(*cpu, *fused, args, &fused_exe);
+        absl::StatusOr<std::vector<Tensor>> sep = RunOnce(*cpu, *separate, args, &separate_exe);
+        ASSERT_TRUE(a.ok()) << a.status();
+        ASSERT_TRUE(sep.ok()) << sep.status();
+        ExpectAllNear(*a, *Interpret(*fused, args), 1e-4, 1e-4);
+        for (int i = 0; i < 2; ++i) EXPECT_TRUE(BitwiseEqual((*a)[i], (*sep)[i])) << "result " << i;
+        const std::string schedule = AsCpu(fused_exe)->DescribeSchedule();
+        EXPECT_EQ(schedule.find("+ bias") != std::string::npos, row_bias) << schedule;
+        EXPECT_EQ(AsCpu(fused_exe)->stats().num_kernels + (row_bias ? 1 : 0),
+                  AsCpu(separate_exe)->stats().num_kernels)
+            << schedule << "\nvs\n" << AsCpu(separate_exe)->DescribeSchedule();
+      }
     }
   }
 }

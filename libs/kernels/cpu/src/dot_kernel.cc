@@ -18,6 +18,13 @@ constexpr int64_t kTargetBlocks = 16;
 // ...but no block is thinner than this: each call packs the other operand again, and 64-row
 // blocks cost a single thread a visible share of its speed at the GPT's shapes (768 rows).
 constexpr int64_t kMinBlock = 128;
+// Up to this depth a bias is written into C first and sgemm called with beta = 1, which
+// saves OpenBLAS's pass clearing C and the separate add over the block. Bitwise the same as
+// (A·B) + bias only if OpenBLAS adds C once, to the whole sum: its kernels store
+// alpha * acc + C (one rounding, alpha = 1), and it splits K into blocks of GEMM_Q (and adds
+// each block's sum to C) only above GEMM_Q: 128 on OpenBLAS's smallest x86 settings (Prescott,
+// generic), 320 on Cooperlake. Deeper products add the bias after the call.
+constexpr int64_t kMaxBiasFirstDepth = 128;
 
 // Merges dimensions (sizes, strides) into one (size, stride) if they are row-major with
 // respect to each other after dropping size-1 dimensions.
@@ -222,6 +229,7 @@ void DotKernel::Run(const KernelContext& ctx) {
   const Operand& b = operands_[1];
   const float* bias =
       bias_storage_ < 0 ? nullptr : reinterpret_cast<const float*>(ctx.storage[bias_storage_]) + bias_offset_;
+  const bool bias_first = bias != nullptr && k_ <= kMaxBiasFirstDepth;
   const int threads = ctx.pool->num_threads();
   const int64_t flops = 2 * batch_ * m_ * n_ * k_;
   // Each product is split into `parts` row (or column) blocks, and how depends on the shape
@@ -250,10 +258,15 @@ void DotKernel::Run(const KernelContext& ctx) {
     const float* pa = base[0] + a.batch_offsets[bi] + m0 * a.row_stride;
     const float* pb = base[1] + b.batch_offsets[bi] + n0 * b.col_stride;
     float* pc = out + out_offsets_[bi] + m0 * ldc_ + n0;
+    float beta = 0.0f;
+    if (bias_first) {
+      for (int64_t i = 0; i < mlen; ++i) std::memcpy(pc + i * ldc_, bias + n0, static_cast<size_t>(nlen) * 4);
+      beta = 1.0f;
+    }
     cblas_sgemm(CblasRowMajor, a.trans ? CblasTrans : CblasNoTrans, b.trans ? CblasTrans : CblasNoTrans,
                 static_cast<blasint>(mlen), static_cast<blasint>(nlen), static_cast<blasint>(k_), 1.0f, pa,
-                static_cast<blasint>(a.ld), pb, static_cast<blasint>(b.ld), 0.0f, pc, static_cast<blasint>(ldc_));
-    if (bias != nullptr) {
+                static_cast<blasint>(a.ld), pb, static_cast<blasint>(b.ld), beta, pc, static_cast<blasint>(ldc_));
+    if (bias != nullptr && !bias_first) {
       const float* __restrict row = bias + n0;
       for (int64_t i = 0; i < mlen; ++i) {
         float* __restrict c = pc + i * ldc_;

@@ -3,7 +3,7 @@
 // matrix is row- or column-major (any leading dimension) is passed as is with
 // CblasNoTrans / CblasTrans, so transposes, head splits and column slices cost nothing.
 // An operand that cannot be expressed that way is first packed into a temporary buffer.
-// Optionally a bias row is added to each output block as soon as it is computed (AddBias).
+// Optionally a bias row is added to each output block as it is computed (AddBias).
 // Batches, or row/column blocks of a single product, are spread over the pool; OpenBLAS
 // itself runs single-threaded inside each call. The blocks depend on the shapes alone, so a
 // result is bitwise the same for every thread count (see Run).
@@ -36,10 +36,13 @@ class DotKernel : public Kernel {
   // The temporary storage to pack into; must be set for every operand with pack_bytes > 0.
   void set_pack_storage(int operand, int storage);
 
-  // Adds a row vector to every row of the product (the bias of a linear layer), each block
-  // right after its sgemm call while it is in cache: out[.., i, j] += bias[j]. `bias` is a
-  // view of N contiguous elements (offset into its storage). Only for a single product with a
-  // contiguous output (batch 1, output_ok()). The sum is the same as a separate add's.
+  // Adds a row vector to every row of the product (the bias of a linear layer):
+  // out[.., i, j] = (A·B)[.., i, j] + bias[j]. For a shallow product (K <= 128) the bias is
+  // written into each output block and sgemm accumulates onto it (beta = 1: no pass clearing
+  // C, no pass adding); deeper products get it added to each block right after its sgemm call,
+  // while the block is in cache. `bias` is a view of N contiguous elements (offset into its
+  // storage). Only for a single product with a contiguous output (batch 1, output_ok()). The
+  // sum is the same as a separate add's, bit for bit.
   bool CanAddBias() const { return batch_ == 1 && output_ok_ && ldc_ == n_; }
   int64_t n() const { return n_; }  // columns of the product (rhs free dimensions)
   void AddBias(int storage, int64_t offset);
