@@ -171,10 +171,16 @@ void FusedKernel::Evaluate(const KernelContext& ctx, void** regs, int64_t start,
   for (size_t i = 0; i < stores_.size(); ++i) {
     const FusedStore& s = stores_[i];
     if (s.row > 0) {
-      // One value per row (f32, the row reductions' type).
-      float* out = reinterpret_cast<float*>(ctx.storage[s.storage]) + start / s.row;
-      const float* x = static_cast<const float*>(regs[s.reg]);
-      for (int64_t j = 0; j * s.row < n; ++j) out[j] = x[j * s.row];
+      // One value per row.
+      uint8_t* out = ctx.storage[s.storage] + start / s.row * s.elem_size;
+      const uint8_t* x = static_cast<const uint8_t*>(regs[s.reg]);
+      if (s.elem_size == 4) {
+        for (int64_t j = 0; j * s.row < n; ++j) std::memcpy(out + j * 4, x + j * s.row * 4, 4);
+      } else {
+        for (int64_t j = 0; j * s.row < n; ++j) {
+          std::memcpy(out + j * s.elem_size, x + j * s.row * s.elem_size, static_cast<size_t>(s.elem_size));
+        }
+      }
     } else if (!direct_store_[i]) {
       std::memcpy(ctx.storage[s.storage] + start * s.elem_size, regs[s.reg], static_cast<size_t>(n * s.elem_size));
     }

@@ -11,7 +11,9 @@
 // space each, inside the block (softmax's max and sum, LayerNorm's mean and variance): its
 // blocks hold whole rows, a row reduction is an op whose result register repeats each row's
 // value over the row (what a broadcast of the reduction reads), and a row store writes one
-// value per row. So reductions and what follows them share one pass.
+// value per row. Per-row ops on such values (LayerNorm's mean, variance and rstd) run on the
+// same repeated registers, and a per-row operand from memory is loaded repeated over its row.
+// So reductions and what follows them share one pass.
 //
 // Blocks always start at multiples of the block size of the index space (or of whole rows
 // for a reduction), whatever the thread count, so results are identical for every thread count.
@@ -74,7 +76,7 @@ struct FusedStore {
   int32_t reg = -1;
   int storage = -1;
   int64_t elem_size = 4;
-  int64_t row = 0;  // > 0: a row reduction's result, one element per row of this length
+  int64_t row = 0;  // > 0: a row value (row reduction or per-row op), one element per row of this length
 };
 
 // reduce(input register) over the dimensions `dims` of `input_shape`.
