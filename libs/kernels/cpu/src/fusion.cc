@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <limits>
-#include <cstdio>
-#include <cstdlib>
 #include <queue>
-#include <string>
 
 #include "fused_kernel.h"
 
@@ -521,18 +518,6 @@ class RecomputePlanner {
 
 FusionPlan PlanFusion(const Function& function, const FunctionAnalysis& analysis, FusionOptions options) {
   FusionPlan plan = Fuser(function, analysis, options).Run();
-  if (std::getenv("PCP_FUSION_DEBUG")) {
-    for (size_t g = 0; g < plan.groups.size(); ++g) {
-      std::fprintf(stderr, "group %zu row %lld:", g, (long long)plan.row_length[g]);
-      for (int m : plan.groups[g]) {
-        const Instruction& inst = function.instructions[m];
-        std::fprintf(stderr, " %%%d=%s(", inst.result, std::string(OpName(inst.op)).c_str());
-        for (ValueId o : inst.operands) std::fprintf(stderr, "%d,", o);
-        std::fprintf(stderr, ")[%lld]", (long long)function.type(inst.result).num_elements());
-      }
-      std::fprintf(stderr, "\n");
-    }
-  }
   plan.recompute = RecomputePlanner(function, analysis, plan).Run();
   return plan;
 }

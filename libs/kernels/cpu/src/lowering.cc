@@ -231,7 +231,8 @@ class Lowerer {
       const int64_t c = f_.type(v).num_elements();
       return row > 0 && c != row_n && c * row == row_n;
     };
-    std::map<int, int32_t> reg_of;  // value computed in this kernel -> register
+    std::map<int, int32_t> reg_of;    // value computed in this kernel -> register
+    std::map<int, int32_t> expanded;  // row value -> its register repeated over the rows
     std::vector<FusedLoad> loads;
     std::vector<FusedOp> ops;
     std::vector<FusedStore> stores;
@@ -241,11 +242,21 @@ class Lowerer {
     // An operand: a register of this kernel, another group's value recomputed here (see
     // FusionPlan::recompute; it was not stored), or a load.
     RegFn operand_reg = [&](ValueId o) -> absl::StatusOr<int32_t> {
-      // In a row group, the broadcast of a row value over its rows is its register.
+      // In a row group, the broadcast of a row value over its rows: its register expanded.
       if (const int b = a_.producer[o]; row > 0 && b >= 0 && f_.instructions[b].op == Op::kBroadcastInDim) {
         const ValueId src = a_.root[f_.instructions[b].operands[0]];
         if (auto it = reg_of.find(src); it != reg_of.end() && per_row(src) && IsRowBroadcast(b, row)) {
-          return it->second;
+          if (auto e = expanded.find(src); e != expanded.end()) return e->second;
+          FusedOp op;
+          op.fn = GetRowExpandFn();
+          op.instruction = b;
+          op.nodes = 0;  // a view
+          op.row = row;
+          op.src[0] = it->second;
+          op.dst = num_regs++;
+          ops.push_back(op);
+          expanded[src] = op.dst;
+          return op.dst;
         }
       }
       const ValueId r = a_.root[o];
@@ -253,6 +264,7 @@ class Lowerer {
       const int p = a_.producer[r];
       if (!access_[r] && p >= 0 && plan_.group_of[p] != g && IsElementwise(f_.instructions[p].op)) {
         PCP_ASSIGN_OR_RETURN(FusedOp op, MakeOp(p, operand_reg));
+        op.per_row = per_row(r);
         op.dst = num_regs++;
         ops.push_back(op);
         reg_of[r] = op.dst;
@@ -261,16 +273,11 @@ class Lowerer {
       }
       PCP_ASSIGN_OR_RETURN(Access a, GetAccess(o));
       a.layout = Simplify(a.layout);
-      if (per_row(o)) {
-        // A per-row value from memory: each element repeated over its row.
-        a.layout.shape.push_back(row);
-        a.layout.strides.push_back(0);
-        a.layout = Simplify(a.layout);
-      }
       for (const FusedLoad& l : loads) {
-        if (l.access.storage == a.storage && l.access.layout == a.layout) return l.reg;
+        if (l.access.storage == a.storage && l.access.layout == a.layout && l.per_row == per_row(o)) return l.reg;
       }
       FusedLoad l;
+      l.per_row = per_row(o);
       l.access = std::move(a);
       l.elem_size = SizeOf(f_.type(o).dtype);
       l.reg = num_regs++;
@@ -319,6 +326,7 @@ class Lowerer {
         continue;
       }
       PCP_ASSIGN_OR_RETURN(FusedOp op, MakeOp(m, operand_reg));
+      op.per_row = per_row(inst.result);
       op.dst = num_regs++;
       reg_of[inst.result] = op.dst;
       ops.push_back(op);

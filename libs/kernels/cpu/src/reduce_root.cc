@@ -69,13 +69,18 @@ void RowReduceLoop(const FusedOp& op, void* const* regs, int64_t n) {
   float* __restrict d = static_cast<float*>(regs[op.dst]);
   const float* x = static_cast<const float*>(regs[op.src[0]]);
   const float init = static_cast<const float*>(regs[op.src[1]])[0];
-  for (int64_t r0 = 0; r0 < n; r0 += op.row) {
-    const float v = R::Combine(init, R::Row(x + r0, op.row));
-    std::fill(d + r0, d + r0 + op.row, v);
-  }
+  for (int64_t r = 0; r * op.row < n; ++r) d[r] = R::Combine(init, R::Row(x + r * op.row, op.row));
+}
+
+void RowExpandLoop(const FusedOp& op, void* const* regs, int64_t n) {
+  float* __restrict d = static_cast<float*>(regs[op.dst]);
+  const float* x = static_cast<const float*>(regs[op.src[0]]);
+  for (int64_t r = 0; r * op.row < n; ++r) std::fill(d + r * op.row, d + (r + 1) * op.row, x[r]);
 }
 
 }  // namespace
+
+ElementwiseFn GetRowExpandFn() { return &RowExpandLoop; }
 
 ElementwiseFn GetRowReduceFn(ReduceKind kind) {
   return kind == ReduceKind::kSum ? &RowReduceLoop<ReduceKind::kSum> : &RowReduceLoop<ReduceKind::kMax>;
