@@ -131,7 +131,7 @@ Function LayerNormBackward(int64_t c) {
 }
 
 // Per-row ops with a per-row operand from memory (`scale`, [B, T]) and a per-row result of
-// another type (a compare's i1), stored one per row.
+// another type (a compare's i1), stored one per row and broadcast over the rows.
 Function PerRowOperandsAndResults(int64_t c) {
   FunctionBuilder b("per_row");
   const Shape s = {kB, kT, c};
@@ -139,7 +139,8 @@ Function PerRowOperandsAndResults(int64_t c) {
   ValueId m = b.Mul(b.ReduceMax(x, {2}), scale);
   ValueId positive = b.Compare(m, b.Full(0.0, F32({kB, kT})), ComparisonDirection::kGT);
   ValueId y = b.Mul(x, b.BroadcastInDim(b.Select(positive, m, b.Neg(m)), s, {0, 1}));
-  b.Return({y, positive, m});
+  ValueId z = b.Select(b.BroadcastInDim(positive, s, {0, 1}), x, b.Neg(x));
+  b.Return({y, positive, m, z});
   return *b.Build();
 }
 

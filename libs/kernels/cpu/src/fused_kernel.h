@@ -63,9 +63,9 @@ ElementwiseFn GetElementwiseFn(Op op, DType operand, DType result, ComparisonDir
 // combined in the same order as a reduce kernel's trailing reduction. reduce_root.cc.
 ElementwiseFn GetRowReduceFn(ReduceKind kind);
 
-// A row value's broadcast over its rows: dst[i] = src[i / op.row] (f32), what the ops on whole
-// rows read of a row reduction or a per-row op. reduce_root.cc.
-ElementwiseFn GetRowExpandFn();
+// A row value's broadcast over its rows: dst[i] = src[i / op.row] (elements of `elem_size`
+// bytes), what the ops on whole rows read of a row reduction or a per-row op. reduce_root.cc.
+ElementwiseFn GetRowExpandFn(int64_t elem_size);
 
 struct FusedLoad {
   // kPeriodic: a view that repeats every block (a bias broadcast over rows of a length

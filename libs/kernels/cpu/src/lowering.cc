@@ -221,8 +221,8 @@ class Lowerer {
     const int g = plan_.group_of[members.front()];
     const int64_t row = plan_.row_length[g];
     // A row group's index space (its row reductions' input size); its per-row values (row
-    // reductions' results and ops on them, one value per row) are registers repeating each
-    // row's value over the row, like the full-size values' broadcasts over the rows.
+    // reductions' results and ops on them) are registers of one value per row, expanded over
+    // the rows where the ops on whole rows read their broadcasts.
     int64_t row_n = 0;
     for (int m : members) {
       if (row > 0 && f_.instructions[m].op == Op::kReduce) row_n = f_.type(f_.instructions[m].operands[0]).num_elements();
@@ -248,7 +248,7 @@ class Lowerer {
         if (auto it = reg_of.find(src); it != reg_of.end() && per_row(src) && IsRowBroadcast(b, row)) {
           if (auto e = expanded.find(src); e != expanded.end()) return e->second;
           FusedOp op;
-          op.fn = GetRowExpandFn();
+          op.fn = GetRowExpandFn(SizeOf(f_.type(src).dtype));
           op.instruction = b;
           op.nodes = 0;  // a view
           op.row = row;
