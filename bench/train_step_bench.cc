@@ -5,6 +5,7 @@
 //   build/bench/pcp_train_step_bench [--steps=30] [--warmup=5] [--threads=1,2]
 //       [--n_layer=4 --n_head=4 --n_embd=128 --block_size=64 --batch_size=12 --vocab_size=65]
 //       [--expression_ops=false]   (CPU loop kernels one pass per op, for A/B runs)
+//       [--row_values=false]       (CPU per-row ops in kernels of their own, for A/B runs)
 //
 // ms/step is the mean over the timed steps; "median step" the median of the steps timed one
 // by one, which bursts of other load on a shared machine move less.
@@ -56,6 +57,7 @@ ABSL_FLAG(int64_t, batch_size, 12, "");
 ABSL_FLAG(int64_t, vocab_size, 65, "");
 ABSL_FLAG(bool, torch, true, "also time PyTorch");
 ABSL_FLAG(bool, expression_ops, true, "CPU backend: fuse elementwise trees into expression ops (false: one pass per op)");
+ABSL_FLAG(bool, row_values, true, "CPU backend: per-row ops (LayerNorm's mean, rstd) join row kernels (false: own kernels)");
 
 namespace pcp {
 namespace {
@@ -79,7 +81,8 @@ struct Timing {
 
 absl::StatusOr<Timing> TimeOurs(const GptProgram& program, const std::vector<Tensor>& init, int threads) {
   std::unique_ptr<Backend> backend =
-      CreateCpuBackend(CpuBackendOptions{.threads = threads, .expression_ops = absl::GetFlag(FLAGS_expression_ops)});
+      CreateCpuBackend(CpuBackendOptions{.threads = threads, .expression_ops = absl::GetFlag(FLAGS_expression_ops),
+                                         .row_values = absl::GetFlag(FLAGS_row_values)});
   auto loop_or = InnerLoop::Create(*backend, program.train_step);
   if (!loop_or.ok()) return loop_or.status();
   InnerLoop& loop = **loop_or;

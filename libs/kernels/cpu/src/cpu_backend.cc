@@ -77,6 +77,7 @@ class CpuBackend final : public Backend {
     if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
     threads_ = std::max(1, threads);
     lowering_.expression_ops = options.expression_ops;
+    lowering_.row_values = options.row_values;
     cpu::ConfigureOpenBlas();
     pool_ = std::make_shared<cpu::SharedPool>(threads_);
   }

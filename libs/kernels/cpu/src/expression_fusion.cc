@@ -116,6 +116,7 @@ std::vector<FusedOp> FuseExpressions(const std::vector<FusedOp>& ops, const std:
     e.fn = best_fn;
     e.dst = ops[r].dst;
     e.instruction = ops[r].instruction;
+    e.per_row = ops[r].per_row;
     e.nodes = 0;
     for (size_t j = 0; j < tree.size(); ++j) {
       if ((best_mask >> j & 1u) != 0) e.nodes += ops[tree[j].op].nodes;

@@ -228,6 +228,9 @@ void RegisterGpt(Registry& r) {
   Register<Mul<Mul<Mul<L0, L1>, Mul<L2, Mul<L2, L2>>>, L3>>(r);
   Register<Mul<L0, Mul<L0, L0>>>(r);
   Register<Unary<K::kRsqrt, Add<Mul<L0, L1>, L2>>>(r);
+  // ... and the gradient's pieces once its per-row scalings share its row kernel.
+  Register<Add<Add<Mul<L0, L1>, L2>, L2>>(r);
+  Register<Mul<L0, Mul<Sub<L1, L2>, L3>>>(r);
   // Softmax's gradient.
   Register<Neg<Div<Mul<L0, L1>, L2>>>(r);
   Register<Mul<Add<Div<L0, L1>, L2>, L3>>(r);
@@ -239,9 +242,12 @@ void RegisterGpt(Registry& r) {
   Register<Select<Eq<Select<P0, Mul<L1, L2>, L3>, L4>, L5, L6>>(r);
   Register<Mul<Add<Div<L0, L1>, L2>, Exp<Sub<Select<P3, Mul<L4, L5>, L6>, L7>>>>(r);
   Register<Mul<Select<P0, Add<L1, Mul<Select<Eq<Select<P0, Mul<L2, L3>, L4>, L5>, L6, L7>, L8>>, L7>, L3>>(r);
+  // ... with the masked scores shared with the softmax gradient in one row kernel.
+  Register<Mul<Select<P0, Add<L1, Mul<Select<Eq<L2, L3>, L4, L5>, L6>>, L5>, L7>>(r);
   // The cross-entropy's gradient pieces.
   Register<Add<L0, Mul<Select<Eq<L1, L2>, L3, L4>, L5>>>(r);
   Register<Select<P0, Sub<Sub<L1, L2>, L3>, L4>>(r);
+  Register<Select<P0, Sub<L1, L2>, L3>>(r);
   Register<Add<Select<P0, L1, L2>, Mul<L3, L4>>>(r);
   Register<Neg<Select<P0, L1, L2>>>(r);
   Register<Exp<Sub<L0, L1>>>(r);

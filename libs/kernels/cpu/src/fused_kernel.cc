@@ -39,7 +39,7 @@ FusedKernel::FusedKernel(int64_t n, std::vector<FusedLoad> loads, std::vector<Fu
       l.mode = FusedLoad::Mode::kScalar;
     } else if (s.shape.size() == 1 && s.strides[0] == 1) {
       l.mode = FusedLoad::Mode::kContiguous;
-    } else if (!reduce_ && n_ >= block_ && s.shape.size() >= 2 && s.strides[0] == 0 &&
+    } else if (!reduce_ && !l.per_row && n_ >= block_ && s.shape.size() >= 2 && s.strides[0] == 0 &&
                block_ % (s.num_elements() / s.shape[0]) == 0) {
       // Blocks start at multiples of block_ (no reduction), so each block sees the same part.
       l.mode = FusedLoad::Mode::kPeriodic;
@@ -95,7 +95,7 @@ FusedKernel::FusedKernel(int64_t n, std::vector<FusedLoad> loads, std::vector<Fu
   // A load reads element i only for output element i if it is contiguous from the start of
   // its storage (or, with a single element, reads that element before the one store).
   auto same_index = [&](const FusedLoad& l) {
-    return l.access.layout.offset == 0 && (l.mode == FusedLoad::Mode::kContiguous || (n_ == 1 && !reduce_));
+    return l.access.layout.offset == 0 && !l.per_row && (l.mode == FusedLoad::Mode::kContiguous || (n_ == 1 && !reduce_));
   };
   std::vector<int> contiguous_only;
   for (const FusedLoad& l : loads_) {
@@ -156,10 +156,12 @@ void** FusedKernel::SetUpThread(const KernelContext& ctx, int thread) {
 void FusedKernel::Evaluate(const KernelContext& ctx, void** regs, int64_t start, int64_t n) const {
   for (const FusedLoad& l : loads_) {
     const Layout& layout = l.access.layout;
+    // A per-row operand: elements [start / row, (start + n) / row) of its own index space.
+    const int64_t s = l.per_row ? start / row_length_ : start, c = l.per_row ? n / row_length_ : n;
     if (l.mode == FusedLoad::Mode::kContiguous) {
-      regs[l.reg] = ctx.storage[l.access.storage] + (layout.offset + start) * l.elem_size;
+      regs[l.reg] = ctx.storage[l.access.storage] + (layout.offset + s) * l.elem_size;
     } else if (l.mode == FusedLoad::Mode::kStrided) {
-      ReadLinear(ctx.storage[l.access.storage], layout, l.elem_size, start, n, regs[l.reg]);
+      ReadLinear(ctx.storage[l.access.storage], layout, l.elem_size, s, c, regs[l.reg]);
     }
   }
   for (size_t i = 0; i < stores_.size(); ++i) {
@@ -167,14 +169,13 @@ void FusedKernel::Evaluate(const KernelContext& ctx, void** regs, int64_t start,
       regs[stores_[i].reg] = ctx.storage[stores_[i].storage] + start * stores_[i].elem_size;
     }
   }
-  for (const FusedOp& op : ops_) op.fn(op, regs, n);
+  for (const FusedOp& op : ops_) op.fn(op, regs, op.per_row ? n / row_length_ : n);
   for (size_t i = 0; i < stores_.size(); ++i) {
     const FusedStore& s = stores_[i];
     if (s.row > 0) {
-      // One value per row (f32, the row reductions' type).
-      float* out = reinterpret_cast<float*>(ctx.storage[s.storage]) + start / s.row;
-      const float* x = static_cast<const float*>(regs[s.reg]);
-      for (int64_t j = 0; j * s.row < n; ++j) out[j] = x[j * s.row];
+      // One value per row, held so in its register.
+      std::memcpy(ctx.storage[s.storage] + start / s.row * s.elem_size, regs[s.reg],
+                  static_cast<size_t>(n / s.row * s.elem_size));
     } else if (!direct_store_[i]) {
       std::memcpy(ctx.storage[s.storage] + start * s.elem_size, regs[s.reg], static_cast<size_t>(n * s.elem_size));
     }

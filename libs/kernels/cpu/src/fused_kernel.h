@@ -9,9 +9,11 @@
 //
 // A row kernel (row_length > 0) also reduces rows, the last row_length elements of the index
 // space each, inside the block (softmax's max and sum, LayerNorm's mean and variance): its
-// blocks hold whole rows, a row reduction is an op whose result register repeats each row's
-// value over the row (what a broadcast of the reduction reads), and a row store writes one
-// value per row. So reductions and what follows them share one pass.
+// blocks hold whole rows, a row reduction is an op whose result register holds one
+// value per row: ops on such values (per-row ops: LayerNorm's mean, variance and rstd) run on
+// those registers, one value per row (as do loads of their operands from memory), an expand op
+// repeats a value over its row where ops on whole rows read its broadcast, and a row store
+// writes one value per row. So reductions and what follows them share one pass.
 //
 // Blocks always start at multiples of the block size of the index space (or of whole rows
 // for a reduction), whatever the thread count, so results are identical for every thread count.
@@ -48,17 +50,22 @@ struct FusedOp {
   int32_t src[kMaxOperands] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
   int32_t instruction = -1;  // for messages
   int32_t nodes = 1;         // IR instructions it computes (an expression op: its tree's)
-  int64_t row = 0;           // row reductions: the row length
+  int64_t row = 0;           // row reductions and expansions: the row length
+  bool per_row = false;      // in a row kernel: runs on one value per row (block / row elements)
 };
 
 // The loop for `op` with operands of `operand` dtype and a result of `result` dtype, or
 // nullptr if the CPU backend does not compute it.
 ElementwiseFn GetElementwiseFn(Op op, DType operand, DType result, ComparisonDirection direction);
 
-// The row reduction of a row kernel (f32): dst[i] = init combined with the reduction of the row
-// holding i (rows of op.row elements; src[0] the input, src[1] the init value), combined in
-// the same order as a reduce kernel's trailing reduction. reduce_root.cc.
+// The row reduction of a row kernel (f32): dst[r] = init combined with the reduction of row r
+// (rows of op.row elements; src[0] the input, src[1] the init value), one value per row,
+// combined in the same order as a reduce kernel's trailing reduction. reduce_root.cc.
 ElementwiseFn GetRowReduceFn(ReduceKind kind);
+
+// A row value's broadcast over its rows: dst[i] = src[i / op.row] (elements of `elem_size`
+// bytes), what the ops on whole rows read of a row reduction or a per-row op. reduce_root.cc.
+ElementwiseFn GetRowExpandFn(int64_t elem_size);
 
 struct FusedLoad {
   // kPeriodic: a view that repeats every block (a bias broadcast over rows of a length
@@ -68,13 +75,14 @@ struct FusedLoad {
   int64_t elem_size = 4;
   Mode mode = Mode::kContiguous;
   int32_t reg = -1;
+  bool per_row = false;  // in a row kernel: one element per row (a per-row op's operand)
 };
 
 struct FusedStore {
   int32_t reg = -1;
   int storage = -1;
   int64_t elem_size = 4;
-  int64_t row = 0;  // > 0: a row reduction's result, one element per row of this length
+  int64_t row = 0;  // > 0: a row value (row reduction or per-row op), one element per row of this length
 };
 
 // reduce(input register) over the dimensions `dims` of `input_shape`.

@@ -64,7 +64,7 @@ namespace {
 
 class Fuser {
  public:
-  Fuser(const Function& f, const FunctionAnalysis& a) : f_(f), a_(a) {
+  Fuser(const Function& f, const FunctionAnalysis& a, FusionOptions options) : f_(f), a_(a), options_(options) {
     const size_t n = f.instructions.size();
     parent_.resize(n);
     for (size_t i = 0; i < n; ++i) parent_[i] = static_cast<int>(i);
@@ -74,6 +74,8 @@ class Fuser {
     has_reduce_.assign(n, false);
     row_len_.assign(n, 0);
     reduce_len_.assign(n, 0);
+    reduce_n_.assign(n, 0);
+    sizes_.resize(n);
     stamp_.assign(n, 0);
   }
 
@@ -85,17 +87,31 @@ class Fuser {
       members_[i] = {i};
       min_pos_[i] = max_pos_[i] = i;
       has_reduce_[i] = inst.op == Op::kReduce;
-      if (inst.op == Op::kReduce) reduce_len_[i] = RowLength(i) > 0 ? RowLength(i) : -1;
+      sizes_[i] = {Size(i)};
+      if (inst.op == Op::kReduce) {
+        reduce_len_[i] = RowLength(i) > 0 ? RowLength(i) : -1;
+        const int64_t in = f_.type(inst.operands[0]).num_elements();
+        if (RowLength(i) > 0) reduce_n_[i] = in;
+        if (in != Size(i)) sizes_[i].push_back(in);
+      }
       if (IsElementwise(inst.op)) {
         for (ValueId o : inst.operands) {
           const int p = FusableProducer(o);
           if (p >= 0) TryMerge(Find(p), Find(i));
         }
-        // A row reduction broadcast back over its rows, consumed here: one row group.
+        // A per-row op on a row value (a row reduction's result, or a per-row op on one, such
+        // as LayerNorm's mean, variance and rstd): joins its row group.
         for (ValueId o : inst.operands) {
-          const int r = RowBroadcastSource(o);
-          if (r >= 0 && f_.type(inst.result).num_elements() == f_.type(f_.instructions[r].operands[0]).num_elements()) {
-            TryMerge(Find(r), Find(i), RowLength(r));
+          const int p = a_.producer[a_.root[o]];
+          if (!options_.row_values || p < 0 || !a_.live[p] || Size(p) != Size(i)) continue;
+          if (const int64_t l = RowValueLength(p); l > 0) TryMerge(Find(p), Find(i), l);
+        }
+        // A row value broadcast back over its rows, consumed here: one row group.
+        for (ValueId o : inst.operands) {
+          int64_t trailing = 0;
+          const int r = RowBroadcastSource(o, &trailing);
+          if (r >= 0 && RowValueLength(r) == trailing && Size(i) == Size(r) * trailing) {
+            TryMerge(Find(r), Find(i), trailing);
           }
         }
       } else if (inst.op == Op::kReduce) {
@@ -110,6 +126,27 @@ class Fuser {
   int Find(int x) {
     while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
     return x;
+  }
+
+  int64_t Size(int i) const { return f_.type(f_.instructions[i].result).num_elements(); }
+
+  // The row length if instruction p's result is a row value: a row reduction's result, or an
+  // elementwise op's in a row group with one value per row (a per-row op); else -1.
+  int64_t RowValueLength(int p) {
+    const Instruction& inst = f_.instructions[p];
+    if (inst.op == Op::kReduce) return RowLength(p);
+    if (!IsElementwise(inst.op) || !options_.row_values) return -1;
+    const int g = Find(p);
+    return row_len_[g] > 0 && Size(p) * row_len_[g] == reduce_n_[g] ? row_len_[g] : -1;
+  }
+
+  // Whether instruction `node` is a row value of a row group of rows of `row` elements and
+  // index space `n` (which it may be about to join).
+  bool IsRowValueIn(int node, int64_t row, int64_t n) const {
+    const Instruction& inst = f_.instructions[node];
+    if (inst.op == Op::kReduce && RowLength(node) != row) return false;
+    if (inst.op != Op::kReduce && (!IsElementwise(inst.op) || !options_.row_values)) return false;
+    return row > 0 && Size(node) * row == n;
   }
 
   // The elementwise instruction producing `v` (through reshapes only), or -1.
@@ -136,14 +173,14 @@ class Fuser {
     return length >= 2 && length <= kBlock ? length : -1;
   }
 
-  // The row reduction whose result `v` broadcasts back over the reduced rows (each result
-  // element repeated over its row, in order), or -1.
-  int RowBroadcastSource(ValueId v) const {
+  // The instruction whose result `v` broadcasts over trailing dimensions (each element
+  // repeated `*trailing` times, in order: over the rows of a row group), or -1.
+  int RowBroadcastSource(ValueId v, int64_t* trailing_out) const {
     const int b = a_.producer[v];
     if (b < 0 || f_.instructions[b].op != Op::kBroadcastInDim) return -1;
     const Instruction& bc = f_.instructions[b];
     const int r = a_.producer[a_.root[bc.operands[0]]];
-    if (r < 0 || !a_.live[r] || RowLength(r) < 0) return -1;
+    if (r < 0 || !a_.live[r] || !IsKernelOp(f_.instructions[r].op)) return -1;
     const Shape& in = f_.type(bc.operands[0]).shape;
     const Shape& out = f_.type(v).shape;
     if (bc.attrs.dims.size() != in.size() || out.size() < in.size()) return -1;
@@ -152,7 +189,8 @@ class Fuser {
       if (d < in.size() && (bc.attrs.dims[d] != static_cast<int64_t>(d) || in[d] != out[d])) return -1;
       if (d >= in.size()) trailing *= out[d];
     }
-    return trailing == RowLength(r) ? r : -1;
+    *trailing_out = trailing;
+    return trailing >= 2 ? r : -1;
   }
 
   // Groups whose kernels must run before group g.
@@ -196,22 +234,27 @@ class Fuser {
   // Whether a member of group g needs a value of group h from memory: the result of h's
   // reduction, or any value of h seen through a view (broadcast, transpose, slice). Inside
   // one loop kernel such a value only exists once the loop is over, so g and h cannot merge.
-  // In a row group of rows of `row` elements, a row reduction's broadcast over its rows is
-  // available inside the block.
-  bool NeedsStoredValueFrom(int g, int h, int64_t row) {
+  // In a row group of rows of `row` elements over an index space of `n`, a row value (a row
+  // reduction's result or a per-row op's) is available inside the block, to per-row ops
+  // directly and to the others broadcast over its rows.
+  bool NeedsStoredValueFrom(int g, int h, int64_t row, int64_t n) {
     for (int m : members_[g]) {
       for (ValueId o : f_.instructions[m].operands) {
         const int node = a_.node[o];
         if (node < 0 || Find(node) != h) continue;
         const Instruction& producer = f_.instructions[node];
-        if (row > 0 && producer.op == Op::kReduce && RowBroadcastSource(o) == node && RowLength(node) == row) continue;
+        if (row > 0 && IsRowValueIn(node, row, n)) {
+          int64_t trailing = 0;
+          if (RowBroadcastSource(o, &trailing) == node && trailing == row) continue;
+          if (options_.row_values && a_.root[o] == producer.result && IsElementwise(f_.instructions[m].op)) continue;
+        }
         if (producer.op == Op::kReduce || a_.root[o] != producer.result) return true;
       }
     }
     return false;
   }
 
-  // `row` > 0: y reads x's row reduction broadcast over rows of that length.
+  // `row` > 0: y reads a row value of x's, broadcast over rows of that length or per row.
   bool TryMerge(int x, int y, int64_t row = 0) {
     // The merged group's row length: every row reduction in a row group has the same one,
     // and a row group has no other reduction.
@@ -221,10 +264,26 @@ class Fuser {
       if (rl != 0 && rl != l) return false;
       rl = l;
     }
+    // A row group's index space: its row reductions' input size; every member has that
+    // many elements or one per row.
+    int64_t n = 0;
+    if (rl > 0) {
+      for (int64_t c : {reduce_n_[x], reduce_n_[y]}) {
+        if (c == 0) continue;
+        if (n != 0 && n != c) return false;
+        n = c;
+      }
+      if (n == 0 || n % rl != 0) return false;
+      for (int g : {x, y}) {
+        for (int64_t c : sizes_[g]) {
+          if (c != n && c * rl != n) return false;
+        }
+      }
+    }
     if (x == y) {
       if (rl == row_len_[x]) return true;
       if (reduce_len_[x] != 0 && reduce_len_[x] != rl) return false;
-      if (NeedsStoredValueFrom(x, x, rl)) return false;
+      if (NeedsStoredValueFrom(x, x, rl, n)) return false;
       row_len_[x] = rl;
       return true;
     }
@@ -235,7 +294,7 @@ class Fuser {
     } else if (has_reduce_[x] && has_reduce_[y]) {
       return false;
     }
-    if (NeedsStoredValueFrom(x, y, rl) || NeedsStoredValueFrom(y, x, rl)) return false;
+    if (NeedsStoredValueFrom(x, y, rl, n) || NeedsStoredValueFrom(y, x, rl, n)) return false;
     if (PathViaOthers(x, y) || PathViaOthers(y, x)) return false;
     // Union into the smaller index so representatives stay stable-ish; either works.
     const int keep = std::min(x, y), gone = std::max(x, y);
@@ -247,6 +306,11 @@ class Fuser {
     max_pos_[keep] = std::max(max_pos_[keep], max_pos_[gone]);
     has_reduce_[keep] = has_reduce_[keep] || has_reduce_[gone];
     row_len_[keep] = rl;
+    reduce_n_[keep] = std::max(reduce_n_[keep], reduce_n_[gone]);
+    for (int64_t c : sizes_[gone]) {
+      if (std::find(sizes_[keep].begin(), sizes_[keep].end(), c) == sizes_[keep].end()) sizes_[keep].push_back(c);
+    }
+    sizes_[gone].clear();
     const int64_t a = reduce_len_[keep], b = reduce_len_[gone];
     reduce_len_[keep] = a == 0 ? b : (b == 0 || a == b) ? a : -1;
     return true;
@@ -292,12 +356,15 @@ class Fuser {
 
   const Function& f_;
   const FunctionAnalysis& a_;
+  FusionOptions options_;
   std::vector<int> parent_;
   std::vector<std::vector<int>> members_;
   std::vector<int> min_pos_, max_pos_;
   std::vector<bool> has_reduce_;
   std::vector<int64_t> row_len_;     // per group: > 0 for a row group
   std::vector<int64_t> reduce_len_;  // per group: 0 no reduction, L all row reductions of L, -1 other
+  std::vector<int64_t> reduce_n_;    // per group: its row reductions' input size, 0 if none
+  std::vector<std::vector<int64_t>> sizes_;  // per group: its members' element counts (and inputs')
   std::vector<uint32_t> stamp_;
   uint32_t generation_ = 0;
 };
@@ -409,6 +476,10 @@ class RecomputePlanner {
         if (!inside && p >= 0 && plan_.group_of[p] >= 0 && IsElementwise(f_.instructions[p].op) && !stored_[r]) {
           return false;
         }
+        // A row group's reduction is stored only if something outside reads it.
+        if (!inside && p >= 0 && plan_.group_of[p] == g && !IsElementwise(f_.instructions[p].op) && !UsedOutside(r)) {
+          return false;
+        }
         if (std::find(seen.begin(), seen.end(), inside ? r : o) != seen.end()) continue;
         seen.push_back(inside ? r : o);
         if (inside) {
@@ -445,8 +516,8 @@ class RecomputePlanner {
 
 }  // namespace
 
-FusionPlan PlanFusion(const Function& function, const FunctionAnalysis& analysis) {
-  FusionPlan plan = Fuser(function, analysis).Run();
+FusionPlan PlanFusion(const Function& function, const FunctionAnalysis& analysis, FusionOptions options) {
+  FusionPlan plan = Fuser(function, analysis, options).Run();
   plan.recompute = RecomputePlanner(function, analysis, plan).Run();
   return plan;
 }

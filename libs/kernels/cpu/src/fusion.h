@@ -8,7 +8,9 @@
 // A reduction over trailing dimensions (rows of at most kBlock elements) also joins the groups
 // of elementwise consumers of its broadcast back over the rows: such a row group computes its
 // reductions inside each block of whole rows (FusedKernel's row kernels), so a softmax or a
-// LayerNorm is one kernel.
+// LayerNorm is one kernel. Elementwise ops on row values (a row reduction's result, one value
+// per row, or such an op's: LayerNorm's mean, variance and rstd) join the row group too, and
+// so do the consumers of their broadcasts over the rows.
 // Groups are then ordered topologically, earliest first. Finally some values are marked
 // for recomputation by their consumers (FusionPlan::recompute).
 #ifndef PCP_KERNELS_CPU_FUSION_H_
@@ -52,7 +54,13 @@ struct FusionPlan {
   std::vector<bool> recompute;
 };
 
-FusionPlan PlanFusion(const Function& function, const FunctionAnalysis& analysis);
+struct FusionOptions {
+  // Elementwise ops on row values join row groups (see above); false: only a row reduction's
+  // broadcast consumers do (per-row ops are kernels of their own, between row kernels).
+  bool row_values = true;
+};
+
+FusionPlan PlanFusion(const Function& function, const FunctionAnalysis& analysis, FusionOptions options = {});
 
 }  // namespace pcp::cpu
 

@@ -44,7 +44,7 @@ Tensor MakeIota(const TensorType& type, int64_t dimension) {
 class Lowerer {
  public:
   Lowerer(const Function& f, LoweringOptions options)
-      : f_(f), options_(options), a_(Analyze(f)), plan_(PlanFusion(f, a_)) {}
+      : f_(f), options_(options), a_(Analyze(f)), plan_(PlanFusion(f, a_, {.row_values = options.row_values})) {}
 
   absl::StatusOr<Program> Run() {
     access_.resize(static_cast<size_t>(f_.num_values()));
@@ -174,6 +174,21 @@ class Lowerer {
     return false;
   }
 
+  // Whether broadcast_in_dim instruction b repeats each element of its operand over the
+  // trailing `row` elements of its result, in order.
+  bool IsRowBroadcast(int b, int64_t row) const {
+    const Instruction& bc = f_.instructions[b];
+    const Shape& in = f_.type(bc.operands[0]).shape;
+    const Shape& out = f_.type(bc.result).shape;
+    if (bc.attrs.dims.size() != in.size() || out.size() < in.size()) return false;
+    int64_t trailing = 1;
+    for (size_t d = 0; d < out.size(); ++d) {
+      if (d < in.size() && (bc.attrs.dims[d] != static_cast<int64_t>(d) || in[d] != out[d])) return false;
+      if (d >= in.size()) trailing *= out[d];
+    }
+    return trailing == row;
+  }
+
   static absl::string_view Short(Op op) { return OpName(op).substr(OpName(op).rfind('.') + 1); }
 
   using RegFn = std::function<absl::StatusOr<int32_t>(ValueId)>;
@@ -205,7 +220,19 @@ class Lowerer {
   absl::Status LowerFused(const std::vector<int>& members) {
     const int g = plan_.group_of[members.front()];
     const int64_t row = plan_.row_length[g];
-    std::map<int, int32_t> reg_of;  // value computed in this kernel -> register
+    // A row group's index space (its row reductions' input size); its per-row values (row
+    // reductions' results and ops on them) are registers of one value per row, expanded over
+    // the rows where the ops on whole rows read their broadcasts.
+    int64_t row_n = 0;
+    for (int m : members) {
+      if (row > 0 && f_.instructions[m].op == Op::kReduce) row_n = f_.type(f_.instructions[m].operands[0]).num_elements();
+    }
+    auto per_row = [&](ValueId v) {
+      const int64_t c = f_.type(v).num_elements();
+      return row > 0 && c != row_n && c * row == row_n;
+    };
+    std::map<int, int32_t> reg_of;    // value computed in this kernel -> register
+    std::map<int, int32_t> expanded;  // row value -> its register repeated over the rows
     std::vector<FusedLoad> loads;
     std::vector<FusedOp> ops;
     std::vector<FusedStore> stores;
@@ -215,12 +242,21 @@ class Lowerer {
     // An operand: a register of this kernel, another group's value recomputed here (see
     // FusionPlan::recompute; it was not stored), or a load.
     RegFn operand_reg = [&](ValueId o) -> absl::StatusOr<int32_t> {
-      // In a row group, the broadcast of a row reduction over its rows is its register.
+      // In a row group, the broadcast of a row value over its rows: its register expanded.
       if (const int b = a_.producer[o]; row > 0 && b >= 0 && f_.instructions[b].op == Op::kBroadcastInDim) {
         const ValueId src = a_.root[f_.instructions[b].operands[0]];
-        const int p = a_.producer[src];
-        if (auto it = reg_of.find(src); it != reg_of.end() && p >= 0 && f_.instructions[p].op == Op::kReduce) {
-          return it->second;
+        if (auto it = reg_of.find(src); it != reg_of.end() && per_row(src) && IsRowBroadcast(b, row)) {
+          if (auto e = expanded.find(src); e != expanded.end()) return e->second;
+          FusedOp op;
+          op.fn = GetRowExpandFn(SizeOf(f_.type(src).dtype));
+          op.instruction = b;
+          op.nodes = 0;  // a view
+          op.row = row;
+          op.src[0] = it->second;
+          op.dst = num_regs++;
+          ops.push_back(op);
+          expanded[src] = op.dst;
+          return op.dst;
         }
       }
       const ValueId r = a_.root[o];
@@ -228,6 +264,7 @@ class Lowerer {
       const int p = a_.producer[r];
       if (!access_[r] && p >= 0 && plan_.group_of[p] != g && IsElementwise(f_.instructions[p].op)) {
         PCP_ASSIGN_OR_RETURN(FusedOp op, MakeOp(p, operand_reg));
+        op.per_row = per_row(r);
         op.dst = num_regs++;
         ops.push_back(op);
         reg_of[r] = op.dst;
@@ -237,16 +274,17 @@ class Lowerer {
       PCP_ASSIGN_OR_RETURN(Access a, GetAccess(o));
       a.layout = Simplify(a.layout);
       for (const FusedLoad& l : loads) {
-        if (l.access.storage == a.storage && l.access.layout == a.layout) return l.reg;
+        if (l.access.storage == a.storage && l.access.layout == a.layout && l.per_row == per_row(o)) return l.reg;
       }
       FusedLoad l;
+      l.per_row = per_row(o);
       l.access = std::move(a);
       l.elem_size = SizeOf(f_.type(o).dtype);
       l.reg = num_regs++;
       loads.push_back(std::move(l));
       return loads.back().reg;
     };
-    int64_t n = 0;
+    int64_t n = row_n;
     for (int m : members) {
       const Instruction& inst = f_.instructions[m];
       if (inst.op == Op::kReduce && row > 0) {
@@ -288,15 +326,16 @@ class Lowerer {
         continue;
       }
       PCP_ASSIGN_OR_RETURN(FusedOp op, MakeOp(m, operand_reg));
+      op.per_row = per_row(inst.result);
       op.dst = num_regs++;
       reg_of[inst.result] = op.dst;
       ops.push_back(op);
       names.push_back(Describe(m));
       const TensorType& t = f_.type(inst.result);
-      if (!reduce) n = t.num_elements();
+      if (!reduce && row == 0) n = t.num_elements();
       if (UsedOutside(inst.result, g)) {
         const int s = NewArena(t.dtype, t.num_elements(), ValueName(inst.result));
-        stores.push_back(FusedStore{op.dst, s, SizeOf(t.dtype)});
+        stores.push_back(FusedStore{op.dst, s, SizeOf(t.dtype), per_row(inst.result) ? row : 0});
         access_[inst.result] = Access{s, Layout::Contiguous(t.shape)};
       }
     }

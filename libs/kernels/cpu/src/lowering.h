@@ -21,6 +21,8 @@ struct LoweringOptions {
   // Trees of f32 arithmetic in a loop kernel become expression ops (expression_fusion.h);
   // false: one pass per op (the same results; tests compare the two).
   bool expression_ops = true;
+  // Per-row ops join row groups (fusion.h, FusionOptions::row_values).
+  bool row_values = true;
 };
 
 absl::StatusOr<Program> Lower(const Function& function, LoweringOptions options = {});

@@ -69,13 +69,30 @@ void RowReduceLoop(const FusedOp& op, void* const* regs, int64_t n) {
   float* __restrict d = static_cast<float*>(regs[op.dst]);
   const float* x = static_cast<const float*>(regs[op.src[0]]);
   const float init = static_cast<const float*>(regs[op.src[1]])[0];
-  for (int64_t r0 = 0; r0 < n; r0 += op.row) {
-    const float v = R::Combine(init, R::Row(x + r0, op.row));
-    std::fill(d + r0, d + r0 + op.row, v);
-  }
+  for (int64_t r = 0; r * op.row < n; ++r) d[r] = R::Combine(init, R::Row(x + r * op.row, op.row));
+}
+
+template <typename T>
+void RowExpandLoop(const FusedOp& op, void* const* regs, int64_t n) {
+  T* __restrict d = static_cast<T*>(regs[op.dst]);
+  const T* x = static_cast<const T*>(regs[op.src[0]]);
+  for (int64_t r = 0; r * op.row < n; ++r) std::fill(d + r * op.row, d + (r + 1) * op.row, x[r]);
 }
 
 }  // namespace
+
+ElementwiseFn GetRowExpandFn(int64_t elem_size) {
+  switch (elem_size) {
+    case 1:
+      return &RowExpandLoop<uint8_t>;
+    case 2:
+      return &RowExpandLoop<uint16_t>;
+    case 4:
+      return &RowExpandLoop<uint32_t>;
+    default:
+      return &RowExpandLoop<uint64_t>;
+  }
+}
 
 ElementwiseFn GetRowReduceFn(ReduceKind kind) {
   return kind == ReduceKind::kSum ? &RowReduceLoop<ReduceKind::kSum> : &RowReduceLoop<ReduceKind::kMax>;

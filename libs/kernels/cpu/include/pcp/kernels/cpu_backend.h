@@ -33,6 +33,10 @@ struct CpuBackendOptions {
   // Chains of f32 arithmetic inside a loop kernel run as one loop each (superinstructions,
   // src/expression_ops.h); false: one pass per op. Results are the same bits either way.
   bool expression_ops = true;
+  // Elementwise ops on row reductions' results (one value per row: LayerNorm's mean and rstd)
+  // join the row kernel of the reduction and of their broadcasts' consumers; false: kernels of
+  // their own between the row kernels (as before). Results are the same bits either way.
+  bool row_values = true;
 };
 
 std::unique_ptr<Backend> CreateCpuBackend(CpuBackendOptions options = {});

@@ -1,0 +1,254 @@
+// The CPU backend's row kernels with per-row ops (CpuBackendOptions::row_values): LayerNorm's
+// statistics (mean, variance, rstd: elementwise ops on row reductions' results) join the row
+// kernel, so LayerNorm forward, and its gradient with its two row sums, are one kernel each.
+// Results must be the same bits as with per-row ops in kernels of their own (NaN, ±inf and -0
+// included), for rows of several lengths (not multiples of 16, longer than a block) and for
+// any thread count; and near the interpreter's on finite inputs.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "pcp/autodiff/builder.h"
+#include "pcp/autodiff/interpreter.h"
+#include "pcp/autodiff/train_step.h"
+#include "pcp/kernels/cpu_backend.h"
+#include "pcp/models/gpt.h"
+#include "pcp/testing/tensor_testing.h"
+#include "train_step_args.h"
+
+namespace pcp {
+namespace {
+
+using ::pcp::testing::RandomTensor;
+using ::pcp::testing::TensorsNear;
+using ::pcp::testing::TrainStepArgs;
+
+TensorType F32(Shape s) { return {DType::kF32, std::move(s)}; }
+
+constexpr int64_t kB = 3, kT = 37;
+
+struct RunResult {
+  std::vector<Tensor> results;
+  std::string schedule;
+  int kernels = 0;
+};
+
+RunResult CompileAndRun(const Function& f, const std::vector<Tensor>& args, bool row_values, int threads) {
+  RunResult run;
+  std::unique_ptr<Backend> backend = CreateCpuBackend({.threads = threads, .row_values = row_values});
+  absl::StatusOr<std::unique_ptr<Executable>> exe = backend->Compile(f);
+  EXPECT_TRUE(exe.ok()) << exe.status();
+  if (!exe.ok()) return run;
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<Buffer*> in, out;
+  for (const Tensor& a : args) {
+    owned.push_back(*backend->Allocate({a.dtype(), a.shape()}));
+    EXPECT_TRUE(backend->CopyIn(a, *owned.back()).ok());
+    in.push_back(owned.back().get());
+  }
+  for (ValueId r : f.results) {
+    owned.push_back(*backend->Allocate(f.type(r)));
+    out.push_back(owned.back().get());
+  }
+  absl::Status s = (*exe)->Run(in, out);
+  EXPECT_TRUE(s.ok()) << s;
+  for (Buffer* b : out) run.results.push_back(*backend->CopyOut(*b));
+  const auto* cpu = dynamic_cast<const CpuExecutable*>(exe->get());
+  run.schedule = cpu->DescribeSchedule();
+  run.kernels = cpu->stats().num_kernels;
+  return run;
+}
+
+// Bit for bit, except that any NaN equals any NaN (which NaN an op on two NaNs returns is
+// open, expression_ops_test.cc).
+::testing::AssertionResult SameBitsOrBothNaN(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != DType::kF32 || b.dtype() != DType::kF32 || a.shape() != b.shape()) {
+    return BitwiseEqual(a, b) ? ::testing::AssertionSuccess() : ::testing::AssertionFailure() << "differ";
+  }
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    const float x = a.data<float>()[i], y = b.data<float>()[i];
+    if (std::isnan(x) && std::isnan(y)) continue;
+    if (std::memcmp(&x, &y, sizeof(float)) != 0) {
+      return ::testing::AssertionFailure() << "element " << i << ": " << x << " vs " << y;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+int CountRowKernels(const std::string& schedule) {
+  static const std::regex kRows(" rows of [0-9]+ ");
+  return static_cast<int>(std::distance(std::sregex_iterator(schedule.begin(), schedule.end(), kRows),
+                                        std::sregex_iterator()));
+}
+
+// LayerNorm statistics as the GPT model builds them (libs/models/src/gpt.cc).
+struct Stats {
+  ValueId centered, mean, rstd;
+};
+
+Stats LayerNormStats(FunctionBuilder& b, ValueId x, const Shape& s) {
+  const int64_t c = s.back();
+  ValueId inv_c = b.ScalarConstant(1.0 / static_cast<double>(c));
+  ValueId mean = b.BMul(b.ReduceSum(x, {2}), inv_c);
+  ValueId centered = b.Sub(x, b.BroadcastInDim(mean, s, {0, 1}));
+  ValueId var = b.BMul(b.ReduceSum(b.Mul(centered, centered), {2}), inv_c);
+  ValueId rstd = b.Rsqrt(b.BAdd(var, b.ScalarConstant(1e-5)));
+  return {centered, mean, rstd};
+}
+
+// y = (x - mean) rstd w + b, with mean and rstd as results too.
+Function LayerNormForward(int64_t c) {
+  FunctionBuilder b("layer_norm");
+  const Shape s = {kB, kT, c};
+  ValueId x = b.Parameter(F32(s)), w = b.Parameter(F32({c})), bias = b.Parameter(F32({c}));
+  const Stats st = LayerNormStats(b, x, s);
+  ValueId y = b.BMul(b.Mul(st.centered, b.BroadcastInDim(st.rstd, s, {0, 1})), w);
+  b.Return({b.BAdd(y, bias), st.mean, st.rstd});
+  return *b.Build();
+}
+
+// dx of LayerNorm (without its affine part's gradients): rstd (g - mean(g) - xhat mean(g xhat))
+// with g = dy w, xhat = (x - mean) rstd: two more row sums and their per-row scaling.
+Function LayerNormBackward(int64_t c) {
+  FunctionBuilder b("layer_norm_grad");
+  const Shape s = {kB, kT, c};
+  ValueId x = b.Parameter(F32(s)), dy = b.Parameter(F32(s)), w = b.Parameter(F32({c}));
+  const Stats st = LayerNormStats(b, x, s);
+  ValueId rstd = b.BroadcastInDim(st.rstd, s, {0, 1});
+  ValueId xhat = b.Mul(st.centered, rstd);
+  ValueId g = b.BMul(dy, w);
+  ValueId inv_c = b.ScalarConstant(1.0 / static_cast<double>(c));
+  ValueId mean_g = b.BMul(b.ReduceSum(g, {2}), inv_c);
+  ValueId mean_gx = b.BMul(b.ReduceSum(b.Mul(g, xhat), {2}), inv_c);
+  ValueId inner = b.Sub(b.Sub(g, b.BroadcastInDim(mean_g, s, {0, 1})), b.Mul(xhat, b.BroadcastInDim(mean_gx, s, {0, 1})));
+  b.Return({b.Mul(inner, rstd)});
+  return *b.Build();
+}
+
+// Per-row ops with a per-row operand from memory (`scale`, [B, T]) and a per-row result of
+// another type (a compare's i1), stored one per row and broadcast over the rows.
+Function PerRowOperandsAndResults(int64_t c) {
+  FunctionBuilder b("per_row");
+  const Shape s = {kB, kT, c};
+  ValueId x = b.Parameter(F32(s)), scale = b.Parameter(F32({kB, kT}));
+  ValueId m = b.Mul(b.ReduceMax(x, {2}), scale);
+  ValueId positive = b.Compare(m, b.Full(0.0, F32({kB, kT})), ComparisonDirection::kGT);
+  ValueId y = b.Mul(x, b.BroadcastInDim(b.Select(positive, m, b.Neg(m)), s, {0, 1}));
+  ValueId z = b.Select(b.BroadcastInDim(positive, s, {0, 1}), x, b.Neg(x));
+  b.Return({y, positive, m, z});
+  return *b.Build();
+}
+
+// Rows of random values, and rows holding NaN, +inf, -inf, all -0, a huge value (squares
+// overflow) and tiny ones (subnormal squares).
+Tensor Input(const Shape& s, uint64_t seed, bool special) {
+  Tensor t = RandomTensor(F32(s), seed, -3, 3);
+  if (!special) return t;
+  const int64_t c = s.back();
+  float* p = t.data<float>();
+  p[1 * c + c / 2] = std::numeric_limits<float>::quiet_NaN();
+  p[2 * c] = std::numeric_limits<float>::infinity();
+  p[3 * c + c - 1] = -std::numeric_limits<float>::infinity();
+  p[4 * c] = std::numeric_limits<float>::infinity();
+  p[4 * c + 1] = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < c; ++j) p[5 * c + j] = -0.0f;
+  p[6 * c + 3 % c] = 3e30f;
+  for (int64_t j = 0; j < c; ++j) p[7 * c + j] = 1e-30f * static_cast<float>(j % 3);
+  return t;
+}
+
+std::vector<Tensor> Args(const Function& f, bool special) {
+  std::vector<Tensor> args;
+  for (size_t k = 0; k < f.params.size(); ++k) {
+    const TensorType& t = f.type(f.params[k]);
+    args.push_back(k == 0 ? Input(t.shape, 11, special) : RandomTensor(t, 20 + k, -2, 2));
+  }
+  return args;
+}
+
+// With and without per-row ops in the row kernel: the same bits for 1, 2 and 3 threads; near
+// the interpreter on finite inputs; one row kernel per function when rows fit a block.
+void CheckRowKernel(const Function& f, int64_t c, int max_kernels) {
+  for (bool special : {false, true}) {
+    SCOPED_TRACE(special ? "special values" : "finite values");
+    const std::vector<Tensor> args = Args(f, special);
+    const RunResult reference = CompileAndRun(f, args, /*row_values=*/false, 1);
+    if (!special) {
+      absl::StatusOr<std::vector<Tensor>> want = Interpret(f, args);
+      ASSERT_TRUE(want.ok()) << want.status();
+      for (size_t i = 0; i < want->size(); ++i) {
+        EXPECT_TRUE(TensorsNear(reference.results[i], (*want)[i], 1e-4, 1e-5)) << "result " << i;
+      }
+    }
+    for (int threads : {1, 2, 3}) {
+      const RunResult got = CompileAndRun(f, args, /*row_values=*/true, threads);
+      ASSERT_EQ(got.results.size(), reference.results.size());
+      for (size_t i = 0; i < got.results.size(); ++i) {
+        EXPECT_TRUE(SameBitsOrBothNaN(got.results[i], reference.results[i]))
+            << "result " << i << ", " << threads << " threads";
+      }
+      if (c <= 512) {
+        EXPECT_LE(got.kernels, max_kernels) << got.schedule;
+        EXPECT_LT(got.kernels, reference.kernels) << got.schedule << "\nvs\n" << reference.schedule;
+        EXPECT_EQ(CountRowKernels(got.schedule), got.kernels) << got.schedule;
+      }
+    }
+  }
+}
+
+constexpr int64_t kRowLengths[] = {16, 32, 65, 128, 200, 512, 700};
+
+TEST(RowKernelTest, LayerNormForwardIsOneRowKernel) {
+  for (int64_t c : kRowLengths) {
+    SCOPED_TRACE(::testing::Message() << "rows of " << c);
+    CheckRowKernel(LayerNormForward(c), c, 1);
+  }
+}
+
+TEST(RowKernelTest, LayerNormGradientIsOneRowKernel) {
+  for (int64_t c : kRowLengths) {
+    SCOPED_TRACE(::testing::Message() << "rows of " << c);
+    CheckRowKernel(LayerNormBackward(c), c, 1);
+  }
+}
+
+TEST(RowKernelTest, PerRowOperandsFromMemoryAndOtherResultTypes) {
+  for (int64_t c : kRowLengths) {
+    SCOPED_TRACE(::testing::Message() << "rows of " << c);
+    CheckRowKernel(PerRowOperandsAndResults(c), c, 1);
+  }
+}
+
+// The GPT train step: the same bits with and without per-row ops in row kernels, for one and
+// two threads, in fewer kernels.
+TEST(RowKernelTest, GptTrainStepIsBitwiseIdentical) {
+  const GPTConfig config{.vocab_size = 11, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32, .bias = true};
+  const int64_t batch = 3;
+  absl::StatusOr<Function> forward = BuildGptForwardLoss(config, batch, config.block_size);
+  ASSERT_TRUE(forward.ok()) << forward.status();
+  absl::StatusOr<Function> step = BuildTrainStep(
+      *forward, AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
+  ASSERT_TRUE(step.ok()) << step.status();
+  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(config, 5);
+  ASSERT_TRUE(init.ok()) << init.status();
+  const std::vector<Tensor> args = TrainStepArgs(*init, 3e-3f, batch, config.block_size, config.vocab_size, 9);
+  for (int threads : {1, 2}) {
+    const RunResult fused = CompileAndRun(*step, args, true, threads);
+    const RunResult separate = CompileAndRun(*step, args, false, threads);
+    ASSERT_EQ(fused.results.size(), separate.results.size());
+    for (size_t i = 0; i < fused.results.size(); ++i) {
+      EXPECT_TRUE(SameBitsOrBothNaN(fused.results[i], separate.results[i]))
+          << "result " << i << ", " << threads << " threads";
+    }
+    // Per LayerNorm 4 kernels fewer forward (5 -> 1), at least 3 backward.
+    EXPECT_LE(fused.kernels, separate.kernels - 5 * 7) << fused.schedule;
+  }
+}
+
+}  // namespace
+}  // namespace pcp
