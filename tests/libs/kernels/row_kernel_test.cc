@@ -19,6 +19,7 @@
 #include "pcp/kernels/cpu_backend.h"
 #include "pcp/models/gpt.h"
 #include "pcp/testing/tensor_testing.h"
+#include "cpu_run.h"
 #include "train_step_args.h"
 
 namespace pcp {
@@ -32,52 +33,11 @@ TensorType F32(Shape s) { return {DType::kF32, std::move(s)}; }
 
 constexpr int64_t kB = 3, kT = 37;
 
-struct RunResult {
-  std::vector<Tensor> results;
-  std::string schedule;
-  int kernels = 0;
-};
+using RunResult = ::pcp::testing::CpuRun;
+using ::pcp::testing::SameBitsOrBothNaN;
 
 RunResult CompileAndRun(const Function& f, const std::vector<Tensor>& args, bool row_values, int threads) {
-  RunResult run;
-  std::unique_ptr<Backend> backend = CreateCpuBackend({.threads = threads, .row_values = row_values});
-  absl::StatusOr<std::unique_ptr<Executable>> exe = backend->Compile(f);
-  EXPECT_TRUE(exe.ok()) << exe.status();
-  if (!exe.ok()) return run;
-  std::vector<std::unique_ptr<Buffer>> owned;
-  std::vector<Buffer*> in, out;
-  for (const Tensor& a : args) {
-    owned.push_back(*backend->Allocate({a.dtype(), a.shape()}));
-    EXPECT_TRUE(backend->CopyIn(a, *owned.back()).ok());
-    in.push_back(owned.back().get());
-  }
-  for (ValueId r : f.results) {
-    owned.push_back(*backend->Allocate(f.type(r)));
-    out.push_back(owned.back().get());
-  }
-  absl::Status s = (*exe)->Run(in, out);
-  EXPECT_TRUE(s.ok()) << s;
-  for (Buffer* b : out) run.results.push_back(*backend->CopyOut(*b));
-  const auto* cpu = dynamic_cast<const CpuExecutable*>(exe->get());
-  run.schedule = cpu->DescribeSchedule();
-  run.kernels = cpu->stats().num_kernels;
-  return run;
-}
-
-// Bit for bit, except that any NaN equals any NaN (which NaN an op on two NaNs returns is
-// open, expression_ops_test.cc).
-::testing::AssertionResult SameBitsOrBothNaN(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != DType::kF32 || b.dtype() != DType::kF32 || a.shape() != b.shape()) {
-    return BitwiseEqual(a, b) ? ::testing::AssertionSuccess() : ::testing::AssertionFailure() << "differ";
-  }
-  for (int64_t i = 0; i < a.num_elements(); ++i) {
-    const float x = a.data<float>()[i], y = b.data<float>()[i];
-    if (std::isnan(x) && std::isnan(y)) continue;
-    if (std::memcmp(&x, &y, sizeof(float)) != 0) {
-      return ::testing::AssertionFailure() << "element " << i << ": " << x << " vs " << y;
-    }
-  }
-  return ::testing::AssertionSuccess();
+  return ::pcp::testing::RunOnCpu(f, args, {.threads = threads, .row_values = row_values});
 }
 
 int CountRowKernels(const std::string& schedule) {
