@@ -1,7 +1,6 @@
 #include "worker_session.h"
 
 #include <algorithm>
-
 #include <chrono>
 
 #include "pcp/base/unix_time.h"

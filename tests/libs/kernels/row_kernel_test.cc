@@ -27,7 +27,6 @@ namespace {
 
 using ::pcp::testing::RandomTensor;
 using ::pcp::testing::TensorsNear;
-using ::pcp::testing::TrainStepArgs;
 
 TensorType F32(Shape s) { return {DType::kF32, std::move(s)}; }
 
@@ -187,19 +186,11 @@ TEST(RowKernelTest, PerRowOperandsFromMemoryAndOtherResultTypes) {
 // The GPT train step: the same bits with and without per-row ops in row kernels, for one and
 // two threads, in fewer kernels.
 TEST(RowKernelTest, GptTrainStepIsBitwiseIdentical) {
-  const GPTConfig config{.vocab_size = 11, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32, .bias = true};
-  const int64_t batch = 3;
-  absl::StatusOr<Function> forward = BuildGptForwardLoss(config, batch, config.block_size);
-  ASSERT_TRUE(forward.ok()) << forward.status();
-  absl::StatusOr<Function> step = BuildTrainStep(
-      *forward, AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
-  ASSERT_TRUE(step.ok()) << step.status();
-  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(config, 5);
-  ASSERT_TRUE(init.ok()) << init.status();
-  const std::vector<Tensor> args = TrainStepArgs(*init, 3e-3f, batch, config.block_size, config.vocab_size, 9);
+  absl::StatusOr<::pcp::testing::GptTrainStep> s = ::pcp::testing::SmallGptTrainStep();
+  ASSERT_TRUE(s.ok()) << s.status();
   for (int threads : {1, 2}) {
-    const RunResult fused = CompileAndRun(*step, args, true, threads);
-    const RunResult separate = CompileAndRun(*step, args, false, threads);
+    const RunResult fused = CompileAndRun(s->step, s->args, true, threads);
+    const RunResult separate = CompileAndRun(s->step, s->args, false, threads);
     ASSERT_EQ(fused.results.size(), separate.results.size());
     for (size_t i = 0; i < fused.results.size(); ++i) {
       EXPECT_TRUE(SameBitsOrBothNaN(fused.results[i], separate.results[i]))

@@ -3,12 +3,21 @@
 // and targets in [0, vocab) of shape [batch, block] (seeds `seed` and `seed + 1`).
 //
 //   std::vector<Tensor> args = TrainStepArgs(*init, 1e-3f, batch, config.block_size, 65, 3);
+//
+// And a whole small one, function and arguments (2 layers, 2 heads, 32 wide, block 16,
+// vocab 11, batch 3, bias; AdamW with weight decay and clipping), for tests that compare
+// backends or backend options on it:
+//
+//   absl::StatusOr<GptTrainStep> s = SmallGptTrainStep();
 #ifndef PCP_TESTS_LIBS_KERNELS_TRAIN_STEP_ARGS_H_
 #define PCP_TESTS_LIBS_KERNELS_TRAIN_STEP_ARGS_H_
 
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "pcp/autodiff/train_step.h"
+#include "pcp/models/gpt.h"
 #include "pcp/tensor/safetensors.h"
 #include "pcp/tensor/tensor.h"
 #include "pcp/testing/tensor_testing.h"
@@ -28,6 +37,24 @@ inline std::vector<Tensor> TrainStepArgs(const std::vector<NamedTensor>& init, f
   args.push_back(RandomTensor(ids, seed, 0, vocab));
   args.push_back(RandomTensor(ids, seed + 1, 0, vocab));
   return args;
+}
+
+struct GptTrainStep {
+  Function step;
+  std::vector<Tensor> args;
+};
+
+inline absl::StatusOr<GptTrainStep> SmallGptTrainStep() {
+  const GPTConfig config{.vocab_size = 11, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32, .bias = true};
+  const int64_t batch = 3;
+  absl::StatusOr<Function> forward = BuildGptForwardLoss(config, batch, config.block_size);
+  if (!forward.ok()) return forward.status();
+  absl::StatusOr<Function> step = BuildTrainStep(
+      *forward, AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
+  if (!step.ok()) return step.status();
+  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(config, 5);
+  if (!init.ok()) return init.status();
+  return GptTrainStep{*std::move(step), TrainStepArgs(*init, 3e-3f, batch, config.block_size, config.vocab_size, 9)};
 }
 
 }  // namespace pcp::testing

@@ -178,17 +178,10 @@ class Fuser {
   int RowBroadcastSource(ValueId v, int64_t* trailing_out) const {
     const int b = a_.producer[v];
     if (b < 0 || f_.instructions[b].op != Op::kBroadcastInDim) return -1;
-    const Instruction& bc = f_.instructions[b];
-    const int r = a_.producer[a_.root[bc.operands[0]]];
+    const int r = a_.producer[a_.root[f_.instructions[b].operands[0]]];
     if (r < 0 || !a_.live[r] || !IsKernelOp(f_.instructions[r].op)) return -1;
-    const Shape& in = f_.type(bc.operands[0]).shape;
-    const Shape& out = f_.type(v).shape;
-    if (bc.attrs.dims.size() != in.size() || out.size() < in.size()) return -1;
-    int64_t trailing = 1;
-    for (size_t d = 0; d < out.size(); ++d) {
-      if (d < in.size() && (bc.attrs.dims[d] != static_cast<int64_t>(d) || in[d] != out[d])) return -1;
-      if (d >= in.size()) trailing *= out[d];
-    }
+    const int64_t trailing = TrailingBroadcastCount(f_, b);
+    if (trailing < 0) return -1;
     *trailing_out = trailing;
     return trailing >= 2 ? r : -1;
   }
@@ -515,6 +508,19 @@ class RecomputePlanner {
 };
 
 }  // namespace
+
+int64_t TrailingBroadcastCount(const Function& f, int b) {
+  const Instruction& bc = f.instructions[b];
+  const Shape& in = f.type(bc.operands[0]).shape;
+  const Shape& out = f.type(bc.result).shape;
+  if (bc.attrs.dims.size() != in.size() || out.size() < in.size()) return -1;
+  int64_t trailing = 1;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (d < in.size() && (bc.attrs.dims[d] != static_cast<int64_t>(d) || in[d] != out[d])) return -1;
+    if (d >= in.size()) trailing *= out[d];
+  }
+  return trailing;
+}
 
 FusionPlan PlanFusion(const Function& function, const FunctionAnalysis& analysis, FusionOptions options) {
   FusionPlan plan = Fuser(function, analysis, options).Run();

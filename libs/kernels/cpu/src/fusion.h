@@ -16,6 +16,7 @@
 #ifndef PCP_KERNELS_CPU_FUSION_H_
 #define PCP_KERNELS_CPU_FUSION_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "pcp/autodiff/ir.h"
@@ -61,6 +62,11 @@ struct FusionOptions {
 };
 
 FusionPlan PlanFusion(const Function& function, const FunctionAnalysis& analysis, FusionOptions options = {});
+
+// For broadcast_in_dim instruction `b`: how many times each element of its operand is
+// repeated, in order, over trailing dimensions of its result (1: none), or -1 if it
+// broadcasts any other way (leading dimensions, reordered ones).
+int64_t TrailingBroadcastCount(const Function& f, int b);
 
 }  // namespace pcp::cpu
 

@@ -176,18 +176,7 @@ class Lowerer {
 
   // Whether broadcast_in_dim instruction b repeats each element of its operand over the
   // trailing `row` elements of its result, in order.
-  bool IsRowBroadcast(int b, int64_t row) const {
-    const Instruction& bc = f_.instructions[b];
-    const Shape& in = f_.type(bc.operands[0]).shape;
-    const Shape& out = f_.type(bc.result).shape;
-    if (bc.attrs.dims.size() != in.size() || out.size() < in.size()) return false;
-    int64_t trailing = 1;
-    for (size_t d = 0; d < out.size(); ++d) {
-      if (d < in.size() && (bc.attrs.dims[d] != static_cast<int64_t>(d) || in[d] != out[d])) return false;
-      if (d >= in.size()) trailing *= out[d];
-    }
-    return trailing == row;
-  }
+  bool IsRowBroadcast(int b, int64_t row) const { return TrailingBroadcastCount(f_, b) == row; }
 
   static absl::string_view Short(Op op) { return OpName(op).substr(OpName(op).rfind('.') + 1); }
 
