@@ -52,6 +52,33 @@ TEST(ThreadPoolTest, ThreadIndexIsInRangeAndNeverSharedByConcurrentUnits) {
   EXPECT_EQ(shared.load(), 0);
 }
 
+// The caller claims units from the bottom and the workers from the top, so every unit the
+// caller runs comes before every unit a worker runs (whoever gets how many): with two threads
+// each thread computes the same end of consecutive kernels' rows.
+TEST(ThreadPoolTest, CallerRunsTheFirstUnitsAndWorkersTheLast) {
+  for (int threads : {2, 3, 4}) {
+    ThreadPool pool(threads);
+    ThreadPool::SpinScope spin(pool);
+    std::vector<int> by(64);
+    for (int loop = 0; loop < 200; ++loop) {
+      pool.ParallelFor(64, [&](int64_t u, int thread) {
+        by[static_cast<size_t>(u)] = thread;  // each slot: one writer
+        volatile double x = 0;                // a little work, so that the workers get some
+        for (int i = 0; i < 500; ++i) x = x + i;
+      });
+      int64_t last_caller = -1, first_worker = 64;
+      for (int64_t u = 0; u < 64; ++u) {
+        if (by[static_cast<size_t>(u)] == 0) {
+          last_caller = u;
+        } else {
+          first_worker = std::min(first_worker, u);
+        }
+      }
+      ASSERT_LT(last_caller, first_worker) << threads << " threads, loop " << loop;
+    }
+  }
+}
+
 // Back-to-back loops (as a compiled function runs its kernels): a worker must never run a
 // unit of an earlier loop after ParallelFor returned, nor of a later one with the old
 // function. Each loop writes its own number into its units' slots.

@@ -40,15 +40,18 @@ void ThreadPool::Signal() {
 }
 
 void ThreadPool::RunUnits(int thread) {
+  // The caller takes units from the bottom, the workers from the top (see the header).
+  const bool from_top = thread != 0;
   uint64_t w = work_.load(std::memory_order_acquire);
   for (;;) {
-    const uint64_t units = (w >> kUnitBits) & kUnitMask, next = w & kUnitMask;
-    if (next >= units) return;
+    const uint64_t end = (w >> kUnitBits) & kUnitMask, next = w & kUnitMask;
+    if (next >= end) return;
     // fn_ belongs to the job in `w`: the caller replaces it only after every unit of that
     // job has been claimed and finished, and then the claim below fails.
     const absl::FunctionRef<void(int64_t, int)>* fn = fn_.load(std::memory_order_relaxed);
-    if (work_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
-      (*fn)(static_cast<int64_t>(next), thread);
+    const uint64_t claimed = from_top ? w - (uint64_t{1} << kUnitBits) : w + 1;
+    if (work_.compare_exchange_weak(w, claimed, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      (*fn)(static_cast<int64_t>(from_top ? end - 1 : next), thread);
       done_.fetch_add(1, std::memory_order_release);
       w = work_.load(std::memory_order_acquire);
     }

@@ -13,6 +13,13 @@
 // Each unit is run exactly once, by some thread; `thread` (in [0, num_threads())) indexes
 // per-thread scratch. Units must not depend on which thread runs them, which keeps results
 // identical for every thread count.
+//
+// The caller claims units from the bottom (0, 1, ...) and the workers from the top
+// (num_units - 1, ...), until they meet. Kernels cut their work into units in storage order
+// (row blocks, batch elements), so with two threads the caller computes the first part of
+// each kernel's rows and the worker the last part, loop after loop: what one kernel writes,
+// the next one mostly reads on the same core, from its L2, instead of from the other core's
+// cache or from L3 (claiming in one order, each thread got every other unit, by chance).
 #ifndef PCP_KERNELS_CPU_THREAD_POOL_H_
 #define PCP_KERNELS_CPU_THREAD_POOL_H_
 
@@ -51,7 +58,8 @@ class ThreadPool {
 
  private:
   // The current job in one word, so that a worker can never claim a unit of a job other
-  // than the one whose function it read: job id (20 bits) | unit count (22) | next unit (22).
+  // than the one whose function it read: job id (20 bits) | end (22) | next unit (22); the
+  // units in [next, end) are unclaimed.
   static constexpr int kUnitBits = 22;
   static constexpr uint64_t kUnitMask = (uint64_t{1} << kUnitBits) - 1;
   static constexpr int64_t kMaxUnits = int64_t{1} << kUnitBits;
