@@ -374,6 +374,30 @@ TEST(CpuBackendTest, BackwardRecomputesCheapForwardValuesInsteadOfStoringThem) {
   EXPECT_EQ(AsCpu(exe)->stats().intermediate_bytes, 11 * 64 * 300 * 4) << AsCpu(exe)->DescribeSchedule();
 }
 
+// An arena of 2 MiB or more is allocated in huge pages where the OS offers them
+// (cpu_executable.cc): the same results as any other arena.
+TEST(CpuBackendTest, AnArenaOfSeveralMegabytesGivesTheInterpretersResults) {
+  FunctionBuilder b("wide_mlp");
+  ValueId h = b.Parameter(F32({1536, 256}));  // 1.5 MiB activations, two live at a time
+  std::vector<ValueId> weights;
+  for (int i = 0; i < 3; ++i) weights.push_back(b.Parameter(F32({256, 256})));
+  for (ValueId w : weights) h = b.Tanh(b.MatMul(h, w));
+  b.Return({b.ReduceSum(h, {0})});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok());
+  std::vector<Tensor> args = {RandomTensor(F32({1536, 256}), 7)};
+  for (int i = 0; i < 3; ++i) args.push_back(RandomTensor(F32({256, 256}), 200 + i, -0.1, 0.1));
+  std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});
+  std::unique_ptr<Executable> exe;
+  absl::StatusOr<std::vector<Tensor>> got = RunOnce(*cpu, *f, args, &exe);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectAllNear(*got, *Interpret(*f, args), 1e-4, 1e-4);
+  const CpuExecutable* e = AsCpu(exe);
+  ASSERT_NE(e, nullptr);
+  EXPECT_GE(e->stats().arena_bytes, int64_t{2} << 20) << e->DescribeSchedule();
+  EXPECT_TRUE(e->CheckMemoryPlan().ok());
+}
+
 TEST(CpuBackendTest, MemoryPlanSharesMemoryAndNeverOverlapsLiveBuffers) {
   // A 12-layer MLP's forward pass: most activations die quickly.
   FunctionBuilder b("mlp");
