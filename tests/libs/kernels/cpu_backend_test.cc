@@ -474,6 +474,8 @@ TEST(CpuBackendTest, ProductsAreBitwiseIdenticalForEveryThreadCount) {
       {"few_batches", {3, 300, 70}, {3, 70, 90}, {{0}, {0}, {2}, {1}}},
       {"many_batches", {24, 64, 32}, {24, 32, 64}, {{0}, {0}, {2}, {1}}},
       {"long_contraction", {100, 2000}, {2000, 40}, {{}, {}, {1}, {0}}},
+      {"narrow_halves", {768, 128}, {768, 128}, {{}, {}, {0}, {0}}},  // 2 row halves of 64
+      {"narrow_column_halves", {768, 65}, {768, 150}, {{}, {}, {0}, {0}}},
   };
   for (const Product& p : products) {
     FunctionBuilder b(p.name);

@@ -18,6 +18,10 @@ constexpr int64_t kTargetBlocks = 16;
 // ...but no block is thinner than this: each call packs the other operand again, and 64-row
 // blocks cost a single thread a visible share of its speed at the GPT's shapes (768 rows).
 constexpr int64_t kMinBlock = 128;
+// A product too narrow for two such blocks (128-255 rows and columns, e.g. the GPT's
+// 128 x 128 weight gradients with K = 768) still gets two halves of at least this many:
+// packing the other operand twice costs far less than leaving the other threads idle.
+constexpr int64_t kMinHalf = 64;
 // Up to this depth a bias is written into C first and sgemm called with beta = 1, which
 // saves OpenBLAS's pass clearing C and the separate add over the block. Bitwise the same as
 // (A·B) + bias only if OpenBLAS adds C once, to the whole sum: its kernels store
@@ -243,7 +247,8 @@ void DotKernel::Run(const KernelContext& ctx) {
   const int64_t split_size = split_rows ? m_ : n_;
   int64_t parts = 1;
   if (flops >= kMinParallelFlops && batch_ < kTargetBlocks) {
-    const int64_t most = std::min((kTargetBlocks + batch_ - 1) / batch_, split_size / kMinBlock);
+    int64_t most = std::min((kTargetBlocks + batch_ - 1) / batch_, split_size / kMinBlock);
+    if (most < 2) most = std::min<int64_t>(2, split_size / kMinHalf);
     while (parts * 2 <= most) parts *= 2;
   }
   auto run = [&](int64_t unit, int) {
