@@ -3,6 +3,10 @@
 // the gradients that reach a value from several uses. Only floating-point values carry
 // gradients: an integer or boolean result cuts the path (indices, masks, compare).
 //
+// The max subtracted inside a softmax or log-softmax is cut from the reverse pass: the output
+// provably does not depend on it (shift_invariance.h), as in JAX and PyTorch; a softmax's
+// backward is one closed-form rule (softmax_vjp.h), as PyTorch's.
+//
 // The rules emit IR unconditionally, including for operands that turn out to be constants;
 // such dead gradient code is left for EliminateDeadCode (passes.h) to remove.
 #include "pcp/autodiff/vjp.h"
@@ -13,6 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "pcp/autodiff/verifier.h"
 #include "pcp/base/status_macros.h"
+#include "shift_invariance.h"
+#include "softmax_vjp.h"
 
 namespace pcp {
 namespace {
@@ -66,15 +72,6 @@ absl::StatusOr<std::vector<ValueId>> AppendGradients(FunctionBuilder& builder, V
 
   // The forward instructions, copied: the builder's vector grows while rules emit.
   const std::vector<Instruction> forward = builder.function().instructions;
-  // active[v]: v is floating point and depends on some wrt value.
-  std::vector<bool> active(static_cast<size_t>(num_values), false);
-  for (ValueId v : wrt) active[v] = true;
-  for (const Instruction& inst : forward) {
-    if (!IsFloat(builder.type(inst.result).dtype)) continue;
-    for (ValueId v : inst.operands) {
-      if (active[v]) active[inst.result] = true;
-    }
-  }
   // needed[v]: output depends on v.
   std::vector<bool> needed(static_cast<size_t>(num_values), false);
   needed[output] = true;
@@ -82,12 +79,37 @@ absl::StatusOr<std::vector<ValueId>> AppendGradients(FunctionBuilder& builder, V
     if (!needed[it->result]) continue;
     for (ValueId v : it->operands) needed[v] = true;
   }
+  // The maxima of softmax / log-softmax, which output does not depend on (shift_invariance.h),
+  // carry no gradient: the path through them is cut.
+  const std::vector<bool> cut = ShiftInvariantMaxima(builder.function(), output, needed);
+  // active[v]: v is floating point and depends on some wrt value other than through a cut max.
+  std::vector<bool> active(static_cast<size_t>(num_values), false);
+  for (ValueId v : wrt) active[v] = true;
+  for (const Instruction& inst : forward) {
+    if (!IsFloat(builder.type(inst.result).dtype) || cut[inst.result]) continue;
+    for (ValueId v : inst.operands) {
+      if (active[v]) active[inst.result] = true;
+    }
+  }
+
+  std::vector<int> defining(static_cast<size_t>(num_values), -1);
+  for (size_t i = 0; i < forward.size(); ++i) defining[forward[i].result] = static_cast<int>(i);
 
   std::vector<ValueId> grad(static_cast<size_t>(num_values), kNoValue);
+  auto accumulate = [&](ValueId operand, ValueId c) {
+    grad[operand] = grad[operand] == kNoValue ? c : builder.Add(grad[operand], c);
+  };
   grad[output] = seed != kNoValue ? seed : FloatFill(builder, 1.0, output_type);
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
     const Instruction& inst = *it;
     if (!active[inst.result] || !needed[inst.result] || grad[inst.result] == kNoValue) continue;
+    // A softmax's path from its result to its input is one rule (softmax_vjp.h); its exp,
+    // row sum and broadcast then get gradients only from other uses, if any.
+    if (SoftmaxMatch softmax; MatchSoftmax(builder.function(), defining, inst, &softmax)) {
+      if (active[softmax.input]) accumulate(softmax.input, SoftmaxVjp(builder, inst.result, grad[inst.result], softmax));
+      PCP_RETURN_IF_ERROR(builder.status(), _ << "VJP of the softmax ending in %" << inst.result);
+      continue;
+    }
     VjpEntry entry = GetVjpEntry(inst.op);
     if (entry.non_differentiable) continue;
     if (entry.rule == nullptr) return absl::UnimplementedError(absl::StrCat("no VJP for ", NameOf(inst.op)));
@@ -108,7 +130,7 @@ absl::StatusOr<std::vector<ValueId>> AppendGradients(FunctionBuilder& builder, V
                                                 builder.type(c).ToString(), ", expected ",
                                                 builder.type(operand).ToString()));
       }
-      grad[operand] = grad[operand] == kNoValue ? c : builder.Add(grad[operand], c);
+      accumulate(operand, c);
     }
     PCP_RETURN_IF_ERROR(builder.status(), _ << where);
   }

@@ -13,7 +13,8 @@
 //    (select(compare(a, b, GE|LE), g, 0)), so exactly one operand gets g.
 //  - reduce max: the gradient is shared equally among the positions equal to the maximum
 //    (a valid subgradient, as JAX does); if no position equals it (the init value won),
-//    the input gets zero.
+//    the input gets zero. The driver skips this rule for a softmax's max, whose gradient is
+//    exactly zero (shift_invariance.h), and differentiates a softmax as a whole (softmax_vjp.h).
 //  - power: d/da = b * a^(b-1); d/db = log(a) * a^b where a > 0 and 0 elsewhere (a <= 0 has
 //    no real logarithm; log is taken of a base guarded by select, so this path adds no NaN).
 //  - abs: the gradient at 0 is +g (sign(0) taken as +1).

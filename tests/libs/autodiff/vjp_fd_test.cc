@@ -6,6 +6,7 @@
 // from their kinks, and those of log/sqrt/rsqrt/power/divide in a positive range.
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <ostream>
 #include <random>
@@ -231,6 +232,39 @@ std::vector<FdCase> Cases() {
                  ValueId m = b.BroadcastInDim(b.ReduceMax(p[0], {1}), {2, 4}, {0});
                  ValueId e = b.Exp(b.Sub(p[0], m));
                  return b.Div(e, b.BroadcastInDim(b.ReduceSum(e, {1}), {2, 4}, {0}));
+               }});
+  // The next three differ in whether the max is cut from the reverse pass (shift_invariance.h):
+  // log-softmax and the masked softmax (tied maxima, -inf entries) cut it, the last does not.
+  c.push_back({"log_softmax", {Op::kReduce, Op::kExponential, Op::kLog, Op::kSubtract},
+               {{F32({3, 4}), Spaced()}},
+               [](FunctionBuilder& b, P p) {
+                 ValueId z = b.Sub(p[0], b.BroadcastInDim(b.ReduceMax(p[0], {1}), {3, 4}, {0}));
+                 ValueId lse = b.Log(b.ReduceSum(b.Exp(z), {1}));
+                 return b.Sub(z, b.BroadcastInDim(lse, {3, 4}, {0}));
+               }});
+  c.push_back({"masked_softmax_with_ties", {Op::kReduce, Op::kSelect, Op::kExponential, Op::kDivide},
+               {{F32({2, 4}), Floats({0.5f, 0.5f, -0.25f, 0.5f, 1.0f, -1.0f, 1.0f, 0.0f})}, {{DType::kBool, {2, 4}}, Bools(7)}},
+               [](FunctionBuilder& b, P p) {
+                 // Column 0 always kept, so no row is all -inf.
+                 ValueId keep = b.Or(p[1], b.Compare(b.Iota(I32({2, 4}), 1), b.Full(0, I32({2, 4})),
+                                                     ComparisonDirection::kEQ));
+                 ValueId s = b.Select(keep, p[0], b.Full(-std::numeric_limits<double>::infinity(), F32({2, 4})));
+                 ValueId e = b.Exp(b.Sub(s, b.BroadcastInDim(b.ReduceMax(s, {1}), {2, 4}, {0})));
+                 return b.Div(e, b.BroadcastInDim(b.ReduceSum(e, {1}), {2, 4}, {0}));
+               }});
+  // The softmax's exp and row sum also used outside it: the closed form covers only the
+  // path through the quotient, their other uses go through their own rules.
+  c.push_back({"softmax_parts_reused", {Op::kReduce, Op::kExponential, Op::kDivide, Op::kMultiply},
+               {{F32({2, 4})}},
+               [](FunctionBuilder& b, P p) {
+                 ValueId e = b.Exp(p[0]);
+                 ValueId s = b.BroadcastInDim(b.ReduceSum(e, {1}), {2, 4}, {0});
+                 return b.Add(b.Div(e, s), b.Mul(e, b.Mul(s, b.Full(0.1, F32({2, 4})))));
+               }});
+  c.push_back({"max_shift_not_normalized", {Op::kReduce, Op::kExponential, Op::kSubtract},
+               {{F32({2, 4}), Spaced()}},
+               [](FunctionBuilder& b, P p) {
+                 return b.Exp(b.Sub(p[0], b.BroadcastInDim(b.ReduceMax(p[0], {1}), {2, 4}, {0})));
                }});
   return c;
 }

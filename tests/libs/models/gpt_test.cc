@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "pcp/autodiff/interpreter.h"
 #include "pcp/autodiff/verifier.h"
+#include "pcp/autodiff/vjp.h"
 #include "pcp/testing/tensor_testing.h"
 
 namespace pcp {
@@ -130,6 +131,23 @@ TEST(GptBuildTest, ForwardLossSignatureAndVerify) {
   EXPECT_EQ(g->param_names.back(), "tokens");
   ASSERT_EQ(g->results.size(), 1u);
   EXPECT_EQ(g->type(g->results[0]), (TensorType{DType::kF32, {2, 8, 11}}));
+}
+
+// The attention softmax and the cross-entropy's log-softmax are differentiated without
+// their max (autodiff's shift_invariance.h): the gradient function adds no compare (reduce
+// max's VJP is what would).
+TEST(GptBuildTest, GradientSkipsTheSoftmaxMaxima) {
+  absl::StatusOr<Function> f = BuildGptForwardLoss(Small(), 2, 8);
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::vector<int> wrt(f->params.size() - 2);
+  for (size_t i = 0; i < wrt.size(); ++i) wrt[i] = static_cast<int>(i);
+  absl::StatusOr<Function> g = BuildGradientFunction(*f, wrt);
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto count = [](const Function& fn, Op op) {
+    return std::count_if(fn.instructions.begin(), fn.instructions.end(),
+                         [op](const Instruction& i) { return i.op == op; });
+  };
+  EXPECT_EQ(count(*g, Op::kCompare), count(*f, Op::kCompare));
 }
 
 std::vector<Tensor> Args(const std::vector<NamedTensor>& params, std::vector<Tensor> data) {

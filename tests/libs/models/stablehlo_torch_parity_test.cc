@@ -148,6 +148,14 @@ TEST_P(StablehloTorchParityTest, LossAndEveryGradient) {
   absl::StatusOr<Function> grad_fn = BuildGradientFunction(prepared, wrt);
   ASSERT_TRUE(grad_fn.ok()) << grad_fn.status();
   ASSERT_TRUE(Verify(*grad_fn).ok()) << Verify(*grad_fn);
+  // The exported softmax and log-softmax are recognised (autodiff's shift_invariance.h): the
+  // gradient adds no equality compare, which reduce max's VJP would (ReLU's adds GE ones).
+  auto compares = [](const Function& f) {
+    return std::count_if(f.instructions.begin(), f.instructions.end(), [](const Instruction& i) {
+      return i.op == Op::kCompare && i.attrs.comparison == ComparisonDirection::kEQ;
+    });
+  };
+  EXPECT_EQ(compares(*grad_fn), compares(prepared));
   // The module as parsed, f64 constants and all, differentiated directly (interpreter only:
   // backends take no f64).
   absl::StatusOr<Function> raw_grad_fn = BuildGradientFunction(*main, wrt);

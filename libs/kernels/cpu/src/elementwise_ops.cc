@@ -154,14 +154,7 @@ struct PowOp {
 template <ComparisonDirection D>
 struct CompareOp {
   template <typename T>
-  static Pred Apply(T a, T b) {
-    if constexpr (D == ComparisonDirection::kEQ) return a == b;
-    if constexpr (D == ComparisonDirection::kNE) return a != b;
-    if constexpr (D == ComparisonDirection::kLT) return a < b;
-    if constexpr (D == ComparisonDirection::kLE) return a <= b;
-    if constexpr (D == ComparisonDirection::kGT) return a > b;
-    if constexpr (D == ComparisonDirection::kGE) return a >= b;
-  }
+  static Pred Apply(T a, T b) { return CompareValues<D>(a, b); }
 };
 
 template <typename To, typename From>

@@ -104,18 +104,12 @@ struct Binary {
 };
 
 // compare (an i1 result, only as a select's condition) and select, as SelectLoop and
-// CompareOp in elementwise_ops.cc compute them (a select moves bits).
+// CompareOp in elementwise_ops.cc compute them (CompareValues; a select moves bits).
 template <ComparisonDirection D, typename A, typename B>
 struct Compare {
   static constexpr int kLeaves = std::max(A::kLeaves, B::kLeaves);
   static bool Eval(const void* const* s, int64_t i) {
-    const float a = A::Eval(s, i), b = B::Eval(s, i);
-    if constexpr (D == ComparisonDirection::kEQ) return a == b;
-    if constexpr (D == ComparisonDirection::kNE) return a != b;
-    if constexpr (D == ComparisonDirection::kLT) return a < b;
-    if constexpr (D == ComparisonDirection::kLE) return a <= b;
-    if constexpr (D == ComparisonDirection::kGT) return a > b;
-    if constexpr (D == ComparisonDirection::kGE) return a >= b;
+    return CompareValues<D>(A::Eval(s, i), B::Eval(s, i));
   }
   static void Name(std::string& out) {
     out += CompareNodeName(D);

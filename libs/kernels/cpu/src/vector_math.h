@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "pcp/autodiff/ir.h"
+
 namespace pcp::cpu {
 
 // a * b + c, rounded once where the target has FMA (which the compiler then vectorises),
@@ -144,6 +146,17 @@ inline float MinF(float a, float b) {
   r = a == b ? FromBits(ToBits(a) | ToBits(b)) : r;  // min(-0, +0) = -0
   r = a != a ? a : r;
   return b != b ? b : r;
+}
+
+// a D b (IEEE: every comparison with NaN is false but NE), for the loop and expression kernels.
+template <ComparisonDirection D, typename T>
+inline bool CompareValues(T a, T b) {
+  if constexpr (D == ComparisonDirection::kEQ) return a == b;
+  if constexpr (D == ComparisonDirection::kNE) return a != b;
+  if constexpr (D == ComparisonDirection::kLT) return a < b;
+  if constexpr (D == ComparisonDirection::kLE) return a <= b;
+  if constexpr (D == ComparisonDirection::kGT) return a > b;
+  if constexpr (D == ComparisonDirection::kGE) return a >= b;
 }
 
 }  // namespace pcp::cpu
