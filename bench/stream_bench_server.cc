@@ -105,7 +105,7 @@ class SyncTraining final : public v1::Training::Service {
 //   streaming  θ sent from a ChunkedList built once (per round with x-round) and shared by
 //              every stream, as services/shepherd/src/worker_session.cc sends it; Δ streamed
 //              by the assembler (StreamTo) into a DeltaSum, weight 1, checked against its
-//              norm, as worker_session.cc adds it (the sums are kept across calls; a round's
+//              norm, added from gRPC's slices as worker_session.cc adds it (the sums are kept across calls; a round's
 //              zero-fill and Finish are not in the timed passes, only in the verifying one)
 class RawTraining final : public v1::Training::WithRawCallbackMethod_Connect<v1::Training::Service> {
  public:
@@ -210,7 +210,7 @@ class RawTraining final : public v1::Training::WithRawCallbackMethod_Connect<v1:
         if (spec_.verify) service_->ZeroSums();
         sum_ = std::make_unique<diloco::DeltaSum>(service_->sum_spans_);
         contribution_ = sum_->Begin("bench", /*weight=*/1, /*scale=*/1, service_->norm_);
-        assembler_.StreamTo([this](uint32_t tensor, int64_t offset, absl::Span<const float> values, double sum_of_squares) {
+        assembler_.StreamTo([this](uint32_t tensor, int64_t offset, const F32Pieces& values, double sum_of_squares) {
           return contribution_->Add(tensor, offset, values, sum_of_squares);
         });
       } else {
