@@ -55,7 +55,7 @@ void PrintReceivePath(const std::vector<NamedTensor>& params, int64_t chunk_byte
   std::vector<absl::Span<float>> spans;
   double squares = 0;
   for (const NamedTensor& p : params) {
-    sums.emplace_back(DType::kF32, p.tensor.shape());
+    AdviseHugePages(sums.emplace_back(DType::kF32, p.tensor.shape()));  // as the shepherd's RoundSum
     spans.emplace_back(sums.back().data<float>(), static_cast<size_t>(sums.back().num_elements()));
     squares += diloco::SumOfSquares(absl::MakeConstSpan(p.tensor.data<float>(), static_cast<size_t>(p.tensor.num_elements())));
   }

@@ -114,6 +114,7 @@ class RawTraining final : public v1::Training::WithRawCallbackMethod_Connect<v1:
     double squares = 0;
     for (const NamedTensor& p : *params_) {
       Tensor sum(DType::kF32, p.tensor.shape());  // zeroed
+      AdviseHugePages(sum);                       // as the shepherd's RoundSum
       sum_spans_.emplace_back(sum.data<float>(), static_cast<size_t>(sum.num_elements()));
       sums_.push_back(std::move(sum));
       squares += diloco::SumOfSquares(absl::MakeConstSpan(p.tensor.data<float>(), static_cast<size_t>(p.tensor.num_elements())));
