@@ -83,7 +83,8 @@ uint32_t CopyWithCrc(char* dest, DataPieces pieces) {
 }
 
 // A streamed raw chunk is checked where it lies, in blocks of this size: each block is
-// checksummed, then its values squared while still in L1.
+// checksummed, then its values squared while still in L1 (4 KiB measured cheaper than 16 or
+// 64 KiB: bench/results/rpc_stream.md, rxfuse).
 constexpr size_t kCheckBlock = 4 << 10;
 
 // The CRC of `pieces` and, into `squares`, the sum of squares of the f32 values they hold
@@ -133,8 +134,9 @@ int64_t EncodedBytes(codec::Codec codec, int64_t count, int block_size) {
 
 // A chunk's scratch (an encoded chunk's decoded values when streamed, an encoded chunk
 // gathered from several pieces) is used only within one Add and handed to the sink
-// synchronously, so one per thread serves every assembler on it: a shepherd receiving from M workers holds (its receiving threads) x one
-// chunk, not M x one chunk (at 256 workers and 256 KiB chunks, 64 MiB of the peak).
+// synchronously, so one per thread serves every assembler on it: a shepherd receiving from
+// M workers holds (its receiving threads) x one chunk, not M x one chunk (at 256 workers and
+// 256 KiB chunks, 64 MiB of the peak).
 std::vector<float>& ThreadValues() {
   thread_local std::vector<float> values;
   return values;
