@@ -32,7 +32,8 @@
 //              checksummed once, here once per run; per round in the fan-out rows) and Δ
 //              comes in through TensorListAssembler::StreamTo into a DeltaSum
 //              (pcp/diloco/delta_sum.h; weight 1, checked against its declared norm), added
-//              to the round's sum from a one-chunk scratch, never assembled. The round's
+//              to the round's sum straight from gRPC's receive slices (checked there: CRC and
+//              norm in one read-only pass), never copied or assembled. The round's
 //              zero-fill and DeltaSum::Finish are per round, not per byte: only the verifying
 //              warm-up pass runs them.
 // The worker's end is the same for zero-copy and streaming (services/worker: Δ chunked with

@@ -105,7 +105,7 @@ class SyncTraining final : public v1::Training::Service {
 //   streaming  θ sent from a ChunkedList built once (per round with x-round) and shared by
 //              every stream, as services/shepherd/src/worker_session.cc sends it; Δ streamed
 //              by the assembler (StreamTo) into a DeltaSum, weight 1, checked against its
-//              norm, as worker_session.cc adds it (the sums are kept across calls; a round's
+//              norm, added from gRPC's slices as worker_session.cc adds it (the sums are kept across calls; a round's
 //              zero-fill and Finish are not in the timed passes, only in the verifying one)
 class RawTraining final : public v1::Training::WithRawCallbackMethod_Connect<v1::Training::Service> {
  public:
@@ -114,6 +114,7 @@ class RawTraining final : public v1::Training::WithRawCallbackMethod_Connect<v1:
     double squares = 0;
     for (const NamedTensor& p : *params_) {
       Tensor sum(DType::kF32, p.tensor.shape());  // zeroed
+      AdviseHugePages(sum);                       // as the shepherd's RoundSum
       sum_spans_.emplace_back(sum.data<float>(), static_cast<size_t>(sum.num_elements()));
       sums_.push_back(std::move(sum));
       squares += diloco::SumOfSquares(absl::MakeConstSpan(p.tensor.data<float>(), static_cast<size_t>(p.tensor.num_elements())));
@@ -210,7 +211,7 @@ class RawTraining final : public v1::Training::WithRawCallbackMethod_Connect<v1:
         if (spec_.verify) service_->ZeroSums();
         sum_ = std::make_unique<diloco::DeltaSum>(service_->sum_spans_);
         contribution_ = sum_->Begin("bench", /*weight=*/1, /*scale=*/1, service_->norm_);
-        assembler_.StreamTo([this](uint32_t tensor, int64_t offset, absl::Span<const float> values, double sum_of_squares) {
+        assembler_.StreamTo([this](uint32_t tensor, int64_t offset, const F32Pieces& values, double sum_of_squares) {
           return contribution_->Add(tensor, offset, values, sum_of_squares);
         });
       } else {

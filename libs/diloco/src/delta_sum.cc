@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "pcp/diloco/screening.h"  // SumOfSquares
+#include "pcp/base/sum_of_squares.h"
 
 namespace pcp::diloco {
 
@@ -27,9 +27,20 @@ std::vector<std::string> DeltaSum::liars() const {
   return liars_;
 }
 
+namespace {
+
+// SumOfSquares of values wherever they lie.
+double SquaresOf(const F32Pieces& values) {
+  SquareBytes squares;
+  for (absl::string_view piece : values.pieces()) squares.Add(piece.data(), piece.size());
+  return squares.Finish();
+}
+
+}  // namespace
+
 double DeltaSum::Contribution::norm() const { return std::sqrt(sum_squares_); }
 
-absl::Status DeltaSum::Contribution::Add(size_t tensor, int64_t offset, absl::Span<const float> values,
+absl::Status DeltaSum::Contribution::Add(size_t tensor, int64_t offset, const F32Pieces& values,
                                         std::optional<double> sum_of_squares) {
   if (failed_) return absl::FailedPreconditionError("this Δ already broke its declared norm");
   if (tensor >= sum_->sums_.size() || offset < 0 ||
@@ -39,7 +50,7 @@ absl::Status DeltaSum::Contribution::Add(size_t tensor, int64_t offset, absl::Sp
   }
   std::shared_lock<std::shared_mutex> open(sum_->close_mu_);
   if (sum_->closed_) return absl::FailedPreconditionError("the round's sum is closed");
-  const double squares = sum_of_squares.has_value() ? *sum_of_squares : SumOfSquares(values);
+  const double squares = sum_of_squares.has_value() ? *sum_of_squares : SquaresOf(values);
   const double total = sum_squares_ + squares;
   // (A NaN or inf anywhere makes `squares` NaN or inf, which fails both comparisons' negation.)
   // (A declaration below 0 or NaN allows nothing.)
@@ -64,8 +75,8 @@ absl::Status DeltaSum::Contribution::Add(size_t tensor, int64_t offset, absl::Sp
   return absl::OkStatus();
 }
 
-void DeltaSum::Accumulate(size_t tensor, int64_t offset, absl::Span<const float> values, float factor) {
-  float* dst = sums_[tensor].data();
+void DeltaSum::Accumulate(size_t tensor, int64_t offset, const F32Pieces& values, float factor) {
+  float* dst = sums_[tensor].data() + offset;
   int64_t k = 0;
   const int64_t n = static_cast<int64_t>(values.size());
   while (k < n) {
@@ -74,9 +85,11 @@ void DeltaSum::Accumulate(size_t tensor, int64_t offset, absl::Span<const float>
     const int64_t stripe_end = ((flat >> kStripeShift) + 1) << kStripeShift;
     const int64_t run = std::min(n - k, stripe_end - flat);
     std::lock_guard<std::mutex> lock(stripes_[static_cast<size_t>((flat >> kStripeShift) % kStripes)]);
-    float* d = dst + offset + k;
-    const float* s = values.data() + k;
-    for (int64_t j = 0; j < run; ++j) d[j] += factor * s[j];
+    values.ForEachRun(static_cast<size_t>(k), static_cast<size_t>(k + run),
+                      [dst, factor](size_t index, const char* bytes, size_t count) {
+                        float* d = dst + index;
+                        for (size_t j = 0; j < count; ++j) d[j] += factor * F32Pieces::Load(bytes, j);
+                      });
     k += run;
   }
 }

@@ -60,23 +60,15 @@ absl::Status CheckChunkPosition(const std::string& where, const AssemblyLimits& 
 }
 
 // The copies below go in blocks of this size: each block is checksummed, then copied while
-// still in L1, then (streamed chunks) its values squared from L1. 4 KiB: source and
-// destination blocks together stay well inside a 32 KiB L1 data cache; measured on the 2-vCPU
-// EPYC (AVX-512) with a 1 MiB chunk in 6 pieces, CPU ms per 100 MB: copy + CRC 10.1-10.5 at
-// 32 KiB blocks, 6.7-7.1 at 4-8 KiB; copy + CRC + squares 12.3-12.7 at 32 KiB, 8.5 at 4 KiB,
-// 10.0 at 8 KiB (the copy + CRC at 32 KiB followed by SumOfSquares of the chunk: 12.3-13.6).
+// still in L1. 4 KiB: source and destination blocks together stay well inside a 32 KiB L1
+// data cache; measured on the 2-vCPU EPYC (AVX-512) with a 1 MiB chunk in 6 pieces, CPU ms
+// per 100 MB: copy + CRC 10.1-10.5 at 32 KiB blocks, 6.7-7.1 at 4-8 KiB.
 constexpr size_t kCopyBlock = 4 << 10;
 
 // Copies `pieces` to `dest` and returns their CRC, in blocks small enough that each is still
 // in cache when it is copied after being checksummed: one pass over memory instead of two.
-// With `lanes` (`dest` then holds whole f32 values: the pieces' total size is a multiple of 4,
-// their boundaries anywhere), the squares of every whole group of kSquareLanes values are
-// added as each block lands in `dest`, still in cache, in order from the first: the caller's
-// lanes.Finish over the tail gives SumOfSquares of the copied values, same bits.
-uint32_t CopyWithCrc(char* dest, DataPieces pieces, SquareLanes* lanes = nullptr) {
-  constexpr size_t kGroupBytes = kSquareLanes * sizeof(float);
-  const float* values = reinterpret_cast<const float*>(dest);
-  size_t written = 0, summed_groups = 0;
+uint32_t CopyWithCrc(char* dest, DataPieces pieces) {
+  size_t written = 0;
   uint32_t crc = 0;
   for (absl::string_view piece : pieces) {
     for (size_t done = 0; done < piece.size();) {
@@ -85,11 +77,26 @@ uint32_t CopyWithCrc(char* dest, DataPieces pieces, SquareLanes* lanes = nullptr
       std::memcpy(dest + written, piece.data() + done, n);
       written += n;
       done += n;
-      if (lanes != nullptr) {
-        const size_t groups = written / kGroupBytes;
-        lanes->AddGroups(values + summed_groups * kSquareLanes, groups - summed_groups);
-        summed_groups = groups;
-      }
+    }
+  }
+  return crc;
+}
+
+// A streamed raw chunk is checked where it lies, in blocks of this size: each block is
+// checksummed, then its values squared while still in L1 (4 KiB measured cheaper than 16 or
+// 64 KiB: bench/results/rpc_stream.md, rxfuse).
+constexpr size_t kCheckBlock = 4 << 10;
+
+// The CRC of `pieces` and, into `squares`, the sum of squares of the f32 values they hold
+// (boundaries anywhere): one read-only pass, nothing copied.
+uint32_t CrcWithSquares(DataPieces pieces, SquareBytes* squares) {
+  uint32_t crc = 0;
+  for (absl::string_view piece : pieces) {
+    for (size_t done = 0; done < piece.size();) {
+      const size_t n = std::min(kCheckBlock, piece.size() - done);
+      crc = Crc32cExtend(crc, piece.data() + done, n);
+      squares->Add(piece.data() + done, n);
+      done += n;
     }
   }
   return crc;
@@ -125,10 +132,11 @@ int64_t EncodedBytes(codec::Codec codec, int64_t count, int block_size) {
   return static_cast<int64_t>(*codec::EncodedSize(codec, static_cast<size_t>(count), block_size));
 }
 
-// A chunk's scratch (streamed values, an encoded chunk gathered from several pieces) is used
-// only within one Add and handed to the sink synchronously, so one per thread serves every
-// assembler on it: a shepherd receiving from M workers holds (its receiving threads) x one
-// chunk, not M x one chunk (at 256 workers and 256 KiB chunks, 64 MiB of the peak).
+// A chunk's scratch (an encoded chunk's decoded values when streamed, an encoded chunk
+// gathered from several pieces) is used only within one Add and handed to the sink
+// synchronously, so one per thread serves every assembler on it: a shepherd receiving from
+// M workers holds (its receiving threads) x one chunk, not M x one chunk (at 256 workers and
+// 256 KiB chunks, 64 MiB of the peak).
 std::vector<float>& ThreadValues() {
   thread_local std::vector<float> values;
   return values;
@@ -405,22 +413,19 @@ absl::Status TensorAssembler::CopyIn(const std::string& where, const v1::TensorC
   }
   uint32_t actual = 0;
   double squares = 0;
-  std::vector<float>* values = nullptr;
   if (sink_) {
-    // Into the thread's one-chunk scratch, the sum of squares for the sink's norm check in the same pass.
-    values = &ThreadValues();
-    values->resize(static_cast<size_t>(size / 4));
-    SquareLanes lanes;
-    actual = CopyWithCrc(reinterpret_cast<char*>(values->data()), data, &lanes);
-    const size_t whole = values->size() / kSquareLanes * kSquareLanes;
-    squares = lanes.Finish(values->data() + whole, values->size() - whole);
+    // Checked where it lies (no copy): the CRC and the sum of squares for the sink's norm
+    // check in one pass; the sink reads the values from the pieces, still in cache.
+    SquareBytes lanes;
+    actual = CrcWithSquares(data, &lanes);
+    squares = lanes.Finish();
   } else {
     actual = CopyWithCrc(static_cast<char*>(tensor_.raw_data()) + next_offset_, data);
   }
   PCP_ASSIGN_OR_RETURN(running_crc_,
                        CheckCrcs(where, total_, next_offset_, size, running_crc_, actual,
                                  chunk.crc32c(), chunk.tensor_crc32c()));
-  if (sink_) PCP_RETURN_IF_ERROR(Emit(where, next_offset_ / 4, *values, squares));
+  if (sink_) PCP_RETURN_IF_ERROR(Emit(where, next_offset_ / 4, F32Pieces(data), squares));
   next_offset_ += size;
   complete_ = next_offset_ == total_;
   return absl::OkStatus();
@@ -468,7 +473,7 @@ absl::Status TensorAssembler::DecodeIn(const std::string& where, const v1::Tenso
     const absl::Status decoded = codec::Decode(bytes, absl::MakeSpan(out, header->count));
     codec_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!decoded.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", decoded.message()));
-    if (sink_) PCP_RETURN_IF_ERROR(Emit(where, next_element_, values, SumOfSquares(values)));
+    if (sink_) PCP_RETURN_IF_ERROR(Emit(where, next_element_, F32Pieces(values), SumOfSquares(values)));
     next_element_ += static_cast<int64_t>(header->count);
   }
   next_offset_ += size;
@@ -481,7 +486,7 @@ absl::Status TensorAssembler::DecodeIn(const std::string& where, const v1::Tenso
   return absl::OkStatus();
 }
 
-absl::Status TensorAssembler::Emit(const std::string& where, int64_t offset, absl::Span<const float> values,
+absl::Status TensorAssembler::Emit(const std::string& where, int64_t offset, const F32Pieces& values,
                                    double sum_of_squares) {
   absl::Status s = sink_(offset, values, sum_of_squares);
   if (s.ok()) return s;

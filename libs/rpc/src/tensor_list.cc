@@ -138,7 +138,7 @@ absl::Status TensorListAssembler::AddImpl(const v1::TensorChunk& chunk, DataPiec
     if (want < reuse_.size()) current_.ReuseBuffer(std::move(reuse_[want].tensor));
     if (expected_codec_) current_.ExpectCodec(*expected_codec_, expected_codec_source_);
     if (sink_) {
-      current_.StreamTo([this, want](int64_t offset, absl::Span<const float> values, double sum_of_squares) {
+      current_.StreamTo([this, want](int64_t offset, const F32Pieces& values, double sum_of_squares) {
         return sink_(want, offset, values, sum_of_squares);
       });
     }

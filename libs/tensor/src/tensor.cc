@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -17,14 +18,38 @@ namespace {
 // 32 MiB for gRPC's buffers, which would otherwise keep a freed θ-sized tensor resident).
 constexpr size_t kMapBytes = size_t{1} << 20;
 
+// The bytes mapped for a mapped tensor of `size` bytes: from kHugePageBytes on, whole huge
+// pages (the tail past `size` is never written, so it costs no memory unless advised).
+size_t MappedBytes(size_t size) {
+  return size >= kHugePageBytes ? (size + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes : size;
+}
+
+// Maps MappedBytes(size) zeroed bytes; from kHugePageBytes on starting at a multiple of it, so
+// that huge pages can back all of the tensor if advised (AdviseHugePages).
+void* MapZeroed(size_t size) {
+  const size_t mapped = MappedBytes(size);
+  const size_t slack = size >= kHugePageBytes ? kHugePageBytes : 0;
+  void* m = ::mmap(nullptr, mapped + slack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) throw std::bad_alloc();
+  if (slack == 0) return m;
+  const uintptr_t at = reinterpret_cast<uintptr_t>(m);
+  const uintptr_t aligned = (at + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  if (aligned > at) ::munmap(m, aligned - at);
+  if (const size_t tail = at + slack - aligned; tail > 0) ::munmap(reinterpret_cast<void*>(aligned + mapped), tail);
+  return reinterpret_cast<void*>(aligned);
+}
+
+// Rounded up: aligned_alloc requires a multiple of the alignment; never 0 bytes.
+size_t AllocatedBytes(int64_t bytes) {
+  const size_t size = (static_cast<size_t>(bytes) + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+  return size == 0 ? kTensorAlignment : size;
+}
+
 std::shared_ptr<void> AllocateAligned(int64_t bytes) {
-  // Round up: aligned_alloc requires a multiple of the alignment; never allocate 0 bytes.
-  size_t size = (static_cast<size_t>(bytes) + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-  if (size == 0) size = kTensorAlignment;
+  const size_t size = AllocatedBytes(bytes);
   if (size >= kMapBytes) {
-    void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) throw std::bad_alloc();
-    return std::shared_ptr<void>(m, [size](void* q) { ::munmap(q, size); });
+    const size_t mapped = MappedBytes(size);
+    return std::shared_ptr<void>(MapZeroed(size), [mapped](void* q) { ::munmap(q, mapped); });
   }
   void* p = std::aligned_alloc(kTensorAlignment, size);
   if (p == nullptr) throw std::bad_alloc();
@@ -53,6 +78,14 @@ Tensor Tensor::Reshaped(Shape shape) const {
 
 std::string Tensor::TypeString() const {
   return absl::StrCat(MlirName(dtype_), "[", ShapeToString(shape_), "]");
+}
+
+bool AdviseHugePages(const Tensor& t) {
+  if (!t.valid()) return false;
+  const size_t size = AllocatedBytes(t.byte_size());
+  if (size < kHugePageBytes) return false;
+  // Mapped by MapZeroed: from a huge page boundary, whole huge pages.
+  return ::madvise(const_cast<void*>(t.raw_data()), MappedBytes(size), MADV_HUGEPAGE) == 0;
 }
 
 bool BitwiseEqual(const Tensor& a, const Tensor& b) {

@@ -14,8 +14,9 @@ std::vector<absl::Span<float>> SpansOf(std::vector<Tensor>& tensors) {
 std::shared_ptr<RoundSum> RoundSum::Create(const std::vector<TensorSpec>& specs, const diloco::DeltaScreen& screen,
                                            const diloco::ScreenThreshold& threshold, uint32_t steps, uint64_t tokens) {
   std::vector<Tensor> buffers;
-  // Zero-filled by Tensor (large ones are fresh kernel pages, resident only once written).
-  for (const TensorSpec& spec : specs) buffers.emplace_back(DType::kF32, spec.shape);
+  // Zero-filled by Tensor (large ones are fresh kernel pages, resident only once written),
+  // on huge pages where the kernel has them: every Δ's add sweeps the whole sum.
+  for (const TensorSpec& spec : specs) AdviseHugePages(buffers.emplace_back(DType::kF32, spec.shape));
   return std::make_shared<RoundSum>(std::move(buffers), screen, threshold, steps, tokens);
 }
 

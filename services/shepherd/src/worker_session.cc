@@ -242,7 +242,7 @@ absl::Status WorkerSession::HandleResultHeader(const v1::ResultHeader& header) {
     contribution_ = sum_->sum.Begin(supervisor_id(), static_cast<double>(header.tokens_processed()), verdict_->scale,
                                     header.delta_norm());
   }
-  assembler_->StreamTo([this](uint32_t tensor, int64_t offset, absl::Span<const float> values, double sum_of_squares) {
+  assembler_->StreamTo([this](uint32_t tensor, int64_t offset, const F32Pieces& values, double sum_of_squares) {
     return contribution_ == nullptr ? absl::OkStatus() : contribution_->Add(tensor, offset, values, sum_of_squares);
   });
   return absl::OkStatus();

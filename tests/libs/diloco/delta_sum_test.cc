@@ -1,6 +1,8 @@
 #include "pcp/diloco/delta_sum.h"
 
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <thread>
@@ -8,6 +10,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pcp/base/f32_pieces.h"
+#include "pcp/base/sum_of_squares.h"
 
 namespace pcp::diloco {
 namespace {
@@ -223,6 +227,100 @@ TEST(DeltaSumTest, ConcurrentStreamsGiveTheSequentialResult) {
       double expected = 0;
       for (int w = 0; w < kWorkers; ++w) expected += (1.0 + w) * deltas[w][t][k];
       ASSERT_NEAR(sums.data[t][k], expected / total, 1e-5) << t << "[" << k << "]";
+    }
+  }
+}
+
+// Values where received pieces hold them (F32Pieces, as a StreamTo sink gets them): the bytes
+// of `v` cut at `cuts` (ascending byte offsets).
+struct Pieces {
+  Pieces(const std::vector<float>& v, const std::vector<size_t>& cuts) {
+    const absl::string_view bytes(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+    size_t at = 0;
+    for (size_t c : cuts) {
+      views.push_back(bytes.substr(at, c - at));
+      at = c;
+    }
+    views.push_back(bytes.substr(at));
+  }
+  F32Pieces values() const { return F32Pieces(views); }
+  std::vector<absl::string_view> views;
+};
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(DeltaSumTest, ValuesInPiecesAddTheSameBitsAsOneArray) {
+  // A chunk across a lock stripe's boundary (64 Ki elements) into a sum that already holds a
+  // Δ, at weight × scale != 1: cut at every byte offset within a value, near the start, on
+  // both sides of the stripe boundary and near the end, and into pieces shorter than a value.
+  const size_t n = 70001;
+  const int64_t offset = 60000;  // the chunk covers elements [60000, 130001), stripe 0 and 1
+  const std::vector<float> first = RandomValues(n + 80000, 7, 3.0f);
+  const std::vector<float> chunk = RandomValues(n, 8, 0.01f);
+  const double norm = Norm({chunk});
+  auto add = [&](const std::function<absl::Status(DeltaSum::Contribution&)>& second) {
+    Sums sums({n + 80000});
+    DeltaSum sum(sums.spans());
+    EXPECT_TRUE(sum.Begin("a", 3.0, 0.7, Norm({first}))->Add(0, 0, first).ok());
+    auto c = sum.Begin("b", 2.0, 0.3, norm);
+    EXPECT_TRUE(second(*c).ok());
+    sum.Finish();
+    return sums.data[0];
+  };
+  // Today's scratch path: the values in one array.
+  const std::vector<float> want = add([&](DeltaSum::Contribution& c) { return c.Add(0, offset, chunk); });
+  const size_t stripe = (size_t{1} << 16) - static_cast<size_t>(offset);  // first element of stripe 1, in the chunk
+  for (size_t r = 0; r < 4; ++r) {
+    const std::vector<size_t> cuts = {1 + r, 4 * (stripe - 1) + r, 4 * stripe + r, 4 * stripe + 3 + r,
+                                      4 * (n - 2) + r};
+    const Pieces pieces(chunk, cuts);
+    EXPECT_TRUE(SameBits(add([&](DeltaSum::Contribution& c) { return c.Add(0, offset, pieces.values()); }), want))
+        << "cuts at offset " << r << " within a value";
+    // The norm given (as StreamTo's sink gets it) or summed by Add from the pieces: the same.
+    EXPECT_TRUE(SameBits(add([&](DeltaSum::Contribution& c) {
+                           return c.Add(0, offset, pieces.values(), SumOfSquares(chunk));
+                         }),
+                         want));
+  }
+  std::vector<size_t> tiny;  // pieces of 1, 2 and 3 bytes over the first values
+  for (size_t at = 1; at < 200; at += 1 + at % 3) tiny.push_back(at);
+  EXPECT_TRUE(SameBits(add([&](DeltaSum::Contribution& c) { return c.Add(0, offset, Pieces(chunk, tiny).values()); }),
+                       want));
+}
+
+TEST(DeltaSumTest, AChunkInPiecesAboveTheDeclaredNormAddsNothingOfItself) {
+  // The second chunk breaks the declaration by a value split between two pieces: none of
+  // its values is added (not even those before the split), the first chunk's are.
+  Sums sums({8});
+  DeltaSum sum(sums.spans());
+  const std::vector<float> honest = {1, 1, 1, 1}, liar = {1, 1, 100, 1};
+  auto c = sum.Begin("w", 1, 1.0, /*declared_norm=*/2.5);
+  ASSERT_TRUE(c->Add(0, 0, Pieces(honest, {6}).values()).ok());
+  const absl::Status s = c->Add(0, 4, Pieces(liar, {9}).values());
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("above the declared 2.5"));
+  EXPECT_TRUE(sum.tainted());
+  EXPECT_THAT(sum.liars(), ::testing::ElementsAre("w"));
+  EXPECT_THAT(sums.data[0], ::testing::ElementsAre(1, 1, 1, 1, 0, 0, 0, 0));  // before Finish: nothing of the liar's chunk
+  sum.Finish();
+  EXPECT_EQ(sum.covered_elements(), 4);
+}
+
+TEST(DeltaSumTest, ANonFiniteValueSplitBetweenPiecesIsRefused) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (float bad : {nan, inf, -inf}) {
+    for (size_t cut = 4; cut <= 8; ++cut) {  // every byte of the bad value (values[1])
+      Sums sums({20});
+      DeltaSum sum(sums.spans());
+      std::vector<float> v(20, 1.0f);
+      v[1] = bad;
+      const absl::Status s = sum.Begin("w", 1, 1.0, 1e30)->Add(0, 0, Pieces(v, {cut}).values());
+      EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << bad << ", cut " << cut;
+      EXPECT_THAT(s.message(), HasSubstr("not finite"));
+      EXPECT_FALSE(sum.tainted());
+      EXPECT_THAT(sums.data[0], ::testing::Each(0.0f));
     }
   }
 }

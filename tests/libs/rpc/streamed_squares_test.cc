@@ -3,9 +3,12 @@
 // the values, wherever gRPC's slices split the chunk (any byte, not only value boundaries),
 // NaN and ±inf carried into the sum as SumOfSquares carries them (so DeltaSum refuses the
 // chunk), and a CRC mismatch still refused before the sink sees anything.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -62,9 +65,9 @@ struct Received {
 // Streams `chunk`, given as `pieces`, through a TensorAssembler; what its sink got.
 absl::Status Stream(const v1::TensorChunk& chunk, const std::vector<absl::string_view>& pieces, Received* got) {
   TensorAssembler assembler;
-  assembler.StreamTo([got](int64_t offset, absl::Span<const float> values, double sum_of_squares) {
+  assembler.StreamTo([got](int64_t offset, const F32Pieces& values, double sum_of_squares) {
     ++got->calls;
-    got->values.assign(values.begin(), values.end());
+    got->values = values.ToVector();
     got->sum_of_squares = sum_of_squares;
     return offset == 0 ? absl::OkStatus() : absl::InternalError("one chunk expected");
   });
@@ -125,7 +128,7 @@ TEST(StreamedSquaresTest, NonFiniteValuesMakeTheSumNonFiniteAndDeltaSumRefusesTh
       diloco::DeltaSum sum({absl::MakeSpan(sums)});
       std::unique_ptr<diloco::DeltaSum::Contribution> c = sum.Begin("w", 1, 1, 1e30);
       TensorAssembler assembler;
-      assembler.StreamTo([&](int64_t offset, absl::Span<const float> values, double sum_of_squares) {
+      assembler.StreamTo([&](int64_t offset, const F32Pieces& values, double sum_of_squares) {
         return c->Add(0, offset, values, sum_of_squares);
       });
       const std::vector<absl::string_view> pieces = Cut(chunk.data(), {3, 1999});
@@ -151,6 +154,129 @@ TEST(StreamedSquaresTest, ACrcMismatchIsRefusedBeforeTheSink) {
     EXPECT_THAT(s.message(), HasSubstr("crc32c mismatch"));
     EXPECT_EQ(got.calls, 0);
   }
+}
+
+// What a streamed tensor adds to a DeltaSum that already holds another Δ (weight × scale != 1),
+// after Finish: its chunks given as `pieces` (each chunk's bytes cut by `cut`) through
+// TensorAssembler::StreamTo, as the shepherd adds them. `status` gets the first error.
+std::vector<float> StreamIntoSum(const Tensor& t, const std::vector<v1::TensorChunk>& chunks,
+                                 const std::function<std::vector<absl::string_view>(const std::string&)>& cut,
+                                 double declared_norm, absl::Status* status, bool* tainted = nullptr) {
+  const size_t n = static_cast<size_t>(t.num_elements());
+  std::vector<float> sums(n, 0.0f);
+  std::vector<float> other(n);
+  for (size_t i = 0; i < n; ++i) other[i] = 0.25f * static_cast<float>(i % 17) - 1.5f;
+  diloco::DeltaSum sum({absl::MakeSpan(sums)});
+  EXPECT_TRUE(sum.Begin("other", 3, 0.7, 1e30)->Add(0, 0, other).ok());
+  std::unique_ptr<diloco::DeltaSum::Contribution> c = sum.Begin("w", 2, 0.3, declared_norm);
+  TensorAssembler assembler;
+  assembler.StreamTo([&](int64_t offset, const F32Pieces& values, double sum_of_squares) {
+    return c->Add(0, offset, values, sum_of_squares);
+  });
+  *status = absl::OkStatus();
+  for (const v1::TensorChunk& chunk : chunks) {
+    const std::vector<absl::string_view> pieces = cut(chunk.data());
+    *status = assembler.AddPieces(chunk, DataPieces(pieces.data(), pieces.size()));
+    if (!status->ok()) break;
+  }
+  if (tainted != nullptr) *tainted = sum.tainted();
+  sum.Finish();
+  return sums;
+}
+
+// The same sum with the values added from one array, as the receiver did with its scratch
+// copy: `chunks_added` chunks of `chunk_values` values.
+std::vector<float> ScratchSum(const Tensor& t, int64_t chunk_values, int64_t chunks_added) {
+  const size_t n = static_cast<size_t>(t.num_elements());
+  std::vector<float> sums(n, 0.0f);
+  std::vector<float> other(n);
+  for (size_t i = 0; i < n; ++i) other[i] = 0.25f * static_cast<float>(i % 17) - 1.5f;
+  diloco::DeltaSum sum({absl::MakeSpan(sums)});
+  EXPECT_TRUE(sum.Begin("other", 3, 0.7, 1e30)->Add(0, 0, other).ok());
+  std::unique_ptr<diloco::DeltaSum::Contribution> c = sum.Begin("w", 2, 0.3, 1e30);
+  for (int64_t k = 0; k < chunks_added; ++k) {
+    const int64_t begin = k * chunk_values, end = std::min(t.num_elements(), begin + chunk_values);
+    std::vector<float> scratch(t.data<float>() + begin, t.data<float>() + end);
+    EXPECT_TRUE(c->Add(0, begin, scratch, SumOfSquares(scratch)).ok());
+  }
+  sum.Finish();
+  return sums;
+}
+
+std::vector<v1::TensorChunk> Chunks(const Tensor& t, int64_t chunk_bytes) {
+  auto chunker = TensorChunker::Create("w", t, ChunkOptions{chunk_bytes});
+  EXPECT_TRUE(chunker.ok()) << chunker.status();
+  std::vector<v1::TensorChunk> chunks;
+  while (!chunker->done()) chunker->Next(&chunks.emplace_back());
+  return chunks;
+}
+
+double Norm(const Tensor& t) {
+  return std::sqrt(SumOfSquares(absl::MakeConstSpan(t.data<float>(), static_cast<size_t>(t.num_elements()))));
+}
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(StreamedSquaresTest, ChunksAddedFromThePiecesEqualTheScratchPathAtEverySplit) {
+  // 1001 values: two pieces cut at every byte, and pieces of 1 to 3 bytes.
+  const Tensor t = Values(1001, 13);
+  const std::vector<v1::TensorChunk> chunks = {OneChunk(t)};
+  const std::vector<float> want = ScratchSum(t, 1001, 1);
+  for (size_t cut = 0; cut <= chunks[0].data().size(); ++cut) {
+    absl::Status s;
+    const std::vector<float> got = StreamIntoSum(
+        t, chunks, [cut](const std::string& d) { return Cut(d, {cut}); }, Norm(t), &s);
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_TRUE(SameBits(got, want)) << "cut at byte " << cut;
+  }
+  absl::Status s;
+  const std::vector<float> got = StreamIntoSum(
+      t, chunks,
+      [](const std::string& d) {
+        std::vector<size_t> cuts;
+        for (size_t at = 1; at < d.size(); at += 1 + at % 3) cuts.push_back(at);
+        return Cut(d, cuts);
+      },
+      Norm(t), &s);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(SameBits(got, want));
+}
+
+TEST(StreamedSquaresTest, ACrcMismatchAddsNothing) {
+  const Tensor t = Values(1001, 17);
+  const std::vector<float> nothing = ScratchSum(t, 1001, 0);
+  for (size_t flip : {size_t{0}, size_t{2001}, size_t{4003}}) {
+    std::vector<v1::TensorChunk> chunks = {OneChunk(t)};
+    std::string& bytes = *chunks[0].mutable_data();
+    bytes[flip] = static_cast<char>(bytes[flip] ^ 0x10);
+    absl::Status s;
+    bool tainted = true;
+    const std::vector<float> got = StreamIntoSum(
+        t, chunks, [](const std::string& d) { return Cut(d, {5, 2003}); }, Norm(t), &s, &tainted);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(s.message(), HasSubstr("crc32c mismatch"));
+    EXPECT_FALSE(tainted);
+    EXPECT_TRUE(SameBits(got, nothing)) << "flip at byte " << flip;
+  }
+}
+
+TEST(StreamedSquaresTest, AChunkBreakingTheDeclaredNormAddsNothingOfItself) {
+  // Three chunks of 32768 values (128 KiB); the declaration covers the first chunk only: the
+  // first is added, the second refused whole (split mid-value), the sum tainted.
+  const Tensor t = Values(3 * 32768, 19);
+  const std::vector<v1::TensorChunk> chunks = Chunks(t, kMinChunkBytes);
+  ASSERT_EQ(chunks.size(), 3u);
+  const double first_norm = std::sqrt(SumOfSquares(absl::MakeConstSpan(t.data<float>(), 32768)));
+  absl::Status s;
+  bool tainted = false;
+  const std::vector<float> got = StreamIntoSum(
+      t, chunks, [](const std::string& d) { return Cut(d, {4097, 70001}); }, first_norm, &s, &tainted);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("above the declared"));
+  EXPECT_TRUE(tainted);
+  EXPECT_TRUE(SameBits(got, ScratchSum(t, 32768, 1)));
 }
 
 }  // namespace

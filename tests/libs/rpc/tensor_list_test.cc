@@ -172,13 +172,14 @@ absl::Status StreamInto(const std::vector<v1::TensorChunk>& chunks, std::vector<
                         std::function<absl::Status(uint32_t, int64_t)> veto = {}) {
   TensorListAssembler assembler;
   if (codec) assembler.ExpectCodec(*codec);
-  assembler.StreamTo([&](uint32_t tensor, int64_t offset, absl::Span<const float> values, double sum_of_squares) -> absl::Status {
-    if (sum_of_squares != SumOfSquares(values)) return absl::InternalError("the sink's sum of squares differs from SumOfSquares");
+  assembler.StreamTo([&](uint32_t tensor, int64_t offset, const F32Pieces& values, double sum_of_squares) -> absl::Status {
+    const std::vector<float> v = values.ToVector();
+    if (sum_of_squares != SumOfSquares(v)) return absl::InternalError("the sink's sum of squares differs from SumOfSquares");
     if (veto) PCP_RETURN_IF_ERROR(veto(tensor, offset));
     if (out->size() <= tensor) out->resize(tensor + 1);
     std::vector<float>& t = (*out)[tensor];
     if (t.size() < static_cast<size_t>(offset) + values.size()) t.resize(static_cast<size_t>(offset) + values.size());
-    std::copy(values.begin(), values.end(), t.begin() + offset);
+    std::copy(v.begin(), v.end(), t.begin() + offset);
     return absl::OkStatus();
   });
   for (const v1::TensorChunk& c : chunks) PCP_RETURN_IF_ERROR(assembler.Add(c));

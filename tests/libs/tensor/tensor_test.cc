@@ -1,5 +1,7 @@
 #include "pcp/tensor/tensor.h"
 
+#include <cstdint>
+
 #include "gtest/gtest.h"
 
 namespace pcp {
@@ -36,6 +38,23 @@ TEST(TensorTest, ZeroFilledAlignedAndCloneIsDeep) {
   EXPECT_EQ(copy.data<float>()[2], 0.0f);
   EXPECT_FALSE(BitwiseEqual(t, copy));
   EXPECT_EQ(t.TypeString(), "f32[3x5]");
+}
+
+TEST(TensorTest, LargeTensorsStartOnAHugePageAndKeepTheirContentsWhenAdvised) {
+  // Sizes below, at and past kHugePageBytes, and one not a multiple of it.
+  for (int64_t elements : {int64_t{300000}, int64_t{524288}, int64_t{1000003}, int64_t{3 << 20}}) {
+    Tensor t(DType::kF32, {elements});
+    const bool large = t.byte_size() >= static_cast<int64_t>(kHugePageBytes);
+    if (large) EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % kHugePageBytes, 0u) << elements;
+    if (!large) EXPECT_FALSE(AdviseHugePages(t)) << elements;
+    if (large) AdviseHugePages(t);  // true where the kernel has THP; either way a hint only
+    float* v = t.data<float>();
+    for (int64_t i = 0; i < elements; ++i) ASSERT_EQ(v[i], 0.0f) << elements << "[" << i << "]";
+    for (int64_t i = 0; i < elements; ++i) v[i] = static_cast<float>(i % 1009);
+    const Tensor copy = t.Clone();
+    for (int64_t i = 0; i < elements; i += 997) ASSERT_EQ(copy.data<float>()[i], static_cast<float>(i % 1009));
+  }
+  EXPECT_FALSE(AdviseHugePages(Tensor()));
 }
 
 }  // namespace

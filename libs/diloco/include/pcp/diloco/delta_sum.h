@@ -7,7 +7,8 @@
 //   // per worker, once its header (declared norm, tokens) has been judged:
 //   std::unique_ptr<DeltaSum::Contribution> c = sum.Begin("node-3", /*weight=*/tokens, verdict.scale, declared_norm);
 //   PCP_RETURN_IF_ERROR(c->Add(tensor, element_offset, decoded_chunk));   // per chunk, any thread
-//   // (or c->Add(tensor, element_offset, decoded_chunk, sum_of_squares) from a StreamTo sink)
+//   // (or c->Add(tensor, element_offset, values, sum_of_squares) from a StreamTo sink: the
+//   // values F32Pieces where gRPC received them)
 //   ...
 //   sum.Finish();   // no more adds; sums[i] now hold the weighted average
 //   for (const std::string& who : sum.liars()) { ...count a refusal... }
@@ -48,6 +49,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "pcp/base/f32_pieces.h"
 
 namespace pcp::diloco {
 
@@ -88,9 +90,15 @@ class DeltaSum {
     // if something of it was added; later calls fail); FailedPrecondition too once Finish ran.
     // A chunk is added whole or not at all, also when Finish runs meanwhile.
     // `sum_of_squares`, when given, must be SumOfSquares(values) (pcp/base/sum_of_squares.h),
-    // e.g. as TensorAssembler::StreamTo computes it while copying the chunk: Add then skips
-    // its own pass over the values for the norm check (same bits either way).
+    // e.g. as TensorAssembler::StreamTo computes it while checking the chunk's CRC: Add then
+    // skips its own pass over the values for the norm check (same bits either way).
     absl::Status Add(size_t tensor, int64_t offset, absl::Span<const float> values,
+                     std::optional<double> sum_of_squares = std::nullopt) {
+      return Add(tensor, offset, F32Pieces(values), sum_of_squares);
+    }
+    // The same for values where they lie in the received pieces (a StreamTo sink's): added
+    // from there, no copy; the same bits as the values copied into one array and added.
+    absl::Status Add(size_t tensor, int64_t offset, const F32Pieces& values,
                      std::optional<double> sum_of_squares = std::nullopt);
     // The norm of the values added (or refused) so far.
     double norm() const;
@@ -129,7 +137,7 @@ class DeltaSum {
  private:
   static constexpr int kStripeShift = 16;  // 64 Ki elements per lock stripe
   static constexpr int kStripes = 256;
-  void Accumulate(size_t tensor, int64_t offset, absl::Span<const float> values, float factor);
+  void Accumulate(size_t tensor, int64_t offset, const F32Pieces& values, float factor);
   void AddWeight(size_t tensor, int64_t begin, int64_t end, double weight);
 
   std::vector<absl::Span<float>> sums_;

@@ -46,6 +46,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "pcp/base/f32_pieces.h"
 #include "pcp/codec/codec.h"
 #include "pcp/rpc/tensor_proto.h"
 #include "pcp/tensor/tensor.h"
@@ -182,15 +183,18 @@ class TensorAssembler {
 
   // Streams the tensor instead of assembling it: each chunk's values go to `sink` once the
   // chunk has been checked (CRCs, position, codec), with the element offset of its first
-  // value; an encoded chunk is decoded first. Nothing of the tensor's size is allocated (a
-  // scratch of one chunk per thread), and Take() gives an empty Tensor(). f32 tensors only, raw chunks
-  // holding whole values. An error from `sink` fails the chunk (annotated with the tensor
-  // and offset). Call before the first Add. (Streaming aggregation: pcp/diloco/delta_sum.h.)
+  // value. A raw chunk's values are handed where they lie, in the received pieces (gRPC's
+  // slices; pcp/base/f32_pieces.h), not copied; an encoded chunk is decoded first, into a
+  // scratch of one chunk per thread. Nothing of the tensor's size is allocated, and Take()
+  // gives an empty Tensor(). f32 tensors only, raw chunks holding whole values. An error
+  // from `sink` fails the chunk (annotated with the tensor and offset). The values are valid
+  // during the call only. Call before the first Add. (Streaming aggregation:
+  // pcp/diloco/delta_sum.h.)
   // The sink also gets SumOfSquares(values) (pcp/base/sum_of_squares.h, same bits), for a
-  // norm check without another pass over the values: for raw chunks it is summed while the
-  // chunk is copied (and CRC'd) from the received pieces into the scratch, each block while
-  // in cache; an encoded chunk's decoded values are summed after decoding.
-  using ValuesSink = std::function<absl::Status(int64_t element_offset, absl::Span<const float> values,
+  // norm check without another pass over the values: for raw chunks it is summed in the one
+  // read-only pass that checks the chunk's CRC, each block while in cache; an encoded chunk's
+  // decoded values are summed after decoding.
+  using ValuesSink = std::function<absl::Status(int64_t element_offset, const F32Pieces& values,
                                                 double sum_of_squares)>;
   void StreamTo(ValuesSink sink) { sink_ = std::move(sink); }
 
@@ -233,7 +237,7 @@ class TensorAssembler {
   std::string Where(uint64_t offset) const;
   // StreamTo: hands `values` (element `offset` on) and their sum of squares to the sink;
   // errors name `where`.
-  absl::Status Emit(const std::string& where, int64_t offset, absl::Span<const float> values,
+  absl::Status Emit(const std::string& where, int64_t offset, const F32Pieces& values,
                     double sum_of_squares);
 
   AssemblyLimits limits_;

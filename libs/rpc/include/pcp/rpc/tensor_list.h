@@ -93,10 +93,11 @@ class TensorListAssembler {
   }
 
   // Streams every tensor to `sink` instead of assembling it (TensorAssembler::StreamTo): the
-  // values of each checked chunk with the tensor's index in the list, the element offset and
-  // SumOfSquares(values) (computed while copying; pass it to DeltaSum::Contribution::Add).
+  // values of each checked chunk (where they lie in the received pieces, valid during the
+  // call) with the tensor's index in the list, the element offset and SumOfSquares(values)
+  // (computed while checking the CRC; pass both to DeltaSum::Contribution::Add).
   // Take() then gives the names with empty tensors. Call before the first Add.
-  using ListSink = std::function<absl::Status(uint32_t tensor, int64_t element_offset, absl::Span<const float> values,
+  using ListSink = std::function<absl::Status(uint32_t tensor, int64_t element_offset, const F32Pieces& values,
                                               double sum_of_squares)>;
   void StreamTo(ListSink sink) { sink_ = std::move(sink); }
 
