@@ -18,14 +18,11 @@ namespace {
 // 32 MiB for gRPC's buffers, which would otherwise keep a freed θ-sized tensor resident).
 constexpr size_t kMapBytes = size_t{1} << 20;
 
-// The bytes mapped for a mapped tensor of `size` bytes: from kHugePageBytes on, whole huge
-// pages (the tail past `size` is never written, so it costs no memory unless advised).
-size_t MappedBytes(size_t size) {
-  return size >= kHugePageBytes ? (size + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes : size;
-}
+// The bytes mapped for a mapped tensor of `size` bytes: whole 4 KiB pages.
+size_t MappedBytes(size_t size) { return (size + 4095) / 4096 * 4096; }
 
 // Maps MappedBytes(size) zeroed bytes; from kHugePageBytes on starting at a multiple of it, so
-// that huge pages can back all of the tensor if advised (AdviseHugePages).
+// that huge pages can back the tensor's whole 2 MiB pages if advised (AdviseHugePages).
 void* MapZeroed(size_t size) {
   const size_t mapped = MappedBytes(size);
   const size_t slack = size >= kHugePageBytes ? kHugePageBytes : 0;
@@ -84,8 +81,10 @@ bool AdviseHugePages(const Tensor& t) {
   if (!t.valid()) return false;
   const size_t size = AllocatedBytes(t.byte_size());
   if (size < kHugePageBytes) return false;
-  // Mapped by MapZeroed: from a huge page boundary, whole huge pages.
-  return ::madvise(const_cast<void*>(t.raw_data()), MappedBytes(size), MADV_HUGEPAGE) == 0;
+  // Mapped by MapZeroed from a huge page boundary. Only the whole huge pages inside the
+  // tensor are advised: a huge page over its tail would make up to 2 MiB resident that the
+  // tensor never uses (the shepherd's memory goal counts it).
+  return ::madvise(const_cast<void*>(t.raw_data()), size / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE) == 0;
 }
 
 bool BitwiseEqual(const Tensor& a, const Tensor& b) {

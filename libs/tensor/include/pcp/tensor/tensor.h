@@ -27,7 +27,7 @@ namespace pcp {
 // Alignment of every tensor allocation, in bytes (a cache line; enough for AVX-512).
 inline constexpr size_t kTensorAlignment = 64;
 // Tensors of at least this size (x86-64's transparent huge page) start at a multiple of it
-// and are mapped in whole multiples of it (AdviseHugePages).
+// (AdviseHugePages).
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 // The C++ type stored for a dtype; f16/bf16 are stored as raw uint16_t bits.
@@ -101,9 +101,10 @@ bool BitwiseEqual(const Tensor& a, const Tensor& b);
 // MADV_HUGEPAGE; in THP mode "madvise", the hosts' default, only advised memory gets them):
 // one TLB entry per 2 MiB instead of 512, for large tensors swept in full again and again
 // (the shepherd's round sums; bench/results/rpc_stream.md, section rxfuse). Call before the
-// storage is first written (pages touched before stay small). Contents are unchanged; the
-// last huge page may make up to 2 MiB past the tensor resident. False where nothing was
-// advised: a tensor below kHugePageBytes, a kernel without THP.
+// storage is first written (pages touched before stay small). Contents are unchanged; only
+// the whole 2 MiB pages inside the tensor are advised (its tail stays in small pages, so no
+// memory past its end becomes resident). False where nothing was advised: a tensor below
+// kHugePageBytes, a kernel without THP.
 bool AdviseHugePages(const Tensor& t);
 
 template <typename T>
