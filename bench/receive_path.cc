@@ -80,41 +80,38 @@ void PrintReceivePath(const std::vector<NamedTensor>& params, int64_t chunk_byte
     Check(taken.status(), "assemble");
     last = *std::move(taken);
   });
-  const double stream = MsPer100MB(reps, bytes, [&] {
-    diloco::DeltaSum sum(spans);
-    std::unique_ptr<diloco::DeltaSum::Contribution> c = sum.Begin("bench", 1, 1, norm);
-    TensorListAssembler assembler;
-    assembler.ExpectSpecs(specs);
-    assembler.StreamTo([&](uint32_t tensor, int64_t offset, const F32Pieces& values, double sum_of_squares) {
-      return c->Add(tensor, offset, values, sum_of_squares);
+  // Chunk i's data as `pieces` (at most 6) go through StreamTo into a DeltaSum.
+  auto stream_in = [&](int (*cut)(absl::string_view, absl::string_view*)) {
+    return MsPer100MB(reps, bytes, [&] {
+      diloco::DeltaSum sum(spans);
+      std::unique_ptr<diloco::DeltaSum::Contribution> c = sum.Begin("bench", 1, 1, norm);
+      TensorListAssembler assembler;
+      assembler.ExpectSpecs(specs);
+      assembler.StreamTo([&](uint32_t tensor, int64_t offset, const F32Pieces& values, double sum_of_squares) {
+        return c->Add(tensor, offset, values, sum_of_squares);
+      });
+      absl::string_view pieces[6];
+      for (size_t i = 0; i < chunks.size(); ++i) {
+        const int n = cut(piece(i), pieces);
+        Check(assembler.AddPieces(chunks.chunk(i), DataPieces(pieces, static_cast<size_t>(n))), "stream");
+      }
     });
-    for (size_t i = 0; i < chunks.size(); ++i) {
-      const absl::string_view data = piece(i);
-      Check(assembler.AddPieces(chunks.chunk(i), DataPieces(&data, 1)), "stream");
-    }
+  };
+  const double stream = stream_in([](absl::string_view data, absl::string_view* pieces) {
+    pieces[0] = data;
+    return 1;
   });
   // The same with each chunk in 6 pieces, cut at odd byte offsets (values split between
   // pieces), as gRPC's receive buffer holds a 1 MiB chunk.
-  const double stream_cut = MsPer100MB(reps, bytes, [&] {
-    diloco::DeltaSum sum(spans);
-    std::unique_ptr<diloco::DeltaSum::Contribution> c = sum.Begin("bench", 1, 1, norm);
-    TensorListAssembler assembler;
-    assembler.ExpectSpecs(specs);
-    assembler.StreamTo([&](uint32_t tensor, int64_t offset, const F32Pieces& values, double sum_of_squares) {
-      return c->Add(tensor, offset, values, sum_of_squares);
-    });
-    absl::string_view cut[6];
-    for (size_t i = 0; i < chunks.size(); ++i) {
-      const absl::string_view data = piece(i);
-      size_t at = 0;
-      for (int k = 0; k < 5; ++k) {
-        const size_t next = std::min(data.size(), (k + 1) * (data.size() / 6) + 2 * k + 1);
-        cut[k] = data.substr(at, next - at);
-        at = next;
-      }
-      cut[5] = data.substr(at);
-      Check(assembler.AddPieces(chunks.chunk(i), DataPieces(cut, 6)), "stream in pieces");
+  const double stream_cut = stream_in([](absl::string_view data, absl::string_view* pieces) {
+    size_t at = 0;
+    for (int k = 0; k < 5; ++k) {
+      const size_t next = std::min(data.size(), (k + 1) * (data.size() / 6) + 2 * k + 1);
+      pieces[k] = data.substr(at, next - at);
+      at = next;
     }
+    pieces[5] = data.substr(at);
+    return 6;
   });
   // The DeltaSum's part: the same chunks' values added straight from θ's memory.
   const double add = MsPer100MB(reps, bytes, [&] {

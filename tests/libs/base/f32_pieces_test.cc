@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "pcp/testing/byte_pieces.h"
 #include "pcp/base/sum_of_squares.h"
 
 namespace pcp {
@@ -30,17 +31,7 @@ absl::string_view BytesOf(const std::vector<float>& v) {
   return absl::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
 }
 
-// `bytes` cut at `cuts` (ascending byte offsets; equal ones give empty pieces).
-std::vector<absl::string_view> Cut(absl::string_view bytes, const std::vector<size_t>& cuts) {
-  std::vector<absl::string_view> pieces;
-  size_t at = 0;
-  for (size_t c : cuts) {
-    pieces.push_back(bytes.substr(at, c - at));
-    at = c;
-  }
-  pieces.push_back(bytes.substr(at));
-  return pieces;
-}
+using ::pcp::testing::CutBytes;
 
 // The values [begin, end) as ForEachRun hands them out, checking that the runs come in order
 // and that a value split between pieces comes alone.
@@ -85,7 +76,7 @@ TEST(F32PiecesTest, TwoPiecesCutAtEveryByte) {
   const std::vector<float> v = Values(37, 2);
   const double want = SumOfSquares(v);
   for (size_t cut = 0; cut <= v.size() * 4; ++cut) {
-    const std::vector<absl::string_view> pieces = Cut(BytesOf(v), {cut});
+    const std::vector<absl::string_view> pieces = CutBytes(BytesOf(v), {cut});
     const F32Pieces values(pieces);
     ASSERT_EQ(values.size(), v.size());
     ASSERT_TRUE(SameBits(Collect(values, 0, v.size()), v.data(), v.size())) << "cut at byte " << cut;
@@ -113,7 +104,7 @@ TEST(F32PiecesTest, EveryRangeOfPiecesShorterThanAValue) {
     at += sizes[i % 6];
     cuts.push_back(at);
   }
-  const std::vector<absl::string_view> pieces = Cut(BytesOf(v), cuts);
+  const std::vector<absl::string_view> pieces = CutBytes(BytesOf(v), cuts);
   const F32Pieces values(pieces);
   ASSERT_EQ(values.size(), v.size());
   for (size_t begin = 0; begin <= v.size(); ++begin) {
@@ -130,7 +121,7 @@ TEST(F32PiecesTest, SquareBytesEqualsSumOfSquaresForEveryShiftOfManyPieces) {
   const double want = SumOfSquares(v);
   for (size_t shift = 0; shift < 8; ++shift) {
     const std::vector<absl::string_view> pieces =
-        Cut(BytesOf(v), {1 + shift, 63 + shift, 64 + shift, 65 + shift, 2001 + shift, 2001 + shift, 3990 + shift});
+        CutBytes(BytesOf(v), {1 + shift, 63 + shift, 64 + shift, 65 + shift, 2001 + shift, 2001 + shift, 3990 + shift});
     ASSERT_TRUE(SameBits(SquareBytesOf(pieces), want)) << "shift " << shift;
     ASSERT_TRUE(SameBits(F32Pieces(pieces).ToVector(), v.data(), v.size())) << "shift " << shift;
   }
@@ -143,7 +134,7 @@ TEST(F32PiecesTest, NonFiniteValuesMakeTheSquaresNonFinite) {
       std::vector<float> v = Values(37, 5);
       v[at] = bad;
       // Cut through the bad value itself.
-      const double got = SquareBytesOf(Cut(BytesOf(v), {4 * at + 1, 4 * at + 3}));
+      const double got = SquareBytesOf(CutBytes(BytesOf(v), {4 * at + 1, 4 * at + 3}));
       EXPECT_FALSE(std::isfinite(got)) << bad << " at " << at;
       EXPECT_EQ(std::isnan(got), std::isnan(bad)) << bad << " at " << at;
     }

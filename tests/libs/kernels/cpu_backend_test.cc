@@ -374,24 +374,33 @@ TEST(CpuBackendTest, BackwardRecomputesCheapForwardValuesInsteadOfStoringThem) {
   EXPECT_EQ(AsCpu(exe)->stats().intermediate_bytes, 11 * 64 * 300 * 4) << AsCpu(exe)->DescribeSchedule();
 }
 
+// Compiles and runs the forward pass of an MLP of `layers` tanh(h · w) layers on [rows, width]
+// inputs (weights uniform in ±weight_scale), summed over `sum_dims`, on 2 threads; checks the
+// result against the interpreter and leaves the executable in *exe.
+void RunTanhMlp(int64_t rows, int64_t width, int layers, std::vector<int64_t> sum_dims, double weight_scale,
+                std::unique_ptr<Executable>* exe) {
+  FunctionBuilder b("mlp");
+  ValueId h = b.Parameter(F32({rows, width}));
+  std::vector<ValueId> weights;
+  for (int i = 0; i < layers; ++i) weights.push_back(b.Parameter(F32({width, width})));
+  for (ValueId w : weights) h = b.Tanh(b.MatMul(h, w));
+  b.Return({b.ReduceSum(h, std::move(sum_dims))});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok());
+  std::vector<Tensor> args = {RandomTensor(F32({rows, width}), 7)};
+  for (int i = 0; i < layers; ++i) args.push_back(RandomTensor(F32({width, width}), 100 + i, -weight_scale, weight_scale));
+  std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});
+  absl::StatusOr<std::vector<Tensor>> got = RunOnce(*cpu, *f, args, exe);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectAllNear(*got, *Interpret(*f, args), 1e-4, 1e-4);
+}
+
 // An arena of 2 MiB or more is allocated in huge pages where the OS offers them
 // (cpu_executable.cc): the same results as any other arena.
 TEST(CpuBackendTest, AnArenaOfSeveralMegabytesGivesTheInterpretersResults) {
-  FunctionBuilder b("wide_mlp");
-  ValueId h = b.Parameter(F32({1536, 256}));  // 1.5 MiB activations, two live at a time
-  std::vector<ValueId> weights;
-  for (int i = 0; i < 3; ++i) weights.push_back(b.Parameter(F32({256, 256})));
-  for (ValueId w : weights) h = b.Tanh(b.MatMul(h, w));
-  b.Return({b.ReduceSum(h, {0})});
-  absl::StatusOr<Function> f = b.Build();
-  ASSERT_TRUE(f.ok());
-  std::vector<Tensor> args = {RandomTensor(F32({1536, 256}), 7)};
-  for (int i = 0; i < 3; ++i) args.push_back(RandomTensor(F32({256, 256}), 200 + i, -0.1, 0.1));
-  std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});
+  // 1.5 MiB activations, two live at a time.
   std::unique_ptr<Executable> exe;
-  absl::StatusOr<std::vector<Tensor>> got = RunOnce(*cpu, *f, args, &exe);
-  ASSERT_TRUE(got.ok()) << got.status();
-  ExpectAllNear(*got, *Interpret(*f, args), 1e-4, 1e-4);
+  ASSERT_NO_FATAL_FAILURE(RunTanhMlp(1536, 256, 3, {0}, 0.1, &exe));
   const CpuExecutable* e = AsCpu(exe);
   ASSERT_NE(e, nullptr);
   EXPECT_GE(e->stats().arena_bytes, int64_t{2} << 20) << e->DescribeSchedule();
@@ -400,21 +409,8 @@ TEST(CpuBackendTest, AnArenaOfSeveralMegabytesGivesTheInterpretersResults) {
 
 TEST(CpuBackendTest, MemoryPlanSharesMemoryAndNeverOverlapsLiveBuffers) {
   // A 12-layer MLP's forward pass: most activations die quickly.
-  FunctionBuilder b("mlp");
-  ValueId h = b.Parameter(F32({64, 96}));
-  std::vector<ValueId> weights;
-  for (int i = 0; i < 12; ++i) weights.push_back(b.Parameter(F32({96, 96})));
-  for (ValueId w : weights) h = b.Tanh(b.MatMul(h, w));
-  b.Return({b.ReduceSum(h, {0, 1})});
-  absl::StatusOr<Function> f = b.Build();
-  ASSERT_TRUE(f.ok());
-  std::vector<Tensor> args = {RandomTensor(F32({64, 96}), 1)};
-  for (int i = 0; i < 12; ++i) args.push_back(RandomTensor(F32({96, 96}), 100 + i, -0.2, 0.2));
-  std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});
   std::unique_ptr<Executable> exe;
-  absl::StatusOr<std::vector<Tensor>> got = RunOnce(*cpu, *f, args, &exe);
-  ASSERT_TRUE(got.ok()) << got.status();
-  ExpectAllNear(*got, *Interpret(*f, args), 1e-4, 1e-4);
+  ASSERT_NO_FATAL_FAILURE(RunTanhMlp(64, 96, 12, {0, 1}, 0.2, &exe));
   const CpuExecutable* e = AsCpu(exe);
   ASSERT_NE(e, nullptr);
   const CpuExecutableStats st = e->stats();

@@ -15,6 +15,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pcp/testing/byte_pieces.h"
 #include "pcp/base/sum_of_squares.h"
 #include "pcp/diloco/delta_sum.h"
 #include "pcp/rpc/tensor_chunks.h"
@@ -44,17 +45,7 @@ v1::TensorChunk OneChunk(const Tensor& t) {
   return chunk;
 }
 
-// `bytes` cut at `cuts` (ascending byte offsets).
-std::vector<absl::string_view> Cut(absl::string_view bytes, const std::vector<size_t>& cuts) {
-  std::vector<absl::string_view> pieces;
-  size_t at = 0;
-  for (size_t c : cuts) {
-    pieces.push_back(bytes.substr(at, c - at));
-    at = c;
-  }
-  pieces.push_back(bytes.substr(at));
-  return pieces;
-}
+using ::pcp::testing::CutBytes;
 
 struct Received {
   int calls = 0;
@@ -84,7 +75,7 @@ TEST(StreamedSquaresTest, EqualsSumOfSquaresForTwoPiecesSplitAtEveryByte) {
   const double want = SumOfSquares(absl::MakeConstSpan(t.data<float>(), 1001));
   for (size_t cut = 0; cut <= chunk.data().size(); ++cut) {
     Received got;
-    ASSERT_TRUE(Stream(chunk, Cut(chunk.data(), {cut}), &got).ok()) << "cut at byte " << cut;
+    ASSERT_TRUE(Stream(chunk, CutBytes(chunk.data(), {cut}), &got).ok()) << "cut at byte " << cut;
     ASSERT_EQ(got.calls, 1);
     ASSERT_TRUE(SameBits(got.sum_of_squares, want)) << "cut at byte " << cut << ": " << got.sum_of_squares << " vs " << want;
     ASSERT_EQ(std::memcmp(got.values.data(), t.data<float>(), 1001 * 4), 0) << "cut at byte " << cut;
@@ -102,7 +93,7 @@ TEST(StreamedSquaresTest, EqualsSumOfSquaresForManyPiecesAcrossCopyBlocks) {
     const std::vector<size_t> cuts = {1 + shift, 32767 + shift, 32768 + 3 + shift, 65536 - 5 + shift,
                                       98304 + 2 + shift, 200001 + shift};
     Received got;
-    ASSERT_TRUE(Stream(chunk, Cut(chunk.data(), cuts), &got).ok()) << "shift " << shift;
+    ASSERT_TRUE(Stream(chunk, CutBytes(chunk.data(), cuts), &got).ok()) << "shift " << shift;
     EXPECT_TRUE(SameBits(got.sum_of_squares, want)) << "shift " << shift << ": " << got.sum_of_squares << " vs " << want;
     EXPECT_EQ(std::memcmp(got.values.data(), t.data<float>(), static_cast<size_t>(n) * 4), 0) << "shift " << shift;
   }
@@ -119,7 +110,7 @@ TEST(StreamedSquaresTest, NonFiniteValuesMakeTheSumNonFiniteAndDeltaSumRefusesTh
       const v1::TensorChunk chunk = OneChunk(t);
       const double want = SumOfSquares(absl::MakeConstSpan(t.data<float>(), static_cast<size_t>(n)));
       Received got;
-      ASSERT_TRUE(Stream(chunk, Cut(chunk.data(), {7, 2001}), &got).ok());
+      ASSERT_TRUE(Stream(chunk, CutBytes(chunk.data(), {7, 2001}), &got).ok());
       EXPECT_FALSE(std::isfinite(got.sum_of_squares)) << "value " << bad << " at " << at;
       EXPECT_EQ(std::isnan(got.sum_of_squares), std::isnan(want)) << "value " << bad << " at " << at;
 
@@ -131,7 +122,7 @@ TEST(StreamedSquaresTest, NonFiniteValuesMakeTheSumNonFiniteAndDeltaSumRefusesTh
       assembler.StreamTo([&](int64_t offset, const F32Pieces& values, double sum_of_squares) {
         return c->Add(0, offset, values, sum_of_squares);
       });
-      const std::vector<absl::string_view> pieces = Cut(chunk.data(), {3, 1999});
+      const std::vector<absl::string_view> pieces = CutBytes(chunk.data(), {3, 1999});
       const absl::Status s = assembler.AddPieces(chunk, DataPieces(pieces.data(), pieces.size()));
       EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
       EXPECT_THAT(s.message(), HasSubstr("not finite"));
@@ -149,11 +140,19 @@ TEST(StreamedSquaresTest, ACrcMismatchIsRefusedBeforeTheSink) {
     std::string bytes = chunk.data();
     bytes[flip] = static_cast<char>(bytes[flip] ^ 0x10);
     Received got;
-    const absl::Status s = Stream(chunk, Cut(bytes, {5, 2003}), &got);
+    const absl::Status s = Stream(chunk, CutBytes(bytes, {5, 2003}), &got);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_THAT(s.message(), HasSubstr("crc32c mismatch"));
     EXPECT_EQ(got.calls, 0);
   }
+}
+
+// Another Δ of `n` values (weight 3, scale 0.7) in `sum`, so that the one under test is added
+// to something with weight × scale != 1.
+void AddOtherDelta(diloco::DeltaSum& sum, int64_t n) {
+  std::vector<float> other(static_cast<size_t>(n));
+  for (size_t i = 0; i < other.size(); ++i) other[i] = 0.25f * static_cast<float>(i % 17) - 1.5f;
+  EXPECT_TRUE(sum.Begin("other", 3, 0.7, 1e30)->Add(0, 0, other).ok());
 }
 
 // What a streamed tensor adds to a DeltaSum that already holds another Δ (weight × scale != 1),
@@ -162,12 +161,9 @@ TEST(StreamedSquaresTest, ACrcMismatchIsRefusedBeforeTheSink) {
 std::vector<float> StreamIntoSum(const Tensor& t, const std::vector<v1::TensorChunk>& chunks,
                                  const std::function<std::vector<absl::string_view>(const std::string&)>& cut,
                                  double declared_norm, absl::Status* status, bool* tainted = nullptr) {
-  const size_t n = static_cast<size_t>(t.num_elements());
-  std::vector<float> sums(n, 0.0f);
-  std::vector<float> other(n);
-  for (size_t i = 0; i < n; ++i) other[i] = 0.25f * static_cast<float>(i % 17) - 1.5f;
+  std::vector<float> sums(static_cast<size_t>(t.num_elements()), 0.0f);
   diloco::DeltaSum sum({absl::MakeSpan(sums)});
-  EXPECT_TRUE(sum.Begin("other", 3, 0.7, 1e30)->Add(0, 0, other).ok());
+  AddOtherDelta(sum, t.num_elements());
   std::unique_ptr<diloco::DeltaSum::Contribution> c = sum.Begin("w", 2, 0.3, declared_norm);
   TensorAssembler assembler;
   assembler.StreamTo([&](int64_t offset, const F32Pieces& values, double sum_of_squares) {
@@ -187,12 +183,9 @@ std::vector<float> StreamIntoSum(const Tensor& t, const std::vector<v1::TensorCh
 // The same sum with the values added from one array, as the receiver did with its scratch
 // copy: `chunks_added` chunks of `chunk_values` values.
 std::vector<float> ScratchSum(const Tensor& t, int64_t chunk_values, int64_t chunks_added) {
-  const size_t n = static_cast<size_t>(t.num_elements());
-  std::vector<float> sums(n, 0.0f);
-  std::vector<float> other(n);
-  for (size_t i = 0; i < n; ++i) other[i] = 0.25f * static_cast<float>(i % 17) - 1.5f;
+  std::vector<float> sums(static_cast<size_t>(t.num_elements()), 0.0f);
   diloco::DeltaSum sum({absl::MakeSpan(sums)});
-  EXPECT_TRUE(sum.Begin("other", 3, 0.7, 1e30)->Add(0, 0, other).ok());
+  AddOtherDelta(sum, t.num_elements());
   std::unique_ptr<diloco::DeltaSum::Contribution> c = sum.Begin("w", 2, 0.3, 1e30);
   for (int64_t k = 0; k < chunks_added; ++k) {
     const int64_t begin = k * chunk_values, end = std::min(t.num_elements(), begin + chunk_values);
@@ -227,7 +220,7 @@ TEST(StreamedSquaresTest, ChunksAddedFromThePiecesEqualTheScratchPathAtEverySpli
   for (size_t cut = 0; cut <= chunks[0].data().size(); ++cut) {
     absl::Status s;
     const std::vector<float> got = StreamIntoSum(
-        t, chunks, [cut](const std::string& d) { return Cut(d, {cut}); }, Norm(t), &s);
+        t, chunks, [cut](const std::string& d) { return CutBytes(d, {cut}); }, Norm(t), &s);
     ASSERT_TRUE(s.ok()) << s;
     ASSERT_TRUE(SameBits(got, want)) << "cut at byte " << cut;
   }
@@ -237,7 +230,7 @@ TEST(StreamedSquaresTest, ChunksAddedFromThePiecesEqualTheScratchPathAtEverySpli
       [](const std::string& d) {
         std::vector<size_t> cuts;
         for (size_t at = 1; at < d.size(); at += 1 + at % 3) cuts.push_back(at);
-        return Cut(d, cuts);
+        return CutBytes(d, cuts);
       },
       Norm(t), &s);
   ASSERT_TRUE(s.ok()) << s;
@@ -254,7 +247,7 @@ TEST(StreamedSquaresTest, ACrcMismatchAddsNothing) {
     absl::Status s;
     bool tainted = true;
     const std::vector<float> got = StreamIntoSum(
-        t, chunks, [](const std::string& d) { return Cut(d, {5, 2003}); }, Norm(t), &s, &tainted);
+        t, chunks, [](const std::string& d) { return CutBytes(d, {5, 2003}); }, Norm(t), &s, &tainted);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_THAT(s.message(), HasSubstr("crc32c mismatch"));
     EXPECT_FALSE(tainted);
@@ -272,7 +265,7 @@ TEST(StreamedSquaresTest, AChunkBreakingTheDeclaredNormAddsNothingOfItself) {
   absl::Status s;
   bool tainted = false;
   const std::vector<float> got = StreamIntoSum(
-      t, chunks, [](const std::string& d) { return Cut(d, {4097, 70001}); }, first_norm, &s, &tainted);
+      t, chunks, [](const std::string& d) { return CutBytes(d, {4097, 70001}); }, first_norm, &s, &tainted);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(s.message(), HasSubstr("above the declared"));
   EXPECT_TRUE(tainted);
