@@ -77,14 +77,17 @@ std::string Tensor::TypeString() const {
   return absl::StrCat(MlirName(dtype_), "[", ShapeToString(shape_), "]");
 }
 
+bool AdviseHugePages(void* data, size_t bytes) {
+  // Only the whole huge pages inside the memory: a huge page over its tail would make up to
+  // 2 MiB resident that nothing uses (the shepherd's memory goal counts it).
+  const size_t advised = bytes / kHugePageBytes * kHugePageBytes;
+  if (data == nullptr || advised == 0 || reinterpret_cast<uintptr_t>(data) % kHugePageBytes != 0) return false;
+  return ::madvise(data, advised, MADV_HUGEPAGE) == 0;
+}
+
 bool AdviseHugePages(const Tensor& t) {
-  if (!t.valid()) return false;
-  const size_t size = AllocatedBytes(t.byte_size());
-  if (size < kHugePageBytes) return false;
-  // Mapped by MapZeroed from a huge page boundary. Only the whole huge pages inside the
-  // tensor are advised: a huge page over its tail would make up to 2 MiB resident that the
-  // tensor never uses (the shepherd's memory goal counts it).
-  return ::madvise(const_cast<void*>(t.raw_data()), size / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE) == 0;
+  // Mapped by MapZeroed from a huge page boundary when at least kHugePageBytes.
+  return t.valid() && AdviseHugePages(const_cast<void*>(t.raw_data()), AllocatedBytes(t.byte_size()));
 }
 
 bool BitwiseEqual(const Tensor& a, const Tensor& b) {

@@ -5,6 +5,7 @@
 //   CpuRun a = RunOnCpu(f, args, {.threads = 2, .expression_ops = false});
 //   CpuRun b = RunOnCpu(f, args, {.threads = 2});
 //   EXPECT_TRUE(SameBitsOrBothNaN(a.results[0], b.results[0]));
+//   EXPECT_TRUE(AllSameBitsOrBothNaN(a.results, b.results));
 #ifndef PCP_TESTS_LIBS_KERNELS_CPU_RUN_H_
 #define PCP_TESTS_LIBS_KERNELS_CPU_RUN_H_
 
@@ -68,6 +69,17 @@ inline ::testing::AssertionResult SameBitsOrBothNaN(const Tensor& a, const Tenso
     if (std::isnan(x) && std::isnan(y)) continue;
     if (std::memcmp(&x, &y, sizeof(float)) != 0) {
       return ::testing::AssertionFailure() << "element " << i << ": " << x << " vs " << y;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// SameBitsOrBothNaN for every result of two runs (the same count), naming the first that differs.
+inline ::testing::AssertionResult AllSameBitsOrBothNaN(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return ::testing::AssertionFailure() << a.size() << " vs " << b.size() << " results";
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (::testing::AssertionResult r = SameBitsOrBothNaN(a[i], b[i]); !r) {
+      return ::testing::AssertionFailure() << "result " << i << ": " << r.message();
     }
   }
   return ::testing::AssertionSuccess();

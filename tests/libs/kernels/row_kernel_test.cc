@@ -33,7 +33,7 @@ TensorType F32(Shape s) { return {DType::kF32, std::move(s)}; }
 constexpr int64_t kB = 3, kT = 37;
 
 using RunResult = ::pcp::testing::CpuRun;
-using ::pcp::testing::SameBitsOrBothNaN;
+using ::pcp::testing::AllSameBitsOrBothNaN;
 
 RunResult CompileAndRun(const Function& f, const std::vector<Tensor>& args, bool row_values, int threads) {
   return ::pcp::testing::RunOnCpu(f, args, {.threads = threads, .row_values = row_values});
@@ -146,11 +146,7 @@ void CheckRowKernel(const Function& f, int64_t c, int max_kernels) {
     }
     for (int threads : {1, 2, 3}) {
       const RunResult got = CompileAndRun(f, args, /*row_values=*/true, threads);
-      ASSERT_EQ(got.results.size(), reference.results.size());
-      for (size_t i = 0; i < got.results.size(); ++i) {
-        EXPECT_TRUE(SameBitsOrBothNaN(got.results[i], reference.results[i]))
-            << "result " << i << ", " << threads << " threads";
-      }
+      EXPECT_TRUE(AllSameBitsOrBothNaN(got.results, reference.results)) << threads << " threads";
       if (c <= 512) {
         EXPECT_LE(got.kernels, max_kernels) << got.schedule;
         EXPECT_LT(got.kernels, reference.kernels) << got.schedule << "\nvs\n" << reference.schedule;
@@ -191,11 +187,7 @@ TEST(RowKernelTest, GptTrainStepIsBitwiseIdentical) {
   for (int threads : {1, 2}) {
     const RunResult fused = CompileAndRun(s->step, s->args, true, threads);
     const RunResult separate = CompileAndRun(s->step, s->args, false, threads);
-    ASSERT_EQ(fused.results.size(), separate.results.size());
-    for (size_t i = 0; i < fused.results.size(); ++i) {
-      EXPECT_TRUE(SameBitsOrBothNaN(fused.results[i], separate.results[i]))
-          << "result " << i << ", " << threads << " threads";
-    }
+    EXPECT_TRUE(AllSameBitsOrBothNaN(fused.results, separate.results)) << threads << " threads";
     // Per LayerNorm 4 kernels fewer forward (5 -> 1), at least 3 backward.
     EXPECT_LE(fused.kernels, separate.kernels - 5 * 7) << fused.schedule;
   }

@@ -1,6 +1,7 @@
 #include "pcp/tensor/tensor.h"
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "gtest/gtest.h"
 
@@ -45,9 +46,12 @@ TEST(TensorTest, LargeTensorsStartOnAHugePageAndKeepTheirContentsWhenAdvised) {
   for (int64_t elements : {int64_t{300000}, int64_t{524288}, int64_t{1000003}, int64_t{3 << 20}}) {
     Tensor t(DType::kF32, {elements});
     const bool large = t.byte_size() >= static_cast<int64_t>(kHugePageBytes);
-    if (large) EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % kHugePageBytes, 0u) << elements;
-    if (!large) EXPECT_FALSE(AdviseHugePages(t)) << elements;
-    if (large) AdviseHugePages(t);  // true where the kernel has THP; either way a hint only
+    if (large) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % kHugePageBytes, 0u) << elements;
+      AdviseHugePages(t);  // true where the kernel has THP; either way a hint only
+    } else {
+      EXPECT_FALSE(AdviseHugePages(t)) << elements;
+    }
     float* v = t.data<float>();
     for (int64_t i = 0; i < elements; ++i) ASSERT_EQ(v[i], 0.0f) << elements << "[" << i << "]";
     for (int64_t i = 0; i < elements; ++i) v[i] = static_cast<float>(i % 1009);
@@ -55,6 +59,12 @@ TEST(TensorTest, LargeTensorsStartOnAHugePageAndKeepTheirContentsWhenAdvised) {
     for (int64_t i = 0; i < elements; i += 997) ASSERT_EQ(copy.data<float>()[i], static_cast<float>(i % 1009));
   }
   EXPECT_FALSE(AdviseHugePages(Tensor()));
+  // Raw memory: only from a huge page boundary, and only whole huge pages.
+  void* p = std::aligned_alloc(kHugePageBytes, 2 * kHugePageBytes);
+  ASSERT_NE(p, nullptr);
+  EXPECT_FALSE(AdviseHugePages(static_cast<char*>(p) + 4096, kHugePageBytes));
+  EXPECT_FALSE(AdviseHugePages(p, kHugePageBytes - 1));
+  std::free(p);
 }
 
 }  // namespace

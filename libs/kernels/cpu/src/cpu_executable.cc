@@ -7,11 +7,8 @@
 #include <cstring>
 #include <new>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include "absl/strings/str_cat.h"
+#include "pcp/tensor/tensor.h"
 #include "cpu_buffer.h"
 #include "memory_plan.h"
 
@@ -27,19 +24,14 @@ uint8_t* AllocateAligned(int64_t bytes) {
 // The arena of a large program (the GPT train step's is ~34 MB, more than L3) in 2 MiB
 // pages where the kernel offers transparent huge pages on request (`madvise` mode): each
 // kernel's operands then span a few TLB entries instead of hundreds of 4 KiB pages, whose
-// misses are two-level page walks in a virtual machine. Below 2 MiB, or without THP, plain
-// 64-byte-aligned memory (a small arena must not take a whole huge page).
+// misses are two-level page walks in a virtual machine. Below 2 MiB, plain 64-byte-aligned
+// memory (a small arena must not take a whole huge page).
 uint8_t* AllocateArena(int64_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr int64_t kHugePage = int64_t{1} << 21;
-  if (bytes >= kHugePage) {
-    const size_t size = static_cast<size_t>((bytes + kHugePage - 1) / kHugePage * kHugePage);
-    void* p = std::aligned_alloc(static_cast<size_t>(kHugePage), size);
-    if (p != nullptr) madvise(p, size, MADV_HUGEPAGE);  // advice only: failing is harmless
-    return static_cast<uint8_t*>(p);
-  }
-#endif
-  return AllocateAligned(bytes);
+  constexpr int64_t kHugePage = static_cast<int64_t>(kHugePageBytes);
+  if (bytes < kHugePage) return AllocateAligned(bytes);
+  void* p = std::aligned_alloc(kHugePageBytes, static_cast<size_t>((bytes + kHugePage - 1) / kHugePage * kHugePage));
+  AdviseHugePages(p, static_cast<size_t>(bytes));  // advice only: failing is harmless
+  return static_cast<uint8_t*>(p);
 }
 
 bool Contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }

@@ -61,6 +61,16 @@ float Apply(float a, float b) {
   if constexpr (k == K::kMin) return MinF(a, b);
 }
 
+// Appends a node's signature: "name(operand,operand...)".
+template <typename First, typename... Rest>
+void AppendCall(std::string& out, std::string_view name) {
+  out += name;
+  out += '(';
+  First::Name(out);
+  ((out += ',', Rest::Name(out)), ...);
+  out += ')';
+}
+
 // Tree nodes: kLeaves is one more than the highest leaf number below. Sources are f32
 // registers, or i1 registers (bytes 0 / 1) for a select's condition.
 template <int I>
@@ -81,26 +91,14 @@ template <K k, typename A>
 struct Unary {
   static constexpr int kLeaves = A::kLeaves;
   static float Eval(const void* const* s, int64_t i) { return Apply<k>(A::Eval(s, i)); }
-  static void Name(std::string& out) {
-    out += NodeName(k);
-    out += '(';
-    A::Name(out);
-    out += ')';
-  }
+  static void Name(std::string& out) { AppendCall<A>(out, NodeName(k)); }
 };
 
 template <K k, typename A, typename B>
 struct Binary {
   static constexpr int kLeaves = std::max(A::kLeaves, B::kLeaves);
   static float Eval(const void* const* s, int64_t i) { return Apply<k>(A::Eval(s, i), B::Eval(s, i)); }
-  static void Name(std::string& out) {
-    out += NodeName(k);
-    out += '(';
-    A::Name(out);
-    out += ',';
-    B::Name(out);
-    out += ')';
-  }
+  static void Name(std::string& out) { AppendCall<A, B>(out, NodeName(k)); }
 };
 
 // compare (an i1 result, only as a select's condition) and select, as SelectLoop and
@@ -111,29 +109,14 @@ struct Compare {
   static bool Eval(const void* const* s, int64_t i) {
     return CompareValues<D>(A::Eval(s, i), B::Eval(s, i));
   }
-  static void Name(std::string& out) {
-    out += CompareNodeName(D);
-    out += '(';
-    A::Name(out);
-    out += ',';
-    B::Name(out);
-    out += ')';
-  }
+  static void Name(std::string& out) { AppendCall<A, B>(out, CompareNodeName(D)); }
 };
 
 template <typename P, typename A, typename B>
 struct Select {
   static constexpr int kLeaves = std::max({P::kLeaves, A::kLeaves, B::kLeaves});
   static float Eval(const void* const* s, int64_t i) { return P::Eval(s, i) ? A::Eval(s, i) : B::Eval(s, i); }
-  static void Name(std::string& out) {
-    out += "select(";
-    P::Name(out);
-    out += ',';
-    A::Name(out);
-    out += ',';
-    B::Name(out);
-    out += ')';
-  }
+  static void Name(std::string& out) { AppendCall<P, A, B>(out, "select"); }
 };
 
 template <typename E>

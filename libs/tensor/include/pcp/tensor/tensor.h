@@ -106,6 +106,9 @@ bool BitwiseEqual(const Tensor& a, const Tensor& b);
 // memory past its end becomes resident). False where nothing was advised: a tensor below
 // kHugePageBytes, a kernel without THP.
 bool AdviseHugePages(const Tensor& t);
+// The same for `bytes` of other memory starting at `data`, which must be kHugePageBytes-aligned
+// (false otherwise): e.g. a backend's arena from aligned_alloc(kHugePageBytes, ...).
+bool AdviseHugePages(void* data, size_t bytes);
 
 template <typename T>
 Tensor Tensor::FromVector(Shape shape, const std::vector<T>& values) {
