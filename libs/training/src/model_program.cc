@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "pcp/autodiff/passes.h"
+#include "pcp/autodiff/remat.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/models/gpt.h"
 #include "pcp/training/gpt_program.h"
@@ -69,6 +70,7 @@ absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoo
                        _ << "building the train step of " << job.model.stablehlo);
   p.train_step.name = "train_step";
   PCP_RETURN_IF_ERROR(RunStandardPasses(p.train_step), _ << "optimizing train_step");
+  PCP_RETURN_IF_ERROR(Rematerialize(p.train_step).status(), _ << "rematerialising in train_step");
   p.eval_loss = std::move(import.model.forward);
   p.eval_loss.name = "eval_loss";
   p.initial_params = std::move(import.model.initial);
