@@ -7,8 +7,8 @@
 //       [--expression_ops=false]   (CPU loop kernels one pass per op, for A/B runs)
 //       [--row_values=false]       (CPU per-row ops in kernels of their own, for A/B runs)
 //       [--print_losses]           (every step's loss in hex, to compare builds bit for bit)
-//       [--remat=false]            (keep GELU's and LayerNorm's outputs for the backward instead
-//                                   of recomputing them there, pcp/autodiff/remat.h, for A/B runs)
+//       [--remat]                  (recompute GELU's and LayerNorm's outputs in the backward instead
+//                                   of keeping them, pcp/autodiff/remat.h, for A/B runs)
 //
 // ms/step is the mean over the timed steps; "median step" the median of the steps timed one
 // by one, which bursts of other load on a shared machine move less.
@@ -61,7 +61,7 @@ ABSL_FLAG(int64_t, vocab_size, 65, "");
 ABSL_FLAG(bool, torch, true, "also time PyTorch");
 ABSL_FLAG(bool, expression_ops, true, "CPU backend: fuse elementwise trees into expression ops (false: one pass per op)");
 ABSL_FLAG(bool, print_losses, false, "print every step's loss with %a (bitwise comparisons of builds and options)");
-ABSL_FLAG(bool, remat, true, "rematerialise cheap elementwise values in the backward (false: keep them)");
+ABSL_FLAG(bool, remat, false, "rematerialise cheap elementwise values in the backward (GptProgramOptions)");
 ABSL_FLAG(bool, row_values, true, "CPU backend: per-row ops (LayerNorm's mean, rstd) join row kernels (false: own kernels)");
 
 namespace pcp {
