@@ -6,6 +6,9 @@
 //       [--n_layer=4 --n_head=4 --n_embd=128 --block_size=64 --batch_size=12 --vocab_size=65]
 //       [--expression_ops=false]   (CPU loop kernels one pass per op, for A/B runs)
 //       [--row_values=false]       (CPU per-row ops in kernels of their own, for A/B runs)
+//       [--print_losses]           (every step's loss in hex, to compare builds bit for bit)
+//       [--remat]                  (recompute GELU's and LayerNorm's outputs in the backward instead
+//                                   of keeping them, pcp/autodiff/remat.h, for A/B runs)
 //
 // ms/step is the mean over the timed steps; "median step" the median of the steps timed one
 // by one, which bursts of other load on a shared machine move less.
@@ -57,6 +60,8 @@ ABSL_FLAG(int64_t, batch_size, 12, "");
 ABSL_FLAG(int64_t, vocab_size, 65, "");
 ABSL_FLAG(bool, torch, true, "also time PyTorch");
 ABSL_FLAG(bool, expression_ops, true, "CPU backend: fuse elementwise trees into expression ops (false: one pass per op)");
+ABSL_FLAG(bool, print_losses, false, "print every step's loss with %a (bitwise comparisons of builds and options)");
+ABSL_FLAG(bool, remat, false, "rematerialise cheap elementwise values in the backward (GptProgramOptions)");
 ABSL_FLAG(bool, row_values, true, "CPU backend: per-row ops (LayerNorm's mean, rstd) join row kernels (false: own kernels)");
 
 namespace pcp {
@@ -101,6 +106,7 @@ absl::StatusOr<Timing> TimeOurs(const GptProgram& program, const std::vector<Ten
       auto t = std::chrono::steady_clock::now();
       auto loss = loop.Step(*batch, 1e-3f);
       if (!loss.ok()) return loss.status();
+      if (absl::GetFlag(FLAGS_print_losses)) std::printf("loss %a\n", static_cast<double>(*loss));
       step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count());
     }
     return absl::OkStatus();
@@ -229,13 +235,27 @@ int Main() {
               (long long)m.n_layer, (long long)m.n_head, (long long)m.n_embd, (long long)m.block_size,
               (long long)batch, (long long)m.vocab_size);
   auto program = BuildGptProgram(m, batch, AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8,
-                                                       .weight_decay = 0.1, .grad_clip = 1.0});
+                                                       .weight_decay = 0.1, .grad_clip = 1.0},
+                                  GptProgramOptions{.rematerialize = absl::GetFlag(FLAGS_remat)});
   if (!program.ok()) return Fail(program.status());
   auto init = InitGptParams(m, 1337);
   if (!init.ok()) return Fail(init.status());
   std::vector<Tensor> params;
   for (const NamedTensor& t : *init) params.push_back(t.tensor);
   std::printf("train_step: %zu instructions after passes\n", program->train_step.instructions.size());
+  std::printf("remat: %d values recomputed (%d instructions), peak live bytes in program order %.2f -> %.2f MB\n",
+              program->remat.values, program->remat.instructions_added, program->remat.peak_before * 1e-6,
+              program->remat.peak_after * 1e-6);
+  {
+    std::unique_ptr<Backend> cpu = CreateCpuBackend(CpuBackendOptions{.threads = 1});
+    auto exe = cpu->Compile(program->train_step);
+    if (!exe.ok()) return Fail(exe.status());
+    if (const auto* c = dynamic_cast<const CpuExecutable*>(exe->get())) {
+      const CpuExecutableStats st = c->stats();
+      std::printf("cpu: arena %.2f MB, %d kernels (%d loops, %d dots, %d copies)\n", st.arena_bytes * 1e-6,
+                  st.num_kernels, st.num_fused_kernels, st.num_dot_kernels, st.num_copy_kernels);
+    }
+  }
 
   Timing best_ours{0, 1e300};
   SgemmLimit best_limit;

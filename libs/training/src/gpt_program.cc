@@ -6,7 +6,8 @@
 
 namespace pcp {
 
-absl::StatusOr<GptProgram> BuildGptProgram(const GPTConfig& model, int64_t batch_size, const AdamWConfig& adamw) {
+absl::StatusOr<GptProgram> BuildGptProgram(const GPTConfig& model, int64_t batch_size, const AdamWConfig& adamw,
+                                           const GptProgramOptions& options) {
   PCP_RETURN_IF_ERROR(model.Validate());
   if (batch_size <= 0) return absl::InvalidArgumentError("batch_size must be positive");
   GptProgram p;
@@ -16,6 +17,9 @@ absl::StatusOr<GptProgram> BuildGptProgram(const GPTConfig& model, int64_t batch
   PCP_ASSIGN_OR_RETURN(p.train_step, BuildTrainStep(forward, adamw));
   p.train_step.name = "train_step";
   PCP_RETURN_IF_ERROR(RunStandardPasses(p.train_step), _ << "optimizing train_step");
+  if (options.rematerialize) {
+    PCP_ASSIGN_OR_RETURN(p.remat, Rematerialize(p.train_step), _ << "rematerialising in train_step");
+  }
   p.eval_loss = std::move(forward);
   p.eval_loss.name = "eval_loss";
   PCP_RETURN_IF_ERROR(RunStandardPasses(p.eval_loss), _ << "optimizing eval_loss");

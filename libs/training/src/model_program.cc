@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "pcp/autodiff/passes.h"
+#include "pcp/autodiff/remat.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/models/gpt.h"
 #include "pcp/training/gpt_program.h"
@@ -38,14 +39,15 @@ AdamWConfig AdamWOf(const OptimizerConfig& o) {
                      .grad_clip = o.grad_clip};
 }
 
-absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoots& roots) {
+absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoots& roots,
+                                             const GptProgramOptions& options) {
   ModelProgram p;
   p.summary = ModelSummary(job.model);
   p.batch_size = job.training.batch_size;
   p.block_size = job.model.block_size;
   if (!job.model.imported()) {
     const GPTConfig model = job.model.ToGPTConfig();
-    PCP_ASSIGN_OR_RETURN(GptProgram gpt, BuildGptProgram(model, job.training.batch_size, AdamWOf(job.optimizer)));
+    PCP_ASSIGN_OR_RETURN(GptProgram gpt, BuildGptProgram(model, job.training.batch_size, AdamWOf(job.optimizer), options));
     p.train_step = std::move(gpt.train_step);
     p.eval_loss = std::move(gpt.eval_loss);
     p.logits = std::move(gpt.logits);
@@ -69,6 +71,9 @@ absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoo
                        _ << "building the train step of " << job.model.stablehlo);
   p.train_step.name = "train_step";
   PCP_RETURN_IF_ERROR(RunStandardPasses(p.train_step), _ << "optimizing train_step");
+  if (options.rematerialize) {
+    PCP_RETURN_IF_ERROR(Rematerialize(p.train_step).status(), _ << "rematerialising in train_step");
+  }
   p.eval_loss = std::move(import.model.forward);
   p.eval_loss.name = "eval_loss";
   p.initial_params = std::move(import.model.initial);

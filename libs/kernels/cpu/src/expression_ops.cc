@@ -198,6 +198,10 @@ void RegisterGpt(Registry& r) {
       r);
   Register<Erf<Mul<L0, L1>>>(r);
   Register<Exp<Neg<Mul<L0, L0>>>>(r);
+  // ... with GELU's output recomputed in the gradient's kernel (pcp/autodiff/remat.h): h / 2
+  // and 1 + erf are read twice there (output and gradient), so the trees end at them.
+  Register<Add<Mul<Mul<L0, L1>, L2>, Mul<Mul<Mul<L0, L3>, Mul<L4, Exp<Neg<Mul<L5, L5>>>>>, L6>>>(r);
+  Register<Add<Erf<L0>, L1>>(r);
   // LayerNorm: (x - mean) rstd w + b and its gradient's pieces; its statistics' squares.
   Register<Add<Mul<Mul<L0, L1>, L2>, L3>>(r);
   Register<Mul<Mul<L0, L1>, Sub<L2, L3>>>(r);

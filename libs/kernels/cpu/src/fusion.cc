@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <queue>
+#include <unordered_map>
 
 #include "fused_kernel.h"
 
@@ -77,6 +78,7 @@ class Fuser {
     reduce_n_.assign(n, 0);
     sizes_.resize(n);
     stamp_.assign(n, 0);
+    FindTwins();
   }
 
   FusionPlan Run() {
@@ -126,6 +128,54 @@ class Fuser {
   int Find(int x) {
     while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
     return x;
+  }
+
+  // twin_[i]: the first instruction computing the same value as instruction i (same op,
+  // attributes, type and operands, up to twins), i itself if none. After CSE the only twins
+  // are copies that a rematerialisation pass (pcp/autodiff/remat.h) made on purpose, to be
+  // computed again where they are needed late.
+  void FindTwins() {
+    const size_t n = f_.instructions.size();
+    twin_.resize(n);
+    has_twin_.assign(n, false);
+    std::vector<ValueId> same(static_cast<size_t>(f_.num_values()));
+    for (size_t v = 0; v < same.size(); ++v) same[v] = static_cast<ValueId>(v);
+    std::unordered_map<uint64_t, std::vector<int>> seen;
+    for (size_t i = 0; i < n; ++i) {
+      const Instruction& inst = f_.instructions[i];
+      twin_[i] = static_cast<int>(i);
+      if (!a_.live[i] || inst.op == Op::kConstant) continue;
+      uint64_t h = static_cast<uint64_t>(inst.op) * 0x9E3779B97F4A7C15ull;
+      for (ValueId o : inst.operands) h = (h ^ static_cast<uint64_t>(same[o])) * 0x100000001B3ull;
+      for (int64_t d : f_.type(inst.result).shape) h = (h ^ static_cast<uint64_t>(d)) * 0x100000001B3ull;
+      for (int j : seen[h]) {
+        const Instruction& e = f_.instructions[j];
+        if (e.op != inst.op || e.operands.size() != inst.operands.size() || f_.type(e.result) != f_.type(inst.result) ||
+            !AttributesEqual(e.attrs, inst.attrs)) {
+          continue;
+        }
+        bool equal = true;
+        for (size_t k = 0; k < e.operands.size(); ++k) equal = equal && same[e.operands[k]] == same[inst.operands[k]];
+        if (!equal) continue;
+        twin_[i] = j;
+        has_twin_[i] = has_twin_[j] = true;
+        same[inst.result] = e.result;
+        break;
+      }
+      if (twin_[i] == static_cast<int>(i)) seen[h].push_back(static_cast<int>(i));
+    }
+  }
+
+  // Whether groups x and y both compute one value (an instruction and its twin): a group
+  // never does, so a recomputed copy stays out of the kernel that computes its original.
+  bool ShareATwin(int x, int y) const {
+    for (int m : members_[y]) {
+      if (!has_twin_[m]) continue;
+      for (int k : members_[x]) {
+        if (has_twin_[k] && twin_[k] == twin_[m]) return true;
+      }
+    }
+    return false;
   }
 
   int64_t Size(int i) const { return f_.type(f_.instructions[i].result).num_elements(); }
@@ -288,6 +338,7 @@ class Fuser {
       return false;
     }
     if (NeedsStoredValueFrom(x, y, rl, n) || NeedsStoredValueFrom(y, x, rl, n)) return false;
+    if (ShareATwin(x, y)) return false;
     if (PathViaOthers(x, y) || PathViaOthers(y, x)) return false;
     // Union into the smaller index so representatives stay stable-ish; either works.
     const int keep = std::min(x, y), gone = std::max(x, y);
@@ -360,6 +411,8 @@ class Fuser {
   std::vector<std::vector<int64_t>> sizes_;  // per group: its members' element counts (and inputs')
   std::vector<uint32_t> stamp_;
   uint32_t generation_ = 0;
+  std::vector<int> twin_;        // per instruction, see FindTwins
+  std::vector<bool> has_twin_;   // per instruction: it has a twin or is one
 };
 
 }  // namespace

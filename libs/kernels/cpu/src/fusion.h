@@ -11,6 +11,10 @@
 // LayerNorm is one kernel. Elementwise ops on row values (a row reduction's result, one value
 // per row, or such an op's: LayerNorm's mean, variance and rstd) join the row group too, and
 // so do the consumers of their broadcasts over the rows.
+// A group never computes one value twice: an instruction identical to another (same op,
+// attributes, type and operands, up to such twins: a copy that a rematerialisation pass made,
+// pcp/autodiff/remat.h) does not join the group of its twin, so the copy is computed where its
+// late consumers are (typically in the backward kernel that reads the same inputs).
 // Groups are then ordered topologically, earliest first. Finally some values are marked
 // for recomputation by their consumers (FusionPlan::recompute).
 #ifndef PCP_KERNELS_CPU_FUSION_H_

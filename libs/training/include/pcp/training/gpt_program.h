@@ -2,7 +2,8 @@
 //   train_step  (params, m, v, step, lr, tokens[B,T], targets[B,T]) -> (params', m', v', loss)
 //   eval_loss   (params, tokens[B,T], targets[B,T]) -> (loss)
 //   logits      (params, tokens[1,T]) -> (logits[1,T,V])    for sampling, T = block_size
-// Each has been through the standard passes (fold, CSE, DCE) and verified. A job's program,
+// Each has been through the standard passes (fold, CSE, DCE) and verified; train_step then
+// through rematerialisation (pcp/autodiff/remat.h) if options ask for it. A job's program,
 // GPT or imported StableHLO model alike, is a ModelProgram (model_program.h: BuildJobProgram).
 //
 //   PCP_ASSIGN_OR_RETURN(GptProgram program, BuildGptProgram(model, /*batch_size=*/12, adamw));
@@ -13,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "pcp/autodiff/ir.h"
+#include "pcp/autodiff/remat.h"
 #include "pcp/autodiff/train_step.h"
 #include "pcp/models/gpt_config.h"
 
@@ -24,9 +26,19 @@ struct GptProgram {
   Function train_step;
   Function eval_loss;
   Function logits;
+  RematStats remat;  // what rematerialisation did to train_step (zeros if off)
 };
 
-absl::StatusOr<GptProgram> BuildGptProgram(const GPTConfig& model, int64_t batch_size, const AdamWConfig& adamw);
+struct GptProgramOptions {
+  // Recompute cheap elementwise values (GELU's and LayerNorm's outputs) in the backward
+  // instead of keeping them from the forward (remat.h). Off by default: on the CPU backend it
+  // gives the same bits with a 6 MB smaller arena for the nanoGPT CPU step, but no speed-up
+  // could be shown (bench/results/train_step.md, "remat").
+  bool rematerialize = false;
+};
+
+absl::StatusOr<GptProgram> BuildGptProgram(const GPTConfig& model, int64_t batch_size, const AdamWConfig& adamw,
+                                           const GptProgramOptions& options = {});
 
 }  // namespace pcp
 

@@ -23,6 +23,7 @@
 #include "pcp/autodiff/train_step.h"
 #include "pcp/tensor/tensor.h"
 #include "pcp/training/data_roots.h"
+#include "pcp/training/gpt_program.h"
 #include "pcp/training/job_config.h"
 
 namespace pcp {
@@ -50,7 +51,9 @@ AdamWConfig AdamWOf(const OptimizerConfig& optimizer);
 
 // `job` from ParseJobConfig; a GPT's model.vocab_size must have been resolved (LoadJobDataset).
 // An imported model's files are read through `roots`. Slow (seconds for large models).
-absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoots& roots);
+// `options.rematerialize` applies to either model's train_step (gpt_program.h).
+absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoots& roots,
+                                             const GptProgramOptions& options = {});
 
 }  // namespace pcp
 
