@@ -6,6 +6,8 @@
 //       [--n_layer=4 --n_head=4 --n_embd=128 --block_size=64 --batch_size=12 --vocab_size=65]
 //       [--expression_ops=false]   (CPU loop kernels one pass per op, for A/B runs)
 //       [--row_values=false]       (CPU per-row ops in kernels of their own, for A/B runs)
+//       [--epilogues=false]        (CPU loops after a product in kernels of their own, for A/B runs)
+//       [--print_losses]           (every step's loss with %a: md5 the output to compare bits)
 //
 // ms/step is the mean over the timed steps; "median step" the median of the steps timed one
 // by one, which bursts of other load on a shared machine move less.
@@ -58,6 +60,10 @@ ABSL_FLAG(int64_t, vocab_size, 65, "");
 ABSL_FLAG(bool, torch, true, "also time PyTorch");
 ABSL_FLAG(bool, expression_ops, true, "CPU backend: fuse elementwise trees into expression ops (false: one pass per op)");
 ABSL_FLAG(bool, row_values, true, "CPU backend: per-row ops (LayerNorm's mean, rstd) join row kernels (false: own kernels)");
+ABSL_FLAG(bool, epilogues, true,
+          "CPU backend: loop kernels reading a product's output run over its blocks inside the product's kernel "
+          "(false: own kernels)");
+ABSL_FLAG(bool, print_losses, false, "print every step's loss (warm-up included) with %a, for bitwise comparisons");
 
 namespace pcp {
 namespace {
@@ -82,7 +88,8 @@ struct Timing {
 absl::StatusOr<Timing> TimeOurs(const GptProgram& program, const std::vector<Tensor>& init, int threads) {
   std::unique_ptr<Backend> backend =
       CreateCpuBackend(CpuBackendOptions{.threads = threads, .expression_ops = absl::GetFlag(FLAGS_expression_ops),
-                                         .row_values = absl::GetFlag(FLAGS_row_values)});
+                                         .row_values = absl::GetFlag(FLAGS_row_values),
+                                         .epilogues = absl::GetFlag(FLAGS_epilogues)});
   auto loop_or = InnerLoop::Create(*backend, program.train_step);
   if (!loop_or.ok()) return loop_or.status();
   InnerLoop& loop = **loop_or;
@@ -101,6 +108,7 @@ absl::StatusOr<Timing> TimeOurs(const GptProgram& program, const std::vector<Ten
       auto t = std::chrono::steady_clock::now();
       auto loss = loop.Step(*batch, 1e-3f);
       if (!loss.ok()) return loss.status();
+      if (absl::GetFlag(FLAGS_print_losses)) std::printf("loss %a\n", static_cast<double>(*loss));
       step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count());
     }
     return absl::OkStatus();
