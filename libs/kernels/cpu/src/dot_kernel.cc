@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "thread_pool.h"
@@ -174,6 +175,85 @@ void DotKernel::UnitBlock(int64_t unit, int64_t* bi, int64_t* m0, int64_t* mlen,
   *nlen = split_rows_ ? n_ : s1 - s0;
 }
 
+void DotKernel::UnitLoopBlocks(int64_t unit, int64_t* b0, int64_t* b1) const {
+  int64_t bi, m0, mlen, n0, nlen;
+  UnitBlock(unit, &bi, &m0, &mlen, &n0, &nlen);
+  if (mlen <= 0 || nlen <= 0) {
+    *b0 = *b1 = 0;
+    return;
+  }
+  const int64_t e0 = (bi * m_ + m0) * n_, e1 = e0 + mlen * n_, block = epilogue_->block();
+  *b0 = e0 / block;
+  *b1 = (e1 + block - 1) / block;
+}
+
+void DotKernel::RunSharingLoops(const KernelContext& ctx, absl::FunctionRef<void(int64_t, int)> product) {
+  const int64_t units = batch_ * parts_;
+  if (next_block_ == nullptr) {
+    next_block_ = std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(units));
+    written_ = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(units));
+  }
+  for (int64_t u = 0; u < units; ++u) {
+    int64_t b0, b1;
+    UnitLoopBlocks(u, &b0, &b1);
+    next_block_[u].store(b0, std::memory_order_relaxed);
+    written_[u].store(false, std::memory_order_relaxed);
+  }
+  unclaimed_.store(static_cast<uint64_t>(units) << 32, std::memory_order_relaxed);
+  // Loop blocks are claimed a few at a time: ~4096 elements, a few microseconds of work.
+  const int64_t claim = std::max<int64_t>(1, 4096 / epilogue_->block());
+  auto run_loop = [&](int64_t u, int thread) {
+    int64_t b1, end;
+    UnitLoopBlocks(u, &b1, &end);
+    for (;;) {
+      const int64_t b = next_block_[u].fetch_add(claim, std::memory_order_relaxed);
+      if (b >= end) return;
+      epilogue_->RunBlocks(ctx, thread, b, std::min(end, b + claim));
+    }
+  };
+  // One pool unit per thread; each claims products (the caller from the first rows, the
+  // others from the last, as ThreadPool hands out units) and runs each one's loop right after
+  // it; with no product left, it helps with the loops of products already written.
+  ctx.pool->ParallelFor(ctx.pool->num_threads(), [&](int64_t, int thread) {
+    for (;;) {
+      uint64_t word = unclaimed_.load(std::memory_order_relaxed), next;
+      int64_t u;
+      do {
+        const uint64_t lo = word & 0xffffffffu, hi = word >> 32;
+        if (lo >= hi) {
+          u = -1;
+          break;
+        }
+        u = static_cast<int64_t>(thread == 0 ? lo : hi - 1);
+        next = thread == 0 ? ((hi << 32) | (lo + 1)) : (((hi - 1) << 32) | lo);
+      } while (!unclaimed_.compare_exchange_weak(word, next, std::memory_order_relaxed));
+      if (u < 0) break;
+      product(u, thread);
+      written_[u].store(true, std::memory_order_release);
+      run_loop(u, thread);
+    }
+    // Then the loops of products other threads write (nearest to this thread's rows first),
+    // as each product is written: every product is claimed, so each one is being computed.
+    for (int spins = 0;; ++spins) {
+      bool left = false;
+      for (int64_t i = 0; i < units; ++i) {
+        const int64_t u = thread == 0 ? i : units - 1 - i;
+        int64_t b0, end;
+        UnitLoopBlocks(u, &b0, &end);
+        if (next_block_[u].load(std::memory_order_relaxed) >= end) continue;
+        if (written_[u].load(std::memory_order_acquire)) {
+          run_loop(u, thread);
+          spins = 0;
+        } else {
+          left = true;
+        }
+      }
+      if (!left) break;
+      if (spins > (1 << 12)) std::this_thread::yield();
+    }
+  });
+}
+
 bool DotKernel::CanTakeEpilogue(const FusedKernel& loop) const {
   if (epilogue_ != nullptr || !loop.RunsInBlocks() || loop.n() != batch_ * m_ * n_ || loop.n() == 0) return false;
   // The product's output in its own row-major order, so that each unit's block (whole rows of
@@ -316,7 +396,7 @@ void DotKernel::Run(const KernelContext& ctx) {
   const float* bias =
       bias_storage_ < 0 ? nullptr : reinterpret_cast<const float*>(ctx.storage[bias_storage_]) + bias_offset_;
   const bool bias_first = bias != nullptr && k_ <= kMaxBiasFirstDepth;
-  auto run = [&](int64_t unit, int thread) {
+  auto run = [&](int64_t unit, int) {
     int64_t bi, m0, mlen, n0, nlen;
     UnitBlock(unit, &bi, &m0, &mlen, &n0, &nlen);
     if (mlen <= 0 || nlen <= 0) return;
@@ -338,17 +418,24 @@ void DotKernel::Run(const KernelContext& ctx) {
         for (int64_t j = 0; j < nlen; ++j) c[j] += row[j];
       }
     }
-    if (epilogue_ != nullptr) {
-      // The loop's blocks over this unit's rows, while they are in this core's cache.
-      const int64_t e0 = (bi * m_ + m0) * n_, e1 = e0 + mlen * n_, block = epilogue_->block();
-      epilogue_->RunBlocks(ctx, thread, e0 / block, (e1 + block - 1) / block);
-    }
   };
   const int64_t units = batch_ * parts_;
   if (ctx.pool->num_threads() > 1 && Parallel()) {
-    ctx.pool->ParallelFor(units, run);
+    if (epilogue_ != nullptr) {
+      RunSharingLoops(ctx, run);
+    } else {
+      ctx.pool->ParallelFor(units, run);
+    }
   } else {
-    for (int64_t u = 0; u < units; ++u) run(u, 0);
+    for (int64_t u = 0; u < units; ++u) {
+      run(u, 0);
+      if (epilogue_ != nullptr) {
+        // The loop's blocks over this unit's rows, while they are in cache.
+        int64_t b0, b1;
+        UnitLoopBlocks(u, &b0, &b1);
+        epilogue_->RunBlocks(ctx, 0, b0, b1);
+      }
+    }
   }
 }
 

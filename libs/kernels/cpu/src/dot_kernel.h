@@ -12,11 +12,13 @@
 #ifndef PCP_KERNELS_CPU_DOT_KERNEL_H_
 #define PCP_KERNELS_CPU_DOT_KERNEL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "fused_kernel.h"
 #include "pcp/autodiff/ir.h"
 #include "program.h"
@@ -85,6 +87,10 @@ class DotKernel : public Kernel {
   bool Parallel() const;
   // Unit `unit`'s block: batch element bi, rows [m0, m0 + mlen), columns [n0, n0 + nlen)
   // (mlen or nlen 0: an empty unit).
+  // The loop's blocks over unit `unit`'s output rows: [*b0, *b1).
+  void UnitLoopBlocks(int64_t unit, int64_t* b0, int64_t* b1) const;
+  // Runs the units and their loop blocks on the pool (an epilogue, more than one thread).
+  void RunSharingLoops(const KernelContext& ctx, absl::FunctionRef<void(int64_t, int)> product);
   void UnitBlock(int64_t unit, int64_t* bi, int64_t* m0, int64_t* mlen, int64_t* n0, int64_t* nlen) const;
   void PlanOperand(int o, const std::vector<int64_t>& batch_dims, const std::vector<int64_t>& row_dims,
                    const std::vector<int64_t>& col_dims, const std::vector<int64_t>& batch_sizes);
@@ -103,6 +109,14 @@ class DotKernel : public Kernel {
   int64_t parts_ = 1;
   int64_t part_size_ = 1;
   std::unique_ptr<FusedKernel> epilogue_;
+  // Run with an epilogue over the pool: which units' products are claimed (from the bottom by
+  // the calling thread, from the top by the others: [lo, hi) unclaimed, lo in the low half);
+  // per unit, whether its product is written (then its loop blocks may be claimed by any
+  // thread, not only the one that computed it: no thread waits at the end for another's whole
+  // loop) and the next of its loop blocks to claim.
+  std::atomic<uint64_t> unclaimed_{0};
+  std::unique_ptr<std::atomic<int64_t>[]> next_block_;
+  std::unique_ptr<std::atomic<bool>[]> written_;
   std::string description_;
 };
 
