@@ -5,7 +5,8 @@
 // An operand that cannot be expressed that way is first packed into a temporary buffer.
 // Optionally a bias row is added to each output block as it is computed (AddBias), and a loop
 // kernel that reads the product element by element runs over each block right after it
-// (SetEpilogue), while the block is in the cache of the core that computed it.
+// (SetEpilogue), while the block is in the cache of the core that computed it, and with no
+// barrier between product and loop.
 // Batches, or row/column blocks of a single product, are spread over the pool; OpenBLAS
 // itself runs single-threaded inside each call. The blocks depend on the shapes alone, so a
 // result is bitwise the same for every thread count (see Run).
@@ -52,9 +53,11 @@ class DotKernel : public Kernel {
   int64_t n() const { return n_; }  // columns of the product (rhs free dimensions)
   void AddBias(int storage, int64_t offset);
 
-  // The loop kernel `loop` run as this kernel's epilogue: over each output block right after
-  // the block's sgemm call (and bias), in the same pool unit, instead of as a kernel of its own
-  // after this one. Possible (CanTakeEpilogue) if the output is contiguous in the product's
+  // The loop kernel `loop` run as this kernel's epilogue instead of as a kernel of its own
+  // after this one: on several threads, over each output block right after the block's sgemm
+  // call (and bias) by the thread that computed it, while it is in that core's cache, any
+  // thread taking loop blocks of blocks already written once it has no block left to compute;
+  // on one thread, after the whole product (see Run). Possible (CanTakeEpilogue) if the output is contiguous in the product's
   // order, the loop's index space is the output's and it has no reduction across blocks, it
   // reads the output only element i for element i, every unit's output rows are whole blocks
   // of the loop (shapes alone decide both, so the loop computes the same blocks, the same bits,
