@@ -172,6 +172,14 @@ absl::Status AbEpilogues(const GptProgram& program, const std::vector<Tensor>& i
   };
   int faster = 0;
   for (double d : diff) faster += d < 0 ? 1 : 0;
+  for (int v = 0; v < 2; ++v) {
+    auto exe = backends[v]->Compile(program.train_step);
+    if (!exe.ok()) return exe.status();
+    const auto* cpu = dynamic_cast<const CpuExecutable*>(exe->get());
+    if (cpu == nullptr) return absl::InternalError("not a CPU executable");
+    std::printf("epilogues %s: %d kernels, arena %.2f MiB\n", v == 1 ? "on" : "off", cpu->stats().num_kernels,
+                cpu->stats().arena_bytes / 1048576.0);
+  }
   std::printf("pcp      threads %d, epilogues off / on, alternating steps: median step %.2f / %.2f ms; median "
               "difference per pair %+.2f ms (%d of %zu pairs faster with); same losses\n",
               threads, median(ms[0]), median(ms[1]), median(diff), faster, diff.size());
