@@ -160,7 +160,8 @@ absl::Status AbEpilogues(const GptProgram& program, const std::vector<Tensor>& i
       loss[v] = *l;
     }
     if (std::memcmp(&loss[0], &loss[1], sizeof(float)) != 0) {
-      return absl::InternalError(absl::StrCat("step ", i, ": loss ", loss[0], " without epilogues, ", loss[1], " with"));
+      return absl::InternalError(
+          absl::StrCat("step ", i, ": loss ", loss[0], " without epilogues, ", loss[1], " with"));
     }
     if (i < warmup) continue;
     for (int v = 0; v < 2; ++v) ms[v].push_back(t[v]);

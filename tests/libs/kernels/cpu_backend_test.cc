@@ -661,7 +661,9 @@ TEST(CpuBackendTest, LoopsAfterAProductRunOverItsBlocks) {
     SCOPED_TRACE(c.name);
     const Function f = c.build();
     std::vector<Tensor> args;
-    for (size_t i = 0; i < c.params.size(); ++i) args.push_back(RandomTensor(F32(c.params[i]), 11 + static_cast<int>(i)));
+    for (size_t i = 0; i < c.params.size(); ++i) {
+      args.push_back(RandomTensor(F32(c.params[i]), 11 + static_cast<int>(i)));
+    }
     std::unique_ptr<Executable> alone_exe, fused_exe;
     absl::StatusOr<std::vector<Tensor>> alone =
         RunOnce(*CreateCpuBackend({.threads = 1, .epilogues = false}), f, args, &alone_exe);

@@ -376,7 +376,7 @@ void DotKernel::Run(const KernelContext& ctx) {
         for (int64_t j = 0; bias != nullptr && j < n_; ++j) c[j] += bias[j];
       }
     }
-    if (epilogue_ != nullptr) epilogue_->RunBlocks(ctx, 0, 0, (epilogue_->n() + epilogue_->block() - 1) / epilogue_->block());
+    if (epilogue_ != nullptr) epilogue_->RunBlocks(ctx, 0, 0, epilogue_->num_blocks());
     return;
   }
   const float* base[2];
@@ -431,7 +431,7 @@ void DotKernel::Run(const KernelContext& ctx) {
     // each block it timed slower (1-2 % of the GPT step), its reads and writes evicting the
     // packed weights that the next block's sgemm call reads again.
     for (int64_t u = 0; u < units; ++u) run(u, 0);
-    if (epilogue_ != nullptr) epilogue_->RunBlocks(ctx, 0, 0, (epilogue_->n() + epilogue_->block() - 1) / epilogue_->block());
+    if (epilogue_ != nullptr) epilogue_->RunBlocks(ctx, 0, 0, epilogue_->num_blocks());
   }
 }
 

@@ -57,13 +57,13 @@ class DotKernel : public Kernel {
   // after this one: on several threads, over each output block right after the block's sgemm
   // call (and bias) by the thread that computed it, while it is in that core's cache, any
   // thread taking loop blocks of blocks already written once it has no block left to compute;
-  // on one thread, after the whole product (see Run). Possible (CanTakeEpilogue) if the output is contiguous in the product's
-  // order, the loop's index space is the output's and it has no reduction across blocks, it
-  // reads the output only element i for element i, every unit's output rows are whole blocks
-  // of the loop (shapes alone decide both, so the loop computes the same blocks, the same bits,
-  // as alone), and the product runs in parallel (or the loop would not). The caller makes sure
-  // everything else the loop reads is computed before this kernel runs. This kernel then also
-  // reads and writes what the loop does.
+  // on one thread, after the whole product (see Run). Possible (CanTakeEpilogue) if the
+  // output is contiguous in the product's order, the loop's index space is the output's and it
+  // has no reduction across blocks, it reads the output only element i for element i, every
+  // unit's output rows are whole blocks of the loop (shapes alone decide both, so the loop
+  // computes the same blocks, the same bits, as alone), and the product runs in parallel (or
+  // the loop would not). The caller makes sure everything else the loop reads is computed
+  // before this kernel runs. This kernel then also reads and writes what the loop does.
   bool CanTakeEpilogue(const FusedKernel& loop) const;
   void SetEpilogue(std::unique_ptr<FusedKernel> loop);
   int out_storage() const { return out_storage_; }

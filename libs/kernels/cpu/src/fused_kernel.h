@@ -117,6 +117,7 @@ class FusedKernel : public Kernel {
   bool RunsInBlocks() const { return !reduce_; }
   int64_t n() const { return n_; }
   int64_t block() const { return block_; }  // elements per block
+  int64_t num_blocks() const { return (n_ + block_ - 1) / block_; }
   // Below this much work Run keeps the kernel on the calling thread.
   bool small() const;
   const std::vector<FusedLoad>& loads() const { return loads_; }

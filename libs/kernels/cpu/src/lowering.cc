@@ -369,9 +369,10 @@ class Lowerer {
       if (input != nullptr) {
         std::vector<std::string> loop_names = names;
         loop_names.erase(loop_names.begin() + static_cast<std::ptrdiff_t>(reduce_name));
-        Emit(std::make_unique<FusedKernel>(n, loads, ops, stores, std::nullopt, num_regs,
-                                           absl::StrCat("fused n=", n, " [", absl::StrJoin(loop_names, " "), "] ops ",
-                                                        ops.size(), " loads ", loads.size(), " stores ", stores.size())));
+        std::string loop_description =
+            absl::StrCat("fused n=", n, " [", absl::StrJoin(loop_names, " "), "] ops ", ops.size(), " loads ",
+                         loads.size(), " stores ", stores.size());
+        Emit(std::make_unique<FusedKernel>(n, loads, ops, stores, std::nullopt, num_regs, std::move(loop_description)));
         if (MoveIntoProduct()) {
           FusedLoad l;
           l.access = Access{input->storage, Layout::Contiguous({n})};
@@ -379,9 +380,10 @@ class Lowerer {
           l.reg = 0;
           ReduceRoot r = *std::move(reduce);
           r.reg = 0;
+          std::string sum_description =
+              absl::StrCat("fused n=", n, " [", names[reduce_name], "] ops 0 loads 1 stores 0");
           Emit(std::make_unique<FusedKernel>(n, std::vector<FusedLoad>{l}, std::vector<FusedOp>{},
-                                             std::vector<FusedStore>{}, std::move(r), 1,
-                                             absl::StrCat("fused n=", n, " [", names[reduce_name], "] ops 0 loads 1 stores 0")));
+                                             std::vector<FusedStore>{}, std::move(r), 1, std::move(sum_description)));
           return absl::OkStatus();
         }
         kernels_.pop_back();
