@@ -623,9 +623,10 @@ TEST(CpuBackendTest, LoopsAfterAProductRunOverItsBlocks) {
     ValueId d = b.Sub(x, b.BroadcastInDim(mean, {768, 128}, {0}));
     return std::vector<ValueId>{d, x};
   });
-  // The loop's result is stored and summed over rows (GELU's gradient and the bias gradient):
-  // the elementwise part is an epilogue, the sum a kernel of its own reading the stored result.
-  add("stored_and_summed", 1, {{768, 128}, {128, 256}}, [&](FunctionBuilder& b, const std::vector<ValueId>& p) {
+  // Not: the loop's result is stored and also summed over rows (GELU's gradient and the bias
+  // gradient: splitting the sum off into a kernel of its own timed no faster, and its memory
+  // plan took 1.25 MiB more in the GPT step).
+  add("stored_and_summed", 0, {{768, 128}, {128, 256}}, [&](FunctionBuilder& b, const std::vector<ValueId>& p) {
     ValueId y = b.Tanh(b.MatMul(p[0], p[1]));
     return std::vector<ValueId>{b.ReduceSum(y, {0}), y};
   });
@@ -683,8 +684,7 @@ TEST(CpuBackendTest, LoopsAfterAProductRunOverItsBlocks) {
       ++found;
     }
     EXPECT_EQ(found, c.epilogues) << schedule;
-    const int split = std::string(c.name) == "stored_and_summed" ? 1 : 0;  // a kernel more: the sum
-    EXPECT_EQ(AsCpu(fused_exe)->stats().num_kernels + c.epilogues - split, AsCpu(alone_exe)->stats().num_kernels)
+    EXPECT_EQ(AsCpu(fused_exe)->stats().num_kernels + c.epilogues, AsCpu(alone_exe)->stats().num_kernels)
         << schedule << "\nvs\n"
         << AsCpu(alone_exe)->DescribeSchedule();
     EXPECT_TRUE(AsCpu(fused_exe)->CheckMemoryPlan().ok());

@@ -274,7 +274,6 @@ class Lowerer {
       return loads.back().reg;
     };
     int64_t n = row_n;
-    size_t reduce_name = 0;  // names[reduce_name]: the reduction's, if there is one
     for (int m : members) {
       const Instruction& inst = f_.instructions[m];
       if (inst.op == Op::kReduce && row > 0) {
@@ -312,7 +311,6 @@ class Lowerer {
         access_[inst.result] = Access{r.out_storage, Layout::Contiguous(out.shape)};
         n = in.num_elements();
         reduce = std::move(r);
-        reduce_name = names.size();
         names.push_back(Describe(m));
         continue;
       }
@@ -357,38 +355,6 @@ class Lowerer {
     std::string description = absl::StrCat("fused n=", n, row > 0 ? absl::StrCat(" rows of ", row) : "", " [",
                                            absl::StrJoin(names, " "), "] ops ", ops.size(), " loads ", loads.size(),
                                            " stores ", stores.size());
-    if (options_.epilogues && reduce && row == 0) {
-      // A reduction across the rows whose input is also stored (GELU's gradient and the bias
-      // gradient, its sum over rows): the elementwise part may still run as a product's
-      // epilogue, the reduction then reading the stored input in a kernel of its own. The
-      // reduction's blocking depends on its shape alone: the same sums, bit for bit.
-      const FusedStore* input = nullptr;
-      for (const FusedStore& st : stores) {
-        if (st.reg == reduce->reg && st.row == 0 && NumElements(reduce->input_shape) == n) input = &st;
-      }
-      if (input != nullptr) {
-        std::vector<std::string> loop_names = names;
-        loop_names.erase(loop_names.begin() + static_cast<std::ptrdiff_t>(reduce_name));
-        std::string loop_description =
-            absl::StrCat("fused n=", n, " [", absl::StrJoin(loop_names, " "), "] ops ", ops.size(), " loads ",
-                         loads.size(), " stores ", stores.size());
-        Emit(std::make_unique<FusedKernel>(n, loads, ops, stores, std::nullopt, num_regs, std::move(loop_description)));
-        if (MoveIntoProduct()) {
-          FusedLoad l;
-          l.access = Access{input->storage, Layout::Contiguous({n})};
-          l.elem_size = input->elem_size;
-          l.reg = 0;
-          ReduceRoot r = *std::move(reduce);
-          r.reg = 0;
-          std::string sum_description =
-              absl::StrCat("fused n=", n, " [", names[reduce_name], "] ops 0 loads 1 stores 0");
-          Emit(std::make_unique<FusedKernel>(n, std::vector<FusedLoad>{l}, std::vector<FusedOp>{},
-                                             std::vector<FusedStore>{}, std::move(r), 1, std::move(sum_description)));
-          return absl::OkStatus();
-        }
-        kernels_.pop_back();
-      }
-    }
     Emit(std::make_unique<FusedKernel>(n, std::move(loads), std::move(ops), std::move(stores), std::move(reduce),
                                        num_regs, std::move(description), row));
     if (options_.epilogues) MoveIntoProduct();
