@@ -6,9 +6,11 @@
 //       [--n_layer=4 --n_head=4 --n_embd=128 --block_size=64 --batch_size=12 --vocab_size=65]
 //       [--expression_ops=false]   (CPU loop kernels one pass per op, for A/B runs)
 //       [--row_values=false]       (CPU per-row ops in kernels of their own, for A/B runs)
-//       [--print_losses]           (every step's loss in hex, to compare builds bit for bit)
+//       [--print_losses]           (every step's loss with %a: md5 the output to compare bits)
 //       [--remat]                  (recompute GELU's and LayerNorm's outputs in the backward instead
 //                                   of keeping them, pcp/autodiff/remat.h, for A/B runs)
+//       [--epilogues=false]        (CPU loops after a product in kernels of their own, for A/B runs)
+//       [--ab_epilogues]           (only: epilogues off / on, alternating step by step, per thread count)
 //
 // ms/step is the mean over the timed steps; "median step" the median of the steps timed one
 // by one, which bursts of other load on a shared machine move less.
@@ -29,6 +31,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,6 +66,12 @@ ABSL_FLAG(bool, expression_ops, true, "CPU backend: fuse elementwise trees into 
 ABSL_FLAG(bool, print_losses, false, "print every step's loss with %a (bitwise comparisons of builds and options)");
 ABSL_FLAG(bool, remat, false, "rematerialise cheap elementwise values in the backward (GptProgramOptions)");
 ABSL_FLAG(bool, row_values, true, "CPU backend: per-row ops (LayerNorm's mean, rstd) join row kernels (false: own kernels)");
+ABSL_FLAG(bool, epilogues, true,
+          "CPU backend: loop kernels reading a product's output run over its blocks inside the product's kernel "
+          "(false: own kernels)");
+ABSL_FLAG(bool, ab_epilogues, false,
+          "only time the step with CPU epilogues off and on, alternating step by step in one process (so that "
+          "the machine's drift hits both alike), per thread count");
 
 namespace pcp {
 namespace {
@@ -87,7 +96,8 @@ struct Timing {
 absl::StatusOr<Timing> TimeOurs(const GptProgram& program, const std::vector<Tensor>& init, int threads) {
   std::unique_ptr<Backend> backend =
       CreateCpuBackend(CpuBackendOptions{.threads = threads, .expression_ops = absl::GetFlag(FLAGS_expression_ops),
-                                         .row_values = absl::GetFlag(FLAGS_row_values)});
+                                         .row_values = absl::GetFlag(FLAGS_row_values),
+                                         .epilogues = absl::GetFlag(FLAGS_epilogues)});
   auto loop_or = InnerLoop::Create(*backend, program.train_step);
   if (!loop_or.ok()) return loop_or.status();
   InnerLoop& loop = **loop_or;
@@ -119,6 +129,65 @@ absl::StatusOr<Timing> TimeOurs(const GptProgram& program, const std::vector<Ten
   std::sort(step_ms.begin(), step_ms.end());
   const double median = step_ms.empty() ? 0 : step_ms[step_ms.size() / 2];
   return Timing{threads, ms / absl::GetFlag(FLAGS_steps), median};
+}
+
+// --ab_epilogues: steps with epilogues off (A) and on (B) alternating, A B A B ..., each
+// executable with its own backend and parameters, fed the same batches.
+absl::Status AbEpilogues(const GptProgram& program, const std::vector<Tensor>& init, int threads) {
+  std::unique_ptr<Backend> backends[2];
+  std::unique_ptr<InnerLoop> loops[2];
+  for (int v = 0; v < 2; ++v) {
+    backends[v] = CreateCpuBackend(CpuBackendOptions{.threads = threads, .epilogues = v == 1});
+    auto loop = InnerLoop::Create(*backends[v], program.train_step);
+    if (!loop.ok()) return loop.status();
+    loops[v] = *std::move(loop);
+    if (auto s = loops[v]->SetParams(init); !s.ok()) return s;
+  }
+  const GPTConfig& m = program.model;
+  std::vector<uint16_t> ids(100000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint16_t>((i * 7919 + i / 13) % m.vocab_size);
+  TokenSequence data(std::move(ids));
+  BatchSampler sampler(1);
+  std::vector<double> ms[2], diff;
+  const int warmup = absl::GetFlag(FLAGS_warmup), steps = absl::GetFlag(FLAGS_steps);
+  for (int i = 0; i < warmup + steps; ++i) {
+    auto batch = sampler.Next(data, program.batch_size, m.block_size);
+    if (!batch.ok()) return batch.status();
+    double t[2];
+    float loss[2];
+    for (int v = 0; v < 2; ++v) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto l = loops[v]->Step(*batch, 1e-3f);
+      if (!l.ok()) return l.status();
+      t[v] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      loss[v] = *l;
+    }
+    if (std::memcmp(&loss[0], &loss[1], sizeof(float)) != 0) {
+      return absl::InternalError(
+          absl::StrCat("step ", i, ": loss ", loss[0], " without epilogues, ", loss[1], " with"));
+    }
+    if (i < warmup) continue;
+    for (int v = 0; v < 2; ++v) ms[v].push_back(t[v]);
+    diff.push_back(t[1] - t[0]);
+  }
+  auto median = [](std::vector<double> x) {
+    std::sort(x.begin(), x.end());
+    return x.empty() ? 0.0 : x[x.size() / 2];
+  };
+  int faster = 0;
+  for (double d : diff) faster += d < 0 ? 1 : 0;
+  for (int v = 0; v < 2; ++v) {
+    auto exe = backends[v]->Compile(program.train_step);
+    if (!exe.ok()) return exe.status();
+    const auto* cpu = dynamic_cast<const CpuExecutable*>(exe->get());
+    if (cpu == nullptr) return absl::InternalError("not a CPU executable");
+    std::printf("epilogues %s: %d kernels, arena %.2f MiB\n", v == 1 ? "on" : "off", cpu->stats().num_kernels,
+                cpu->stats().arena_bytes / 1048576.0);
+  }
+  std::printf("pcp      threads %d, epilogues off / on, alternating steps: median step %.2f / %.2f ms; median "
+              "difference per pair %+.2f ms (%d of %zu pairs faster with); same losses\n",
+              threads, median(ms[0]), median(ms[1]), median(diff), faster, diff.size());
+  return absl::OkStatus();
 }
 
 // The step's matmuls alone: see the header comment.
@@ -257,6 +326,12 @@ int Main() {
     }
   }
 
+  if (absl::GetFlag(FLAGS_ab_epilogues)) {
+    for (int threads : thread_counts) {
+      if (auto s = AbEpilogues(*program, params, threads); !s.ok()) return Fail(s);
+    }
+    return 0;
+  }
   Timing best_ours{0, 1e300};
   SgemmLimit best_limit;
   for (int threads : thread_counts) {

@@ -2,6 +2,7 @@
 // clipping, AdamW as one function) on every test backend, state updated in place over
 // several steps, against the reference interpreter.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -10,6 +11,7 @@
 #include "pcp/kernels/cpu_backend.h"
 #include "pcp/models/gpt.h"
 #include "pcp/testing/tensor_testing.h"
+#include "cpu_run.h"
 #include "test_backends.h"
 #include "train_step_args.h"
 
@@ -84,6 +86,35 @@ TEST_P(GptTrainStepTest, MatchesInterpreterOverSeveralInPlaceSteps) {
   if (auto* cpu = dynamic_cast<CpuExecutable*>(exe->get())) {
     EXPECT_EQ(cpu->stats().num_direct_results, static_cast<int>(3 * n + 1)) << cpu->DescribeSchedule();
     EXPECT_TRUE(cpu->CheckMemoryPlan().ok());
+  }
+}
+
+// The CPU backend's epilogues (loops run over a product's blocks inside its kernel: GELU,
+// softmax, residual and LayerNorm rows) leave every bit of the train step as it is with the
+// loops as kernels of their own, for 1 and 2 threads. 256 rows, so the products are split
+// into row blocks.
+TEST(GptTrainStepCpuTest, EpiloguesGiveTheSameBits) {
+  const GPTConfig config{.vocab_size = 65, .block_size = 32, .n_layer = 2, .n_head = 2, .n_embd = 64, .bias = true};
+  const int64_t batch = 8;
+  absl::StatusOr<Function> forward = BuildGptForwardLoss(config, batch, config.block_size);
+  ASSERT_TRUE(forward.ok()) << forward.status();
+  absl::StatusOr<Function> step = BuildTrainStep(
+      *forward, AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
+  ASSERT_TRUE(step.ok()) << step.status();
+  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(config, 3);
+  ASSERT_TRUE(init.ok()) << init.status();
+  const std::vector<Tensor> args = TrainStepArgs(*init, 3e-3f, batch, config.block_size, config.vocab_size, 5);
+  const ::pcp::testing::CpuRun alone = ::pcp::testing::RunOnCpu(*step, args, {.threads = 1, .epilogues = false});
+  for (int threads : {1, 2}) {
+    const ::pcp::testing::CpuRun run = ::pcp::testing::RunOnCpu(*step, args, {.threads = threads});
+    EXPECT_TRUE(::pcp::testing::AllSameBitsOrBothNaN(run.results, alone.results)) << threads << " threads";
+    int epilogues = 0;
+    for (size_t at = run.schedule.find("+ epilogue"); at != std::string::npos;
+         at = run.schedule.find("+ epilogue", at + 1)) {
+      ++epilogues;
+    }
+    EXPECT_GT(epilogues, 0) << run.schedule;
+    EXPECT_EQ(run.kernels + epilogues, alone.kernels) << run.schedule;
   }
 }
 

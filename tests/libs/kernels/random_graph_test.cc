@@ -7,12 +7,14 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "pcp/autodiff/builder.h"
 #include "pcp/autodiff/interpreter.h"
 #include "pcp/testing/tensor_testing.h"
+#include "cpu_run.h"
 #include "test_backends.h"
 
 namespace pcp {
@@ -192,6 +194,27 @@ TEST_P(RandomGraphTest, MatchesInterpreter) {
       }
     }
   }
+}
+
+// The CPU backend's epilogues (a loop kernel run over a product's blocks inside the product's
+// kernel, CpuBackendOptions::epilogues) give the loops' bits as kernels of their own do, for
+// 1 and 2 threads; the graphs' products (x·xᵀ over the last dimension) feed loops often.
+TEST(RandomGraphCpuTest, EpiloguesGiveTheSameBits) {
+  int with_epilogues = 0;
+  for (int g = 0; g < kGraphs; ++g) {
+    SCOPED_TRACE(::testing::Message() << "graph " << g);
+    absl::StatusOr<Function> f = GraphMaker(g).Make();
+    ASSERT_TRUE(f.ok()) << f.status();
+    std::vector<Tensor> args;
+    for (size_t i = 0; i < f->params.size(); ++i) args.push_back(RandomTensor(f->type(f->params[i]), 10 * g + i));
+    const ::pcp::testing::CpuRun alone = ::pcp::testing::RunOnCpu(*f, args, {.threads = 1, .epilogues = false});
+    for (int threads : {1, 2}) {
+      const ::pcp::testing::CpuRun run = ::pcp::testing::RunOnCpu(*f, args, {.threads = threads});
+      EXPECT_TRUE(::pcp::testing::AllSameBitsOrBothNaN(run.results, alone.results)) << threads << " threads";
+      if (threads == 1 && run.schedule.find("+ epilogue") != std::string::npos) ++with_epilogues;
+    }
+  }
+  EXPECT_GT(with_epilogues, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, RandomGraphTest, ::testing::Range(0, static_cast<int>(TestBackends().size())),

@@ -78,6 +78,7 @@ class CpuBackend final : public Backend {
     threads_ = std::max(1, threads);
     lowering_.expression_ops = options.expression_ops;
     lowering_.row_values = options.row_values;
+    lowering_.epilogues = options.epilogues;
     cpu::ConfigureOpenBlas();
     pool_ = std::make_shared<cpu::SharedPool>(threads_);
   }

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "thread_pool.h"
 
 namespace pcp::cpu {
@@ -138,8 +140,166 @@ DotKernel::DotKernel(Access lhs, Access rhs, const DotDims& dims, const Layout& 
     }
   }
 
+  // Each product is split into `parts_` row (or column) blocks, and how depends on the shape
+  // alone, never on the thread count. Every output element is then computed by the same
+  // sgemm call (same sizes, same operands) with 1 thread or N, and single-threaded OpenBLAS
+  // computes a given call the same way each time, on any CPU. Blocks sized by the thread
+  // count would change the calls' sizes, and OpenBLAS chooses code paths by size (its
+  // "direct" and small-matrix kernels, edge kernels, K blocking), which sum in another order:
+  // results would differ in the last bits between 1 and 2 threads.
+  split_rows_ = m_ >= n_;
+  const int64_t split_size = split_rows_ ? m_ : n_;
+  if (flops() >= kMinParallelFlops && batch_ < kTargetBlocks) {
+    int64_t most = std::min((kTargetBlocks + batch_ - 1) / batch_, split_size / kMinBlock);
+    if (most < 2) most = std::min<int64_t>(2, split_size / kMinHalf);
+    while (parts_ * 2 <= most) parts_ *= 2;
+  }
+  // Blocks of a multiple of 16 rows/columns, so each matches sgemm's register tiles.
+  const int64_t chunk = (split_size + parts_ - 1) / parts_;
+  part_size_ = parts_ == 1 ? split_size : (chunk + 15) / 16 * 16;
+
   for (const Operand& o : operands_) reads.push_back(o.access.storage);
   writes.push_back(out_storage_);
+}
+
+bool DotKernel::Parallel() const { return flops() >= kMinParallelFlops && batch_ * parts_ > 1; }
+
+void DotKernel::UnitBlock(int64_t unit, int64_t* bi, int64_t* m0, int64_t* mlen, int64_t* n0, int64_t* nlen) const {
+  *bi = unit / parts_;
+  const int64_t part = unit % parts_;
+  const int64_t split_size = split_rows_ ? m_ : n_;
+  const int64_t s0 = std::min(split_size, part * part_size_), s1 = std::min(split_size, s0 + part_size_);
+  *m0 = split_rows_ ? s0 : 0;
+  *mlen = split_rows_ ? s1 - s0 : m_;
+  *n0 = split_rows_ ? 0 : s0;
+  *nlen = split_rows_ ? n_ : s1 - s0;
+}
+
+void DotKernel::UnitLoopBlocks(int64_t unit, int64_t* b0, int64_t* b1) const {
+  int64_t bi, m0, mlen, n0, nlen;
+  UnitBlock(unit, &bi, &m0, &mlen, &n0, &nlen);
+  if (mlen <= 0 || nlen <= 0) {
+    *b0 = *b1 = 0;
+    return;
+  }
+  const int64_t e0 = (bi * m_ + m0) * n_, e1 = e0 + mlen * n_, block = epilogue_->block();
+  *b0 = e0 / block;
+  *b1 = (e1 + block - 1) / block;
+}
+
+void DotKernel::RunSharingLoops(const KernelContext& ctx, absl::FunctionRef<void(int64_t, int)> product) {
+  const int64_t units = batch_ * parts_;
+  if (next_block_ == nullptr) {
+    next_block_ = std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(units));
+    written_ = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(units));
+  }
+  for (int64_t u = 0; u < units; ++u) {
+    int64_t b0, b1;
+    UnitLoopBlocks(u, &b0, &b1);
+    next_block_[u].store(b0, std::memory_order_relaxed);
+    written_[u].store(false, std::memory_order_relaxed);
+  }
+  unclaimed_.store(static_cast<uint64_t>(units) << 32, std::memory_order_relaxed);
+  // Loop blocks are claimed a few at a time: ~4096 elements, a few microseconds of work.
+  const int64_t claim = std::max<int64_t>(1, 4096 / epilogue_->block());
+  auto run_loop = [&](int64_t u, int thread) {
+    int64_t b1, end;
+    UnitLoopBlocks(u, &b1, &end);
+    for (;;) {
+      const int64_t b = next_block_[u].fetch_add(claim, std::memory_order_relaxed);
+      if (b >= end) return;
+      epilogue_->RunBlocks(ctx, thread, b, std::min(end, b + claim));
+    }
+  };
+  // One pool unit per thread; each claims products (the caller from the first rows, the
+  // others from the last, as ThreadPool hands out units) and runs each one's loop right after
+  // it; with no product left, it helps with the loops of products already written.
+  ctx.pool->ParallelFor(ctx.pool->num_threads(), [&](int64_t, int thread) {
+    for (;;) {
+      uint64_t word = unclaimed_.load(std::memory_order_relaxed), next;
+      int64_t u;
+      do {
+        const uint64_t lo = word & 0xffffffffu, hi = word >> 32;
+        if (lo >= hi) {
+          u = -1;
+          break;
+        }
+        u = static_cast<int64_t>(thread == 0 ? lo : hi - 1);
+        next = thread == 0 ? ((hi << 32) | (lo + 1)) : (((hi - 1) << 32) | lo);
+      } while (!unclaimed_.compare_exchange_weak(word, next, std::memory_order_relaxed));
+      if (u < 0) break;
+      product(u, thread);
+      written_[u].store(true, std::memory_order_release);
+      run_loop(u, thread);
+    }
+    // Then the loops of products other threads write (nearest to this thread's rows first),
+    // as each product is written: every product is claimed, so each one is being computed.
+    for (int spins = 0;; ++spins) {
+      bool left = false;
+      for (int64_t i = 0; i < units; ++i) {
+        const int64_t u = thread == 0 ? i : units - 1 - i;
+        int64_t b0, end;
+        UnitLoopBlocks(u, &b0, &end);
+        if (next_block_[u].load(std::memory_order_relaxed) >= end) continue;
+        if (written_[u].load(std::memory_order_acquire)) {
+          run_loop(u, thread);
+          spins = 0;
+        } else {
+          left = true;
+        }
+      }
+      if (!left) break;
+      if (spins > (1 << 12)) std::this_thread::yield();
+    }
+  });
+}
+
+bool DotKernel::CanTakeEpilogue(const FusedKernel& loop) const {
+  if (epilogue_ != nullptr || !loop.RunsInBlocks() || loop.n() != batch_ * m_ * n_ || loop.n() == 0) return false;
+  // The product's output in its own row-major order, so that each unit's block (whole rows of
+  // one batch element) is one range of the loop's index space.
+  if (!output_ok_ || ldc_ != n_ || (!split_rows_ && parts_ > 1)) return false;
+  for (int64_t b = 0; b < batch_; ++b) {
+    if (out_offsets_[b] != b * m_ * n_) return false;
+  }
+  // Parallel as the product, or a loop that would run on one thread anyway.
+  if (!Parallel() && !loop.small()) return false;
+  // The loop reads the product only element i for element i.
+  for (const FusedLoad& l : loop.loads()) {
+    if (l.access.storage != out_storage_) continue;
+    const Layout& v = l.access.layout;
+    if (l.per_row || l.mode != FusedLoad::Mode::kContiguous || v.offset != 0) return false;
+  }
+  for (int o = 0; o < 2; ++o) {
+    if (operands_[o].pack_storage >= 0 && std::count(loop.reads.begin(), loop.reads.end(), operands_[o].pack_storage))
+      return false;
+  }
+  // Each unit's range starts at a multiple of the loop's block and ends at one or at the end.
+  for (int64_t u = 0; u < batch_ * parts_; ++u) {
+    int64_t bi, m0, mlen, n0, nlen;
+    UnitBlock(u, &bi, &m0, &mlen, &n0, &nlen);
+    if (mlen <= 0 || nlen <= 0) continue;
+    const int64_t e0 = (bi * m_ + m0) * n_, e1 = e0 + mlen * n_;
+    if (e0 % loop.block() != 0 || (e1 % loop.block() != 0 && e1 != loop.n())) return false;
+  }
+  return true;
+}
+
+void DotKernel::SetEpilogue(std::unique_ptr<FusedKernel> loop) {
+  for (int s : loop->reads) {
+    if (s != out_storage_) reads.push_back(s);
+  }
+  // A storage sgemm reads must never share memory with one this kernel writes.
+  std::vector<int> sgemm_reads = {operands_[0].access.storage, operands_[1].access.storage};
+  if (bias_storage_ >= 0) sgemm_reads.push_back(bias_storage_);
+  for (int s : loop->same_index_reads) {
+    if (std::count(sgemm_reads.begin(), sgemm_reads.end(), s) == 0 && s != out_storage_) same_index_reads.push_back(s);
+  }
+  for (int s : loop->writes) writes.push_back(s);
+  same_index_writes = loop->same_index_writes;
+  num_instructions += loop->num_instructions;
+  description_ = absl::StrCat(description_, " + epilogue ", loop->Describe());
+  epilogue_ = std::move(loop);
 }
 
 void DotKernel::PlanOperand(int o, const std::vector<int64_t>& batch_dims, const std::vector<int64_t>& row_dims,
@@ -205,6 +365,7 @@ void DotKernel::set_pack_storage(int operand, int storage) {
 void DotKernel::Run(const KernelContext& ctx) {
   float* out = reinterpret_cast<float*>(ctx.storage[out_storage_]);
   if (batch_ * m_ * n_ == 0) return;
+  if (epilogue_ != nullptr) epilogue_->BeginRun(ctx);
   if (k_ == 0) {
     const float* bias =
         bias_storage_ < 0 ? nullptr : reinterpret_cast<const float*>(ctx.storage[bias_storage_]) + bias_offset_;
@@ -215,6 +376,7 @@ void DotKernel::Run(const KernelContext& ctx) {
         for (int64_t j = 0; bias != nullptr && j < n_; ++j) c[j] += bias[j];
       }
     }
+    if (epilogue_ != nullptr) epilogue_->RunBlocks(ctx, 0, 0, epilogue_->num_blocks());
     return;
   }
   const float* base[2];
@@ -234,32 +396,10 @@ void DotKernel::Run(const KernelContext& ctx) {
   const float* bias =
       bias_storage_ < 0 ? nullptr : reinterpret_cast<const float*>(ctx.storage[bias_storage_]) + bias_offset_;
   const bool bias_first = bias != nullptr && k_ <= kMaxBiasFirstDepth;
-  const int threads = ctx.pool->num_threads();
-  const int64_t flops = 2 * batch_ * m_ * n_ * k_;
-  // Each product is split into `parts` row (or column) blocks, and how depends on the shape
-  // alone, never on the thread count. Every output element is then computed by the same
-  // sgemm call (same sizes, same operands) with 1 thread or N, and single-threaded OpenBLAS
-  // computes a given call the same way each time, on any CPU. Blocks sized by the thread
-  // count would change the calls' sizes, and OpenBLAS chooses code paths by size (its
-  // "direct" and small-matrix kernels, edge kernels, K blocking), which sum in another order:
-  // results would differ in the last bits between 1 and 2 threads.
-  const bool split_rows = m_ >= n_;
-  const int64_t split_size = split_rows ? m_ : n_;
-  int64_t parts = 1;
-  if (flops >= kMinParallelFlops && batch_ < kTargetBlocks) {
-    int64_t most = std::min((kTargetBlocks + batch_ - 1) / batch_, split_size / kMinBlock);
-    if (most < 2) most = std::min<int64_t>(2, split_size / kMinHalf);
-    while (parts * 2 <= most) parts *= 2;
-  }
   auto run = [&](int64_t unit, int) {
-    const int64_t bi = unit / parts, part = unit % parts;
-    // Blocks of a multiple of 16 rows/columns, so each matches sgemm's register tiles.
-    const int64_t chunk = (split_size + parts - 1) / parts;
-    const int64_t aligned = parts == 1 ? split_size : (chunk + 15) / 16 * 16;
-    const int64_t s0 = std::min(split_size, part * aligned), s1 = std::min(split_size, s0 + aligned);
-    if (s1 <= s0) return;
-    const int64_t m0 = split_rows ? s0 : 0, mlen = split_rows ? s1 - s0 : m_;
-    const int64_t n0 = split_rows ? 0 : s0, nlen = split_rows ? n_ : s1 - s0;
+    int64_t bi, m0, mlen, n0, nlen;
+    UnitBlock(unit, &bi, &m0, &mlen, &n0, &nlen);
+    if (mlen <= 0 || nlen <= 0) return;
     const float* pa = base[0] + a.batch_offsets[bi] + m0 * a.row_stride;
     const float* pb = base[1] + b.batch_offsets[bi] + n0 * b.col_stride;
     float* pc = out + out_offsets_[bi] + m0 * ldc_ + n0;
@@ -279,11 +419,19 @@ void DotKernel::Run(const KernelContext& ctx) {
       }
     }
   };
-  const int64_t units = batch_ * parts;
-  if (threads > 1 && flops >= kMinParallelFlops && units > 1) {
-    ctx.pool->ParallelFor(units, run);
+  const int64_t units = batch_ * parts_;
+  if (ctx.pool->num_threads() > 1 && Parallel()) {
+    if (epilogue_ != nullptr) {
+      RunSharingLoops(ctx, run);
+    } else {
+      ctx.pool->ParallelFor(units, run);
+    }
   } else {
+    // On one thread the loop runs after the whole product, as a kernel of its own would: after
+    // each block it timed slower (1-2 % of the GPT step), its reads and writes evicting the
+    // packed weights that the next block's sgemm call reads again.
     for (int64_t u = 0; u < units; ++u) run(u, 0);
+    if (epilogue_ != nullptr) epilogue_->RunBlocks(ctx, 0, 0, epilogue_->num_blocks());
   }
 }
 

@@ -3,18 +3,24 @@
 // matrix is row- or column-major (any leading dimension) is passed as is with
 // CblasNoTrans / CblasTrans, so transposes, head splits and column slices cost nothing.
 // An operand that cannot be expressed that way is first packed into a temporary buffer.
-// Optionally a bias row is added to each output block as it is computed (AddBias).
+// Optionally a bias row is added to each output block as it is computed (AddBias), and a loop
+// kernel that reads the product element by element runs over each block right after it
+// (SetEpilogue), while the block is in the cache of the core that computed it, and with no
+// barrier between product and loop.
 // Batches, or row/column blocks of a single product, are spread over the pool; OpenBLAS
 // itself runs single-threaded inside each call. The blocks depend on the shapes alone, so a
 // result is bitwise the same for every thread count (see Run).
 #ifndef PCP_KERNELS_CPU_DOT_KERNEL_H_
 #define PCP_KERNELS_CPU_DOT_KERNEL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
+#include "fused_kernel.h"
 #include "pcp/autodiff/ir.h"
 #include "program.h"
 
@@ -47,8 +53,24 @@ class DotKernel : public Kernel {
   int64_t n() const { return n_; }  // columns of the product (rhs free dimensions)
   void AddBias(int storage, int64_t offset);
 
+  // The loop kernel `loop` run as this kernel's epilogue instead of as a kernel of its own
+  // after this one: on several threads, over each output block right after the block's sgemm
+  // call (and bias) by the thread that computed it, while it is in that core's cache, any
+  // thread taking loop blocks of blocks already written once it has no block left to compute;
+  // on one thread, after the whole product (see Run). Possible (CanTakeEpilogue) if the
+  // output is contiguous in the product's order, the loop's index space is the output's and it
+  // has no reduction across blocks, it reads the output only element i for element i, every
+  // unit's output rows are whole blocks of the loop (shapes alone decide both, so the loop
+  // computes the same blocks, the same bits, as alone), and the product runs in parallel (or
+  // the loop would not). The caller makes sure everything else the loop reads is computed
+  // before this kernel runs. This kernel then also reads and writes what the loop does.
+  bool CanTakeEpilogue(const FusedKernel& loop) const;
+  void SetEpilogue(std::unique_ptr<FusedKernel> loop);
+  int out_storage() const { return out_storage_; }
+
   void Run(const KernelContext& ctx) override;
   std::string Describe() const override { return description_; }
+  int64_t scratch_bytes() const override { return epilogue_ != nullptr ? epilogue_->scratch_bytes() : 0; }
 
  private:
   struct Operand {
@@ -63,6 +85,16 @@ class DotKernel : public Kernel {
     std::vector<int64_t> batch_offsets;  // per batch element, relative to the base
   };
   // Plans operand `o` (0 = lhs with rows M, cols K; 1 = rhs with rows K, cols N).
+  int64_t flops() const { return 2 * batch_ * m_ * n_ * k_; }
+  // Whether the product's units are spread over the pool (with more than one thread).
+  bool Parallel() const;
+  // Unit `unit`'s block: batch element bi, rows [m0, m0 + mlen), columns [n0, n0 + nlen)
+  // (mlen or nlen 0: an empty unit).
+  // The loop's blocks over unit `unit`'s output rows: [*b0, *b1).
+  void UnitLoopBlocks(int64_t unit, int64_t* b0, int64_t* b1) const;
+  // Runs the units and their loop blocks on the pool (an epilogue, more than one thread).
+  void RunSharingLoops(const KernelContext& ctx, absl::FunctionRef<void(int64_t, int)> product);
+  void UnitBlock(int64_t unit, int64_t* bi, int64_t* m0, int64_t* mlen, int64_t* n0, int64_t* nlen) const;
   void PlanOperand(int o, const std::vector<int64_t>& batch_dims, const std::vector<int64_t>& row_dims,
                    const std::vector<int64_t>& col_dims, const std::vector<int64_t>& batch_sizes);
 
@@ -74,6 +106,20 @@ class DotKernel : public Kernel {
   std::vector<int64_t> out_offsets_;  // per batch element
   int bias_storage_ = -1;             // AddBias: the row vector, or -1
   int64_t bias_offset_ = 0;
+  // Blocks, by the shape alone: each batch element in parts_ blocks of part_size_ rows
+  // (split_rows_) or columns (the last one shorter), one pool unit each.
+  bool split_rows_ = true;
+  int64_t parts_ = 1;
+  int64_t part_size_ = 1;
+  std::unique_ptr<FusedKernel> epilogue_;
+  // Run with an epilogue over the pool: which units' products are claimed (from the bottom by
+  // the calling thread, from the top by the others: [lo, hi) unclaimed, lo in the low half);
+  // per unit, whether its product is written (then its loop blocks may be claimed by any
+  // thread, not only the one that computed it: no thread waits at the end for another's whole
+  // loop) and the next of its loop blocks to claim.
+  std::atomic<uint64_t> unclaimed_{0};
+  std::unique_ptr<std::atomic<int64_t>[]> next_block_;
+  std::unique_ptr<std::atomic<bool>[]> written_;
   std::string description_;
 };
 

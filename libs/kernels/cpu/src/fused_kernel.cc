@@ -183,6 +183,22 @@ void FusedKernel::Evaluate(const KernelContext& ctx, void** regs, int64_t start,
 }
 
 void FusedKernel::Run(const KernelContext& ctx) {
+  BeginRun(ctx);
+  if (reduce_) {
+    RunReduce(ctx);
+  } else {
+    RunElementwise(ctx);
+  }
+}
+
+int64_t FusedKernel::work() const {
+  // Work in IR instructions (an expression op counts its tree), as before expression ops.
+  return n_ * static_cast<int64_t>(num_instructions + loads_.size() + stores_.size());
+}
+
+bool FusedKernel::small() const { return work() < kMinParallelWork; }
+
+void FusedKernel::BeginRun(const KernelContext& ctx) {
   ++run_;
   if (thread_run_.size() < static_cast<size_t>(ctx.pool->num_threads())) {
     thread_run_.resize(static_cast<size_t>(ctx.pool->num_threads()), 0);
@@ -197,28 +213,23 @@ void FusedKernel::Run(const KernelContext& ctx) {
     }
     if (reduce_ && ctx.storage[reduce_->init.storage] == out) direct_store_[i] = 0;
   }
-  if (reduce_) {
-    RunReduce(ctx);
-  } else {
-    RunElementwise(ctx);
+}
+
+void FusedKernel::RunBlocks(const KernelContext& ctx, int thread, int64_t b0, int64_t b1) {
+  void** regs = SetUpThread(ctx, thread);
+  for (int64_t b = b0; b < b1; ++b) {
+    const int64_t start = b * block_;
+    Evaluate(ctx, regs, start, std::min(block_, n_ - start));
   }
 }
 
 void FusedKernel::RunElementwise(const KernelContext& ctx) {
   if (n_ == 0) return;
   const int64_t blocks = (n_ + block_ - 1) / block_;
-  // Work in IR instructions (an expression op counts its tree), as before expression ops.
-  const int64_t work = n_ * static_cast<int64_t>(num_instructions + loads_.size() + stores_.size());
   const int threads = ctx.pool->num_threads();
-  const int64_t units =
-      (threads == 1 || work < kMinParallelWork) ? 1 : std::min<int64_t>(blocks, kUnitsPerThread * threads);
+  const int64_t units = (threads == 1 || small()) ? 1 : std::min<int64_t>(blocks, kUnitsPerThread * threads);
   auto run = [&](int64_t unit, int thread) {
-    void** regs = SetUpThread(ctx, thread);
-    const int64_t b0 = blocks * unit / units, b1 = blocks * (unit + 1) / units;
-    for (int64_t b = b0; b < b1; ++b) {
-      const int64_t start = b * block_;
-      Evaluate(ctx, regs, start, std::min(block_, n_ - start));
-    }
+    RunBlocks(ctx, thread, blocks * unit / units, blocks * (unit + 1) / units);
   };
   if (units == 1) {
     run(0, 0);

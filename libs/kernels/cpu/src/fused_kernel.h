@@ -109,6 +109,22 @@ class FusedKernel : public Kernel {
   std::string Describe() const override { return description_; }
   int64_t scratch_bytes() const override { return scratch_bytes_; }
 
+  // Run block by block inside another kernel's parallel loop (a product's epilogue,
+  // DotKernel::SetEpilogue): BeginRun once, then RunBlocks for every block of the index space
+  // exactly once, from any pool threads, each block after whatever it reads is written. The
+  // same blocks as Run, so the same bits. Only for kernels without a reduction across blocks
+  // (row kernels' rows lie inside their blocks).
+  bool RunsInBlocks() const { return !reduce_; }
+  int64_t n() const { return n_; }
+  int64_t block() const { return block_; }  // elements per block
+  int64_t num_blocks() const { return (n_ + block_ - 1) / block_; }
+  // Below this much work Run keeps the kernel on the calling thread.
+  bool small() const;
+  const std::vector<FusedLoad>& loads() const { return loads_; }
+  void BeginRun(const KernelContext& ctx);
+  // Blocks [b0, b1) (elements [b0 * block(), min(n(), b1 * block()))) on pool thread `thread`.
+  void RunBlocks(const KernelContext& ctx, int thread, int64_t b0, int64_t b1);
+
  private:
   // The reduction's loop structure: input viewed as [a, r, c] with r reduced, or general.
   struct ReducePlan {
@@ -124,6 +140,7 @@ class FusedKernel : public Kernel {
     bool batch_rows = false;                // c > 1 and a block holds several whole rows of c
   };
 
+  int64_t work() const;  // elements x (instructions + loads + stores)
   // Registers of thread `thread` set up for a new range of blocks: filled (scalar and periodic
   // loads) on the thread's first unit of this Run only, since no other kernel runs meanwhile.
   void** SetUpThread(const KernelContext& ctx, int thread);

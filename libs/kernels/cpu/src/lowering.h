@@ -23,6 +23,10 @@ struct LoweringOptions {
   bool expression_ops = true;
   // Per-row ops join row groups (fusion.h, FusionOptions::row_values).
   bool row_values = true;
+  // A loop kernel that reads a product's output element by element runs over each of the
+  // product's output blocks right after it, inside the product's kernel (DotKernel::SetEpilogue);
+  // false: a kernel of its own. The same bits either way.
+  bool epilogues = true;
 };
 
 absl::StatusOr<Program> Lower(const Function& function, LoweringOptions options = {});

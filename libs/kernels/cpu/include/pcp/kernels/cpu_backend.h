@@ -37,6 +37,11 @@ struct CpuBackendOptions {
   // join the row kernel of the reduction and of their broadcasts' consumers; false: kernels of
   // their own between the row kernels (as before). Results are the same bits either way.
   bool row_values = true;
+  // A loop kernel that reads a matrix product's output element by element (GELU over a linear
+  // layer's output, a softmax over attention scores, a residual add and LayerNorm) runs over
+  // each block of the product right after the block's sgemm call, while it is in cache, inside
+  // the product's kernel; false: a kernel of its own after the product. The same bits either way.
+  bool epilogues = true;
 };
 
 std::unique_ptr<Backend> CreateCpuBackend(CpuBackendOptions options = {});
