@@ -141,6 +141,13 @@ class GraphMaker {
   std::vector<ValueId> values_;
 };
 
+// Graph g's arguments: the same for every backend and test.
+std::vector<Tensor> ArgsOf(const Function& f, int g) {
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < f.params.size(); ++i) args.push_back(RandomTensor(f.type(f.params[i]), 10 * g + i));
+  return args;
+}
+
 class RandomGraphTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(RandomGraphTest, MatchesInterpreter) {
@@ -151,8 +158,7 @@ TEST_P(RandomGraphTest, MatchesInterpreter) {
     SCOPED_TRACE(::testing::Message() << "graph " << g);
     absl::StatusOr<Function> f = GraphMaker(g).Make();
     ASSERT_TRUE(f.ok()) << f.status();
-    std::vector<Tensor> args;
-    for (size_t i = 0; i < f->params.size(); ++i) args.push_back(RandomTensor(f->type(f->params[i]), 10 * g + i));
+    const std::vector<Tensor> args = ArgsOf(*f, g);
     absl::StatusOr<std::vector<Tensor>> expected = Interpret(*f, args);
     ASSERT_TRUE(expected.ok()) << expected.status();
     absl::StatusOr<std::unique_ptr<Executable>> exe = (*backend)->Compile(*f);
@@ -205,8 +211,7 @@ TEST(RandomGraphCpuTest, EpiloguesGiveTheSameBits) {
     SCOPED_TRACE(::testing::Message() << "graph " << g);
     absl::StatusOr<Function> f = GraphMaker(g).Make();
     ASSERT_TRUE(f.ok()) << f.status();
-    std::vector<Tensor> args;
-    for (size_t i = 0; i < f->params.size(); ++i) args.push_back(RandomTensor(f->type(f->params[i]), 10 * g + i));
+    const std::vector<Tensor> args = ArgsOf(*f, g);
     const ::pcp::testing::CpuRun alone = ::pcp::testing::RunOnCpu(*f, args, {.threads = 1, .epilogues = false});
     for (int threads : {1, 2}) {
       const ::pcp::testing::CpuRun run = ::pcp::testing::RunOnCpu(*f, args, {.threads = threads});
