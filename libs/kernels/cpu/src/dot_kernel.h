@@ -84,17 +84,17 @@ class DotKernel : public Kernel {
     int64_t row_stride = 0, col_stride = 0;
     std::vector<int64_t> batch_offsets;  // per batch element, relative to the base
   };
-  // Plans operand `o` (0 = lhs with rows M, cols K; 1 = rhs with rows K, cols N).
   int64_t flops() const { return 2 * batch_ * m_ * n_ * k_; }
   // Whether the product's units are spread over the pool (with more than one thread).
   bool Parallel() const;
   // Unit `unit`'s block: batch element bi, rows [m0, m0 + mlen), columns [n0, n0 + nlen)
   // (mlen or nlen 0: an empty unit).
+  void UnitBlock(int64_t unit, int64_t* bi, int64_t* m0, int64_t* mlen, int64_t* n0, int64_t* nlen) const;
   // The loop's blocks over unit `unit`'s output rows: [*b0, *b1).
   void UnitLoopBlocks(int64_t unit, int64_t* b0, int64_t* b1) const;
   // Runs the units and their loop blocks on the pool (an epilogue, more than one thread).
   void RunSharingLoops(const KernelContext& ctx, absl::FunctionRef<void(int64_t, int)> product);
-  void UnitBlock(int64_t unit, int64_t* bi, int64_t* m0, int64_t* mlen, int64_t* n0, int64_t* nlen) const;
+  // Plans operand `o` (0 = lhs with rows M, cols K; 1 = rhs with rows K, cols N).
   void PlanOperand(int o, const std::vector<int64_t>& batch_dims, const std::vector<int64_t>& row_dims,
                    const std::vector<int64_t>& col_dims, const std::vector<int64_t>& batch_sizes);
 
