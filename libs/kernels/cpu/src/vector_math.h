@@ -2,8 +2,8 @@
 // libm calls, integer tricks through std::bit_cast. Every fused multiply-add is explicit
 // (MulAdd) and the library is compiled with -ffp-contract=off, so a function gives the same
 // bits wherever it is inlined (a loop of its own or an expression op, expression_ops.h).
-// Accuracy (checked against double libm in cpu_math_test): exp, log ~1 ulp; tanh, logistic
-// ~2-3 ulp; erf ~ 2e-7 relative.
+// Accuracy (checked against double libm in backend_conformance_test): exp, log ~1 ulp; tanh,
+// logistic ~2-3 ulp; erf ~ 2e-7 relative.
 // Special values follow IEEE/libm: NaN in, NaN out; exp(+inf) = inf, exp(-inf) = 0;
 // log(0) = -inf, log(x<0) = NaN.
 #ifndef PCP_KERNELS_CPU_VECTOR_MATH_H_
