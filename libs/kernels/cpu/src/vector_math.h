@@ -1,5 +1,6 @@
-// Single-precision math written so that GCC vectorises loops calling it: no branches, no
-// libm calls, integer tricks through std::bit_cast. Every fused multiply-add is explicit
+// Single-precision math written so that GCC vectorises loops calling it: no branches (its
+// selects become blends; without AVX-512 masks only under the library's -fno-trapping-math,
+// see CMakeLists.txt), no libm calls, integer tricks through std::bit_cast. Every fused multiply-add is explicit
 // (MulAdd) and the library is compiled with -ffp-contract=off, so a function gives the same
 // bits wherever it is inlined (a loop of its own or an expression op, expression_ops.h).
 // Accuracy (checked against double libm in backend_conformance_test): exp, log ~1 ulp; tanh,
