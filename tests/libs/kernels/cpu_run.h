@@ -27,6 +27,7 @@ struct CpuRun {
   std::string schedule;            // CpuExecutable::DescribeSchedule()
   int fused_instructions = 0;      // CpuExecutableStats
   int kernels = 0;
+  absl::Status memory_plan;        // CpuExecutable::CheckMemoryPlan()
 };
 
 inline CpuRun RunOnCpu(const Function& f, const std::vector<Tensor>& args, const CpuBackendOptions& options) {
@@ -53,6 +54,7 @@ inline CpuRun RunOnCpu(const Function& f, const std::vector<Tensor>& args, const
   run.schedule = cpu->DescribeSchedule();
   run.fused_instructions = static_cast<int>(cpu->stats().num_fused_instructions);
   run.kernels = static_cast<int>(cpu->stats().num_kernels);
+  run.memory_plan = cpu->CheckMemoryPlan();
   return run;
 }
 
