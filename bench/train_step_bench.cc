@@ -93,6 +93,20 @@ struct Timing {
   double median_ms = 0;  // of the steps timed one by one: robust to bursts of other load
 };
 
+// Token batches of the right shape from a fixed pseudo-random sequence (the data does not
+// change the cost).
+TokenSequence SyntheticTokens(const GPTConfig& m) {
+  std::vector<uint16_t> ids(100000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint16_t>((i * 7919 + i / 13) % m.vocab_size);
+  return TokenSequence(std::move(ids));
+}
+
+// The upper median (0 if empty).
+double Median(std::vector<double> x) {
+  std::sort(x.begin(), x.end());
+  return x.empty() ? 0.0 : x[x.size() / 2];
+}
+
 absl::StatusOr<Timing> TimeOurs(const GptProgram& program, const std::vector<Tensor>& init, int threads) {
   std::unique_ptr<Backend> backend =
       CreateCpuBackend(CpuBackendOptions{.threads = threads, .expression_ops = absl::GetFlag(FLAGS_expression_ops),
@@ -103,10 +117,7 @@ absl::StatusOr<Timing> TimeOurs(const GptProgram& program, const std::vector<Ten
   InnerLoop& loop = **loop_or;
   if (auto s = loop.SetParams(init); !s.ok()) return s;
   const GPTConfig& m = program.model;
-  // Random token batches of the right shape (the data does not change the cost).
-  std::vector<uint16_t> ids(100000);
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint16_t>((i * 7919 + i / 13) % m.vocab_size);
-  TokenSequence data(std::move(ids));
+  const TokenSequence data = SyntheticTokens(m);
   BatchSampler sampler(1);
   std::vector<double> step_ms;
   auto run = [&](int n) -> absl::Status {
@@ -126,8 +137,7 @@ absl::StatusOr<Timing> TimeOurs(const GptProgram& program, const std::vector<Ten
   auto t0 = std::chrono::steady_clock::now();
   if (auto s = run(absl::GetFlag(FLAGS_steps)); !s.ok()) return s;
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::sort(step_ms.begin(), step_ms.end());
-  const double median = step_ms.empty() ? 0 : step_ms[step_ms.size() / 2];
+  const double median = Median(step_ms);
   return Timing{threads, ms / absl::GetFlag(FLAGS_steps), median};
 }
 
@@ -144,9 +154,7 @@ absl::Status AbEpilogues(const GptProgram& program, const std::vector<Tensor>& i
     if (auto s = loops[v]->SetParams(init); !s.ok()) return s;
   }
   const GPTConfig& m = program.model;
-  std::vector<uint16_t> ids(100000);
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint16_t>((i * 7919 + i / 13) % m.vocab_size);
-  TokenSequence data(std::move(ids));
+  const TokenSequence data = SyntheticTokens(m);
   BatchSampler sampler(1);
   std::vector<double> ms[2], diff;
   const int warmup = absl::GetFlag(FLAGS_warmup), steps = absl::GetFlag(FLAGS_steps);
@@ -170,10 +178,6 @@ absl::Status AbEpilogues(const GptProgram& program, const std::vector<Tensor>& i
     for (int v = 0; v < 2; ++v) ms[v].push_back(t[v]);
     diff.push_back(t[1] - t[0]);
   }
-  auto median = [](std::vector<double> x) {
-    std::sort(x.begin(), x.end());
-    return x.empty() ? 0.0 : x[x.size() / 2];
-  };
   int faster = 0;
   for (double d : diff) faster += d < 0 ? 1 : 0;
   for (int v = 0; v < 2; ++v) {
@@ -186,7 +190,7 @@ absl::Status AbEpilogues(const GptProgram& program, const std::vector<Tensor>& i
   }
   std::printf("pcp      threads %d, epilogues off / on, alternating steps: median step %.2f / %.2f ms; median "
               "difference per pair %+.2f ms (%d of %zu pairs faster with); same losses\n",
-              threads, median(ms[0]), median(ms[1]), median(diff), faster, diff.size());
+              threads, Median(ms[0]), Median(ms[1]), Median(diff), faster, diff.size());
   return absl::OkStatus();
 }
 
