@@ -58,6 +58,13 @@ inline CpuRun RunOnCpu(const Function& f, const std::vector<Tensor>& args, const
   return run;
 }
 
+// How many times `what` occurs in `text` (e.g. "+ epilogue" in a CpuRun's schedule).
+inline int CountOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 // Bit for bit, except that any NaN equals any NaN: which NaN's payload and sign an op returns
 // when both operands are NaN depends on the order the compiler puts the operands of a
 // commutative op in (x86 returns the first), and a + (-b) may be computed as a - b; IEEE 754

@@ -16,6 +16,7 @@
 namespace pcp {
 namespace {
 
+using ::pcp::testing::CountOf;
 using ::pcp::testing::CpuRun;
 using ::pcp::testing::RandomTensor;
 using ::pcp::testing::RunOnCpu;
@@ -143,12 +144,7 @@ TEST(CpuEpilogueTest, LoopsAfterAProductRunOverItsBlocks) {
       }
       if (threads == 1) fused = std::move(got);
     }
-    int found = 0;
-    for (size_t at = fused.schedule.find("+ epilogue"); at != std::string::npos;
-         at = fused.schedule.find("+ epilogue", at + 1)) {
-      ++found;
-    }
-    EXPECT_EQ(found, c.epilogues) << fused.schedule;
+    EXPECT_EQ(CountOf(fused.schedule, "+ epilogue"), c.epilogues) << fused.schedule;
     EXPECT_EQ(fused.kernels + c.epilogues, alone.kernels) << fused.schedule << "\nvs\n" << alone.schedule;
     EXPECT_TRUE(fused.memory_plan.ok()) << fused.memory_plan;
   }

@@ -94,25 +94,16 @@ TEST_P(GptTrainStepTest, MatchesInterpreterOverSeveralInPlaceSteps) {
 // loops as kernels of their own, for 1 and 2 threads. 256 rows, so the products are split
 // into row blocks.
 TEST(GptTrainStepCpuTest, EpiloguesGiveTheSameBits) {
-  const GPTConfig config{.vocab_size = 65, .block_size = 32, .n_layer = 2, .n_head = 2, .n_embd = 64, .bias = true};
-  const int64_t batch = 8;
-  absl::StatusOr<Function> forward = BuildGptForwardLoss(config, batch, config.block_size);
-  ASSERT_TRUE(forward.ok()) << forward.status();
-  absl::StatusOr<Function> step = BuildTrainStep(
-      *forward, AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
+  absl::StatusOr<::pcp::testing::GptTrainStep> step = ::pcp::testing::GptTrainStepFor(
+      {.vocab_size = 65, .block_size = 32, .n_layer = 2, .n_head = 2, .n_embd = 64, .bias = true}, /*batch=*/8,
+      /*init_seed=*/3, /*data_seed=*/5);
   ASSERT_TRUE(step.ok()) << step.status();
-  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(config, 3);
-  ASSERT_TRUE(init.ok()) << init.status();
-  const std::vector<Tensor> args = TrainStepArgs(*init, 3e-3f, batch, config.block_size, config.vocab_size, 5);
-  const ::pcp::testing::CpuRun alone = ::pcp::testing::RunOnCpu(*step, args, {.threads = 1, .epilogues = false});
+  const ::pcp::testing::CpuRun alone =
+      ::pcp::testing::RunOnCpu(step->step, step->args, {.threads = 1, .epilogues = false});
   for (int threads : {1, 2}) {
-    const ::pcp::testing::CpuRun run = ::pcp::testing::RunOnCpu(*step, args, {.threads = threads});
+    const ::pcp::testing::CpuRun run = ::pcp::testing::RunOnCpu(step->step, step->args, {.threads = threads});
     EXPECT_TRUE(::pcp::testing::AllSameBitsOrBothNaN(run.results, alone.results)) << threads << " threads";
-    int epilogues = 0;
-    for (size_t at = run.schedule.find("+ epilogue"); at != std::string::npos;
-         at = run.schedule.find("+ epilogue", at + 1)) {
-      ++epilogues;
-    }
+    const int epilogues = ::pcp::testing::CountOf(run.schedule, "+ epilogue");
     EXPECT_GT(epilogues, 0) << run.schedule;
     EXPECT_EQ(run.kernels + epilogues, alone.kernels) << run.schedule;
   }

@@ -24,6 +24,7 @@ namespace {
 
 using ::pcp::testing::AllSameBitsOrBothNaN;
 using ::pcp::testing::CpuRun;
+using ::pcp::testing::CountOf;
 using ::pcp::testing::RunOnCpu;
 
 int64_t ArenaBytes(const Function& f) {
@@ -31,12 +32,6 @@ int64_t ArenaBytes(const Function& f) {
   absl::StatusOr<std::unique_ptr<Executable>> exe = cpu->Compile(f);
   EXPECT_TRUE(exe.ok()) << exe.status();
   return exe.ok() ? dynamic_cast<const CpuExecutable*>(exe->get())->stats().arena_bytes : 0;
-}
-
-int CountOf(const std::string& s, const std::string& what) {
-  int n = 0;
-  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
-  return n;
 }
 
 // The count after "stores " in a fused kernel's description.

@@ -9,6 +9,7 @@
 // backends or backend options on it:
 //
 //   absl::StatusOr<GptTrainStep> s = SmallGptTrainStep();
+//   absl::StatusOr<GptTrainStep> t = GptTrainStepFor(config, batch, init_seed, data_seed);
 #ifndef PCP_TESTS_LIBS_KERNELS_TRAIN_STEP_ARGS_H_
 #define PCP_TESTS_LIBS_KERNELS_TRAIN_STEP_ARGS_H_
 
@@ -44,17 +45,25 @@ struct GptTrainStep {
   std::vector<Tensor> args;
 };
 
-inline absl::StatusOr<GptTrainStep> SmallGptTrainStep() {
-  const GPTConfig config{.vocab_size = 11, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32, .bias = true};
-  const int64_t batch = 3;
+// The train step of `config` at `batch` (AdamW with weight decay and clipping), parameters
+// initialised with `init_seed`, its arguments as TrainStepArgs gives them (lr 3e-3, data seed
+// `data_seed`).
+inline absl::StatusOr<GptTrainStep> GptTrainStepFor(const GPTConfig& config, int64_t batch, uint64_t init_seed,
+                                                     uint64_t data_seed) {
   absl::StatusOr<Function> forward = BuildGptForwardLoss(config, batch, config.block_size);
   if (!forward.ok()) return forward.status();
   absl::StatusOr<Function> step = BuildTrainStep(
       *forward, AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
   if (!step.ok()) return step.status();
-  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(config, 5);
+  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(config, init_seed);
   if (!init.ok()) return init.status();
-  return GptTrainStep{*std::move(step), TrainStepArgs(*init, 3e-3f, batch, config.block_size, config.vocab_size, 9)};
+  return GptTrainStep{*std::move(step),
+                      TrainStepArgs(*init, 3e-3f, batch, config.block_size, config.vocab_size, data_seed)};
+}
+
+inline absl::StatusOr<GptTrainStep> SmallGptTrainStep() {
+  return GptTrainStepFor({.vocab_size = 11, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32, .bias = true},
+                         /*batch=*/3, /*init_seed=*/5, /*data_seed=*/9);
 }
 
 }  // namespace pcp::testing
