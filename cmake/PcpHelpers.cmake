@@ -5,7 +5,8 @@
 #        private ones in src/.
 #   pcp_cc_binary(NAME pcp-train SRCS main.cc DEPS pcp::training)
 #   pcp_cc_test(NAME tensor_test SRCS tensor_test.cc DEPS pcp::tensor [LABELS slow] [TIMEOUT s])
-#     -> a GoogleTest binary registered with ctest as one test.
+#     -> a GoogleTest binary registered with ctest as one test, compiled with tests/pch's
+#        precompiled header where that exists (tests/CMakeLists.txt).
 
 function(pcp_cc_library)
   cmake_parse_arguments(A "" "NAME" "SRCS;DEPS;PRIVATE_DEPS" ${ARGN})
@@ -31,13 +32,22 @@ function(pcp_cc_binary)
   install(TARGETS ${A_NAME} RUNTIME DESTINATION bin)
 endfunction()
 
+# The definitions every test is compiled with (also tests/pch's, so its header fits them).
+function(pcp_test_definitions target)
+  target_compile_definitions(${target} PRIVATE
+    PCP_SOURCE_DIR="${PROJECT_SOURCE_DIR}" PCP_DATA_DIR="${PCP_DATA_DIR}"
+    PCP_BINARY_DIR="${PROJECT_BINARY_DIR}")
+endfunction()
+
 function(pcp_cc_test)
   cmake_parse_arguments(A "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(${A_NAME} ${A_SRCS})
   target_link_libraries(${A_NAME} PRIVATE ${A_DEPS} GTest::gmock GTest::gtest GTest::gtest_main)
-  target_compile_definitions(${A_NAME} PRIVATE
-    PCP_SOURCE_DIR="${PROJECT_SOURCE_DIR}" PCP_DATA_DIR="${PCP_DATA_DIR}"
-    PCP_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  pcp_test_definitions(${A_NAME})
+  if(TARGET pcp_test_pch)
+    target_precompile_headers(${A_NAME} REUSE_FROM pcp_test_pch)
+    target_compile_options(${A_NAME} PRIVATE -Winvalid-pch)
+  endif()
   add_test(NAME ${A_NAME} COMMAND ${A_NAME})
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 300)
