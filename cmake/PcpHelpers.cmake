@@ -6,7 +6,7 @@
 #   pcp_cc_binary(NAME pcp-train SRCS main.cc DEPS pcp::training)
 #   pcp_cc_test(NAME tensor_test SRCS tensor_test.cc DEPS pcp::tensor [LABELS slow] [TIMEOUT s])
 #     -> a GoogleTest binary registered with ctest as one test, compiled with tests/pch's
-#        precompiled header where that exists (tests/CMakeLists.txt).
+#        precompiled header (pcp_reuse_pch).
 
 function(pcp_cc_library)
   cmake_parse_arguments(A "" "NAME" "SRCS;DEPS;PRIVATE_DEPS" ${ARGN})
@@ -32,6 +32,16 @@ function(pcp_cc_binary)
   install(TARGETS ${A_NAME} RUNTIME DESTINATION bin)
 endfunction()
 
+# pcp_reuse_pch(target pch_target): compiles target's sources with pch_target's precompiled
+# header (tests/pch, services/pch) when PCP_USE_PCH is set (top-level CMakeLists.txt). GCC
+# reports a header it cannot use (-Winvalid-pch) and parses the headers as usual.
+function(pcp_reuse_pch target pch_target)
+  if(PCP_USE_PCH)
+    target_precompile_headers(${target} REUSE_FROM ${pch_target})
+    target_compile_options(${target} PRIVATE -Winvalid-pch)
+  endif()
+endfunction()
+
 # The definitions every test is compiled with (also tests/pch's, so its header fits them).
 function(pcp_test_definitions target)
   target_compile_definitions(${target} PRIVATE
@@ -44,10 +54,7 @@ function(pcp_cc_test)
   add_executable(${A_NAME} ${A_SRCS})
   target_link_libraries(${A_NAME} PRIVATE ${A_DEPS} GTest::gmock GTest::gtest GTest::gtest_main)
   pcp_test_definitions(${A_NAME})
-  if(TARGET pcp_test_pch)
-    target_precompile_headers(${A_NAME} REUSE_FROM pcp_test_pch)
-    target_compile_options(${A_NAME} PRIVATE -Winvalid-pch)
-  endif()
+  pcp_reuse_pch(${A_NAME} pcp_test_pch)
   add_test(NAME ${A_NAME} COMMAND ${A_NAME})
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 300)
