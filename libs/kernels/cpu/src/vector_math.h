@@ -17,6 +17,13 @@
 
 #include "pcp/autodiff/ir.h"
 
+// This file's selects become blends without AVX-512 only under -fno-trapping-math, which GCC
+// announces with __NO_TRAPPING_MATH__; a build without it would run every loop with exp, erf,
+// log, tanh, a clamp or a select scalar (several times slower), so it does not compile.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__NO_TRAPPING_MATH__)
+#error "vector_math.h needs -fno-trapping-math (libs/kernels/cpu/CMakeLists.txt)"
+#endif
+
 namespace pcp::cpu {
 
 // a * b + c, rounded once where the target has FMA (which the compiler then vectorises),
