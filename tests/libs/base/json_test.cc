@@ -97,7 +97,8 @@ TEST(JsonTest, BuildsAndSerializesCompactlyInInsertionOrder) {
 }
 
 TEST(JsonTest, StringEscapesRoundTrip) {
-  std::string raw = std::string("q\"b\\s/\b\f\n\r\t\x01\x1f\x7f", 14) + "\xC3\xA9\xF0\x9F\x98\x80";
+  std::string raw("q\"b\\s/\b\f\n\r\t\x01\x1f\x7f", 14);
+  raw.append("\xC3\xA9\xF0\x9F\x98\x80");
   Json v(raw);
   EXPECT_EQ(v.Serialize(),
             "\"q\\\"b\\\\s/\\b\\f\\n\\r\\t\\u0001\\u001f\x7f\xC3\xA9\xF0\x9F\x98\x80\"");

@@ -65,7 +65,9 @@ TEST(RematFusionTest, RematerialisedGptStepGivesTheSameBitsWithASmallerArena) {
       if (erfs == 0) continue;
       ++kernels_with_erf;
       EXPECT_EQ(erfs, 1) << kernel;
-      if (CountOf(kernel, "exponential(") > 0) EXPECT_GE(Stores(kernel), 2) << kernel;
+      if (CountOf(kernel, "exponential(") > 0) {
+        EXPECT_GE(Stores(kernel), 2) << kernel;
+      }
     }
     EXPECT_EQ(kernels_with_erf, 2 * 2) << b.schedule;
   }
