@@ -175,14 +175,22 @@ void DotKernel::UnitBlock(int64_t unit, int64_t* bi, int64_t* m0, int64_t* mlen,
   *nlen = split_rows_ ? n_ : s1 - s0;
 }
 
-void DotKernel::UnitLoopBlocks(int64_t unit, int64_t* b0, int64_t* b1) const {
+bool DotKernel::UnitElements(int64_t unit, int64_t* e0, int64_t* e1) const {
   int64_t bi, m0, mlen, n0, nlen;
   UnitBlock(unit, &bi, &m0, &mlen, &n0, &nlen);
-  if (mlen <= 0 || nlen <= 0) {
+  if (mlen <= 0 || nlen <= 0) return false;
+  *e0 = (bi * m_ + m0) * n_;
+  *e1 = *e0 + mlen * n_;
+  return true;
+}
+
+void DotKernel::UnitLoopBlocks(int64_t unit, int64_t* b0, int64_t* b1) const {
+  int64_t e0, e1;
+  if (!UnitElements(unit, &e0, &e1)) {
     *b0 = *b1 = 0;
     return;
   }
-  const int64_t e0 = (bi * m_ + m0) * n_, e1 = e0 + mlen * n_, block = epilogue_->block();
+  const int64_t block = epilogue_->block();
   *b0 = e0 / block;
   *b1 = (e1 + block - 1) / block;
 }
@@ -276,10 +284,8 @@ bool DotKernel::CanTakeEpilogue(const FusedKernel& loop) const {
   }
   // Each unit's range starts at a multiple of the loop's block and ends at one or at the end.
   for (int64_t u = 0; u < batch_ * parts_; ++u) {
-    int64_t bi, m0, mlen, n0, nlen;
-    UnitBlock(u, &bi, &m0, &mlen, &n0, &nlen);
-    if (mlen <= 0 || nlen <= 0) continue;
-    const int64_t e0 = (bi * m_ + m0) * n_, e1 = e0 + mlen * n_;
+    int64_t e0, e1;
+    if (!UnitElements(u, &e0, &e1)) continue;
     if (e0 % loop.block() != 0 || (e1 % loop.block() != 0 && e1 != loop.n())) return false;
   }
   return true;

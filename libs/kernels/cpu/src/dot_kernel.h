@@ -90,6 +90,9 @@ class DotKernel : public Kernel {
   // Unit `unit`'s block: batch element bi, rows [m0, m0 + mlen), columns [n0, n0 + nlen)
   // (mlen or nlen 0: an empty unit).
   void UnitBlock(int64_t unit, int64_t* bi, int64_t* m0, int64_t* mlen, int64_t* n0, int64_t* nlen) const;
+  // Unit `unit`'s output elements in the product's row-major order, [*e0, *e1) (whole rows
+  // of one batch element when the split is by rows); false for an empty unit.
+  bool UnitElements(int64_t unit, int64_t* e0, int64_t* e1) const;
   // The loop's blocks over unit `unit`'s output rows: [*b0, *b1).
   void UnitLoopBlocks(int64_t unit, int64_t* b0, int64_t* b1) const;
   // Runs the units and their loop blocks on the pool (an epilogue, more than one thread).

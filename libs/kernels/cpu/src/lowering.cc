@@ -362,32 +362,31 @@ class Lowerer {
   }
 
   // The loop kernel just emitted becomes the epilogue of the product kernel whose output it
-  // reads (DotKernel::SetEpilogue; true) if that product is at most kMaxEpilogueDistance kernels
+  // reads (DotKernel::SetEpilogue) if that product is at most kMaxEpilogueDistance kernels
   // back and the kernels between write nothing the loop reads (so it may run earlier) and do
   // not read the product's output (so the loop reads it while it is still in cache).
-  bool MoveIntoProduct() {
+  void MoveIntoProduct() {
     constexpr size_t kMaxEpilogueDistance = 3;
     auto* loop = dynamic_cast<FusedKernel*>(kernels_.back().get());
-    if (loop == nullptr || !loop->RunsInBlocks()) return false;
+    if (loop == nullptr || !loop->RunsInBlocks()) return;
     auto contains = [](const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); };
     const size_t j = kernels_.size() - 1;
     for (size_t i = j; i-- > 0 && j - i <= kMaxEpilogueDistance;) {
       auto* dot = dynamic_cast<DotKernel*>(kernels_[i].get());
       if (dot != nullptr && contains(loop->reads, dot->out_storage())) {
         for (size_t b = i + 1; b < j; ++b) {
-          if (contains(kernels_[b]->reads, dot->out_storage())) return false;
+          if (contains(kernels_[b]->reads, dot->out_storage())) return;
         }
-        if (!dot->CanTakeEpilogue(*loop)) return false;
+        if (!dot->CanTakeEpilogue(*loop)) return;
         std::unique_ptr<FusedKernel> owned(static_cast<FusedKernel*>(kernels_.back().release()));
         kernels_.pop_back();
         dot->SetEpilogue(std::move(owned));
-        return true;
+        return;
       }
       for (int s : kernels_[i]->writes) {
-        if (contains(loop->reads, s)) return false;  // the loop reads what this kernel computes
+        if (contains(loop->reads, s)) return;  // the loop reads what this kernel computes
       }
     }
-    return false;
   }
 
   // The op list with trees of f32 arithmetic as expression ops (expression_fusion.h).
