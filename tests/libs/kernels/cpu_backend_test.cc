@@ -364,7 +364,9 @@ TEST(CpuBackendTest, BackwardRecomputesCheapForwardValuesInsteadOfStoringThem) {
   ASSERT_TRUE(f.ok()) << f.status();
   std::vector<Tensor> args = {RandomTensor(F32(s), 1), RandomTensor(F32({300}), 2),
                               RandomTensor(F32({300, 300}), 3, -0.1, 0.1)};
-  std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});
+  // On OpenBLAS: the own sgemm's products would each add a temporary, the packed operand
+  // their blocks share, to the count of arena bytes.
+  std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2, .gemm = CpuBackendOptions::Gemm::kOpenBlas});
   std::unique_ptr<Executable> exe;
   absl::StatusOr<std::vector<Tensor>> got = RunOnce(*cpu, *f, args, &exe);
   ASSERT_TRUE(got.ok()) << got.status();
@@ -473,29 +475,36 @@ TEST(CpuBackendTest, ProductsAreBitwiseIdenticalForEveryThreadCount) {
       {"narrow_halves", {768, 128}, {768, 128}, {{}, {}, {0}, {0}}},  // 2 row halves of 64
       {"narrow_column_halves", {768, 65}, {768, 150}, {{}, {}, {0}, {0}}},
   };
-  for (const Product& p : products) {
-    FunctionBuilder b(p.name);
-    ValueId x = b.Parameter(F32(p.lhs)), y = b.Parameter(F32(p.rhs));
-    b.Return({b.DotGeneral(x, y, p.dims)});
-    absl::StatusOr<Function> f = b.Build();
-    ASSERT_TRUE(f.ok()) << p.name << ": " << f.status();
-    const std::vector<Tensor> args = {RandomTensor(F32(p.lhs), 7), RandomTensor(F32(p.rhs), 8)};
-    absl::StatusOr<std::vector<Tensor>> one = RunOnce(*CreateCpuBackend({.threads = 1}), *f, args);
-    ASSERT_TRUE(one.ok()) << p.name << ": " << one.status();
-    ExpectAllNear(*one, *Interpret(*f, args), 1e-4, 1e-4);
-    for (int threads : {2, 3, 4}) {
-      absl::StatusOr<std::vector<Tensor>> got = RunOnce(*CreateCpuBackend({.threads = threads}), *f, args);
-      ASSERT_TRUE(got.ok()) << p.name << ": " << got.status();
-      EXPECT_TRUE(BitwiseEqual((*one)[0], (*got)[0])) << p.name << " differs between 1 and " << threads << " threads";
+  // On OpenBLAS's sgemm and on the backend's own (on a CPU without AVX2+FMA both are OpenBLAS).
+  for (CpuBackendOptions::Gemm gemm : {CpuBackendOptions::Gemm::kOpenBlas, CpuBackendOptions::Gemm::kOwn}) {
+    const char* path = gemm == CpuBackendOptions::Gemm::kOwn ? " (own sgemm)" : " (OpenBLAS)";
+    for (const Product& p : products) {
+      FunctionBuilder b(p.name);
+      ValueId x = b.Parameter(F32(p.lhs)), y = b.Parameter(F32(p.rhs));
+      b.Return({b.DotGeneral(x, y, p.dims)});
+      absl::StatusOr<Function> f = b.Build();
+      ASSERT_TRUE(f.ok()) << p.name << ": " << f.status();
+      const std::vector<Tensor> args = {RandomTensor(F32(p.lhs), 7), RandomTensor(F32(p.rhs), 8)};
+      absl::StatusOr<std::vector<Tensor>> one = RunOnce(*CreateCpuBackend({.threads = 1, .gemm = gemm}), *f, args);
+      ASSERT_TRUE(one.ok()) << p.name << path << ": " << one.status();
+      ExpectAllNear(*one, *Interpret(*f, args), 1e-4, 1e-4);
+      for (int threads : {2, 3, 4}) {
+        absl::StatusOr<std::vector<Tensor>> got =
+            RunOnce(*CreateCpuBackend({.threads = threads, .gemm = gemm}), *f, args);
+        ASSERT_TRUE(got.ok()) << p.name << path << ": " << got.status();
+        EXPECT_TRUE(BitwiseEqual((*one)[0], (*got)[0]))
+            << p.name << path << " differs between 1 and " << threads << " threads";
+      }
     }
   }
 }
 
 // A linear layer's bias add that nothing elementwise follows (the product then goes to
 // slices, as q, k, v do) is done by the product's kernel, block by block: one kernel less, and
-// the same bits as a separate add (forced here by also returning the product itself). Shallow
-// products (K <= 128) start from the bias (sgemm with beta = 1), deeper ones add it after the
-// call; odd depths and widths, one block and several, 1 and 2 threads.
+// the same bits as a separate add (forced here by also returning the product itself). On
+// OpenBLAS, shallow products (K <= 128) start from the bias (sgemm with beta = 1), deeper ones
+// add it after the call; the own sgemm adds it in registers after the last depth slice; odd
+// depths and widths, one block and several, 1 and 2 threads, both product paths.
 TEST(CpuBackendTest, ProductKernelAddsALinearLayersBias) {
   struct Case {
     int64_t rows, k, n;
@@ -539,10 +548,14 @@ TEST(CpuBackendTest, ProductKernelAddsALinearLayersBias) {
       ASSERT_TRUE(fused.ok() && separate.ok());
       const std::vector<Tensor> args = {RandomTensor(F32({3, c.rows, c.k}), 1), RandomTensor(F32({c.n, c.k}), 2),
                                         RandomTensor(F32({row_bias ? c.n : c.rows}), 3)};
-      for (int threads : {1, 2}) {
+      for (int run = 0; run < 4; ++run) {
+        const int threads = 1 + run % 2;
+        const auto gemm = run < 2 ? CpuBackendOptions::Gemm::kOpenBlas : CpuBackendOptions::Gemm::kOwn;
+        SCOPED_TRACE(::testing::Message() << threads << " threads, "
+                                          << (run < 2 ? "OpenBLAS" : "own sgemm (OpenBLAS without AVX2+FMA)"));
         // Without epilogues, so that the separate add stays a kernel of its own (a loop run
         // inside the product's kernel: LoopsAfterAProductRunOverItsBlocks).
-        std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = threads, .epilogues = false});
+        std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = threads, .epilogues = false, .gemm = gemm});
         std::unique_ptr<Executable> fused_exe, separate_exe;
         absl::StatusOr<std::vector<Tensor>> a = RunOnce(*cpu, *fused, args, &fused_exe);
         absl::StatusOr<std::vector<Tensor>> sep = RunOnce(*cpu, *separate, args, &separate_exe);

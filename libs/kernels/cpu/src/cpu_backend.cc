@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "cpu_buffer.h"
 #include "cpu_executable.h"
+#include "gemm.h"
 #include "lowering.h"
 #include "openblas_setup.h"
 #include "pcp/autodiff/verifier.h"
@@ -70,6 +71,21 @@ absl::Status CheckInstruction(const Function& f, const Instruction& inst) {
   return absl::OkStatus();
 }
 
+// Resolves CpuBackendOptions::gemm for this CPU.
+bool UseOwnGemm(CpuBackendOptions::Gemm choice) {
+  if (!cpu::GemmAvailable()) return false;
+  switch (choice) {
+    case CpuBackendOptions::Gemm::kOwn:
+      return true;
+    case CpuBackendOptions::Gemm::kOpenBlas:
+      return false;
+    case CpuBackendOptions::Gemm::kAuto:
+      break;
+  }
+  __builtin_cpu_init();
+  return !__builtin_cpu_supports("avx512f");
+}
+
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(CpuBackendOptions options) {
@@ -79,6 +95,7 @@ class CpuBackend final : public Backend {
     lowering_.expression_ops = options.expression_ops;
     lowering_.row_values = options.row_values;
     lowering_.epilogues = options.epilogues;
+    lowering_.own_gemm = UseOwnGemm(options.gemm);
     cpu::ConfigureOpenBlas();
     pool_ = std::make_shared<cpu::SharedPool>(threads_);
   }
@@ -86,7 +103,8 @@ class CpuBackend final : public Backend {
   std::string Name() const override { return "cpu"; }
 
   std::string DeviceDescription() const override {
-    return absl::StrCat(threads_, threads_ == 1 ? " thread" : " threads", ", ", cpu::OpenBlasDescription());
+    return absl::StrCat(threads_, threads_ == 1 ? " thread" : " threads", ", products on ",
+                        lowering_.own_gemm ? "PCP's own sgemm (AVX2+FMA); " : "OpenBLAS; ", cpu::OpenBlasDescription());
   }
 
   absl::Status Supports(const Function& function) const override {

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "gemm.h"
 #include "thread_pool.h"
 
 namespace pcp::cpu {
@@ -31,6 +32,10 @@ constexpr int64_t kMinHalf = 64;
 // each block's sum to C) only above GEMM_Q: 128 on OpenBLAS's smallest x86 settings (Prescott,
 // generic), 320 on Cooperlake. Deeper products add the bias after the call.
 constexpr int64_t kMaxBiasFirstDepth = 128;
+// The largest operand the own sgemm packs once for all blocks of a product (UseOwnGemm):
+// several times the GPT step's weights (512 x 128), far below a 50k-vocabulary lm head's (whose
+// blocks each pack their own part, as with sgemm, rather than the arena growing by 150 MB).
+constexpr int64_t kMaxSharedPackBytes = int64_t{8} << 20;
 
 // Merges dimensions (sizes, strides) into one (size, stride) if they are row-major with
 // respect to each other after dropping size-1 dimensions.
@@ -363,6 +368,44 @@ void DotKernel::AddBias(int storage, int64_t offset) {
   reads.push_back(storage);
 }
 
+void DotKernel::UseOwnGemm() {
+  own_gemm_ = true;
+  if (batch_ != 1 || parts_ < 2) return;
+  const int64_t bytes = 4 * (split_rows_ ? PackedBFloats(k_, n_) : PackedAFloats(m_, k_));
+  if (bytes <= kMaxSharedPackBytes) shared_pack_bytes_ = bytes;
+}
+
+void DotKernel::set_shared_pack_storage(int storage) {
+  shared_pack_storage_ = storage;
+  writes.push_back(storage);
+}
+
+int DotKernel::PackShared(const KernelContext& ctx, const float* const base[2], const float** packed) {
+  if (shared_pack_bytes_ == 0) return -1;
+  const int o = split_rows_ ? 1 : 0;
+  const Operand& op = operands_[o];
+  float* out = reinterpret_cast<float*>(ctx.storage[shared_pack_storage_]);
+  const MatrixView view{base[o] + op.batch_offsets[0], op.row_stride, op.col_stride};
+  const int64_t panels = o == 1 ? PackedBPanels(n_) : PackedAPanels(m_);
+  const int threads = Parallel() ? ctx.pool->num_threads() : 1;
+  const int64_t pieces = std::min<int64_t>(panels, 4 * threads);
+  auto pack = [&](int64_t piece, int) {
+    const int64_t q0 = panels * piece / pieces, q1 = panels * (piece + 1) / pieces;
+    if (o == 1) {
+      PackBPanels(view, k_, n_, q0, q1, out);
+    } else {
+      PackAPanels(view, m_, k_, q0, q1, out);
+    }
+  };
+  if (threads > 1) {
+    ctx.pool->ParallelFor(pieces, pack);
+  } else {
+    for (int64_t p = 0; p < pieces; ++p) pack(p, 0);
+  }
+  *packed = out;
+  return o;
+}
+
 void DotKernel::set_pack_storage(int operand, int storage) {
   operands_[operand].pack_storage = storage;
   writes.push_back(storage);
@@ -402,6 +445,8 @@ void DotKernel::Run(const KernelContext& ctx) {
   const float* bias =
       bias_storage_ < 0 ? nullptr : reinterpret_cast<const float*>(ctx.storage[bias_storage_]) + bias_offset_;
   const bool bias_first = bias != nullptr && k_ <= kMaxBiasFirstDepth;
+  const float* packed = nullptr;
+  const int shared = own_gemm_ ? PackShared(ctx, base, &packed) : -1;
   auto run = [&](int64_t unit, int) {
     int64_t bi, m0, mlen, n0, nlen;
     UnitBlock(unit, &bi, &m0, &mlen, &n0, &nlen);
@@ -409,6 +454,14 @@ void DotKernel::Run(const KernelContext& ctx) {
     const float* pa = base[0] + a.batch_offsets[bi] + m0 * a.row_stride;
     const float* pb = base[1] + b.batch_offsets[bi] + n0 * b.col_stride;
     float* pc = out + out_offsets_[bi] + m0 * ldc_ + n0;
+    if (own_gemm_) {
+      // A shared packed operand is read whole: the lhs of a product split by columns (m0 = 0), the
+      // rhs of one split by rows (n0 = 0).
+      Gemm(mlen, nlen, k_, GemmOperand{{pa, a.row_stride, a.col_stride}, shared == 0 ? packed : nullptr},
+           GemmOperand{{pb, b.row_stride, b.col_stride}, shared == 1 ? packed : nullptr},
+           bias != nullptr ? bias + n0 : nullptr, pc, ldc_);
+      return;
+    }
     float beta = 0.0f;
     if (bias_first) {
       for (int64_t i = 0; i < mlen; ++i) std::memcpy(pc + i * ldc_, bias + n0, static_cast<size_t>(nlen) * 4);

@@ -68,6 +68,16 @@ class DotKernel : public Kernel {
   void SetEpilogue(std::unique_ptr<FusedKernel> loop);
   int out_storage() const { return out_storage_; }
 
+  // Products on the backend's own matrix product (gemm.h) instead of cblas_sgemm; the CPU must
+  // have GemmAvailable(). Its results do not depend on the blocks either. A product split into
+  // blocks of rows (columns) then packs the operand every block reads whole, the rhs (lhs),
+  // once per run, its panels shared out over the pool, into temporary storage of
+  // shared_pack_bytes() (0: each block packs what it reads, as sgemm does; a batched product,
+  // one block, or a packed operand over kMaxSharedPackBytes).
+  void UseOwnGemm();
+  int64_t shared_pack_bytes() const { return shared_pack_bytes_; }
+  void set_shared_pack_storage(int storage);
+
   void Run(const KernelContext& ctx) override;
   std::string Describe() const override { return description_; }
   int64_t scratch_bytes() const override { return epilogue_ != nullptr ? epilogue_->scratch_bytes() : 0; }
@@ -95,6 +105,9 @@ class DotKernel : public Kernel {
   bool UnitElements(int64_t unit, int64_t* e0, int64_t* e1) const;
   // The loop's blocks over unit `unit`'s output rows: [*b0, *b1).
   void UnitLoopBlocks(int64_t unit, int64_t* b0, int64_t* b1) const;
+  // Own sgemm: packs the operand shared by all units (shared_pack_bytes_ > 0) into its storage,
+  // over the pool; returns the packed operand's index (0 lhs, 1 rhs) and sets *packed, or -1.
+  int PackShared(const KernelContext& ctx, const float* const base[2], const float** packed);
   // Runs the units and their loop blocks on the pool (an epilogue, more than one thread).
   void RunSharingLoops(const KernelContext& ctx, absl::FunctionRef<void(int64_t, int)> product);
   // Plans operand `o` (0 = lhs with rows M, cols K; 1 = rhs with rows K, cols N).
@@ -114,6 +127,9 @@ class DotKernel : public Kernel {
   bool split_rows_ = true;
   int64_t parts_ = 1;
   int64_t part_size_ = 1;
+  bool own_gemm_ = false;
+  int64_t shared_pack_bytes_ = 0;
+  int shared_pack_storage_ = -1;
   std::unique_ptr<FusedKernel> epilogue_;
   // Run with an epilogue over the pool: which units' products are claimed (from the bottom by
   // the calling thread, from the top by the others: [lo, hi) unclaimed, lo in the low half);

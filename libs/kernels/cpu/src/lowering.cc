@@ -418,6 +418,10 @@ class Lowerer {
                                        /*temporary=*/true));
       }
     }
+    if (k.shared_pack_bytes() > 0) {
+      k.set_shared_pack_storage(NewArena(DType::kF32, k.shared_pack_bytes() / 4,
+                                         absl::StrCat("packed operand of ", name), /*temporary=*/true));
+    }
   }
 
   // The transpose that is the only use of `v` (and v is not a result), if there is one.
@@ -453,6 +457,14 @@ class Lowerer {
     return std::make_pair(u, bias);
   }
 
+  // A product kernel with the options' choice of matrix product.
+  std::unique_ptr<DotKernel> NewDot(Access lhs, Access rhs, const DotDims& dims, const Layout& out_layout, int out,
+                                    std::string description) {
+    auto k = std::make_unique<DotKernel>(std::move(lhs), std::move(rhs), dims, out_layout, out, std::move(description));
+    if (options_.own_gemm) k->UseOwnGemm();
+    return k;
+  }
+
   // Lowers dot_general instruction i with the bias add `u` (see SoleBiasAdd) done by the dot
   // kernel, into storage `out`; false (and nothing emitted but maybe a copy of the bias) if the
   // bias is not a row vector repeated over the product's rows.
@@ -463,8 +475,7 @@ class Lowerer {
     const TensorType& t = f_.type(add.result);
     PCP_ASSIGN_OR_RETURN(Access bias, GetAccess(bias_value));
     const Layout row = Simplify(bias.layout);
-    auto k = std::make_unique<DotKernel>(lhs, rhs, inst.attrs.dot, Layout::Contiguous(f_.type(inst.result).shape), out,
-                                         description + " + bias");
+    auto k = NewDot(lhs, rhs, inst.attrs.dot, Layout::Contiguous(f_.type(inst.result).shape), out, description + " + bias");
     const int64_t n = t.shape.empty() ? 1 : t.shape.back();
     const bool repeated_row = (row.shape == Shape{t.num_elements() / std::max<int64_t>(n, 1), n} &&
                                row.strides == std::vector<int64_t>{0, 1}) ||
@@ -503,7 +514,7 @@ class Lowerer {
           Layout layout{0, t.shape, std::vector<int64_t>(t.shape.size(), 0)};
           for (size_t d = 0; d < tinst.attrs.dims.size(); ++d)
             layout.strides[tinst.attrs.dims[d]] = transposed.strides[d];
-          auto k = std::make_unique<DotKernel>(lhs, rhs, inst.attrs.dot, layout, out, description + " (transposed)");
+          auto k = NewDot(lhs, rhs, inst.attrs.dot, layout, out, description + " (transposed)");
           if (k->output_ok()) {
             AddPacking(*k, name);
             Emit(std::move(k));
@@ -512,7 +523,7 @@ class Lowerer {
             return absl::OkStatus();
           }
         }
-        auto k = std::make_unique<DotKernel>(lhs, rhs, inst.attrs.dot, Layout::Contiguous(t.shape), out, description);
+        auto k = NewDot(lhs, rhs, inst.attrs.dot, Layout::Contiguous(t.shape), out, description);
         AddPacking(*k, name);
         Emit(std::move(k));
         access_[inst.result] = Access{out, Layout::Contiguous(t.shape)};

@@ -27,6 +27,9 @@ struct LoweringOptions {
   // product's output blocks right after it, inside the product's kernel (DotKernel::SetEpilogue);
   // false: a kernel of its own. The same bits either way.
   bool epilogues = true;
+  // Products run on the backend's own matrix product (gemm.h; the CPU must have
+  // GemmAvailable()) instead of OpenBLAS's sgemm.
+  bool own_gemm = false;
 };
 
 absl::StatusOr<Program> Lower(const Function& function, LoweringOptions options = {});

@@ -1,7 +1,7 @@
 // The CPU backend: compiles an IR function into a static schedule of kernels over one
 // liveness-planned arena. Chains of elementwise ops (with broadcasts, transposes and slices
 // read through strided views, and a trailing reduction) become one fused loop kernel;
-// dot_general calls OpenBLAS sgemm; work is split over a small spinning thread pool of its own.
+// dot_general runs sgemm (the backend's own on AVX2 machines, OpenBLAS's elsewhere); work is split over a small spinning thread pool of its own.
 //
 //   std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});
 //   PCP_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, cpu->Compile(train_step));
@@ -42,6 +42,13 @@ struct CpuBackendOptions {
   // each block of the product right after the block's sgemm call, while it is in cache, inside
   // the product's kernel; false: a kernel of its own after the product. The same bits either way.
   bool epilogues = true;
+  // Which single-precision matrix product runs dot_general's blocks. kAuto: the backend's own
+  // (src/gemm.h: 6 x 16 AVX2 register tiles; each element one chain of fused multiply-adds in
+  // k order) on CPUs with AVX2+FMA and without AVX-512, where it measured faster than
+  // OpenBLAS at the GPT's shapes (bench/results/train_step.md); OpenBLAS's sgemm elsewhere,
+  // whose AVX-512 kernels are twice as wide. kOwn on a CPU without AVX2+FMA runs OpenBLAS.
+  enum class Gemm { kAuto, kOpenBlas, kOwn };
+  Gemm gemm = Gemm::kAuto;
 };
 
 std::unique_ptr<Backend> CreateCpuBackend(CpuBackendOptions options = {});
