@@ -18,7 +18,10 @@ namespace {
 // yields between polls, so a thread of ours (or anyone's) waiting for the core gets it.
 constexpr std::chrono::microseconds kPoliteSpin(50);
 constexpr std::chrono::microseconds kMaxIdleSpin(200);
-// A wait for a worker this long means it was descheduled mid-unit.
+// A wait for a worker this long, and longer than the caller's own share of the job took,
+// means the worker was descheduled mid-unit. (A wait as long as one unit is normal: the
+// caller ran out of units while the worker was in its last one, and the GPT's product
+// units take 100-300 us. Taking those for descheduling put whole steps on one thread.)
 constexpr std::chrono::microseconds kSlowWait(150);
 constexpr int kMaxBackoff = 256;  // parallel loops run inline after repeated slow waits
 
@@ -113,6 +116,7 @@ void ThreadPool::ParallelFor(int64_t num_units, absl::FunctionRef<void(int64_t, 
   job_ = (job_ + 1) & ((uint64_t{1} << (64 - 2 * kUnitBits)) - 1);
   work_.store((job_ << (2 * kUnitBits)) | (static_cast<uint64_t>(num_units) << kUnitBits), std::memory_order_release);
   Signal();
+  const auto run_start = std::chrono::steady_clock::now();
   RunUnits(0);
   // Only units that workers already claimed are waited for; a worker that is slow to wake
   // up finds nothing left and costs nothing. But one that was descheduled in the middle of a
@@ -125,7 +129,8 @@ void ThreadPool::ParallelFor(int64_t num_units, absl::FunctionRef<void(int64_t, 
       PCP_CPU_RELAX();
       if (spins > (1 << 14)) std::this_thread::yield();
     }
-    if (std::chrono::steady_clock::now() - wait_start > kSlowWait) {
+    const auto wait = std::chrono::steady_clock::now() - wait_start;
+    if (wait > kSlowWait && wait > wait_start - run_start) {
       backoff_ = std::min(std::max(1, 2 * backoff_), kMaxBackoff);
       inline_loops_ = backoff_;
       return;
