@@ -63,7 +63,8 @@ std::vector<float> Reference(const Problem& p, bool bias) {
 std::vector<float> RunGemm(const Problem& p, bool bias, const GemmOperand& a, const GemmOperand& b) {
   const int64_t ldc = p.n + 3;
   std::vector<float> padded(static_cast<size_t>(p.m * ldc), -7.5f);
-  Gemm(p.m, p.n, p.k, a, b, bias ? p.bias.data() : nullptr, padded.data(), ldc);
+  std::vector<float> workspace(static_cast<size_t>(GemmWorkspaceFloats(p.n)));
+  Gemm(p.m, p.n, p.k, a, b, bias ? p.bias.data() : nullptr, padded.data(), ldc, workspace.data());
   std::vector<float> c(static_cast<size_t>(p.m * p.n));
   for (int64_t i = 0; i < p.m; ++i) {
     for (int64_t j = 0; j < ldc; ++j) {
@@ -146,14 +147,14 @@ TEST_F(GemmTest, PackedOperandsAndBlocksGiveTheSameBits) {
         << p.Name();
 
     // Row blocks of 7 and column blocks of 24: each its own call on views into A, B and C.
-    std::vector<float> blocks(want.size());
+    std::vector<float> blocks(want.size()), workspace(static_cast<size_t>(GemmWorkspaceFloats(24)));
     const MatrixView a = p.va(), b = p.vb();
     for (int64_t i0 = 0; i0 < p.m; i0 += 7) {
       for (int64_t j0 = 0; j0 < p.n; j0 += 24) {
         const int64_t h = std::min<int64_t>(7, p.m - i0), w = std::min<int64_t>(24, p.n - j0);
         Gemm(h, w, p.k, {{a.data + i0 * a.row_stride, a.row_stride, a.col_stride}},
              {{b.data + j0 * b.col_stride, b.row_stride, b.col_stride}}, p.bias.data() + j0,
-             blocks.data() + i0 * p.n + j0, p.n);
+             blocks.data() + i0 * p.n + j0, p.n, workspace.data());
       }
     }
     EXPECT_EQ(FirstDifference(blocks, want, p.n), "") << p.Name() << " in blocks";

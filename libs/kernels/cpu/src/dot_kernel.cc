@@ -375,6 +375,15 @@ void DotKernel::UseOwnGemm() {
   if (bytes <= kMaxSharedPackBytes) shared_pack_bytes_ = bytes;
 }
 
+int64_t DotKernel::EpilogueScratchBytes() const {
+  return epilogue_ != nullptr ? (epilogue_->scratch_bytes() + 63) / 64 * 64 : 0;
+}
+
+int64_t DotKernel::scratch_bytes() const {
+  const int64_t split = split_rows_ ? n_ : std::min(n_, part_size_);
+  return EpilogueScratchBytes() + (own_gemm_ ? 4 * GemmWorkspaceFloats(split) : 0);
+}
+
 void DotKernel::set_shared_pack_storage(int storage) {
   shared_pack_storage_ = storage;
   writes.push_back(storage);
@@ -447,7 +456,8 @@ void DotKernel::Run(const KernelContext& ctx) {
   const bool bias_first = bias != nullptr && k_ <= kMaxBiasFirstDepth;
   const float* packed = nullptr;
   const int shared = own_gemm_ ? PackShared(ctx, base, &packed) : -1;
-  auto run = [&](int64_t unit, int) {
+  const int64_t workspace_offset = EpilogueScratchBytes();
+  auto run = [&](int64_t unit, int thread) {
     int64_t bi, m0, mlen, n0, nlen;
     UnitBlock(unit, &bi, &m0, &mlen, &n0, &nlen);
     if (mlen <= 0 || nlen <= 0) return;
@@ -459,7 +469,8 @@ void DotKernel::Run(const KernelContext& ctx) {
       // rhs of one split by rows (n0 = 0).
       Gemm(mlen, nlen, k_, GemmOperand{{pa, a.row_stride, a.col_stride}, shared == 0 ? packed : nullptr},
            GemmOperand{{pb, b.row_stride, b.col_stride}, shared == 1 ? packed : nullptr},
-           bias != nullptr ? bias + n0 : nullptr, pc, ldc_);
+           bias != nullptr ? bias + n0 : nullptr, pc, ldc_,
+           reinterpret_cast<float*>(ctx.scratch[thread] + workspace_offset));
       return;
     }
     float beta = 0.0f;

@@ -80,7 +80,8 @@ class DotKernel : public Kernel {
 
   void Run(const KernelContext& ctx) override;
   std::string Describe() const override { return description_; }
-  int64_t scratch_bytes() const override { return epilogue_ != nullptr ? epilogue_->scratch_bytes() : 0; }
+  // Per thread: the epilogue's, then (own sgemm) the packing workspace after it, 64-byte aligned.
+  int64_t scratch_bytes() const override;
 
  private:
   struct Operand {
@@ -105,6 +106,7 @@ class DotKernel : public Kernel {
   bool UnitElements(int64_t unit, int64_t* e0, int64_t* e1) const;
   // The loop's blocks over unit `unit`'s output rows: [*b0, *b1).
   void UnitLoopBlocks(int64_t unit, int64_t* b0, int64_t* b1) const;
+  int64_t EpilogueScratchBytes() const;  // rounded up to 64
   // Own sgemm: packs the operand shared by all units (shared_pack_bytes_ > 0) into its storage,
   // over the pool; returns the packed operand's index (0 lhs, 1 rhs) and sets *packed, or -1.
   int PackShared(const KernelContext& ctx, const float* const base[2], const float** packed);

@@ -3,10 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <new>
 
 namespace pcp::cpu {
 namespace {
@@ -19,27 +16,8 @@ constexpr int64_t kNr = 16;
 constexpr int64_t kKc = 256;
 // Rows of a packed A block: 96 x 256 floats = 96 KiB, in L2.
 constexpr int64_t kMc = 96;
-// Columns of a packed B block: 256 x 2048 floats = 2 MiB, in L3.
+// Columns of a packed B block: up to 256 x 2048 floats = 2 MiB, in L3.
 constexpr int64_t kNc = 2048;
-
-struct AlignedFree {
-  void operator()(float* p) const { std::free(p); }
-};
-
-// The calling thread's packing buffers, allocated on its first call.
-struct PackBuffers {
-  std::unique_ptr<float, AlignedFree> a, b;
-  PackBuffers()
-      : a(static_cast<float*>(std::aligned_alloc(64, kMc * kKc * sizeof(float)))),
-        b(static_cast<float*>(std::aligned_alloc(64, kKc * kNc * sizeof(float)))) {
-    if (a == nullptr || b == nullptr) throw std::bad_alloc();
-  }
-};
-
-PackBuffers& Buffers() {
-  thread_local PackBuffers buffers;
-  return buffers;
-}
 
 // dst[0 .. 16) = src[0 .. 16).
 __attribute__((target("avx2"))) inline void Copy16(const float* src, float* dst) {
@@ -249,6 +227,8 @@ bool GemmAvailable() {
 #endif
 }
 
+int64_t GemmWorkspaceFloats(int64_t n) { return kMc * kKc + kKc * RoundUp(std::min(n, kNc), kNr); }
+
 int64_t PackedAFloats(int64_t m, int64_t k) { return RoundUp(m, kMr) * k; }
 int64_t PackedBFloats(int64_t k, int64_t n) { return k * RoundUp(n, kNr); }
 int64_t PackedAPanels(int64_t m) { return RoundUp(m, kMr) / kMr; }
@@ -276,7 +256,7 @@ void PackBPanels(const MatrixView& b, int64_t k, int64_t n, int64_t q0, int64_t 
 }
 
 void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b, const float* bias, float* c,
-          int64_t ldc) {
+          int64_t ldc, float* workspace) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     for (int64_t i = 0; i < m; ++i) {
@@ -285,25 +265,26 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
     }
     return;
   }
-  PackBuffers& buffers = Buffers();
+  float* const pack_a = workspace;                // kMc x kKc
+  float* const pack_b = workspace + kMc * kKc;    // kKc x RoundUp(min(n, kNc), kNr)
   for (int64_t j0 = 0; j0 < n; j0 += kNc) {
     const int64_t nc = std::min(kNc, n - j0);
     for (int64_t p0 = 0; p0 < k; p0 += kKc) {
       const int64_t kc = std::min(kKc, k - p0);
       const bool accumulate = p0 > 0, last = p0 + kc == k;
-      const float* pb = buffers.b.get();
+      const float* pb = pack_b;
       if (b.packed != nullptr) {
         pb = b.packed + p0 * RoundUp(n, kNr) + j0 * kc;
       } else {
-        PackB(b.view, n, p0, kc, j0, nc, buffers.b.get());
+        PackB(b.view, n, p0, kc, j0, nc, pack_b);
       }
       for (int64_t i0 = 0; i0 < m; i0 += kMc) {
         const int64_t mc = std::min(kMc, m - i0);
-        const float* pa = buffers.a.get();
+        const float* pa = pack_a;
         if (a.packed != nullptr) {
           pa = a.packed + p0 * RoundUp(m, kMr) + i0 * kc;
         } else {
-          PackA(a.view, m, i0, mc, p0, kc, buffers.a.get());
+          PackA(a.view, m, i0, mc, p0, kc, pack_a);
         }
         for (int64_t jr = 0; jr < nc; jr += kNr) {
           const int64_t w = std::min(kNr, nc - jr);

@@ -12,7 +12,8 @@
 //
 //   if (GemmAvailable()) {
 //     // C = A·B + bias, A row-major (lda), B given as its transpose, row-major (ldb).
-//     Gemm(m, n, k, {.view = {a, lda, 1}}, {.view = {b, 1, ldb}}, bias, c, ldc);
+//     std::vector<float> workspace(GemmWorkspaceFloats(n));
+//     Gemm(m, n, k, {.view = {a, lda, 1}}, {.view = {b, 1, ldb}}, bias, c, ldc, workspace.data());
 //   }
 #ifndef PCP_KERNELS_CPU_GEMM_H_
 #define PCP_KERNELS_CPU_GEMM_H_
@@ -41,9 +42,10 @@ struct GemmOperand {
 
 // C[i, j] = sum over p of A[i, p] * B[p, j] (+ bias[j] when bias is not null) for the m x n
 // matrix C, row i at c + i * ldc (ldc >= n). A is m x k, B is k x n. Needs GemmAvailable().
-// Uses packing buffers of the calling thread (about 2.2 MB, kept for the thread's life).
+// `workspace`: GemmWorkspaceFloats(n) floats of the calling thread's, for packing.
 void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b, const float* bias, float* c,
-          int64_t ldc);
+          int64_t ldc, float* workspace);
+int64_t GemmWorkspaceFloats(int64_t n);  // at most ~2.1 MB worth
 
 // A whole A (m x k) or B (k x n) packed for Gemm: this many floats (64-byte aligned is
 // best; any float alignment works), in this many panels (of 6 rows of A or 16 columns of B). Panels [q0, q1) can be
