@@ -32,10 +32,11 @@ constexpr int64_t kMinHalf = 64;
 // each block's sum to C) only above GEMM_Q: 128 on OpenBLAS's smallest x86 settings (Prescott,
 // generic), 320 on Cooperlake. Deeper products add the bias after the call.
 constexpr int64_t kMaxBiasFirstDepth = 128;
-// The largest operand the own sgemm packs once for all blocks of a product (UseOwnGemm):
-// several times the GPT step's weights (512 x 128), far below a 50k-vocabulary lm head's (whose
-// blocks each pack their own part, as with sgemm, rather than the arena growing by 150 MB).
-constexpr int64_t kMaxSharedPackBytes = int64_t{8} << 20;
+// The largest operand the own sgemm packs once for all blocks of a product (UseOwnGemm), a
+// temporary in the arena: GPT-2 small's 768 x 3072 weights (9.4 MB) and its weight gradients'
+// activations (768 x 8192, 25 MB) fit; a 50k-vocabulary lm head's 154 MB does not (its blocks
+// each pack their own part, as with sgemm, rather than the arena growing by that much).
+constexpr int64_t kMaxSharedPackBytes = int64_t{32} << 20;
 
 // Merges dimensions (sizes, strides) into one (size, stride) if they are row-major with
 // respect to each other after dropping size-1 dimensions.

@@ -5,6 +5,11 @@
 #include <algorithm>
 #include <cstring>
 
+// Everything here but GemmAvailable is compiled for AVX2+FMA whatever the build's -march
+// (PCP_NATIVE=OFF builds too), and runs only where GemmAvailable() says so.
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,prfchw")
+
 namespace pcp::cpu {
 namespace {
 
@@ -20,13 +25,13 @@ constexpr int64_t kMc = 96;
 constexpr int64_t kNc = 2048;
 
 // dst[0 .. 16) = src[0 .. 16).
-__attribute__((target("avx2"))) inline void Copy16(const float* src, float* dst) {
+inline void Copy16(const float* src, float* dst) {
   _mm256_storeu_ps(dst, _mm256_loadu_ps(src));
   _mm256_storeu_ps(dst + 8, _mm256_loadu_ps(src + 8));
 }
 
 // Transposes the 8 x 8 block in r[0..8): afterwards r[i] holds what was column i.
-__attribute__((target("avx2"))) inline void Transpose8x8(__m256 r[8]) {
+inline void Transpose8x8(__m256 r[8]) {
   __m256 t[8], u[8];
   for (int i = 0; i < 4; ++i) {
     t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -46,7 +51,7 @@ __attribute__((target("avx2"))) inline void Transpose8x8(__m256 r[8]) {
 
 // A full B panel (16 columns) of a B stored by columns (row stride 1): eight depths at a
 // time, two 8 x 8 transposes; the rest one by one.
-__attribute__((target("avx2"))) void PackBColumns(const float* src, int64_t col_stride, int64_t kc, float* panel) {
+void PackBColumns(const float* src, int64_t col_stride, int64_t kc, float* panel) {
   int64_t p = 0;
   for (; p + 8 <= kc; p += 8) {
     for (int half = 0; half < 2; ++half) {
@@ -64,7 +69,7 @@ __attribute__((target("avx2"))) void PackBColumns(const float* src, int64_t col_
 // A full A panel (6 rows) of an A stored by rows (column stride 1): eight depths at a time,
 // one 8 x 8 transpose (two rows of zeros), each depth's 6 values stored as 8, the next
 // depth's store overwriting the 2 extra; the rest one by one.
-__attribute__((target("avx2"))) void PackARows(const float* src, int64_t row_stride, int64_t kc, float* panel) {
+void PackARows(const float* src, int64_t row_stride, int64_t kc, float* panel) {
   int64_t p = 0;
   for (; p + 8 <= kc; p += 8) {
     __m256 r[8];
@@ -143,7 +148,7 @@ void PackA(const MatrixView& a, int64_t m, int64_t i0, int64_t mc, int64_t p0, i
 
 // The 6 x 16 tile at c (row stride ldc): the chain continued from c's values (accumulate) or
 // started from zero, kc more multiply-adds from the packed panels, then + bias (if not null).
-__attribute__((target("avx2,fma,prfchw"))) void Tile(int64_t kc, const float* __restrict a, const float* __restrict b,
+void Tile(int64_t kc, const float* __restrict a, const float* __restrict b,
                                                float* c, int64_t ldc, bool accumulate, const float* bias) {
   __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
   if (accumulate) {
@@ -217,15 +222,6 @@ void EdgeTile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
 int64_t RoundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 }  // namespace
-
-bool GemmAvailable() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
-}
 
 int64_t GemmWorkspaceFloats(int64_t n) { return kMc * kKc + kKc * RoundUp(std::min(n, kNc), kNr); }
 
@@ -304,6 +300,22 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
       }
     }
   }
+}
+
+}  // namespace pcp::cpu
+
+#pragma GCC pop_options
+
+namespace pcp::cpu {
+
+// Compiled for the build's target: it runs on every CPU.
+bool GemmAvailable() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
 }
 
 }  // namespace pcp::cpu
