@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "pcp/base/utf8.h"
 
 namespace pcp {
 namespace {
@@ -40,28 +41,6 @@ void AppendUtf8(uint32_t cp, std::string* out) {
     out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
     out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
   }
-}
-
-// Length of the valid UTF-8 sequence starting at s[0] (a byte >= 0x80), or 0 if invalid
-// (bad lead byte, missing continuation, overlong form, surrogate, or above U+10FFFF).
-size_t Utf8SequenceLength(absl::string_view s) {
-  auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
-  auto cont = [&](size_t i) { return i < s.size() && (byte(i) & 0xC0) == 0x80; };
-  unsigned char c = byte(0);
-  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (!cont(1) || !cont(2)) return 0;
-    if (c == 0xE0 && byte(1) < 0xA0) return 0;   // overlong
-    if (c == 0xED && byte(1) >= 0xA0) return 0;  // UTF-16 surrogate
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (!cont(1) || !cont(2) || !cont(3)) return 0;
-    if (c == 0xF0 && byte(1) < 0x90) return 0;   // overlong
-    if (c == 0xF4 && byte(1) >= 0x90) return 0;  // above U+10FFFF
-    return 4;
-  }
-  return 0;
 }
 
 class Parser {

@@ -1,0 +1,85 @@
+// Admin.Sample's work (services/shepherd/src/sampling.h) on a byte-level model: whatever bytes
+// the model emits, the response's text is valid UTF-8, so the response survives protobuf's
+// parse at the client (a stray byte used to lose the whole sample: "String field
+// 'pcp.v1.SampleResponse.text' contains invalid UTF-8 data").
+#include "sampling.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "pcp/base/utf8.h"
+#include "pcp/autodiff/passes.h"
+#include "pcp/kernels/backend_factory.h"
+#include "pcp/models/gpt.h"
+#include "pcp/training/text_sampler.h"
+
+namespace pcp::shepherd {
+namespace {
+
+// A byte-level GPT with nanoGPT's initialisation.
+ParamsSnapshot ByteModel(int64_t block_size) {
+  ParamsSnapshot snap;
+  snap.job_id = "job-0001";
+  snap.model =
+      GPTConfig{.vocab_size = 256, .block_size = block_size, .n_layer = 1, .n_head = 2, .n_embd = 16, .bias = false};
+  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(*snap.model, 5);
+  EXPECT_TRUE(init.ok()) << init.status();
+  for (NamedTensor& t : *init) {
+    snap.names.push_back(t.name);
+    snap.params.push_back(std::move(t.tensor));
+  }
+  return snap;
+}
+
+TEST(SamplingTest, ByteLevelTextIsValidUtf8) {
+  const ParamsSnapshot snap = ByteModel(16);  // 200 new bytes: the context is cropped to 16
+  v1::SampleRequest request;
+  request.set_max_new_tokens(200);
+  request.set_temperature(50.0f);  // near uniform over the 256 bytes: many are not UTF-8
+  request.set_top_k(0);
+  request.set_seed(3);
+  absl::StatusOr<v1::SampleResponse> r = SampleText(snap, request, /*threads=*/1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->tokens_generated(), 200u);
+  const std::string& text = r->text();
+  EXPECT_NE(text.find("\xEF\xBF\xBD"), std::string::npos) << "no stray byte in 200 near-uniform bytes";
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = Utf8SequenceLength(absl::string_view(text).substr(i));
+    ASSERT_GT(n, 0u) << "invalid UTF-8 at byte " << i;
+    i += n;
+  }
+  v1::SampleResponse parsed;
+  EXPECT_TRUE(parsed.ParseFromString(r->SerializeAsString()));
+  EXPECT_EQ(parsed.text(), text);
+}
+
+// A sample shorter than the block runs over a shorter context (the next power of two that
+// holds it), and draws the same tokens as over the whole block, as nanoGPT's generate().
+TEST(SamplingTest, AShortSampleGivesWhatTheWholeBlockGives) {
+  const ParamsSnapshot snap = ByteModel(64);
+  v1::SampleRequest request;
+  request.set_prompt("ab");
+  request.set_max_new_tokens(20);  // 22 tokens: a context of 32
+  request.set_temperature(1.0f);
+  request.set_top_k(0);
+  request.set_seed(9);
+  absl::StatusOr<v1::SampleResponse> r = SampleText(snap, request, /*threads=*/1);
+  ASSERT_TRUE(r.ok()) << r.status();
+
+  absl::StatusOr<Function> logits = BuildGptLogits(*snap.model, 1, 64);
+  ASSERT_TRUE(logits.ok()) << logits.status();
+  ASSERT_TRUE(RunStandardPasses(*logits).ok());
+  absl::StatusOr<std::unique_ptr<Backend>> cpu = CreateBackend("cpu", 1);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  absl::StatusOr<std::unique_ptr<TextSampler>> sampler = TextSampler::Create(**cpu, *logits, snap.params);
+  ASSERT_TRUE(sampler.ok()) << sampler.status();
+  absl::StatusOr<std::vector<int32_t>> ids =
+      (*sampler)->Generate({'a', 'b'}, {.max_new_tokens = 20, .temperature = 1.0, .top_k = 0, .seed = 9});
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  std::string whole_block;
+  for (size_t i = 2; i < ids->size(); ++i) whole_block.push_back(static_cast<char>((*ids)[i]));
+  EXPECT_EQ(r->text(), ToValidUtf8(whole_block));
+}
+
+}  // namespace
+}  // namespace pcp::shepherd
