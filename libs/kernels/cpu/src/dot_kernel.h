@@ -1,4 +1,5 @@
-// dot_general as (batched) cblas_sgemm calls. Operands are strided views: free and
+// dot_general as (batched) sgemm calls: OpenBLAS's cblas_sgemm, or the backend's own (gemm.h,
+// UseOwnGemm) on AVX2 machines. Operands are strided views: free and
 // contracting dimensions are merged into matrix rows and columns, and a view whose
 // matrix is row- or column-major (any leading dimension) is passed as is with
 // CblasNoTrans / CblasTrans, so transposes, head splits and column slices cost nothing.
@@ -9,7 +10,8 @@
 // barrier between product and loop.
 // Batches, or row/column blocks of a single product, are spread over the pool; OpenBLAS
 // itself runs single-threaded inside each call. The blocks depend on the shapes alone, so a
-// result is bitwise the same for every thread count (see Run).
+// result is bitwise the same for every thread count (see Run; the own sgemm's elements do not
+// depend on the blocks at all).
 #ifndef PCP_KERNELS_CPU_DOT_KERNEL_H_
 #define PCP_KERNELS_CPU_DOT_KERNEL_H_
 
