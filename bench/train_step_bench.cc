@@ -108,6 +108,7 @@ struct Timing {
   double median_ms = 0;  // of the steps timed one by one: robust to bursts of other load
 };
 
+// --gemm as the option (Main has refused any other value).
 CpuBackendOptions::Gemm GemmFlag() {
   const std::string g = absl::GetFlag(FLAGS_gemm);
   return g == "own" ? CpuBackendOptions::Gemm::kOwn
@@ -340,6 +341,9 @@ int Main() {
               .n_layer = absl::GetFlag(FLAGS_n_layer), .n_head = absl::GetFlag(FLAGS_n_head),
               .n_embd = absl::GetFlag(FLAGS_n_embd), .bias = true};
   const int64_t batch = absl::GetFlag(FLAGS_batch_size);
+  if (const std::string g = absl::GetFlag(FLAGS_gemm); g != "auto" && g != "openblas" && g != "own") {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--gemm must be auto, openblas or own, got '", g, "'")));
+  }
   std::vector<int> thread_counts;
   for (absl::string_view t : absl::StrSplit(absl::GetFlag(FLAGS_threads), ',')) {
     int n = 0;
@@ -405,7 +409,7 @@ int Main() {
     }
     auto limit = MeasureSgemmLimit(program->train_step, threads, CpuBackendOptions::Gemm::kOpenBlas);
     if (!limit.ok()) return Fail(limit.status());
-    own = CreateCpuBackend(FlagOptions(threads))->DeviceDescription().find("own sgemm") != std::string::npos;
+    own = UsesOwnGemm(FlagOptions(threads).gemm);
     SgemmLimit own_limit;
     if (own) {
       auto l = MeasureSgemmLimit(program->train_step, threads, CpuBackendOptions::Gemm::kOwn);

@@ -71,21 +71,6 @@ absl::Status CheckInstruction(const Function& f, const Instruction& inst) {
   return absl::OkStatus();
 }
 
-// Resolves CpuBackendOptions::gemm for this CPU.
-bool UseOwnGemm(CpuBackendOptions::Gemm choice) {
-  if (!cpu::GemmAvailable()) return false;
-  switch (choice) {
-    case CpuBackendOptions::Gemm::kOwn:
-      return true;
-    case CpuBackendOptions::Gemm::kOpenBlas:
-      return false;
-    case CpuBackendOptions::Gemm::kAuto:
-      break;
-  }
-  __builtin_cpu_init();
-  return !__builtin_cpu_supports("avx512f");
-}
-
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(CpuBackendOptions options) {
@@ -95,7 +80,7 @@ class CpuBackend final : public Backend {
     lowering_.expression_ops = options.expression_ops;
     lowering_.row_values = options.row_values;
     lowering_.epilogues = options.epilogues;
-    lowering_.own_gemm = UseOwnGemm(options.gemm);
+    lowering_.own_gemm = UsesOwnGemm(options.gemm);
     cpu::ConfigureOpenBlas();
     pool_ = std::make_shared<cpu::SharedPool>(threads_);
   }
@@ -167,6 +152,20 @@ class CpuBackend final : public Backend {
 };
 
 }  // namespace
+
+bool UsesOwnGemm(CpuBackendOptions::Gemm choice) {
+  if (!cpu::GemmAvailable()) return false;
+  switch (choice) {
+    case CpuBackendOptions::Gemm::kOwn:
+      return true;
+    case CpuBackendOptions::Gemm::kOpenBlas:
+      return false;
+    case CpuBackendOptions::Gemm::kAuto:
+      break;
+  }
+  __builtin_cpu_init();
+  return !__builtin_cpu_supports("avx512f");
+}
 
 std::unique_ptr<Backend> CreateCpuBackend(CpuBackendOptions options) { return std::make_unique<CpuBackend>(options); }
 

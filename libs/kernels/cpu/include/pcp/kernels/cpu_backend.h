@@ -1,7 +1,8 @@
 // The CPU backend: compiles an IR function into a static schedule of kernels over one
 // liveness-planned arena. Chains of elementwise ops (with broadcasts, transposes and slices
 // read through strided views, and a trailing reduction) become one fused loop kernel;
-// dot_general runs sgemm (the backend's own on AVX2 machines, OpenBLAS's elsewhere); work is split over a small spinning thread pool of its own.
+// dot_general runs sgemm (the backend's own on AVX2 machines, OpenBLAS's elsewhere); work is
+// split over a small spinning thread pool of its own.
 //
 //   std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});
 //   PCP_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, cpu->Compile(train_step));
@@ -52,6 +53,9 @@ struct CpuBackendOptions {
 };
 
 std::unique_ptr<Backend> CreateCpuBackend(CpuBackendOptions options = {});
+
+// Whether a CPU backend created with this choice runs its products on the own sgemm here.
+bool UsesOwnGemm(CpuBackendOptions::Gemm choice);
 
 // What a compiled CPU executable looks like; sizes in bytes.
 struct CpuExecutableStats {
