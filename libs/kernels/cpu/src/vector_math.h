@@ -46,9 +46,13 @@ inline float RoundToInt(float x) {
 }
 
 // Cephes expf: exp(x) = 2^n * exp(r), |r| <= ln2/2, scaled in two steps so that results in
-// the subnormal range and up to FLT_MAX are right.
+// the subnormal range and up to FLT_MAX are right. Below -104 the result is +0 (exp(-104) is
+// under half the smallest subnormal): those lanes compute exp(0) and are replaced by 0 at the
+// end, since scaling down to 0 is an underflow, which costs a microcode assist per vector on
+// some CPUs (a causal softmax's masked -inf scores: ~2.5x slower exp on a Zen 3).
 inline float ExpF(float x) {
-  float xc = x < -104.0f ? -104.0f : x;
+  const bool zero = x < -104.0f;
+  float xc = zero ? 0.0f : x;
   xc = xc > 88.8f ? 88.8f : xc;
   xc = x != x ? 0.0f : xc;  // keeps the int conversion below defined
   const float n = RoundToInt(xc * 1.44269504088896341f);
@@ -65,7 +69,7 @@ inline float ExpF(float x) {
   const int32_t n1 = ni >> 1, n2 = ni - n1;  // both in [-75, 64]
   const float s1 = FromBits(static_cast<uint32_t>(n1 + 127) << 23);
   const float s2 = FromBits(static_cast<uint32_t>(n2 + 127) << 23);
-  const float result = y * s1 * s2;
+  const float result = zero ? 0.0f : y * s1 * s2;
   return x != x ? x : result;
 }
 
