@@ -6,7 +6,8 @@
 #include <cstring>
 
 // Everything here but GemmAvailable is compiled for AVX2+FMA whatever the build's -march
-// (PCP_NATIVE=OFF builds too), and runs only where GemmAvailable() says so.
+// (PCP_NATIVE=OFF builds too), and runs only where GemmAvailable() says so. (Templates from the
+// headers above, std::fill's at -O0, are instantiated for the build's target, not this one.)
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,prfchw")
 
@@ -148,8 +149,8 @@ void PackA(const MatrixView& a, int64_t m, int64_t i0, int64_t mc, int64_t p0, i
 
 // The 6 x 16 tile at c (row stride ldc): the chain continued from c's values (accumulate) or
 // started from zero, kc more multiply-adds from the packed panels, then + bias (if not null).
-void Tile(int64_t kc, const float* __restrict a, const float* __restrict b,
-                                               float* c, int64_t ldc, bool accumulate, const float* bias) {
+void Tile(int64_t kc, const float* __restrict a, const float* __restrict b, float* c, int64_t ldc, bool accumulate,
+          const float* bias) {
   __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
   if (accumulate) {
     c00 = _mm256_loadu_ps(c + 0 * ldc), c01 = _mm256_loadu_ps(c + 0 * ldc + 8);
