@@ -24,7 +24,6 @@
 #include "pcp/base/file.h"
 #include "pcp/history/round_record_format.h"
 #include "pcp/training/checkpoint.h"
-#include "pcp/training/gpt_program.h"
 #include "pcp/tensor/convert.h"
 #include "pcp/training/inner_loop.h"
 #include "pcp/training/job_config.h"
@@ -165,19 +164,20 @@ absl::Status Sample(const std::string& checkpoint_path) {
   if (!tokenizer_text.empty()) {
     PCP_ASSIGN_OR_RETURN(tokenizer, Tokenizer::Deserialize(tokenizer_text), _ << checkpoint_path);
   }
-  PCP_ASSIGN_OR_RETURN(GptProgram program, BuildGptProgram(model, 1, AdamWConfig{}));
-  std::vector<std::string> names = program.logits.param_names;
-  names.pop_back();  // tokens
-  PCP_ASSIGN_OR_RETURN(std::vector<Tensor> params, ParamsInOrder(ckpt, names), _ << checkpoint_path);
-  int threads = absl::GetFlag(FLAGS_threads) < 0 ? 0 : absl::GetFlag(FLAGS_threads);
-  std::string backend_name = absl::GetFlag(FLAGS_backend).empty() ? "cpu" : absl::GetFlag(FLAGS_backend);
-  PCP_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(backend_name, threads));
-  PCP_ASSIGN_OR_RETURN(auto sampler, TextSampler::Create(*backend, program.logits, params));
   PCP_ASSIGN_OR_RETURN(std::vector<int32_t> prompt, tokenizer.Encode(absl::GetFlag(FLAGS_prompt)), _ << "prompt");
   SampleOptions options{.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens),
                         .temperature = absl::GetFlag(FLAGS_temperature),
                         .top_k = absl::GetFlag(FLAGS_top_k),
                         .seed = absl::GetFlag(FLAGS_seed)};
+  PCP_ASSIGN_OR_RETURN(Function logits,
+                       BuildSampleLogits(model, static_cast<int64_t>(prompt.size()) + options.max_new_tokens));
+  std::vector<std::string> names = logits.param_names;
+  names.pop_back();  // tokens
+  PCP_ASSIGN_OR_RETURN(std::vector<Tensor> params, ParamsInOrder(ckpt, names), _ << checkpoint_path);
+  int threads = absl::GetFlag(FLAGS_threads) < 0 ? 0 : absl::GetFlag(FLAGS_threads);
+  std::string backend_name = absl::GetFlag(FLAGS_backend).empty() ? "cpu" : absl::GetFlag(FLAGS_backend);
+  PCP_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(backend_name, threads));
+  PCP_ASSIGN_OR_RETURN(auto sampler, TextSampler::Create(*backend, logits, params));
   PCP_ASSIGN_OR_RETURN(std::vector<int32_t> ids, sampler->Generate(prompt, options));
   PCP_ASSIGN_OR_RETURN(std::string text, tokenizer.Decode(ids));
   std::printf("%s\n", text.c_str());

@@ -5,10 +5,22 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "pcp/autodiff/passes.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/models/gpt.h"
 #include "pcp/training/rng.h"
 
 namespace pcp {
+
+absl::StatusOr<Function> BuildSampleLogits(const GPTConfig& model, int64_t tokens) {
+  int64_t context = 1;
+  while (context < tokens && context < model.block_size) context *= 2;
+  context = std::min(context, model.block_size);
+  PCP_ASSIGN_OR_RETURN(Function logits, BuildGptLogits(model, 1, context));
+  logits.name = "logits";
+  PCP_RETURN_IF_ERROR(RunStandardPasses(logits), _ << "optimizing logits");
+  return logits;
+}
 
 absl::StatusOr<std::unique_ptr<TextSampler>> TextSampler::Create(Backend& backend, const Function& fn,
                                                                  const std::vector<Tensor>& params) {

@@ -1,10 +1,7 @@
 #include "sampling.h"
 
-#include <algorithm>
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "pcp/autodiff/passes.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/base/utf8.h"
 #include "pcp/kernels/backend_factory.h"
@@ -68,18 +65,8 @@ absl::StatusOr<v1::SampleResponse> SampleText(const ParamsSnapshot& snap, const 
       .temperature = request.has_temperature() ? request.temperature() : snap.sample.temperature,
       .top_k = request.has_top_k() ? static_cast<int64_t>(request.top_k()) : snap.sample.top_k,
       .seed = request.seed()};
-  // The logits over the shortest power-of-two context that holds the prompt and every new
-  // token (the model's block at most, where nanoGPT starts cropping): causal attention gives
-  // each position the same logits as over the whole block, at a fraction of the work (GPT-2
-  // small's 64-byte sample: 4.5 minutes over its 1024-token block).
-  int64_t context = 1;
-  while (context < static_cast<int64_t>(ids.size()) + options.max_new_tokens && context < snap.model->block_size) {
-    context *= 2;
-  }
-  context = std::min(context, snap.model->block_size);
-  PCP_ASSIGN_OR_RETURN(Function logits, BuildGptLogits(*snap.model, 1, context));
-  logits.name = "logits";
-  PCP_RETURN_IF_ERROR(RunStandardPasses(logits));
+  PCP_ASSIGN_OR_RETURN(Function logits,
+                       BuildSampleLogits(*snap.model, static_cast<int64_t>(ids.size()) + options.max_new_tokens));
   PCP_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend("cpu", threads));
   PCP_ASSIGN_OR_RETURN(auto sampler, TextSampler::Create(*backend, logits, snap.params));
   PCP_ASSIGN_OR_RETURN(std::vector<int32_t> out, sampler->Generate(ids, options));

@@ -177,6 +177,18 @@ TEST_F(LocalTrainingTest, SamplesTextFromTheCheckpoint) {
   EXPECT_FALSE((*sampler)->Generate({1000}, {}).ok());
 }
 
+// A sample's logits run over the shortest power-of-two context holding all its tokens, the
+// block at most.
+TEST(SampleLogitsTest, ContextIsThePowerOfTwoThatHoldsTheSample) {
+  const GPTConfig model{.vocab_size = 65, .block_size = 48, .n_layer = 1, .n_head = 2, .n_embd = 16};
+  for (auto [tokens, context] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 2}, {22, 32}, {32, 32}, {33, 48},
+                                                                         {500, 48}}) {
+    absl::StatusOr<Function> f = BuildSampleLogits(model, tokens);
+    ASSERT_TRUE(f.ok()) << f.status();
+    EXPECT_EQ(f->type(f->params.back()).shape, (Shape{1, context})) << tokens << " tokens";
+  }
+}
+
 TEST(CheckpointTest, AnUntiedLmHeadIsKeptAsItsOwnTensor) {
   // (An imported nanoGPT with its own lm_head.weight once failed: "duplicate tensor name".)
   std::string dir = TempDir("ckpt_untied");

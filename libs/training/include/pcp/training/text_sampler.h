@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "pcp/autodiff/ir.h"
 #include "pcp/kernels/backend.h"
+#include "pcp/models/gpt_config.h"
 
 namespace pcp {
 
@@ -23,6 +25,13 @@ struct SampleOptions {
   int64_t top_k = 200;       // 0 = all tokens
   uint64_t seed = 1337;
 };
+
+// The `logits` function (optimised) for a sample of `tokens` tokens in all (prompt and new
+// ones), over the shortest power-of-two context that holds them, the model's block at most
+// (where generate() starts cropping). Causal attention gives every position the same logits as
+// over the whole block, so the text is the same, at a fraction of the work: GPT-2 small's
+// 64-byte sample took 4.5 minutes over its 1024-token block.
+absl::StatusOr<Function> BuildSampleLogits(const GPTConfig& model, int64_t tokens);
 
 class TextSampler {
  public:
