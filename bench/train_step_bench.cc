@@ -41,6 +41,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -108,18 +109,20 @@ struct Timing {
   double median_ms = 0;  // of the steps timed one by one: robust to bursts of other load
 };
 
-// --gemm as the option (Main has refused any other value).
-CpuBackendOptions::Gemm GemmFlag() {
+// --gemm as the option; nullopt for a value it does not know (Main refuses it).
+std::optional<CpuBackendOptions::Gemm> GemmFlag() {
   const std::string g = absl::GetFlag(FLAGS_gemm);
-  return g == "own" ? CpuBackendOptions::Gemm::kOwn
-                    : g == "openblas" ? CpuBackendOptions::Gemm::kOpenBlas : CpuBackendOptions::Gemm::kAuto;
+  if (g == "auto") return CpuBackendOptions::Gemm::kAuto;
+  if (g == "openblas") return CpuBackendOptions::Gemm::kOpenBlas;
+  if (g == "own") return CpuBackendOptions::Gemm::kOwn;
+  return std::nullopt;
 }
 
 // The CPU backend's options from the flags.
 CpuBackendOptions FlagOptions(int threads) {
   return CpuBackendOptions{.threads = threads, .expression_ops = absl::GetFlag(FLAGS_expression_ops),
                            .row_values = absl::GetFlag(FLAGS_row_values), .epilogues = absl::GetFlag(FLAGS_epilogues),
-                           .gemm = GemmFlag()};
+                           .gemm = GemmFlag().value_or(CpuBackendOptions::Gemm::kAuto)};
 }
 
 // Token batches of the right shape from a fixed pseudo-random sequence (the data does not
@@ -235,6 +238,13 @@ struct SgemmLimit {
   double ms = 0;        // sgemm-only time per step
 };
 
+// 2 * (elements of the result) * (contracted size) of dot_general `inst`.
+double DotFlops(const Function& step, const Instruction& inst) {
+  double k = 1;
+  for (int64_t c : inst.attrs.dot.lhs_contract) k *= static_cast<double>(step.type(inst.operands[0]).shape[c]);
+  return 2.0 * static_cast<double>(step.type(inst.result).num_elements()) * k;
+}
+
 absl::StatusOr<SgemmLimit> MeasureSgemmLimit(const Function& step, int threads, CpuBackendOptions::Gemm gemm) {
   using Key = std::tuple<std::string, std::string, std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>,
                          std::vector<int64_t>>;
@@ -248,10 +258,7 @@ absl::StatusOr<SgemmLimit> MeasureSgemmLimit(const Function& step, int threads, 
     auto [it, inserted] = shapes.try_emplace(key, &inst, 0);
     ++it->second.second;
     ++limit.dots;
-    // 2 * (elements of the result) * (contracted size).
-    double k = 1;
-    for (int64_t c : d.lhs_contract) k *= static_cast<double>(step.type(inst.operands[0]).shape[c]);
-    limit.flops += 2.0 * static_cast<double>(step.type(inst.result).num_elements()) * k;
+    limit.flops += DotFlops(step, inst);
   }
   limit.shapes = static_cast<int>(shapes.size());
   std::unique_ptr<Backend> backend = CreateCpuBackend(CpuBackendOptions{.threads = threads, .gemm = gemm});
@@ -299,14 +306,11 @@ absl::StatusOr<SgemmLimit> MeasureSgemmLimit(const Function& step, int threads, 
     }
     limit.ms += best * count;
     if (absl::GetFlag(FLAGS_per_shape)) {
-      double k = 1;
-      for (int64_t c : inst->attrs.dot.lhs_contract) k *= static_cast<double>(step.type(inst->operands[0]).shape[c]);
-      const double flops = 2.0 * static_cast<double>(step.type(inst->result).num_elements()) * k;
       const std::string what = absl::StrCat(std::get<0>(key), " x ", std::get<1>(key), " contracting ",
                                             absl::StrJoin(inst->attrs.dot.lhs_contract, ","), " / ",
                                             absl::StrJoin(inst->attrs.dot.rhs_contract, ","));
       std::printf("  %-8s %2d x %-64s %7.3f ms %6.1f GFLOPS\n", gemm == CpuBackendOptions::Gemm::kOwn ? "own" : "OpenBLAS",
-                  count, what.c_str(), best, flops / best * 1e-6);
+                  count, what.c_str(), best, DotFlops(step, *inst) / best * 1e-6);
     }
   }
   return limit;
@@ -341,8 +345,9 @@ int Main() {
               .n_layer = absl::GetFlag(FLAGS_n_layer), .n_head = absl::GetFlag(FLAGS_n_head),
               .n_embd = absl::GetFlag(FLAGS_n_embd), .bias = true};
   const int64_t batch = absl::GetFlag(FLAGS_batch_size);
-  if (const std::string g = absl::GetFlag(FLAGS_gemm); g != "auto" && g != "openblas" && g != "own") {
-    return Fail(absl::InvalidArgumentError(absl::StrCat("--gemm must be auto, openblas or own, got '", g, "'")));
+  if (!GemmFlag().has_value()) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--gemm must be auto, openblas or own, got '", absl::GetFlag(FLAGS_gemm), "'")));
   }
   std::vector<int> thread_counts;
   for (absl::string_view t : absl::StrSplit(absl::GetFlag(FLAGS_threads), ',')) {
@@ -399,7 +404,7 @@ int Main() {
   }
   Timing best_ours{0, 1e300};
   SgemmLimit best_limit, best_own_limit;
-  bool own = false;  // the step runs on PCP's own sgemm
+  const bool own = UsesOwnGemm(*GemmFlag());  // the step runs on PCP's own sgemm
   for (int threads : thread_counts) {
     auto t = TimeOurs(*program, params, threads);
     if (!t.ok()) return Fail(t.status());
@@ -409,7 +414,6 @@ int Main() {
     }
     auto limit = MeasureSgemmLimit(program->train_step, threads, CpuBackendOptions::Gemm::kOpenBlas);
     if (!limit.ok()) return Fail(limit.status());
-    own = UsesOwnGemm(FlagOptions(threads).gemm);
     SgemmLimit own_limit;
     if (own) {
       auto l = MeasureSgemmLimit(program->train_step, threads, CpuBackendOptions::Gemm::kOwn);
