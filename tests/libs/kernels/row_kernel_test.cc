@@ -193,5 +193,64 @@ TEST(RowKernelTest, GptTrainStepIsBitwiseIdentical) {
   }
 }
 
+// A row reduction's order (fused_kernel.h: GetRowReduceFn; reduce kernels' trailing
+// reductions): 16 lanes, lane j combining the values j, j + 16, j + 32, ... in turn, then
+// lanes[j] = combine(lanes[j], lanes[j + w]) for w = 8, 4, 2, 1, then combine(init, lanes[0]).
+// Max is IEEE 754-2019 maximum: NaN propagates (the second operand's NaN first) and +0 > -0.
+float RowInOrder(const float* x, int64_t n, bool max) {
+  auto combine = [max](float a, float b) {
+    if (!max) return a + b;
+    if (std::isnan(b)) return b;
+    if (std::isnan(a)) return a;
+    if (a == b) return std::signbit(a) && std::signbit(b) ? a : std::fabs(a);
+    return a > b ? a : b;
+  };
+  const float init = max ? -std::numeric_limits<float>::infinity() : 0.0f;
+  float lanes[16];
+  for (float& l : lanes) l = init;
+  for (int64_t i = 0; i < n; ++i) lanes[i % 16] = combine(lanes[i % 16], x[i]);
+  for (int w = 8; w >= 1; w /= 2) {
+    for (int j = 0; j < w; ++j) lanes[j] = combine(lanes[j], lanes[j + w]);
+  }
+  return combine(init, lanes[0]);
+}
+
+// Row sums and maxima, as reduce kernels and inside a row kernel (the max that a softmax
+// subtracts), follow that order to the bit, for rows shorter than, equal to and longer than
+// the 16 lanes, with NaN, ±inf, all -0 and mixed ±0 rows.
+TEST(RowKernelTest, RowReductionsCombineInTheirDocumentedOrder) {
+  for (int64_t c : {1, 3, 8, 15, 16, 17, 24, 33, 64, 65, 128, 200}) {
+    SCOPED_TRACE(::testing::Message() << "rows of " << c);
+    const Shape s = {kB, kT, c};
+    FunctionBuilder b("row_reductions");
+    ValueId x = b.Parameter(F32(s));
+    ValueId sum = b.ReduceSum(x, {2});
+    ValueId max = b.ReduceMax(x, {2});
+    ValueId shifted = b.Sub(x, b.BroadcastInDim(b.ReduceMax(x, {2}), s, {0, 1}));
+    b.Return({sum, max, shifted});
+    Tensor in = Input(s, 5, /*special=*/true);
+    float* p = in.data<float>();
+    for (int64_t j = 0; j < c; ++j) p[8 * c + j] = j % 2 ? 0.0f : -0.0f;  // mixed zeros
+    for (int64_t j = 0; j < c; ++j) p[9 * c + j] = -std::numeric_limits<float>::infinity();
+    p[10 * c + c - 1] = std::numeric_limits<float>::quiet_NaN();  // NaN in the last lane used
+    for (int threads : {1, 2}) {
+      const RunResult got = CompileAndRun(*b.Build(), {in}, /*row_values=*/true, threads);
+      ASSERT_EQ(got.results.size(), 3u);
+      for (int64_t r = 0; r < kB * kT; ++r) {
+        const float want_sum = RowInOrder(p + r * c, c, /*max=*/false);
+        const float want_max = RowInOrder(p + r * c, c, /*max=*/true);
+        const float got_sum = got.results[0].data<float>()[r], got_max = got.results[1].data<float>()[r];
+        EXPECT_TRUE(std::memcmp(&got_sum, &want_sum, 4) == 0 || (std::isnan(got_sum) && std::isnan(want_sum)))
+            << "row " << r << " sum " << got_sum << " want " << want_sum;
+        EXPECT_TRUE(std::memcmp(&got_max, &want_max, 4) == 0 || (std::isnan(got_max) && std::isnan(want_max)))
+            << "row " << r << " max " << got_max << " want " << want_max;
+        const float got_first = got.results[2].data<float>()[r * c], want_first = p[r * c] - want_max;
+        EXPECT_TRUE(std::memcmp(&got_first, &want_first, 4) == 0 || (std::isnan(got_first) && std::isnan(want_first)))
+            << "row " << r << " x - max " << got_first << " want " << want_first;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pcp

@@ -153,6 +153,16 @@ inline float MaxF(float a, float b) {
   return b != b ? b : r;
 }
 
+// MaxF lane by lane on 8 floats (GCC vector extension): the same rule, the same bits per lane.
+using F32x8 = float __attribute__((vector_size(32)));
+using U32x8 = uint32_t __attribute__((vector_size(32)));
+inline F32x8 MaxF(F32x8 a, F32x8 b) {
+  F32x8 r = a > b ? a : b;
+  r = a == b ? reinterpret_cast<F32x8>(reinterpret_cast<U32x8>(a) & reinterpret_cast<U32x8>(b)) : r;
+  r = a != a ? a : r;
+  return b != b ? b : r;
+}
+
 inline float MinF(float a, float b) {
   float r = a < b ? a : b;
   r = a == b ? FromBits(ToBits(a) | ToBits(b)) : r;  // min(-0, +0) = -0
