@@ -575,10 +575,11 @@ TEST(CpuBackendTest, ProductKernelAddsALinearLayersBias) {
 
 // A softmax over the last dimension (masked and scaled, as attention's) is one row kernel:
 // max, exp, sum and divide in one pass over blocks of whole rows, the row results stored one
-// per row. Rows of 64 (8 per block), 65 (7 per block, a block not a power of two), and 700
-// (longer than a block: separate kernels as before); every thread count gives the same bits.
+// per row. Rows of 64 (8 per block), 65 (7 per block, a block not a power of two), 700 and
+// 1024 (longer than kBlock: one row per block, GPT-2's attention), and 5000 (longer than
+// kMaxRowLength: separate kernels); every thread count gives the same bits.
 TEST(CpuBackendTest, SoftmaxOverRowsIsOneRowKernel) {
-  for (int64_t row : {64, 65, 700}) {
+  for (int64_t row : {64, 65, 700, 1024, 5000}) {
     SCOPED_TRACE(::testing::Message() << "rows of " << row);
     FunctionBuilder b("softmax");
     const Shape s = {3, 37, row};
@@ -599,7 +600,7 @@ TEST(CpuBackendTest, SoftmaxOverRowsIsOneRowKernel) {
     ASSERT_TRUE(one.ok()) << one.status();
     ExpectAllNear(*one, *Interpret(*f, args), 1e-5, 1e-7);
     const std::string schedule = AsCpu(exe)->DescribeSchedule();
-    if (row <= 512) {
+    if (row <= 4096) {
       EXPECT_EQ(AsCpu(exe)->stats().num_kernels, 1) << schedule;
       EXPECT_NE(schedule.find(absl::StrCat("rows of ", row)), std::string::npos) << schedule;
     } else {

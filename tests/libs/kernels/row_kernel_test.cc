@@ -147,7 +147,7 @@ void CheckRowKernel(const Function& f, int64_t c, int max_kernels) {
     for (int threads : {1, 2, 3}) {
       const RunResult got = CompileAndRun(f, args, /*row_values=*/true, threads);
       EXPECT_TRUE(AllSameBitsOrBothNaN(got.results, reference.results)) << threads << " threads";
-      if (c <= 512) {
+      if (c <= 4096) {  // kMaxRowLength: longer rows reduce in kernels of their own
         EXPECT_LE(got.kernels, max_kernels) << got.schedule;
         EXPECT_LT(got.kernels, reference.kernels) << got.schedule << "\nvs\n" << reference.schedule;
         EXPECT_EQ(CountRowKernels(got.schedule), got.kernels) << got.schedule;
@@ -156,7 +156,7 @@ void CheckRowKernel(const Function& f, int64_t c, int max_kernels) {
   }
 }
 
-constexpr int64_t kRowLengths[] = {16, 32, 65, 128, 200, 512, 700};
+constexpr int64_t kRowLengths[] = {16, 32, 65, 128, 200, 512, 700, 1024, 5000};
 
 TEST(RowKernelTest, LayerNormForwardIsOneRowKernel) {
   for (int64_t c : kRowLengths) {
@@ -195,31 +195,45 @@ TEST(RowKernelTest, GptTrainStepIsBitwiseIdentical) {
 
 // A row reduction's order (fused_kernel.h: GetRowReduceFn; reduce kernels' trailing
 // reductions): 16 lanes, lane j combining the values j, j + 16, j + 32, ... in turn, then
-// lanes[j] = combine(lanes[j], lanes[j + w]) for w = 8, 4, 2, 1, then combine(init, lanes[0]).
-// Max is IEEE 754-2019 maximum: NaN propagates (the second operand's NaN first) and +0 > -0.
-float RowInOrder(const float* x, int64_t n, bool max) {
-  auto combine = [max](float a, float b) {
-    if (!max) return a + b;
-    if (std::isnan(b)) return b;
-    if (std::isnan(a)) return a;
-    if (a == b) return std::signbit(a) && std::signbit(b) ? a : std::fabs(a);
-    return a > b ? a : b;
-  };
-  const float init = max ? -std::numeric_limits<float>::infinity() : 0.0f;
-  float lanes[16];
-  for (float& l : lanes) l = init;
-  for (int64_t i = 0; i < n; ++i) lanes[i % 16] = combine(lanes[i % 16], x[i]);
-  for (int w = 8; w >= 1; w /= 2) {
-    for (int j = 0; j < w; ++j) lanes[j] = combine(lanes[j], lanes[j + w]);
-  }
-  return combine(init, lanes[0]);
+// lanes[j] = combine(lanes[j], lanes[j + w]) for w = 8, 4, 2, 1; a row longer than 512
+// (kBlock) so in 512-long pieces, whose results are combined in turn from the identity; then
+// combine(init, that). Max is IEEE 754-2019 maximum: NaN propagates (the second operand's NaN
+// first) and +0 > -0.
+float Combine(float a, float b, bool max) {
+  if (!max) return a + b;
+  if (std::isnan(b)) return b;
+  if (std::isnan(a)) return a;
+  if (a == b) return std::signbit(a) && std::signbit(b) ? a : std::fabs(a);
+  return a > b ? a : b;
 }
 
-// Row sums and maxima, as reduce kernels and inside a row kernel (the max that a softmax
-// subtracts), follow that order to the bit, for rows shorter than, equal to and longer than
-// the 16 lanes, with NaN, ±inf, all -0 and mixed ±0 rows.
+float Lanes(const float* x, int64_t n, bool max, float identity) {
+  float lanes[16];
+  for (float& l : lanes) l = identity;
+  for (int64_t i = 0; i < n; ++i) lanes[i % 16] = Combine(lanes[i % 16], x[i], max);
+  for (int w = 8; w >= 1; w /= 2) {
+    for (int j = 0; j < w; ++j) lanes[j] = Combine(lanes[j], lanes[j + w], max);
+  }
+  return lanes[0];
+}
+
+float RowInOrder(const float* x, int64_t n, bool max) {
+  constexpr int64_t kPiece = 512;
+  const float identity = max ? -std::numeric_limits<float>::infinity() : 0.0f;  // = the init
+  float row = identity;
+  if (n <= kPiece) {
+    row = Lanes(x, n, max, identity);
+  } else {
+    for (int64_t s = 0; s < n; s += kPiece) row = Combine(row, Lanes(x + s, std::min(kPiece, n - s), max, identity), max);
+  }
+  return Combine(identity, row, max);
+}
+
+// Row sums and maxima, as reduce kernels and inside row kernels (the max that a softmax
+// subtracts, a sum subtracted), follow that order to the bit, for rows shorter than, equal to and longer than
+// the 16 lanes and than a block, with NaN, ±inf, all -0 and mixed ±0 rows.
 TEST(RowKernelTest, RowReductionsCombineInTheirDocumentedOrder) {
-  for (int64_t c : {1, 3, 8, 15, 16, 17, 24, 33, 64, 65, 128, 200}) {
+  for (int64_t c : {1, 3, 8, 15, 16, 17, 24, 33, 64, 65, 128, 200, 700, 1024, 1500}) {
     SCOPED_TRACE(::testing::Message() << "rows of " << c);
     const Shape s = {kB, kT, c};
     FunctionBuilder b("row_reductions");
@@ -227,7 +241,8 @@ TEST(RowKernelTest, RowReductionsCombineInTheirDocumentedOrder) {
     ValueId sum = b.ReduceSum(x, {2});
     ValueId max = b.ReduceMax(x, {2});
     ValueId shifted = b.Sub(x, b.BroadcastInDim(b.ReduceMax(x, {2}), s, {0, 1}));
-    b.Return({sum, max, shifted});
+    ValueId centred = b.Sub(x, b.BroadcastInDim(b.ReduceSum(x, {2}), s, {0, 1}));
+    b.Return({sum, max, shifted, centred});
     Tensor in = Input(s, 5, /*special=*/true);
     float* p = in.data<float>();
     for (int64_t j = 0; j < c; ++j) p[8 * c + j] = j % 2 ? 0.0f : -0.0f;  // mixed zeros
@@ -235,7 +250,7 @@ TEST(RowKernelTest, RowReductionsCombineInTheirDocumentedOrder) {
     p[10 * c + c - 1] = std::numeric_limits<float>::quiet_NaN();  // NaN in the last lane used
     for (int threads : {1, 2}) {
       const RunResult got = CompileAndRun(*b.Build(), {in}, /*row_values=*/true, threads);
-      ASSERT_EQ(got.results.size(), 3u);
+      ASSERT_EQ(got.results.size(), 4u);
       for (int64_t r = 0; r < kB * kT; ++r) {
         const float want_sum = RowInOrder(p + r * c, c, /*max=*/false);
         const float want_max = RowInOrder(p + r * c, c, /*max=*/true);
@@ -247,6 +262,10 @@ TEST(RowKernelTest, RowReductionsCombineInTheirDocumentedOrder) {
         const float got_first = got.results[2].data<float>()[r * c], want_first = p[r * c] - want_max;
         EXPECT_TRUE(std::memcmp(&got_first, &want_first, 4) == 0 || (std::isnan(got_first) && std::isnan(want_first)))
             << "row " << r << " x - max " << got_first << " want " << want_first;
+        const float got_centred = got.results[3].data<float>()[r * c], want_centred = p[r * c] - want_sum;
+        EXPECT_TRUE(std::memcmp(&got_centred, &want_centred, 4) == 0 ||
+                    (std::isnan(got_centred) && std::isnan(want_centred)))
+            << "row " << r << " x - sum " << got_centred << " want " << want_centred;
       }
     }
   }

@@ -7,8 +7,8 @@
 // Optionally the group ends in a reduction whose input is one of its registers, so e.g.
 // sum((x - mean)^2) reads x once and never writes the difference.
 //
-// A row kernel (row_length > 0) also reduces rows, the last row_length elements of the index
-// space each, inside the block (softmax's max and sum, LayerNorm's mean and variance): its
+// A row kernel (row_length > 0, at most kMaxRowLength) also reduces rows, the last
+// row_length elements of the index space each, inside the block (softmax's max and sum, LayerNorm's mean and variance): its
 // blocks hold whole rows, a row reduction is an op whose result register holds one
 // value per row: ops on such values (per-row ops: LayerNorm's mean, variance and rstd) run on
 // those registers, one value per row (as do loads of their operands from memory), an expand op
@@ -33,6 +33,11 @@ namespace pcp::cpu {
 
 inline constexpr int64_t kBlock = 512;            // elements per register
 inline constexpr int64_t kRegBytes = kBlock * 8;  // room for the widest element (i64)
+// Rows a row kernel takes (the longest: one row per block, registers of that many elements:
+// 4096 f32 values, 16 KiB, a block's registers in L2). Longer rows reduce in kernels of their
+// own, which read and write whole tensors between them (GPT-2's 1024-long attention rows did,
+// at 5-6 passes over 50 MB per layer, before rows up to this length joined row kernels).
+inline constexpr int64_t kMaxRowLength = 4096;
 // Parallel loops are cut into this many units per thread, claimed dynamically: the more, the
 // less the caller waits at the end for a thread still in its last unit, the more claims and
 // cache lines shared at unit edges (4, 8 and 16 timed the same on the GPT train step).
@@ -60,7 +65,8 @@ ElementwiseFn GetElementwiseFn(Op op, DType operand, DType result, ComparisonDir
 
 // The row reduction of a row kernel (f32): dst[r] = init combined with the reduction of row r
 // (rows of op.row elements; src[0] the input, src[1] the init value), one value per row,
-// combined in the same order as a reduce kernel's trailing reduction. reduce_root.cc.
+// combined in the same order as a reduce kernel's trailing reduction (a row longer than
+// kBlock in kBlock-long pieces, as that kernel evaluates it). reduce_root.cc.
 ElementwiseFn GetRowReduceFn(ReduceKind kind);
 
 // A row value's broadcast over its rows: dst[i] = src[i / op.row] (elements of `elem_size`
@@ -155,6 +161,7 @@ class FusedKernel : public Kernel {
   int64_t n_;
   int64_t row_length_ = 0;
   int64_t block_ = kBlock;  // elements per block: kBlock, or whole rows of a row kernel
+  int64_t reg_bytes_ = kRegBytes;  // a register's scratch buffer: block_ elements of up to 8 bytes
   std::vector<FusedLoad> loads_;
   std::vector<FusedOp> ops_;
   std::vector<FusedStore> stores_;

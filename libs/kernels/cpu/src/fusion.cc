@@ -207,7 +207,7 @@ class Fuser {
   }
 
   // The row length of a reduction over trailing dimensions of an f32 input, rows of 2 to
-  // kBlock elements (what a row kernel computes inside a block), or -1.
+  // kMaxRowLength elements (what a row kernel computes inside a block), or -1.
   int64_t RowLength(int r) const {
     const Instruction& inst = f_.instructions[r];
     if (inst.op != Op::kReduce) return -1;
@@ -220,7 +220,7 @@ class Fuser {
       if (dims[k] != in.rank() - static_cast<int64_t>(dims.size() - k)) return -1;
       length *= in.shape[dims[k]];
     }
-    return length >= 2 && length <= kBlock ? length : -1;
+    return length >= 2 && length <= kMaxRowLength ? length : -1;
   }
 
   // The instruction whose result `v` broadcasts over trailing dimensions (each element

@@ -98,6 +98,14 @@ struct Reducer {
     lo = combine(lo, __builtin_shuffle(lo, I32x8{1, 1, 1, 1, 1, 1, 1, 1}));
     return lo[0];
   }
+  // A row as the reduce kernel reduces it (RunReduceT, c == 1): whole if it fits a block,
+  // else its kBlock-long pieces' Rows combined in turn, starting from the identity.
+  static T LongRow(const T* x, int64_t n) {
+    if (n <= kBlock) return Row(x, n);
+    T partial = Identity();
+    for (int64_t s = 0; s < n; s += kBlock) partial = Combine(partial, Row(x + s, std::min(kBlock, n - s)));
+    return partial;
+  }
   static void Accumulate(T* __restrict acc, const T* x, int64_t n) {
     for (int64_t j = 0; j < n; ++j) acc[j] = Combine(acc[j], x[j]);
   }
@@ -109,7 +117,7 @@ void RowReduceLoop(const FusedOp& op, void* const* regs, int64_t n) {
   float* __restrict d = static_cast<float*>(regs[op.dst]);
   const float* x = static_cast<const float*>(regs[op.src[0]]);
   const float init = static_cast<const float*>(regs[op.src[1]])[0];
-  for (int64_t r = 0; r * op.row < n; ++r) d[r] = R::Combine(init, R::Row(x + r * op.row, op.row));
+  for (int64_t r = 0; r * op.row < n; ++r) d[r] = R::Combine(init, R::LongRow(x + r * op.row, op.row));
 }
 
 template <typename T>
