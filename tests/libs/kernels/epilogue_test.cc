@@ -79,6 +79,12 @@ TEST(CpuEpilogueTest, LoopsAfterAProductRunOverItsBlocks) {
     ValueId s = b.DotGeneral(p[0], p[1], {{0}, {0}, {2}, {2}});
     return std::vector<ValueId>{row_softmax(b, b.BMul(s, b.ScalarConstant(0.125))), s};
   });
+  // The same with rows of 1024 (GPT-2's attention), one row per loop block, over 3 batch
+  // elements of 1024 x 1024 scores.
+  add("long_rows", 1, {{3, 1024, 16}, {3, 1024, 16}}, [&](FunctionBuilder& b, const std::vector<ValueId>& p) {
+    ValueId s = b.DotGeneral(p[0], p[1], {{0}, {0}, {2}, {2}});
+    return std::vector<ValueId>{row_softmax(b, b.BMul(s, b.ScalarConstant(0.25)))};
+  });
   // A residual add and a LayerNorm-like row kernel; the residual input is a parameter.
   add("residual_rows", 1, {{768, 128}, {128, 128}, {768, 128}}, [&](FunctionBuilder& b, const std::vector<ValueId>& p) {
     ValueId x = b.Add(b.MatMul(p[0], p[1]), p[2]);

@@ -8,12 +8,13 @@
 // sum((x - mean)^2) reads x once and never writes the difference.
 //
 // A row kernel (row_length > 0, at most kMaxRowLength) also reduces rows, the last
-// row_length elements of the index space each, inside the block (softmax's max and sum, LayerNorm's mean and variance): its
-// blocks hold whole rows, a row reduction is an op whose result register holds one
-// value per row: ops on such values (per-row ops: LayerNorm's mean, variance and rstd) run on
-// those registers, one value per row (as do loads of their operands from memory), an expand op
-// repeats a value over its row where ops on whole rows read its broadcast, and a row store
-// writes one value per row. So reductions and what follows them share one pass.
+// row_length elements of the index space each, inside the block (softmax's max and sum,
+// LayerNorm's mean and variance): its blocks hold whole rows (one row beyond kBlock), a row
+// reduction is an op whose result register holds one value per row: ops on such values
+// (per-row ops: LayerNorm's mean, variance and rstd) run on those registers, one value per
+// row (as do loads of their operands from memory), an expand op repeats a value over its row
+// where ops on whole rows read its broadcast, and a row store writes one value per row. So
+// reductions and what follows them share one pass.
 //
 // Blocks always start at multiples of the block size of the index space (or of whole rows
 // for a reduction), whatever the thread count, so results are identical for every thread count.
