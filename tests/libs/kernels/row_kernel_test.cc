@@ -224,14 +224,16 @@ float RowInOrder(const float* x, int64_t n, bool max) {
   if (n <= kPiece) {
     row = Lanes(x, n, max, identity);
   } else {
-    for (int64_t s = 0; s < n; s += kPiece) row = Combine(row, Lanes(x + s, std::min(kPiece, n - s), max, identity), max);
+    for (int64_t s = 0; s < n; s += kPiece) {
+      row = Combine(row, Lanes(x + s, std::min(kPiece, n - s), max, identity), max);
+    }
   }
   return Combine(identity, row, max);
 }
 
 // Row sums and maxima, as reduce kernels and inside row kernels (the max that a softmax
-// subtracts, a sum subtracted), follow that order to the bit, for rows shorter than, equal to and longer than
-// the 16 lanes and than a block, with NaN, ±inf, all -0 and mixed ±0 rows.
+// subtracts, a sum subtracted), follow that order to the bit, for rows shorter than, equal to
+// and longer than the 16 lanes and than a block, with NaN, ±inf, all -0 and mixed ±0 rows.
 TEST(RowKernelTest, RowReductionsCombineInTheirDocumentedOrder) {
   for (int64_t c : {1, 3, 8, 15, 16, 17, 24, 33, 64, 65, 128, 200, 700, 1024, 1500}) {
     SCOPED_TRACE(::testing::Message() << "rows of " << c);
@@ -243,29 +245,29 @@ TEST(RowKernelTest, RowReductionsCombineInTheirDocumentedOrder) {
     ValueId shifted = b.Sub(x, b.BroadcastInDim(b.ReduceMax(x, {2}), s, {0, 1}));
     ValueId centred = b.Sub(x, b.BroadcastInDim(b.ReduceSum(x, {2}), s, {0, 1}));
     b.Return({sum, max, shifted, centred});
+    absl::StatusOr<Function> f = b.Build();
+    ASSERT_TRUE(f.ok()) << f.status();
     Tensor in = Input(s, 5, /*special=*/true);
     float* p = in.data<float>();
     for (int64_t j = 0; j < c; ++j) p[8 * c + j] = j % 2 ? 0.0f : -0.0f;  // mixed zeros
     for (int64_t j = 0; j < c; ++j) p[9 * c + j] = -std::numeric_limits<float>::infinity();
     p[10 * c + c - 1] = std::numeric_limits<float>::quiet_NaN();  // NaN in the last lane used
+    auto same = [](float got, float want) {
+      return std::memcmp(&got, &want, sizeof got) == 0 || (std::isnan(got) && std::isnan(want));
+    };
     for (int threads : {1, 2}) {
-      const RunResult got = CompileAndRun(*b.Build(), {in}, /*row_values=*/true, threads);
-      ASSERT_EQ(got.results.size(), 4u);
+      const RunResult run = CompileAndRun(*f, {in}, /*row_values=*/true, threads);
+      ASSERT_EQ(run.results.size(), 4u);
       for (int64_t r = 0; r < kB * kT; ++r) {
-        const float want_sum = RowInOrder(p + r * c, c, /*max=*/false);
-        const float want_max = RowInOrder(p + r * c, c, /*max=*/true);
-        const float got_sum = got.results[0].data<float>()[r], got_max = got.results[1].data<float>()[r];
-        EXPECT_TRUE(std::memcmp(&got_sum, &want_sum, 4) == 0 || (std::isnan(got_sum) && std::isnan(want_sum)))
-            << "row " << r << " sum " << got_sum << " want " << want_sum;
-        EXPECT_TRUE(std::memcmp(&got_max, &want_max, 4) == 0 || (std::isnan(got_max) && std::isnan(want_max)))
-            << "row " << r << " max " << got_max << " want " << want_max;
-        const float got_first = got.results[2].data<float>()[r * c], want_first = p[r * c] - want_max;
-        EXPECT_TRUE(std::memcmp(&got_first, &want_first, 4) == 0 || (std::isnan(got_first) && std::isnan(want_first)))
-            << "row " << r << " x - max " << got_first << " want " << want_first;
-        const float got_centred = got.results[3].data<float>()[r * c], want_centred = p[r * c] - want_sum;
-        EXPECT_TRUE(std::memcmp(&got_centred, &want_centred, 4) == 0 ||
-                    (std::isnan(got_centred) && std::isnan(want_centred)))
-            << "row " << r << " x - sum " << got_centred << " want " << want_centred;
+        const float* row = p + r * c;
+        const float want_sum = RowInOrder(row, c, /*max=*/false), want_max = RowInOrder(row, c, /*max=*/true);
+        const float got_sum = run.results[0].data<float>()[r], got_max = run.results[1].data<float>()[r];
+        const float got_shifted = run.results[2].data<float>()[r * c];
+        const float got_centred = run.results[3].data<float>()[r * c];
+        EXPECT_TRUE(same(got_sum, want_sum)) << "row " << r << " sum " << got_sum << " want " << want_sum;
+        EXPECT_TRUE(same(got_max, want_max)) << "row " << r << " max " << got_max << " want " << want_max;
+        EXPECT_TRUE(same(got_shifted, row[0] - want_max)) << "row " << r << " x - max " << got_shifted;
+        EXPECT_TRUE(same(got_centred, row[0] - want_sum)) << "row " << r << " x - sum " << got_centred;
       }
     }
   }
