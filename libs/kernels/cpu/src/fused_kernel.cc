@@ -22,7 +22,6 @@ FusedKernel::FusedKernel(int64_t n, std::vector<FusedLoad> loads, std::vector<Fu
     : n_(n),
       row_length_(row_length),
       block_(row_length > 0 ? std::max<int64_t>(1, kBlock / row_length) * row_length : kBlock),
-      reg_bytes_(std::max(kBlock, block_) * 8),
       loads_(std::move(loads)),
       ops_(std::move(ops)),
       stores_(std::move(stores)),
@@ -88,7 +87,7 @@ FusedKernel::FusedKernel(int64_t n, std::vector<FusedLoad> loads, std::vector<Fu
     if (last_use[ops_[i].dst] < 0) free_buffers.push_back(reg_buffer_[ops_[i].dst]);  // dead
   }
   regs_bytes_ = RoundUp(static_cast<int64_t>(num_regs_) * static_cast<int64_t>(sizeof(void*)), 64);
-  buffers_bytes_ = static_cast<int64_t>(num_buffers) * reg_bytes_;
+  buffers_bytes_ = static_cast<int64_t>(num_buffers) * RegBytes();
   if (reduce_) PlanReduce();
   scratch_bytes_ = std::max(scratch_bytes_, regs_bytes_ + buffers_bytes_);
 
@@ -126,7 +125,7 @@ void** FusedKernel::SetUpThread(const KernelContext& ctx, int thread) {
   thread_run_[static_cast<size_t>(thread)] = run_;
   uint8_t* buffers = base + regs_bytes_;
   for (int r = 0; r < num_regs_; ++r) {
-    regs[r] = reg_buffer_[r] >= 0 ? buffers + reg_buffer_[r] * reg_bytes_ : nullptr;
+    regs[r] = reg_buffer_[r] >= 0 ? buffers + reg_buffer_[r] * RegBytes() : nullptr;
   }
   const int64_t fill = std::min(n_, block_);
   for (const FusedLoad& l : loads_) {

@@ -21,6 +21,7 @@
 #ifndef PCP_KERNELS_CPU_FUSED_KERNEL_H_
 #define PCP_KERNELS_CPU_FUSED_KERNEL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -148,6 +149,8 @@ class FusedKernel : public Kernel {
   };
 
   int64_t work() const;  // elements x (instructions + loads + stores)
+  // A register's scratch buffer: a block of elements of up to 8 bytes (i64), at least kRegBytes.
+  int64_t RegBytes() const { return std::max(kBlock, block_) * 8; }
   // Registers of thread `thread` set up for a new range of blocks: filled (scalar and periodic
   // loads) on the thread's first unit of this Run only, since no other kernel runs meanwhile.
   void** SetUpThread(const KernelContext& ctx, int thread);
@@ -162,7 +165,6 @@ class FusedKernel : public Kernel {
   int64_t n_;
   int64_t row_length_ = 0;
   int64_t block_ = kBlock;  // elements per block: kBlock, or whole rows of a row kernel
-  int64_t reg_bytes_ = kRegBytes;  // a register's scratch buffer: block_ elements of up to 8 bytes
   std::vector<FusedLoad> loads_;
   std::vector<FusedOp> ops_;
   std::vector<FusedStore> stores_;
