@@ -84,6 +84,9 @@ ABSL_FLAG(bool, ab_gemm, false,
           "only time the step on OpenBLAS's and on PCP's own sgemm, alternating step by step in one process, per "
           "thread count");
 ABSL_FLAG(bool, limit, true, "also measure the sgemm-only time (false: only the step, for quick A/B runs of two builds)");
+ABSL_FLAG(bool, paired, true,
+          "with --limit: also time the step and its products alone alternating, pair by pair (ratios robust to "
+          "the machine's phases)");
 ABSL_FLAG(bool, per_shape, false, "print each distinct product's time alone (the sgemm-only sum's terms)");
 ABSL_FLAG(bool, ab_epilogues, false,
           "only time the step with CPU epilogues off and on, alternating step by step in one process (so that "
@@ -139,25 +142,51 @@ double Median(std::vector<double> x) {
   return x.empty() ? 0.0 : x[x.size() / 2];
 }
 
+// The train step on its own backend, fed batches of the synthetic tokens; Step() runs one
+// and returns its ms.
+class StepRunner {
+ public:
+  static absl::StatusOr<std::unique_ptr<StepRunner>> Create(const GptProgram& program, const std::vector<Tensor>& init,
+                                                            int threads) {
+    auto r = std::unique_ptr<StepRunner>(new StepRunner(program));
+    r->backend_ = CreateCpuBackend(FlagOptions(threads));
+    auto loop = InnerLoop::Create(*r->backend_, program.train_step);
+    if (!loop.ok()) return loop.status();
+    r->loop_ = *std::move(loop);
+    if (auto s = r->loop_->SetParams(init); !s.ok()) return s;
+    return r;
+  }
+
+  absl::StatusOr<double> Step() {
+    auto batch = sampler_.Next(data_, program_.batch_size, program_.model.block_size);
+    if (!batch.ok()) return batch.status();
+    const auto t = std::chrono::steady_clock::now();
+    auto loss = loop_->Step(*batch, 1e-3f);
+    if (!loss.ok()) return loss.status();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+    if (absl::GetFlag(FLAGS_print_losses)) std::printf("loss %a\n", static_cast<double>(*loss));
+    return ms;
+  }
+
+ private:
+  explicit StepRunner(const GptProgram& program) : program_(program), data_(SyntheticTokens(program.model)), sampler_(1) {}
+
+  const GptProgram& program_;
+  const TokenSequence data_;
+  BatchSampler sampler_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<InnerLoop> loop_;
+};
+
 absl::StatusOr<Timing> TimeOurs(const GptProgram& program, const std::vector<Tensor>& init, int threads) {
-  std::unique_ptr<Backend> backend = CreateCpuBackend(FlagOptions(threads));
-  auto loop_or = InnerLoop::Create(*backend, program.train_step);
-  if (!loop_or.ok()) return loop_or.status();
-  InnerLoop& loop = **loop_or;
-  if (auto s = loop.SetParams(init); !s.ok()) return s;
-  const GPTConfig& m = program.model;
-  const TokenSequence data = SyntheticTokens(m);
-  BatchSampler sampler(1);
+  auto runner = StepRunner::Create(program, init, threads);
+  if (!runner.ok()) return runner.status();
   std::vector<double> step_ms;
   auto run = [&](int n) -> absl::Status {
     for (int i = 0; i < n; ++i) {
-      auto batch = sampler.Next(data, program.batch_size, m.block_size);
-      if (!batch.ok()) return batch.status();
-      auto t = std::chrono::steady_clock::now();
-      auto loss = loop.Step(*batch, 1e-3f);
-      if (!loss.ok()) return loss.status();
-      if (absl::GetFlag(FLAGS_print_losses)) std::printf("loss %a\n", static_cast<double>(*loss));
-      step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count());
+      auto ms = (*runner)->Step();
+      if (!ms.ok()) return ms.status();
+      step_ms.push_back(*ms);
     }
     return absl::OkStatus();
   };
@@ -245,11 +274,44 @@ double DotFlops(const Function& step, const Instruction& inst) {
   return 2.0 * static_cast<double>(step.type(inst.result).num_elements()) * k;
 }
 
-absl::StatusOr<SgemmLimit> MeasureSgemmLimit(const Function& step, int threads, CpuBackendOptions::Gemm gemm) {
+// The step's distinct dot_generals, each compiled alone (contiguous operands) on one backend
+// with its argument and result buffers, and how often the step runs it.
+class StepProducts {
+ public:
+  static absl::StatusOr<StepProducts> Create(const Function& step, int threads, CpuBackendOptions::Gemm gemm);
+
+  // The sgemm-only time at its peak: each shape's fastest of 7 batches of calls (~2 ms each,
+  // operands hot), times its count, summed; with --per_shape each shape's line is printed.
+  absl::StatusOr<SgemmLimit> PeakLimit();
+  // The same peak within a moment: each shape run once untimed (operands into cache), then
+  // its count of calls timed 3 times, the fastest kept; summed in ms (~3 step's worth of calls).
+  absl::StatusOr<double> PassMs();
+
+ private:
+  struct Product {
+    std::string what;  // operand types and contracting dimensions, for --per_shape
+    double flops = 0;  // of one call
+    int count = 0;     // calls per step
+    std::unique_ptr<Executable> exe;
+    std::vector<std::unique_ptr<Buffer>> owned;
+    std::vector<Buffer*> args, results;
+  };
+  // Mean ms of n calls in a row.
+  static absl::StatusOr<double> TimeCalls(Product& p, int n);
+
+  CpuBackendOptions::Gemm gemm_ = CpuBackendOptions::Gemm::kAuto;
+  std::unique_ptr<Backend> backend_;
+  std::vector<Product> products_;
+  int dots_ = 0;
+  double flops_ = 0;
+};
+
+absl::StatusOr<StepProducts> StepProducts::Create(const Function& step, int threads, CpuBackendOptions::Gemm gemm) {
   using Key = std::tuple<std::string, std::string, std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>,
                          std::vector<int64_t>>;
   std::map<Key, std::pair<const Instruction*, int>> shapes;  // first instruction, count
-  SgemmLimit limit;
+  StepProducts set;
+  set.gemm_ = gemm;
   for (const Instruction& inst : step.instructions) {
     if (inst.op != Op::kDotGeneral) continue;
     const DotDims& d = inst.attrs.dot;
@@ -257,63 +319,127 @@ absl::StatusOr<SgemmLimit> MeasureSgemmLimit(const Function& step, int threads, 
             d.lhs_contract, d.rhs_contract};
     auto [it, inserted] = shapes.try_emplace(key, &inst, 0);
     ++it->second.second;
-    ++limit.dots;
-    limit.flops += DotFlops(step, inst);
+    ++set.dots_;
+    set.flops_ += DotFlops(step, inst);
   }
-  limit.shapes = static_cast<int>(shapes.size());
-  std::unique_ptr<Backend> backend = CreateCpuBackend(CpuBackendOptions{.threads = threads, .gemm = gemm});
+  set.backend_ = CreateCpuBackend(CpuBackendOptions{.threads = threads, .gemm = gemm});
   for (const auto& [key, first_and_count] : shapes) {
     const auto [inst, count] = first_and_count;
+    Product p;
+    p.what = absl::StrCat(std::get<0>(key), " x ", std::get<1>(key), " contracting ",
+                          absl::StrJoin(inst->attrs.dot.lhs_contract, ","), " / ",
+                          absl::StrJoin(inst->attrs.dot.rhs_contract, ","));
+    p.flops = DotFlops(step, *inst);
+    p.count = count;
     FunctionBuilder b("dot");
     ValueId x = b.Parameter(step.type(inst->operands[0]));
     ValueId y = b.Parameter(step.type(inst->operands[1]));
     b.Return({b.DotGeneral(x, y, inst->attrs.dot)});
     auto f = b.Build();
     if (!f.ok()) return f.status();
-    auto exe = backend->Compile(*f);
+    auto exe = set.backend_->Compile(*f);
     if (!exe.ok()) return exe.status();
-    std::vector<std::unique_ptr<Buffer>> owned;
-    std::vector<Buffer*> args, results;
-    for (ValueId p : f->params) {
-      Tensor t(f->type(p).dtype, f->type(p).shape);
+    p.exe = *std::move(exe);
+    for (ValueId v : f->params) {
+      Tensor t(f->type(v).dtype, f->type(v).shape);
       for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = static_cast<float>(i % 17) * 0.01f - 0.08f;
-      auto buf = backend->Allocate(f->type(p));
+      auto buf = set.backend_->Allocate(f->type(v));
       if (!buf.ok()) return buf.status();
-      if (auto s = backend->CopyIn(t, **buf); !s.ok()) return s;
-      args.push_back(buf->get());
-      owned.push_back(*std::move(buf));
+      if (auto s = set.backend_->CopyIn(t, **buf); !s.ok()) return s;
+      p.args.push_back(buf->get());
+      p.owned.push_back(*std::move(buf));
     }
-    auto out = backend->Allocate(f->type(f->results[0]));
+    auto out = set.backend_->Allocate(f->type(f->results[0]));
     if (!out.ok()) return out.status();
-    results.push_back(out->get());
-    owned.push_back(*std::move(out));
-    // Batches of calls lasting ~2 ms each; the fastest batch's mean is the peak.
-    auto time_calls = [&](int n) -> absl::StatusOr<double> {
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < n; ++i) {
-        if (auto s = (*exe)->Run(args, results); !s.ok()) return s;
-      }
-      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
-    };
-    auto once = time_calls(3);  // warm-up
+    p.results.push_back(out->get());
+    p.owned.push_back(*std::move(out));
+    set.products_.push_back(std::move(p));
+  }
+  return set;
+}
+
+absl::StatusOr<double> StepProducts::TimeCalls(Product& p, int n) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) {
+    if (auto s = p.exe->Run(p.args, p.results); !s.ok()) return s;
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
+}
+
+absl::StatusOr<SgemmLimit> StepProducts::PeakLimit() {
+  SgemmLimit limit{.dots = dots_, .shapes = static_cast<int>(products_.size()), .flops = flops_};
+  for (Product& p : products_) {
+    auto once = TimeCalls(p, 3);  // warm-up
     if (!once.ok()) return once.status();
     const int per_batch = std::clamp(static_cast<int>(2.0 / std::max(*once, 1e-4)), 3, 2000);
     double best = 1e300;
     for (int batch = 0; batch < 7; ++batch) {
-      auto ms = time_calls(per_batch);
+      auto ms = TimeCalls(p, per_batch);
       if (!ms.ok()) return ms.status();
       best = std::min(best, *ms);
     }
-    limit.ms += best * count;
+    limit.ms += best * p.count;
     if (absl::GetFlag(FLAGS_per_shape)) {
-      const std::string what = absl::StrCat(std::get<0>(key), " x ", std::get<1>(key), " contracting ",
-                                            absl::StrJoin(inst->attrs.dot.lhs_contract, ","), " / ",
-                                            absl::StrJoin(inst->attrs.dot.rhs_contract, ","));
-      std::printf("  %-8s %2d x %-64s %7.3f ms %6.1f GFLOPS\n", gemm == CpuBackendOptions::Gemm::kOwn ? "own" : "OpenBLAS",
-                  count, what.c_str(), best, DotFlops(step, *inst) / best * 1e-6);
+      std::printf("  %-8s %2d x %-64s %7.3f ms %6.1f GFLOPS\n", gemm_ == CpuBackendOptions::Gemm::kOwn ? "own" : "OpenBLAS",
+                  p.count, p.what.c_str(), best, p.flops / best * 1e-6);
     }
   }
   return limit;
+}
+
+absl::StatusOr<double> StepProducts::PassMs() {
+  double total = 0;
+  for (Product& p : products_) {
+    if (auto warm = TimeCalls(p, 1); !warm.ok()) return warm.status();
+    double best = 1e300;
+    for (int batch = 0; batch < 3; ++batch) {
+      auto ms = TimeCalls(p, p.count);
+      if (!ms.ok()) return ms.status();
+      best = std::min(best, *ms);
+    }
+    total += best * p.count;
+  }
+  return total;
+}
+
+// The step and its products alone, alternating (--paired): one step, one pass of its products
+// on OpenBLAS, one on the own sgemm where the step runs on it, --steps times after --warmup.
+// The machine's phases move both halves of a pair alike, where the separate figures (the
+// step's mean, then each product's peak, seconds apart) can catch different phases.
+struct PairedLimit {
+  int pairs = 0;
+  double step_ms = 0, pass_ms = 0, own_pass_ms = 0;  // medians
+  double ratio = 0, own_ratio = 0;                   // medians of the per-pair ratios
+  int under = 0;                                     // pairs with step / pass <= 1.25
+};
+
+absl::StatusOr<PairedLimit> TimePaired(const GptProgram& program, const std::vector<Tensor>& init, int threads,
+                                       StepProducts& openblas, StepProducts* own) {
+  auto runner = StepRunner::Create(program, init, threads);
+  if (!runner.ok()) return runner.status();
+  std::vector<double> step, pass, own_pass, ratio, own_ratio;
+  const int warmup = absl::GetFlag(FLAGS_warmup), steps = absl::GetFlag(FLAGS_steps);
+  for (int i = 0; i < warmup + steps; ++i) {
+    auto s = (*runner)->Step();
+    if (!s.ok()) return s.status();
+    auto p = openblas.PassMs();
+    if (!p.ok()) return p.status();
+    absl::StatusOr<double> o = 0.0;
+    if (own != nullptr) o = own->PassMs();
+    if (!o.ok()) return o.status();
+    if (i < warmup) continue;
+    step.push_back(*s);
+    pass.push_back(*p);
+    ratio.push_back(*s / *p);
+    if (own != nullptr) {
+      own_pass.push_back(*o);
+      own_ratio.push_back(*s / *o);
+    }
+  }
+  PairedLimit r{.pairs = steps, .step_ms = Median(step), .pass_ms = Median(pass), .own_pass_ms = Median(own_pass),
+                .ratio = Median(ratio), .own_ratio = Median(own_ratio)};
+  for (double x : ratio) r.under += x <= 1.25 ? 1 : 0;
+  return r;
 }
 
 // `coretype`: "" for PyTorch's defaults, or an OPENBLAS_CORETYPE to run it with (Debian's
@@ -412,11 +538,16 @@ int Main() {
       std::printf("pcp      threads %d: %8.2f ms/step; median step %.2f ms\n", threads, t->ms, t->median_ms);
       continue;
     }
-    auto limit = MeasureSgemmLimit(program->train_step, threads, CpuBackendOptions::Gemm::kOpenBlas);
+    auto openblas = StepProducts::Create(program->train_step, threads, CpuBackendOptions::Gemm::kOpenBlas);
+    if (!openblas.ok()) return Fail(openblas.status());
+    auto limit = openblas->PeakLimit();
     if (!limit.ok()) return Fail(limit.status());
+    absl::StatusOr<StepProducts> own_products = absl::UnknownError("unused");
     SgemmLimit own_limit;
     if (own) {
-      auto l = MeasureSgemmLimit(program->train_step, threads, CpuBackendOptions::Gemm::kOwn);
+      own_products = StepProducts::Create(program->train_step, threads, CpuBackendOptions::Gemm::kOwn);
+      if (!own_products.ok()) return Fail(own_products.status());
+      auto l = own_products->PeakLimit();
       if (!l.ok()) return Fail(l.status());
       own_limit = *l;
     }
@@ -428,6 +559,16 @@ int Main() {
       std::printf("         (the step runs on PCP's own sgemm: its dot_generals alone on it %.2f ms, %.1f GFLOPS; step "
                   "/ own-sgemm-only %.3f)\n",
                   own_limit.ms, own_limit.flops * 1e-6 / own_limit.ms, t->ms / own_limit.ms);
+    }
+    if (absl::GetFlag(FLAGS_paired)) {
+      auto paired = TimePaired(*program, params, threads, *openblas, own ? &*own_products : nullptr);
+      if (!paired.ok()) return Fail(paired.status());
+      std::printf("         paired (%d x: one step, then its products alone on OpenBLAS%s): median step %.2f ms, "
+                  "products alone %.2f ms%s; step / sgemm-only, median of the pairs %.3f (%d of %d pairs <= 1.25)%s\n",
+                  paired->pairs, own ? " and on the own sgemm" : "", paired->step_ms, paired->pass_ms,
+                  own ? absl::StrFormat(" (own sgemm %.2f ms)", paired->own_pass_ms).c_str() : "", paired->ratio,
+                  paired->under, paired->pairs,
+                  own ? absl::StrFormat("; step / own-sgemm-only %.3f", paired->own_ratio).c_str() : "");
     }
     if (t->ms < best_ours.ms) {
       best_ours = *t;
