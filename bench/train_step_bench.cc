@@ -540,9 +540,18 @@ int Main() {
   SgemmLimit best_limit, best_own_limit;
   std::optional<PairedLimit> best_paired;
   const bool own = UsesOwnGemm(*GemmFlag());  // the step runs on PCP's own sgemm
+  // The steps first, then the peak RSS (ours: the train step's footprint), then the limits,
+  // whose products and second step runner (--paired) would count in the peak.
+  std::vector<Timing> timings;
   for (int threads : thread_counts) {
     auto t = TimeOurs(*program, params, threads);
     if (!t.ok()) return Fail(t.status());
+    timings.push_back(*t);
+  }
+  const long our_rss = PeakRssKb();
+  for (size_t ti = 0; ti < thread_counts.size(); ++ti) {
+    const int threads = thread_counts[ti];
+    const Timing* t = &timings[ti];
     if (!absl::GetFlag(FLAGS_limit)) {
       std::printf("pcp      threads %d: %8.2f ms/step; median step %.2f ms\n", threads, t->ms, t->median_ms);
       continue;
@@ -589,7 +598,6 @@ int Main() {
     }
   }
   if (!absl::GetFlag(FLAGS_limit)) return 0;
-  long our_rss = PeakRssKb();
   std::printf("sgemm limit: step matmuls %.3f GFLOP; sgemm-only %.2f ms/step (the step's own dot_general shapes, "
               "each alone through the same product path on OpenBLAS's sgemm, %d threads, best of 7 batches: %.1f "
               "GFLOPS); step %.2f ms = %.3fx sgemm-only (target <= 1.25)\n",
