@@ -560,11 +560,12 @@ int Main() {
     if (!openblas.ok()) return Fail(openblas.status());
     auto limit = openblas->PeakLimit();
     if (!limit.ok()) return Fail(limit.status());
-    absl::StatusOr<StepProducts> own_products = absl::UnknownError("unused");
+    std::optional<StepProducts> own_products;
     SgemmLimit own_limit;
     if (own) {
-      own_products = StepProducts::Create(program->train_step, threads, CpuBackendOptions::Gemm::kOwn);
-      if (!own_products.ok()) return Fail(own_products.status());
+      auto products = StepProducts::Create(program->train_step, threads, CpuBackendOptions::Gemm::kOwn);
+      if (!products.ok()) return Fail(products.status());
+      own_products = *std::move(products);
       auto l = own_products->PeakLimit();
       if (!l.ok()) return Fail(l.status());
       own_limit = *l;
