@@ -201,6 +201,26 @@ void BM_AttentionSoftmax(benchmark::State& state) {
 }
 BENCHMARK(BM_AttentionSoftmax)->ArgsProduct({{1, 2}, {0, 1}})->UseRealTime();
 
+// Its gradient as the train step computes it (the backward's epilogue of dP = dY · Vᵀ): with
+// probabilities P and their gradient dP, dS = select(causal, P * (dP - rowsum(dP * P)), 0) * scale.
+void BM_AttentionSoftmaxGrad(benchmark::State& state) {
+  const Shape s = {12, 4, 64, 64};
+  FunctionBuilder b("attention_softmax_grad");
+  ValueId dp = b.Parameter(F32(s));
+  ValueId p = b.Parameter(F32(s));
+  ValueId rows = b.Iota(TensorType{DType::kI32, {64, 64}}, 0);
+  ValueId cols = b.Iota(TensorType{DType::kI32, {64, 64}}, 1);
+  ValueId causal = b.BroadcastInDim(b.Compare(cols, rows, ComparisonDirection::kLE), s, {2, 3});
+  ValueId dot = b.BroadcastInDim(b.ReduceSum(b.Mul(dp, p), {3}), s, {0, 1, 2});
+  ValueId ds = b.Select(causal, b.Mul(p, b.Sub(dp, dot)), b.Full(0.0, F32(s)));
+  b.Return({b.BMul(ds, b.ScalarConstant(0.125))});
+  Compiled c = Compile(b.Build(), static_cast<int>(state.range(0)));
+  RunLoop(state, c);
+  state.counters["GB/s"] = benchmark::Counter(3.0 * 12 * 4 * 64 * 64 * 4, benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_AttentionSoftmaxGrad)->Arg(1)->Arg(2)->UseRealTime();
+
 }  // namespace
 }  // namespace pcp
 
