@@ -151,12 +151,12 @@ double Median(std::vector<double> x) {
 }
 
 // The train step on its own backend, fed batches of the synthetic tokens; Step() runs one
-// and returns its ms.
+// and returns its ms (printing its loss if `print_losses`).
 class StepRunner {
  public:
   static absl::StatusOr<std::unique_ptr<StepRunner>> Create(const GptProgram& program, const std::vector<Tensor>& init,
-                                                            int threads) {
-    auto r = std::unique_ptr<StepRunner>(new StepRunner(program));
+                                                            int threads, bool print_losses) {
+    auto r = std::unique_ptr<StepRunner>(new StepRunner(program, print_losses));
     r->backend_ = CreateCpuBackend(FlagOptions(threads));
     auto loop = InnerLoop::Create(*r->backend_, program.train_step);
     if (!loop.ok()) return loop.status();
@@ -172,14 +172,16 @@ class StepRunner {
     auto loss = loop_->Step(*batch, 1e-3f);
     if (!loss.ok()) return loss.status();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-    if (absl::GetFlag(FLAGS_print_losses)) std::printf("loss %a\n", static_cast<double>(*loss));
+    if (print_losses_) std::printf("loss %a\n", static_cast<double>(*loss));
     return ms;
   }
 
  private:
-  explicit StepRunner(const GptProgram& program) : program_(program), data_(SyntheticTokens(program.model)), sampler_(1) {}
+  StepRunner(const GptProgram& program, bool print_losses)
+      : program_(program), print_losses_(print_losses), data_(SyntheticTokens(program.model)), sampler_(1) {}
 
   const GptProgram& program_;
+  const bool print_losses_;
   const TokenSequence data_;
   BatchSampler sampler_;
   std::unique_ptr<Backend> backend_;
@@ -187,7 +189,7 @@ class StepRunner {
 };
 
 absl::StatusOr<Timing> TimeOurs(const GptProgram& program, const std::vector<Tensor>& init, int threads) {
-  auto runner = StepRunner::Create(program, init, threads);
+  auto runner = StepRunner::Create(program, init, threads, absl::GetFlag(FLAGS_print_losses));
   if (!runner.ok()) return runner.status();
   std::vector<double> step_ms;
   auto run = [&](int n) -> absl::Status {
@@ -292,7 +294,7 @@ class StepProducts {
   // operands hot), times its count, summed; with --per_shape each shape's line is printed.
   absl::StatusOr<SgemmLimit> PeakLimit();
   // The same peak within a moment: each shape run once untimed (operands into cache), then
-  // its count of calls timed 3 times, the fastest kept; summed in ms (~3 step's worth of calls).
+  // its count of calls timed 3 times, the fastest kept; summed in ms (about 3 steps' worth of calls).
   absl::StatusOr<double> PassMs();
 
  private:
@@ -423,7 +425,7 @@ struct PairedLimit {
 
 absl::StatusOr<PairedLimit> TimePaired(const GptProgram& program, const std::vector<Tensor>& init, int threads,
                                        StepProducts& openblas, StepProducts* own) {
-  auto runner = StepRunner::Create(program, init, threads);
+  auto runner = StepRunner::Create(program, init, threads, /*print_losses=*/false);
   if (!runner.ok()) return runner.status();
   std::vector<double> step, pass, own_pass, ratio, own_ratio;
   const int warmup = absl::GetFlag(FLAGS_warmup), steps = absl::GetFlag(FLAGS_steps);
