@@ -7,7 +7,7 @@
 // same product as one cblas_sgemm call with OpenBLAS's own threads, for comparison with the
 // backend's split over its pool. FusedGelu: an 8-op GELU over [768, 512] (GB/s of inputs +
 // outputs). Reduce*: row / column sums and a softmax over [768, 512]. AttentionSoftmax: the GPT
-// step's masked attention softmax (rows of 64).
+// step's masked attention softmax (rows of 64); AttentionSoftmaxGrad: its gradient.
 #include <cblas.h>
 
 #include <limits>
