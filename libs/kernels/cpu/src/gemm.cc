@@ -24,6 +24,13 @@ constexpr int64_t kKc = 256;
 constexpr int64_t kMc = 96;
 // Columns of a packed B block: up to 256 x 2048 floats = 2 MiB, in L3.
 constexpr int64_t kNc = 2048;
+// Packs that copy a few floats from each of many rows (a row-major B, a transposed A) ask for
+// the row this many depths ahead: the source is usually an activation the step wrote long
+// before, out in L3 or memory (the GPT train step, in process against no prefetch: 0.3-1.1 ms
+// faster per step on 2 threads, 0.5-2.1 on 1, on a Zen 3).
+constexpr int64_t kPackPrefetchDepths = 8;
+
+inline void Prefetch(const float* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
 
 // dst[0 .. 16) = src[0 .. 16).
 inline void Copy16(const float* src, float* dst) {
@@ -97,6 +104,11 @@ void PackB(const MatrixView& b, int64_t n, int64_t p0, int64_t kc, int64_t j0, i
     if (b.col_stride == 1) {
       for (int64_t p = 0; p < kc; ++p) {
         const float* src = b.data + (p0 + p) * b.row_stride + jq;
+        if (p + kPackPrefetchDepths < kc) {
+          // The 16 floats may straddle two lines.
+          Prefetch(src + kPackPrefetchDepths * b.row_stride);
+          Prefetch(src + kPackPrefetchDepths * b.row_stride + kNr - 1);
+        }
         float* dst = panel + p * kNr;
         if (w == kNr) {
           Copy16(src, dst);
@@ -127,7 +139,10 @@ void PackA(const MatrixView& a, int64_t m, int64_t i0, int64_t mc, int64_t p0, i
       // Each depth's 6 values lie together: one 16-byte and one 8-byte move (the element by
       // element loop compiled to 6 scalar loads and stores).
       const float* src = a.data + iq + p0 * a.col_stride;
-      for (int64_t p = 0; p < kc; ++p) std::memcpy(panel + p * kMr, src + p * a.col_stride, kMr * sizeof(float));
+      for (int64_t p = 0; p < kc; ++p) {
+        if (p + kPackPrefetchDepths < kc) Prefetch(src + (p + kPackPrefetchDepths) * a.col_stride);
+        std::memcpy(panel + p * kMr, src + p * a.col_stride, kMr * sizeof(float));
+      }
     } else if (a.row_stride == 1) {
       for (int64_t p = 0; p < kc; ++p) {
         const float* src = a.data + iq + (p0 + p) * a.col_stride;
