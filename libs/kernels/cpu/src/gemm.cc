@@ -29,7 +29,8 @@ constexpr int64_t kNc = 2048;
 // before, out in L3 or memory (the GPT train step, in process against no prefetch: 0.3-1.1 ms
 // faster per step on 2 threads, 0.5-2.1 on 1, on a Zen 3). The packs that transpose 8 x 8
 // blocks read their panel's rows in sequence and ask for the next panel's rows at the same
-// depths, a line at a time (a further 0.6 ms on 2 threads, 1.8 on 1, median of 4 and 2 runs).
+// depths, a line at a time (a further 0.6 ms on 2 threads, 1.8 on 1, median of 4 and 2 runs);
+// at the last panel that address lies past the operand, which a prefetch may (it never faults).
 constexpr int64_t kPackPrefetchDepths = 8;
 
 inline void Prefetch(const float* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
