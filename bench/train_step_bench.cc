@@ -306,8 +306,8 @@ class StepProducts {
     std::vector<std::unique_ptr<Buffer>> owned;
     std::vector<Buffer*> args, results;
   };
-  // Mean ms of n calls in a row.
-  static absl::StatusOr<double> TimeCalls(Product& p, int n);
+  // The fastest of `batches` batches of `calls` calls in a row: its mean ms per call.
+  static absl::StatusOr<double> FastestBatch(Product& p, int calls, int batches);
 
   CpuBackendOptions::Gemm gemm_ = CpuBackendOptions::Gemm::kAuto;
   std::unique_ptr<Backend> backend_;
@@ -368,30 +368,30 @@ absl::StatusOr<StepProducts> StepProducts::Create(const Function& step, int thre
   return set;
 }
 
-absl::StatusOr<double> StepProducts::TimeCalls(Product& p, int n) {
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < n; ++i) {
-    if (auto s = p.exe->Run(p.args, p.results); !s.ok()) return s;
+absl::StatusOr<double> StepProducts::FastestBatch(Product& p, int calls, int batches) {
+  double best = 1e300;
+  for (int batch = 0; batch < batches; ++batch) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) {
+      if (auto s = p.exe->Run(p.args, p.results); !s.ok()) return s;
+    }
+    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / calls);
   }
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
+  return best;
 }
 
 absl::StatusOr<SgemmLimit> StepProducts::PeakLimit() {
   SgemmLimit limit{.dots = dots_, .shapes = static_cast<int>(products_.size()), .flops = flops_};
   for (Product& p : products_) {
-    auto once = TimeCalls(p, 3);  // warm-up
+    auto once = FastestBatch(p, 3, 1);  // warm-up
     if (!once.ok()) return once.status();
     const int per_batch = std::clamp(static_cast<int>(2.0 / std::max(*once, 1e-4)), 3, 2000);
-    double best = 1e300;
-    for (int batch = 0; batch < 7; ++batch) {
-      auto ms = TimeCalls(p, per_batch);
-      if (!ms.ok()) return ms.status();
-      best = std::min(best, *ms);
-    }
-    limit.ms += best * p.count;
+    auto best = FastestBatch(p, per_batch, 7);
+    if (!best.ok()) return best.status();
+    limit.ms += *best * p.count;
     if (absl::GetFlag(FLAGS_per_shape)) {
       std::printf("  %-8s %2d x %-64s %7.3f ms %6.1f GFLOPS\n", gemm_ == CpuBackendOptions::Gemm::kOwn ? "own" : "OpenBLAS",
-                  p.count, p.what.c_str(), best, p.flops / best * 1e-6);
+                  p.count, p.what.c_str(), *best, p.flops / *best * 1e-6);
     }
   }
   return limit;
@@ -400,14 +400,10 @@ absl::StatusOr<SgemmLimit> StepProducts::PeakLimit() {
 absl::StatusOr<double> StepProducts::PassMs() {
   double total = 0;
   for (Product& p : products_) {
-    if (auto warm = TimeCalls(p, 1); !warm.ok()) return warm.status();
-    double best = 1e300;
-    for (int batch = 0; batch < 3; ++batch) {
-      auto ms = TimeCalls(p, p.count);
-      if (!ms.ok()) return ms.status();
-      best = std::min(best, *ms);
-    }
-    total += best * p.count;
+    if (auto warm = FastestBatch(p, 1, 1); !warm.ok()) return warm.status();
+    auto best = FastestBatch(p, p.count, 3);
+    if (!best.ok()) return best.status();
+    total += *best * p.count;
   }
   return total;
 }
