@@ -64,7 +64,6 @@ struct Reducer {
   // unused lanes compute values nobody reads). The same bits as the scalar loop above, without
   // its scalar, branching last steps (a row of 64: most of the row's time).
   static float RowF32(const float* x, int64_t n) {
-    using I32x8 = int32_t __attribute__((vector_size(32)));
     auto combine = [](F32x8 a, F32x8 b) {
       if constexpr (K == ReduceKind::kSum) {
         return a + b;
@@ -93,9 +92,11 @@ struct Reducer {
       hi = load(lanes + 8);
     }
     lo = combine(lo, hi);
-    lo = combine(lo, __builtin_shuffle(lo, I32x8{4, 5, 6, 7, 4, 5, 6, 7}));
-    lo = combine(lo, __builtin_shuffle(lo, I32x8{2, 3, 2, 3, 2, 3, 2, 3}));
-    lo = combine(lo, __builtin_shuffle(lo, I32x8{1, 1, 1, 1, 1, 1, 1, 1}));
+    // __builtin_shufflevector, not GCC's __builtin_shuffle: GCC 12 and clang both accept it
+    // (scripts/clang-check.sh keeps it that way).
+    lo = combine(lo, __builtin_shufflevector(lo, lo, 4, 5, 6, 7, 4, 5, 6, 7));
+    lo = combine(lo, __builtin_shufflevector(lo, lo, 2, 3, 2, 3, 2, 3, 2, 3));
+    lo = combine(lo, __builtin_shufflevector(lo, lo, 1, 1, 1, 1, 1, 1, 1, 1));
     return lo[0];
   }
   // A row as the reduce kernel reduces it (RunReduceT, c == 1): whole if it fits a block,
