@@ -259,12 +259,20 @@ Token Lexer::LexString(size_t start) {
 }
 
 Token Lexer::LexPrefixedId(size_t start, TokenKind kind) {
+  // A value use may pick one result of a multi-result operation: %0#1 is one token.
+  auto result_number = [&] {
+    if (kind == TokenKind::kPercentId && pos_ + 1 < text_.size() && text_[pos_] == '#' && IsDigit(text_[pos_ + 1])) {
+      for (++pos_; pos_ < text_.size() && IsDigit(text_[pos_]);) ++pos_;
+    }
+  };
   if (pos_ < text_.size() && IsDigit(text_[pos_])) {
     while (pos_ < text_.size() && IsDigit(text_[pos_])) ++pos_;
+    result_number();
     return Make(kind, start);
   }
   if (pos_ < text_.size() && IsSuffixIdChar(text_[pos_])) {
     while (pos_ < text_.size() && IsSuffixIdChar(text_[pos_])) ++pos_;
+    result_number();
     return Make(kind, start);
   }
   return MakeError(start, kind == TokenKind::kPercentId ? "invalid value name" : "invalid block name");

@@ -27,7 +27,7 @@ enum class TokenKind : uint8_t {
   kEof,
   kError,      // text: the offending character(s); message in Token::error
   kBareId,     // f32, tensor, pcp.name, true
-  kPercentId,  // %0, %arg1, %x.y (text includes '%')
+  kPercentId,  // %0, %arg1, %x.y, %0#1 (a result of a multi-result op; text includes '%')
   kCaretId,    // ^bb0 (text includes '^')
   kHashId,     // #stablehlo.dot (text includes '#')
   kAtId,       // @main, @"a b" (text includes '@'; see SymbolName)

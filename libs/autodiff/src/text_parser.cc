@@ -6,6 +6,9 @@
 
 #include <algorithm>
 
+#include <string>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "pcp/autodiff/text.h"
@@ -95,6 +98,7 @@ absl::StatusOr<Module> Parser::ParseTopLevel() {
   PCP_RETURN_IF_ERROR(SkipAliasDefinitions());
   if (!Is(TokenKind::kEof)) return Expected("end of input after the module");
   PCP_RETURN_IF_ERROR(ResolveResources(&module));
+  PCP_RETURN_IF_ERROR(LinkCalls(&module));  // after the resources: it renumbers instructions
   // Every instruction was checked while parsing; this catches anything the parser missed.
   if (absl::Status s = Verify(module); !s.ok()) return Annotate(s, lexer_.Location(0));
   return module;
@@ -103,6 +107,7 @@ absl::StatusOr<Module> Parser::ParseTopLevel() {
 absl::Status Parser::ParseAnyFunction(Module* module) {
   size_t name_offset = 0;
   function_index_ = module->functions.size();
+  links_.resize(function_index_ + 1);
   absl::StatusOr<Function> f;
   if (IsOpName(cur_, "func.func")) {
     f = ParseFunction(&name_offset);
@@ -115,6 +120,7 @@ absl::Status Parser::ParseAnyFunction(Module* module) {
   if (module->Find(f->name) != nullptr) {
     return ErrorAt(name_offset, absl::StrCat("function @", f->name, " is defined twice"));
   }
+  links_[function_index_].num_returned = f->results.size();
   module->functions.push_back(*std::move(f));
   return absl::OkStatus();
 }
@@ -269,11 +275,36 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
                                     bool* returned) {
   size_t op_offset = cur_.offset;
   Token result;
+  int num_results = 0;          // `%r:N =` (only calls define several values)
+  size_t several_offset = 0;    // of the ':' of `%r:N`
   if (Is(TokenKind::kPercentId)) {
     result = cur_;
+    if (absl::StrContains(result.text, '#')) {
+      return ErrorAt(result.offset, absl::StrCat("a result is named without #N (", result.text, ")"));
+    }
     Advance();
-    if (Is(TokenKind::kColon)) return ErrorAt(cur_.offset, "operations with several results are not supported");
+    num_results = 1;
+    if (Is(TokenKind::kColon)) {
+      several_offset = cur_.offset;
+      Advance();
+      if (!Is(TokenKind::kInteger) || cur_.text.size() > 6 || cur_.text[0] == '0') return Expected("a result count");
+      num_results = std::stoi(std::string(cur_.text));
+      Advance();
+    }
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, "after the result name"));
+  }
+  // Calls, custom calls, composites and checks (text_calls.cc, text_checks.cc).
+  if (IsWord("call") || IsWord("func.call") || IsOpName(cur_, "func.call")) {
+    return ParseCall(f, scope, result, num_results, op_offset);
+  }
+  if (num_results > 1) return ErrorAt(several_offset, "operations with several results are not supported");
+  if (IsWord("stablehlo.custom_call") || IsOpName(cur_, "stablehlo.custom_call")) {
+    return ParseCustomCall(f, scope, result, op_offset);
+  }
+  if (IsWord("stablehlo.composite") || IsOpName(cur_, "stablehlo.composite")) return CompositeError(op_offset);
+  if ((Is(TokenKind::kBareId) && absl::StartsWith(cur_.text, "check.")) ||
+      (Is(TokenKind::kString) && absl::StartsWith(DecodeString(cur_), "check."))) {
+    return ParseCheckOp(f, scope, result, op_offset);
   }
   if (Is(TokenKind::kBareId)) return ParsePrettyOperation(f, scope, result, op_offset, result_types, returned);
   if (!Is(TokenKind::kString)) return Expected("an operation name");
@@ -516,7 +547,12 @@ absl::StatusOr<ReduceKind> Parser::ParseReducerBody(Op op, const TensorType& sca
 namespace pcp {
 
 absl::StatusOr<Module> ParseModule(absl::string_view text, absl::string_view source_name) {
-  text_internal::Parser parser(text, source_name);
+  return ParseModule(text, source_name, ParseOptions{});
+}
+
+absl::StatusOr<Module> ParseModule(absl::string_view text, absl::string_view source_name,
+                                   const ParseOptions& options) {
+  text_internal::Parser parser(text, source_name, options);
   return parser.ParseTopLevel();
 }
 

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "pcp/autodiff/ir.h"
+#include "pcp/autodiff/text.h"
 #include "pcp/base/status_macros.h"
 #include "text_lexer.h"
 
@@ -65,9 +66,37 @@ struct PendingResource {
   TensorType type;
 };
 
+// ---- Calls and checks (text_calls.cc, text_checks.cc) ----------------------------------------
+// A func.call, linked once the whole file is read (its callee may come later): its results are
+// placeholder values of the caller (types only, no instruction) until the callee is inlined.
+struct PendingCall {
+  std::string callee;
+  size_t op_offset = 0;
+  size_t callee_offset = 0;
+  size_t position = 0;  // how many of the caller's instructions come before the call
+  std::vector<ValueId> operands;
+  std::vector<TensorType> operand_types, result_types;  // as the call's type states them
+  std::vector<ValueId> results;
+};
+// A check (ParseOptions::checks) whose operands become results of its function when linking.
+struct PendingCheck {
+  ParsedCheck check;
+  ValueId lhs = kNoValue, rhs = kNoValue;
+};
+// What linking needs of one function, by its index in the module.
+struct FunctionLinks {
+  std::vector<PendingCall> calls;
+  std::vector<PendingCheck> checks;
+  size_t num_returned = 0;  // its own results, before the checks' are appended
+};
+// Calls nest at most this deep, and inlining stops past this many instructions per function.
+inline constexpr int kMaxCallDepth = 64;
+inline constexpr size_t kMaxInlinedInstructions = size_t{1} << 22;
+
 class Parser {
  public:
-  Parser(absl::string_view text, absl::string_view source_name) : lexer_(text, source_name) {
+  Parser(absl::string_view text, absl::string_view source_name, const ParseOptions& options = {})
+      : options_(options), lexer_(text, source_name) {
     Advance();
   }
 
@@ -221,6 +250,29 @@ class Parser {
   absl::Status ParseElement(std::vector<Element>* elements);
   absl::Status StoreElement(const Element& e, DType dtype, void* out) const;
   absl::StatusOr<Tensor> TensorFromHex(absl::string_view hex, size_t offset, const TensorType& type) const;
+
+  // ---- Calls and checks (text_calls.cc, text_checks.cc) ----
+  // `[%r[:N] =] call|func.call @f(%a, ...) [{attrs}] : (t, ...) -> r` or the generic
+  // "func.call"(...) {callee = @f} : ...; `num_results` is N (1 for `%r =`, 0 without).
+  absl::Status ParseCall(Function* f, Scope* scope, const Token& result, int num_results, size_t op_offset);
+  // stablehlo.custom_call, either form: a check when options_.checks is set and the target is
+  // one, else an error naming the target.
+  absl::Status ParseCustomCall(Function* f, Scope* scope, const Token& result, size_t op_offset);
+  // stablehlo.composite, either form: an error naming its decomposition function.
+  absl::Status CompositeError(size_t op_offset);
+  // check.expect_eq[_const], expect_almost_eq[_const], expect_close, either form.
+  absl::Status ParseCheckOp(Function* f, Scope* scope, const Token& result, size_t op_offset);
+  absl::Status ParseGenericCheckOp(Function* f, Scope* scope, const Token& result, size_t op_offset);
+  // Records `check` on lhs / rhs, or an error if options_.checks is not set.
+  absl::Status AddCheck(ParsedCheck check, ValueId lhs, ValueId rhs, size_t op_offset);
+  // The token after the current one, without consuming anything.
+  Token PeekToken();
+  // Inlines every call (callees first) and appends every check's operands to the results.
+  absl::Status LinkCalls(Module* module);
+  absl::Status LinkFunction(Module* module, size_t index, std::vector<size_t>* stack, std::vector<int>* state);
+
+  const ParseOptions options_;
+  std::vector<FunctionLinks> links_;  // one per function, by index
 
   Lexer lexer_;
   Token cur_;

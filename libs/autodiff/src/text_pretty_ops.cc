@@ -28,7 +28,13 @@ absl::Status Parser::ParseOperand(const Scope& scope, std::vector<ValueId>* oper
                                         std::vector<size_t>* offsets) {
   if (!Is(TokenKind::kPercentId)) return Expected("an operand (%name)");
   auto it = scope.values.find(std::string(cur_.text));
-  if (it == scope.values.end()) return ErrorAt(cur_.offset, absl::StrCat("use of undefined value ", cur_.text));
+  if (it == scope.values.end()) {
+    if (scope.values.count(absl::StrCat(cur_.text, "#1")) != 0) {  // `%0` of `%0:2 = call ...`
+      return ErrorAt(cur_.offset, absl::StrCat(cur_.text, " names several results: use ", cur_.text, "#0, ", cur_.text,
+                                               "#1, ..."));
+    }
+    return ErrorAt(cur_.offset, absl::StrCat("use of undefined value ", cur_.text));
+  }
   operands->push_back(it->second);
   offsets->push_back(cur_.offset);
   Advance();

@@ -95,7 +95,10 @@
 #ifndef PCP_AUTODIFF_TEXT_H_
 #define PCP_AUTODIFF_TEXT_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -112,6 +115,42 @@ std::string PrintModule(const Module& module, TextForm form = TextForm::kGeneric
 std::string PrintFunction(const Function& function, TextForm form = TextForm::kGeneric);
 // Parses (either form, mixed freely) and verifies. `source_name` prefixes error positions (file:line:column).
 absl::StatusOr<Module> ParseModule(absl::string_view text, absl::string_view source_name = "<input>");
+
+// ---- Calls, custom calls and checks ----------------------------------------------------------
+// `%0 = call @f(%a) : (t) -> r`, `%1:2 = func.call @g() : () -> (r1, r2)` (uses: %1#0, %1#1)
+// and the generic "func.call"(...) {callee = @f} are inlined while parsing: PCP's IR has no
+// call op. A callee may be defined anywhere in the file (before or after its caller); calls
+// are linked once the file is read. Recursion is an error naming the cycle; arity and type
+// mismatches are errors at the call's line:col. Called functions stay in the module too.
+// stablehlo.custom_call is an error naming its target (PCP cannot run foreign code) and
+// stablehlo.composite one naming its decomposition function, unless ParseOptions::checks
+// asks for the checks of StableHLO's test suites.
+
+// One check of StableHLO's test dialect (check.expect_eq[_const], expect_almost_eq[_const],
+// expect_close, or stablehlo.custom_call @check.expect_{eq,almost_eq,close}). Its two operands
+// (the constant of a _const form becomes a stablehlo.constant) are appended to the results of
+// `function`, named "check.KIND@LINE:COL:lhs" and "...:rhs", so any backend computes them.
+struct ParsedCheck {
+  enum class Kind { kEq, kAlmostEq, kClose };
+  std::string function;
+  Kind kind = Kind::kEq;
+  std::string op;              // as written: "check.expect_eq_const", "custom_call @check.expect_close"
+  bool custom_call = false;    // the custom_call form (whose tolerances its runner picks)
+  std::string location;        // "source:line:col" of the op
+  int lhs_result = -1;         // index into the function's results: the computed value
+  int rhs_result = -1;         // and the expected one
+  std::optional<double> tolerance;      // expect_almost_eq's `tolerance = X`, if written
+  std::optional<uint64_t> min_ulp, max_ulp;  // expect_close's limits, if written
+};
+
+struct ParseOptions {
+  // Not null: check ops and custom calls are recorded here instead of being
+  // errors. For conformance tools, not for training jobs. Filled function by function.
+  std::vector<ParsedCheck>* checks = nullptr;
+};
+
+absl::StatusOr<Module> ParseModule(absl::string_view text, absl::string_view source_name,
+                                   const ParseOptions& options);
 
 }  // namespace pcp
 
