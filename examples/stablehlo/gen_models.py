@@ -7,7 +7,8 @@
 writes into DIR (default: this script's folder), deterministically:
   nanogpt_2l.mlir          a 2-layer nanoGPT (token + position embeddings, pre-LayerNorm blocks,
                            causal 4-head attention with one fused qkv Linear, ReLU 4x MLP, final
-                           LayerNorm, untied lm_head with bias, mean cross-entropy)
+                           LayerNorm, untied lm_head with bias, mean cross-entropy as torch-mlir
+                           writes F.cross_entropy: a gather of (row, target) pairs, ignore_index -100)
   nanogpt_2l.names.txt     its parameter names, one per non-data argument, in argument order
   llama_2l.mlir            a 2-layer Llama (RMSNorm, RoPE on q and k from cos/sin tables passed
                            as arguments, causal 4-head attention, SwiGLU MLP, final RMSNorm,
@@ -53,7 +54,10 @@ def tensor_type(shape, dtype="f32"):
 
 
 def float_literal(value, dtype="f32"):
-    """A splat literal as MLIR prints it: %.6e when that reads back exactly, else the hex bits."""
+    """A splat literal as MLIR prints it: %.6e when that reads back exactly, else the hex bits
+    (integers in decimal)."""
+    if dtype in ("i32", "i64"):
+        return "%d" % value
     if dtype == "f64":
         text = "%.6e" % value
         if not math.isinf(value) and float(text) == value:
@@ -249,6 +253,17 @@ class Emitter:
                   (r, table, indices, k, k, d, self.ty(table), self.ty(indices), self.ty(r), self.loc()))
         return r
 
+    def gather_points(self, table, indices):
+        """table[N, V] at indices[N, 1, 2] (row, column pairs) -> [N, 1]: the target-logit pick that
+        torch-mlir writes for every cross-entropy (aten.gather / nll_loss)."""
+        n = self.shape(indices)[0]
+        r = self.value([n, 1])
+        self.emit('%s = "stablehlo.gather"(%s, %s) <{dimension_numbers = #stablehlo.gather<collapsed_slice_dims = '
+                  '[0, 1], start_index_map = [0, 1], index_vector_dim = 2>, indices_are_sorted = false, slice_sizes = '
+                  'array<i64: 1, 1>}> : (%s, %s) -> %s %s' %
+                  (r, table, indices, self.ty(table), self.ty(indices), self.ty(r), self.loc()))
+        return r
+
     # ---- composite layers ---------------------------------------------------------------
     def bcast_to(self, x, like, dims):
         return self.broadcast(x, self.shape(like), dims)
@@ -286,12 +301,17 @@ class Emitter:
         shifted = self.sub(logits2d, self.broadcast(m, [n, v], [0]))
         s = self.reduce(self.unary("exponential", shifted), zero, "add", [1], forms[1])
         logp = self.sub(shifted, self.broadcast(self.unary("log", s), [n, v], [0]))
+        if one_hot_dtype is None:  # torch-mlir: gather the (row, target) pairs; ignore_index -100
+            pairs = self.concatenate([self.iota([n, 1, 1], 0, "i64"), self.reshape(targets1d, [n, 1, 1])], 2)
+            nll = self.unary("negate", self.reshape(self.gather_points(logp, pairs), [n]))
+            kept = self.compare("NE", targets1d, self.bcast_to(self.splat(-100, "i64"), targets1d, []), "SIGNED")
+            nll = self.select(kept, nll, self.bcast_to(zero, nll, []))
+            total = self.reduce(nll, zero, "add", [0], "applies")
+            count = self.reduce(self.convert(kept, "f32"), zero, "add", [0], "applies")
+            return self.div(total, count)
         classes = self.iota([n, v], 1, one_hot_dtype)
         hit = self.compare("EQ", classes, self.broadcast(targets1d, [n, v], [0]), "SIGNED")
-        if one_hot_dtype == "i64":  # torch-like: a float one-hot, multiplied
-            picked = self.mul(logp, self.convert(hit, "f32"))
-        else:  # JAX-like: select
-            picked = self.select(hit, logp, self.bcast_to(zero, logp, []))
+        picked = self.select(hit, logp, self.bcast_to(zero, logp, []))  # JAX-like: a one-hot select
         total = self.reduce(picked, zero, "add", [0, 1], "applies")
         return self.div(self.unary("negate", total), self.scalar(float(n)))
 
@@ -408,7 +428,7 @@ def nanogpt(style, batch):
     logits = torch_linear(e, x, a["lm_head.weight"], a["lm_head.bias"], precision=True)
     e.scope = "cross_entropy"
     loss = e.mean_cross_entropy(e.reshape(logits, [batch * BLOCK, VOCAB]), e.reshape(targets, [batch * BLOCK]),
-                                zero, ("generic", "applies"), "i64")
+                                zero, ("generic", "applies"), None)
     header = 'module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {'
     func = "  func.func @main(%s) -> tensor<f32> {" % decl
     return finish(e, header, func, loss, "tensor<f32>"), [n for n, _ in params]

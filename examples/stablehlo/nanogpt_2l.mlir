@@ -21,8 +21,8 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
     %12 = stablehlo.multiply %11, %11 : tensor<12x64x64xf32> loc(#loc11)
     %13 = "stablehlo.reduce"(%12, %cst) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %256 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc12)
-      stablehlo.return %256 : tensor<f32> loc(#loc12)
+      %261 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc12)
+      stablehlo.return %261 : tensor<f32> loc(#loc12)
     }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc12)
     %14 = stablehlo.broadcast_in_dim %6, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
     %15 = stablehlo.multiply %13, %14 : tensor<12x64xf32> loc(#loc13)
@@ -68,8 +68,8 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
     %54 = stablehlo.select %53, %50, %47 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc44)
     %55 = "stablehlo.reduce"(%54, %cst_0) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %256 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc45)
-      stablehlo.return %256 : tensor<f32> loc(#loc45)
+      %261 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc45)
+      stablehlo.return %261 : tensor<f32> loc(#loc45)
     }) {dimensions = array<i64: 3>} : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc45)
     %56 = stablehlo.broadcast_in_dim %55, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
     %57 = stablehlo.subtract %54, %56 : tensor<12x4x64x64xf32> loc(#loc46)
@@ -100,8 +100,8 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
     %81 = stablehlo.multiply %80, %80 : tensor<12x64x64xf32> loc(#loc66)
     %82 = "stablehlo.reduce"(%81, %cst) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %256 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc67)
-      stablehlo.return %256 : tensor<f32> loc(#loc67)
+      %261 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc67)
+      stablehlo.return %261 : tensor<f32> loc(#loc67)
     }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc67)
     %83 = stablehlo.broadcast_in_dim %75, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
     %84 = stablehlo.multiply %82, %83 : tensor<12x64xf32> loc(#loc68)
@@ -139,8 +139,8 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
     %115 = stablehlo.multiply %114, %114 : tensor<12x64x64xf32> loc(#loc90)
     %116 = "stablehlo.reduce"(%115, %cst) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %256 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc91)
-      stablehlo.return %256 : tensor<f32> loc(#loc91)
+      %261 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc91)
+      stablehlo.return %261 : tensor<f32> loc(#loc91)
     }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc91)
     %117 = stablehlo.broadcast_in_dim %109, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
     %118 = stablehlo.multiply %116, %117 : tensor<12x64xf32> loc(#loc92)
@@ -186,8 +186,8 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
     %157 = stablehlo.select %156, %153, %150 : tensor<12x4x64x64xi1>, tensor<12x4x64x64xf32> loc(#loc123)
     %158 = "stablehlo.reduce"(%157, %cst_0) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %256 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc124)
-      stablehlo.return %256 : tensor<f32> loc(#loc124)
+      %261 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc124)
+      stablehlo.return %261 : tensor<f32> loc(#loc124)
     }) {dimensions = array<i64: 3>} : (tensor<12x4x64x64xf32>, tensor<f32>) -> tensor<12x4x64xf32> loc(#loc124)
     %159 = stablehlo.broadcast_in_dim %158, dims = [0, 1, 2] : (tensor<12x4x64xf32>) -> tensor<12x4x64x64xf32>
     %160 = stablehlo.subtract %157, %159 : tensor<12x4x64x64xf32> loc(#loc125)
@@ -218,8 +218,8 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
     %184 = stablehlo.multiply %183, %183 : tensor<12x64x64xf32> loc(#loc145)
     %185 = "stablehlo.reduce"(%184, %cst) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %256 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc146)
-      stablehlo.return %256 : tensor<f32> loc(#loc146)
+      %261 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc146)
+      stablehlo.return %261 : tensor<f32> loc(#loc146)
     }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc146)
     %186 = stablehlo.broadcast_in_dim %178, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
     %187 = stablehlo.multiply %185, %186 : tensor<12x64xf32> loc(#loc147)
@@ -257,8 +257,8 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
     %218 = stablehlo.multiply %217, %217 : tensor<12x64x64xf32> loc(#loc169)
     %219 = "stablehlo.reduce"(%218, %cst) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %256 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc170)
-      stablehlo.return %256 : tensor<f32> loc(#loc170)
+      %261 = stablehlo.add %arg32, %arg33 : tensor<f32> loc(#loc170)
+      stablehlo.return %261 : tensor<f32> loc(#loc170)
     }) {dimensions = array<i64: 2>} : (tensor<12x64x64xf32>, tensor<f32>) -> tensor<12x64xf32> loc(#loc170)
     %220 = stablehlo.broadcast_in_dim %212, dims = [] : (tensor<f32>) -> tensor<12x64xf32>
     %221 = stablehlo.multiply %219, %220 : tensor<12x64xf32> loc(#loc171)
@@ -282,8 +282,8 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
     %cst_9 = stablehlo.constant dense<0xFF800000> : tensor<f32>
     %239 = "stablehlo.reduce"(%237, %cst_9) ({
     ^bb0(%arg32: tensor<f32>, %arg33: tensor<f32>):
-      %256 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc184)
-      stablehlo.return %256 : tensor<f32> loc(#loc184)
+      %261 = stablehlo.maximum %arg32, %arg33 : tensor<f32> loc(#loc184)
+      stablehlo.return %261 : tensor<f32> loc(#loc184)
     }) {dimensions = array<i64: 1>} : (tensor<768x65xf32>, tensor<f32>) -> tensor<768xf32> loc(#loc184)
     %240 = stablehlo.broadcast_in_dim %239, dims = [0] : (tensor<768xf32>) -> tensor<768x65xf32>
     %241 = stablehlo.subtract %237, %240 : tensor<768x65xf32> loc(#loc185)
@@ -292,17 +292,22 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
     %244 = stablehlo.log %243 : tensor<768xf32> loc(#loc188)
     %245 = stablehlo.broadcast_in_dim %244, dims = [0] : (tensor<768xf32>) -> tensor<768x65xf32>
     %246 = stablehlo.subtract %241, %245 : tensor<768x65xf32> loc(#loc189)
-    %247 = stablehlo.iota dim = 1 : tensor<768x65xi64> loc(#loc190)
-    %248 = stablehlo.broadcast_in_dim %238, dims = [0] : (tensor<768xi64>) -> tensor<768x65xi64>
-    %249 = stablehlo.compare  EQ, %247, %248,  SIGNED : (tensor<768x65xi64>, tensor<768x65xi64>) -> tensor<768x65xi1> loc(#loc191)
-    %250 = stablehlo.convert %249 : (tensor<768x65xi1>) -> tensor<768x65xf32> loc(#loc192)
-    %251 = stablehlo.multiply %246, %250 : tensor<768x65xf32> loc(#loc193)
-    %252 = stablehlo.reduce(%251 init: %cst) applies stablehlo.add across dimensions = [0, 1] : (tensor<768x65xf32>, tensor<f32>) -> tensor<f32> loc(#loc194)
-    %253 = stablehlo.negate %252 : tensor<f32> loc(#loc195)
-    %cst_10 = stablehlo.constant dense<7.680000e+02> : tensor<f64>
-    %254 = stablehlo.convert %cst_10 : (tensor<f64>) -> tensor<f32> loc(#loc196)
-    %255 = stablehlo.divide %253, %254 : tensor<f32> loc(#loc197)
-    return %255 : tensor<f32> loc(#loc)
+    %247 = stablehlo.iota dim = 0 : tensor<768x1x1xi64> loc(#loc190)
+    %248 = stablehlo.reshape %238 : (tensor<768xi64>) -> tensor<768x1x1xi64> loc(#loc191)
+    %249 = stablehlo.concatenate %247, %248, dim = 2 : (tensor<768x1x1xi64>, tensor<768x1x1xi64>) -> tensor<768x1x2xi64> loc(#loc192)
+    %250 = "stablehlo.gather"(%246, %249) <{dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0, 1], start_index_map = [0, 1], index_vector_dim = 2>, indices_are_sorted = false, slice_sizes = array<i64: 1, 1>}> : (tensor<768x65xf32>, tensor<768x1x2xi64>) -> tensor<768x1xf32> loc(#loc193)
+    %251 = stablehlo.reshape %250 : (tensor<768x1xf32>) -> tensor<768xf32> loc(#loc194)
+    %252 = stablehlo.negate %251 : tensor<768xf32> loc(#loc195)
+    %cst_10 = stablehlo.constant dense<-100> : tensor<i64>
+    %253 = stablehlo.broadcast_in_dim %cst_10, dims = [] : (tensor<i64>) -> tensor<768xi64>
+    %254 = stablehlo.compare  NE, %238, %253,  SIGNED : (tensor<768xi64>, tensor<768xi64>) -> tensor<768xi1> loc(#loc196)
+    %255 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<768xf32>
+    %256 = stablehlo.select %254, %252, %255 : tensor<768xi1>, tensor<768xf32> loc(#loc197)
+    %257 = stablehlo.reduce(%256 init: %cst) applies stablehlo.add across dimensions = [0] : (tensor<768xf32>, tensor<f32>) -> tensor<f32> loc(#loc198)
+    %258 = stablehlo.convert %254 : (tensor<768xi1>) -> tensor<768xf32> loc(#loc199)
+    %259 = stablehlo.reduce(%258 init: %cst) applies stablehlo.add across dimensions = [0] : (tensor<768xf32>, tensor<f32>) -> tensor<f32> loc(#loc200)
+    %260 = stablehlo.divide %257, %259 : tensor<f32> loc(#loc201)
+    return %260 : tensor<f32> loc(#loc)
   } loc(#loc1)
 } loc(#loc)
 #loc2 = loc("embeddings"("nanogpt.py":11:8))
@@ -501,3 +506,7 @@ module @nanogpt_2l attributes {torch.debug_module_name = "GPT"} {
 #loc195 = loc("cross_entropy"("nanogpt.py":204:8))
 #loc196 = loc("cross_entropy"("nanogpt.py":205:8))
 #loc197 = loc("cross_entropy"("nanogpt.py":206:8))
+#loc198 = loc("cross_entropy"("nanogpt.py":207:8))
+#loc199 = loc("cross_entropy"("nanogpt.py":208:8))
+#loc200 = loc("cross_entropy"("nanogpt.py":209:8))
+#loc201 = loc("cross_entropy"("nanogpt.py":210:8))

@@ -1,5 +1,5 @@
 // Which attributes each op takes in the text form, how they map onto Attributes, and the
-// check that gather / scatter dimension numbers describe PCP's row forms (ir.h).
+// gather / scatter dimension numbers (general_indexing.h).
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -31,8 +31,6 @@ std::vector<AttrSpec> AttrSpecs(Op op) {
     default: return {};
   }
 }
-
-std::string List(const std::vector<int64_t>& v) { return absl::StrCat("[", absl::StrJoin(v, ", "), "]"); }
 
 // The fields of a #stablehlo struct by name; `allowed` lists the known ones in order.
 // Missing list fields read as empty lists (StableHLO's printer leaves empty ones out).
@@ -149,49 +147,23 @@ absl::Status Parser::CheckComparisonType(const OpAttributes& parsed, DType dtype
   return absl::OkStatus();
 }
 
-absl::Status Parser::CheckIndexingForm(Op op, const OpAttributes& parsed, const std::vector<TensorType>& types) const {
-  if (op != Op::kGather && op != Op::kScatter) return absl::OkStatus();
-  const TensorType& table = types[0];
-  const int64_t k = types[1].rank(), r = table.rank();
-  if (r == 0) return absl::OkStatus();  // type inference reports it
-  std::vector<int64_t> window;
-  for (int64_t i = 0; i < r - 1; ++i) window.push_back(k + i);
-  const bool gather = op == Op::kGather;
-  const std::vector<absl::string_view> names =
-      gather ? std::vector<absl::string_view>{"offset_dims", "collapsed_slice_dims", "start_index_map",
-                                              "index_vector_dim", "operand_batching_dims",
-                                              "start_indices_batching_dims"}
-             : std::vector<absl::string_view>{"update_window_dims", "inserted_window_dims",
-                                              "scatter_dims_to_operand_dims", "index_vector_dim",
-                                              "input_batching_dims", "scatter_indices_batching_dims"};
-  std::vector<std::vector<int64_t>> got;
-  PCP_RETURN_IF_ERROR(StructFields(lexer_, parsed.dims, gather ? "gather" : "scatter", names, "index_vector_dim", &got));
-  if (got[3].empty()) got[3] = {0};
-  std::vector<std::vector<int64_t>> want = {window, {0}, {0}, {k}, {}, {}};
-  auto describe = [&](const std::vector<std::vector<int64_t>>& v) {
-    std::string s;
-    for (size_t i = 0; i < 4; ++i) {
-      absl::StrAppend(&s, i > 0 ? ", " : "", names[i], " = ", i == 3 ? absl::StrCat(v[i][0]) : List(v[i]));
-    }
-    return s;
-  };
-  std::string operands = absl::StrCat(table.ToString(), " and indices ", types[1].ToString());
-  if (got != want) {
-    return ErrorAt(parsed.dims.offset,
-                   absl::StrCat(OpName(op), ": only the PCP row form is supported; for operand ", operands,
-                                " it is #stablehlo.", gather ? "gather" : "scatter", "<", describe(want), ">, got <",
-                                describe(got), ">", got[4].empty() && got[5].empty() ? "" : " with batching dims"));
-  }
-  if (gather) {
-    std::vector<int64_t> sizes = {1};
-    sizes.insert(sizes.end(), table.shape.begin() + 1, table.shape.end());
-    if (parsed.slice_sizes != sizes) {
-      return ErrorAt(parsed.slice_sizes_offset,
-                     absl::StrCat(OpName(op), ": only the PCP row form is supported; for operand ", operands,
-                                  " slice_sizes must be ", List(sizes), ", got ", List(parsed.slice_sizes)));
-    }
-  }
-  return absl::OkStatus();
+absl::StatusOr<GatherDimensionNumbers> Parser::GatherDims(const OpAttributes& parsed) const {
+  std::vector<std::vector<int64_t>> v;
+  PCP_RETURN_IF_ERROR(StructFields(lexer_, parsed.dims, "gather",
+                                   {"offset_dims", "collapsed_slice_dims", "operand_batching_dims",
+                                    "start_indices_batching_dims", "start_index_map", "index_vector_dim"},
+                                   "index_vector_dim", &v));
+  return GatherDimensionNumbers{v[0], v[1], v[2], v[3], v[4], v[5].empty() ? 0 : v[5][0]};
+}
+
+absl::StatusOr<ScatterDimensionNumbers> Parser::ScatterDims(const OpAttributes& parsed) const {
+  std::vector<std::vector<int64_t>> v;
+  PCP_RETURN_IF_ERROR(StructFields(lexer_, parsed.dims, "scatter",
+                                   {"update_window_dims", "inserted_window_dims", "input_batching_dims",
+                                    "scatter_indices_batching_dims", "scatter_dims_to_operand_dims",
+                                    "index_vector_dim"},
+                                   "index_vector_dim", &v));
+  return ScatterDimensionNumbers{v[0], v[1], v[2], v[3], v[4], v[5].empty() ? 0 : v[5][0]};
 }
 
 }  // namespace pcp::text_internal

@@ -351,7 +351,8 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
   bool needs_region = *op == Op::kReduce || *op == Op::kScatter;
   if (Is(TokenKind::kLParen)) {
     if (!needs_region) return ErrorAt(cur_.offset, absl::StrCat(name, " takes no regions"));
-    PCP_ASSIGN_OR_RETURN(attrs.reduce_kind, ParseReductionRegion(*op, f->type(operands[0]).dtype, *scope));
+    PCP_ASSIGN_OR_RETURN(attrs.reduce_kind,
+                         ParseReductionRegion(*op, f->type(operands[0]).dtype, *scope, &parsed.scatter_assign));
   } else if (needs_region) {
     return Expected(absl::StrCat("'(' with the body region of ", name));
   }
@@ -393,8 +394,9 @@ absl::Status Parser::AddOperation(Function* f, Scope* scope, Op op, const Token&
   }
   if (out.size() != 1) return ErrorAt(type_offset, absl::StrCat(name, " has exactly one result, the type lists ", out.size()));
   if (op == Op::kClamp) BroadcastClampBounds(f, &operands, &operand_types);
-  // The row-form check first: a general gather gets "unsupported form", not a type error.
-  PCP_RETURN_IF_ERROR(CheckIndexingForm(op, parsed, operand_types));
+  if (op == Op::kGather || op == Op::kScatter) {
+    return AddIndexing(f, scope, op, result, op_offset, type_offset, operands, operand_types, out[0], parsed);
+  }
   if (op == Op::kCompare) PCP_RETURN_IF_ERROR(CheckComparisonType(parsed, operand_types[0].dtype));
   absl::StatusOr<TensorType> inferred = InferResultType(op, operand_types, attrs, &out[0]);
   if (!inferred.ok()) return ErrorAt(op_offset, inferred.status().message());
@@ -419,7 +421,7 @@ void Parser::BroadcastClampBounds(Function* f, std::vector<ValueId>* operands,
   }
 }
 
-absl::StatusOr<ReduceKind> Parser::ParseReductionRegion(Op op, DType dtype, const Scope& scope) {
+absl::StatusOr<ReduceKind> Parser::ParseReductionRegion(Op op, DType dtype, const Scope& scope, bool* assign) {
   const TensorType scalar{dtype, {}};
   const std::string op_name(OpName(op));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "to start the body region"));
@@ -433,7 +435,7 @@ absl::StatusOr<ReduceKind> Parser::ParseReductionRegion(Op op, DType dtype, cons
                                          absl::StrCat("the body arguments of ", op_name, " here must be "), args));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, absl::StrCat("(the body of ", op_name, " takes two arguments)")));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "after the block label"));
-  PCP_ASSIGN_OR_RETURN(ReduceKind kind, ParseReducerBody(op, scalar, args, scope));
+  PCP_ASSIGN_OR_RETURN(ReduceKind kind, ParseReducerBody(op, scalar, args, scope, assign));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, absl::StrCat("after stablehlo.return (the body of ", op_name,
                                                               " is a single operation)")));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, absl::StrCat("(", op_name, " has one region)")));
@@ -459,8 +461,14 @@ absl::Status Parser::ParseScalarArgPair(const Scope& scope, const TensorType& sc
 }
 
 absl::StatusOr<ReduceKind> Parser::ParseReducerBody(Op op, const TensorType& scalar, const std::string (&args)[2],
-                                                    const Scope& scope) {
+                                                    const Scope& scope, bool* assign) {
   const std::string op_name(OpName(op));
+  // A scatter that assigns: the body returns the update, its second argument.
+  if (assign != nullptr && op == Op::kScatter && (IsOpName(cur_, "stablehlo.return") || IsWord("stablehlo.return"))) {
+    PCP_RETURN_IF_ERROR(ParseRegionReturn(args[1], scalar));
+    *assign = true;
+    return ReduceKind::kSum;
+  }
   // %r = "stablehlo.add"(%lhs, %rhs) : (t, t) -> t, or %r = stablehlo.add %lhs, %rhs : t
   if (!Is(TokenKind::kPercentId)) return Expected(absl::StrCat("the body's operation (%r = stablehlo.add ...)"));
   std::string r(cur_.text);
@@ -477,10 +485,11 @@ absl::StatusOr<ReduceKind> Parser::ParseReducerBody(Op op, const TensorType& sca
   } else if (body_op == "stablehlo.maximum" && op == Op::kReduce) {
     kind = ReduceKind::kMax;
   } else {
-    return ErrorAt(cur_.offset, absl::StrCat("unsupported body of ", op_name, ": expected ",
-                                             op == Op::kReduce ? "\"stablehlo.add\" or \"stablehlo.maximum\""
-                                                               : "\"stablehlo.add\"",
-                                             ", got ", Describe(cur_)));
+    return ErrorAt(cur_.offset,
+                   absl::StrCat("unsupported body of ", op_name, ": expected ",
+                                op == Op::kReduce ? "\"stablehlo.add\" or \"stablehlo.maximum\""
+                                                  : "\"stablehlo.add\", or stablehlo.return of the update (assign)",
+                                ", got ", Describe(cur_)));
   }
   Advance();
   size_t operands_offset = cur_.offset;
@@ -517,6 +526,11 @@ absl::StatusOr<ReduceKind> Parser::ParseReducerBody(Op op, const TensorType& sca
     }
     PCP_RETURN_IF_ERROR(check_type(type_offset, in, out, {scalar, scalar}, {scalar}));
   }
+  PCP_RETURN_IF_ERROR(ParseRegionReturn(r, scalar));
+  return kind;
+}
+
+absl::Status Parser::ParseRegionReturn(const std::string& r, const TensorType& scalar) {
   // "stablehlo.return"(%r) : (t) -> (), or stablehlo.return %r : t
   const bool generic_return = IsOpName(cur_, "stablehlo.return");
   if (!generic_return && !IsWord("stablehlo.return")) return Expected("stablehlo.return ending the body");
@@ -524,22 +538,24 @@ absl::StatusOr<ReduceKind> Parser::ParseReducerBody(Op op, const TensorType& sca
   if (generic_return) PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "after \"stablehlo.return\""));
   if (!Is(TokenKind::kPercentId) || cur_.text != r) return Expected(absl::StrCat("'", r, "' (the body's result)"));
   Advance();
+  std::vector<TensorType> in, out;
+  size_t type_offset;
   if (generic_return) {
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "(stablehlo.return takes one operand here)"));
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "before the operation's type"));
-    size_t type_offset = cur_.offset;
-    std::vector<TensorType> in, out;
+    type_offset = cur_.offset;
     PCP_RETURN_IF_ERROR(ParseTypeList(&in));
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kArrow, "in the operation's type"));
     PCP_RETURN_IF_ERROR(ParseTypeList(&out));
-    PCP_RETURN_IF_ERROR(check_type(type_offset, in, out, {scalar}, {}));
   } else {
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "before the type of stablehlo.return"));
-    size_t type_offset = cur_.offset;
+    type_offset = cur_.offset;
     PCP_ASSIGN_OR_RETURN(TensorType t, ParseTensorType());
-    PCP_RETURN_IF_ERROR(check_type(type_offset, {t}, {}, {scalar}, {}));
+    in = {t};
   }
-  return kind;
+  if (in == std::vector<TensorType>{scalar} && out.empty()) return absl::OkStatus();
+  return ErrorAt(type_offset, absl::StrCat("expected type ", FunctionTypeString({scalar}, {}), ", got ",
+                                           FunctionTypeString(in, out)));
 }
 
 }  // namespace pcp::text_internal

@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "pcp/autodiff/general_indexing.h"
 #include "pcp/autodiff/ir.h"
 #include "pcp/autodiff/text.h"
 #include "pcp/base/status_macros.h"
@@ -44,12 +45,13 @@ struct StructAttr {
   std::vector<StructField> fields;
 };
 
-// Attributes that Attributes does not hold, checked once the operand types are known:
-// gather / scatter dimension numbers against the row form, compare's comparison type.
+// Attributes that Attributes does not hold, read once the operand types are known:
+// gather / scatter dimension numbers (general_indexing.h), compare's comparison type.
 struct OpAttributes {
   StructAttr dims;  // gather: dimension_numbers; scatter: scatter_dimension_numbers
   std::vector<int64_t> slice_sizes;
   size_t slice_sizes_offset = 0;
+  bool scatter_assign = false;  // scatter: the region returns the update instead of adding it
   std::string compare_type;  // FLOAT, TOTALORDER, SIGNED, UNSIGNED, NOTYPE; empty if absent
   size_t compare_type_offset = 0;
   std::vector<std::string> seen;  // attribute keys read so far
@@ -161,16 +163,20 @@ class Parser {
   // "unsupported operation 'x' (PCP supports ...)" at `offset`.
   absl::Status UnsupportedOperation(size_t offset, absl::string_view name) const;
   // Parses `({ ^bb0(%a: t, %b: t): <body> })`, the generic form of a reduce / scatter region.
-  absl::StatusOr<ReduceKind> ParseReductionRegion(Op op, DType dtype, const Scope& scope);
+  // A scatter's region may also return its second argument (assign), if `assign` is given.
+  absl::StatusOr<ReduceKind> ParseReductionRegion(Op op, DType dtype, const Scope& scope, bool* assign = nullptr);
   // A reduction body's two block arguments "%a: t, %b: t" (new names, both of type `scalar`)
   // into `args`; `comma_hint` and `type_error` (followed by the expected and the given type)
   // word the errors.
   absl::Status ParseScalarArgPair(const Scope& scope, const TensorType& scalar, absl::string_view comma_hint,
                                   absl::string_view type_error, std::string (&args)[2]);
   // The body of a reduction region after its block arguments `args`: %r = add|maximum of
-  // the two arguments, then stablehlo.return %r; each operation in either form.
+  // the two arguments, then stablehlo.return %r; each operation in either form. With
+  // `assign`, a scatter's body may be just `stablehlo.return` of the second argument.
   absl::StatusOr<ReduceKind> ParseReducerBody(Op op, const TensorType& scalar, const std::string (&args)[2],
-                                              const Scope& scope);
+                                              const Scope& scope, bool* assign = nullptr);
+  // `stablehlo.return %r : scalar` ending a region body, in either form.
+  absl::Status ParseRegionReturn(const std::string& r, const TensorType& scalar);
 
   // Pretty form: structure (text_pretty_parser.cc).
   // `module [@name] [attributes {...}] { functions }` or `builtin.module ...`.
@@ -219,7 +225,15 @@ class Parser {
   // at the current '{' (an attribute dictionary, or the inside of properties <{...}>).
   absl::Status ParseAttributeDict(Op op, Attributes* attrs, OpAttributes* parsed);
   absl::Status CheckRequiredAttributes(Op op, const OpAttributes& parsed, size_t op_offset) const;
-  absl::Status CheckIndexingForm(Op op, const OpAttributes& parsed, const std::vector<TensorType>& types) const;
+
+  // Gather and scatter (text_indexing.cc): the dimension numbers of `parsed`, and the op
+  // emitted through general_indexing.h (row forms plus layout and index arithmetic).
+  absl::StatusOr<GatherDimensionNumbers> GatherDims(const OpAttributes& parsed) const;
+  absl::StatusOr<ScatterDimensionNumbers> ScatterDims(const OpAttributes& parsed) const;
+  absl::Status AddIndexing(Function* f, Scope* scope, Op op, const Token& result, size_t op_offset,
+                           size_t type_offset, const std::vector<ValueId>& operands,
+                           const std::vector<TensorType>& operand_types, const TensorType& declared,
+                           const OpAttributes& parsed);
 
   // Types and attribute values (text_attr_parser.cc).
   absl::StatusOr<TensorType> ParseTensorType();

@@ -313,18 +313,15 @@ TEST(TextTest, ErrorsNameLineColumnAndWhatWasExpected) {
       {"declared result type",
        ErrorText(R"(  %0 = "stablehlo.add"(%x, %x) : (tensor<2xf32>, tensor<2xf32>) -> tensor<3xf32>)", "tensor<3xf32>"),
        "t.mlir:3:3: stablehlo.add: declared result type tensor<3xf32> but the operands give tensor<2xf32>"},
-      {"unsupported gather form",
-       ErrorText(R"(  %0 = "stablehlo.gather"(%t, %i) {dimension_numbers = #stablehlo.gather<offset_dims = [0], collapsed_slice_dims = [1], start_index_map = [1], index_vector_dim = 1>, slice_sizes = dense<[4, 1]> : tensor<2xi64>} : (tensor<4x5xf32>, tensor<3xi32>) -> tensor<4x3xf32>)",
+      {"gather index_vector_dim outside the indices",
+       ErrorText(R"(  %0 = "stablehlo.gather"(%t, %i) {dimension_numbers = #stablehlo.gather<offset_dims = [0], collapsed_slice_dims = [1], start_index_map = [1], index_vector_dim = 2>, slice_sizes = dense<[4, 1]> : tensor<2xi64>} : (tensor<4x5xf32>, tensor<3xi32>) -> tensor<4x3xf32>)",
                  "tensor<4x3xf32>"),
-       "t.mlir:3:56: stablehlo.gather: only the PCP row form is supported; for operand tensor<4x5xf32> and indices "
-       "tensor<3xi32> it is #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], "
-       "index_vector_dim = 1>, got <offset_dims = [0], collapsed_slice_dims = [1], start_index_map = [1], "
-       "index_vector_dim = 1>"},
-      {"unsupported gather slice sizes",
-       ErrorText(R"(  %0 = "stablehlo.gather"(%t, %i) {dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = dense<[1, 2]> : tensor<2xi64>} : (tensor<4x5xf32>, tensor<3xi32>) -> tensor<3x2xf32>)",
-                 "tensor<3x2xf32>"),
-       "t.mlir:3:181: stablehlo.gather: only the PCP row form is supported; for operand tensor<4x5xf32> and indices "
-       "tensor<3xi32> slice_sizes must be [1, 5], got [1, 2]"},
+       "t.mlir:3:56: stablehlo.gather: index_vector_dim = 2 is outside [0, 1] for indices tensor<3xi32>"},
+      {"gather result type differs from the spec's",
+       ErrorText(R"(  %0 = "stablehlo.gather"(%t, %i) {dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = dense<[1, 2]> : tensor<2xi64>} : (tensor<4x5xf32>, tensor<3xi32>) -> tensor<3x5xf32>)",
+                 "tensor<3x5xf32>"),
+       "t.mlir:3:214: stablehlo.gather: the result type is tensor<3x5xf32> but the operands and dimension numbers "
+       "give tensor<3x2xf32>"},
       {"unsupported reduce body",
        ErrorText("  %z = \"stablehlo.constant\"() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>\n"
                  "  %0 = \"stablehlo.reduce\"(%t, %z) ({\n"
@@ -345,7 +342,8 @@ TEST(TextTest, ErrorsNameLineColumnAndWhatWasExpected) {
                  "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>} : (tensor<4x5xf32>, tensor<3xi32>, "
                  "tensor<3x5xf32>) -> tensor<4x5xf32>",
                  "tensor<4x5xf32>"),
-       "t.mlir:6:10: unsupported body of stablehlo.scatter: expected \"stablehlo.add\", got \"stablehlo.maximum\""},
+       "t.mlir:6:10: unsupported body of stablehlo.scatter: expected \"stablehlo.add\", or stablehlo.return of the "
+       "update (assign), got \"stablehlo.maximum\""},
       {"unknown dot field",
        ErrorText(R"(  %0 = "stablehlo.dot_general"(%x, %x) {dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [0], rhs_contracting_dimensions = [0], precision = [1]>} : (tensor<2xf32>, tensor<2xf32>) -> tensor<f32>)",
                  "tensor<f32>"),

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "pcp/autodiff/builder.h"
+#include "pcp/autodiff/general_indexing.h"
 #include "pcp/autodiff/interpreter.h"
 #include "pcp/autodiff/passes.h"
 #include "pcp/testing/tensor_testing.h"
@@ -594,6 +595,46 @@ std::vector<Case> ComputeCases() {
                    0,
                    0,
                    {{-9, 9}, {0, 6}, {-9, 9}}});
+  // StableHLO's general forms, as the importer emits them (general_indexing.h): the
+  // cross-entropy point pick, windows with clamped starts, batching dims, and scatter's
+  // skipped out-of-range elements and assign region.
+  cases.push_back({"gather_point_pick",
+                   Op::kGather,
+                   {F32({48, 65}), I64({48, 1, 2})},
+                   [](FunctionBuilder& b, const std::vector<ValueId>& p) {
+                     return EmitGather(b, p[0], p[1], {{}, {0, 1}, {}, {}, {0, 1}, 2}, {1, 1});
+                   },
+                   0,
+                   0,
+                   {{}, {-2, 70}}});
+  cases.push_back({"gather_windows_batching",
+                   Op::kGather,
+                   {F32({2, 3, 4, 2}), I32({2, 2, 3, 2})},
+                   [](FunctionBuilder& b, const std::vector<ValueId>& p) {
+                     return EmitGather(b, p[0], p[1], {{3, 4}, {1}, {0}, {1}, {2, 1}, 3}, {1, 1, 2, 2});
+                   },
+                   0,
+                   0,
+                   {{}, {-1, 5}}});
+  cases.push_back({"scatter_windows_batching",
+                   Op::kScatter,
+                   {F32({2, 3, 4, 2}), I64({2, 2, 3, 2}), F32({2, 2, 3, 2, 2})},
+                   [](FunctionBuilder& b, const std::vector<ValueId>& p) {
+                     return EmitScatter(b, p[0], p[1], p[2], {{3, 4}, {1}, {0}, {1}, {2, 1}, 3}, ScatterCombiner::kAdd);
+                   },
+                   1e-6,
+                   1e-6,
+                   {{}, {-1, 5}, {}}});
+  cases.push_back({"scatter_assign_columns",
+                   Op::kScatter,
+                   {F32({4, 5}), F32({4, 2})},
+                   [](FunctionBuilder& b, const std::vector<ValueId>& p) {
+                     ValueId columns = b.Constant(Tensor::FromVector<int32_t>({1, 2}, {3, 1}));
+                     return EmitScatter(b, p[0], columns, p[1], {{0}, {1}, {}, {}, {1}, 0}, ScatterCombiner::kAssign);
+                   },
+                   0,
+                   0,
+                   {{}, {}}});
   return cases;
 }
 
