@@ -46,8 +46,13 @@ void Tally::Add(const CaseResult& r) {
 }
 
 std::string ReasonClass(const std::string& reason) {
+  // One part per evaluator; a check's part without where and by how much it failed.
+  std::vector<std::string> parts;
+  for (absl::string_view part : absl::StrSplit(reason, "; ")) {
+    parts.emplace_back(part.substr(0, part.find(", max error ")));
+  }
   std::vector<std::string> words;
-  for (absl::string_view w : absl::StrSplit(reason, ' ')) {
+  for (absl::string_view w : absl::StrSplit(absl::StrJoin(parts, "; "), ' ')) {
     // "file.mlir:12:7:": positions differ between alike failures.
     const size_t a = w.rfind(':', w.size() >= 2 ? w.size() - 2 : 0);
     const size_t b = a == absl::string_view::npos || a == 0 ? absl::string_view::npos : w.rfind(':', a - 1);

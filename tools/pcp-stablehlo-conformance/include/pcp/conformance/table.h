@@ -25,7 +25,8 @@ struct Tally {
   void Add(const CaseResult& r);
 };
 
-// A failure's reason with positions, numbers and types blurred, so that alike failures group.
+// A failure's reason with positions and numbers blurred and a check's worst element left
+// out, so that alike failures group.
 std::string ReasonClass(const std::string& reason);
 
 class Table {
