@@ -8,8 +8,14 @@
 // Everything here but GemmAvailable is compiled for AVX2+FMA whatever the build's -march
 // (PCP_NATIVE=OFF builds too), and runs only where GemmAvailable() says so. (Templates from the
 // headers above, std::fill's at -O0, are instantiated for the build's target, not this one.)
+// Clang ignores GCC's target pragma (and then fails on the intrinsics without -mavx2): it has
+// its own form.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,prfchw"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,prfchw")
+#endif
 
 namespace pcp::cpu {
 namespace {
@@ -329,7 +335,11 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
 
 }  // namespace pcp::cpu
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace pcp::cpu {
 
