@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
 namespace pcp::conformance {
@@ -52,6 +53,18 @@ double ElementAsDouble(const Tensor& t, int64_t i) {
     case DType::kI64: return static_cast<double>(t.data<int64_t>()[i]);
     case DType::kBool: return t.data<uint8_t>()[i] != 0 ? 1 : 0;
     default: return std::nan("");
+  }
+}
+
+// Floats with enough digits to tell neighbours apart (%.9g round-trips f32), integers exactly.
+std::string FormatElement(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kF32: return absl::StrFormat("%.9g", t.data<float>()[i]);
+    case DType::kF64: return absl::StrFormat("%.17g", t.data<double>()[i]);
+    case DType::kI32: return absl::StrCat(t.data<int32_t>()[i]);
+    case DType::kI64: return absl::StrCat(t.data<int64_t>()[i]);
+    case DType::kBool: return t.data<uint8_t>()[i] != 0 ? "true" : "false";
+    default: return "?";
   }
 }
 
@@ -115,7 +128,7 @@ CheckOutcome CompareCheck(const ParsedCheck& check, const Tensor& actual, const 
                               : absl::StrCat(worst_error);
   out.detail = absl::StrCat(mismatches, " of ", n, " elements differ", limit, ", max error ", max_error,
                             ulps ? " ULP" : "", " at ", Index(actual.shape(), worst), ": ",
-                            ElementAsDouble(actual, worst), " (computed) vs ", ElementAsDouble(expected, worst),
+                            FormatElement(actual, worst), " (computed) vs ", FormatElement(expected, worst),
                             " (expected)");
   return out;
 }
