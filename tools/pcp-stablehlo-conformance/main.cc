@@ -105,7 +105,9 @@ int main(int argc, char** argv) {
     const std::string op = pcp::conformance::TableOp(input.relative);
     for (size_t p = 0; p < parts.size(); ++p) {
       const std::string name = parts.size() == 1 ? input.relative : absl::StrCat(input.relative, "#", p + 1);
-      auto run = [&] { return pcp::conformance::RunCase(parts[p], input.path.string(), options); };
+      // Positions in messages are relative to the suite ("testdata/abs_float32_20_20.mlir:12:5").
+      const std::string source = absl::StrCat(input.suite, "/", input.relative);
+      auto run = [&] { return pcp::conformance::RunCase(parts[p], source, options); };
       const CaseResult r = absl::GetFlag(FLAGS_isolate)
                                ? pcp::conformance::RunIsolated(run, absl::GetFlag(FLAGS_timeout_s))
                                : run();
