@@ -15,6 +15,8 @@ writes into DIR (default: this script's folder), deterministically:
                            untied output projection, mean cross-entropy)
   llama_2l.safetensors     initial values of every non-data argument of llama_2l.mlir, in
                            argument order: the parameters, then the frozen rope.cos / rope.sin
+  llama_2l_forward.mlir    the same Llama exported forward-only: @main(params..., tokens) ->
+                           logits [B, T, V], no loss (a job names it as model.logits)
 
 Both are `func.func @main(params..., tokens: tensor<BxTxi64>, targets: tensor<BxTxi64>) ->
 tensor<f32>` (the loss), in StableHLO's pretty syntax with the habits of real exports: the
@@ -351,15 +353,15 @@ def llama_params():
     return names
 
 
-def signature(e, params, batch, jax):
+def signature(e, params, batch, jax, with_targets=True):
     args, decl = {}, []
     for i, (name, shape) in enumerate(params):
         args[name] = e.arg(i, shape)
         extra = ' {jax.arg_info = "%s", mhlo.sharding = "{replicated}"}' % name if jax else ""
         decl.append("%s: %s%s" % (args[name], tensor_type(shape), extra))
     tokens = e.arg(len(params), [batch, BLOCK], "i64")
-    targets = e.arg(len(params) + 1, [batch, BLOCK], "i64")
-    for v in (tokens, targets):
+    targets = e.arg(len(params) + 1, [batch, BLOCK], "i64") if with_targets else None
+    for v in (tokens, targets) if with_targets else (tokens,):
         decl.append("%s: %s" % (v, e.ty(v)))
     return args, tokens, targets, ", ".join(decl)
 
@@ -460,10 +462,12 @@ def rope(e, x, cos, sin):
     return e.concatenate([r1, r2], 3)
 
 
-def llama(style, batch):
+def llama(style, batch, forward=False):
+    """The loss, or with `forward` the logits [B, T, V] (no targets argument), as jax.export writes
+    a forward-only model."""
     e = Emitter("llama.py", style)
     params = llama_params()
-    a, tokens, targets, decl = signature(e, params, batch, jax=True)
+    a, tokens, targets, decl = signature(e, params, batch, jax=True, with_targets=not forward)
     c, hd = N_EMBD, N_EMBD // N_HEAD
     e.scope = "jit(loss)/tok_embeddings"
     zero = e.splat(0.0)
@@ -494,12 +498,16 @@ def llama(style, batch):
                                 a[p + "feed_forward.w2.weight"]))
     e.scope = "jit(loss)/output"
     logits = jax_linear(e, rms_norm(e, x, a["norm.weight"], zero, eps), a["output.weight"])
+    header = ("module @jit_%s attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 1 : i32, "
+              "mhlo.num_replicas = 1 : i32} {" % ("forward" if forward else "loss"))
+    if forward:
+        result_type = tensor_type([batch, BLOCK, VOCAB])
+        func = '  func.func public @main(%s) -> (%s {jax.result_info = ""}) {' % (decl, result_type)
+        return finish(e, header, func, logits, result_type), params
     e.scope = "jit(loss)/cross_entropy"
     loss = e.mean_cross_entropy(e.reshape(logits, [batch * BLOCK, VOCAB]),
                                 e.convert(e.reshape(targets, [batch * BLOCK]), "i32"),
                                 zero, ("reducer", "reducer"), "i32")
-    header = ("module @jit_loss attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 1 : i32, "
-              "mhlo.num_replicas = 1 : i32} {")
     func = ('  func.func public @main(%s) -> (tensor<f32> {jax.result_info = ""}) {' % decl)
     return finish(e, header, func, loss, "tensor<f32>"), params
 
@@ -561,6 +569,9 @@ def main():
     with open(os.path.join(args.out, "llama_2l.mlir"), "w") as f:
         f.write(text)
     safetensors_io.write_safetensors(os.path.join(args.out, "llama_2l.safetensors"), llama_initial(params, args.seed))
+    text, _ = llama(args.style, args.batch, forward=True)
+    with open(os.path.join(args.out, "llama_2l_forward.mlir"), "w") as f:
+        f.write(text)
 
 
 if __name__ == "__main__":

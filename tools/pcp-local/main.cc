@@ -27,6 +27,7 @@
 #include "pcp/tensor/convert.h"
 #include "pcp/training/inner_loop.h"
 #include "pcp/training/job_config.h"
+#include "pcp/training/job_model.h"
 #include "pcp/training/model_program.h"
 #include "pcp/training/local_training.h"
 #include "pcp/training/text_sampler.h"
@@ -154,11 +155,6 @@ absl::Status Eval(const std::string& job_path) {
 
 absl::Status Sample(const std::string& checkpoint_path) {
   PCP_ASSIGN_OR_RETURN(ModelCheckpoint ckpt, ReadModelCheckpoint(checkpoint_path));
-  if (IsImportedModelSource(ckpt.Meta("pcp.model"))) {
-    return absl::FailedPreconditionError(absl::StrCat(checkpoint_path, ": ", kNoLogitsReason));
-  }
-  PCP_ASSIGN_OR_RETURN(GPTConfig model, GptConfigFromJson(ckpt.Meta("pcp.model")),
-                       _ << checkpoint_path);
   std::string tokenizer_text = ckpt.Meta("pcp.tokenizer");
   Tokenizer tokenizer = Tokenizer::Byte();
   if (!tokenizer_text.empty()) {
@@ -169,8 +165,20 @@ absl::Status Sample(const std::string& checkpoint_path) {
                         .temperature = absl::GetFlag(FLAGS_temperature),
                         .top_k = absl::GetFlag(FLAGS_top_k),
                         .seed = absl::GetFlag(FLAGS_seed)};
-  PCP_ASSIGN_OR_RETURN(Function logits,
-                       BuildSampleLogits(model, static_cast<int64_t>(prompt.size()) + options.max_new_tokens));
+  Function logits;
+  if (IsImportedModelSource(ckpt.Meta("pcp.model"))) {
+    // An imported model samples through its job's model.logits (the module is imported again).
+    PCP_ASSIGN_OR_RETURN(ImportedSampling imported, ImportedSamplingOf(ckpt.Meta("pcp.job"), ckpt.Meta("pcp.model")),
+                         _ << checkpoint_path);
+    if (!imported.logits.has_value()) {
+      return absl::FailedPreconditionError(absl::StrCat(checkpoint_path, ": ", kNoLogitsReason));
+    }
+    logits = *std::move(imported.logits);
+  } else {
+    PCP_ASSIGN_OR_RETURN(GPTConfig model, GptConfigFromJson(ckpt.Meta("pcp.model")), _ << checkpoint_path);
+    PCP_ASSIGN_OR_RETURN(logits,
+                         BuildSampleLogits(model, static_cast<int64_t>(prompt.size()) + options.max_new_tokens));
+  }
   std::vector<std::string> names = logits.param_names;
   names.pop_back();  // tokens
   PCP_ASSIGN_OR_RETURN(std::vector<Tensor> params, ParamsInOrder(ckpt, names), _ << checkpoint_path);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "pcp/autodiff/builder.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/models/cross_entropy.h"
 #include "normal_stream.h"
 
 namespace pcp {
@@ -74,18 +75,8 @@ class GptEmitter {
     return Linear(x, wte, kNoValue);  // tied lm_head: x @ wte^T
   }
 
-  // Mean cross-entropy of logits f32[B, T, V] against targets i32[B, T].
-  ValueId CrossEntropy(ValueId logits, ValueId targets) {
-    const Shape full = {batch_, len_, c_.vocab_size};
-    ValueId shifted = b_.Sub(logits, Expand(b_.ReduceMax(logits, {2})));
-    ValueId lse = b_.Log(b_.ReduceSum(b_.Exp(shifted), {2}));              // [B, T]
-    ValueId log_probs = b_.Sub(shifted, Expand(lse));
-    ValueId classes = b_.Iota(TensorType{DType::kI32, full}, 2);
-    ValueId hit = b_.Compare(classes, Expand(targets), ComparisonDirection::kEQ);
-    ValueId picked = b_.Select(hit, log_probs, b_.Full(0.0, F32(full)));
-    ValueId total = b_.ReduceSum(picked, {0, 1, 2});
-    return b_.Mul(total, b_.ScalarConstant(-1.0 / static_cast<double>(batch_ * len_)));
-  }
+  // Mean cross-entropy of logits f32[B, T, V] against targets i32[B, T] (cross_entropy.h).
+  ValueId CrossEntropy(ValueId logits, ValueId targets) { return MeanCrossEntropy(b_, logits, targets); }
 
  private:
   // [B, T] -> [B, T, last] (default: V), repeating along the new last dimension.

@@ -17,11 +17,15 @@
 #include "pcp/autodiff/verifier.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/tensor/convert.h"
+#include "logits_functions.h"
 #include "normal_stream.h"
 
 namespace pcp {
 namespace {
 
+using models_internal::BuildImportedSampleLogits;
+using models_internal::CopyInstructions;
+using models_internal::FormLossFromLogits;
 using models_internal::NormalStream;
 
 absl::Status OptionError(absl::string_view key, absl::string_view message) {
@@ -127,11 +131,7 @@ Function Rewrite(const Function& f, const std::vector<int>& trainable, const std
     const ValueId arg = f.params[static_cast<size_t>(i)];
     map[static_cast<size_t>(arg)] = g.AddInstruction(Op::kConstant, {}, f.type(arg), std::move(attrs));
   }
-  for (const Instruction& ins : f.instructions) {
-    std::vector<ValueId> operands;
-    for (ValueId v : ins.operands) operands.push_back(map[static_cast<size_t>(v)]);
-    map[static_cast<size_t>(ins.result)] = g.AddInstruction(ins.op, std::move(operands), f.type(ins.result), ins.attrs);
-  }
+  CopyInstructions(f, map, &g);
   g.results.push_back(map[static_cast<size_t>(f.results[0])]);
   g.result_names.push_back("loss");
   return g;
@@ -142,33 +142,52 @@ Function Rewrite(const Function& f, const std::vector<int>& trainable, const std
 absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl::string_view file_name,
                                                    const StableHloImportOptions& options) {
   PCP_ASSIGN_OR_RETURN(Module module, ParseModule(text, file_name));
-  const Function* found = module.Find(options.function);
-  if (found == nullptr) {
+  auto find = [&](const std::string& name, absl::string_view key) -> absl::StatusOr<Function> {
+    const Function* found = module.Find(name);
+    if (found != nullptr) return *found;
     std::vector<std::string> have;
     for (const Function& fn : module.functions) have.push_back(fn.name);
-    return OptionError("function", absl::StrCat("no function '", options.function, "' in ", file_name,
-                                                "; it has: ", absl::StrJoin(have, ", ")));
+    return OptionError(key, absl::StrCat("no function '", name, "' in ", file_name, "; it has: ",
+                                         absl::StrJoin(have, ", ")));
+  };
+  // The loss: the module's, or formed from the logits of a forward-only export.
+  std::optional<Function> logits_fn;
+  if (!options.logits.empty()) {
+    PCP_ASSIGN_OR_RETURN(logits_fn, find(options.logits, "logits"));
   }
-  Function f = *found;
+  const std::string function_name = options.function.empty() ? options.logits : options.function;
+  Function f;
+  if (!options.function.empty()) {
+    PCP_ASSIGN_OR_RETURN(f, find(options.function, "function"));
+  } else if (logits_fn.has_value()) {
+    PCP_ASSIGN_OR_RETURN(f, FormLossFromLogits(*logits_fn, FunctionPlace(text, file_name, options.logits)));
+  } else {
+    return OptionError("function", "empty: name the loss function, or give model.logits to form the loss from its "
+                                   "logits");
+  }
   // f64 (JAX exports with x64 enabled, PyTorch float64 buffers and scale constants): folded
   // exactly in double first, then what is left computed in f32, with a warning (passes.h),
   // before the signature is checked (an f64 argument becomes f32).
   PCP_RETURN_IF_ERROR(RunStandardPasses(f), _ << file_name << ": folding the imported function");
   std::string first_f64;
   PCP_ASSIGN_OR_RETURN(const int f64_values, LowerF64ToF32(f, &first_f64), _ << file_name << ": lowering f64 to f32");
-  const std::string place = FunctionPlace(text, file_name, options.function);
+  if (logits_fn.has_value()) {
+    PCP_RETURN_IF_ERROR(RunStandardPasses(*logits_fn), _ << file_name << ": folding the logits function");
+    PCP_RETURN_IF_ERROR(LowerF64ToF32(*logits_fn).status(), _ << file_name << ": lowering the logits function's f64");
+  }
+  const std::string place = FunctionPlace(text, file_name, function_name);
   const int n = static_cast<int>(f.params.size());
-  const Arguments args(f, options.function);
+  const Arguments args(f, function_name);
 
   // The loss.
   if (f.results.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(place, "function '", options.function,
+    return absl::InvalidArgumentError(absl::StrCat(place, "function '", function_name,
                                                    "' returns nothing; the first result must be the loss, "
                                                    "a scalar f32 (tensor<f32>)"));
   }
   const TensorType& loss = f.type(f.results[0]);
   if (loss.dtype != DType::kF32 || loss.rank() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(place, "function '", options.function, "' returns ",
+    return absl::InvalidArgumentError(absl::StrCat(place, "function '", function_name, "' returns ",
                                                    loss.ToString(),
                                                    " first; the first result must be the loss, a scalar f32 "
                                                    "(tensor<f32>)"));
@@ -176,7 +195,7 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
 
   // The data arguments.
   if (n < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(place, "function '", options.function, "' takes ", n,
+    return absl::InvalidArgumentError(absl::StrCat(place, "function '", function_name, "' takes ", n,
                                                    " arguments; it needs at least the two data arguments "
                                                    "(tokens, targets)"));
   }
@@ -225,14 +244,14 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
   } else if (by_name) {
     if (options.names.size() != others.size()) {
       return OptionError("names", absl::StrCat(options.names.size(), " names for the ", others.size(),
-                                               " non-data arguments of ", options.function));
+                                               " non-data arguments of ", function_name));
     }
     names = options.names;
   } else if (options.params.has_value()) {
     if (options.params->size() != others.size()) {
       return OptionError("params", absl::StrCat(options.params_file, " has ", options.params->size(),
                                                 " tensors for the ", others.size(), " non-data arguments of ",
-                                                options.function,
+                                                function_name,
                                                 " (one per argument, in argument order; or give model.names to "
                                                 "match by name)"));
     }
@@ -339,13 +358,17 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
     m.initial.push_back(std::move(t));
   }
   if (trainable.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(place, "function '", options.function,
+    return absl::InvalidArgumentError(absl::StrCat(place, "function '", function_name,
                                                    "' has no trainable arguments (every non-data argument is frozen)"));
   }
 
   m.batch_size = tokens_type.shape[0];
   m.block_size = tokens_type.shape[1];
   m.forward = Rewrite(f, trainable, m.names, frozen, data, m.batch_size, m.block_size);
+  if (logits_fn.has_value()) {
+    PCP_ASSIGN_OR_RETURN(m.logits, BuildImportedSampleLogits(*logits_fn, f, trainable, m.names, frozen, data,
+                                                             m.batch_size, m.block_size));
+  }
   PCP_RETURN_IF_ERROR(Verify(m.forward), _ << file_name << ": the imported function");
   PCP_RETURN_IF_ERROR(RunStandardPasses(m.forward), _ << file_name << ": optimizing the imported function");
   if (f64_values > 0) {

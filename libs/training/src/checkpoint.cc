@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "pcp/base/json.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/training/job_model.h"
 
 namespace pcp {
 
@@ -96,6 +97,7 @@ std::string ModelSourceJson(const ModelConfig& model) {
   Json j = Json::Object();
   j.Set("stablehlo", std::filesystem::path(model.stablehlo).filename().string());
   j.Set("function", model.function);
+  if (!model.logits.empty()) j.Set("logits", model.logits);  // absent before model.logits existed
   j.Set("sha256", model.stablehlo_sha256);
   return j.Serialize();
 }
@@ -122,6 +124,15 @@ absl::Status CheckModelSource(const ModelConfig& model, absl::string_view json) 
   }
   return absl::FailedPreconditionError(
       absl::StrCat("the checkpoint was written for model ", json, ", the job's model is ", want));
+}
+
+absl::StatusOr<ImportedSampling> ImportedSamplingOf(absl::string_view job_yaml, absl::string_view model_json) {
+  PCP_ASSIGN_OR_RETURN(JobConfig job, ParseJobConfig(job_yaml, "pcp.job", "", DataRoots::Unconfined()),
+                       _ << "the checkpoint's job");
+  if (!job.model.imported()) return absl::InvalidArgumentError("the checkpoint's job trains the built-in GPT");
+  PCP_RETURN_IF_ERROR(CheckModelSource(job.model, model_json));
+  PCP_ASSIGN_OR_RETURN(JobModelImport import, ImportJobModel(job.model, job.training.seed, DataRoots::Unconfined()));
+  return ImportedSampling{.logits = std::move(import.model.logits), .names = std::move(import.model.names)};
 }
 
 absl::StatusOr<GPTConfig> GptConfigFromJson(absl::string_view text) {

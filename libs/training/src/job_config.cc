@@ -111,7 +111,8 @@ const std::vector<Field<ModelConfig>>* ModelFields() {
       BoolField("bias", &ModelConfig::bias),
       DropoutField(),
       StringField("stablehlo", &ModelConfig::stablehlo, /*allow_empty=*/false),
-      StringField("function", &ModelConfig::function, /*allow_empty=*/false),
+      StringField("function", &ModelConfig::function, /*allow_empty=*/true),
+      StringField("logits", &ModelConfig::logits, /*allow_empty=*/false),
       StringField("params", &ModelConfig::params, /*allow_empty=*/false),
       StringListField("names", &ModelConfig::names),
       StringListField("data_args", &ModelConfig::data_args),
@@ -124,7 +125,7 @@ const std::vector<Field<ModelConfig>>* ModelFields() {
 // Keys only the built-in GPT reads (an error with model.stablehlo), and keys only an imported
 // model reads (not printed for a GPT job). block_size serves both.
 constexpr absl::string_view kGptOnlyKeys[] = {"vocab_size", "n_layer", "n_head", "n_embd", "bias"};
-constexpr absl::string_view kImportOnlyKeys[] = {"stablehlo", "function", "params", "names",
+constexpr absl::string_view kImportOnlyKeys[] = {"stablehlo", "function", "logits", "params", "names",
                                                  "data_args", "frozen", "init"};
 
 bool IsIn(absl::Span<const absl::string_view> keys, absl::string_view key) {
@@ -137,7 +138,10 @@ Field<JobConfig> ModelSectionField() {
   field.emit = [](const JobConfig& in, int indent) {
     std::vector<Field<ModelConfig>> shown;
     for (const Field<ModelConfig>& f : *ModelFields()) {
-      const bool skip = in.model.imported() ? (IsIn(kGptOnlyKeys, f.key) || f.key == "dropout")
+      // An imported model's optional files and functions are left out when unset: "" is not a
+      // value the parser takes back for them.
+      const bool unset = (f.key == "params" && in.model.params.empty()) || (f.key == "logits" && in.model.logits.empty());
+      const bool skip = in.model.imported() ? (IsIn(kGptOnlyKeys, f.key) || f.key == "dropout" || unset)
                                             : IsIn(kImportOnlyKeys, f.key);
       if (!skip) shown.push_back(f);
     }
@@ -338,6 +342,8 @@ absl::Status FinishImport(const Context& ctx, const std::string& base_dir, const
   }
   m.stablehlo = ResolvePath(base_dir, m.stablehlo);
   PCP_RETURN_IF_ERROR(CheckFile(ctx, ctx.ValueMark({"model.stablehlo"}), "model.stablehlo", m.stablehlo, roots));
+  // A forward-only export: the logits function alone, the loss formed from its logits.
+  if (!m.logits.empty() && !ctx.Has("model.function")) m.function.clear();
   if (!m.params.empty()) {
     m.params = ResolvePath(base_dir, m.params);
     PCP_RETURN_IF_ERROR(CheckFile(ctx, ctx.ValueMark({"model.params"}), "model.params", m.params, roots));

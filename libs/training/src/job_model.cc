@@ -24,6 +24,7 @@ absl::StatusOr<JobModelImport> ImportJobModel(const ModelConfig& model, int64_t 
   if (!text.ok()) return UnderKey("stablehlo", text.status());
   StableHloImportOptions options;
   options.function = model.function;
+  options.logits = model.logits;
   options.names = model.names;
   options.data_args = model.data_args;
   options.frozen = model.frozen;

@@ -74,6 +74,7 @@ absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoo
   if (options.rematerialize) {
     PCP_RETURN_IF_ERROR(Rematerialize(p.train_step).status(), _ << "rematerialising in train_step");
   }
+  p.logits = std::move(import.model.logits);
   p.eval_loss = std::move(import.model.forward);
   p.eval_loss.name = "eval_loss";
   p.initial_params = std::move(import.model.initial);

@@ -17,6 +17,9 @@ absl::StatusOr<PreparedJob> PrepareJob(JobConfig config, const DataRoots& data_r
   auto text = std::make_shared<std::string>(PrintFunction(job.program.train_step));
   job.program_hash = Sha256ContentHash(*text);
   job.program_text = std::move(text);
+  if (job.config.model.imported() && job.program.logits.has_value()) {
+    job.imported_logits = std::make_shared<const Function>(*job.program.logits);
+  }
   for (size_t i = 0; i < job.program.param_names.size(); ++i) {
     const TensorType& type = job.program.param_types[i];
     job.param_names.push_back(job.program.param_names[i]);

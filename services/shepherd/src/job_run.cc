@@ -738,6 +738,7 @@ void JobRun::Publish(bool final) {
   snap->round = state_.round;
   snap->final = final;
   if (!prepared_->config.model.imported()) snap->model = prepared_->config.model.ToGPTConfig();
+  snap->imported_logits = prepared_->imported_logits;
   snap->tokenizer = prepared_->data.tokenizer();
   snap->sample = prepared_->config.sample;
   snap->names = prepared_->param_names;

@@ -7,7 +7,9 @@
 #include "pcp/kernels/backend_factory.h"
 #include "pcp/models/gpt.h"
 #include "pcp/training/checkpoint.h"
+#include "pcp/training/model_program.h"
 #include "pcp/training/text_sampler.h"
+#include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
 
@@ -31,7 +33,16 @@ absl::StatusOr<std::shared_ptr<const ParamsSnapshot>> SnapshotFromCheckpoint(con
   uint64_t round = 0;
   if (absl::SimpleAtoi(ckpt.Meta("pcp.round"), &round)) snap->round = round;
   if (imported) {
-    // No logits to sample with; the parameters as the file has them.
+    // The job's model.logits, found by importing its module again; without them the
+    // parameters as the file has them (the snapshot can be read, not sampled).
+    absl::StatusOr<ImportedSampling> sampling = ImportedSamplingOf(ckpt.Meta("pcp.job"), ckpt.Meta("pcp.model"));
+    if (sampling.ok() && sampling->logits.has_value()) {
+      snap->imported_logits = std::make_shared<const Function>(*std::move(sampling->logits));
+      snap->names = std::move(sampling->names);
+      PCP_ASSIGN_OR_RETURN(snap->params, ParamsInOrder(ckpt, snap->names), _ << path);
+      return std::shared_ptr<const ParamsSnapshot>(std::move(snap));
+    }
+    if (!sampling.ok()) spdlog::warn("job {}: no sampling from {}: {}", job_id, path, std::string(sampling.status().message()));
     for (NamedTensor& t : ckpt.params) {
       snap->names.push_back(t.name);
       snap->params.push_back(std::move(t.tensor));
@@ -46,9 +57,8 @@ absl::StatusOr<std::shared_ptr<const ParamsSnapshot>> SnapshotFromCheckpoint(con
 
 absl::StatusOr<v1::SampleResponse> SampleText(const ParamsSnapshot& snap, const v1::SampleRequest& request,
                                               int threads) {
-  if (!snap.model.has_value()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", snap.job_id, "'s model is an imported StableHLO loss function without logits; sampling needs logits"));
+  if (!snap.model.has_value() && snap.imported_logits == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", snap.job_id, ": ", kNoLogitsReason));
   }
   if (int64_t{request.max_new_tokens()} > kMaxSampleTokens) {
     return absl::InvalidArgumentError(
@@ -65,8 +75,12 @@ absl::StatusOr<v1::SampleResponse> SampleText(const ParamsSnapshot& snap, const 
       .temperature = request.has_temperature() ? request.temperature() : snap.sample.temperature,
       .top_k = request.has_top_k() ? static_cast<int64_t>(request.top_k()) : snap.sample.top_k,
       .seed = request.seed()};
-  PCP_ASSIGN_OR_RETURN(Function logits,
-                       BuildSampleLogits(*snap.model, static_cast<int64_t>(ids.size()) + options.max_new_tokens));
+  Function gpt_logits;
+  if (snap.model.has_value()) {
+    PCP_ASSIGN_OR_RETURN(gpt_logits,
+                         BuildSampleLogits(*snap.model, static_cast<int64_t>(ids.size()) + options.max_new_tokens));
+  }
+  const Function& logits = snap.model.has_value() ? gpt_logits : *snap.imported_logits;
   PCP_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend("cpu", threads));
   PCP_ASSIGN_OR_RETURN(auto sampler, TextSampler::Create(*backend, logits, snap.params));
   PCP_ASSIGN_OR_RETURN(std::vector<int32_t> out, sampler->Generate(ids, options));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "pcp/autodiff/ir.h"
 #include "pcp/models/gpt_config.h"
 #include "pcp/tensor/tensor.h"
 #include "pcp/training/job_config.h"
@@ -27,7 +28,10 @@ struct ParamsSnapshot {
   std::string job_id;
   uint64_t round = 0;
   bool final = false;
-  std::optional<GPTConfig> model;     // nullopt: an imported model, which has no logits
+  std::optional<GPTConfig> model;     // the built-in GPT's; nullopt: an imported model
+  // An imported model's sampling function (model.logits, stablehlo_model.h); null when it has
+  // none, and then it cannot be sampled.
+  std::shared_ptr<const Function> imported_logits;
   std::optional<Tokenizer> tokenizer;  // none: bytes
   SampleConfig sample;                 // the job's defaults
   std::vector<std::string> names;
@@ -38,8 +42,8 @@ struct ParamsSnapshot {
 absl::StatusOr<std::shared_ptr<const ParamsSnapshot>> SnapshotFromCheckpoint(const std::string& job_id,
                                                                              const std::string& path, bool final);
 
-// FailedPrecondition for a model without logits ("job X's model is an imported StableHLO loss
-// function without logits; sampling needs logits"); InvalidArgument for out-of-range options (max_new_tokens > 10000, temperature <= 0) or a
+// FailedPrecondition for a model without logits ("job X: the model is an imported StableHLO
+// loss function without logits; ..."); InvalidArgument for out-of-range options (max_new_tokens > 10000, temperature <= 0) or a
 // prompt the tokenizer cannot encode.
 absl::StatusOr<v1::SampleResponse> SampleText(const ParamsSnapshot& snapshot, const v1::SampleRequest& request,
                                               int threads);

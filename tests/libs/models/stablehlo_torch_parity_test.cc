@@ -204,7 +204,8 @@ TEST(StablehloExamplesTest, CommittedFilesAreWhatTheGeneratorWrites) {
   ASSERT_FALSE(dir.path().empty());
   const std::string cmd = absl::StrCat(kPython, " ", ExamplePath("gen_models.py"), " --out ", dir.path());
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  for (const char* file : {"nanogpt_2l.mlir", "nanogpt_2l.names.txt", "llama_2l.mlir", "llama_2l.safetensors"}) {
+  for (const char* file :
+       {"nanogpt_2l.mlir", "nanogpt_2l.names.txt", "llama_2l.mlir", "llama_2l.safetensors", "llama_2l_forward.mlir"}) {
     absl::StatusOr<std::string> committed = ReadText(ExamplePath(file));
     absl::StatusOr<std::string> generated = ReadText(dir.path() + "/" + file);
     ASSERT_TRUE(committed.ok()) << committed.status();

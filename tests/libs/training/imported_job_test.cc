@@ -327,6 +327,47 @@ TEST(ImportedJobTest, EffectiveYamlRoundTrips) {
   fs::remove_all(dir);
 }
 
+// A forward-only export (the GPT's logits function as @main, no loss) named by model.logits:
+// PCP forms the loss from the logits, so training gives the built-in GPT's losses; the
+// effective YAML (function "", no params file) reads back; the checkpoint samples.
+TEST(ImportedJobTest, ForwardOnlyExportTrainsLikeTheBuiltInGptAndSamples) {
+  const std::string dir = TestDir();
+  WriteGptExport(dir);
+  absl::StatusOr<Function> logits = BuildGptLogits(kGpt, kBatch, kGpt.block_size);
+  ASSERT_TRUE(logits.ok()) << logits.status();
+  logits->name = "main";
+  Module m;
+  m.functions.push_back(*logits);
+  Write(dir + "/forward.mlir", PrintModule(m, TextForm::kPretty));
+  Write(dir + "/gpt.yaml", GptJob(dir));
+  Write(dir + "/forward.yaml", absl::StrCat("model:\n  stablehlo: forward.mlir\n  logits: main\n  params: gpt.safetensors\n",
+                                            DataSection(), Training(dir + "/out_imported")));
+  std::string gpt_out, fwd_out;
+  ASSERT_EQ(RunCommand(kPcpLocal + " train " + dir + "/gpt.yaml", &gpt_out), 0) << gpt_out;
+  ASSERT_EQ(RunCommand(kPcpLocal + " train " + dir + "/forward.yaml", &fwd_out), 0) << fwd_out;
+  EXPECT_EQ(LossLines(fwd_out), LossLines(gpt_out)) << fwd_out;
+  EXPECT_THAT(fwd_out, HasSubstr("sample with: pcp-local sample"));
+  std::string sample_out;
+  ASSERT_EQ(RunCommand(kPcpLocal + " sample " + dir + "/out_imported/ckpt.safetensors --prompt=ROMEO: --max_new_tokens=20",
+                       &sample_out),
+            0)
+      << sample_out;
+  EXPECT_THAT(sample_out, StartsWith("ROMEO:"));
+  EXPECT_EQ(sample_out.size(), std::string("ROMEO:").size() + 20 + 1) << sample_out;  // 20 characters and a newline
+
+  for (const std::string& params : {std::string("  params: gpt.safetensors\n"), std::string()}) {
+    absl::StatusOr<JobConfig> job = ParseIn(dir, absl::StrCat("model:\n  stablehlo: forward.mlir\n  logits: main\n",
+                                                              params, DataSection(), Training(dir + "/out")));
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(job->model.function, "");
+    const std::string yaml = ToYaml(*job);
+    absl::StatusOr<JobConfig> back = ParseJobConfig(yaml, "effective.yaml", "/", DataRoots::Unconfined());
+    ASSERT_TRUE(back.ok()) << back.status() << "\n" << yaml;
+    EXPECT_EQ(*back, *job);
+  }
+  fs::remove_all(dir);
+}
+
 // A module whose first result is not a scalar (line 1 is the module line).
 std::string NotALossModule() {
   return "module {\n"

@@ -1,7 +1,9 @@
 // A cluster (shepherd + 2 workers on loopback) trains an imported StableHLO model: PCP's own
-// GPT printed as StableHLO with its initial values in a params file, named by the job's
-// model.stablehlo. The job completes, the loss falls, the checkpoint records the module, and
-// Admin.Sample refuses it (no logits).
+// GPT printed as StableHLO (its loss as @main, its logits as @logits) with its initial values
+// in a params file, named by the job's model.stablehlo and model.logits. The job completes,
+// the loss falls, the checkpoint records the module, and the model is sampled through the
+// logits: by Admin.Sample from the live snapshot, then by `pcpctl sample` from the checkpoint
+// after the shepherd restarts.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -34,13 +36,17 @@ TEST(ImportedModelE2eTest, TwoWorkersTrainAnImportedModel) {
   absl::StatusOr<Function> fwd = BuildGptForwardLoss(gpt, spec.batch_size, gpt.block_size);
   ASSERT_TRUE(fwd.ok()) << fwd.status();
   fwd->name = "main";
+  absl::StatusOr<Function> logits = BuildGptLogits(gpt, spec.batch_size, gpt.block_size);
+  ASSERT_TRUE(logits.ok()) << logits.status();
+  logits->name = "logits";
   Module module;
   module.functions.push_back(*fwd);
+  module.functions.push_back(*logits);
   ASSERT_TRUE(WriteFileAtomic(models + "/gpt.mlir", PrintModule(module, TextForm::kPretty)).ok());
   absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(gpt, 1337);
   ASSERT_TRUE(init.ok()) << init.status();
   ASSERT_TRUE(WriteSafetensorsFile(models + "/gpt.safetensors", *init, {}).ok());
-  spec.model_yaml = absl::StrCat("model:\n  stablehlo: ", models, "/gpt.mlir\n  params: ", models,
+  spec.model_yaml = absl::StrCat("model:\n  stablehlo: ", models, "/gpt.mlir\n  logits: logits\n  params: ", models,
                                  "/gpt.safetensors\n");
 
   ClusterHarness cluster(dir->path());
@@ -74,20 +80,33 @@ TEST(ImportedModelE2eTest, TwoWorkersTrainAnImportedModel) {
   }
   EXPECT_TRUE(absl::StrContains(source, "\"stablehlo\":\"gpt.mlir\"")) << source;
 
-  // pcpctl shows the model; Admin.Sample refuses it.
+  // pcpctl shows the model; Admin.Sample samples it through its logits (the live snapshot).
   absl::StatusOr<CommandResult> show = cluster.Pcpctl({"status", job.job_id()});
   ASSERT_TRUE(show.ok()) << show.status();
   EXPECT_TRUE(absl::StrContains(show->output, "stablehlo:gpt.mlir")) << show->output;
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
   v1::SampleRequest request;
   request.set_job_id(job.job_id());
+  request.set_prompt("ROMEO:");
+  request.set_max_new_tokens(30);
+  request.set_seed(7);
   v1::SampleResponse response;
   grpc::Status sample = cluster.admin().Sample(&context, request, &response);
-  EXPECT_EQ(sample.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << sample.error_message();
-  EXPECT_EQ(sample.error_message(), absl::StrCat("job ", job.job_id(),
-                                                 "'s model is an imported StableHLO loss function without logits; "
-                                                 "sampling needs logits"));
+  ASSERT_TRUE(sample.ok()) << sample.error_message();
+  EXPECT_EQ(response.tokens_generated(), 30u);
+  EXPECT_TRUE(response.final_parameters());
+
+  // After a restart the shepherd samples from the checkpoint, importing the module again:
+  // the same text for the same seed.
+  ASSERT_TRUE(cluster.shepherd()->Stop().ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
+  absl::StatusOr<CommandResult> cli = cluster.Pcpctl(
+      {"sample", job.job_id(), "--max_new_tokens=30", "--prompt=ROMEO:", "--seed=7"}, absl::Seconds(120));
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  EXPECT_EQ(cli->exit_code, 0) << cli->output << cluster.Logs();
+  EXPECT_TRUE(absl::StartsWith(cli->output, absl::StrCat("ROMEO:", response.text()))) << cli->output;
+  std::printf("imported model sampled from its checkpoint:\n%s", cli->output.c_str());
   ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
 }
 

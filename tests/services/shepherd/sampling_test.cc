@@ -4,12 +4,17 @@
 // 'pcp.v1.SampleResponse.text' contains invalid UTF-8 data").
 #include "sampling.h"
 
+#include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "pcp/base/utf8.h"
 #include "pcp/kernels/backend_factory.h"
+#include "pcp/autodiff/text.h"
 #include "pcp/models/gpt.h"
+#include "pcp/models/stablehlo_model.h"
+#include "pcp/training/model_program.h"
 #include "pcp/training/text_sampler.h"
 
 namespace pcp::shepherd {
@@ -77,6 +82,50 @@ TEST(SamplingTest, AShortSampleGivesWhatTheWholeBlockGives) {
   std::string whole_block;
   for (size_t i = 2; i < ids->size(); ++i) whole_block.push_back(static_cast<char>((*ids)[i]));
   EXPECT_EQ(r->text(), ToValidUtf8(whole_block));
+}
+
+// An imported model (the same GPT printed as StableHLO: its loss as @main and its logits as
+// @logits, batch 3, imported with model.logits) samples the text the built-in GPT samples.
+TEST(SamplingTest, AnImportedModelWithLogitsSamplesLikeTheBuiltInModel) {
+  const ParamsSnapshot gpt = ByteModel(16);
+  Module module;
+  for (bool loss : {true, false}) {
+    absl::StatusOr<Function> f = loss ? BuildGptForwardLoss(*gpt.model, 3, 16) : BuildGptLogits(*gpt.model, 3, 16);
+    ASSERT_TRUE(f.ok()) << f.status();
+    f->name = loss ? "main" : "logits";
+    module.functions.push_back(*f);
+  }
+  StableHloImportOptions options;
+  options.logits = "logits";
+  options.params.emplace();
+  for (size_t i = 0; i < gpt.names.size(); ++i) options.params->push_back({gpt.names[i], gpt.params[i]});
+  absl::StatusOr<ImportedModel> m = ImportStableHloModel(PrintModule(module, TextForm::kPretty), "gpt.mlir", options);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_TRUE(m->logits.has_value());
+  ParamsSnapshot imported;
+  imported.job_id = "job-0002";
+  imported.imported_logits = std::make_shared<const Function>(*m->logits);
+  imported.names = m->names;
+  imported.params = m->initial;
+
+  v1::SampleRequest request;
+  request.set_prompt("To be");
+  request.set_max_new_tokens(24);  // past the block of 16: the context is cropped
+  request.set_temperature(1.0f);
+  request.set_top_k(0);
+  request.set_seed(4);
+  absl::StatusOr<v1::SampleResponse> want = SampleText(gpt, request, /*threads=*/1);
+  absl::StatusOr<v1::SampleResponse> got = SampleText(imported, request, /*threads=*/1);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->tokens_generated(), 24u);
+  EXPECT_EQ(got->text(), want->text());
+
+  // Without logits it is refused, with the reason.
+  imported.imported_logits = nullptr;
+  absl::StatusOr<v1::SampleResponse> refused = SampleText(imported, request, /*threads=*/1);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.status().message(), absl::StrCat("job job-0002: ", kNoLogitsReason));
 }
 
 }  // namespace

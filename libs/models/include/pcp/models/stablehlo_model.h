@@ -21,6 +21,10 @@
 //     the module's names, else "argN";
 //   - the first result must be the loss, a scalar f32; other results are dropped;
 //   - the standard passes run (passes.h) and the result is verified.
+// With options.logits (a second function returning logits), the same arguments feed it, and
+// ImportedModel::logits makes the model sampleable; a forward-only export gives only that
+// function (options.function = "") and PCP forms the loss from its logits:
+//   options.function = "";  options.logits = "forward";   // forward(params..., tokens) -> [B, T, V]
 // Arguments are referred to (data_args, frozen) by name, or by index as "%argN" or "N".
 //
 // Errors are InvalidArgument. Problems with an option start with the option's job-file key
@@ -54,7 +58,15 @@ struct StableHloInit {
 };
 
 struct StableHloImportOptions {
+  // The loss function; "" = none: the loss is the mean cross-entropy of `logits`' result
+  // (cross_entropy.h) against a targets argument PCP adds after the logits function's
+  // arguments (named "targets", of the tokens' type).
   std::string function = "main";
+  // A function of the same module returning logits [B, T, V] (f32, as its first result; or
+  // [B*T, V]) from the loss function's arguments less the targets: the same arguments, in the
+  // same order and of the same types, without that one. "" = none (the model cannot be
+  // sampled). A forward-only export (no loss) sets it and leaves `function` empty.
+  std::string logits;
   std::vector<std::string> names;      // one per non-data argument, or empty
   std::vector<std::string> data_args;  // two entries (tokens, targets), or empty: the last two
   std::vector<std::string> frozen;     // arguments that are inputs, not trained
@@ -77,6 +89,10 @@ struct ImportedModel {
   int64_t block_size = 0;
   int64_t num_params = 0;          // elements of the trainable parameters
   int64_t value_elements = 0;      // elements of every value of forward (a memory bound)
+  // "logits" (params..., tokens i32[1, T]) -> logits f32[1, T, V] when options.logits is set:
+  // the logits function over one sequence (copied to the export's B rows; row 0's logits), the
+  // frozen arguments as constants, for TextSampler (text_sampler.h).
+  std::optional<Function> logits;
   // What the caller should log: f64 values that survived constant folding and are computed in
   // f32 (the import's f64 policy: folded exactly in double, the rest lowered with a warning).
   std::vector<std::string> warnings;

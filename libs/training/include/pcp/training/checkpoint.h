@@ -13,10 +13,12 @@
 #ifndef PCP_TRAINING_CHECKPOINT_H_
 #define PCP_TRAINING_CHECKPOINT_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "pcp/autodiff/ir.h"
 #include "pcp/models/gpt_config.h"
 #include "pcp/tensor/safetensors.h"
 #include "pcp/training/job_config.h"
@@ -55,6 +57,18 @@ std::string ModelSourceJson(const ModelConfig& model);
 // the same module (file name, function and content hash). FailedPrecondition naming both
 // otherwise.
 absl::Status CheckModelSource(const ModelConfig& model, absl::string_view json);
+
+// What sampling an imported model needs, found again from a checkpoint's job (its pcp.job,
+// the effective YAML with absolute paths): the job parsed and its module imported (the files
+// must still be where the job named them). `logits` (model.logits, stablehlo_model.h) is
+// nullopt when the job named none; `names` are the trainable parameters in its order.
+// FailedPrecondition when the module is no longer the one `model_json` (the checkpoint's
+// pcp.model) records.
+struct ImportedSampling {
+  std::optional<Function> logits;
+  std::vector<std::string> names;
+};
+absl::StatusOr<ImportedSampling> ImportedSamplingOf(absl::string_view job_yaml, absl::string_view model_json);
 // True when pcp.model names an imported model (such a model has no logits: no sampling).
 bool IsImportedModelSource(absl::string_view json);
 

@@ -16,7 +16,10 @@
 //              n_embd: 128, bias: false, dropout: 0 (must be 0)}
 //     or an imported StableHLO loss function (pcp/models/stablehlo_model.h):
 //   model:    {stablehlo: (path, relative to the job file; read through the data roots),
-//              function: main, params: (optional safetensors: one tensor per non-data argument,
+//              function: main (the loss; "" = formed from `logits`), logits: (optional: a
+//              function returning logits [B, T, V] from the loss's arguments less the targets;
+//              makes the model sampleable; given alone, `function` defaults to "" and the loss
+//              is the mean cross-entropy of these logits), params: (optional safetensors: one tensor per non-data argument,
 //              matched by name (`names`, or the module's argument names when the file has
 //              them all), else in argument order), names: [...]
 //              (one per non-data argument), data_args: [tokens, targets] (names or %argN / N;
@@ -111,7 +114,8 @@ struct ModelConfig {
   // import does). Then n_layer, n_head, n_embd, bias and vocab_size are not used (an error
   // in the file), and block_size and training.batch_size come from the data arguments.
   std::string stablehlo;  // absolute, normalized; "" = the built-in GPT
-  std::string function = "main";
+  std::string function = "main";  // "" (only with logits): the loss is formed from the logits
+  std::string logits;             // "" = none: the model cannot be sampled
   std::string params;  // absolute, normalized, or "": the safetensors file of initial values
   std::vector<std::string> names;      // one per non-data argument (optional)
   std::vector<std::string> data_args;  // [tokens, targets] by name or index; empty: the last two

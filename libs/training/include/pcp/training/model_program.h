@@ -2,8 +2,9 @@
 // (gpt_program.h) or an imported StableHLO loss function (job_model.h, stablehlo_model.h).
 //   train_step  (params, m, v, step, lr, tokens[B,T], targets[B,T]) -> (params', m', v', loss)
 //   eval_loss   (params, tokens[B,T], targets[B,T]) -> (loss)          (the forward)
-//   logits      (params, tokens[1,T]) -> (logits[1,T,V])   GPT only: imported models have
-//                                                          none, so they cannot be sampled
+//   logits      (params, tokens[1,T]) -> (logits[1,T,V])   the GPT's, or an imported model's
+//                                                          model.logits (without it the
+//                                                          model cannot be sampled)
 // with the parameter names, types and initial values (the job's seed), in train_step order.
 //
 //   PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&job, roots));   // a GPT's vocab_size
@@ -34,7 +35,7 @@ struct ModelProgram {
   int64_t block_size = 0;
   Function train_step;
   Function eval_loss;
-  std::optional<Function> logits;  // nullopt: the model has no logits (imported)
+  std::optional<Function> logits;  // nullopt: an imported model without model.logits
   std::vector<std::string> param_names;
   std::vector<TensorType> param_types;
   std::vector<Tensor> initial_params;
@@ -42,10 +43,10 @@ struct ModelProgram {
   std::vector<std::string> warnings;  // for the caller's log (e.g. an import's f64 lowered to f32)
 };
 
-// The why of a refused sample, one line: "the model is an imported StableHLO loss function
-// without logits; sampling needs logits".
+// The why of a refused sample, one line.
 inline constexpr char kNoLogitsReason[] =
-    "the model is an imported StableHLO loss function without logits; sampling needs logits";
+    "the model is an imported StableHLO loss function without logits; sampling needs logits "
+    "(name a function of the module that returns them: model.logits)";
 
 AdamWConfig AdamWOf(const OptimizerConfig& optimizer);
 

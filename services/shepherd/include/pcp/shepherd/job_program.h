@@ -32,6 +32,10 @@ struct PreparedJob {
   std::string program_hash;
   std::vector<std::string> param_names;  // train_step order
   std::vector<TensorSpec> param_specs;
+  // An imported model's sampling function (program.logits, shared with every published
+  // snapshot); null for the built-in GPT (sampled through its GPTConfig) and for imported
+  // models without model.logits.
+  std::shared_ptr<const Function> imported_logits;
 };
 
 // Loads the data (through `data_roots`), builds and prints the program. Slow (seconds for
