@@ -393,7 +393,7 @@ absl::Status Parser::AddOperation(Function* f, Scope* scope, Op op, const Token&
     operand_types.push_back(t);
   }
   if (out.size() != 1) return ErrorAt(type_offset, absl::StrCat(name, " has exactly one result, the type lists ", out.size()));
-  if (op == Op::kClamp) BroadcastClampBounds(f, &operands, &operand_types);
+  BroadcastScalarOperands(op, f, &operands, &operand_types);
   if (op == Op::kGather || op == Op::kScatter) {
     return AddIndexing(f, scope, op, result, op_offset, type_offset, operands, operand_types, out[0], parsed);
   }
@@ -410,12 +410,14 @@ absl::Status Parser::AddOperation(Function* f, Scope* scope, Op op, const Token&
   return absl::OkStatus();
 }
 
-void Parser::BroadcastClampBounds(Function* f, std::vector<ValueId>* operands,
-                                  std::vector<TensorType>* types) const {
-  if (types->size() != 3 || (*types)[1].rank() == 0) return;
+void Parser::BroadcastScalarOperands(Op op, Function* f, std::vector<ValueId>* operands,
+                                     std::vector<TensorType>* types) const {
+  if ((op != Op::kClamp && op != Op::kSelect) || types->size() != 3 || (*types)[1].rank() == 0) return;
   for (size_t i : {size_t{0}, size_t{2}}) {
-    if ((*types)[i].rank() != 0 || (*types)[i].dtype != (*types)[1].dtype) continue;
-    const TensorType full{(*types)[1].dtype, (*types)[1].shape};
+    const bool scalar_operand = op == Op::kClamp ? (*types)[i].dtype == (*types)[1].dtype
+                                                 : i == 0 && (*types)[i].dtype == DType::kBool;
+    if ((*types)[i].rank() != 0 || !scalar_operand) continue;
+    const TensorType full{(*types)[i].dtype, (*types)[1].shape};
     (*operands)[i] = f->AddInstruction(Op::kBroadcastInDim, {(*operands)[i]}, full);  // dims = [] (a scalar)
     (*types)[i] = full;
   }

@@ -157,9 +157,11 @@ class Parser {
                               const std::vector<TensorType>& out, Attributes attrs);
   // The value of `v` if it is a constant or computed from constants only (small tensors).
   std::optional<Tensor> KnownValue(const Function& f, ValueId v, int depth) const;
-  // StableHLO's clamp takes scalar bounds for a tensor operand; PCP's is elementwise, so a
-  // scalar min / max gets a broadcast_in_dim to the operand's shape (added to `f` here).
-  void BroadcastClampBounds(Function* f, std::vector<ValueId>* operands, std::vector<TensorType>* types) const;
+  // StableHLO's clamp takes scalar bounds and its select a scalar predicate for tensor
+  // operands; PCP's ops are elementwise, so such a scalar (clamp's min / max of the operand's
+  // type, select's i1 predicate) gets a broadcast_in_dim to operand 1's shape (added to `f`).
+  void BroadcastScalarOperands(Op op, Function* f, std::vector<ValueId>* operands,
+                               std::vector<TensorType>* types) const;
   // "unsupported operation 'x' (PCP supports ...)" at `offset`.
   absl::Status UnsupportedOperation(size_t offset, absl::string_view name) const;
   // Parses `({ ^bb0(%a: t, %b: t): <body> })`, the generic form of a reduce / scatter region.

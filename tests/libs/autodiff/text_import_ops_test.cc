@@ -95,6 +95,25 @@ TEST(TextImportOpsTest, ClampScalarBoundsAreBroadcast) {
   EXPECT_TRUE(absl::StartsWith(bad.status().message(), "clamp.mlir:2:3: stablehlo.clamp: operand types differ")) << bad.status();
 }
 
+// jnp.where with a scalar condition: select's predicate is tensor<i1>.
+TEST(TextImportOpsTest, SelectScalarPredicateIsBroadcast) {
+  for (const char* op : {"stablehlo.select %p, %arg0, %arg1 : tensor<i1>, tensor<3xf32>",
+                         "\"stablehlo.select\"(%p, %arg0, %arg1) : (tensor<i1>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>"}) {
+    for (bool pick : {true, false}) {
+      std::string text = absl::StrCat(
+          "func.func @main(%arg0: tensor<3xf32>, %arg1: tensor<3xf32>) -> tensor<3xf32> {\n"
+          "  %p = stablehlo.constant dense<", pick ? "true" : "false", "> : tensor<i1>\n"
+          "  %0 = ", op, "\n  return %0 : tensor<3xf32>\n}\n");
+      absl::StatusOr<Module> m = ParseModule(text, "select.mlir");
+      ASSERT_TRUE(m.ok()) << m.status();
+      const Tensor a = Tensor::FromVector<float>({3}, {1, 2, 3}), b = Tensor::FromVector<float>({3}, {4, 5, 6});
+      absl::StatusOr<std::vector<Tensor>> r = Interpret(m->functions[0], {a, b});
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ((*r)[0].ToVector<float>(), (pick ? a : b).ToVector<float>()) << op;
+    }
+  }
+}
+
 // dynamic_iota's shape from constants, as torch-mlir and JAX export it.
 constexpr char kDynamicIotaPretty[] = R"(
   func.func @main() -> (tensor<4xi64>, tensor<2x3xf32>) {

@@ -78,7 +78,9 @@
 // stablehlo.and / or / not print like any elementwise op (`%2 = stablehlo.and %0, %1 :
 // tensor<4xi1>`, `%3 = stablehlo.not %0 : tensor<4xi1>`), as do stablehlo.ceil and
 // stablehlo.clamp (`stablehlo.clamp %lo, %x, %hi : t`, or `: (tensor<f32>, t, tensor<f32>) -> t`
-// with scalar bounds, which the parser broadcasts: PCP's clamp is elementwise).
+// with scalar bounds, which the parser broadcasts: PCP's clamp is elementwise). A select's
+// scalar predicate (`stablehlo.select %p, %a, %b : tensor<i1>, tensor<4xf32>`, as jnp.where
+// writes it) is broadcast the same way.
 // stablehlo.dynamic_iota is not an IR op: `%1 = stablehlo.dynamic_iota %0, dim = 0 :
 // (tensor<1xi64>) -> tensor<4xi64>` (generic: {iota_dimension = 0 : i64}) with a static result
 // type parses as `stablehlo.iota dim = 0 : tensor<4xi64>`; the shape operand must be a rank-1
