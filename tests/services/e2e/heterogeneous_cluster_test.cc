@@ -82,9 +82,12 @@ TEST(HeterogeneousClusterTest, CpuAndVulkanWorkersTrainOneJob) {
     rounds_with_both += r.workers == 2 ? 1 : 0;
   }
   std::printf("\n");
-  // Both backends contributed: every round but possibly the first (a worker still compiling
-  // may miss the start) has both results.
-  EXPECT_GE(rounds_with_both, 3) << cluster.shepherd()->Log();
+  // Both backends contributed: the later rounds have both results. A worker still compiling
+  // misses the rounds that close before it is ready: lavapipe compiles the step's shaders on
+  // the CPU, which took longer than the first two rounds when another e2e test ran beside
+  // this one (3.96 (1) 3.44 (1) 3.39 (2) 3.33 (2)).
+  EXPECT_GE(rounds_with_both, 2) << cluster.shepherd()->Log();
+  EXPECT_EQ(rounds.back().workers, 2) << cluster.shepherd()->Log();
   EXPECT_LT(rounds.back().train_loss, rounds.front().train_loss - 0.2);
   ASSERT_TRUE(job->progress().has_val_loss());
   EXPECT_LT(job->progress().val_loss(), std::log(65.0));
