@@ -424,15 +424,23 @@ absl::StatusOr<std::string> Parser::ParseString(absl::string_view what) {
 }
 
 absl::StatusOr<ComparisonDirection> Parser::ParseComparisonDirection() {
-  if (!Is(TokenKind::kHashId) || cur_.text != "#stablehlo") {
-    return Expected("#stablehlo<comparison_direction ...>");
-  }
-  Advance();
-  PCP_RETURN_IF_ERROR(Expect(TokenKind::kLess, "after #stablehlo"));
-  PCP_RETURN_IF_ERROR(ExpectWord("comparison_direction"));
   static constexpr ComparisonDirection kAll[] = {ComparisonDirection::kEQ, ComparisonDirection::kNE,
                                                  ComparisonDirection::kLT, ComparisonDirection::kLE,
                                                  ComparisonDirection::kGT, ComparisonDirection::kGE};
+  if (Is(TokenKind::kString)) {  // old MHLO: comparison_direction = "LT"
+    const std::string word = DecodeString(cur_);
+    for (ComparisonDirection d : kAll) {
+      if (word == ComparisonName(d)) {
+        Advance();
+        return d;
+      }
+    }
+    return Expected("\"EQ\", \"NE\", \"LT\", \"LE\", \"GT\" or \"GE\"");
+  }
+  if (!IsDialectAttr("")) return Expected("#stablehlo<comparison_direction ...>");
+  Advance();
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kLess, "after #stablehlo"));
+  PCP_RETURN_IF_ERROR(ExpectWord("comparison_direction"));
   for (ComparisonDirection d : kAll) {
     if (IsWord(ComparisonName(d))) {
       Advance();
@@ -445,7 +453,7 @@ absl::StatusOr<ComparisonDirection> Parser::ParseComparisonDirection() {
 
 absl::Status Parser::ParsePrecision(bool bare) {
   if (!bare) {
-    if (!Is(TokenKind::kHashId) || cur_.text != "#stablehlo") return Expected("#stablehlo<precision ...>");
+    if (!IsDialectAttr("")) return Expected("#stablehlo<precision ...>");
     Advance();
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kLess, "after #stablehlo"));
     PCP_RETURN_IF_ERROR(ExpectWord("precision"));
@@ -458,7 +466,7 @@ absl::Status Parser::ParsePrecision(bool bare) {
 
 absl::Status Parser::ParseComparisonType(bool bare, OpAttributes* parsed) {
   if (!bare) {
-    if (!Is(TokenKind::kHashId) || cur_.text != "#stablehlo") return Expected("#stablehlo<comparison_type ...>");
+    if (!IsDialectAttr("")) return Expected("#stablehlo<comparison_type ...>");
     Advance();
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kLess, "after #stablehlo"));
     PCP_RETURN_IF_ERROR(ExpectWord("comparison_type"));
@@ -511,7 +519,7 @@ absl::StatusOr<StructAttr> Parser::ParseStablehloStruct(absl::string_view name) 
   StructAttr attr;
   attr.offset = cur_.offset;
   std::string full = absl::StrCat("#stablehlo.", name);
-  if (!Is(TokenKind::kHashId) || cur_.text != full) return Expected(absl::StrCat(full, "<...>"));
+  if (!IsDialectAttr(absl::StrCat(".", name))) return Expected(absl::StrCat(full, "<...>"));  // or #mhlo.NAME
   Advance();
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kLess, absl::StrCat("after ", full)));
   if (ConsumeIf(TokenKind::kGreater)) return attr;

@@ -67,6 +67,11 @@ absl::StatusOr<Module> Parser::ParseTopLevel() {
     Advance();
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "after \"builtin.module\""));
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "(builtin.module takes no operands)"));
+    if (ConsumeIf(TokenKind::kLess)) {  // properties <{sym_name = "m"}>
+      if (!Is(TokenKind::kLBrace)) return Expected("'{' after '<' (properties are written <{...}>)");
+      PCP_RETURN_IF_ERROR(ParseIgnorableAttributes("the module", nullptr, /*symbol=*/true));
+      PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close the properties <{...}>"));
+    }
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "to start the module's region"));
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kLBrace, "to start the module's region"));
     if (ConsumeIf(TokenKind::kCaretId)) {
@@ -76,10 +81,8 @@ absl::StatusOr<Module> Parser::ParseTopLevel() {
     while (!Is(TokenKind::kRBrace)) PCP_RETURN_IF_ERROR(ParseAnyFunction(&module));
     Advance();
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "to close the module's region"));
-    if (ConsumeIf(TokenKind::kLBrace)) {
-      if (!Is(TokenKind::kRBrace)) return ErrorAt(cur_.offset, "builtin.module attributes are not supported");
-      Advance();
-    }
+    // Metadata only (torch.debug_module_name, sym_name, ...), as on the pretty form's module.
+    PCP_RETURN_IF_ERROR(ParseIgnorableAttributes("the module", nullptr, /*symbol=*/true));
     PCP_RETURN_IF_ERROR(ExpectEmptySignature("builtin.module"));
   } else if (IsWord("module") || IsWord("builtin.module")) {
     PCP_RETURN_IF_ERROR(ParsePrettyModule(&module));
@@ -298,17 +301,18 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
     return ParseCall(f, scope, result, num_results, op_offset);
   }
   if (num_results > 1) return ErrorAt(several_offset, "operations with several results are not supported");
-  if (IsWord("stablehlo.custom_call") || IsOpName(cur_, "stablehlo.custom_call")) {
+  if (IsOp("stablehlo.custom_call")) {
     return ParseCustomCall(f, scope, result, op_offset);
   }
-  if (IsWord("stablehlo.composite") || IsOpName(cur_, "stablehlo.composite")) return CompositeError(op_offset);
+  if (IsOp("stablehlo.composite")) return CompositeError(op_offset);
   if ((Is(TokenKind::kBareId) && absl::StartsWith(cur_.text, "check.")) ||
       (Is(TokenKind::kString) && absl::StartsWith(DecodeString(cur_), "check."))) {
     return ParseCheckOp(f, scope, result, op_offset);
   }
   if (Is(TokenKind::kBareId)) return ParsePrettyOperation(f, scope, result, op_offset, result_types, returned);
   if (!Is(TokenKind::kString)) return Expected("an operation name");
-  std::string name = DecodeString(cur_);
+  const std::string written = DecodeString(cur_);  // errors name the op as written
+  const std::string name = CanonicalOpName(written);
   size_t name_offset = cur_.offset;
   Advance();
   std::vector<ValueId> operands;
@@ -329,8 +333,9 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
   }
   // dynamic_iota is read as iota with its attributes, plus the shape operand (text_dynamic_iota.cc).
   const bool dynamic_iota = name == "stablehlo.dynamic_iota";
-  absl::StatusOr<Op> op = dynamic_iota ? Op::kIota : ParseOp(name);
-  if (!op.ok()) return UnsupportedOperation(name_offset, name);
+  const bool legacy_dot = name == "stablehlo.dot";  // dot_general with dims from the ranks (text_compat.cc)
+  absl::StatusOr<Op> op = dynamic_iota ? Op::kIota : legacy_dot ? Op::kDotGeneral : ParseOp(name);
+  if (!op.ok()) return UnsupportedOperation(name_offset, written);
   if (result.kind == TokenKind::kEof) {
     return ErrorAt(op_offset, absl::StrCat(name, " must define a result (%name = \"", name, "\"(...))"));
   }
@@ -349,15 +354,22 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close the properties <{...}>"));
   }
   bool needs_region = *op == Op::kReduce || *op == Op::kScatter;
+  ReducerBody body = ReducerBody::kAdd;
   if (Is(TokenKind::kLParen)) {
     if (!needs_region) return ErrorAt(cur_.offset, absl::StrCat(name, " takes no regions"));
-    PCP_ASSIGN_OR_RETURN(attrs.reduce_kind,
-                         ParseReductionRegion(*op, f->type(operands[0]).dtype, *scope, &parsed.scatter_assign));
+    PCP_ASSIGN_OR_RETURN(body, ParseReductionRegion(*op, f->type(operands[0]).dtype, *scope, &parsed.scatter_assign));
+    attrs.reduce_kind = body == ReducerBody::kMaximum ? ReduceKind::kMax : ReduceKind::kSum;
   } else if (needs_region) {
     return Expected(absl::StrCat("'(' with the body region of ", name));
   }
   if (Is(TokenKind::kLBrace)) PCP_RETURN_IF_ERROR(ParseAttributeDict(*op, &attrs, &parsed));
-  if (absl::Status required = CheckRequiredAttributes(*op, parsed, op_offset); !required.ok()) {
+  if (legacy_dot) {  // dot has no dimension numbers: they follow from the operands' ranks
+    for (const std::string& key : parsed.seen) {
+      if (key != "precision_config") {
+        return ErrorAt(op_offset, absl::StrCat(written, " does not take attribute '", key, "'"));
+      }
+    }
+  } else if (absl::Status required = CheckRequiredAttributes(*op, parsed, op_offset); !required.ok()) {
     return dynamic_iota ? ErrorAt(op_offset, absl::StrCat(name, " needs attribute 'iota_dimension'")) : required;
   }
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "before the operation's type"));
@@ -370,6 +382,11 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
     return AddDynamicIota(f, scope, result, op_offset, type_offset, operands[0], operand_offsets[0], in, out,
                           std::move(attrs));
   }
+  if (body == ReducerBody::kOr || body == ReducerBody::kAnd) {
+    return AddLogicalReduce(f, scope, body, result, op_offset, type_offset, operands, operand_offsets, in, out,
+                            std::move(attrs.dims));
+  }
+  if (legacy_dot) PCP_RETURN_IF_ERROR(LegacyDotDims(in, op_offset, &attrs.dot));
   return AddOperation(f, scope, *op, result, op_offset, type_offset, std::move(operands), operand_offsets, in, out,
                       std::move(attrs), parsed);
 }
@@ -423,7 +440,7 @@ void Parser::BroadcastScalarOperands(Op op, Function* f, std::vector<ValueId>* o
   }
 }
 
-absl::StatusOr<ReduceKind> Parser::ParseReductionRegion(Op op, DType dtype, const Scope& scope, bool* assign) {
+absl::StatusOr<ReducerBody> Parser::ParseReductionRegion(Op op, DType dtype, const Scope& scope, bool* assign) {
   const TensorType scalar{dtype, {}};
   const std::string op_name(OpName(op));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "to start the body region"));
@@ -437,7 +454,7 @@ absl::StatusOr<ReduceKind> Parser::ParseReductionRegion(Op op, DType dtype, cons
                                          absl::StrCat("the body arguments of ", op_name, " here must be "), args));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, absl::StrCat("(the body of ", op_name, " takes two arguments)")));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "after the block label"));
-  PCP_ASSIGN_OR_RETURN(ReduceKind kind, ParseReducerBody(op, scalar, args, scope, assign));
+  PCP_ASSIGN_OR_RETURN(ReducerBody kind, ParseReducerBody(op, scalar, args, scope, assign));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, absl::StrCat("after stablehlo.return (the body of ", op_name,
                                                               " is a single operation)")));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, absl::StrCat("(", op_name, " has one region)")));
@@ -462,14 +479,14 @@ absl::Status Parser::ParseScalarArgPair(const Scope& scope, const TensorType& sc
   return absl::OkStatus();
 }
 
-absl::StatusOr<ReduceKind> Parser::ParseReducerBody(Op op, const TensorType& scalar, const std::string (&args)[2],
+absl::StatusOr<ReducerBody> Parser::ParseReducerBody(Op op, const TensorType& scalar, const std::string (&args)[2],
                                                     const Scope& scope, bool* assign) {
   const std::string op_name(OpName(op));
   // A scatter that assigns: the body returns the update, its second argument.
-  if (assign != nullptr && op == Op::kScatter && (IsOpName(cur_, "stablehlo.return") || IsWord("stablehlo.return"))) {
+  if (assign != nullptr && op == Op::kScatter && IsOp("stablehlo.return")) {
     PCP_RETURN_IF_ERROR(ParseRegionReturn(args[1], scalar));
     *assign = true;
-    return ReduceKind::kSum;
+    return ReducerBody::kAdd;
   }
   // %r = "stablehlo.add"(%lhs, %rhs) : (t, t) -> t, or %r = stablehlo.add %lhs, %rhs : t
   if (!Is(TokenKind::kPercentId)) return Expected(absl::StrCat("the body's operation (%r = stablehlo.add ...)"));
@@ -480,19 +497,7 @@ absl::StatusOr<ReduceKind> Parser::ParseReducerBody(Op op, const TensorType& sca
   Advance();
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, "after the result name"));
   const bool generic = Is(TokenKind::kString);
-  std::string body_op = generic ? DecodeString(cur_) : Is(TokenKind::kBareId) ? std::string(cur_.text) : "";
-  ReduceKind kind;
-  if (body_op == "stablehlo.add") {
-    kind = ReduceKind::kSum;
-  } else if (body_op == "stablehlo.maximum" && op == Op::kReduce) {
-    kind = ReduceKind::kMax;
-  } else {
-    return ErrorAt(cur_.offset,
-                   absl::StrCat("unsupported body of ", op_name, ": expected ",
-                                op == Op::kReduce ? "\"stablehlo.add\" or \"stablehlo.maximum\""
-                                                  : "\"stablehlo.add\", or stablehlo.return of the update (assign)",
-                                ", got ", Describe(cur_)));
-  }
+  PCP_ASSIGN_OR_RETURN(ReducerBody kind, ReducerOf(op, scalar.dtype, /*generic=*/true));
   Advance();
   size_t operands_offset = cur_.offset;
   if (generic) PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "to start the operand list"));
@@ -534,8 +539,8 @@ absl::StatusOr<ReduceKind> Parser::ParseReducerBody(Op op, const TensorType& sca
 
 absl::Status Parser::ParseRegionReturn(const std::string& r, const TensorType& scalar) {
   // "stablehlo.return"(%r) : (t) -> (), or stablehlo.return %r : t
-  const bool generic_return = IsOpName(cur_, "stablehlo.return");
-  if (!generic_return && !IsWord("stablehlo.return")) return Expected("stablehlo.return ending the body");
+  const bool generic_return = Is(TokenKind::kString) && IsOp("stablehlo.return");
+  if (!IsOp("stablehlo.return")) return Expected("stablehlo.return ending the body");
   Advance();
   if (generic_return) PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "after \"stablehlo.return\""));
   if (!Is(TokenKind::kPercentId) || cur_.text != r) return Expected(absl::StrCat("'", r, "' (the body's result)"));

@@ -59,6 +59,16 @@ struct OpAttributes {
 
 inline constexpr size_t kNoInstruction = ~size_t{0};
 
+// What a reduce / scatter region's body computes: ReduceKind's add or maximum, or, for a
+// reduce over i1, stablehlo.or / stablehlo.and, which AddLogicalReduce (text_compat.cc)
+// rewrites into a maximum: PCP has no IR op or ReduceKind for them.
+enum class ReducerBody : uint8_t { kAdd, kMaximum, kOr, kAnd };
+
+// Exporters' spellings of the ops PCP knows (text_compat.cc): old MHLO's "mhlo.X" names the
+// op StableHLO calls "stablehlo.X" (MHLO is StableHLO's predecessor; the ops PCP has kept
+// their semantics). Any other name is returned unchanged.
+std::string CanonicalOpName(absl::string_view name);
+
 // A dense_resource<key> constant, filled in from the file's dialect_resources once read.
 struct PendingResource {
   std::string key;
@@ -117,6 +127,12 @@ class Parser {
   }
   bool Is(TokenKind kind) const { return cur_.kind == kind; }
   bool IsWord(absl::string_view word) const { return cur_.kind == TokenKind::kBareId && cur_.text == word; }
+  // Whether the current token names op `stablehlo_name` in either form ("..." or bare), in
+  // any spelling CanonicalOpName accepts (text_compat.cc).
+  bool IsOp(absl::string_view stablehlo_name) const;
+  // Whether the current token is `#stablehlo<suffix>` or old MHLO's `#mhlo<suffix>`
+  // (suffix "" for #stablehlo<...>, ".dot" for #stablehlo.dot<...>).
+  bool IsDialectAttr(absl::string_view suffix) const;
   bool ConsumeIf(TokenKind kind);
   // "expected <what>, got <current token>" at the current token.
   absl::Status Expected(absl::string_view what) const;
@@ -166,17 +182,32 @@ class Parser {
   absl::Status UnsupportedOperation(size_t offset, absl::string_view name) const;
   // Parses `({ ^bb0(%a: t, %b: t): <body> })`, the generic form of a reduce / scatter region.
   // A scatter's region may also return its second argument (assign), if `assign` is given.
-  absl::StatusOr<ReduceKind> ParseReductionRegion(Op op, DType dtype, const Scope& scope, bool* assign = nullptr);
+  absl::StatusOr<ReducerBody> ParseReductionRegion(Op op, DType dtype, const Scope& scope, bool* assign = nullptr);
   // A reduction body's two block arguments "%a: t, %b: t" (new names, both of type `scalar`)
   // into `args`; `comma_hint` and `type_error` (followed by the expected and the given type)
   // word the errors.
   absl::Status ParseScalarArgPair(const Scope& scope, const TensorType& scalar, absl::string_view comma_hint,
                                   absl::string_view type_error, std::string (&args)[2]);
-  // The body of a reduction region after its block arguments `args`: %r = add|maximum of
-  // the two arguments, then stablehlo.return %r; each operation in either form. With
-  // `assign`, a scatter's body may be just `stablehlo.return` of the second argument.
-  absl::StatusOr<ReduceKind> ParseReducerBody(Op op, const TensorType& scalar, const std::string (&args)[2],
+  // The body of a reduction region after its block arguments `args`: %r = add|maximum (a
+  // reduce over i1 also or|and) of the two arguments, then stablehlo.return %r; each
+  // operation in either form. With `assign`, a scatter's body may be just `stablehlo.return`
+  // of the second argument.
+  absl::StatusOr<ReducerBody> ParseReducerBody(Op op, const TensorType& scalar, const std::string (&args)[2],
                                               const Scope& scope, bool* assign = nullptr);
+  // The reducer named by the current token (stablehlo.add, ...: `applies X`, or a body's op)
+  // for a reduction over `dtype`; an error naming the token for anything else.
+  absl::StatusOr<ReducerBody> ReducerOf(Op op, DType dtype, bool generic) const;
+  // A reduce whose body is or / and (over i1), rewritten (text_compat.cc): or = convert to
+  // f32, reduce maximum, != 0, or the init; and(x) = not(or(not x)). Checks the operation's
+  // type like AddOperation, binds `result` to the last instruction.
+  absl::Status AddLogicalReduce(Function* f, Scope* scope, ReducerBody body, const Token& result, size_t op_offset,
+                                size_t type_offset, const std::vector<ValueId>& operands,
+                                const std::vector<size_t>& operand_offsets, const std::vector<TensorType>& in,
+                                const std::vector<TensorType>& out, std::vector<int64_t> dims);
+  // Old StableHLO's / MHLO's dot(lhs, rhs) of rank-1 or rank-2 operands: dot_general
+  // contracting lhs's last dimension with rhs's first (text_compat.cc). `types` are the
+  // operands' types, as declared; an error at `op_offset` for other ranks.
+  absl::Status LegacyDotDims(const std::vector<TensorType>& types, size_t op_offset, DotDims* dims) const;
   // `stablehlo.return %r : scalar` ending a region body, in either form.
   absl::Status ParseRegionReturn(const std::string& r, const TensorType& scalar);
 
@@ -188,7 +219,9 @@ class Parser {
   // `{key = value, ...}` whose keys are all metadata PCP may ignore (see IgnorableAttribute),
   // or pcp.name if `pcp_name` is not null; `what` names the owner in errors. Nothing if the
   // current token is not '{'.
-  absl::Status ParseIgnorableAttributes(absl::string_view what, std::string* pcp_name = nullptr);
+  // With `symbol`, also sym_name / sym_visibility (a generic builtin.module's name: PCP's
+  // Module has none).
+  absl::Status ParseIgnorableAttributes(absl::string_view what, std::string* pcp_name = nullptr, bool symbol = false);
   // Skips one attribute value (balanced brackets), for ignorable attributes.
   absl::Status SkipAttributeValue();
   // `#loc1 = loc(...)` definitions, which may open or close a file; other aliases are errors.

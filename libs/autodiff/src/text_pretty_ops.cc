@@ -97,7 +97,8 @@ absl::Status Parser::ExpectKey(absl::string_view key, absl::string_view op_name)
 absl::Status Parser::ParsePrettyOperation(Function* f, Scope* scope, const Token& result, size_t op_offset,
                                           std::vector<TensorType>* result_types, bool* returned) {
   const size_t name_offset = cur_.offset;
-  const std::string name(cur_.text);
+  const std::string written(cur_.text);  // errors name the op as written
+  const std::string name = CanonicalOpName(written);
   Advance();
   std::vector<ValueId> operands;
   std::vector<size_t> offsets;
@@ -132,8 +133,9 @@ absl::Status Parser::ParsePrettyOperation(Function* f, Scope* scope, const Token
     return AddDynamicIota(f, scope, result, op_offset, type_offset, operands[0], offsets[0], in, out,
                           std::move(attrs));
   }
-  absl::StatusOr<Op> op = name == "arith.constant" ? Op::kConstant : ParseOp(name);
-  if (!op.ok()) return UnsupportedOperation(name_offset, name);
+  const bool legacy_dot = name == "stablehlo.dot";  // dot_general with dims from the ranks (text_compat.cc)
+  absl::StatusOr<Op> op = name == "arith.constant" ? Op::kConstant : legacy_dot ? Op::kDotGeneral : ParseOp(name);
+  if (!op.ok()) return UnsupportedOperation(name_offset, written);
   if (*op == Op::kGather || *op == Op::kScatter) {
     return ErrorAt(name_offset, absl::StrCat(name, " has no pretty form; write it in the generic form (\"", name,
                                              "\"(...) <{...}> : (...) -> ...)"));
@@ -205,7 +207,12 @@ absl::Status Parser::ParsePrettyOperation(Function* f, Scope* scope, const Token
     }
     case Op::kDotGeneral: {
       PCP_RETURN_IF_ERROR(ParsePrettyOperands(*scope, &operands, &offsets));
+      const size_t attrs_offset = cur_.offset;
       PCP_RETURN_IF_ERROR(ParsePrettyDotGeneral(&attrs));
+      if (legacy_dot && attrs.dot != DotDims{}) {  // dot's own attribute is precision only
+        return ErrorAt(attrs_offset, absl::StrCat(written, " takes no batching_dims or contracting_dims: it "
+                                                  "contracts lhs's last dimension with rhs's first"));
+      }
       break;
     }
     default: {  // elementwise ops, select, convert, reshape, chlo.erf: operands only
@@ -220,6 +227,7 @@ absl::Status Parser::ParsePrettyOperation(Function* f, Scope* scope, const Token
   }
   PCP_RETURN_IF_ERROR(ParseIgnorableAttributes(name));
   PCP_RETURN_IF_ERROR(ParsePrettyType(operands.size(), &type_offset, &in, &out));
+  if (legacy_dot) PCP_RETURN_IF_ERROR(LegacyDotDims(in, op_offset, &attrs.dot));
   return AddOperation(f, scope, *op, result, op_offset, type_offset, std::move(operands), offsets, in, out,
                       std::move(attrs), parsed);
 }
@@ -300,16 +308,10 @@ absl::Status Parser::ParsePrettyReduce(Function* f, Scope* scope, const Token& r
   Attributes attrs;
   const TensorType scalar{f->type(operands[0]).dtype, {}};
   const bool applies = IsWord("applies");
+  ReducerBody body = ReducerBody::kAdd;
   if (applies) {
     Advance();
-    if (IsWord("stablehlo.add")) {
-      attrs.reduce_kind = ReduceKind::kSum;
-    } else if (IsWord("stablehlo.maximum")) {
-      attrs.reduce_kind = ReduceKind::kMax;
-    } else {
-      return ErrorAt(cur_.offset, absl::StrCat("unsupported body of stablehlo.reduce: expected stablehlo.add or "
-                                               "stablehlo.maximum, got ", Describe(cur_)));
-    }
+    PCP_ASSIGN_OR_RETURN(body, ReducerOf(Op::kReduce, scalar.dtype, /*generic=*/false));
     Advance();
   }
   PCP_RETURN_IF_ERROR(ExpectWord("across", "in stablehlo.reduce"));
@@ -328,9 +330,14 @@ absl::Status Parser::ParsePrettyReduce(Function* f, Scope* scope, const Token& r
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "(the reducer takes two arguments)"));
     if (Is(TokenKind::kLParen)) return ErrorAt(cur_.offset, "stablehlo.reduce with several inputs is not supported");
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kLBrace, "to start the reducer's body"));
-    PCP_ASSIGN_OR_RETURN(attrs.reduce_kind, ParseReducerBody(Op::kReduce, scalar, args, *scope));
+    PCP_ASSIGN_OR_RETURN(body, ParseReducerBody(Op::kReduce, scalar, args, *scope));
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, "after stablehlo.return (the reducer is a single operation)"));
   }
+  if (body == ReducerBody::kOr || body == ReducerBody::kAnd) {
+    return AddLogicalReduce(f, scope, body, result, op_offset, type_offset, operands, offsets, in, out,
+                            std::move(attrs.dims));
+  }
+  attrs.reduce_kind = body == ReducerBody::kMaximum ? ReduceKind::kMax : ReduceKind::kSum;
   return AddOperation(f, scope, Op::kReduce, result, op_offset, type_offset, std::move(operands), offsets, in, out,
                       std::move(attrs), OpAttributes{});
 }

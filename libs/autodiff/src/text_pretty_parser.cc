@@ -74,7 +74,7 @@ absl::Status Parser::SkipAttributeValue() {
   }
 }
 
-absl::Status Parser::ParseIgnorableAttributes(absl::string_view what, std::string* pcp_name) {
+absl::Status Parser::ParseIgnorableAttributes(absl::string_view what, std::string* pcp_name, bool symbol) {
   if (!ConsumeIf(TokenKind::kLBrace)) return absl::OkStatus();
   if (ConsumeIf(TokenKind::kRBrace)) return absl::OkStatus();
   do {
@@ -99,7 +99,7 @@ absl::Status Parser::ParseIgnorableAttributes(absl::string_view what, std::strin
         if (!Is(TokenKind::kBareId)) return Expected("an integer type");
         Advance();
       }
-    } else if (IgnorableAttribute(key)) {
+    } else if (IgnorableAttribute(key) || (symbol && (key == "sym_name" || key == "sym_visibility"))) {
       if (ConsumeIf(TokenKind::kEqual)) PCP_RETURN_IF_ERROR(SkipAttributeValue());
     } else {
       return ErrorAt(key_offset, absl::StrCat("unsupported attribute '", key, "' on ", what, " (PCP reads past only ",

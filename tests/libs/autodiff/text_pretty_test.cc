@@ -372,7 +372,8 @@ TEST(TextPrettyTest, ErrorsNameLineColumnAndWhatIsUnsupported) {
                                       "    %0 = stablehlo.reduce(%t init: %z) applies stablehlo.multiply across "
                                       "dimensions = [0] : (tensor<4x5xf32>, tensor<f32>) -> tensor<5xf32>",
                                       "tensor<5xf32>"),
-       "t.mlir:4:48: unsupported body of stablehlo.reduce: expected stablehlo.add or stablehlo.maximum, got "
+       "t.mlir:4:48: unsupported body of stablehlo.reduce: expected stablehlo.add, stablehlo.maximum, or "
+       "stablehlo.or / stablehlo.and over i1, got "
        "'stablehlo.multiply'"},
       {"variadic reduce", PrettyErrorText("    %z = stablehlo.constant dense<1.0> : tensor<f32>\n"
                                           "    %0 = stablehlo.reduce(%t init: %z), (%t init: %z) across dimensions = "

@@ -330,7 +330,8 @@ TEST(TextTest, ErrorsNameLineColumnAndWhatWasExpected) {
                  "    \"stablehlo.return\"(%p) : (tensor<f32>) -> ()\n"
                  "  }) {dimensions = dense<0> : tensor<1xi64>} : (tensor<4x5xf32>, tensor<f32>) -> tensor<5xf32>",
                  "tensor<5xf32>"),
-       "t.mlir:6:10: unsupported body of stablehlo.reduce: expected \"stablehlo.add\" or \"stablehlo.maximum\", got "
+       "t.mlir:6:10: unsupported body of stablehlo.reduce: expected \"stablehlo.add\", \"stablehlo.maximum\", or "
+       "\"stablehlo.or\" / \"stablehlo.and\" over i1, got "
        "\"stablehlo.multiply\""},
       {"unsupported scatter body",
        ErrorText("  %u = \"stablehlo.constant\"() {value = dense<1.0> : tensor<3x5xf32>} : () -> tensor<3x5xf32>\n"

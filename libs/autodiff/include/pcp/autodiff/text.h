@@ -87,6 +87,19 @@
 // integer tensor with one entry per result dimension and, when it is a constant or folds to
 // one, equal the result shape (else an error at the operand). A dynamic result type
 // (tensor<?xi64>) is an error at line:col: PCP has static shapes only. Printing gives iota.
+// Older exporters' spellings, rewritten while parsing into the ops above (text_compat.cc):
+// old MHLO (byteir, tt-xla) reads as StableHLO: "mhlo.X" / mhlo.X is stablehlo.X for the ops
+// PCP has (errors name the op as written: unsupported operation 'mhlo.rng'), #mhlo.dot /
+// #mhlo.gather / #mhlo.scatter<..>, #mhlo<comparison_direction LT>, #mhlo<comparison_type ..>,
+// #mhlo<precision ..> as their #stablehlo forms, and comparison_direction = "LT" as a string.
+// The legacy `stablehlo.dot %a, %b[, precision = [..]] : (t1, t2) -> r` ("stablehlo.dot" /
+// "mhlo.dot" generic, precision_config ignored) of rank-1 / rank-2 operands is dot_general
+// contracting lhs's last dimension with rhs's first; other ranks are an error at the op.
+// A generic "builtin.module"() <{sym_name = ..}> ({..}) {torch.debug_module_name = ..} reads
+// past its name and the metadata attributes the pretty module does.
+// stablehlo.reduce over i1 with an or body (`applies stablehlo.or`, or a region) is convert to
+// f32, reduce maximum, compare NE 0, or the init; an and body is not(or(not x, not init));
+// or / and over integers (bitwise) and other bodies (multiply, ...) stay errors.
 // Locations (loc(...), #loc aliases) are skipped. Attributes that only shard, lay out or name
 // things (mhlo.sharding, jax.result_info, ...; text_pretty_parser.cc lists them) are read past;
 // any other attribute, op or element type PCP cannot honour is an error naming it at line:col.
