@@ -183,7 +183,8 @@ absl::StatusOr<bool> OuterOptimizer::StepInPlaceIfFinite(std::vector<Tensor> gra
       const float b = mu * b_in[k] + g[k];
       const float update = options_.nesterov ? g[k] + mu * b : b;
       const float p = p_in[k] - lr * update;
-      finite &= std::isfinite(b) & std::isfinite(p);
+      finite &= std::isfinite(b);  // two &=, not &&: no branch in the loop
+      finite &= std::isfinite(p);
     }
     if (!finite) return false;
   }
