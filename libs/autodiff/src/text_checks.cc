@@ -6,6 +6,7 @@
 //   check.expect_close %a, %b, max_ulp_difference = N[, min_ulp_difference = M] : t, t
 //   stablehlo.custom_call @check.expect_close(%a, %b) {has_side_effect = true} : (t, t) -> ()
 // and the same in the generic form ("check.expect_eq_const"(%a) <{value = dense<..> : t}> : (t) -> ()).
+// IREE's tests put the operands in parentheses: check.expect_almost_eq_const(%a, dense<..> : t) : t.
 // A check's operands are appended to its function's results when calls are linked
 // (text_calls.cc). See text.h.
 #include <cstdlib>
@@ -246,6 +247,12 @@ absl::Status Parser::ParseCheckOp(Function* f, Scope* scope, const Token& result
   if (result.kind != TokenKind::kEof) return ErrorAt(op_offset, absl::StrCat(name, " has no results"));
   std::vector<ValueId> operands;
   std::vector<size_t> offsets;
+  // IREE's tests write the operands in parentheses: check.expect_eq_const(%a, dense<..> : t) : t.
+  const bool parenthesised = ConsumeIf(TokenKind::kLParen);
+  if (!Is(TokenKind::kPercentId)) {
+    return Expected(absl::StrCat("the operands of ", name, " (", name, " %a, ", constant ? "dense<...> : t" : "%b : t",
+                                 ", or in parentheses as IREE writes them)"));
+  }
   PCP_RETURN_IF_ERROR(ParseOperand(*scope, &operands, &offsets));
   const TensorType lhs_type = f->type(operands[0]);
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kComma, absl::StrCat("after the first operand of ", name)));
@@ -261,6 +268,18 @@ absl::Status Parser::ParseCheckOp(Function* f, Scope* scope, const Token& result
     operands.push_back(f->AddInstruction(Op::kConstant, {}, type, std::move(attrs)));
   } else {
     PCP_RETURN_IF_ERROR(ParseOperand(*scope, &operands, &offsets));
+  }
+  if (parenthesised) {
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, absl::StrCat("to close the operands of ", name)));
+    if (constant && Is(TokenKind::kColon)) {  // `: t`, the operand's type again
+      Advance();
+      const size_t type_offset = cur_.offset;
+      PCP_ASSIGN_OR_RETURN(TensorType t, ParseTensorType());
+      if (t != lhs_type) {
+        return ErrorAt(type_offset, absl::StrCat("the type ", t.ToString(), " of ", name, " is not its operand's, ",
+                                                 lhs_type.ToString()));
+      }
+    }
   }
   // `, tolerance = X [: f64]`, `, max_ulp_difference = N`, `, min_ulp_difference = M`.
   while (ConsumeIf(TokenKind::kComma)) {

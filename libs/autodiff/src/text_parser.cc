@@ -300,10 +300,9 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
   if (IsWord("call") || IsWord("func.call") || IsOpName(cur_, "func.call")) {
     return ParseCall(f, scope, result, num_results, op_offset);
   }
+  // Before the several-results check: a custom call is refused by its target, which says more.
+  if (IsOp("stablehlo.custom_call")) return ParseCustomCall(f, scope, result, op_offset);
   if (num_results > 1) return ErrorAt(several_offset, "operations with several results are not supported");
-  if (IsOp("stablehlo.custom_call")) {
-    return ParseCustomCall(f, scope, result, op_offset);
-  }
   if (IsOp("stablehlo.composite")) return CompositeError(op_offset);
   if ((Is(TokenKind::kBareId) && absl::StartsWith(cur_.text, "check.")) ||
       (Is(TokenKind::kString) && absl::StartsWith(DecodeString(cur_), "check."))) {
@@ -334,7 +333,10 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
   // dynamic_iota is read as iota with its attributes, plus the shape operand (text_dynamic_iota.cc).
   const bool dynamic_iota = name == "stablehlo.dynamic_iota";
   const bool legacy_dot = name == "stablehlo.dot";  // dot_general with dims from the ranks (text_compat.cc)
-  absl::StatusOr<Op> op = dynamic_iota ? Op::kIota : legacy_dot ? Op::kDotGeneral : ParseOp(name);
+  absl::StatusOr<Op> op = dynamic_iota                ? Op::kIota
+                          : legacy_dot                ? Op::kDotGeneral
+                          : name == "arith.constant"  ? Op::kConstant  // as in the pretty form
+                                                      : ParseOp(name);
   if (!op.ok()) return UnsupportedOperation(name_offset, written);
   if (result.kind == TokenKind::kEof) {
     return ErrorAt(op_offset, absl::StrCat(name, " must define a result (%name = \"", name, "\"(...))"));

@@ -230,5 +230,61 @@ TEST(TextCompatTest, OtherReduceBodiesStayErrors) {
   }
 }
 
+// byteir's generic "arith.constant" reads like the pretty one; a custom call with several
+// results is refused by its target, which says more than "several results".
+TEST(TextCompatTest, GenericArithConstantAndMultiResultCustomCall) {
+  absl::StatusOr<Module> m = ParseModule(R"(func.func @f() -> tensor<2xi64> {
+  %0 = "arith.constant"() {value = dense<[64, 256]> : tensor<2xi64>} : () -> tensor<2xi64>
+  return %0 : tensor<2xi64>
+}
+)", "c.mlir");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->functions[0].instructions[0].op, Op::kConstant);
+  absl::StatusOr<Module> call = ParseModule(R"(func.func @f(%arg0: tensor<2xf32>) -> tensor<2xf32> {
+  %0:2 = "mhlo.custom_call"(%arg0) {call_target_name = "byteir.layer_norm", has_side_effect = false} : (tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)
+  return %arg0 : tensor<2xf32>
+}
+)", "c.mlir");
+  ASSERT_FALSE(call.ok());
+  EXPECT_TRUE(absl::StartsWith(call.status().message(), "c.mlir:2:3: custom_call @byteir.layer_norm is not supported"))
+      << call.status();
+}
+
+// IREE writes its checks with parenthesised operands; other shapes say what is expected.
+TEST(TextCompatTest, IreeCheckSpelling) {
+  const std::string text = R"(func.func @f(%arg0: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = stablehlo.add %arg0, %arg0 : tensor<2xf32>
+  check.expect_almost_eq_const(%0, dense<[2.0, 4.0]> : tensor<2xf32>) : tensor<2xf32>
+  check.expect_eq(%0, %0) : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+)";
+  absl::StatusOr<Module> refused = ParseModule(text, "iree.mlir");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::StartsWith(refused.status().message(), "iree.mlir:3:3: check.expect_almost_eq_const is not supported"))
+      << refused.status();
+  std::vector<ParsedCheck> checks;
+  absl::StatusOr<Module> m = ParseModule(text, "iree.mlir", ParseOptions{.checks = &checks});
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(checks.size(), 2u);
+  absl::StatusOr<std::vector<Tensor>> out = Interpret(m->functions[0], {Tensor::FromVector<float>({2}, {1, 2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[checks[0].rhs_result].ToVector<float>(), (std::vector<float>{2, 4}));
+  EXPECT_EQ((*out)[checks[0].lhs_result].ToVector<float>(), (std::vector<float>{2, 4}));
+
+  for (const char* bad : {"check.expect_eq_const(dense<1.0> : tensor<2xf32>, %0) : tensor<2xf32>",
+                          "check.expect_eq_const(%0, dense<1.0> : tensor<2xf32>) : tensor<3xf32>"}) {
+    std::string bad_text = text;
+    bad_text.replace(bad_text.find("check.expect_almost"), std::string("check.expect_almost_eq_const(%0, dense<[2.0, 4.0]> "
+                                                                       ": tensor<2xf32>) : tensor<2xf32>").size(), bad);
+    absl::StatusOr<Module> b = ParseModule(bad_text, "iree.mlir", ParseOptions{.checks = &checks});
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_TRUE(absl::StrContains(b.status().message(), "iree.mlir:3:")) << b.status();
+    EXPECT_TRUE(absl::StrContains(b.status().message(), "expected the operands of check.expect_eq_const") ||
+                absl::StrContains(b.status().message(), "is not its operand's"))
+        << b.status();
+  }
+}
+
 }  // namespace
 }  // namespace pcp

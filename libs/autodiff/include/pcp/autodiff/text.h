@@ -100,6 +100,8 @@
 // stablehlo.reduce over i1 with an or body (`applies stablehlo.or`, or a region) is convert to
 // f32, reduce maximum, compare NE 0, or the init; an and body is not(or(not x, not init));
 // or / and over integers (bitwise) and other bodies (multiply, ...) stay errors.
+// The generic "arith.constant"() {value = dense<..>} reads as stablehlo.constant, as the pretty
+// form does; a custom call with several results (%0:3 = ...) is refused by its target's name.
 // Locations (loc(...), #loc aliases) are skipped. Attributes that only shard, lay out or name
 // things (mhlo.sharding, jax.result_info, ...; text_pretty_parser.cc lists them) are read past;
 // any other attribute, op or element type PCP cannot honour is an error naming it at line:col.
@@ -142,7 +144,8 @@ absl::StatusOr<Module> ParseModule(absl::string_view text, absl::string_view sou
 // asks for the checks of StableHLO's test suites.
 
 // One check of StableHLO's test dialect (check.expect_eq[_const], expect_almost_eq[_const],
-// expect_close, or stablehlo.custom_call @check.expect_{eq,almost_eq,close}). Its two operands
+// expect_close, or stablehlo.custom_call @check.expect_{eq,almost_eq,close}; IREE's spelling
+// check.expect_eq_const(%a, dense<..> : t) : t with parenthesised operands too). Its two operands
 // (the constant of a _const form becomes a stablehlo.constant) are appended to the results of
 // `function`, named "check.KIND@LINE:COL:lhs" and "...:rhs", so any backend computes them.
 struct ParsedCheck {
