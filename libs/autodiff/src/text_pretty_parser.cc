@@ -20,6 +20,7 @@ constexpr absl::string_view kIgnorableAttributes[] = {
     "jax.buffer_donor",        "tf.aliasing_output",    "jax.uses_shape_polymorphism",
     "torch.debug_module_name", "torch.assume_strict_symbolic_shapes",
     "mhlo.cross_program_prefetches", "mhlo.is_dynamic", "mhlo.use_auto_spmd_partitioning",
+    "mhlo.input_output_alias",  // which result may reuse which argument's buffer: not values
     "mhlo.num_partitions",     "mhlo.num_replicas",  // must be 1: checked where read
 };
 

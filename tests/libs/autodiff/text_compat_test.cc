@@ -102,6 +102,17 @@ TEST(TextCompatTest, GenericModuleAttributesAndPropertiesAreReadPast) {
       << bad.status();
 }
 
+// tt-xla's module says which results alias which arguments: buffers, not values.
+TEST(TextCompatTest, InputOutputAliasOnTheModuleIsReadPast) {
+  absl::StatusOr<Module> m = ParseModule(R"(module @SyncTensorsGraph.5 attributes {mhlo.cross_program_prefetches = [], mhlo.input_output_alias = [], mhlo.is_dynamic = false} {
+  func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {
+    return %arg0 : tensor<2xf32>
+  }
+}
+)", "alias.mlir");
+  ASSERT_TRUE(m.ok()) << m.status();
+}
+
 // dot of every rank pair, generic and pretty, against dot_general computed by hand.
 TEST(TextCompatTest, LegacyDotIsDotGeneralOverLastAndFirstDimensions) {
   struct Case {

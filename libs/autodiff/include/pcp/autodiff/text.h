@@ -96,7 +96,8 @@
 // "mhlo.dot" generic, precision_config ignored) of rank-1 / rank-2 operands is dot_general
 // contracting lhs's last dimension with rhs's first; other ranks are an error at the op.
 // A generic "builtin.module"() <{sym_name = ..}> ({..}) {torch.debug_module_name = ..} reads
-// past its name and the metadata attributes the pretty module does.
+// past its name and the metadata attributes the pretty module does (which include tt-xla's
+// mhlo.input_output_alias: buffer reuse, not values).
 // stablehlo.reduce over i1 with an or body (`applies stablehlo.or`, or a region) is convert to
 // f32, reduce maximum, compare NE 0, or the init; an and body is not(or(not x, not init));
 // or / and over integers (bitwise) and other bodies (multiply, ...) stay errors.
