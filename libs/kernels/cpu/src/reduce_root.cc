@@ -92,7 +92,7 @@ struct Reducer {
       hi = load(lanes + 8);
     }
     lo = combine(lo, hi);
-    // __builtin_shufflevector, not GCC's __builtin_shuffle: GCC 12 and clang both accept it
+    // __builtin_shufflevector, not GCC's own vector-shuffle builtin: GCC 12 and clang both accept it
     // (scripts/clang-check.sh keeps it that way).
     lo = combine(lo, __builtin_shufflevector(lo, lo, 4, 5, 6, 7, 4, 5, 6, 7));
     lo = combine(lo, __builtin_shufflevector(lo, lo, 2, 3, 2, 3, 2, 3, 2, 3));
