@@ -44,6 +44,30 @@ Token Parser::PeekToken() {
   return next;
 }
 
+absl::Status Parser::ParseAttributeDicts(const std::function<absl::Status(const std::string&, size_t)>& on_key,
+                                         bool unit_attributes) {
+  for (int dict = 0; dict < 2; ++dict) {
+    const bool properties = ConsumeIf(TokenKind::kLess);
+    if (!Is(TokenKind::kLBrace)) {
+      if (properties) return Expected("'{' after '<' (properties are written <{...}>)");
+      break;
+    }
+    Advance();
+    if (!Is(TokenKind::kRBrace)) {
+      do {
+        const size_t key_offset = cur_.offset;
+        PCP_ASSIGN_OR_RETURN(std::string key, ParseAttrName());
+        if (unit_attributes && !Is(TokenKind::kEqual)) continue;
+        PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, absl::StrCat("after '", key, "'")));
+        PCP_RETURN_IF_ERROR(on_key(key, key_offset));
+      } while (ConsumeIf(TokenKind::kComma));
+    }
+    PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, "to close the attributes"));
+    if (properties) PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close the properties <{...}>"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Parser::ParseCall(Function* f, Scope* scope, const Token& result, int num_results, size_t op_offset) {
   PendingCall call;
   call.op_offset = op_offset;
@@ -53,33 +77,19 @@ absl::Status Parser::ParseCall(Function* f, Scope* scope, const Token& result, i
   if (generic) {
     PCP_RETURN_IF_ERROR(ParseOperandList(*scope, &call.operands, &offsets));
     // {callee = @f}, as properties <{...}> or an attribute dictionary (or both).
-    for (int dict = 0; dict < 2; ++dict) {
-      const bool properties = ConsumeIf(TokenKind::kLess);
-      if (!Is(TokenKind::kLBrace)) {
-        if (properties) return Expected("'{' after '<' (properties are written <{...}>)");
-        break;
+    PCP_RETURN_IF_ERROR(ParseAttributeDicts([&](const std::string& key, size_t key_offset) -> absl::Status {
+      if (key == "callee") {
+        if (!Is(TokenKind::kAtId)) return Expected("the callee (@name)");
+        call.callee = SymbolName(cur_);
+        call.callee_offset = cur_.offset;
+        Advance();
+        return absl::OkStatus();
       }
-      Advance();
-      if (!Is(TokenKind::kRBrace)) {
-        do {
-          const size_t key_offset = cur_.offset;
-          PCP_ASSIGN_OR_RETURN(std::string key, ParseAttrName());
-          PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, absl::StrCat("after '", key, "'")));
-          if (key == "callee") {
-            if (!Is(TokenKind::kAtId)) return Expected("the callee (@name)");
-            call.callee = SymbolName(cur_);
-            call.callee_offset = cur_.offset;
-            Advance();
-          } else if (key == "arg_attrs" || key == "res_attrs" || key == "no_inline") {
-            PCP_RETURN_IF_ERROR(SkipAttributeValue());  // PCP inlines every call either way
-          } else {
-            return ErrorAt(key_offset, absl::StrCat("unsupported attribute '", key, "' on func.call"));
-          }
-        } while (ConsumeIf(TokenKind::kComma));
+      if (key == "arg_attrs" || key == "res_attrs" || key == "no_inline") {
+        return SkipAttributeValue();  // PCP inlines every call either way
       }
-      PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, "to close the attributes"));
-      if (properties) PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close the properties <{...}>"));
-    }
+      return ErrorAt(key_offset, absl::StrCat("unsupported attribute '", key, "' on func.call"));
+    }));
     if (call.callee.empty()) return ErrorAt(op_offset, "func.call needs a callee attribute ({callee = @name})");
   } else {
     if (!Is(TokenKind::kAtId)) return Expected("the callee (@name)");

@@ -79,27 +79,13 @@ absl::Status Parser::ParseCustomCall(Function* f, Scope* scope, const Token& res
   PCP_RETURN_IF_ERROR(ParseOperandList(*scope, &operands, &offsets));
   // Attributes (properties <{...}> and / or a dictionary): the target's name in the generic
   // form; has_side_effect, backend_config, api_version... say nothing a check needs.
-  for (int dict = 0; dict < 2; ++dict) {
-    const bool properties = ConsumeIf(TokenKind::kLess);
-    if (!Is(TokenKind::kLBrace)) {
-      if (properties) return Expected("'{' after '<' (properties are written <{...}>)");
-      break;
-    }
-    Advance();
-    if (!Is(TokenKind::kRBrace)) {
-      do {
-        PCP_ASSIGN_OR_RETURN(std::string key, ParseAttrName());
-        if (!ConsumeIf(TokenKind::kEqual)) continue;  // a unit attribute
-        if (key == "call_target_name") {
-          PCP_ASSIGN_OR_RETURN(target, ParseString("the target's name"));
-        } else {
-          PCP_RETURN_IF_ERROR(SkipAttributeValue());
-        }
-      } while (ConsumeIf(TokenKind::kComma));
-    }
-    PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, "to close the attributes"));
-    if (properties) PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close the properties <{...}>"));
-  }
+  PCP_RETURN_IF_ERROR(ParseAttributeDicts(
+      [&](const std::string& key, size_t) -> absl::Status {
+        if (key != "call_target_name") return SkipAttributeValue();
+        PCP_ASSIGN_OR_RETURN(target, ParseString("the target's name"));
+        return absl::OkStatus();
+      },
+      /*unit_attributes=*/true));
   if (target.empty()) return ErrorAt(op_offset, "stablehlo.custom_call needs a call_target_name");
   if (!CheckKind(target, &kind, &constant) || constant || options_.checks == nullptr) return refuse(target);
   if (result.kind != TokenKind::kEof) return ErrorAt(op_offset, absl::StrCat("custom_call @", target, " has no results"));
@@ -149,16 +135,22 @@ absl::Status Parser::CompositeError(size_t op_offset) {
                                                                                    decomposition, " instead")));
 }
 
+absl::Status Parser::BeginCheckOp(const std::string& name, const Token& result, size_t op_offset,
+                                  ParsedCheck* check, bool* constant) {
+  if (!CheckKind(name, &check->kind, constant)) {
+    return ErrorAt(op_offset, absl::StrCat("unsupported check op '", name, "'"));
+  }
+  check->op = name;
+  Advance();
+  if (result.kind != TokenKind::kEof) return ErrorAt(op_offset, absl::StrCat(name, " has no results"));
+  return absl::OkStatus();
+}
+
 absl::Status Parser::ParseGenericCheckOp(Function* f, Scope* scope, const Token& result, size_t op_offset) {
   const std::string name = DecodeString(cur_);
   ParsedCheck check;
   bool constant = false;
-  if (!CheckKind(name, &check.kind, &constant)) {
-    return ErrorAt(op_offset, absl::StrCat("unsupported check op '", name, "'"));
-  }
-  check.op = name;
-  Advance();
-  if (result.kind != TokenKind::kEof) return ErrorAt(op_offset, absl::StrCat(name, " has no results"));
+  PCP_RETURN_IF_ERROR(BeginCheckOp(name, result, op_offset, &check, &constant));
   std::vector<ValueId> operands;
   std::vector<size_t> offsets;
   PCP_RETURN_IF_ERROR(ParseOperandList(*scope, &operands, &offsets));
@@ -170,44 +162,30 @@ absl::Status Parser::ParseGenericCheckOp(Function* f, Scope* scope, const Token&
   std::optional<Tensor> value;
   TensorType value_type;
   size_t value_offset = op_offset;
-  for (int dict = 0; dict < 2; ++dict) {
-    const bool properties = ConsumeIf(TokenKind::kLess);
-    if (!Is(TokenKind::kLBrace)) {
-      if (properties) return Expected("'{' after '<' (properties are written <{...}>)");
-      break;
+  PCP_RETURN_IF_ERROR(ParseAttributeDicts([&](const std::string& key, size_t key_offset) -> absl::Status {
+    if (key == "value" && constant) {
+      value_offset = cur_.offset;
+      PCP_ASSIGN_OR_RETURN(value, ParseDenseElements(&value_type));
+      return absl::OkStatus();
     }
+    const bool tolerance = key == "tolerance" && check.kind == ParsedCheck::Kind::kAlmostEq;
+    const bool ulp = (key == "max_ulp_difference" || key == "min_ulp_difference") &&
+                     check.kind == ParsedCheck::Kind::kClose;
+    if (!tolerance && !ulp) return ErrorAt(key_offset, absl::StrCat("unsupported attribute '", key, "' on ", name));
+    if (!Is(TokenKind::kInteger) && !Is(TokenKind::kFloat)) return Expected("a number");
+    const std::string text(cur_.text);
     Advance();
-    if (!Is(TokenKind::kRBrace)) {
-      do {
-        const size_t key_offset = cur_.offset;
-        PCP_ASSIGN_OR_RETURN(std::string key, ParseAttrName());
-        PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, absl::StrCat("after '", key, "'")));
-        if (key == "value" && constant) {
-          value_offset = cur_.offset;
-          PCP_ASSIGN_OR_RETURN(value, ParseDenseElements(&value_type));
-        } else if ((key == "tolerance" && check.kind == ParsedCheck::Kind::kAlmostEq) ||
-                   ((key == "max_ulp_difference" || key == "min_ulp_difference") &&
-                    check.kind == ParsedCheck::Kind::kClose)) {
-          if (!Is(TokenKind::kInteger) && !Is(TokenKind::kFloat)) return Expected("a number");
-          const std::string text(cur_.text);
-          Advance();
-          if (ConsumeIf(TokenKind::kColon)) {  // : f64, : i64
-            if (!Is(TokenKind::kBareId)) return Expected("a type");
-            Advance();
-          }
-          if (key == "tolerance") {
-            check.tolerance = std::strtod(text.c_str(), nullptr);
-          } else {
-            (key == "max_ulp_difference" ? check.max_ulp : check.min_ulp) = std::strtoull(text.c_str(), nullptr, 0);
-          }
-        } else {
-          return ErrorAt(key_offset, absl::StrCat("unsupported attribute '", key, "' on ", name));
-        }
-      } while (ConsumeIf(TokenKind::kComma));
+    if (ConsumeIf(TokenKind::kColon)) {  // : f64, : i64
+      if (!Is(TokenKind::kBareId)) return Expected("a type");
+      Advance();
     }
-    PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, "to close the attributes"));
-    if (properties) PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close the properties <{...}>"));
-  }
+    if (tolerance) {
+      check.tolerance = std::strtod(text.c_str(), nullptr);
+    } else {
+      (key == "max_ulp_difference" ? check.max_ulp : check.min_ulp) = std::strtoull(text.c_str(), nullptr, 0);
+    }
+    return absl::OkStatus();
+  }));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, absl::StrCat("before the type of ", name)));
   const size_t type_offset = cur_.offset;
   std::vector<TensorType> in, out;
@@ -239,12 +217,7 @@ absl::Status Parser::ParseCheckOp(Function* f, Scope* scope, const Token& result
   const std::string name(cur_.text);
   ParsedCheck check;
   bool constant = false;
-  if (!CheckKind(name, &check.kind, &constant)) {
-    return ErrorAt(op_offset, absl::StrCat("unsupported check op '", name, "'"));
-  }
-  check.op = name;
-  Advance();
-  if (result.kind != TokenKind::kEof) return ErrorAt(op_offset, absl::StrCat(name, " has no results"));
+  PCP_RETURN_IF_ERROR(BeginCheckOp(name, result, op_offset, &check, &constant));
   std::vector<ValueId> operands;
   std::vector<size_t> offsets;
   // IREE's tests write the operands in parentheses: check.expect_eq_const(%a, dense<..> : t) : t.

@@ -13,6 +13,7 @@
 #define PCP_AUTODIFF_SRC_TEXT_PARSER_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -312,6 +313,15 @@ class Parser {
   // check.expect_eq[_const], expect_almost_eq[_const], expect_close, either form.
   absl::Status ParseCheckOp(Function* f, Scope* scope, const Token& result, size_t op_offset);
   absl::Status ParseGenericCheckOp(Function* f, Scope* scope, const Token& result, size_t op_offset);
+  // The start both forms of a check op share: its name `name` (the current token, consumed)
+  // into `check` and *constant, and the check that it defines no result.
+  absl::Status BeginCheckOp(const std::string& name, const Token& result, size_t op_offset, ParsedCheck* check,
+                            bool* constant);
+  // A generic op's attributes: properties <{k = v, ...}> and / or a dictionary {k = v, ...};
+  // `on_key` reads each value (the key and '=' consumed), given the key and its offset. With
+  // `unit_attributes`, a key without '= value' is read past.
+  absl::Status ParseAttributeDicts(const std::function<absl::Status(const std::string&, size_t)>& on_key,
+                                   bool unit_attributes = false);
   // Records `check` on lhs / rhs, or an error if options_.checks is not set.
   absl::Status AddCheck(ParsedCheck check, ValueId lhs, ValueId rhs, size_t op_offset);
   // The token after the current one, without consuming anything.
