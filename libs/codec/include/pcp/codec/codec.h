@@ -7,36 +7,16 @@
 //   BitsPerValue(codec) == 8.03125;                           // scales included
 //   int b = DefaultBlockSize(codec);                          // 1024
 //
-// The formats and why:
+// The formats (why absmax, these block sizes and int4 rather than FP4: docs/diloco.md#why-these-formats):
 //   f32   32 bits/value. Exact: the bytes of the floats.
 //   bf16  16 bits/value. Round to nearest even (as pcp::FloatToBFloat16, bit for bit):
 //         relative error ≤ 2^-8 for normal values; values beyond bf16's range become ±inf.
 //   int8  8 + 32/1024 = 8.03 bits/value. Symmetric, blockwise absmax: per block of 1024
 //         values an f32 scale s = absmax/127, q = round(x/s) in [-127, 127], x̂ = q·s, so
 //         |x − x̂| ≤ s/2 for every element (plus f32 rounding).
-//         Why absmax, not INTELLECT-1's σ rule (scale 6σ/256, values clipped at ±3σ, and a
-//         256-entry table of bucket means per chunk): absmax clips nothing, so the error of
-//         every element is bounded by s/2, and the largest coordinates of a Δ (the ones that
-//         matter most) are never the ones that lose most; it needs one max pass (no σ pass, no
-//         per-bucket means, which are a scatter that does not vectorise); decode is one
-//         multiply rather than a table gather; and error feedback returns what is lost.
-//         For Gaussian-like values the absmax of 1024 is ~3.3σ, a step of ~0.026σ: as fine
-//         as the σ rule's 6σ/256 = 0.023σ without its clipping.
-//         Why 1024: the scale costs 32/B bits per value; at B = 1024 that is 0.4%
-//         (32/8.03 = 3.98τ× fewer bytes than data-parallel; 4τ× exactly needs 8.0 bits and no
-//         scale at all, so no blockwise int8 reaches it). Smaller blocks confine an outlier's
-//         coarse step to fewer values (B = 256: 8.125 bits, 3.94τ×); with error feedback
-//         what an outlier block loses comes back in the next rounds, so the bytes win.
 //   int4  4 + 32/64 = 4.5 bits/value (32/4.5 = 7.1τ× fewer bytes than data-parallel).
 //         Symmetric blockwise int4, absmax: per block of 64 an f32 scale s = absmax/7,
 //         q = round(x/s) in [-7, 7], |x − x̂| ≤ s/2 = absmax/14.
-//         Why int4 and not FP4 E2M1 ({0, .5, 1, 1.5, 2, 3, 4, 6} × s): E2M1's steps near the
-//         block's absmax are 2s (its worst-case error is absmax/6, 2.3× int4's absmax/14);
-//         its finer steps near zero help heavy-tailed blocks, but within 64 values of a Δ
-//         (after error feedback) the values are close to Gaussian, where the uniform grid's
-//         mean squared error is as low or lower; and int4 decodes with one multiply.
-//         Why 64 (not 32): with an f32 scale, B = 32 costs 5 bits/value (6.4τ×, under the 7τ×
-//         target); B = 64 keeps 4.5.
 //
 // Blocks: the block size is written in each encoded buffer (a power of two in
 // [kMinBlockSize, kMaxBlockSize]); encoders use DefaultBlockSize unless told otherwise, and
