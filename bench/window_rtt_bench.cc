@@ -2,7 +2,7 @@
 // uploads to a server that announces a given HTTP/2 window (pcp/rpc/channel_options.h),
 // through an emulated link (libs/netem relay) of a given RTT, and the achieved rate is
 // printed next to window / RTT, the rate flow control allows when the link is not the limit.
-// Figures only, no pass/fail (README "Admission and limits" quotes them).
+// Figures only, no pass/fail (docs/operations.md, "Admission and limits", quotes them).
 //
 //   build/bench/pcp_window_rtt_bench [--rtt_ms=50] [--link_mbit=1000] [--message_kib=1024]
 //                                    [--windows_kib=64,512,4096,16384] [--seconds=3]

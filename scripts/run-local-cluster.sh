@@ -26,7 +26,7 @@
 #                    pcpctl as admin) and an admin token; pcpctl uses them via PCP_CA/PCP_CERT/
 #                    PCP_KEY/PCP_TOKEN_FILE; the grpcurl command line is printed
 #   --link-mbit R    emulate a WAN link between each worker and the shepherd: R Mbit/s each
-#                    way (the workers' --link_up_mbit/--link_down_mbit; README "Emulated links")
+#                    way (the workers' --link_up_mbit/--link_down_mbit; docs/benchmarks.md "Emulated links")
 #   --link-rtt-ms T  ... with a round-trip time of T ms (the workers' --link_rtt_ms)
 #   --worker-args A,B,...  more flags for every worker (comma-separated, as pcp-supervisor's
 #                    --worker_args), e.g. --worker-args=--link_up_mbit=1,--link_down_mbit=100

@@ -123,6 +123,7 @@ TEST_F(SystemdUnitsTest, InstallLaysOutEveryDeployFile) {
            "share/pcp/grafana/provisioning/datasources/pcp.yaml",
            "share/pcp/grafana/provisioning/dashboards/pcp.yaml",
            "share/doc/pcp/README.md",
+           "share/doc/pcp/docs/operations.md",
        }) {
     EXPECT_TRUE(fs::is_regular_file(prefix_ + "/" + path)) << path << " not installed; install log:\n" << install_log_;
   }

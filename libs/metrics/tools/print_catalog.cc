@@ -1,5 +1,5 @@
-// pcp-metrics-catalog: prints every metric PCP exports as a Markdown table (the README's
-// "Metrics" section is this output).
+// pcp-metrics-catalog: prints every metric PCP exports as a Markdown table (the "Metrics"
+// section of docs/operations.md is this output; metrics_readme_test checks it).
 //
 //   build/libs/metrics/pcp-metrics-catalog > /tmp/metrics.md
 #include <cstdio>

@@ -1,13 +1,13 @@
 // Every Prometheus metric PCP exports, declared once: name, type, label names (with their
 // values where the set is fixed), histogram buckets and help text. The services, the
-// README's "Metrics" table (PrintCatalogMarkdown, tool pcp-metrics-catalog) and the tests
+// "Metrics" table of docs/operations.md (CatalogMarkdown, tool pcp-metrics-catalog) and the tests
 // all read this list; nothing else spells a metric name.
 //
 //   using namespace pcp::metrics;
 //   const MetricInfo& info = InfoOf(Metric::kShepherdRoundsCompletedTotal);
 //   info.name == "pcp_shepherd_rounds_completed_total";  info.type == MetricType::kCounter;
 //   for (Metric m : MetricsOf(Service::kWorker)) { ... }   // pcp_build_info included
-//   std::string table = CatalogMarkdown();                  // pasted into README.md
+//   std::string table = CatalogMarkdown();                  // pasted into docs/operations.md
 //
 // Adding a metric = one V(...) line below, plus the code that updates it (registry.h gives
 // typed handles: kCounter ids only yield counters, etc.). Label values must stay bounded:

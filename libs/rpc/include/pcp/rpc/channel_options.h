@@ -23,8 +23,8 @@
 //   peer's own settings do not matter for what a receiver buffers.
 //   - Channels start at kStreamWindowBytes, 16 MiB. Servers take the window as an
 //     argument: the shepherd derives it from a stated budget shared by its expected workers
-//     (StreamWindowForBudget; keys transport_receive_bytes and transport_workers, README
-//     "Admission and limits").
+//     (StreamWindowForBudget; keys transport_receive_bytes and transport_workers,
+//     docs/operations.md "Admission and limits").
 //   - What gRPC 1.51 does with it, measured (bench/window_rtt_bench.cc, loadgen grid in
 //     bench/results/loadgen_after.md "Transport budget"): with BDP probing off, a stream
 //     receives about one message + 64 KiB per round trip whatever the stream window: the
