@@ -72,7 +72,7 @@ absl::Status Parser::ExpectWord(absl::string_view word, absl::string_view contex
   return Expected(absl::StrCat("'", word, "'", context.empty() ? "" : " ", context));
 }
 
-absl::StatusOr<TensorType> Parser::ParseTensorType() {
+absl::StatusOr<TensorType> Parser::ParseTensorType(StoredElement* stored) {
   size_t start = cur_.offset;
   if (Is(TokenKind::kBareId) && !IsWord("tensor") && (ParseMlirDType(cur_.text).ok() || cur_.text == "index")) {
     return ErrorAt(cur_.offset, absl::StrCat("scalar type '", cur_.text,
@@ -87,10 +87,31 @@ absl::StatusOr<TensorType> Parser::ParseTensorType() {
   Advance();
   if (!Is(TokenKind::kBareId)) return Expected("an element type");
   absl::StatusOr<DType> dtype = ParseMlirDType(cur_.text);
+  StoredElement widened;
+  if (!dtype.ok()) {
+    // Narrow and unsigned integers are widened to a PCP integer type that holds every value.
+    static constexpr struct {
+      absl::string_view name;
+      DType dtype;
+      int bytes;
+      bool is_signed;
+    } kWidened[] = {{"i8", DType::kI32, 1, true},    {"i16", DType::kI32, 2, true},
+                    {"ui8", DType::kI32, 1, false},  {"ui16", DType::kI32, 2, false},
+                    {"ui32", DType::kI64, 4, false}};
+    for (const auto& w : kWidened) {
+      if (cur_.text == w.name) {
+        dtype = w.dtype;
+        widened = {w.bytes, w.is_signed};
+      }
+    }
+  }
   if (!dtype.ok()) {
     return ErrorAt(cur_.offset, absl::StrCat("unsupported element type '", cur_.text,
-                                             "' (not supported yet; PCP has f32, f64, f16, bf16, i32, i64 and i1)"));
+                                             "' (PCP has f32, f64, f16, bf16, i32, i64 and i1, and reads i8, i16, "
+                                             "ui8 and ui16 as i32 and ui32 as i64)"));
   }
+  if (stored != nullptr) *stored = widened;
+  unsigned_type_read_ = unsigned_type_read_ || (widened.bytes != 0 && !widened.is_signed);
   type.dtype = *dtype;
   Advance();
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close the tensor type"));
@@ -264,7 +285,27 @@ absl::Status Parser::StoreElement(const Element& e, DType dtype, void* out) cons
   return absl::OkStatus();
 }
 
-absl::StatusOr<Tensor> Parser::TensorFromHex(absl::string_view hex, size_t offset, const TensorType& type) const {
+void CopyStoredElements(const char* src, int64_t n, DType dtype, const StoredElement& stored, void* out) {
+  if (stored.bytes == 0) {
+    std::memcpy(out, src, static_cast<size_t>(n * SizeOf(dtype)));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t bits = 0;  // little-endian
+    for (int b = stored.bytes - 1; b >= 0; --b) bits = bits << 8 | static_cast<uint8_t>(src[i * stored.bytes + b]);
+    int64_t value = static_cast<int64_t>(bits);
+    const int shift = 64 - 8 * stored.bytes;
+    if (stored.is_signed) value = static_cast<int64_t>(bits << shift) >> shift;  // sign-extend
+    if (dtype == DType::kI32) {
+      static_cast<int32_t*>(out)[i] = static_cast<int32_t>(value);
+    } else {
+      static_cast<int64_t*>(out)[i] = value;
+    }
+  }
+}
+
+absl::StatusOr<Tensor> Parser::TensorFromHex(absl::string_view hex, size_t offset, const TensorType& type,
+                                             const StoredElement& stored) const {
   if (hex.size() < 2 || hex[0] != '0' || hex[1] != 'x' || hex.size() % 2 != 0) {
     return ErrorAt(offset, "expected a hex string \"0x...\" with two digits per byte");
   }
@@ -292,16 +333,18 @@ absl::StatusOr<Tensor> Parser::TensorFromHex(absl::string_view hex, size_t offse
     for (int64_t i = 0; i < n; ++i) out[i] = (static_cast<uint8_t>(bytes[i / 8]) >> (i % 8)) & 1;
     return t;
   }
-  int64_t elem = SizeOf(type.dtype);
-  if (size == elem && n != 1) {
-    for (int64_t i = 0; i < n; ++i) std::memcpy(out + i * elem, bytes.data(), static_cast<size_t>(elem));
+  const int64_t elem = SizeOf(type.dtype);
+  const int64_t stored_elem = stored.bytes != 0 ? stored.bytes : elem;
+  if (size == stored_elem && n != 1) {
+    CopyStoredElements(bytes.data(), 1, type.dtype, stored, out);
+    for (int64_t i = 1; i < n; ++i) std::memcpy(out + i * elem, out, static_cast<size_t>(elem));
     return t;
   }
-  if (size != n * elem) {
+  if (size != n * stored_elem) {
     return ErrorAt(offset, absl::StrCat("hex literal has ", size, " bytes but ", type.ToString(), " needs ",
-                                        n * elem, " (or ", elem, " for a splat)"));
+                                        n * stored_elem, " (or ", stored_elem, " for a splat)"));
   }
-  std::memcpy(out, bytes.data(), bytes.size());
+  CopyStoredElements(bytes.data(), n, type.dtype, stored, out);
   return t;
 }
 
@@ -328,7 +371,8 @@ absl::StatusOr<Tensor> Parser::ParseDenseElements(TensorType* type) {
   }
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close 'dense<'"));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "and a type after the dense literal"));
-  PCP_ASSIGN_OR_RETURN(*type, ParseTensorType());
+  StoredElement stored;
+  PCP_ASSIGN_OR_RETURN(*type, ParseTensorType(&stored));
   int64_t n = type->num_elements(), elem = SizeOf(type->dtype);
   if (n > kMaxConstantBytes / elem) {
     return ErrorAt(start, absl::StrCat("literal of ", type->ToString(), " exceeds the limit of ",
@@ -339,7 +383,7 @@ absl::StatusOr<Tensor> Parser::ParseDenseElements(TensorType* type) {
       if (n != 0) return ErrorAt(start, absl::StrCat("dense<> holds no elements but ", type->ToString(), " has ", n));
       return Tensor(type->dtype, type->shape);
     case Form::kHex:
-      return TensorFromHex(DecodeString(hex), hex.offset, *type);
+      return TensorFromHex(DecodeString(hex), hex.offset, *type, stored);
     case Form::kList: {
       if (list_shape != type->shape) {
         return ErrorAt(start, absl::StrCat("literal has shape [", absl::StrJoin(list_shape, ", "), "] but the type is ",
@@ -504,7 +548,7 @@ absl::StatusOr<Tensor> Parser::ParseConstantValue(TensorType* type) {
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close 'dense_resource<'"));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "and a type after the resource"));
   size_t type_offset = cur_.offset;
-  PCP_ASSIGN_OR_RETURN(*type, ParseTensorType());
+  PCP_ASSIGN_OR_RETURN(*type, ParseTensorType(&pending.stored));
   if (type->num_elements() > kMaxConstantBytes / SizeOf(type->dtype)) {
     return ErrorAt(type_offset, absl::StrCat("literal of ", type->ToString(), " exceeds the limit of ",
                                              kMaxConstantBytes, " bytes"));

@@ -139,7 +139,10 @@ absl::Status Parser::CheckComparisonType(const OpAttributes& parsed, DType dtype
   }
   // The default for each element type; anything else would change the result.
   absl::string_view want = IsFloat(dtype) ? "FLOAT" : dtype == DType::kBool ? "UNSIGNED" : "SIGNED";
-  if (t != want) {
+  // UNSIGNED on operands declared ui8/ui16/ui32: widened at import to values that are all
+  // non-negative, where a signed comparison gives the same answer.
+  const bool widened_unsigned = IsInteger(dtype) && t == "UNSIGNED" && unsigned_type_read_;
+  if (t != want && !widened_unsigned) {
     return ErrorAt(parsed.compare_type_offset, absl::StrCat("comparison type ", t, " is not supported for ",
                                                             MlirName(dtype), " operands (PCP compares them as ",
                                                             want, ")"));

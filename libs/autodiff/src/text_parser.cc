@@ -277,6 +277,7 @@ absl::Status Parser::UnsupportedOperation(size_t offset, absl::string_view name)
 absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<TensorType>* result_types,
                                     bool* returned) {
   size_t op_offset = cur_.offset;
+  unsigned_type_read_ = false;
   Token result;
   int num_results = 0;          // `%r:N =` (only calls define several values)
   size_t several_offset = 0;    // of the ':' of `%r:N`

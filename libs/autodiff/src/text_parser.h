@@ -70,6 +70,19 @@ enum class ReducerBody : uint8_t { kAdd, kMaximum, kOr, kAnd };
 // their semantics). Any other name is returned unchanged.
 std::string CanonicalOpName(absl::string_view name);
 
+// How the exporter stores one element of a type PCP widens at import: i8, i16, ui8 and ui16 are
+// read as i32, ui32 as i64. Their values are exact; wraparound on overflow is not modelled (an
+// exporter's integer arithmetic on them is index and encoding work that stays in range).
+// bytes == 0: stored as the PCP dtype itself.
+struct StoredElement {
+  int bytes = 0;
+  bool is_signed = true;
+};
+
+// Copies n stored elements from `src` into `out` (the PCP dtype's buffer), widening them when
+// `stored` says so.
+void CopyStoredElements(const char* src, int64_t n, DType dtype, const StoredElement& stored, void* out);
+
 // A dense_resource<key> constant, filled in from the file's dialect_resources once read.
 struct PendingResource {
   std::string key;
@@ -77,6 +90,7 @@ struct PendingResource {
   size_t function = 0;
   size_t instruction = kNoInstruction;  // set when the constant is added
   TensorType type;
+  StoredElement stored;
 };
 
 // ---- Calls and checks (text_calls.cc, text_checks.cc) ----------------------------------------
@@ -272,7 +286,7 @@ class Parser {
                            const OpAttributes& parsed);
 
   // Types and attribute values (text_attr_parser.cc).
-  absl::StatusOr<TensorType> ParseTensorType();
+  absl::StatusOr<TensorType> ParseTensorType(StoredElement* stored = nullptr);
   // "(" [type {"," type}] ")".
   absl::Status ParseTypeList(std::vector<TensorType>* types);
   // A single type, or a parenthesised list.
@@ -299,7 +313,8 @@ class Parser {
   absl::Status ParseDenseList(int depth, std::vector<int64_t>* shape, std::vector<Element>* elements);
   absl::Status ParseElement(std::vector<Element>* elements);
   absl::Status StoreElement(const Element& e, DType dtype, void* out) const;
-  absl::StatusOr<Tensor> TensorFromHex(absl::string_view hex, size_t offset, const TensorType& type) const;
+  absl::StatusOr<Tensor> TensorFromHex(absl::string_view hex, size_t offset, const TensorType& type,
+                                       const StoredElement& stored) const;
 
   // ---- Calls and checks (text_calls.cc, text_checks.cc) ----
   // `[%r[:N] =] call|func.call @f(%a, ...) [{attrs}] : (t, ...) -> r` or the generic
@@ -339,6 +354,8 @@ class Parser {
   // The index the function being parsed will have in the module.
   size_t function_index_ = 0;
   std::vector<PendingResource> pending_resources_;
+  // Whether the operation being read (ParseOperation resets it) has named an unsigned type.
+  bool unsigned_type_read_ = false;
   // builtin dialect resources of the file metadata: key -> the blob's string token.
   std::unordered_map<std::string, Token> resources_;
 };

@@ -299,14 +299,18 @@ absl::Status Parser::ResolveResources(Module* module) {
                                                ", not a power of two (the blob starts with a 4-byte header)"));
     }
     const int64_t size = static_cast<int64_t>(bytes.size()) - 4;
-    const int64_t want = p.type.num_elements() * SizeOf(p.type.dtype);  // i1: one byte per element
+    const int64_t stored_elem = p.stored.bytes != 0 ? p.stored.bytes : SizeOf(p.type.dtype);
+    const int64_t want = p.type.num_elements() * stored_elem;  // i1: one byte per element
     if (size != want) {
       return ErrorAt(blob.offset, absl::StrCat("resource '", p.key, "' holds ", size, " bytes after its header but ",
-                                               p.type.ToString(), " at ", lexer_.Location(p.offset), " needs ", want));
+                                               p.type.ToString(), " at ", lexer_.Location(p.offset), " needs ", want,
+                                               p.stored.bytes != 0
+                                                   ? absl::StrCat(" (", p.stored.bytes, " bytes per stored element)")
+                                                   : ""));
     }
     Tensor t(p.type.dtype, p.type.shape);
     auto* out = static_cast<uint8_t*>(t.raw_data());
-    if (want > 0) std::memcpy(out, bytes.data() + 4, static_cast<size_t>(want));
+    CopyStoredElements(bytes.data() + 4, p.type.num_elements(), p.type.dtype, p.stored, out);
     if (p.type.dtype == DType::kBool) {
       for (int64_t i = 0; i < want; ++i) out[i] = out[i] != 0 ? 1 : 0;
     }

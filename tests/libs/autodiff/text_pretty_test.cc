@@ -16,6 +16,7 @@
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "pcp/autodiff/builder.h"
+#include "pcp/autodiff/interpreter.h"
 #include "pcp/autodiff/text.h"
 #include "pcp/autodiff/verifier.h"
 #include "pcp/base/file.h"
@@ -338,6 +339,84 @@ TEST(TextPrettyTest, ReadsPastExporterMetadata) {
   EXPECT_EQ(generic->functions.at(0).param_names, (std::vector<std::string>{"x"}));
 }
 
+// Narrow and unsigned integers, as JAX prints a board encoding (searchless chess: a ui8
+// constant broadcast and converted): read as i32 (ui32 as i64) with every stored value exact,
+// from decimal lists, hex literals, splats and dense_resource blobs; UNSIGNED comparisons read.
+TEST(TextPrettyTest, NarrowAndUnsignedIntegersAreWidenedExactly) {
+  absl::StatusOr<Module> m = ParseModule(R"(module {
+  func.func @main(%arg0: tensor<3xui8>) -> (tensor<3xi32>, tensor<2xi32>, tensor<2xi32>, tensor<2xi64>, tensor<33x1xi32>, tensor<2xi32>, tensor<3xi1>) {
+    %c = stablehlo.constant dense<[0, 200, 255]> : tensor<3xui8>
+    %h8 = stablehlo.constant dense<"0xFF80"> : tensor<2xi8>
+    %h16 = stablehlo.constant dense<"0xFFFF3412"> : tensor<2xui16>
+    %h32 = stablehlo.constant dense<"0xFFFFFFFF07000000"> : tensor<2xui32>
+    %s = stablehlo.constant dense<"0xFE"> : tensor<2xui8>
+    %r = stablehlo.constant dense_resource<board> : tensor<2xi16>
+    %z = stablehlo.constant dense<0> : tensor<ui8>
+    %0 = stablehlo.add %arg0, %c : tensor<3xui8>
+    %1 = stablehlo.convert %0 : (tensor<3xui8>) -> tensor<3xi32>
+    %2 = stablehlo.convert %h8 : (tensor<2xi8>) -> tensor<2xi32>
+    %3 = stablehlo.convert %h16 : (tensor<2xui16>) -> tensor<2xi32>
+    %4 = stablehlo.convert %h32 : (tensor<2xui32>) -> tensor<2xi64>
+    %5 = stablehlo.broadcast_in_dim %z, dims = [] : (tensor<ui8>) -> tensor<33x1xui8>
+    %6 = stablehlo.convert %5 : (tensor<33x1xui8>) -> tensor<33x1xi32>
+    %7 = stablehlo.convert %s : (tensor<2xui8>) -> tensor<2xi32>
+    %8 = stablehlo.compare  GT, %c, %arg0,  UNSIGNED : (tensor<3xui8>, tensor<3xui8>) -> tensor<3xi1>
+    %9 = stablehlo.convert %r : (tensor<2xi16>) -> tensor<2xi32>
+    %10 = stablehlo.add %7, %9 : tensor<2xi32>
+    return %1, %2, %3, %4, %6, %10, %8 : tensor<3xi32>, tensor<2xi32>, tensor<2xi32>, tensor<2xi64>, tensor<33x1xi32>, tensor<2xi32>, tensor<3xi1>
+  }
+}
+{-#
+  dialect_resources: {
+    builtin: {
+      board: "0x0200000001800300"
+    }
+  }
+#-}
+)",
+                                         "narrow.mlir");
+  ASSERT_TRUE(m.ok()) << m.status();
+  const Function& f = m->functions.at(0);
+  EXPECT_EQ(f.type(f.params[0]).dtype, DType::kI32);
+  Tensor arg(DType::kI32, {3});
+  for (int i = 0; i < 3; ++i) arg.data<int32_t>()[i] = i;
+  absl::StatusOr<std::vector<Tensor>> out = Interpret(f, {arg});
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto ints = [](const Tensor& t) {
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      v.push_back(t.dtype() == DType::kI64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i]);
+    }
+    return v;
+  };
+  EXPECT_EQ(ints((*out)[0]), (std::vector<int64_t>{0, 201, 257}));  // widened: 255 + 2 does not wrap
+  EXPECT_EQ(ints((*out)[1]), (std::vector<int64_t>{-1, -128}));
+  EXPECT_EQ(ints((*out)[2]), (std::vector<int64_t>{65535, 0x1234}));
+  EXPECT_EQ((*out)[3].dtype(), DType::kI64);
+  EXPECT_EQ(ints((*out)[3]), (std::vector<int64_t>{4294967295LL, 7}));
+  EXPECT_EQ(ints((*out)[4]), std::vector<int64_t>(33, 0));
+  EXPECT_EQ(ints((*out)[5]), (std::vector<int64_t>{254 - 32767, 254 + 3}));  // 0x8001 = -32767, 0x0003
+  const Tensor& gt = (*out)[6];
+  EXPECT_EQ(std::vector<uint8_t>(gt.data<uint8_t>(), gt.data<uint8_t>() + 3), (std::vector<uint8_t>{0, 1, 1}));
+  // A blob of the wrong size is measured in the stored width.
+  absl::StatusOr<Module> short_blob = ParseModule(R"(module {
+  func.func @main() -> tensor<2xi32> {
+    %r = stablehlo.constant dense_resource<b> : tensor<2xui16>
+    %0 = stablehlo.convert %r : (tensor<2xui16>) -> tensor<2xi32>
+    return %0 : tensor<2xi32>
+  }
+}
+{-#
+  dialect_resources: { builtin: { b: "0x02000000010203" } }
+#-}
+)",
+                                                  "short.mlir");
+  ASSERT_FALSE(short_blob.ok());
+  EXPECT_TRUE(absl::StrContains(short_blob.status().message(), "holds 3 bytes after its header but tensor<2xi32>"))
+      << short_blob.status();
+  EXPECT_TRUE(absl::StrContains(short_blob.status().message(), "needs 4 (2 bytes per stored element)")) << short_blob.status();
+}
+
 // ---- Errors ------------------------------------------------------------------------------
 
 struct ErrorCase {
@@ -363,8 +442,9 @@ TEST(TextPrettyTest, ErrorsNameLineColumnAndWhatIsUnsupported) {
       {"unsupported attribute", PrettyErrorText("    %0 = stablehlo.add %x, %x {foo.bar = 1 : i32} : tensor<2xf32>"),
        "t.mlir:3:32: unsupported attribute 'foo.bar' on stablehlo.add (PCP reads past only mhlo.sharding, "
        "sdy.sharding, ..."},
-      {"ui8 not yet", PrettyErrorText("    %0 = stablehlo.convert %x : (tensor<2xf32>) -> tensor<2xui8>", "tensor<2xui8>"),
-       "t.mlir:2:87: unsupported element type 'ui8' (not supported yet; PCP has f32, f64, f16, bf16, i32, i64 and i1)"},
+      {"ui64", PrettyErrorText("    %0 = stablehlo.convert %x : (tensor<2xf32>) -> tensor<2xui64>", "tensor<2xui64>"),
+       "t.mlir:2:87: unsupported element type 'ui64' (PCP has f32, f64, f16, bf16, i32, i64 and i1, and reads i8, "
+       "i16, ui8 and ui16 as i32 and ui32 as i64)"},
       {"scalar type", PrettyErrorText("    %0 = arith.constant 1.0 : f32"),
        "t.mlir:3:25: scalar constants are not supported: PCP values are tensors (arith.constant dense<...> : "
        "tensor<...>)"},

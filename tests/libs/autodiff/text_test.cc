@@ -295,8 +295,9 @@ TEST(TextTest, ErrorsNameLineColumnAndWhatWasExpected) {
        "t.mlir:3:59: expected an element type, got end of input"},
       {"unknown op", ErrorText(R"(  %0 = "stablehlo.frobnicate"(%x, %x) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>)"),
        kUnsupportedFrobnicate},
-      {"bad element type", ErrorText(R"(  %0 = "stablehlo.add"(%x, %x) : (tensor<2xui8>, tensor<2xf32>) -> tensor<2xf32>)"),
-       "t.mlir:3:44: unsupported element type 'ui8' (not supported yet; PCP has f32, f64, f16, bf16, i32, i64 and i1)"},
+      {"bad element type", ErrorText(R"(  %0 = "stablehlo.add"(%x, %x) : (tensor<2xui64>, tensor<2xf32>) -> tensor<2xf32>)"),
+       "t.mlir:3:44: unsupported element type 'ui64' (PCP has f32, f64, f16, bf16, i32, i64 and i1, and reads i8, "
+       "i16, ui8 and ui16 as i32 and ui32 as i64)"},
       {"dynamic shape", ErrorText(R"(  %0 = "stablehlo.add"(%x, %x) : (tensor<?xf32>, tensor<2xf32>) -> tensor<2xf32>)"),
        "t.mlir:3:42: dynamic dimensions are not supported"},
       {"undefined value", ErrorText(R"(  %0 = "stablehlo.add"(%x, %y) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>)"),
