@@ -12,8 +12,9 @@ Without files it checks README.md, CONTRIBUTING.md, docs/*.md and bench/results/
   - `libs/...`, `services/...` and other repository paths in backticks (first word of the
     span, relative to the root; '*' and '{a,b}' expand, '<placeholder>' parts are cut off):
     the path must exist.
-Fenced code blocks are skipped. Prints one line per dead link (FILE:LINE: ...) and exits 1 if
-there is any; standard library only.
+And the newcomer path holds: README.md links docs/architecture.md, which names existing
+paths under libs/ and services/. Fenced code blocks are skipped. Prints one line per dead
+link (FILE:LINE: ...) and exits 1 if there is any; standard library only.
 """
 
 import argparse
@@ -89,6 +90,11 @@ def anchors(path):
     return _anchor_cache[path]
 
 
+# What each checked file links to and names in backticks (for the newcomer path).
+_links_from = {}
+_paths_named = {}
+
+
 def check_link(source, number, target, root, errors):
     if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target):  # http:, https:, mailto:, file:
         return
@@ -100,6 +106,7 @@ def check_link(source, number, target, root, errors):
             return
     else:
         resolved = source
+    _links_from.setdefault(source, set()).add(os.path.normpath(resolved))
     if anchor:
         if os.path.isdir(resolved) or not resolved.endswith(".md"):
             return  # line anchors (#L12) of source files are GitHub's, not headings
@@ -132,6 +139,7 @@ def check_code_path(source, number, span, root, errors):
             if glob.glob(full):
                 continue
         elif os.path.exists(full):
+            _paths_named.setdefault(source, set()).add(candidate)
             continue
         errors.append(f"{os.path.relpath(source, root)}:{number}: path `{candidate}` does not exist")
 
@@ -149,6 +157,19 @@ def check_file(source, root, errors):
             check_link(source, number, m.group(1), root, errors)
 
 
+def check_newcomer_path(root, errors):
+    """README.md -> docs/architecture.md -> the code: the README links the architecture page,
+    and that page names existing folders of libs/ and services/."""
+    readme = os.path.join(root, "README.md")
+    architecture = os.path.join(root, "docs", "architecture.md")
+    if os.path.normpath(architecture) not in _links_from.get(readme, set()):
+        errors.append("README.md: no link to docs/architecture.md (the newcomer path starts there)")
+    named = _paths_named.get(architecture, set())
+    for top in ("libs/", "services/"):
+        if not any(p.startswith(top) for p in named):
+            errors.append(f"docs/architecture.md: names no existing path under {top}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -162,6 +183,8 @@ def main():
     errors = []
     for f in files:
         check_file(f, root, errors)
+    if not args.files:
+        check_newcomer_path(root, errors)
     for e in errors:
         print(e)
     print(f"check-links: {len(files)} files, {len(errors)} dead links")
