@@ -33,16 +33,6 @@ absl::Status CheckDimList(Op op, absl::string_view what, const std::vector<int64
   return absl::OkStatus();
 }
 
-bool IsFloatMathOp(Op op) {
-  switch (op) {
-    case Op::kExponential: case Op::kLog: case Op::kSqrt: case Op::kRsqrt: case Op::kTanh:
-    case Op::kLogistic: case Op::kErf: case Op::kPower: case Op::kCeil:
-      return true;
-    default:
-      return false;
-  }
-}
-
 absl::StatusOr<TensorType> InferElementwise(Op op, absl::Span<const TensorType> in,
                                             const TensorType* declared) {
   if (op == Op::kSelect) {
@@ -69,7 +59,7 @@ absl::StatusOr<TensorType> InferElementwise(Op op, absl::Span<const TensorType> 
   }
   DType d = in[0].dtype;
   if (op == Op::kCompare) return TensorType{DType::kBool, in[0].shape};
-  if (IsFloatMathOp(op) && !IsFloat(d)) {
+  if (IsFloatOnly(op) && !IsFloat(d)) {
     return Error(op, absl::StrCat("needs a floating-point operand, got ", in[0].ToString()));
   }
   if (IsLogical(op)) {

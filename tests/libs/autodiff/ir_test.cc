@@ -96,6 +96,27 @@ TEST(OpListTest, ArityAndCategory) {
   EXPECT_EQ(count[OpCategory::kIndexing], 2);
 }
 
+// The property column, written out: the sets that type inference (float-only operands), the
+// CPU fusion's cost model (transcendental) and the integer/i1 rules (logical) read from it.
+TEST(OpListTest, PropertyColumn) {
+  const std::set<Op> float_only = {Op::kExponential, Op::kLog,  Op::kSqrt,  Op::kRsqrt, Op::kTanh,
+                                   Op::kLogistic,    Op::kErf,  Op::kPower, Op::kCeil};
+  const std::set<Op> transcendental = {Op::kExponential, Op::kLog, Op::kTanh, Op::kLogistic, Op::kErf, Op::kPower};
+  const std::set<Op> logical = {Op::kAnd, Op::kOr, Op::kNot};
+  for (int i = 0; i < kNumOps; ++i) {
+    const Op op = AllOps()[i];
+    EXPECT_EQ(IsFloatOnly(op), float_only.contains(op)) << OpName(op);
+    EXPECT_EQ(IsTranscendental(op), transcendental.contains(op)) << OpName(op);
+    EXPECT_EQ(IsLogical(op), logical.contains(op)) << OpName(op);
+    EXPECT_EQ(HasOpProperty(op, op_property::kNone), true) << OpName(op);
+    EXPECT_EQ(HasOpProperty(op, op_property::kFloatOnly | op_property::kTranscendental), transcendental.contains(op))
+        << OpName(op);
+  }
+  // Usable in constant expressions (backends pick loops with `if constexpr`).
+  static_assert(IsTranscendental(Op::kTanh) && !IsTranscendental(Op::kSqrt) && IsFloatOnly(Op::kSqrt));
+  static_assert(OpArity(Op::kClamp) == 3 && GetOpCategory(Op::kReduce) == OpCategory::kReduction);
+}
+
 TEST(OpListTest, DeclaredResultTypes) {
   for (int i = 0; i < kNumOps; ++i) {
     Op op = AllOps()[i];

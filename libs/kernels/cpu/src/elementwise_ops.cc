@@ -1,155 +1,18 @@
 // One loop per (elementwise op, dtype): the instructions of the loop kernel's register
-// machine. Semantics follow the reference interpreter (interpreter.cc): integer arithmetic
-// wraps, x / 0 = -1 and INT_MIN / -1 = INT_MIN for integers, maximum/minimum propagate NaN
-// and order -0 < +0, float -> integer converts truncate, saturate and map NaN to 0.
-#include <cmath>
+// machine. Ops computed element by element come from the op -> functor table
+// (elementwise_functors.h), their dtypes from the op list's properties; compare, select and
+// convert have loops of their own here. Semantics follow the reference interpreter
+// (interpreter.cc); float -> integer converts truncate, saturate and map NaN to 0.
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 
+#include "elementwise_functors.h"
 #include "fused_kernel.h"
 #include "vector_math.h"
 
 namespace pcp::cpu {
 namespace {
-
-using Pred = uint8_t;  // i1 is one byte, 0 or 1
-
-template <typename T>
-using Wide = std::make_unsigned_t<T>;
-
-template <typename T>
-T WrapAdd(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    return static_cast<T>(static_cast<Wide<T>>(a) + static_cast<Wide<T>>(b));
-  } else {
-    return a + b;
-  }
-}
-
-// ---- Functors: Apply on one element -------------------------------------------------------
-
-#define PCP_UNARY_FLOAT(Name, expr)              \
-  struct Name {                                  \
-    static float Apply(float a) { return expr; } \
-  };
-PCP_UNARY_FLOAT(ExpOp, ExpF(a))
-PCP_UNARY_FLOAT(LogOp, LogF(a))
-PCP_UNARY_FLOAT(SqrtOp, std::sqrt(a))
-PCP_UNARY_FLOAT(RsqrtOp, 1.0f / std::sqrt(a))
-PCP_UNARY_FLOAT(TanhOp, TanhF(a))
-PCP_UNARY_FLOAT(LogisticOp, LogisticF(a))
-PCP_UNARY_FLOAT(ErfOp, ErfF(a))
-PCP_UNARY_FLOAT(CeilOp, std::ceil(a))
-#undef PCP_UNARY_FLOAT
-
-struct NegOp {
-  template <typename T>
-  static T Apply(T a) {
-    if constexpr (std::is_integral_v<T>) {
-      return static_cast<T>(Wide<T>{0} - static_cast<Wide<T>>(a));
-    } else {
-      return -a;
-    }
-  }
-};
-struct AbsOp {
-  template <typename T>
-  static T Apply(T a) {
-    if constexpr (std::is_integral_v<T>) {
-      return a < 0 ? static_cast<T>(Wide<T>{0} - static_cast<Wide<T>>(a)) : a;
-    } else {
-      return std::fabs(a);
-    }
-  }
-};
-// Logical on i1 (bytes 0 / 1), bitwise on integers.
-struct AndOp {
-  template <typename T>
-  static T Apply(T a, T b) {
-    return static_cast<T>(a & b);
-  }
-};
-struct OrOp {
-  template <typename T>
-  static T Apply(T a, T b) {
-    return static_cast<T>(a | b);
-  }
-};
-struct NotOp {
-  template <typename T>
-  static T Apply(T a) {
-    if constexpr (std::is_same_v<T, Pred>) {
-      return a != 0 ? 0 : 1;
-    } else {
-      return static_cast<T>(~a);
-    }
-  }
-};
-struct AddOp {
-  template <typename T>
-  static T Apply(T a, T b) {
-    return WrapAdd(a, b);
-  }
-};
-struct SubOp {
-  template <typename T>
-  static T Apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) {
-      return static_cast<T>(static_cast<Wide<T>>(a) - static_cast<Wide<T>>(b));
-    } else {
-      return a - b;
-    }
-  }
-};
-struct MulOp {
-  template <typename T>
-  static T Apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) {
-      return static_cast<T>(static_cast<Wide<T>>(a) * static_cast<Wide<T>>(b));
-    } else {
-      return a * b;
-    }
-  }
-};
-struct DivOp {
-  template <typename T>
-  static T Apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) {
-      if (b == 0) return T{-1};
-      if (a == std::numeric_limits<T>::min() && b == -1) return a;
-      return static_cast<T>(a / b);
-    } else {
-      return a / b;
-    }
-  }
-};
-struct MaxOp {
-  template <typename T>
-  static T Apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) {
-      return a > b ? a : b;
-    } else {
-      return MaxF(a, b);
-    }
-  }
-};
-struct MinOp {
-  template <typename T>
-  static T Apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) {
-      return a < b ? a : b;
-    } else {
-      return MinF(a, b);
-    }
-  }
-};
-struct PowOp {
-  // Rare (scalar schedules); evaluated like the interpreter, in double.
-  static float Apply(float a, float b) {
-    return static_cast<float>(std::pow(static_cast<double>(a), static_cast<double>(b)));
-  }
-};
 
 template <ComparisonDirection D>
 struct CompareOp {
@@ -191,14 +54,13 @@ void BinaryLoop(const FusedOp& op, void* const* regs, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = F::Apply(a[i], b[i]);
 }
 
-// clamp(lo, x, hi) = min(max(x, lo), hi), as the interpreter computes it.
-template <typename T>
-void ClampLoop(const FusedOp& op, void* const* regs, int64_t n) {
-  T* __restrict d = static_cast<T*>(regs[op.dst]);
-  const T* lo = static_cast<const T*>(regs[op.src[0]]);
-  const T* x = static_cast<const T*>(regs[op.src[1]]);
-  const T* hi = static_cast<const T*>(regs[op.src[2]]);
-  for (int64_t i = 0; i < n; ++i) d[i] = MinOp::Apply(MaxOp::Apply(x[i], lo[i]), hi[i]);
+template <typename T, typename R, typename F>
+void TernaryLoop(const FusedOp& op, void* const* regs, int64_t n) {
+  R* __restrict d = static_cast<R*>(regs[op.dst]);
+  const T* a = static_cast<const T*>(regs[op.src[0]]);
+  const T* b = static_cast<const T*>(regs[op.src[1]]);
+  const T* c = static_cast<const T*>(regs[op.src[2]]);
+  for (int64_t i = 0; i < n; ++i) d[i] = F::Apply(a[i], b[i], c[i]);
 }
 
 template <typename T>
@@ -219,74 +81,35 @@ void ConvertLoop(const FusedOp& op, void* const* regs, int64_t n) {
 
 // ---- Table ----------------------------------------------------------------------------
 
-template <typename F>
-ElementwiseFn UnaryFloat() {
-  return &UnaryLoop<float, float, F>;
+// The loop of a table op on element type T, or nullptr where the op list's properties say
+// op is not defined on T: logical ops on integers and i1 only, the others not on i1, float-only
+// ops on f32 only.
+template <Op op, typename T>
+ElementwiseFn TableLoop() {
+  if constexpr (IsLogical(op) ? std::is_floating_point_v<T>
+                              : std::is_same_v<T, Pred> || (IsFloatOnly(op) && !std::is_same_v<T, float>)) {
+    return nullptr;
+  } else if constexpr (OpArity(op) == 1) {
+    return &UnaryLoop<T, T, ElementFn<op>>;
+  } else if constexpr (OpArity(op) == 2) {
+    return &BinaryLoop<T, T, ElementFn<op>>;
+  } else {
+    static_assert(OpArity(op) == 3);
+    return &TernaryLoop<T, T, ElementFn<op>>;
+  }
 }
 
 template <typename T>
-ElementwiseFn LogicalFn(Op op) {
+ElementwiseFn TableFn(Op op) {
   switch (op) {
-    case Op::kAnd:
-      return &BinaryLoop<T, T, AndOp>;
-    case Op::kOr:
-      return &BinaryLoop<T, T, OrOp>;
-    case Op::kNot:
-      return &UnaryLoop<T, T, NotOp>;
+#define PCP_CPU_TABLE_CASE_(e, F) \
+  case Op::e:                     \
+    return TableLoop<Op::e, T>();
+    PCP_CPU_ELEMENTWISE_FUNCTORS(PCP_CPU_TABLE_CASE_)
+#undef PCP_CPU_TABLE_CASE_
     default:
       return nullptr;
   }
-}
-
-template <typename T>
-ElementwiseFn ArithmeticFn(Op op) {
-  switch (op) {
-    case Op::kAdd:
-      return &BinaryLoop<T, T, AddOp>;
-    case Op::kSubtract:
-      return &BinaryLoop<T, T, SubOp>;
-    case Op::kMultiply:
-      return &BinaryLoop<T, T, MulOp>;
-    case Op::kDivide:
-      return &BinaryLoop<T, T, DivOp>;
-    case Op::kMaximum:
-      return &BinaryLoop<T, T, MaxOp>;
-    case Op::kMinimum:
-      return &BinaryLoop<T, T, MinOp>;
-    case Op::kNegate:
-      return &UnaryLoop<T, T, NegOp>;
-    case Op::kAbs:
-      return &UnaryLoop<T, T, AbsOp>;
-    case Op::kClamp:
-      return &ClampLoop<T>;
-    default:
-      break;
-  }
-  if constexpr (std::is_same_v<T, float>) {
-    switch (op) {
-      case Op::kPower:
-        return &BinaryLoop<float, float, PowOp>;
-      case Op::kExponential:
-        return UnaryFloat<ExpOp>();
-      case Op::kLog:
-        return UnaryFloat<LogOp>();
-      case Op::kSqrt:
-        return UnaryFloat<SqrtOp>();
-      case Op::kRsqrt:
-        return UnaryFloat<RsqrtOp>();
-      case Op::kTanh:
-        return UnaryFloat<TanhOp>();
-      case Op::kLogistic:
-        return UnaryFloat<LogisticOp>();
-      case Op::kErf:
-        return UnaryFloat<ErfOp>();
-      case Op::kCeil:
-        return UnaryFloat<CeilOp>();
-      default:
-        break;
-    }
-  }
-  return nullptr;
 }
 
 template <typename T>
@@ -366,26 +189,18 @@ ElementwiseFn GetElementwiseFn(Op op, DType operand, DType result, ComparisonDir
       }
       return nullptr;
     default:
-      if (IsLogical(op)) {
-        return ByType(operand, [&](auto t) -> ElementwiseFn {
-          using T = decltype(t);
-          if constexpr (std::is_floating_point_v<T>) {
-            return nullptr;
-          } else {
-            return LogicalFn<T>(op);
-          }
-        });
-      }
-      if (!IsElementwise(op) || operand == DType::kBool) return nullptr;
-      return ByType(operand, [&](auto t) -> ElementwiseFn {
-        using T = decltype(t);
-        if constexpr (std::is_same_v<T, Pred>) {
-          return nullptr;
-        } else {
-          return ArithmeticFn<T>(op);
-        }
-      });
+      return ByType(operand, [&](auto t) { return TableFn<decltype(t)>(op); });
   }
 }
+
+// Every elementwise op has a loop: compare, select and convert above, the others in the table.
+static_assert([] {
+  for (int i = 0; i < kNumOps; ++i) {
+    const Op op = static_cast<Op>(i);
+    const bool own_loop = op == Op::kCompare || op == Op::kSelect || op == Op::kConvert;
+    if (IsElementwise(op) && !own_loop && !HasElementFn(op)) return false;
+  }
+  return true;
+}(), "an elementwise op of PCP_OP_LIST has no row in PCP_CPU_ELEMENTWISE_FUNCTORS (elementwise_functors.h)");
 
 }  // namespace pcp::cpu

@@ -16,50 +16,38 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
-#include "vector_math.h"
+#include "elementwise_functors.h"
 
 namespace pcp::cpu {
 namespace {
-
-enum class K : uint8_t {
-  kAdd, kSub, kMul, kDiv, kNeg, kMax, kMin, kAbs,
-  kExp, kLog, kTanh, kLogistic, kErf, kSqrt, kRsqrt
-};
 
 constexpr std::string_view CompareNodeName(ComparisonDirection d) {
   constexpr std::string_view kNames[] = {"cmp_eq", "cmp_ne", "cmp_lt", "cmp_le", "cmp_gt", "cmp_ge"};
   return kNames[static_cast<int>(d)];
 }
 
-constexpr std::string_view NodeName(K k) {
-  constexpr std::string_view kNames[] = {"add", "sub",  "mul",      "div", "neg",  "max",  "min",  "abs",
-                                         "exp", "log",  "tanh",     "logistic", "erf", "sqrt", "rsqrt"};
-  return kNames[static_cast<int>(k)];
+// The node name of an op of PCP_CPU_EXPRESSION_NODES; empty for other ops.
+constexpr std::string_view NodeName(Op op) {
+  switch (op) {
+#define PCP_CPU_NODE_NAME_(e, name) \
+  case Op::e:                       \
+    return name;
+    PCP_CPU_EXPRESSION_NODES(PCP_CPU_NODE_NAME_)
+#undef PCP_CPU_NODE_NAME_
+    default:
+      return {};
+  }
 }
 
-template <K k>
-float Apply(float a) {
-  if constexpr (k == K::kNeg) return -a;
-  if constexpr (k == K::kAbs) return std::fabs(a);
-  // As elementwise_ops.cc computes them.
-  if constexpr (k == K::kExp) return ExpF(a);
-  if constexpr (k == K::kLog) return LogF(a);
-  if constexpr (k == K::kTanh) return TanhF(a);
-  if constexpr (k == K::kLogistic) return LogisticF(a);
-  if constexpr (k == K::kErf) return ErfF(a);
-  if constexpr (k == K::kSqrt) return std::sqrt(a);
-  if constexpr (k == K::kRsqrt) return 1.0f / std::sqrt(a);
-}
-
-template <K k>
-float Apply(float a, float b) {
-  if constexpr (k == K::kAdd) return a + b;
-  if constexpr (k == K::kSub) return a - b;
-  if constexpr (k == K::kMul) return a * b;
-  if constexpr (k == K::kDiv) return a / b;
-  if constexpr (k == K::kMax) return MaxF(a, b);
-  if constexpr (k == K::kMin) return MinF(a, b);
-}
+// Nodes compute on f32 through the one-op loops' functors (elementwise_functors.h): the same
+// bits as those loops.
+static_assert([] {
+  for (int i = 0; i < kNumOps; ++i) {
+    const Op op = static_cast<Op>(i);
+    if (!NodeName(op).empty() && (!HasElementFn(op) || IsLogical(op) || OpArity(op) > 2)) return false;
+  }
+  return true;
+}(), "PCP_CPU_EXPRESSION_NODES: a node must be a unary or binary f32 op of PCP_CPU_ELEMENTWISE_FUNCTORS");
 
 // Appends a node's signature: "name(operand,operand...)".
 template <typename First, typename... Rest>
@@ -87,17 +75,17 @@ struct PredLeaf {
   static void Name(std::string& out) { out += std::to_string(I); }
 };
 
-template <K k, typename A>
+template <Op k, typename A>
 struct Unary {
   static constexpr int kLeaves = A::kLeaves;
-  static float Eval(const void* const* s, int64_t i) { return Apply<k>(A::Eval(s, i)); }
+  static float Eval(const void* const* s, int64_t i) { return ElementFn<k>::Apply(A::Eval(s, i)); }
   static void Name(std::string& out) { AppendCall<A>(out, NodeName(k)); }
 };
 
-template <K k, typename A, typename B>
+template <Op k, typename A, typename B>
 struct Binary {
   static constexpr int kLeaves = std::max(A::kLeaves, B::kLeaves);
-  static float Eval(const void* const* s, int64_t i) { return Apply<k>(A::Eval(s, i), B::Eval(s, i)); }
+  static float Eval(const void* const* s, int64_t i) { return ElementFn<k>::Apply(A::Eval(s, i), B::Eval(s, i)); }
   static void Name(std::string& out) { AppendCall<A, B>(out, NodeName(k)); }
 };
 
@@ -141,23 +129,23 @@ using L8 = Leaf<8>;
 using P0 = PredLeaf<0>;
 using P3 = PredLeaf<3>;
 template <typename A, typename B>
-using Add = Binary<K::kAdd, A, B>;
+using Add = Binary<Op::kAdd, A, B>;
 template <typename A, typename B>
-using Sub = Binary<K::kSub, A, B>;
+using Sub = Binary<Op::kSubtract, A, B>;
 template <typename A, typename B>
-using Mul = Binary<K::kMul, A, B>;
+using Mul = Binary<Op::kMultiply, A, B>;
 template <typename A, typename B>
-using Div = Binary<K::kDiv, A, B>;
+using Div = Binary<Op::kDivide, A, B>;
 template <typename A, typename B>
-using Max = Binary<K::kMax, A, B>;
+using Max = Binary<Op::kMaximum, A, B>;
 template <typename A>
-using Neg = Unary<K::kNeg, A>;
+using Neg = Unary<Op::kNegate, A>;
 template <typename A>
-using Exp = Unary<K::kExp, A>;
+using Exp = Unary<Op::kExponential, A>;
 template <typename A>
-using Erf = Unary<K::kErf, A>;
+using Erf = Unary<Op::kErf, A>;
 template <typename A>
-using Sqrt = Unary<K::kSqrt, A>;
+using Sqrt = Unary<Op::kSqrt, A>;
 template <typename A, typename B>
 using Eq = Compare<ComparisonDirection::kEQ, A, B>;
 
@@ -170,7 +158,7 @@ void Register(Registry& r) {
   r.emplace(std::move(name), &ExpressionLoop<E>);
 }
 
-constexpr K kArithmetic[] = {K::kAdd, K::kSub, K::kMul, K::kDiv};
+constexpr Op kArithmetic[] = {Op::kAdd, Op::kSubtract, Op::kMultiply, Op::kDivide};
 
 // All pairs: op2(op1(0, 1), 2), op2(0, op1(1, 2)), neg(op(0, 1)), op(neg(0), 1), op(0, neg(1)).
 template <size_t... I>
@@ -208,7 +196,7 @@ void RegisterGpt(Registry& r) {
   Register<Add<Add<Mul<Mul<L0, L1>, L2>, L3>, L3>>(r);
   Register<Mul<Mul<Mul<L0, L1>, Mul<L2, Mul<L2, L2>>>, L3>>(r);
   Register<Mul<L0, Mul<L0, L0>>>(r);
-  Register<Unary<K::kRsqrt, Add<Mul<L0, L1>, L2>>>(r);
+  Register<Unary<Op::kRsqrt, Add<Mul<L0, L1>, L2>>>(r);
   // ... and the gradient's pieces once its per-row scalings share its row kernel.
   Register<Add<Add<Mul<L0, L1>, L2>, L2>>(r);
   Register<Mul<L0, Mul<Sub<L1, L2>, L3>>>(r);
@@ -259,44 +247,9 @@ const Registry& Expressions() {
 }  // namespace
 
 std::string_view ExpressionNodeName(Op op, ComparisonDirection direction) {
-  switch (op) {
-    case Op::kSelect:
-      return "select";
-    case Op::kCompare:
-      return CompareNodeName(direction);
-    case Op::kAdd:
-      return NodeName(K::kAdd);
-    case Op::kSubtract:
-      return NodeName(K::kSub);
-    case Op::kMultiply:
-      return NodeName(K::kMul);
-    case Op::kDivide:
-      return NodeName(K::kDiv);
-    case Op::kNegate:
-      return NodeName(K::kNeg);
-    case Op::kMaximum:
-      return NodeName(K::kMax);
-    case Op::kMinimum:
-      return NodeName(K::kMin);
-    case Op::kAbs:
-      return NodeName(K::kAbs);
-    case Op::kExponential:
-      return NodeName(K::kExp);
-    case Op::kLog:
-      return NodeName(K::kLog);
-    case Op::kTanh:
-      return NodeName(K::kTanh);
-    case Op::kLogistic:
-      return NodeName(K::kLogistic);
-    case Op::kErf:
-      return NodeName(K::kErf);
-    case Op::kSqrt:
-      return NodeName(K::kSqrt);
-    case Op::kRsqrt:
-      return NodeName(K::kRsqrt);
-    default:
-      return {};
-  }
+  if (op == Op::kSelect) return "select";
+  if (op == Op::kCompare) return CompareNodeName(direction);
+  return NodeName(op);
 }
 
 bool IsPredicateNode(std::string_view node) { return node.substr(0, 4) == "cmp_"; }

@@ -1,7 +1,6 @@
 // Expression ops: superinstructions of the loop kernel's register machine. A tree of f32
-// ops (add, subtract, multiply, divide, negate, maximum, minimum, abs, exp, log, tanh,
-// logistic, erf, sqrt, rsqrt, select, and compare as a select's condition) whose inner
-// results nothing else reads becomes one loop that keeps the intermediate values in vector
+// ops (those of PCP_CPU_EXPRESSION_NODES below, select, and compare as a select's
+// condition) whose inner results nothing else reads becomes one loop that keeps the intermediate values in vector
 // registers instead of one pass over the block per op (expression_fusion.h finds the trees).
 //
 // There is no code generation at run time: each tree shape that may be fused is a template
@@ -25,9 +24,29 @@
 
 namespace pcp::cpu {
 
-// Node names in signatures, by IR op: "add", "sub", "mul", "div", "neg", "max", "min", "abs",
-// "exp", "log", "tanh", "logistic", "erf", "sqrt", "rsqrt", "select" (its condition an i1
-// leaf or a compare node), "cmp_eq", "cmp_ne", "cmp_lt", "cmp_le", "cmp_gt", "cmp_ge".
+// V(op, node name): the ops an expression tree may contain besides select and compare, and
+// their names in signatures. Each computes through its functor (elementwise_functors.h), so
+// a tree gives the bits of its ops run one by one; an op added here fuses once a tree shape
+// using it is compiled in (expression_ops.cc).
+#define PCP_CPU_EXPRESSION_NODES(V) \
+  V(kAdd, "add")                    \
+  V(kSubtract, "sub")               \
+  V(kMultiply, "mul")               \
+  V(kDivide, "div")                 \
+  V(kNegate, "neg")                 \
+  V(kMaximum, "max")                \
+  V(kMinimum, "min")                \
+  V(kAbs, "abs")                    \
+  V(kExponential, "exp")            \
+  V(kLog, "log")                    \
+  V(kTanh, "tanh")                  \
+  V(kLogistic, "logistic")          \
+  V(kErf, "erf")                    \
+  V(kSqrt, "sqrt")                  \
+  V(kRsqrt, "rsqrt")
+
+// Node names in signatures, by IR op: PCP_CPU_EXPRESSION_NODES's, "select" (its condition an
+// i1 leaf or a compare node), "cmp_eq", "cmp_ne", "cmp_lt", "cmp_le", "cmp_gt", "cmp_ge".
 // Empty for an op that cannot be an expression node. Every operand and result is f32 but a
 // select's condition and a compare's result (i1).
 std::string_view ExpressionNodeName(Op op, ComparisonDirection direction = ComparisonDirection::kEQ);

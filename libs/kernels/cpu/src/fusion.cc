@@ -502,18 +502,7 @@ class RecomputePlanner {
       const Instruction& inst = f_.instructions[a_.producer[x]];
       if (!IsElementwise(inst.op)) return false;
       ++*ops;
-      switch (inst.op) {
-        case Op::kExponential:
-        case Op::kLog:
-        case Op::kTanh:
-        case Op::kLogistic:
-        case Op::kErf:
-        case Op::kPower:
-          *transcendental = true;
-          break;
-        default:
-          break;
-      }
+      if (IsTranscendental(inst.op)) *transcendental = true;
       for (ValueId o : inst.operands) {
         const ValueId r = a_.root[o];
         const int p = a_.producer[r];
