@@ -28,24 +28,11 @@ constexpr uint64_t kEvalSeedOffset = 1000003;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// Multiplies every element of the Δ by `scale` (clipping it to the threshold).
-void Scale(std::vector<Tensor>* delta, double scale) {
-  const float f = static_cast<float>(scale);
-  for (Tensor& t : *delta) {
-    float* p = t.data<float>();
-    for (int64_t k = 0; k < t.num_elements(); ++k) p[k] *= f;
-  }
-}
-
 double NormOf(const std::vector<Tensor>& delta) {
   diloco::NormAccumulator acc;
   for (const Tensor& t : delta) acc.Add(absl::MakeConstSpan(t.data<float>(), static_cast<size_t>(t.num_elements())));
   return acc.norm();
 }
-
-// Training-stream bytes so far: θ sent and Δ received (shepherd_metrics.h, with
-// DeltaBytesReceived). One job runs at a time, so a round's traffic is the difference across it.
-double ParamsBytesSent() { return ThetaBytesSent(); }
 
 v1::ShepherdMessage CancelMessage(uint64_t round, const std::string& reason) {
   v1::ShepherdMessage m;
@@ -75,9 +62,6 @@ absl::Status JobRun::Prepare() {
   PCP_RETURN_IF_ERROR(CheckMemoryBudgets(need, policy.budgets));
   prepared_ = std::make_unique<PreparedJob>(std::move(prepared));
   const JobConfig& c = prepared_->config;
-  outer_ = std::make_unique<OuterOptimizer>(
-      OuterOptimizerOptions{.lr = c.diloco.outer_lr, .momentum = c.diloco.outer_momentum, .nesterov = c.diloco.nesterov},
-      prepared_->param_specs);
   screen_ = std::make_unique<diloco::DeltaScreen>(c.diloco.screening);
   refusals_ = std::make_unique<diloco::RefusalLedger>(c.diloco.screening.quarantine_after);
   PCP_ASSIGN_OR_RETURN(std::optional<DilocoCheckpoint> ckpt, ReadLatestDilocoCheckpoint(job_.dir, prepared_->param_names),
@@ -86,10 +70,11 @@ absl::Status JobRun::Prepare() {
     // The job's files may have changed since the checkpoint (an imported module edited).
     PCP_RETURN_IF_ERROR(CheckModelSource(c.model, ckpt->model_source), _ << "resuming from the job's latest checkpoint");
   }
+  std::vector<Tensor> momentum;  // a resumed job's; empty: zeros
   if (ckpt.has_value() && ckpt->state.slots.size() == static_cast<size_t>(c.diloco.workers)) {
     prepared_->program.initial_params.clear();  // θ comes from the checkpoint
     theta_ = std::move(ckpt->params);
-    PCP_RETURN_IF_ERROR(outer_->SetMomentum(std::move(ckpt->momentum)));
+    momentum = std::move(ckpt->momentum);
     state_ = std::move(ckpt->state);
     checkpoint_round_ = state_.round;
     PCP_RETURN_IF_ERROR(screen_->RestoreHistory(state_.screen_medians), _ << "reading the job's latest checkpoint");
@@ -107,7 +92,12 @@ absl::Status JobRun::Prepare() {
   theta_crc_ = ListCrc32c(theta_);
   theta_chunks_.reset();
   if (c.diloco.streaming.enabled()) PCP_RETURN_IF_ERROR(PrepareStreaming());
-  DecideAggregation();
+  const OuterOptimizerOptions outer{.lr = c.diloco.outer_lr, .momentum = c.diloco.outer_momentum, .nesterov = c.diloco.nesterov};
+  PCP_ASSIGN_OR_RETURN(outer_step_, streaming() ? NewFragmentOuterStep(outer, prepared_->param_specs, *fragments_, momentum)
+                                                : NewWholeOuterStep(outer, prepared_->param_specs, std::move(momentum)));
+  ChooseAggregation();
+  publisher_ = std::make_unique<RoundPublisher>(job_.id, ctx_.jobs, total_rounds(),
+                                                static_cast<uint64_t>(c.diloco.max_steps_per_round()), state_);
   if (job_.resumed) RestoreScreening(job_.progress);
   // Rounds after the checkpoint run again; their new records replace the old ones.
   ctx_.jobs->DropHistoryAfter(job_.id, state_.round);
@@ -121,23 +111,7 @@ absl::Status JobRun::Prepare() {
                job_.id, c.name, n_params / 1e6, prepared_->program_hash.substr(0, 19), prepared_->program_text->size(),
                prepared_->data.train().size(), c.diloco.rounds, c.diloco.inner_steps, c.diloco.workers,
                c.diloco.min_workers, Seconds(Clock::now() - t0));
-  progress_.set_round(state_.round);
-  progress_.set_total_rounds(total_rounds());
-  progress_.set_inner_steps(static_cast<uint64_t>(c.diloco.max_steps_per_round()));
-  progress_.set_tokens_processed(state_.tokens_processed);
-  if (state_.train_loss) progress_.set_train_loss(*state_.train_loss);
-  if (state_.val_loss) progress_.set_val_loss(*state_.val_loss);
-  progress_.set_val_round(state_.val_round);
-  // The job's series exist from its start (a resumed job's with the checkpoint's values).
-  metrics::Get(metrics::kShepherdRound, {job_.id}).Set(static_cast<double>(state_.round));
-  metrics::Get(metrics::kShepherdRoundsCompletedTotal, {job_.id});
-  metrics::Get(metrics::kShepherdTokensTotal, {job_.id});
-  if (state_.train_loss) metrics::Get(metrics::kShepherdTrainLoss, {job_.id}).Set(*state_.train_loss);
-  if (state_.val_loss) metrics::Get(metrics::kShepherdValLoss, {job_.id}).Set(*state_.val_loss);
-  meter_ = std::make_unique<ProgressMeter>(static_cast<int64_t>(total_rounds() - std::min(total_rounds(), state_.round)));
   started_ = waiting_since_ = Clock::now();
-  bytes_sent_mark_ = ParamsBytesSent();
-  bytes_received_mark_ = DeltaBytesReceived();
   Publish(false);
   return absl::OkStatus();
 }
@@ -337,7 +311,7 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
   if (result.steps() != static_cast<uint32_t>(steps) || result.tokens_processed() != tokens_expected ||
       result.sampler_cursor() != cursor_expected) {
     // A streamed Δ is already in the round's sum: the round must be redone without it.
-    if (auto sum = round_sums_.find(round); delta.streamed && sum != round_sums_.end()) sum->second->sum.Taint();
+    if (delta.streamed) aggregator_->Taint(round);
     session->Close(absl::InvalidArgumentError(absl::StrCat(
         "RoundResult for round ", round, ": expected steps ", steps, ", tokens_processed ",
         tokens_expected, ", sampler_cursor ", cursor_expected, "; got ", result.steps(), ", ",
@@ -354,7 +328,7 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
   const double norm = std::isfinite(result.mean_loss()) ? NormOf(delta.tensors) : std::numeric_limits<double>::infinity();
   if (!std::isfinite(norm)) {
     round_->refused.insert(m->slot);
-    Refuse(session->supervisor_id(), round, screen_->Judge(norm, screen_->RoundThreshold({})));
+    Refuse(session->supervisor_id(), round, Screen(*screen_, ArrivalThreshold(*screen_), DeltaNorm::Measured(norm)));
     return;
   }
   round_->results[m->slot] = SlotResult{std::move(delta.tensors), result, session->supervisor_id(), norm};
@@ -422,7 +396,7 @@ JobRun::Outcome JobRun::Advance(Clock::time_point now) {
   if (!failure_.empty()) return Outcome::kFailed;
   if (std::optional<EvalRunner::Result> r = eval_->Take(); r.has_value()) {
     if (!ApplyEval(*r)) return Outcome::kFailed;
-    ctx_.jobs->ReportProgress(job_.id, progress_);
+    publisher_->Report();
   }
   const JobConfig& c = prepared_->config;
   if (state_.round >= total_rounds()) {
@@ -500,7 +474,6 @@ Clock::time_point JobRun::NextWakeup() const {
 }
 
 JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
-  const JobConfig& c = prepared_->config;
   Round& round = *round_;
   const uint64_t r = round.number;
   for (auto& [slot, key] : round.running) {
@@ -512,55 +485,17 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
     spdlog::warn("job {}: round {} closes at its deadline without worker {}", job_.id, r,
                  it->second.session->supervisor_id());
   }
-  // Screening: every Δ is judged against the round's threshold; a refused one is left out
-  // (reject) or scaled down to the threshold (clip). A streamed Δ was judged on its header and
-  // is in the round's sum already (or was dropped); a sender whose chunks broke its header is
-  // refused, and the round redone if some of them were added (pcp/diloco/delta_sum.h).
-  std::shared_ptr<RoundSum> sum;
-  if (auto it = round_sums_.find(r); it != round_sums_.end()) {
-    sum = it->second;
-    sum->sum.Finish();  // no chunk is added after this
-  }
-  std::vector<double> norms;
-  for (const auto& [slot, res] : round.results) norms.push_back(res.norm);
-  const diloco::ScreenThreshold threshold = screen_->RoundThreshold(norms);
-  if (sum != nullptr) {
-    for (const std::string& liar : sum->sum.liars()) {
-      Refuse(liar, r, diloco::ScreenVerdict{.action = diloco::ScreenVerdict::kReject,
-                                            .reason = diloco::RefusalReason::kDeclaredNorm,
-                                            .threshold = sum->threshold.value});
-    }
-  }
-  std::vector<WeightedDelta> deltas;
-  std::vector<double> accepted_norms;
-  std::vector<int> used_slots;
-  double weight = 0, loss_sum = 0;
-  uint64_t tokens = 0;
-  std::vector<std::string> ids;
-  for (auto& [slot, res] : round.results) {
-    const diloco::ScreenVerdict verdict = res.streamed ? *res.streamed : screen_->Judge(res.norm, threshold);
-    if (verdict.action != diloco::ScreenVerdict::kAccept) Refuse(res.supervisor_id, r, verdict);
-    if (verdict.action == diloco::ScreenVerdict::kReject) continue;
-    if (verdict.action == diloco::ScreenVerdict::kAccept) accepted_norms.push_back(res.norm);
-    const double w = static_cast<double>(res.result.tokens_processed());
-    if (!res.streamed) {
-      if (verdict.action == diloco::ScreenVerdict::kClip) Scale(&res.delta, verdict.scale);
-      deltas.push_back({std::move(res.delta), w});
-    }
-    weight += w;
-    loss_sum += w * res.result.mean_loss();
-    tokens += res.result.tokens_processed();
-    used_slots.push_back(slot);
-    ids.push_back(res.supervisor_id);
-  }
-  if (sum != nullptr && sum->sum.tainted()) {
+  absl::StatusOr<Intake> intake = ScreenRound(round);
+  if (!intake.ok()) return Fail(std::string(intake.status().message()));
+  Intake& in = *intake;
+  if (in.tainted) {
     constexpr const char* kTainted = "a streamed Δ broke its header after some of its chunks were summed";
     if (!streaming()) return RollBack(r, kTainted);
     if (std::optional<Outcome> o = CountRollBack(r, kTainted)) return *o;
     round.skipped = true;  // (counted once: the next check is for rounds whose Δs were all refused)
-    used_slots.clear();
-    ids.clear();
-  } else if (used_slots.empty()) {
+    in.used_slots.clear();
+    in.ids.clear();
+  } else if (in.used_slots.empty()) {
     if (!streaming()) return RollBack(r, "every Δ of the round was refused");
     if (std::optional<Outcome> o = CountRollBack(r, "every Δ of the round was refused")) return *o;
     round.skipped = true;
@@ -571,14 +506,14 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   // θ's tensors are shared with chunk streams still being written: the outer step replaces
   // them in `next`, never writes into them.
   std::vector<Tensor> next = theta_;
-  if (!used_slots.empty()) {
-    absl::StatusOr<std::vector<Tensor>> avg = AverageOf(r, deltas);
+  if (!in.used_slots.empty()) {
+    absl::StatusOr<Combined> avg = aggregator_->Finish(r);
     if (!avg.ok()) return Fail(absl::StrCat("round ", r, ": averaging the deltas: ", avg.status().message()));
-    // (A streamed round's average is its RoundSum's buffers, which nothing reads any more: the
-    // step writes θ' into them, so it needs no |θ|-sized temporaries.)
-    absl::StatusOr<bool> stepped = streaming()        ? StreamingOuterStep(r, *avg, &next)
-                                   : stream_deltas_ ? outer_->StepInPlaceIfFinite(*std::move(avg), &next)
-                                                    : outer_->StepIfFinite(*avg, &next);
+    absl::StatusOr<bool> stepped = outer_step_->Apply(r, *std::move(avg), &next);
+    if (stepped.ok() && *stepped && streaming()) {
+      fragment_update_round_ = 0;
+      if (absl::Status s = EncodeFragmentUpdate(r, &next); !s.ok()) stepped = s;
+    }
     if (!stepped.ok()) return Fail(absl::StrCat("round ", r, ": outer step: ", stepped.status().message()));
     constexpr const char* kNotFinite = "θ or the outer momentum is not finite after the outer step";
     if (!*stepped && !streaming()) return RollBack(r, kNotFinite);
@@ -586,13 +521,13 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
       if (std::optional<Outcome> o = CountRollBack(r, kNotFinite)) return *o;
       next = theta_;
       round.skipped = true;
-      used_slots.clear();
-      ids.clear();
+      in.used_slots.clear();
+      in.ids.clear();
     } else {
       rollbacks_in_a_row_ = 0;
     }
   }
-  if (c.diloco.compression.down != codec::Codec::kF32 && !streaming()) {
+  if (prepared_->config.diloco.compression.down != codec::Codec::kF32 && !streaming()) {
     if (absl::Status s = EncodeThetaUpdate(r, &next); !s.ok()) {
       return Fail(absl::StrCat("round ", r, ": encoding the θ update: ", s.message()));
     }
@@ -600,68 +535,83 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   theta_ = std::move(next);
   theta_crc_ = ListCrc32c(theta_);
   theta_chunks_.reset();  // chunked again when first sent
-  round_sums_.erase(round_sums_.begin(), round_sums_.upper_bound(r));
-  screen_->EndRound(accepted_norms);  // (before SendFragment: round r + 1's sum takes the new history)
+  aggregator_->DropThrough(r);
+  screen_->EndRound(in.accepted_norms);  // (before SendFragment: round r + 1's sum takes the new history)
   if (streaming()) {
     if (r < total_rounds()) SendFragment(r);  // (after the last round no worker merges it)
     // A skipped round is not redone: every worker that delivered has trained on past it (sent
     // the next round ahead), so its slot's data stream moves on whether its Δ was used or not.
     for (const auto& [slot, res] : round.results) state_.slots[slot].sampler_cursor = res.result.sampler_cursor();
   }
-  for (int slot : used_slots) {
+  for (int slot : in.used_slots) {
     state_.slots[slot].sampler_cursor = round.results[slot].result.sampler_cursor();
     ++state_.slots[slot].rounds_done;
   }
-  const double outer_step_s = Seconds(Clock::now() - outer_start);
-  metrics::Get(metrics::kShepherdOuterStepDurationSeconds).Observe(outer_step_s);
   state_.round = r;
-  state_.tokens_processed += tokens;
+  state_.tokens_processed += in.tokens;
   // (A streaming round whose Δs were all refused keeps the last train loss.)
-  if (weight > 0 || !state_.train_loss) state_.train_loss = weight > 0 ? loss_sum / weight : 0.0;
-  const double round_s = Seconds(now - round.start);
-  meter_->Advance(round_s * 1000.0);
-  const size_t workers = used_slots.size();
-  metrics::Get(metrics::kShepherdRound, {job_.id}).Set(static_cast<double>(r));
-  metrics::Get(metrics::kShepherdRoundsCompletedTotal, {job_.id}).Increment();
-  metrics::Get(metrics::kShepherdTrainLoss, {job_.id}).Set(*state_.train_loss);
-  metrics::Get(metrics::kShepherdTokensTotal, {job_.id}).Increment(static_cast<double>(tokens));
-  metrics::Get(metrics::kShepherdTokensPerSecond, {job_.id}).Set(round_s > 0 ? static_cast<double>(tokens) / round_s : 0);
-  metrics::Get(metrics::kShepherdRoundDurationSeconds).Observe(round_s);
-  // Recorded before its val loss is estimated (ApplyEval adds it to the record).
-  // The counters are read once: the streams keep writing meanwhile (a streaming round's
-  // fragment is on its way), and every byte goes to exactly one round's record.
-  const double sent = ParamsBytesSent(), received = DeltaBytesReceived();
-  ctx_.jobs->RecordRound(job_.id, RecordOf(round, tokens, round_s, outer_step_s, sent - bytes_sent_mark_,
-                                           received - bytes_received_mark_));
-  bytes_sent_mark_ = sent;
-  bytes_received_mark_ = received;
+  if (in.weight > 0 || !state_.train_loss) state_.train_loss = in.weight > 0 ? in.loss_sum / in.weight : 0.0;
+  RoundSummary summary{.round = r,
+                       .last = r >= total_rounds(),
+                       .tokens = in.tokens,
+                       .round_s = Seconds(now - round.start),
+                       .outer_step_s = Seconds(Clock::now() - outer_start),
+                       .workers = std::move(in.ids)};
+  summary.record = RecordOf(round, summary.tokens, summary.round_s, summary.outer_step_s);
   round_.reset();
   waiting_since_ = Clock::now();
+  return Conclude(summary);
+}
 
-  const bool last = r >= total_rounds();
-  if (c.diloco.eval_every > 0 && (r % static_cast<uint64_t>(c.diloco.eval_every) == 0 || last)) {
+absl::StatusOr<JobRun::Intake> JobRun::ScreenRound(Round& round) {
+  const uint64_t r = round.number;
+  // Every Δ is judged against the round's threshold; a refused one is left out (reject) or
+  // scaled down to the threshold (clip) by the aggregator. A streamed Δ was judged on its
+  // header and is in the round's sum already (or was dropped); a sender whose chunks broke its
+  // header is refused, and the round redone if some of them were added (pcp/diloco/delta_sum.h).
+  const RoundSeal seal = aggregator_->Seal(r);  // no chunk is added after this
+  std::vector<double> norms;
+  for (const auto& [slot, res] : round.results) norms.push_back(res.norm);
+  const diloco::ScreenThreshold threshold = screen_->RoundThreshold(norms);
+  for (const std::string& liar : seal.liars) Refuse(liar, r, Screen(*screen_, seal.threshold, DeltaNorm::BrokeDeclaration()));
+  Intake in{.tainted = seal.tainted};
+  for (auto& [slot, res] : round.results) {
+    // (A streamed Δ was screened as its header arrived.)
+    const diloco::ScreenVerdict verdict =
+        res.streamed ? *res.streamed : Screen(*screen_, threshold, DeltaNorm::Measured(res.norm));
+    if (Refused(verdict)) Refuse(res.supervisor_id, r, verdict);
+    if (!Admitted(verdict)) continue;
+    if (verdict.action == diloco::ScreenVerdict::kAccept) in.accepted_norms.push_back(res.norm);
+    const double w = static_cast<double>(res.result.tokens_processed());
+    if (!res.streamed) {
+      absl::Status added = aggregator_->Add(
+          r, Contribution{std::move(res.delta), w, verdict, res.result.mean_loss(), res.supervisor_id});
+      if (!added.ok()) return Annotate(added, absl::StrCat("round ", r, ": aggregating the deltas"));
+    }
+    in.weight += w;
+    in.loss_sum += w * res.result.mean_loss();
+    in.tokens += res.result.tokens_processed();
+    in.used_slots.push_back(slot);
+    in.ids.push_back(res.supervisor_id);
+  }
+  return in;
+}
+
+JobRun::Outcome JobRun::Conclude(const RoundSummary& summary) {
+  const JobConfig& c = prepared_->config;
+  const uint64_t r = summary.round;
+  publisher_->Closed(summary, state_);
+  if (c.diloco.eval_every > 0 && (r % static_cast<uint64_t>(c.diloco.eval_every) == 0 || summary.last)) {
     eval_->Start(r, theta_);  // θ_ is replaced, never modified, after this
   }
-  if (last) {
+  if (summary.last) {
     // The job's final numbers include the final parameters' validation loss.
     if (std::optional<EvalRunner::Result> res = eval_->Finish(); res.has_value() && !ApplyEval(*res)) {
       return Outcome::kFailed;
     }
   }
-  progress_.set_round(r);
-  progress_.set_train_loss(*state_.train_loss);
-  if (state_.val_loss) progress_.set_val_loss(*state_.val_loss);
-  progress_.set_val_round(state_.val_round);
-  progress_.set_tokens_processed(state_.tokens_processed);
-  progress_.set_tokens_per_second(round_s > 0 ? static_cast<double>(tokens) / round_s : 0);
-  progress_.set_round_time_s(round_s);
-  progress_.set_eta_s(meter_->EtaSeconds());
-  progress_.set_workers_in_last_round(static_cast<uint32_t>(workers));
-  spdlog::info("job {}: round {}/{} complete: {} workers ({}), train loss {:.4f}, {:.0f} tok/s, round {:.2f} s, ETA {}",
-               job_.id, r, total_rounds(), workers, absl::StrJoin(ids, ", "), *state_.train_loss,
-               progress_.tokens_per_second(), round_s, FormatDuration(progress_.eta_s()));
-  Publish(last);
-  if (last) {
+  Publish(summary.last);
+  if (summary.last) {
     // The job completes with its final checkpoint on disk.
     if (absl::Status s = WriteCheckpoint(/*wait=*/true); !s.ok()) {
       return Fail(absl::StrCat("writing the final checkpoint: ", s.message()));
@@ -670,8 +620,8 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
     // Written while the next round runs; a failure is logged when it is collected.
     WriteCheckpoint(/*wait=*/false).IgnoreError();
   }
-  ctx_.jobs->ReportProgress(job_.id, progress_);
-  if (!last) return Advance(Clock::now());  // the next round starts at once if everyone is ready
+  publisher_->Report();
+  if (!summary.last) return Advance(Clock::now());  // the next round starts at once if everyone is ready
   Release("job completed");
   ctx_.jobs->Finish(job_.id, v1::JOB_STATE_COMPLETED, "");
   spdlog::info("job {}: completed {} rounds in {:.1f} s; train loss {:.4f}{}; checkpoint {}", job_.id, r,
@@ -713,12 +663,7 @@ bool JobRun::ApplyEval(const EvalRunner::Result& r) {
   if (r.round < state_.val_round) return true;  // an older estimate than the one we have
   state_.val_loss = *r.val_loss;
   state_.val_round = r.round;
-  ctx_.jobs->RecordValLoss(job_.id, r.round, *r.val_loss);
-  metrics::Get(metrics::kShepherdValLoss, {job_.id}).Set(*r.val_loss);
-  progress_.set_val_loss(*r.val_loss);
-  progress_.set_val_round(r.round);
-  spdlog::info("job {}: val loss {:.4f} after round {} (estimated in {:.2f} s)", job_.id, *r.val_loss, r.round,
-               r.seconds);
+  publisher_->ValLoss(r.round, *r.val_loss, r.seconds);
   return true;
 }
 

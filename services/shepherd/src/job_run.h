@@ -37,9 +37,12 @@
 // rollback, its fragment and momentum unchanged (the fragment's values go out again), no
 // participants in its record, and the data streams of the workers that delivered move on.
 //
+// The strategies it delegates to, each chosen once from the job: the Δ verdict (screen.h),
+// the aggregation rule (aggregator.h), the outer step (outer_step.h); what the world sees of
+// a closed round goes through one RoundPublisher (round_publisher.h).
 // (job_run_screening.cc holds the refusal bookkeeping and rollbacks; job_run_streaming.cc
 // the streaming parts; job_run_updates.cc the encoded θ updates and chunked lists;
-// job_run_aggregation.cc streaming aggregation; job_run_record.cc the history record.)
+// job_run_aggregation.cc the choice of aggregation rule; job_run_record.cc the history record.)
 #ifndef PCP_SHEPHERD_SRC_JOB_RUN_H_
 #define PCP_SHEPHERD_SRC_JOB_RUN_H_
 
@@ -62,11 +65,15 @@
 #include "pcp/shepherd/job_program.h"
 #include "pcp/shepherd/outer_optimizer.h"
 #include "pcp/shepherd/shepherd_config.h"
+#include "aggregator.h"
 #include "checkpoint_writer.h"
 #include "eval_runner.h"
+#include "outer_step.h"
+#include "round_publisher.h"
 #include "round_sum.h"
 #include "pcp/training/progress.h"
 #include "sampling.h"
+#include "screen.h"
 #include "worker_registry.h"
 
 namespace pcp::shepherd {
@@ -171,26 +178,38 @@ class JobRun {
   void SendRound(Member& m);
   // Sends StartRound `round` with the slot's sampler state from `cursor`; crc 0 = unchecked.
   void SendStart(Member& m, uint64_t round, uint64_t cursor, uint32_t theta_crc);
-  // Streaming aggregation or buffered Δs for this job (diloco.aggregation; job_run_aggregation.cc).
-  void DecideAggregation();
-  // Tells the worker to expect round `round`'s result: its Δ specs, codec and, with streaming
-  // aggregation, the round's RoundSum (SumFor).
+  // The job's aggregation rule, chosen once (aggregator.h; job_run_aggregation.cc).
+  void ChooseAggregation();
+  // Tells the worker to expect round `round`'s result: its Δ specs, codec and, with a
+  // streamable rule, the round's sink (Aggregator::SinkFor).
   void ExpectResultOf(WorkerSession& s, uint64_t round);
-  // Streaming aggregation: round `round`'s sum, created when its first result is expected
-  // (with the screening threshold of that moment: past rounds' median and the cap).
-  std::shared_ptr<RoundSum> SumFor(uint64_t round, const std::vector<TensorSpec>& specs);
-  // The weighted average of the round's Δs: from its RoundSum (streamed), or from the Δs
-  // accepted at close (`deltas`, buffered).
-  absl::StatusOr<std::vector<Tensor>> AverageOf(uint64_t round, const std::vector<WeightedDelta>& deltas);
   // Sends the open round to ready workers whose slot has no part in it yet: when the round
   // needs them to reach min_workers, or when joining late is worth it (pcp/diloco/late_join.h:
   // a worker restarted after a crash takes part in the round it was killed in).
   void JoinLate(const std::vector<Member*>& ready, Clock::time_point now);
+  // Closes the open round: screening, aggregation, the outer step, θ; then Conclude.
   Outcome CloseRound(Clock::time_point now);
+  // The round's results screened (refusals counted) and the admitted Δs given to the
+  // aggregator; its sums sealed.
+  struct Intake {
+    bool tainted = false;  // a streamed Δ's refused chunks are in the sum: the round is redone
+    std::vector<int> used_slots;
+    std::vector<std::string> ids;       // their supervisor ids
+    std::vector<double> accepted_norms;  // of the Δs accepted unchanged (screening's history)
+    double weight = 0, loss_sum = 0;     // Σ tokens, Σ tokens × mean loss
+    uint64_t tokens = 0;
+  };
+  absl::StatusOr<Intake> ScreenRound(Round& round);
+  // What follows a closed round: the publisher (metrics, progress, history), evaluation, θ's
+  // snapshot, checkpoints, and the next round or the job's end.
+  Outcome Conclude(const RoundSummary& summary);
   // Replaces `next` (θ after the outer step of `round`) by θ + the decoded, encoded update,
   // keeps the update for the streams and the encoding error for the next round
   // (pcp/diloco/replica.h).
   absl::Status EncodeThetaUpdate(uint64_t round, std::vector<Tensor>* next);
+  // Streaming: the same for round `round`'s fragment of `next` (θ after its outer step); the
+  // update goes to fragment_update_.
+  absl::Status EncodeFragmentUpdate(uint64_t round, std::vector<Tensor>* next);
   // The update `next` − `before` after error feedback (`feedback`, one per tensor), encoded
   // with the job's down codec; `next` becomes before + the decoded update (what every replica
   // computes). Returns the updates as encoded (what the streams send).
@@ -206,22 +225,14 @@ class JobRun {
 
   // ---- Streaming DiLoCo (job_run_streaming.cc; pcp/diloco/streaming.h)
   bool streaming() const { return fragments_.has_value(); }
-  // The fragment plan and one outer optimizer per fragment; a resumed job's momentum is split
-  // among them.
+  // The fragment plan (the outer step per fragment is outer_step.h's).
   absl::Status PrepareStreaming();
-  // The outer momentum of every parameter (checkpoints).
-  std::vector<Tensor> Momentum() const;
   // Round r's StartRound (with θ in full first if the worker's replica is not θ for round r),
   // unless it was sent ahead, and StartRound r + 1 ahead.
   void SendStreamingRound(Member& m);
-  // The outer step of round r's fragment: θ_p ← step(avg); `next` is θ with the new θ_p
-  // (after the encoded update when the job compresses θ updates). False: not finite.
-  absl::StatusOr<bool> StreamingOuterStep(uint64_t r, const std::vector<Tensor>& avg, std::vector<Tensor>* next);
   // Sends round r's fragment (its update, or its values) to every worker whose replica is θ for
   // round r: their θ for round r + 1.
   void SendFragment(uint64_t r);
-  // The Δ specs of round r (its fragment's segments).
-  std::vector<TensorSpec> RoundSpecs(uint64_t r) const;
   // Results of the round about to open that came before it opened (a worker sent it ahead),
   // taken once it has.
   void TakeEarlyResults();
@@ -242,10 +253,9 @@ class JobRun {
   // Slots whose owner is not quarantined: a round with that many ready workers starts at once.
   size_t ActiveSlots() const;
 
-  // The history record of the round being closed (train loss, tokens and θ already updated).
-  // `bytes_down` / `bytes_up`: the training-stream bytes since the last round's record.
-  v1::RoundRecord RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s, double bytes_down,
-                           double bytes_up) const;
+  // The history record of the round being closed (train loss, tokens and θ already updated;
+  // the publisher adds the training-stream bytes).
+  v1::RoundRecord RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s) const;
   // Takes a finished validation estimate into the job's progress; false if it failed.
   bool ApplyEval(const EvalRunner::Result& result);
   // Writes a checkpoint of the current round on the checkpoint writer's thread; with `wait`,
@@ -268,10 +278,9 @@ class JobRun {
   std::shared_ptr<const ChunkedList> theta_chunks_;  // theta_ chunked (null until needed; reset with θ)
   std::optional<ThetaUpdate> update_;
   std::vector<codec::ErrorFeedback> down_feedback_;  // per parameter
-  // Streaming: the plan, the outer step and θ-update error feedback of each fragment, and the
-  // last fragment update (per segment), as every stream sends it.
+  // Streaming: the plan and θ-update error feedback of each fragment, and the last fragment
+  // update (per segment), as every stream sends it.
   std::optional<diloco::FragmentPlan> fragments_;
-  std::vector<std::unique_ptr<OuterOptimizer>> fragment_outers_;
   std::vector<std::vector<codec::ErrorFeedback>> fragment_feedback_;
   std::vector<Tensor> fragment_update_;
   uint64_t fragment_update_round_ = 0;  // the round fragment_update_ is of (0: none)
@@ -282,12 +291,12 @@ class JobRun {
     v1::RoundResult result;
   };
   std::vector<EarlyResult> early_results_;
-  std::unique_ptr<OuterOptimizer> outer_;
+  // The outer step: on the whole θ, or per fragment with Streaming DiLoCo.
+  std::unique_ptr<OuterStep> outer_step_;
   std::unique_ptr<diloco::DeltaScreen> screen_;
-  // Streaming aggregation (diloco.aggregation; decided once per job): each open or upcoming
-  // round's sum, by round (with Streaming DiLoCo the next round's may fill while one is open).
-  bool stream_deltas_ = false;
-  std::map<uint64_t, std::shared_ptr<RoundSum>> round_sums_;
+  // How each round's Δs are combined (diloco.aggregation, diloco.screening.trimmed_mean;
+  // chosen once per job).
+  std::unique_ptr<Aggregator> aggregator_;
   std::unique_ptr<diloco::RefusalLedger> refusals_;
   int64_t rollbacks_in_a_row_ = 0;
   diloco::RoundTimeEstimate round_time_;  // per-worker round times, for late joins
@@ -298,13 +307,9 @@ class JobRun {
   std::map<int, ShardPlan> shards_;
   std::optional<Round> round_;
   Clock::time_point waiting_since_;
-  // The training-stream byte counters when the last round closed (or the job started): the
-  // next round's record counts from there (a streaming worker's Δ may come before its round
-  // opens).
-  double bytes_sent_mark_ = 0, bytes_received_mark_ = 0;
   Clock::time_point started_;
-  std::unique_ptr<ProgressMeter> meter_;
-  v1::JobProgress progress_;
+  // Metrics, progress and history of the closed rounds.
+  std::unique_ptr<RoundPublisher> publisher_;
   std::string failure_;
   // Last: destroyed first, it finishes a write in flight while the rest is intact.
   CheckpointWriter checkpoint_writer_;

@@ -29,7 +29,7 @@ absl::Status JobRun::WriteCheckpoint(bool wait) {
   state_.screen_medians.assign(screen_->history().begin(), screen_->history().end());
   // θ's tensors are replaced, never modified; the momentum's are modified by the next outer
   // step, which waits for this write first (CollectCheckpoint).
-  DilocoCheckpoint ckpt{.state = state_, .params = theta_, .momentum = Momentum()};
+  DilocoCheckpoint ckpt{.state = state_, .params = theta_, .momentum = outer_step_->Momentum()};
   std::optional<CheckpointWriter::Written> before = checkpoint_writer_.Start(
       state_.round, [dir = job_.dir, names = prepared_->param_names, ckpt = std::move(ckpt), meta = std::move(meta)]() mutable {
         return WriteDilocoCheckpoint(dir, names, ckpt, std::move(meta));

@@ -4,8 +4,7 @@
 
 namespace pcp::shepherd {
 
-v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s,
-                                 double bytes_down, double bytes_up) const {
+v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s) const {
   const JobConfig& c = prepared_->config;
   v1::RoundRecord rec;
   rec.set_round(round.number);
@@ -34,8 +33,6 @@ v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double rou
   if (state_.train_loss) rec.set_train_loss(*state_.train_loss);
   rec.set_round_s(round_s);
   rec.set_outer_step_s(outer_step_s);
-  rec.set_bytes_down(static_cast<uint64_t>(std::max(0.0, bytes_down)));
-  rec.set_bytes_up(static_cast<uint64_t>(std::max(0.0, bytes_up)));
   // The workers' mean wait on the network before this round's compute (none in their first).
   double wait_ms = 0;
   int waits = 0;

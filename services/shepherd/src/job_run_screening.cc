@@ -10,6 +10,7 @@
 namespace pcp::shepherd {
 
 void JobRun::Refuse(const std::string& id, uint64_t round, const diloco::ScreenVerdict& verdict) {
+  v1::JobProgress& progress = publisher_->progress();
   const absl::string_view reason = diloco::RefusalReasonName(verdict.reason);
   const bool clipped = verdict.action == diloco::ScreenVerdict::kClip;
   const bool quarantine = refusals_->Refuse(id);
@@ -17,13 +18,13 @@ void JobRun::Refuse(const std::string& id, uint64_t round, const diloco::ScreenV
   if (!clipped && round_.has_value()) round_->refused_ids.emplace_back(id, std::string(reason));
   const int64_t count = refusals_->refusals(id);
   metrics::Get(metrics::kShepherdDeltasRefusedTotal, {reason}).Increment();
-  progress_.set_deltas_refused(progress_.deltas_refused() + 1);
+  progress.set_deltas_refused(progress.deltas_refused() + 1);
   v1::ScreenedWorker* screened = nullptr;
-  for (v1::ScreenedWorker& w : *progress_.mutable_screened_workers()) {
+  for (v1::ScreenedWorker& w : *progress.mutable_screened_workers()) {
     if (w.supervisor_id() == id) screened = &w;
   }
   if (screened == nullptr) {
-    screened = progress_.add_screened_workers();
+    screened = progress.add_screened_workers();
     screened->set_supervisor_id(id);
   }
   screened->set_refusals(static_cast<uint32_t>(count));
@@ -48,13 +49,14 @@ void JobRun::Refuse(const std::string& id, uint64_t round, const diloco::ScreenV
   }
   // Persisted now, not with the round: a refusal or quarantine outlives a shepherd restart
   // even when this round is rolled back or never closes.
-  ctx_.jobs->ReportProgress(job_.id, progress_);
+  publisher_->Report();
 }
 
 void JobRun::RestoreScreening(const v1::JobProgress& stored) {
-  progress_.set_deltas_refused(stored.deltas_refused());
-  progress_.set_rounds_rolled_back(stored.rounds_rolled_back());
-  *progress_.mutable_screened_workers() = stored.screened_workers();
+  v1::JobProgress& progress = publisher_->progress();
+  progress.set_deltas_refused(stored.deltas_refused());
+  progress.set_rounds_rolled_back(stored.rounds_rolled_back());
+  *progress.mutable_screened_workers() = stored.screened_workers();
   std::vector<std::string> quarantined;
   for (const v1::ScreenedWorker& w : stored.screened_workers()) {
     refusals_->Restore(w.supervisor_id(), static_cast<int64_t>(w.refusals()));
@@ -69,9 +71,10 @@ void JobRun::RestoreScreening(const v1::JobProgress& stored) {
 }
 
 std::optional<JobRun::Outcome> JobRun::CountRollBack(uint64_t round, const std::string& why) {
-  round_sums_.erase(round);  // a redone round sums afresh
+  v1::JobProgress& progress = publisher_->progress();
+  aggregator_->Drop(round);  // a redone round aggregates afresh
   ++rollbacks_in_a_row_;
-  progress_.set_rounds_rolled_back(progress_.rounds_rolled_back() + 1);
+  progress.set_rounds_rolled_back(progress.rounds_rolled_back() + 1);
   const int64_t limit = prepared_->config.diloco.screening.max_rollbacks;
   spdlog::error("job {}: round {} rolled back ({}): {}; {} of {} in a row", job_.id, round, why,
                 streaming() ? "its fragment and momentum stay as they were" : "θ and the outer momentum are as before it",
@@ -82,7 +85,7 @@ std::optional<JobRun::Outcome> JobRun::CountRollBack(uint64_t round, const std::
   event.set_reason(why);
   ctx_.jobs->ReportScreening(job_.id, event);
   // Before a failure too: the failed job's progress counts the rollback that failed it.
-  ctx_.jobs->ReportProgress(job_.id, progress_);
+  publisher_->Report();
   if (rollbacks_in_a_row_ >= limit) {
     return Fail(absl::StrCat(rollbacks_in_a_row_, " rounds in a row rolled back (diloco.screening.max_rollbacks ",
                              limit, "); the last, round ", round, ": ", why));

@@ -16,15 +16,8 @@ absl::Status JobRun::PrepareStreaming() {
   PCP_ASSIGN_OR_RETURN(diloco::FragmentPlan plan, diloco::FragmentPlan::Create(sizes, so.fragments));
   fragments_ = std::move(plan);
   const JobConfig& c = prepared_->config;
-  // The momentum of a resumed job (zero for a new one), split among the fragments.
-  const std::vector<Tensor>& momentum = outer_->momentum();
   std::string sizes_text;
   for (int64_t p = 0; p < fragments_->fragments(); ++p) {
-    auto outer = std::make_unique<OuterOptimizer>(
-        OuterOptimizerOptions{.lr = c.diloco.outer_lr, .momentum = c.diloco.outer_momentum, .nesterov = c.diloco.nesterov},
-        FragmentSpecs(*fragments_, p, prepared_->param_specs));
-    PCP_RETURN_IF_ERROR(outer->SetMomentum(GatherFragment(*fragments_, p, momentum)));
-    fragment_outers_.push_back(std::move(outer));
     fragment_feedback_.emplace_back(fragments_->segments(p).size());
     absl::StrAppend(&sizes_text, p == 0 ? "" : ", ", fragments_->elements(p));
   }
@@ -33,17 +26,6 @@ absl::Status JobRun::PrepareStreaming() {
                job_.id, fragments_->fragments(), sizes_text, absl::StrCat(c.diloco.inner_steps, "/", so.fragments), so.overlap_steps,
                so.overlap_steps > 0 ? absl::StrCat(" with alpha ", so.alpha) : std::string(" (replaced)"));
   return absl::OkStatus();
-}
-
-std::vector<Tensor> JobRun::Momentum() const {
-  if (!streaming()) return outer_->momentum();
-  std::vector<Tensor> full;
-  for (const Tensor& t : theta_) full.emplace_back(DType::kF32, t.shape());  // zero-filled; every fragment overwrites its part
-  for (int64_t p = 0; p < fragments_->fragments(); ++p) {
-    // Cannot fail: the fragment optimizers were built from the same plan.
-    ScatterFragment(*fragments_, p, fragment_outers_[static_cast<size_t>(p)]->momentum(), &full).IgnoreError();
-  }
-  return full;
 }
 
 void JobRun::SendStreamingRound(Member& m) {
@@ -82,10 +64,6 @@ void JobRun::SendStreamingRound(Member& m) {
   ctx_.registry->NoteActivity(s.supervisor_id(), job_.id, r);
 }
 
-std::vector<TensorSpec> JobRun::RoundSpecs(uint64_t r) const {
-  return FragmentSpecs(*fragments_, fragments_->FragmentOfRound(r), prepared_->param_specs);
-}
-
 void JobRun::TakeEarlyResults() {
   std::vector<EarlyResult> early = std::move(early_results_);
   early_results_.clear();
@@ -94,28 +72,6 @@ void JobRun::TakeEarlyResults() {
       OnResult(session, e.round, std::move(e.delta), e.result);
     }
   }
-}
-
-absl::StatusOr<bool> JobRun::StreamingOuterStep(uint64_t r, const std::vector<Tensor>& avg, std::vector<Tensor>* next) {
-  const int64_t p = fragments_->FragmentOfRound(r);
-  const std::vector<Tensor> before = GatherFragment(*fragments_, p, theta_);
-  std::vector<Tensor> after = before;  // the steps replace these, never write into them
-  // A streamed round's average is its RoundSum's buffers, read by nothing after this: θ' goes
-  // into them (no fragment-sized temporaries, as the plain streamed round's step).
-  OuterOptimizer& outer = *fragment_outers_[static_cast<size_t>(p)];
-  PCP_ASSIGN_OR_RETURN(bool stepped,
-                       stream_deltas_ ? outer.StepInPlaceIfFinite(avg, &after) : outer.StepIfFinite(avg, &after));
-  if (!stepped) return false;
-  fragment_update_round_ = 0;
-  if (prepared_->config.diloco.compression.down != codec::Codec::kF32) {
-    std::vector<std::string> names;
-    for (const TensorSpec& spec : FragmentSpecs(*fragments_, p, prepared_->param_specs)) names.push_back(spec.name);
-    PCP_ASSIGN_OR_RETURN(fragment_update_,
-                         EncodeUpdate(before, &after, names, &fragment_feedback_[static_cast<size_t>(p)]));
-    fragment_update_round_ = r;
-  }
-  PCP_RETURN_IF_ERROR(ScatterFragment(*fragments_, p, after, next));
-  return true;
 }
 
 void JobRun::SendFragment(uint64_t r) {

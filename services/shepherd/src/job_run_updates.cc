@@ -7,6 +7,7 @@
 #include "pcp/codec/encoded.h"
 #include "pcp/diloco/replica.h"
 #include "pcp/metrics/codec_seconds.h"
+#include "pcp/rpc/tensor_fragments.h"
 
 namespace pcp::shepherd {
 
@@ -17,6 +18,18 @@ absl::Status JobRun::EncodeThetaUpdate(uint64_t round, std::vector<Tensor>* next
                        ChunksOf(input, prepared_->param_names, prepared_->config.diloco.compression.down));
   update_ = ThetaUpdate{.from_round = round, .input = std::move(input), .chunks = std::move(chunks)};
   return absl::OkStatus();
+}
+
+absl::Status JobRun::EncodeFragmentUpdate(uint64_t round, std::vector<Tensor>* next) {
+  const int64_t p = fragments_->FragmentOfRound(round);
+  const std::vector<Tensor> before = GatherFragment(*fragments_, p, theta_);
+  std::vector<Tensor> after = GatherFragment(*fragments_, p, *next);
+  std::vector<std::string> names;
+  for (const TensorSpec& spec : FragmentSpecs(*fragments_, p, prepared_->param_specs)) names.push_back(spec.name);
+  PCP_ASSIGN_OR_RETURN(fragment_update_,
+                       EncodeUpdate(before, &after, names, &fragment_feedback_[static_cast<size_t>(p)]));
+  fragment_update_round_ = round;
+  return ScatterFragment(*fragments_, p, after, next);
 }
 
 absl::StatusOr<std::shared_ptr<const ChunkedList>> JobRun::ChunksOf(const std::vector<Tensor>& values,

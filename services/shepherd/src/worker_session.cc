@@ -11,6 +11,7 @@
 #include "pcp/rpc/tensor_proto.h"
 #include "pcp/base/absl_fmt.h"
 #include "pcp/metrics/codec_seconds.h"
+#include "screen.h"
 #include "shepherd_metrics.h"
 #include "spdlog/spdlog.h"
 
@@ -237,8 +238,8 @@ absl::Status WorkerSession::HandleResultHeader(const v1::ResultHeader& header) {
   }
   // Judged before any chunk: a rejected Δ's chunks are checked and dropped, a clipped one's
   // scaled as they are added.
-  verdict_ = sum_->screen.Judge(header.delta_norm(), sum_->threshold);
-  if (verdict_->action != diloco::ScreenVerdict::kReject) {
+  verdict_ = Screen(sum_->screen, sum_->threshold, DeltaNorm::Declared(header.delta_norm()));
+  if (Admitted(*verdict_)) {
     contribution_ = sum_->sum.Begin(supervisor_id(), static_cast<double>(header.tokens_processed()), verdict_->scale,
                                     header.delta_norm());
   }
