@@ -152,13 +152,20 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
   };
   // The loss: the module's, or formed from the logits of a forward-only export.
   std::optional<Function> logits_fn;
+  // bf16 / f16 (mixed-precision exports) are computed in f32 (passes.h), before anything folds.
+  std::string first_half;
+  int half_values = 0;
   if (!options.logits.empty()) {
     PCP_ASSIGN_OR_RETURN(logits_fn, find(options.logits, "logits"));
+    PCP_ASSIGN_OR_RETURN(half_values, LowerHalfToF32(*logits_fn, &first_half),
+                         _ << file_name << ": lowering the logits function's bf16 / f16 to f32");
   }
   const std::string function_name = options.function.empty() ? options.logits : options.function;
   Function f;
   if (!options.function.empty()) {
     PCP_ASSIGN_OR_RETURN(f, find(options.function, "function"));
+    PCP_ASSIGN_OR_RETURN(half_values, LowerHalfToF32(f, &first_half),
+                         _ << file_name << ": lowering bf16 / f16 to f32");
   } else if (logits_fn.has_value()) {
     PCP_ASSIGN_OR_RETURN(f, FormLossFromLogits(*logits_fn, FunctionPlace(text, file_name, options.logits)));
   } else {
@@ -371,6 +378,10 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
   }
   PCP_RETURN_IF_ERROR(Verify(m.forward), _ << file_name << ": the imported function");
   PCP_RETURN_IF_ERROR(RunStandardPasses(m.forward), _ << file_name << ": optimizing the imported function");
+  if (half_values > 0) {
+    m.warnings.push_back(absl::StrCat(file_name, ": ", half_values, " bf16 / f16 values are computed in f32 (first: ",
+                                      first_half, ")"));
+  }
   if (f64_values > 0) {
     m.warnings.push_back(absl::StrCat(file_name, ": ", f64_values, " f64 values that do not fold to constants are computed in f32 (first: ",
                                       first_f64, "); PCP's backends have no f64"));

@@ -247,5 +247,51 @@ TEST(LowerF64ToF32Test, LeavesFunctionsWithoutF64Alone) {
   EXPECT_EQ(PrintFunction(f), before);
 }
 
+// A mixed-precision export: weights and activations in bf16, a residual in f16, the loss
+// converted to f32 at the end. LowerHalfToF32 computes all of it in f32: the program equals
+// the f32 one bit for bit (constants widened exactly, converts gone, no rounding to bf16).
+TEST(LowerHalfToF32Test, ComputesBf16AndF16InF32) {
+  Function f = ParseOne(R"(func.func @f(%w: tensor<3xbf16>, %x: tensor<3xf32>) -> tensor<3xf32> {
+    %c = stablehlo.constant dense<[1.5, -2.0, 0.1]> : tensor<3xbf16>
+    %xb = stablehlo.convert %x : (tensor<3xf32>) -> tensor<3xbf16>
+    %0 = stablehlo.multiply %w, %xb : tensor<3xbf16>
+    %1 = stablehlo.add %0, %c : tensor<3xbf16>
+    %h = stablehlo.convert %1 : (tensor<3xbf16>) -> tensor<3xf16>
+    %2 = stablehlo.tanh %h : tensor<3xf16>
+    %3 = stablehlo.convert %2 : (tensor<3xf16>) -> tensor<3xf32>
+    return %3 : tensor<3xf32>
+  })");
+  std::string first;
+  absl::StatusOr<int> lowered = LowerHalfToF32(f, &first);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_EQ(*lowered, 7);  // w, then every instruction but the last convert
+  EXPECT_EQ(first, "argument 0");
+  EXPECT_EQ(Count(f, Op::kConvert), 0);
+  for (const TensorType& t : f.value_types) EXPECT_EQ(t.dtype, DType::kF32);
+  ASSERT_TRUE(Verify(f).ok());
+  // 0.1 is not a bf16 value: the constant is bf16's nearest, widened exactly.
+  Function f32 = ParseOne(R"(func.func @f(%w: tensor<3xf32>, %x: tensor<3xf32>) -> tensor<3xf32> {
+    %c = stablehlo.constant dense<[1.5, -2.0, 0x3DCD0000]> : tensor<3xf32>
+    %0 = stablehlo.multiply %w, %x : tensor<3xf32>
+    %1 = stablehlo.add %0, %c : tensor<3xf32>
+    %2 = stablehlo.tanh %1 : tensor<3xf32>
+    return %2 : tensor<3xf32>
+  })");
+  const Tensor w = Tensor::FromVector<float>({3}, {0.5f, 0.25f, -3.0f});
+  const Tensor x = Tensor::FromVector<float>({3}, {0.3f, -17.25f, 0.123f});
+  absl::StatusOr<std::vector<Tensor>> got = Interpret(f, {w, x});
+  absl::StatusOr<std::vector<Tensor>> want = Interpret(f32, {w, x});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_TRUE(BitwiseEqual((*got)[0], (*want)[0]));
+  // f64 is not its business, and a function without bf16 / f16 is left alone.
+  Function plain = ParseOne(kF32Module);
+  const std::string before = PrintFunction(plain);
+  absl::StatusOr<int> none = LowerHalfToF32(plain);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, 0);
+  EXPECT_EQ(PrintFunction(plain), before);
+}
+
 }  // namespace
 }  // namespace pcp

@@ -293,6 +293,35 @@ TEST(StableHloModelTest, F64FoldsExactlyAndWhatIsLeftIsComputedInF32WithAWarning
   }
 }
 
+// A bf16 export (weights, activations and the loss in bf16, as torch autocast or tt-xla
+// print it) imports with everything computed in f32 and a warning saying so; the loss is the
+// f32 program's.
+TEST(StableHloModelTest, Bf16IsComputedInF32WithAWarning) {
+  const std::string module = R"(func.func @main(%arg0: tensor<4xbf16>, %arg1: tensor<2x4xi64>, %arg2: tensor<2x4xi64>) -> tensor<bf16> {
+  %c = stablehlo.constant dense<3.000000e+00> : tensor<4xbf16>
+  %y = stablehlo.multiply %arg0, %arg0 : tensor<4xbf16>
+  %z = stablehlo.multiply %y, %c : tensor<4xbf16>
+  %init = stablehlo.constant dense<0.000000e+00> : tensor<bf16>
+  %r = stablehlo.reduce(%z init: %init) applies stablehlo.add across dimensions = [0] : (tensor<4xbf16>, tensor<bf16>) -> tensor<bf16>
+  return %r : tensor<bf16>
+}
+)";
+  StableHloImportOptions o;
+  o.names = {"w"};
+  absl::StatusOr<ImportedModel> m = ImportStableHloModel(module, "bf16.mlir", o);
+  ASSERT_TRUE(m.ok()) << m.status();
+  for (const TensorType& t : m->forward.value_types) EXPECT_NE(t.dtype, DType::kBF16);
+  EXPECT_EQ(m->types.at(0).dtype, DType::kF32);
+  ASSERT_EQ(m->warnings.size(), 1u);
+  EXPECT_THAT(m->warnings[0], HasSubstr("bf16.mlir: "));
+  EXPECT_THAT(m->warnings[0], HasSubstr("bf16 / f16 values are computed in f32 (first: argument 0"));
+  // 1.1 squared times 3, summed with the rest: bf16 arithmetic would round every step.
+  const Tensor w = Tensor::FromVector<float>({4}, {1.1f, 2, 3, 4});
+  absl::StatusOr<std::vector<Tensor>> out = Interpret(m->forward, {w, Tokens(0), Tokens(1)});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FLOAT_EQ(out->at(0).data<float>()[0], 3.0f * (1.1f * 1.1f + 4 + 9 + 16));
+}
+
 TEST(StableHloModelTest, OptionErrorsNameTheirKey) {
   const Tensor w = Range({kV, kC}, 0.1f), rope = Range({kC}, 1.0f);
   struct Case {

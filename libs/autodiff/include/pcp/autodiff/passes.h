@@ -49,6 +49,14 @@ absl::Status RunStandardPasses(Function& function);
 // the rewrite). Values are renumbered (CompactValues).
 absl::StatusOr<int> LowerF64ToF32(Function& function, std::string* first = nullptr);
 
+// Half-precision policy (decided for StableHLO import): bf16 and f16 values are computed in
+// f32 — a mixed-precision export trains at f32 precision, the converts between them and f32
+// become identities (no rounding to the narrow type), and bf16 / f16 constants are widened
+// exactly. LowerHalfToF32 retypes them as LowerF64ToF32 retypes f64, with the same count and
+// `first`. Run it before RunStandardPasses (the interpreter that folds constants computes no
+// bf16 / f16).
+absl::StatusOr<int> LowerHalfToF32(Function& function, std::string* first = nullptr);
+
 }  // namespace pcp
 
 #endif  // PCP_AUTODIFF_PASSES_H_
