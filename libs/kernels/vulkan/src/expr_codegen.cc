@@ -5,46 +5,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/substitute.h"
+#include "glsl_ops.h"
 
 namespace pcp::vulkan {
 namespace {
 
-std::string Unary(Op op, DType d, const std::string& a) {
-  const bool fl = d == DType::kF32;
-  switch (op) {
-    case Op::kNegate: return absl::StrCat("(-", a, ")");
-    case Op::kAbs: return fl ? absl::StrCat("abs(", a, ")") : absl::StrCat("(", a, " < 0 ? -", a, " : ", a, ")");
-    case Op::kExponential: return absl::StrCat("pcp_exp(", a, ")");
-    case Op::kLog: return absl::StrCat("pcp_log(", a, ")");
-    case Op::kSqrt: return absl::StrCat("sqrt(", a, ")");
-    case Op::kRsqrt: return absl::StrCat("pcp_rsqrt(", a, ")");
-    case Op::kTanh: return absl::StrCat("pcp_tanh(", a, ")");
-    case Op::kLogistic: return absl::StrCat("pcp_logistic(", a, ")");
-    case Op::kErf: return absl::StrCat("pcp_erf(", a, ")");
-    case Op::kCeil: return absl::StrCat("ceil(", a, ")");
-    case Op::kNot: return absl::StrCat(d == DType::kBool ? "(!" : "(~", a, ")");
-    default: return "";
-  }
-}
-
-std::string Binary(Op op, DType d, const std::string& a, const std::string& b) {
-  const bool fl = d == DType::kF32;
-  switch (op) {
-    case Op::kAdd: return absl::StrCat("(", a, " + ", b, ")");
-    case Op::kSubtract: return absl::StrCat("(", a, " - ", b, ")");
-    case Op::kMultiply: return absl::StrCat("(", a, " * ", b, ")");
-    case Op::kDivide:
-      if (fl) return absl::StrCat("(", a, " / ", b, ")");
-      return absl::StrCat(d == DType::kI64 ? "pcp_ldiv(" : "pcp_idiv(", a, ", ", b, ")");
-    case Op::kMaximum:
-      return fl ? absl::StrCat("pcp_max(", a, ", ", b, ")") : absl::StrCat("(", a, " > ", b, " ? ", a, " : ", b, ")");
-    case Op::kMinimum:
-      return fl ? absl::StrCat("pcp_min(", a, ", ", b, ")") : absl::StrCat("(", a, " < ", b, " ? ", a, " : ", b, ")");
-    case Op::kPower: return absl::StrCat("pcp_pow(", a, ", ", b, ")");
-    case Op::kAnd: return absl::StrCat("(", a, d == DType::kBool ? " && " : " & ", b, ")");
-    case Op::kOr: return absl::StrCat("(", a, d == DType::kBool ? " || " : " | ", b, ")");
-    default: return "";
-  }
+// Op's GLSL on operands of type d (glsl_ops.h).
+std::string Elementwise(Op op, DType d, const std::string& a, const std::string& b = "") {
+  const std::string_view glsl = GlslOf(op, d);
+  return absl::Substitute(absl::string_view(glsl.data(), glsl.size()), a, b);
 }
 
 const char* CompareOp(ComparisonDirection c) {
@@ -274,8 +244,8 @@ std::string ExprCodegen::EmitInstruction(const Instruction& inst, const std::vec
       const std::string lo = Emit(inst.operands[0], idx, body);
       const std::string x = Emit(inst.operands[1], idx, body);
       const std::string hi = Emit(inst.operands[2], idx, body);
-      const std::string m = define(Binary(Op::kMaximum, rt.dtype, x, lo));
-      return define(Binary(Op::kMinimum, rt.dtype, m, hi));
+      const std::string m = define(Elementwise(Op::kMaximum, rt.dtype, x, lo));
+      return define(Elementwise(Op::kMinimum, rt.dtype, m, hi));
     }
     case Op::kConvert: {
       const std::string a = Emit(inst.operands[0], idx, body);
@@ -285,10 +255,10 @@ std::string ExprCodegen::EmitInstruction(const Instruction& inst, const std::vec
   }
   if (IsElementwise(inst.op)) {
     const DType d = operand_type(0).dtype;
-    if (inst.operands.size() == 1) return define(Unary(inst.op, d, Emit(inst.operands[0], idx, body)));
+    if (inst.operands.size() == 1) return define(Elementwise(inst.op, d, Emit(inst.operands[0], idx, body)));
     const std::string a = Emit(inst.operands[0], idx, body);
     const std::string b = Emit(inst.operands[1], idx, body);
-    return define(Binary(inst.op, d, a, b));
+    return define(Elementwise(inst.op, d, a, b));
   }
   return absl::StrCat("/* cannot inline ", OpName(inst.op), " */");
 }
