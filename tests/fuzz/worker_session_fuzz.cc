@@ -47,7 +47,7 @@ class Transport final : public pcp::shepherd::SessionTransport {
   int finished_ = 0;
 };
 
-class Observer final : public pcp::shepherd::SessionObserver {
+class Observer final : public pcp::shepherd::SessionObserver, public pcp::shepherd::WorkerEventSink {
  public:
   absl::Status AdmitJoin(const std::shared_ptr<WorkerSession>& session) override {
     if (session->supervisor_id() == "taken") return absl::AlreadyExistsError("slot taken");
@@ -58,10 +58,12 @@ class Observer final : public pcp::shepherd::SessionObserver {
     session->ExpectResult(1, DeltaSpecs(), pcp::codec::Codec::kF32, sum_);
   }
   void OnHeartbeat(const std::shared_ptr<WorkerSession>&, const pcp::v1::WorkerHeartbeat&) override {}
-  void OnReady(const std::shared_ptr<WorkerSession>&, const pcp::v1::AssignmentReady&) override {}
-  void OnResult(const std::shared_ptr<WorkerSession>&, uint64_t round, pcp::shepherd::ReceivedDelta received,
-                const pcp::v1::RoundResult&) override {
-    PCP_FUZZ_CHECK(round == 1);
+  // Every other event (worker_event.h): only results are checked.
+  void Post(pcp::shepherd::WorkerEvent event) override {
+    auto* result = std::get_if<pcp::shepherd::WorkerResult>(&event.body);
+    if (result == nullptr) return;
+    const pcp::shepherd::ReceivedDelta& received = result->delta;
+    PCP_FUZZ_CHECK(result->round == 1);
     PCP_FUZZ_CHECK(received.streamed.has_value() == (sum_ != nullptr && !received.abandoned()));
     if (received.streamed) PCP_FUZZ_CHECK(received.tensors.empty());
     const std::vector<pcp::Tensor>& delta = received.tensors;
@@ -69,8 +71,6 @@ class Observer final : public pcp::shepherd::SessionObserver {
     PCP_FUZZ_CHECK(delta.size() == DeltaSpecs().size());
     for (size_t i = 0; i < delta.size(); ++i) PCP_FUZZ_CHECK(delta[i].shape() == DeltaSpecs()[i].shape);
   }
-  void OnWorkerError(const std::shared_ptr<WorkerSession>&, const pcp::v1::Error&) override {}
-  void OnResync(const std::shared_ptr<WorkerSession>&, const pcp::v1::ResyncRequest&) override {}
   void OnEnded(const std::shared_ptr<WorkerSession>&, const absl::Status&) override { ++ended_; }
   int ended() const { return ended_; }
 
@@ -108,7 +108,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Transport transport;
   pcp::shepherd::SessionOptions options;
   options.max_chunk_bytes = 1 << 16;
-  auto session = std::make_shared<WorkerSession>("s-1", "ipv4:127.0.0.1:1", options, &observer);
+  auto session = std::make_shared<WorkerSession>("s-1", "ipv4:127.0.0.1:1", options, &observer, &observer);
   session->AttachTransport(&transport);
   for (const pcp::v1::WorkerMessage& m : messages) {
     if (!session->reading()) break;

@@ -1,5 +1,7 @@
 #include "coordinator.h"
 
+#include <variant>
+
 #include "absl/strings/str_cat.h"
 #include "contain.h"
 #include "pcp/base/absl_fmt.h"
@@ -54,7 +56,7 @@ std::shared_ptr<const ParamsSnapshot> Coordinator::snapshot() const {
   return snapshot_;
 }
 
-void Coordinator::Post(Event event) {
+void Coordinator::Post(WorkerEvent event) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     events_.push_back(std::move(event));
@@ -62,55 +64,15 @@ void Coordinator::Post(Event event) {
   cv_.notify_all();
 }
 
-void Coordinator::WorkerJoined(std::shared_ptr<WorkerSession> session) {
-  Post(Event{.kind = Event::Kind::kJoined, .session = std::move(session)});
-}
-void Coordinator::WorkerLeft(std::shared_ptr<WorkerSession> session, absl::Status) {
-  Post(Event{.kind = Event::Kind::kLeft, .session = std::move(session)});
-}
-void Coordinator::WorkerReady(std::shared_ptr<WorkerSession> session, v1::AssignmentReady ready) {
-  Post(Event{.kind = Event::Kind::kReady, .session = std::move(session), .ready = std::move(ready)});
-}
-void Coordinator::WorkerResult(std::shared_ptr<WorkerSession> session, uint64_t round, ReceivedDelta delta,
-                               v1::RoundResult result) {
-  Post(Event{.kind = Event::Kind::kResult,
-             .session = std::move(session),
-             .round = round,
-             .delta = std::move(delta),
-             .result = std::move(result)});
-}
-void Coordinator::WorkerError(std::shared_ptr<WorkerSession> session, v1::Error error) {
-  Post(Event{.kind = Event::Kind::kError, .session = std::move(session), .error = std::move(error)});
-}
-
-void Coordinator::WorkerResync(std::shared_ptr<WorkerSession> session, v1::ResyncRequest request) {
-  Post(Event{.kind = Event::Kind::kResync, .session = std::move(session), .resync = std::move(request)});
-}
-
-void Coordinator::Handle(Event& e) {
-  switch (e.kind) {
-    case Event::Kind::kJoined:
-      if (e.session->ended()) return;
-      workers_[e.session.get()] = e.session;
-      if (run_) run_->AddWorker(e.session);
-      return;
-    case Event::Kind::kLeft:
-      workers_.erase(e.session.get());
-      if (run_) run_->RemoveWorker(e.session);
-      return;
-    case Event::Kind::kReady:
-      if (run_) run_->OnReady(e.session, e.ready);
-      return;
-    case Event::Kind::kResult:
-      if (run_) run_->OnResult(e.session, e.round, std::move(e.delta), e.result);
-      return;
-    case Event::Kind::kError:
-      if (run_) run_->OnError(e.session, e.error);
-      return;
-    case Event::Kind::kResync:
-      if (run_) run_->OnResync(e.session, e.resync);
-      return;
+void Coordinator::Handle(WorkerEvent& e) {
+  // The coordinator's own list of connected workers (a job started later takes them all).
+  if (std::holds_alternative<WorkerJoined>(e.body)) {
+    if (e.session->ended()) return;
+    workers_[e.session.get()] = e.session;
+  } else if (std::holds_alternative<WorkerLeft>(e.body)) {
+    workers_.erase(e.session.get());
   }
+  if (run_) run_->On(e);
 }
 
 void Coordinator::MaybeStartJob() {
@@ -171,7 +133,7 @@ void Coordinator::Loop() {
     if (wake <= now || wake > tick) wake = tick;
     cv_.wait_until(lock, wake, [this] { return stop_ || jobs_changed_ || nudged_ || !events_.empty(); });
     if (stop_) break;
-    std::deque<Event> events;
+    std::deque<WorkerEvent> events;
     events.swap(events_);
     const bool jobs_changed = jobs_changed_;
     jobs_changed_ = false;
@@ -179,7 +141,7 @@ void Coordinator::Loop() {
     lock.unlock();
 
     absl::Status contained = Contain([&] {
-      for (Event& e : events) Handle(e);
+      for (WorkerEvent& e : events) Handle(e);
       return absl::OkStatus();
     });
     if (!contained.ok()) FailRun(contained);

@@ -26,7 +26,7 @@
 
 namespace pcp::shepherd {
 
-class Coordinator final : public EngineSink {
+class Coordinator final : public WorkerEventSink {
  public:
   Coordinator(const ShepherdConfig* config, JobManager* jobs, WorkerRegistry* registry);
   ~Coordinator() override;
@@ -47,29 +47,12 @@ class Coordinator final : public EngineSink {
   // θ of the running job (or of the last job this process finished), or null.
   std::shared_ptr<const ParamsSnapshot> snapshot() const;
 
-  // EngineSink
-  void WorkerJoined(std::shared_ptr<WorkerSession> session) override;
-  void WorkerLeft(std::shared_ptr<WorkerSession> session, absl::Status why) override;
-  void WorkerReady(std::shared_ptr<WorkerSession> session, v1::AssignmentReady ready) override;
-  void WorkerResult(std::shared_ptr<WorkerSession> session, uint64_t round, ReceivedDelta delta,
-                    v1::RoundResult result) override;
-  void WorkerError(std::shared_ptr<WorkerSession> session, v1::Error error) override;
-  void WorkerResync(std::shared_ptr<WorkerSession> session, v1::ResyncRequest request) override;
+  // WorkerEventSink: queued for the coordinator's thread.
+  void Post(WorkerEvent event) override;
 
  private:
-  struct Event {
-    enum class Kind { kJoined, kLeft, kReady, kResult, kError, kResync } kind;
-    std::shared_ptr<WorkerSession> session;
-    uint64_t round = 0;
-    ReceivedDelta delta;
-    v1::RoundResult result;
-    v1::AssignmentReady ready;
-    v1::Error error;
-    v1::ResyncRequest resync;
-  };
-  void Post(Event event);
   void Loop();
-  void Handle(Event& event);
+  void Handle(WorkerEvent& event);
   void MaybeStartJob();
   // The running job failed (an exception escaped it): record why, release its workers.
   void FailRun(const absl::Status& why);
@@ -81,7 +64,7 @@ class Coordinator final : public EngineSink {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Event> events_;
+  std::deque<WorkerEvent> events_;
   bool stop_ = false;
   bool jobs_changed_ = true;
   bool nudged_ = false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <variant>
 
 #include "pcp/base/unix_time.h"
 #include "absl/strings/str_cat.h"
@@ -90,8 +91,9 @@ absl::Status JobRun::Prepare() {
   }
   state_.program_hash = prepared_->program_hash;
   theta_crc_ = ListCrc32c(theta_);
-  theta_chunks_.reset();
   if (c.diloco.streaming.enabled()) PCP_RETURN_IF_ERROR(PrepareStreaming());
+  theta_encoder_ = std::make_unique<ThetaEncoder>(c.diloco.compression, ctx_.config->chunk_bytes, prepared_->param_specs,
+                                                  streaming() ? &*fragments_ : nullptr);
   const OuterOptimizerOptions outer{.lr = c.diloco.outer_lr, .momentum = c.diloco.outer_momentum, .nesterov = c.diloco.nesterov};
   PCP_ASSIGN_OR_RETURN(outer_step_, streaming() ? NewFragmentOuterStep(outer, prepared_->param_specs, *fragments_, momentum)
                                                 : NewWholeOuterStep(outer, prepared_->param_specs, std::move(momentum)));
@@ -220,6 +222,20 @@ void JobRun::Assign(Member& m) {
                send_program ? "sent" : "cached");
 }
 
+void JobRun::On(WorkerEvent& e) {
+  struct Visitor {
+    JobRun& run;
+    const std::shared_ptr<WorkerSession>& s;
+    void operator()(WorkerJoined&) { run.AddWorker(s); }
+    void operator()(WorkerLeft&) { run.RemoveWorker(s); }
+    void operator()(WorkerReady& r) { run.OnReady(s, r.ready); }
+    void operator()(WorkerResult& r) { run.OnResult(s, r.round, std::move(r.delta), r.result); }
+    void operator()(WorkerError& r) { run.OnError(s, r.error); }
+    void operator()(WorkerResync& r) { run.OnResync(s, r.request); }
+  };
+  std::visit(Visitor{*this, e.session}, e.body);
+}
+
 void JobRun::RemoveWorker(const std::shared_ptr<WorkerSession>& session) {
   Member* m = Find(session);
   if (m == nullptr) return;
@@ -268,7 +284,7 @@ void JobRun::OnResync(const std::shared_ptr<WorkerSession>& session, const v1::R
     const uint64_t r = round_.has_value() ? round_->number : state_.round + 1;
     spdlog::warn("job {}: worker {}'s θ does not match the shepherd's ({}); sending it θ for round {} in full",
                  job_.id, session->supervisor_id(), request.reason(), r);
-    absl::StatusOr<std::shared_ptr<const ChunkedList>> theta = ThetaChunks();
+    absl::StatusOr<std::shared_ptr<const ChunkedList>> theta = theta_encoder_->Full(theta_);
     if (!theta.ok()) return session->Close(theta.status());
     session->SendParameters(r, *std::move(theta));
     m->theta_round = r;
@@ -342,11 +358,11 @@ void JobRun::SendRound(Member& m) {
   ExpectResultOf(s, r);
   // The worker that was sent last round's θ gets the update; anyone else θ in full.
   // Each is chunked (encoded, checksummed) once per round for every stream.
-  const bool update = update_.has_value() && update_->from_round + 1 == r && m.theta_round == update_->from_round;
-  if (update) {
-    s.SendParameters(r, update_->chunks, update_->from_round);
+  std::shared_ptr<const ChunkedList> update = m.theta_round + 1 == r ? theta_encoder_->UpdateFrom(m.theta_round) : nullptr;
+  if (update != nullptr) {
+    s.SendParameters(r, std::move(update), m.theta_round);
   } else {
-    absl::StatusOr<std::shared_ptr<const ChunkedList>> theta = ThetaChunks();
+    absl::StatusOr<std::shared_ptr<const ChunkedList>> theta = theta_encoder_->Full(theta_);
     if (!theta.ok()) return s.Close(theta.status());
     s.SendParameters(r, *std::move(theta));
   }
@@ -511,8 +527,7 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
     if (!avg.ok()) return Fail(absl::StrCat("round ", r, ": averaging the deltas: ", avg.status().message()));
     absl::StatusOr<bool> stepped = outer_step_->Apply(r, *std::move(avg), &next);
     if (stepped.ok() && *stepped && streaming()) {
-      fragment_update_round_ = 0;
-      if (absl::Status s = EncodeFragmentUpdate(r, &next); !s.ok()) stepped = s;
+      if (absl::Status s = theta_encoder_->EncodeRound(r, theta_, &next); !s.ok()) stepped = s;
     }
     if (!stepped.ok()) return Fail(absl::StrCat("round ", r, ": outer step: ", stepped.status().message()));
     constexpr const char* kNotFinite = "θ or the outer momentum is not finite after the outer step";
@@ -527,14 +542,14 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
       rollbacks_in_a_row_ = 0;
     }
   }
-  if (prepared_->config.diloco.compression.down != codec::Codec::kF32 && !streaming()) {
-    if (absl::Status s = EncodeThetaUpdate(r, &next); !s.ok()) {
+  if (!streaming()) {
+    if (absl::Status s = theta_encoder_->EncodeRound(r, theta_, &next); !s.ok()) {
       return Fail(absl::StrCat("round ", r, ": encoding the θ update: ", s.message()));
     }
   }
   theta_ = std::move(next);
   theta_crc_ = ListCrc32c(theta_);
-  theta_chunks_.reset();  // chunked again when first sent
+  theta_encoder_->Reset();  // chunked again when first sent
   aggregator_->DropThrough(r);
   screen_->EndRound(in.accepted_norms);  // (before SendFragment: round r + 1's sum takes the new history)
   if (streaming()) {

@@ -25,7 +25,7 @@
 // drops the records of the rounds after its checkpoint (they run again).
 //
 //   PCP_ASSIGN_OR_RETURN(auto run, JobRun::Start(runnable, context));  // slow: builds, resumes
-//   run->AddWorker(session);  run->OnReady(session, ready);  run->OnResult(...);
+//   run->AddWorker(session);  run->On(event);   // WorkerReady, WorkerResult, ... (worker_event.h)
 //   JobRun::Outcome o = run->Advance(now);     // starts / closes rounds; kCompleted at the end
 //
 // Streaming DiLoCo (diloco.streaming, pcp/diloco/streaming.h): each round is inner_steps / P
@@ -41,7 +41,7 @@
 // the aggregation rule (aggregator.h), the outer step (outer_step.h); what the world sees of
 // a closed round goes through one RoundPublisher (round_publisher.h).
 // (job_run_screening.cc holds the refusal bookkeeping and rollbacks; job_run_streaming.cc
-// the streaming parts; job_run_updates.cc the encoded θ updates and chunked lists;
+// the streaming parts; theta_encoder.h the encoded θ updates and chunked θ;
 // job_run_aggregation.cc the choice of aggregation rule; job_run_record.cc the history record.)
 #ifndef PCP_SHEPHERD_SRC_JOB_RUN_H_
 #define PCP_SHEPHERD_SRC_JOB_RUN_H_
@@ -70,10 +70,12 @@
 #include "eval_runner.h"
 #include "outer_step.h"
 #include "round_publisher.h"
+#include "theta_encoder.h"
 #include "round_sum.h"
 #include "pcp/training/progress.h"
 #include "sampling.h"
 #include "screen.h"
+#include "worker_event.h"
 #include "worker_registry.h"
 
 namespace pcp::shepherd {
@@ -103,6 +105,8 @@ class JobRun {
   const std::string& job_id() const { return job_.id; }
   uint32_t workers_in_round() const;
 
+  // A worker's event (worker_event.h): each kind to its handler below.
+  void On(WorkerEvent& event);
   void AddWorker(const std::shared_ptr<WorkerSession>& session);
   void RemoveWorker(const std::shared_ptr<WorkerSession>& session);
   void OnReady(const std::shared_ptr<WorkerSession>& session, const v1::AssignmentReady& ready);
@@ -135,14 +139,6 @@ class JobRun {
     // and the sampler cursor that StartRound carried.
     uint64_t started_round = 0;
     uint64_t started_cursor = 0;
-  };
-  // θ updates (diloco.compression.down not f32): the update from θ for round from_round to θ
-  // for the next round, after error feedback (what each stream encodes; encoding it gives
-  // the same bytes every time, so every worker decodes what the shepherd applied).
-  struct ThetaUpdate {
-    uint64_t from_round = 0;
-    std::vector<Tensor> input;
-    std::shared_ptr<const ChunkedList> chunks;  // `input` encoded once for every stream
   };
   struct SlotResult {
     std::vector<Tensor> delta;  // buffered aggregation
@@ -203,26 +199,6 @@ class JobRun {
   // What follows a closed round: the publisher (metrics, progress, history), evaluation, θ's
   // snapshot, checkpoints, and the next round or the job's end.
   Outcome Conclude(const RoundSummary& summary);
-  // Replaces `next` (θ after the outer step of `round`) by θ + the decoded, encoded update,
-  // keeps the update for the streams and the encoding error for the next round
-  // (pcp/diloco/replica.h).
-  absl::Status EncodeThetaUpdate(uint64_t round, std::vector<Tensor>* next);
-  // Streaming: the same for round `round`'s fragment of `next` (θ after its outer step); the
-  // update goes to fragment_update_.
-  absl::Status EncodeFragmentUpdate(uint64_t round, std::vector<Tensor>* next);
-  // The update `next` − `before` after error feedback (`feedback`, one per tensor), encoded
-  // with the job's down codec; `next` becomes before + the decoded update (what every replica
-  // computes). Returns the updates as encoded (what the streams send).
-  // `values` (named `names`) chunked and encoded with `codec` once, for every stream that sends
-  // them (counted in the codec-seconds metric once).
-  absl::StatusOr<std::shared_ptr<const ChunkedList>> ChunksOf(const std::vector<Tensor>& values,
-                                                              const std::vector<std::string>& names, codec::Codec codec);
-  // θ in full, chunked once per θ (theta_chunks_).
-  absl::StatusOr<std::shared_ptr<const ChunkedList>> ThetaChunks();
-  absl::StatusOr<std::vector<Tensor>> EncodeUpdate(const std::vector<Tensor>& before, std::vector<Tensor>* next,
-                                                   const std::vector<std::string>& names,
-                                                   std::vector<codec::ErrorFeedback>* feedback);
-
   // ---- Streaming DiLoCo (job_run_streaming.cc; pcp/diloco/streaming.h)
   bool streaming() const { return fragments_.has_value(); }
   // The fragment plan (the outer step per fragment is outer_step.h's).
@@ -275,15 +251,10 @@ class JobRun {
   std::unique_ptr<PreparedJob> prepared_;
   std::vector<Tensor> theta_;
   uint32_t theta_crc_ = 0;  // ListCrc32c(theta_), sent in StartRound
-  std::shared_ptr<const ChunkedList> theta_chunks_;  // theta_ chunked (null until needed; reset with θ)
-  std::optional<ThetaUpdate> update_;
-  std::vector<codec::ErrorFeedback> down_feedback_;  // per parameter
-  // Streaming: the plan and θ-update error feedback of each fragment, and the last fragment
-  // update (per segment), as every stream sends it.
+  // θ as the streams send it: in full, or the encoded update (diloco.compression.down).
+  std::unique_ptr<ThetaEncoder> theta_encoder_;
+  // Streaming: the fragment plan (theta_encoder_ points into it).
   std::optional<diloco::FragmentPlan> fragments_;
-  std::vector<std::vector<codec::ErrorFeedback>> fragment_feedback_;
-  std::vector<Tensor> fragment_update_;
-  uint64_t fragment_update_round_ = 0;  // the round fragment_update_ is of (0: none)
   struct EarlyResult {
     std::weak_ptr<WorkerSession> session;
     uint64_t round = 0;

@@ -18,7 +18,6 @@ absl::Status JobRun::PrepareStreaming() {
   const JobConfig& c = prepared_->config;
   std::string sizes_text;
   for (int64_t p = 0; p < fragments_->fragments(); ++p) {
-    fragment_feedback_.emplace_back(fragments_->segments(p).size());
     absl::StrAppend(&sizes_text, p == 0 ? "" : ", ", fragments_->elements(p));
   }
   spdlog::info("job {}: streaming DiLoCo: {} fragments of {} values, one synced every {} inner steps; merged {} steps "
@@ -38,7 +37,7 @@ void JobRun::SendStreamingRound(Member& m) {
   if (!ahead) ExpectResultOf(s, r);
   if (m.theta_round != r) {
     // A new, returning or late worker (or one whose replica drifted): θ in full.
-    absl::StatusOr<std::shared_ptr<const ChunkedList>> theta = ThetaChunks();
+    absl::StatusOr<std::shared_ptr<const ChunkedList>> theta = theta_encoder_->Full(theta_);
     if (!theta.ok()) return s.Close(theta.status());
     s.SendParameters(r, *std::move(theta));
     m.theta_round = r;
@@ -75,30 +74,23 @@ void JobRun::TakeEarlyResults() {
 }
 
 void JobRun::SendFragment(uint64_t r) {
-  const JobConfig& c = prepared_->config;
   const int64_t p = fragments_->FragmentOfRound(r);
-  const bool update = fragment_update_round_ == r;
-  const std::vector<TensorSpec> specs = FragmentSpecs(*fragments_, p, prepared_->param_specs);
-  const std::vector<Tensor> values = update ? fragment_update_ : GatherFragment(*fragments_, p, theta_);
-  std::vector<std::string> names;
-  for (const TensorSpec& spec : specs) names.push_back(spec.name);
   // Chunked (encoded, checksummed) once for every stream.
-  absl::StatusOr<std::shared_ptr<const ChunkedList>> chunks =
-      ChunksOf(values, names, update ? c.diloco.compression.down : codec::Codec::kF32);
-  if (!chunks.ok()) {
-    spdlog::error("job {}: chunking round {}'s fragment: {}", job_.id, r, chunks.status().message());
+  absl::StatusOr<FragmentChunks> fragment = theta_encoder_->Fragment(r, theta_);
+  if (!fragment.ok()) {
+    spdlog::error("job {}: chunking round {}'s fragment: {}", job_.id, r, fragment.status().message());
     return;
   }
   v1::ParameterChunk head;
   head.set_round(r + 1);
-  head.set_update_from_round(update ? r : 0);
+  head.set_update_from_round(fragment->update ? r : 0);
   head.set_fragment(static_cast<uint32_t>(p + 1));
   head.set_theta_crc32c(theta_crc_);
   for (auto& [key, m] : members_) {
     if (m.theta_round != r || m.phase == Phase::kQuarantined) continue;
     // It may send round r + 1's Δ as soon as it has merged this.
     if (m.started_round == r + 1) ExpectResultOf(*m.session, r + 1);
-    m.session->SendParameters(head, *chunks);
+    m.session->SendParameters(head, fragment->chunks);
     m.theta_round = r + 1;
   }
 }

@@ -65,7 +65,7 @@ void WorkerRegistry::Stop(const absl::Status& why) {
 
 std::shared_ptr<WorkerSession> WorkerRegistry::NewSession(std::string peer, auth::Principal caller) {
   auto session = std::make_shared<WorkerSession>(absl::StrCat("s-", next_session_++), std::move(peer), options_, this,
-                                                 std::move(caller));
+                                                 sink_, std::move(caller));
   std::lock_guard<std::mutex> lock(mu_);
   sessions_.insert(session);
   return session;
@@ -144,7 +144,7 @@ void WorkerRegistry::OnJoined(const std::shared_ptr<WorkerSession>& session) {
   spdlog::info("worker {} joined: session {}, pid {}, incarnation {}, host {}, {} ({}), {} threads, from {}",
                j.supervisor_id(), session->session_id(), j.pid(), j.incarnation(), j.host(),
                j.backend() == v1::BACKEND_VULKAN ? "vulkan" : "cpu", j.device(), j.threads(), session->peer());
-  if (sink_ != nullptr) sink_->WorkerJoined(session);
+  if (sink_ != nullptr) sink_->Post(WorkerEvent{session, WorkerJoined{}});
 }
 
 void WorkerRegistry::OnHeartbeat(const std::shared_ptr<WorkerSession>& session, const v1::WorkerHeartbeat& hb) {
@@ -153,25 +153,6 @@ void WorkerRegistry::OnHeartbeat(const std::shared_ptr<WorkerSession>& session, 
   if (it == slots_.end() || it->second.live.lock() != session) return;
   it->second.last_seen = std::chrono::steady_clock::now();
   it->second.info.set_phase(hb.phase());
-}
-
-void WorkerRegistry::OnReady(const std::shared_ptr<WorkerSession>& session, const v1::AssignmentReady& ready) {
-  if (sink_ != nullptr) sink_->WorkerReady(session, ready);
-}
-
-void WorkerRegistry::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, ReceivedDelta delta,
-                              const v1::RoundResult& result) {
-  if (sink_ != nullptr) sink_->WorkerResult(session, round, std::move(delta), result);
-}
-
-void WorkerRegistry::OnWorkerError(const std::shared_ptr<WorkerSession>& session, const v1::Error& error) {
-  spdlog::warn("worker {} reports an error (code {}, round {}): {}", session->supervisor_id(), error.code(),
-               error.round(), error.message());
-  if (sink_ != nullptr) sink_->WorkerError(session, error);
-}
-
-void WorkerRegistry::OnResync(const std::shared_ptr<WorkerSession>& session, const v1::ResyncRequest& request) {
-  if (sink_ != nullptr) sink_->WorkerResync(session, request);
 }
 
 void WorkerRegistry::OnEnded(const std::shared_ptr<WorkerSession>& session, const absl::Status& why) {
@@ -190,7 +171,7 @@ void WorkerRegistry::OnEnded(const std::shared_ptr<WorkerSession>& session, cons
   } else {
     spdlog::warn("worker {} left: session {}: {}", session->supervisor_id(), session->session_id(), why.ToString());
   }
-  if (sink_ != nullptr) sink_->WorkerLeft(session, why);
+  if (sink_ != nullptr) sink_->Post(WorkerEvent{session, WorkerLeft{why}});
 }
 
 std::vector<v1::WorkerInfo> WorkerRegistry::List() const {

@@ -1,8 +1,9 @@
 // Private: every worker the shepherd knows, by supervisor id, and the sessions of the ones
 // connected now. It admits joins (one live stream per supervisor id: a second one is refused
 // with ALREADY_EXISTS unless it comes from a newer incarnation, which replaces the old
-// stream), sends heartbeats to every session and closes the ones that fell silent, and
-// forwards everything else a session receives to the coordinator (EngineSink).
+// stream), sends heartbeats to every session and closes the ones that fell silent, and tells
+// the coordinator who joined and left (WorkerEventSink; the sessions post everything else
+// there themselves).
 //
 //   WorkerRegistry registry(session_options, /*timeout_s=*/3.0, /*interval_s=*/1.0);
 //   registry.SetSink(&coordinator);
@@ -29,20 +30,6 @@
 
 namespace pcp::shepherd {
 
-// What the coordinator learns about workers. Calls come from gRPC and heartbeat threads and
-// must not block.
-class EngineSink {
- public:
-  virtual ~EngineSink() = default;
-  virtual void WorkerJoined(std::shared_ptr<WorkerSession> session) = 0;
-  virtual void WorkerLeft(std::shared_ptr<WorkerSession> session, absl::Status why) = 0;
-  virtual void WorkerReady(std::shared_ptr<WorkerSession> session, v1::AssignmentReady ready) = 0;
-  virtual void WorkerResult(std::shared_ptr<WorkerSession> session, uint64_t round, ReceivedDelta delta,
-                            v1::RoundResult result) = 0;
-  virtual void WorkerError(std::shared_ptr<WorkerSession> session, v1::Error error) = 0;
-  virtual void WorkerResync(std::shared_ptr<WorkerSession> session, v1::ResyncRequest request) = 0;
-};
-
 class WorkerRegistry final : public SessionObserver {
  public:
   // A worker slot without a live stream for longer than forget_after_s is forgotten (removed
@@ -51,7 +38,9 @@ class WorkerRegistry final : public SessionObserver {
                  double forget_after_s = 86400.0);
   ~WorkerRegistry() override;
 
-  void SetSink(EngineSink* sink) { sink_ = sink; }
+  // Where the sessions post their workers' events (worker_event.h); set before the first
+  // NewSession.
+  void SetSink(WorkerEventSink* sink) { sink_ = sink; }
   void Start();
   // Closes every session with `why` and stops the heartbeat thread.
   void Stop(const absl::Status& why);
@@ -70,11 +59,6 @@ class WorkerRegistry final : public SessionObserver {
   absl::Status AdmitJoin(const std::shared_ptr<WorkerSession>& session) override;
   void OnJoined(const std::shared_ptr<WorkerSession>& session) override;
   void OnHeartbeat(const std::shared_ptr<WorkerSession>& session, const v1::WorkerHeartbeat& heartbeat) override;
-  void OnReady(const std::shared_ptr<WorkerSession>& session, const v1::AssignmentReady& ready) override;
-  void OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, ReceivedDelta delta,
-                const v1::RoundResult& result) override;
-  void OnWorkerError(const std::shared_ptr<WorkerSession>& session, const v1::Error& error) override;
-  void OnResync(const std::shared_ptr<WorkerSession>& session, const v1::ResyncRequest& request) override;
   void OnEnded(const std::shared_ptr<WorkerSession>& session, const absl::Status& why) override;
 
  private:
@@ -89,7 +73,7 @@ class WorkerRegistry final : public SessionObserver {
   const double timeout_s_;
   const double interval_s_;
   const double forget_after_s_;
-  EngineSink* sink_ = nullptr;
+  WorkerEventSink* sink_ = nullptr;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

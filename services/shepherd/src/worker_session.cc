@@ -38,13 +38,18 @@ absl::Status CheckSupervisorId(const std::string& id) {
 }  // namespace
 
 WorkerSession::WorkerSession(std::string session_id, std::string peer, SessionOptions options,
-                             SessionObserver* observer, auth::Principal caller)
+                             SessionObserver* observer, WorkerEventSink* events, auth::Principal caller)
     : session_id_(std::move(session_id)),
       peer_(std::move(peer)),
       options_(std::move(options)),
       caller_(std::move(caller)),
       observer_(observer),
+      events_(events),
       last_receive_(std::chrono::steady_clock::now()) {}
+
+void WorkerSession::PostEvent(WorkerEventBody body) {
+  if (events_ != nullptr) events_->Post(WorkerEvent{shared_from_this(), std::move(body)});
+}
 
 void WorkerSession::AttachTransport(SessionTransport* transport) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -106,7 +111,7 @@ absl::Status WorkerSession::Handle(const v1::WorkerMessage& message, DataPieces 
       observer_->OnHeartbeat(self, message.heartbeat());
       return absl::OkStatus();
     case v1::WorkerMessage::kReady:
-      observer_->OnReady(self, message.ready());
+      PostEvent(WorkerReady{message.ready()});
       return absl::OkStatus();
     case v1::WorkerMessage::kResultHeader:
       return HandleResultHeader(message.result_header());
@@ -115,7 +120,9 @@ absl::Status WorkerSession::Handle(const v1::WorkerMessage& message, DataPieces 
     case v1::WorkerMessage::kRoundResult:
       return HandleRoundResult(message.round_result());
     case v1::WorkerMessage::kError: {
-      observer_->OnWorkerError(self, message.error());
+      spdlog::warn("worker {} reports an error (code {}, round {}): {}", supervisor_id(), message.error().code(),
+                   message.error().round(), message.error().message());
+      PostEvent(WorkerError{message.error()});
       bool abandon = false;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -125,11 +132,11 @@ absl::Status WorkerSession::Handle(const v1::WorkerMessage& message, DataPieces 
           abandon = true;
         }
       }
-      if (abandon) observer_->OnResult(self, message.error().round(), {}, v1::RoundResult());
+      if (abandon) PostEvent(WorkerResult{.round = message.error().round()});
       return absl::OkStatus();
     }
     case v1::WorkerMessage::kResync:
-      observer_->OnResync(self, message.resync());
+      PostEvent(WorkerResync{message.resync()});
       return absl::OkStatus();
     case v1::WorkerMessage::KIND_NOT_SET:
       break;
@@ -280,7 +287,7 @@ absl::Status WorkerSession::HandleRoundResult(const v1::RoundResult& result) {
     abandoned_round_ = expected_round_;  // anything more for it is late
     ClearResultLocked();
   }
-  observer_->OnResult(shared_from_this(), result.round(), std::move(delta), result);
+  PostEvent(WorkerResult{.round = result.round(), .delta = std::move(delta), .result = result});
   return absl::OkStatus();
 }
 

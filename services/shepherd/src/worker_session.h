@@ -42,6 +42,7 @@
 #include "pcp/rpc/tensor_list.h"
 #include "pcp/v1/training.pb.h"
 #include "round_sum.h"
+#include "worker_event.h"
 
 namespace pcp::shepherd {
 
@@ -61,17 +62,6 @@ class SessionTransport {
   virtual void Cancel() = 0;
 };
 
-// A worker's Δ for a round as its session hands it over.
-struct ReceivedDelta {
-  // The Δ in spec order (buffered aggregation). Empty when it was streamed, or when the worker
-  // abandoned the round (it reported fewer steps and no Δ, or an Error for the round).
-  std::vector<Tensor> tensors;
-  // Streamed into the round's RoundSum (ExpectResult with a sum): the verdict on the norm its
-  // header declared; every chunk was added to the sum unless the verdict rejected it.
-  std::optional<diloco::ScreenVerdict> streamed;
-  bool abandoned() const { return tensors.empty() && !streamed.has_value(); }
-};
-
 // Who learns what a session receives.
 class SessionObserver {
  public:
@@ -82,13 +72,6 @@ class SessionObserver {
   // The admitted worker's JoinAck is queued: work may be sent to it now.
   virtual void OnJoined(const std::shared_ptr<WorkerSession>& session) = 0;
   virtual void OnHeartbeat(const std::shared_ptr<WorkerSession>& session, const v1::WorkerHeartbeat& heartbeat) = 0;
-  virtual void OnReady(const std::shared_ptr<WorkerSession>& session, const v1::AssignmentReady& ready) = 0;
-  // A round's result: its Δ and its summary (see ReceivedDelta).
-  virtual void OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, ReceivedDelta delta,
-                        const v1::RoundResult& result) = 0;
-  virtual void OnWorkerError(const std::shared_ptr<WorkerSession>& session, const v1::Error& error) = 0;
-  // The worker's θ replica does not match the shepherd's: it wants θ in full.
-  virtual void OnResync(const std::shared_ptr<WorkerSession>& session, const v1::ResyncRequest& request) = 0;
   // The session is over (closed by either side); called exactly once, after a successful
   // AdmitJoin only.
   virtual void OnEnded(const std::shared_ptr<WorkerSession>& session, const absl::Status& why) = 0;
@@ -106,8 +89,10 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
  public:
   // `caller`: the stream's authenticated principal; a Join for another node's supervisor id
   // is refused (PERMISSION_DENIED) before it can take that slot.
+  // `observer` admits the Join and keeps the registry's bookkeeping; everything else the
+  // worker sends goes to `events` (the coordinator's queue; null: dropped).
   WorkerSession(std::string session_id, std::string peer, SessionOptions options, SessionObserver* observer,
-                auth::Principal caller = {});
+                WorkerEventSink* events, auth::Principal caller = {});
 
   void AttachTransport(SessionTransport* transport);
 
@@ -197,7 +182,10 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
   const std::string peer_;
   const SessionOptions options_;
   const auth::Principal caller_;
+  // Posts `body` with this session to events_.
+  void PostEvent(WorkerEventBody body);
   SessionObserver* const observer_;
+  WorkerEventSink* const events_;
 
   mutable std::mutex mu_;
   SessionTransport* transport_ = nullptr;
