@@ -10,11 +10,13 @@
 //
 // A new elementwise unary op, say stablehlo.cosine, is this row
 //   V(kCosine, "stablehlo.cosine", 1, kElementwise, kFloatOnly | kTranscendental)
-// plus its VJP rule (vjp_rules.cc), its reference kernel (interpreter.cc, FloatKernel), its
-// CPU functor and table row (kernels/cpu/src/elementwise_functors.h; a row in
-// expression_ops.cc's PCP_CPU_EXPRESSION_NODES if expression trees may contain it), its
-// GLSL (kernels/vulkan/src/expr_codegen.cc) and its test cases. Type inference rejects it on
-// integers and the CPU fusion costs it as a transcendental from the properties alone.
+// (and the count in kNumOps's static_assert) plus its VJP rule (vjp_rules.cc), its reference
+// kernel (interpreter.cc, FloatKernel), its CPU functor and table row
+// (kernels/cpu/src/elementwise_functors.h; a row in expression_ops.h's
+// PCP_CPU_EXPRESSION_NODES if expression trees may contain it), its GLSL row
+// (kernels/vulkan/src/glsl_ops.h) and its test cases. Type inference rejects it on integers
+// and the CPU fusion costs it as a transcendental from the properties alone; each backend's
+// table fails to compile (static_assert) until it has the op's row.
 #ifndef PCP_AUTODIFF_OP_LIST_H_
 #define PCP_AUTODIFF_OP_LIST_H_
 
