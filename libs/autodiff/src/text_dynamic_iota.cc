@@ -6,6 +6,7 @@
 // when it is a constant, or folds to one from constants, its values must equal the result
 // shape. A dynamic result type (tensor<?xi64>) is rejected by the type parser. The operand's
 // own instructions stay (dead code elimination drops them). See text.h.
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -28,9 +29,12 @@ std::optional<Tensor> Parser::KnownValue(const Function& f, ValueId v, int depth
   if (depth > kMaxFoldDepth || f.type(v).num_elements() > kMaxFoldElements) return std::nullopt;
   const ValueId first_result = static_cast<ValueId>(f.params.size());
   if (v < first_result) return std::nullopt;  // a parameter
-  // Values are numbered parameters first, then one per instruction in order.
-  const size_t i = static_cast<size_t>(v - first_result);
-  if (i >= f.instructions.size() || f.instructions[i].result != v) return std::nullopt;
+  // Values are numbered parameters first, then one per instruction in order, except that a
+  // call's results (placeholders until the callee is inlined) take numbers of their own: the
+  // instruction is at v's number or before it.
+  size_t i = std::min(static_cast<size_t>(v - first_result), f.instructions.size());
+  while (i > 0 && (i == f.instructions.size() || f.instructions[i].result != v)) --i;
+  if (i >= f.instructions.size() || f.instructions[i].result != v) return std::nullopt;  // a call's result
   const Instruction& inst = f.instructions[i];
   for (const PendingResource& r : pending_resources_) {
     if (r.function == function_index_ && r.instruction == i) return std::nullopt;  // data not read yet

@@ -17,8 +17,6 @@
 
 namespace pcp::text_internal {
 
-namespace {
-
 std::string TypesString(const std::vector<TensorType>& types) {
   std::vector<std::string> parts;
   for (const TensorType& t : types) parts.push_back(t.ToString());
@@ -28,6 +26,8 @@ std::string TypesString(const std::vector<TensorType>& types) {
 std::string FunctionTypeString(const std::vector<TensorType>& in, const std::vector<TensorType>& out) {
   return absl::StrCat(TypesString(in), " -> ", TypesString(out));
 }
+
+namespace {
 
 bool IsOpName(const Token& t, absl::string_view name) {
   return t.kind == TokenKind::kString && DecodeString(t) == name;
@@ -279,8 +279,9 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
   size_t op_offset = cur_.offset;
   unsigned_type_read_ = false;
   Token result;
-  int num_results = 0;          // `%r:N =` (only calls define several values)
-  size_t several_offset = 0;    // of the ':' of `%r:N`
+  int num_results = 0;          // `%r:N =` (only calls and while define several values)
+  size_t several_offset = 0;    // of the ':' of `%r:N`, or of the second name of `%a, %b =`
+  std::vector<std::string> more_names;  // `%a, %b, ... =`: the names after the first
   if (Is(TokenKind::kPercentId)) {
     result = cur_;
     if (absl::StrContains(result.text, '#')) {
@@ -294,8 +295,32 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
       if (!Is(TokenKind::kInteger) || cur_.text.size() > 6 || cur_.text[0] == '0') return Expected("a result count");
       num_results = std::stoi(std::string(cur_.text));
       Advance();
+    } else if (Is(TokenKind::kComma)) {
+      several_offset = cur_.offset;
+      while (ConsumeIf(TokenKind::kComma)) {
+        if (!Is(TokenKind::kPercentId)) return Expected("a result name");
+        more_names.emplace_back(cur_.text);
+        Advance();
+      }
+      num_results += static_cast<int>(more_names.size());
     }
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, "after the result name"));
+  }
+  if (IsOp("stablehlo.while")) {
+    std::vector<std::string> names;
+    if (!more_names.empty()) {
+      names.emplace_back(result.text);
+      names.insert(names.end(), more_names.begin(), more_names.end());
+    } else {
+      for (int i = 0; i < num_results; ++i) names.push_back(absl::StrCat(result.text, "#", i));
+      if (num_results == 1) names = {std::string(result.text)};
+    }
+    return ParseWhile(f, scope, names, op_offset);
+  }
+  if (!more_names.empty()) {
+    return ErrorAt(several_offset, absl::StrCat("results named one by one (", result.text, ", ", more_names[0],
+                                                ", ...) are read for stablehlo.while only; write ", result.text, ":",
+                                                num_results, " = ..."));
   }
   // Calls, custom calls, composites and checks (text_calls.cc, text_checks.cc).
   if (IsWord("call") || IsWord("func.call") || IsOpName(cur_, "func.call")) {

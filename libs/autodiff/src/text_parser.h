@@ -65,6 +65,10 @@ inline constexpr size_t kNoInstruction = ~size_t{0};
 // rewrites into a maximum: PCP has no IR op or ReduceKind for them.
 enum class ReducerBody : uint8_t { kAdd, kMaximum, kOr, kAnd };
 
+// "(t1, t2)" and "(t1, t2) -> (t3)", as errors write types.
+std::string TypesString(const std::vector<TensorType>& types);
+std::string FunctionTypeString(const std::vector<TensorType>& in, const std::vector<TensorType>& out);
+
 // Exporters' spellings of the ops PCP knows (text_compat.cc): old MHLO's "mhlo.X" names the
 // op StableHLO calls "stablehlo.X" (MHLO is StableHLO's predecessor; the ops PCP has kept
 // their semantics). Any other name is returned unchanged.
@@ -225,6 +229,25 @@ class Parser {
   absl::Status LegacyDotDims(const std::vector<TensorType>& types, size_t op_offset, DotDims* dims) const;
   // `stablehlo.return %r : scalar` ending a region body, in either form.
   absl::Status ParseRegionReturn(const std::string& r, const TensorType& scalar);
+
+  // stablehlo.while with a static trip count, unrolled (text_while.cc): the op after its
+  // results' names `result_names` (`%r:N` gives %r#0, ...; `%a, %b =` each name).
+  absl::Status ParseWhile(Function* f, Scope* scope, const std::vector<std::string>& result_names, size_t op_offset);
+  // One of stablehlo.while's regions: where its '{' is, and its block arguments' names (the
+  // pretty form names them in the op's header; the generic form in the region's ^bb0).
+  struct WhileRegion {
+    std::string what;  // "condition" / "body", for errors
+    bool generic = false;
+    size_t loop_offset = 0;  // of the while op
+    size_t offset = 0;
+    std::vector<std::string> arg_names;
+  };
+  // Reads `region` again (from its '{') with its arguments bound to `carried`, appending its
+  // operations to `f`; returns the values its stablehlo.return returns.
+  absl::StatusOr<std::vector<ValueId>> InlineWhileRegion(Function* f, const Scope& outer, const WhileRegion& region,
+                                                         const std::vector<ValueId>& carried);
+  // Skips a balanced `{ ... }` (the current token is its '{').
+  absl::Status SkipRegion();
 
   // Pretty form: structure (text_pretty_parser.cc).
   // `module [@name] [attributes {...}] { functions }` or `builtin.module ...`.

@@ -38,12 +38,6 @@ int HexValue(char c) {
   return -1;
 }
 
-std::string TypesString(const std::vector<TensorType>& types) {
-  std::vector<std::string> parts;
-  for (const TensorType& t : types) parts.push_back(t.ToString());
-  return absl::StrCat("(", absl::StrJoin(parts, ", "), ")");
-}
-
 }  // namespace
 
 absl::Status Parser::SkipAttributeValue() {
