@@ -164,7 +164,8 @@ absl::Status Sample(const std::string& checkpoint_path) {
   SampleOptions options{.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens),
                         .temperature = absl::GetFlag(FLAGS_temperature),
                         .top_k = absl::GetFlag(FLAGS_top_k),
-                        .seed = absl::GetFlag(FLAGS_seed)};
+                        .seed = absl::GetFlag(FLAGS_seed),
+                        .vocab = tokenizer.vocab_size()};
   Function logits;
   if (IsImportedModelSource(ckpt.Meta("pcp.model"))) {
     // An imported model samples through its job's model.logits (the module is imported again).

@@ -52,8 +52,13 @@ absl::StatusOr<std::vector<int32_t>> TextSampler::Generate(const std::vector<int
   if (prompt.empty()) return absl::InvalidArgumentError("the prompt must hold at least one token");
   if (!(o.temperature > 0)) return absl::InvalidArgumentError("temperature must be > 0");
   if (o.top_k < 0 || o.max_new_tokens < 0) return absl::InvalidArgumentError("top_k and max_new_tokens must be >= 0");
+  if (o.vocab < 0 || o.vocab > vocab_) {
+    return absl::InvalidArgumentError(absl::StrCat("the tokenizer's vocabulary (", o.vocab,
+                                                   ") must be within the model's ", vocab_, " outputs"));
+  }
+  const int64_t vocab = o.vocab == 0 ? vocab_ : o.vocab;
   for (int32_t id : prompt) {
-    if (id < 0 || id >= vocab_) return absl::InvalidArgumentError(absl::StrCat("prompt token ", id, " outside the vocabulary"));
+    if (id < 0 || id >= vocab) return absl::InvalidArgumentError(absl::StrCat("prompt token ", id, " outside the vocabulary"));
   }
   Xoshiro256ss rng = Xoshiro256ss::FromSeed(o.seed);
   std::vector<int32_t> ids = prompt;
@@ -61,8 +66,8 @@ absl::StatusOr<std::vector<int32_t>> TextSampler::Generate(const std::vector<int
   for (auto& b : params_) args.push_back(b.get());
   args.push_back(tokens_.get());
   Buffer* results[] = {logits_.get()};
-  std::vector<double> probs(static_cast<size_t>(vocab_));
-  std::vector<int32_t> order(static_cast<size_t>(vocab_));
+  std::vector<double> probs(static_cast<size_t>(vocab));
+  std::vector<int32_t> order(static_cast<size_t>(vocab));
   for (int64_t n = 0; n < o.max_new_tokens; ++n) {
     // Causal attention: positions after the context do not affect it, so the context is
     // left-aligned in a fixed [1, block] window and the logits of its last position read.
@@ -74,7 +79,7 @@ absl::StatusOr<std::vector<int32_t>> TextSampler::Generate(const std::vector<int
     PCP_ASSIGN_OR_RETURN(Tensor logits, backend_.CopyOut(*logits_));
     const float* row = logits.data<float>() + (len - 1) * vocab_;
     std::iota(order.begin(), order.end(), 0);
-    int64_t k = o.top_k == 0 ? vocab_ : std::min(o.top_k, vocab_);
+    int64_t k = o.top_k == 0 ? vocab : std::min(o.top_k, vocab);
     std::partial_sort(order.begin(), order.begin() + k, order.end(),
                       [&](int32_t a, int32_t b) { return row[a] > row[b]; });
     double max_logit = row[order[0]] / o.temperature, total = 0;

@@ -74,7 +74,8 @@ absl::StatusOr<v1::SampleResponse> SampleText(const ParamsSnapshot& snap, const 
       .max_new_tokens = request.max_new_tokens() > 0 ? request.max_new_tokens() : snap.sample.max_new_tokens,
       .temperature = request.has_temperature() ? request.temperature() : snap.sample.temperature,
       .top_k = request.has_top_k() ? static_cast<int64_t>(request.top_k()) : snap.sample.top_k,
-      .seed = request.seed()};
+      .seed = request.seed(),
+      .vocab = tokenizer.vocab_size()};
   Function gpt_logits;
   if (snap.model.has_value()) {
     PCP_ASSIGN_OR_RETURN(gpt_logits,

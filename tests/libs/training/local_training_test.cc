@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "pcp/autodiff/builder.h"
 #include "pcp/kernels/cpu_backend.h"
 #include "pcp/training/checkpoint.h"
 #include "pcp/training/gpt_program.h"
@@ -175,6 +176,34 @@ TEST_F(LocalTrainingTest, SamplesTextFromTheCheckpoint) {
   EXPECT_FALSE((*sampler)->Generate({}, {}).ok());
   EXPECT_FALSE((*sampler)->Generate(*prompt, {.temperature = 0}).ok());
   EXPECT_FALSE((*sampler)->Generate({1000}, {}).ok());
+}
+
+// A model with more outputs than the tokenizer has tokens (8 logits, 4 decodable ids) never
+// draws an id the tokenizer cannot decode, even where those logits are the largest.
+TEST(TextSamplerTest, DrawsOnlyIdsTheTokenizerHas) {
+  FunctionBuilder b("logits");
+  ValueId bias = b.Parameter(TensorType{DType::kF32, {8}}, "bias");
+  b.Parameter(TensorType{DType::kI32, {1, 4}}, "tokens");
+  b.Return({b.BroadcastInDim(bias, {1, 4, 8}, {2})});
+  absl::StatusOr<Function> fn = b.Build();
+  ASSERT_TRUE(fn.ok()) << fn.status();
+  auto backend = CreateCpuBackend({.threads = 1});
+  auto sampler = TextSampler::Create(*backend, *fn, {Tensor::FromVector<float>({8}, {0, 0, 3, 1, 0, 0, 9, 8})});
+  ASSERT_TRUE(sampler.ok()) << sampler.status();
+  auto all = (*sampler)->Generate({0}, {.max_new_tokens = 1, .top_k = 1});
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->back(), 6);  // no limit: the largest of the 8
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    auto ids = (*sampler)->Generate({0}, {.max_new_tokens = 3, .temperature = 2.0, .top_k = 0, .seed = seed,
+                                          .vocab = 4});
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    for (int32_t id : *ids) EXPECT_LT(id, 4) << "seed " << seed;
+  }
+  auto greedy = (*sampler)->Generate({0}, {.max_new_tokens = 1, .top_k = 1, .vocab = 4});
+  ASSERT_TRUE(greedy.ok()) << greedy.status();
+  EXPECT_EQ(greedy->back(), 2);  // the largest of the first 4
+  EXPECT_FALSE((*sampler)->Generate({0}, {.vocab = 9}).ok());  // more tokens than outputs
+  EXPECT_FALSE((*sampler)->Generate({5}, {.vocab = 4}).ok());  // a prompt id the tokenizer lacks
 }
 
 // A sample's logits run over the shortest power-of-two context holding all its tokens, the

@@ -24,6 +24,10 @@ struct SampleOptions {
   double temperature = 0.8;  // > 0
   int64_t top_k = 200;       // 0 = all tokens
   uint64_t seed = 1337;
+  // The ids the tokenizer can decode, [0, vocab): only those are drawn (0 = all V of the
+  // logits). A model may have more outputs than the data has tokens (a vocabulary padded to a
+  // multiple of 64, or an imported export's output width); those logits are never sampled.
+  int64_t vocab = 0;
 };
 
 // The `logits` function (optimised) for a sample of `tokens` tokens in all (prompt and new
