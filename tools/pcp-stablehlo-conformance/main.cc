@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
         absl::StrCat("- run on: the reference interpreter, then backends: ", backends, " (every check on each)"),
         absl::StrFormat("- %d cases in %.0f s", cases, seconds),
         "- in scope: every op in PCP's op list (or func.*, call, return, the check ops, stablehlo.while with a"
-        " static trip count, which PCP unrolls), element types f32 / i32 / i64 / i1, reduce regions add / maximum,"
+        " static trip count, which PCP unrolls, dynamic_slice and dynamic_update_slice), element types f32 / i32 / i64 / i1, reduce regions add / maximum,"
         " scatter regions add / assign; f64 is out (PCP computes it in f32), and so are i8 / i16 / ui8 / ui16 /"
         " ui32 (read widened to i32 / i64; the suite tests their wraparound, which PCP does not model)",
     };

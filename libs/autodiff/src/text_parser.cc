@@ -330,6 +330,9 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
   if (IsOp("stablehlo.custom_call")) return ParseCustomCall(f, scope, result, op_offset);
   if (num_results > 1) return ErrorAt(several_offset, "operations with several results are not supported");
   if (IsOp("stablehlo.composite")) return CompositeError(op_offset);
+  if (IsOp("stablehlo.dynamic_slice") || IsOp("stablehlo.dynamic_update_slice")) {
+    return ParseDynamicSlice(f, scope, result, op_offset);
+  }
   if ((Is(TokenKind::kBareId) && absl::StartsWith(cur_.text, "check.")) ||
       (Is(TokenKind::kString) && absl::StartsWith(DecodeString(cur_), "check."))) {
     return ParseCheckOp(f, scope, result, op_offset);

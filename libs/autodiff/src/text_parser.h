@@ -190,6 +190,9 @@ class Parser {
   absl::Status AddDynamicIota(Function* f, Scope* scope, const Token& result, size_t op_offset, size_t type_offset,
                               ValueId shape, size_t shape_offset, const std::vector<TensorType>& in,
                               const std::vector<TensorType>& out, Attributes attrs);
+  // stablehlo.dynamic_slice / dynamic_update_slice in either form (text_dynamic_slice.cc): a
+  // static slice where the starts fold, else a gather / an assigning scatter of the window.
+  absl::Status ParseDynamicSlice(Function* f, Scope* scope, const Token& result, size_t op_offset);
   // The value of `v` if it is a constant or computed from constants only (small tensors).
   std::optional<Tensor> KnownValue(const Function& f, ValueId v, int depth) const;
   // StableHLO's clamp takes scalar bounds and its select a scalar predicate for tensor

@@ -24,7 +24,8 @@ constexpr absl::string_view kStructureOps[] = {
     "stablehlo.return",   "arith.constant",        "stablehlo.dynamic_iota",
     "builtin.module",     "stablehlo.custom_call", "check.expect_eq",
     "check.expect_eq_const", "check.expect_almost_eq", "check.expect_almost_eq_const",
-    "check.expect_close",    "stablehlo.while",
+    "check.expect_close",    "stablehlo.while",       "stablehlo.dynamic_slice",
+    "stablehlo.dynamic_update_slice",
 };
 constexpr absl::string_view kCheckTargets[] = {"check.expect_eq", "check.expect_almost_eq", "check.expect_close"};
 constexpr absl::string_view kElementTypes[] = {"f32", "i32", "i64", "i1"};
