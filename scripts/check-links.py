@@ -3,7 +3,7 @@
 
   scripts/check-links.py [--root DIR] [FILE.md ...]
 
-Without files it checks README.md, CONTRIBUTING.md, docs/*.md and bench/results/*.md. For each:
+Without files it checks README.md, CONTRIBUTING.md, docs/*.md, bench/results/*.md and bench/*/README.md. For each:
   - [text](path), [text](path#anchor), [text](#anchor) and reference definitions
     ([id]: path): the path (relative to the file's folder) must exist, and an anchor must be
     the slug of a heading of the target file, as GitHub makes them (lower case; characters
@@ -178,7 +178,7 @@ def main():
     root = os.path.abspath(args.root)
     files = [os.path.abspath(f) for f in args.files]
     if not files:
-        for pattern in ("README.md", "CONTRIBUTING.md", "docs/*.md", "bench/results/*.md"):
+        for pattern in ("README.md", "CONTRIBUTING.md", "docs/*.md", "bench/results/*.md", "bench/*/README.md"):
             files.extend(sorted(glob.glob(os.path.join(root, pattern))))
     errors = []
     for f in files:
