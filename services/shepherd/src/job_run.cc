@@ -77,7 +77,7 @@ absl::Status JobRun::Prepare() {
     theta_ = std::move(ckpt->params);
     momentum = std::move(ckpt->momentum);
     state_ = std::move(ckpt->state);
-    checkpoint_round_ = state_.round;
+    checkpoints_.NoteOnDisk(state_.round);
     PCP_RETURN_IF_ERROR(screen_->RestoreHistory(state_.screen_medians), _ << "reading the job's latest checkpoint");
     spdlog::info("job {}: resuming from the checkpoint of round {} ({} of {} rounds done)", job_.id, state_.round,
                  state_.round, c.diloco.rounds);
@@ -517,7 +517,7 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
     round.skipped = true;
   }
   // The outer step modifies the momentum in place: a checkpoint still writing it goes first.
-  CollectCheckpoint();
+  checkpoints_.Collect();
   const auto outer_start = Clock::now();
   // θ's tensors are shared with chunk streams still being written: the outer step replaces
   // them in `next`, never writes into them.
@@ -707,7 +707,7 @@ void JobRun::Publish(bool final) {
 }
 
 JobRun::Outcome JobRun::Fail(const std::string& why) {
-  CollectCheckpoint();  // a checkpoint being written is finished and reported first
+  checkpoints_.Collect();  // a checkpoint being written is finished and reported first
   failure_ = why;
   spdlog::error("job {} failed: {}", job_.id, why);
   Release(absl::StrCat("job failed: ", why));

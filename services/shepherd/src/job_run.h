@@ -66,7 +66,7 @@
 #include "pcp/shepherd/outer_optimizer.h"
 #include "pcp/shepherd/shepherd_config.h"
 #include "aggregator.h"
-#include "checkpoint_writer.h"
+#include "job_checkpoints.h"
 #include "eval_runner.h"
 #include "outer_step.h"
 #include "round_publisher.h"
@@ -165,7 +165,8 @@ class JobRun {
     bool skipped = false;  // streaming: rolled back, so none of its Δs went into θ
   };
 
-  JobRun(RunnableJob job, RunContext context) : job_(std::move(job)), ctx_(context) {}
+  JobRun(RunnableJob job, RunContext context)
+      : job_(std::move(job)), ctx_(context), checkpoints_(job_.id, job_.dir, ctx_.jobs) {}
   absl::Status Prepare();
   Member* Find(const std::shared_ptr<WorkerSession>& session);
   int ClaimSlot(const std::string& supervisor_id);
@@ -234,14 +235,9 @@ class JobRun {
   v1::RoundRecord RecordOf(const Round& round, uint64_t tokens, double round_s, double outer_step_s) const;
   // Takes a finished validation estimate into the job's progress; false if it failed.
   bool ApplyEval(const EvalRunner::Result& result);
-  // Writes a checkpoint of the current round on the checkpoint writer's thread; with `wait`,
-  // returns when it is on disk (its error, if any), else at once.
+  // Writes a checkpoint of the current round (job_checkpoints.h); with `wait`, returns when it
+  // is on disk (its error, if any), else at once.
   absl::Status WriteCheckpoint(bool wait);
-  // Reports a finished write (metrics, job record, log) or returns its error.
-  absl::Status CheckpointWritten(const CheckpointWriter::Written& w);
-  void LogCheckpointFailure(const absl::Status& s);
-  // Waits for a write in flight and reports it (a failure is logged: training goes on).
-  void CollectCheckpoint();
   void Publish(bool final);
   Outcome Fail(const std::string& why);
   uint64_t total_rounds() const { return static_cast<uint64_t>(prepared_->config.diloco.rounds); }
@@ -272,7 +268,6 @@ class JobRun {
   int64_t rollbacks_in_a_row_ = 0;
   diloco::RoundTimeEstimate round_time_;  // per-worker round times, for late joins
   RunState state_;
-  uint64_t checkpoint_round_ = 0;  // the latest checkpoint known to be on disk
   std::unique_ptr<EvalRunner> eval_;
   std::map<WorkerSession*, Member> members_;
   std::map<int, ShardPlan> shards_;
@@ -283,7 +278,7 @@ class JobRun {
   std::unique_ptr<RoundPublisher> publisher_;
   std::string failure_;
   // Last: destroyed first, it finishes a write in flight while the rest is intact.
-  CheckpointWriter checkpoint_writer_;
+  JobCheckpoints checkpoints_;
 };
 
 }  // namespace pcp::shepherd
