@@ -294,17 +294,27 @@ TEST(StableHloModelTest, F64FoldsExactlyAndWhatIsLeftIsComputedInF32WithAWarning
 }
 
 // A bf16 export (weights, activations and the loss in bf16, as torch autocast or tt-xla
-// print it) imports with everything computed in f32 and a warning saying so; the loss is the
-// f32 program's.
+// print it; a bf16 dense_resource blob) imports with everything computed in f32 and a warning
+// saying so; the loss is the f32 program's.
 TEST(StableHloModelTest, Bf16IsComputedInF32WithAWarning) {
-  const std::string module = R"(func.func @main(%arg0: tensor<4xbf16>, %arg1: tensor<2x4xi64>, %arg2: tensor<2x4xi64>) -> tensor<bf16> {
-  %c = stablehlo.constant dense<3.000000e+00> : tensor<4xbf16>
+  // The constant as torch-mlir prints a bf16 weight: a dense_resource blob (3.0 = 0x4040).
+  const std::string module = R"(module {
+func.func @main(%arg0: tensor<4xbf16>, %arg1: tensor<2x4xi64>, %arg2: tensor<2x4xi64>) -> tensor<bf16> {
+  %c = stablehlo.constant dense_resource<torch_tensor_4_torch.bfloat16> : tensor<4xbf16>
   %y = stablehlo.multiply %arg0, %arg0 : tensor<4xbf16>
   %z = stablehlo.multiply %y, %c : tensor<4xbf16>
   %init = stablehlo.constant dense<0.000000e+00> : tensor<bf16>
   %r = stablehlo.reduce(%z init: %init) applies stablehlo.add across dimensions = [0] : (tensor<4xbf16>, tensor<bf16>) -> tensor<bf16>
   return %r : tensor<bf16>
 }
+}
+{-#
+  dialect_resources: {
+    builtin: {
+      torch_tensor_4_torch.bfloat16: "0x020000004040404040404040"
+    }
+  }
+#-}
 )";
   StableHloImportOptions o;
   o.names = {"w"};
