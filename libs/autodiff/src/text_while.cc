@@ -198,6 +198,7 @@ absl::Status Parser::ParseWhile(Function* f, Scope* scope, const std::vector<std
                                            result_names.size(), " are named"));
   }
   const size_t resume = cur_.offset;
+  int64_t constant_bytes = 0;
   for (int64_t iteration = 0;; ++iteration) {
     if (iteration == kMaxWhileIterations) {
       return ErrorAt(op_offset, absl::StrCat("stablehlo.while runs more than ", kMaxWhileIterations,
@@ -221,7 +222,16 @@ absl::Status Parser::ParseWhile(Function* f, Scope* scope, const std::vector<std
     f->value_types.resize(values);
     pending_resources_.resize(resources);
     if (static_cast<const uint8_t*>(go->raw_data())[0] == 0) break;
+    const size_t body_start = f->instructions.size();
     PCP_ASSIGN_OR_RETURN(std::vector<ValueId> next, InlineWhileRegion(f, *scope, body, carried));
+    // Each copy of the body holds its own constants: bound what the copies hold together.
+    for (size_t i = body_start; i < f->instructions.size(); ++i) {
+      if (f->instructions[i].op == Op::kConstant) constant_bytes += f->instructions[i].attrs.literal.byte_size();
+    }
+    if (constant_bytes > kMaxConstantBytes) {
+      return ErrorAt(op_offset, absl::StrCat("unrolling stablehlo.while copies more than ", kMaxConstantBytes,
+                                             " bytes of constants"));
+    }
     if (next.size() != carried.size()) {
       return ErrorAt(body.offset, absl::StrCat("the body of stablehlo.while returns ", next.size(),
                                                " values but the loop carries ", carried.size()));

@@ -262,6 +262,14 @@ TEST(TextWhileTest, ErrorsNameWhatAndWhere) {
     EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(m.status().message()), HasSubstr(c.message)) << c.text;
   }
+  // Copies of a body with a big constant (a 256 MiB splat): bounded together.
+  absl::StatusOr<Module> big = ParseModule(
+      LoopWith("      %t = stablehlo.constant dense<true> : tensor<i1>\n      stablehlo.return %t : tensor<i1>",
+               "      %big = stablehlo.constant dense<1.0> : tensor<67108864xf32>\n" + ok_return),
+      "loop.mlir");
+  ASSERT_FALSE(big.ok());
+  EXPECT_THAT(std::string(big.status().message()),
+              HasSubstr("loop.mlir:4:5: unrolling stablehlo.while copies more than 1073741824 bytes of constants"));
   // Results named one by one are read for stablehlo.while only.
   absl::StatusOr<Module> m = ParseModule(R"(module {
   func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
