@@ -29,6 +29,7 @@ std::string Interval(const IntRange& r) {
 }  // namespace
 
 absl::Status Context::Error(const YAML::Mark& mark, absl::string_view message) const {
+  if (!positions_) return absl::InvalidArgumentError(absl::StrCat(file_, ": ", message));
   const int line = mark.line < 0 ? 1 : mark.line + 1;
   const int column = mark.column < 0 ? 1 : mark.column + 1;
   return absl::InvalidArgumentError(absl::StrCat(file_, ":", line, ":", column, ": ", message));

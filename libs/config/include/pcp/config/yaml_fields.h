@@ -50,6 +50,13 @@ class Context {
   // ("job file: expected a mapping ...").
   explicit Context(absl::string_view file, absl::string_view document = "file")
       : file_(file), document_(document) {}
+  // For text that did not come from a file (a command-line flag): messages begin with
+  // `source` ("--set tls.ca=x: ...") and carry no line and column.
+  static Context WithoutPositions(absl::string_view source) {
+    Context ctx(source);
+    ctx.positions_ = false;
+    return ctx;
+  }
   const std::string& document() const { return document_; }
 
   // InvalidArgument "file:line:col: message"; a null mark reads as 1:1.
@@ -74,6 +81,7 @@ class Context {
  private:
   std::string file_;
   std::string document_;
+  bool positions_ = true;
   std::map<std::string, YAML::Mark> key_marks_;
   std::map<std::string, YAML::Mark> value_marks_;
 };
@@ -83,6 +91,17 @@ struct Value {
   const YAML::Node& node;
   YAML::Mark mark;   // of the value, or of the key when the value is empty
   std::string qkey;  // "optimizer.lr"
+};
+
+// How a key takes its value from one command-line string (pcp/config/command_line.h):
+// kScalar as written; kBool also bare (`--insecure`, `--noinsecure`); kList comma-separated
+// (or YAML flow, "[a, b]"); kSection is a nested section, whose keys are set one by one.
+enum class Form { kScalar, kBool, kList, kSection };
+
+// A key that can be set by itself: qualified ("worker.backoff.initial_ms") and its Form.
+struct Leaf {
+  std::string key;
+  Form form = Form::kScalar;
 };
 
 template <typename S>
@@ -95,6 +114,9 @@ struct Field {
   // A nested section's keys, in order, those of sections within it qualified
   // ("norm_k", "screening.norm_k"); empty for a scalar key.
   std::vector<std::string> subkeys = {};
+  Form form = Form::kScalar;
+  // A section's settable keys, qualified within it; empty for any other key.
+  std::vector<Leaf> leaves = {};
 };
 
 // Closed integer interval.
@@ -165,7 +187,9 @@ Field<S> BoolField(absl::string_view key, bool S::*member) {
             PCP_ASSIGN_OR_RETURN(out.*member, ReadBool(v, ctx));
             return absl::OkStatus();
           },
-          [member](const S& in, int) { return std::string(in.*member ? " true" : " false"); }};
+          [member](const S& in, int) { return std::string(in.*member ? " true" : " false"); },
+          {},
+          Form::kBool};
 }
 
 template <typename S>
@@ -230,6 +254,21 @@ std::vector<std::string> LeafKeysOf(const std::vector<Field<S>>& fields) {
   return keys;
 }
 
+// Every key of `fields` that can be set by itself, nested sections' keys qualified
+// ("listen", "tls.ca"); a list of mappings is one key, set whole.
+template <typename S>
+std::vector<Leaf> LeavesOf(const std::vector<Field<S>>& fields) {
+  std::vector<Leaf> leaves;
+  for (const Field<S>& f : fields) {
+    if (f.form != Form::kSection) {
+      leaves.push_back(Leaf{std::string(f.key), f.form});
+      continue;
+    }
+    for (const Leaf& sub : f.leaves) leaves.push_back(Leaf{absl::StrCat(f.key, ".", sub.key), sub.form});
+  }
+  return leaves;
+}
+
 // A nested section: `key:` followed by a mapping parsed with `fields` into `in.*member`.
 template <typename S, typename Sub>
 Field<S> SectionField(absl::string_view key, Sub S::*member,
@@ -242,7 +281,9 @@ Field<S> SectionField(absl::string_view key, Sub S::*member,
           [member, fields](const S& in, int indent) {
             return absl::StrCat("\n", EmitMapping(*fields, in.*member, indent + 2));
           },
-          LeafKeysOf(*fields)};
+          LeafKeysOf(*fields),
+          Form::kSection,
+          LeavesOf(*fields)};
 }
 
 // A whole number of milliseconds in `range`, stored as an absl::Duration.
@@ -270,7 +311,9 @@ Field<S> StringListField(absl::string_view key, std::vector<std::string> S::*mem
             PCP_ASSIGN_OR_RETURN(out.*member, ReadStringList(v, ctx));
             return absl::OkStatus();
           },
-          [member](const S& in, int) { return EmitStringList(in.*member); }};
+          [member](const S& in, int) { return EmitStringList(in.*member); },
+          {},
+          Form::kList};
 }
 
 // A sequence of mappings, each parsed with `fields` into one Item; items are named
@@ -368,7 +411,8 @@ Field<S> ListField(absl::string_view key, std::vector<Item> S::*member,
             }
             return text;
           },
-          LeafKeysOf(*fields)};
+          LeafKeysOf(*fields),
+          Form::kList};
 }
 
 // Loads a whole YAML document and parses its top-level mapping with `fields` into `out`
