@@ -1,6 +1,10 @@
 #include "pcp/auth/secret.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -45,19 +49,56 @@ absl::StatusOr<std::string> LoadSecret(absl::string_view source) {
     const std::string name(source.substr(kEnv.size()));
     const char* value = name.empty() ? nullptr : std::getenv(name.c_str());
     if (value == nullptr) return absl::NotFoundError(absl::StrCat(source, ": environment variable not set"));
+    if (std::strlen(value) > kMaxSecretFileBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": longer than ", kMaxSecretFileBytes, " bytes"));
+    }
     secret = value;
   } else {
     if (source.empty()) return absl::InvalidArgumentError("empty secret source (expected file:PATH, env:NAME or credential:NAME)");
     absl::StatusOr<std::string> path = ResolveCredentialPath(source);
     if (!path.ok()) return path.status();
+    struct stat st;
+    if (::stat(path->c_str(), &st) != 0 && errno == ENOENT) {
+      // The value may be the token itself, given where its file was expected: never repeat it.
+      const bool named = absl::StartsWith(source, kCredential);
+      return absl::NotFoundError(named ? absl::StrCat(source, ": no such file ", *path)
+                                       : "no such file (the value given is not repeated, in case it is the token "
+                                         "itself: give the path of a file that holds it, or env:NAME / "
+                                         "credential:NAME)");
+    }
+    if (S_ISREG(st.st_mode) && st.st_size > static_cast<off_t>(kMaxSecretFileBytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": the file has ", st.st_size, " bytes; a token file holds "
+                                                     "one line of at most ", kMaxSecretBytes, " characters"));
+    }
     absl::StatusOr<std::string> contents = ReadFile(*path);
-    // ReadFile's message names the path only; the contents never appear in an error.
+    // ReadFile's message names the path only (it exists: a path, not a token); the contents
+    // never appear in an error.
     if (!contents.ok()) return absl::Status(contents.status().code(), absl::StrCat(source, ": ", contents.status().message()));
     secret = *std::move(contents);
   }
   absl::StripTrailingAsciiWhitespace(&secret);
   if (secret.empty()) return absl::InvalidArgumentError(absl::StrCat(source, ": the secret is empty"));
+  if (absl::Status s = CheckToken(secret); !s.ok()) return absl::InvalidArgumentError(absl::StrCat(source, ": ", s.message()));
   return secret;
+}
+
+absl::Status CheckToken(absl::string_view token) {
+  if (token.size() > kMaxSecretBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("the token is longer than ", kMaxSecretBytes, " characters"));
+  }
+  for (size_t i = 0; i < token.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(token[i]);
+    if (c == '\n' || c == '\r') {
+      return absl::InvalidArgumentError("the token spans more than one line: a token is one line (its bytes are "
+                                        "not shown)");
+    }
+    if (c <= 0x20 || c >= 0x7F) {
+      return absl::InvalidArgumentError(absl::StrCat("character ", i + 1, " of the token is a space, a control "
+                                                     "character or not ASCII: a token is printable ASCII without "
+                                                     "spaces (its bytes are not shown)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace pcp::auth

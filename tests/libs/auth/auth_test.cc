@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "pcp/auth/authenticator.h"
 #include "pcp/auth/method_rules.h"
@@ -63,6 +65,50 @@ TEST(SecretTest, FileEnvAndCredentialSources) {
   EXPECT_EQ(LoadSecret(dir + "/empty").status().code(), absl::StatusCode::kInvalidArgument);
   unsetenv("CREDENTIALS_DIRECTORY");
   EXPECT_THAT(std::string(LoadSecret("credential:token").status().message()), HasSubstr("CREDENTIALS_DIRECTORY"));
+  std::filesystem::remove_all(dir);
+}
+
+// Malformed token sources are errors that never contain the token: a second line (which
+// used to abort the client inside gRPC with the header in clear), spaces, control characters,
+// non-ASCII bytes, an oversized token or file, and the token itself given where its path
+// belongs.
+TEST(SecretTest, MalformedTokensAreRefusedWithoutRepeatingThem) {
+  const std::string dir = std::filesystem::temp_directory_path() / "pcp_auth_malformed_token_test";
+  std::filesystem::create_directories(dir);
+  const std::string token = "5726d2c0ffee5726d2c0ffee5726d2c0ffee797";
+  struct Case {
+    std::string name, contents, message;
+  };
+  const std::vector<Case> cases = {
+      {"two_lines", token + "\n" + token + ".extra\n", "spans more than one line"},
+      {"crlf_inside", token + "\r\nx", "spans more than one line"},
+      {"space", token + " " + token, "character 40 of the token is a space"},
+      {"tab", "\t" + token, "character 1 of the token"},
+      {"nul", token + std::string(1, '\0') + "x", "not ASCII"},
+      {"utf8", token + "\xc3\xa9", "not ASCII"},
+      {"long", std::string(kMaxSecretBytes + 1, 'a') + token, "longer than 4096 characters"},
+      {"huge_file", token + std::string(kMaxSecretFileBytes, '\n'), "a token file holds one line"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = dir + "/" + c.name;
+    ASSERT_TRUE(WriteFileAtomic(path, c.contents).ok());
+    absl::Status s = LoadSecret(path).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.message)) << c.name;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(path)) << c.name;  // the file, by its path
+    EXPECT_THAT(std::string(s.message()), Not(HasSubstr(token.substr(0, 12)))) << c.name;
+  }
+  setenv("PCP_AUTH_TEST_TOKEN", (token + "\nsecond").c_str(), 1);
+  EXPECT_THAT(std::string(LoadSecret("env:PCP_AUTH_TEST_TOKEN").status().message()),
+              Not(HasSubstr(token.substr(0, 12))));
+  // The token where its path belongs: not found, and not repeated.
+  for (const std::string& source : {token, "file:" + token}) {
+    absl::Status s = LoadSecret(source).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+    EXPECT_THAT(std::string(s.message()), HasSubstr("not repeated"));
+    EXPECT_THAT(std::string(s.message()), Not(HasSubstr(token.substr(0, 12))));
+  }
+  EXPECT_TRUE(CheckToken(token).ok());
   std::filesystem::remove_all(dir);
 }
 

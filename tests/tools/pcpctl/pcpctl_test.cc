@@ -277,6 +277,29 @@ TEST_F(PcpctlTest, BinaryTakesTheShepherdFromFlagOrEnvironment) {
   EXPECT_EQ(code, 2) << log;
 }
 
+// Malformed credentials: the binary exits with a clear error, never an abort, and prints the
+// token nowhere (a two-line token file used to abort inside gRPC with the header in clear; the
+// token given where its path belongs was echoed back).
+TEST_F(PcpctlTest, MalformedTokenIsAnErrorThatNeverShowsTheToken) {
+  const std::string token = "5726d2c0ffee5726d2c0ffee5726d2c0ffee797";
+  const std::string two_lines = dir_->path() + "/two_lines.token";
+  ASSERT_TRUE(WriteFileAtomic(two_lines, token + "\n" + token + ".extra\n").ok());
+  int n = 0;
+  for (const std::string& source : {two_lines, token, "file:" + token}) {
+    const std::string log = absl::StrCat("token", n++, ".log");
+    absl::StatusOr<std::unique_ptr<testing::Process>> p = testing::Process::Start(
+        {.binary = PCPCTL_BINARY, .args = {"--shepherd=" + options_.shepherd, "--token_file=" + source, "jobs"},
+         .log_path = dir_->path() + "/" + log});
+    ASSERT_TRUE(p.ok()) << p.status();
+    absl::StatusOr<int> status = (*p)->Wait(absl::Seconds(30));
+    ASSERT_TRUE(status.ok());
+    EXPECT_TRUE(WIFEXITED(*status)) << "killed by signal " << WTERMSIG(*status) << ": " << (*p)->Log();
+    EXPECT_NE(WEXITSTATUS(*status), 0);
+    EXPECT_TRUE(absl::StartsWith((*p)->Log(), "pcpctl: --token_file: ")) << (*p)->Log();
+    EXPECT_FALSE(absl::StrContains((*p)->Log(), token.substr(0, 12))) << (*p)->Log();
+  }
+}
+
 // The fake serves 2500 records per job: more than one page of GetJobHistory.
 TEST_F(PcpctlTest, HistoryFetchesEveryPageAsTableCsvOrJson) {
   std::string id = SubmitOne("tiny");

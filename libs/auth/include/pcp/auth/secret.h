@@ -8,8 +8,11 @@
 //   PCP_ASSIGN_OR_RETURN(std::string token, LoadSecret("credential:pcp-node.token"));
 //   PCP_ASSIGN_OR_RETURN(std::string key_path, ResolveCredentialPath("credential:node.key"));
 //
-// Trailing whitespace (the newline an editor or `echo` leaves) is stripped. Errors name the
-// source, never the secret.
+// Trailing whitespace (the newline an editor or `echo` leaves) is stripped; what is left must be
+// one token: one line of printable ASCII without spaces, at most kMaxSecretBytes (so it can
+// travel in a gRPC header: a second line used to abort the client inside gRPC, printing the
+// header with the token in clear). Errors name the source, never the secret; a file source that
+// does not exist is not repeated either, since it may be the token given where its path belongs.
 #ifndef PCP_AUTH_SECRET_H_
 #define PCP_AUTH_SECRET_H_
 
@@ -20,9 +23,18 @@
 
 namespace pcp::auth {
 
-// The secret named by `source`. InvalidArgument for an empty secret or a malformed source,
-// NotFound for a missing file / variable / credentials directory.
+// Longest token accepted, and the largest token file read (the token plus trailing whitespace).
+inline constexpr size_t kMaxSecretBytes = 4096;
+inline constexpr size_t kMaxSecretFileBytes = 8192;
+
+// The secret named by `source`. InvalidArgument for an empty secret, one that is not a token
+// (CheckToken) or a malformed source, NotFound for a missing file / variable / credentials
+// directory.
 absl::StatusOr<std::string> LoadSecret(absl::string_view source);
+
+// OK if `token` is one line of printable ASCII without spaces, at most kMaxSecretBytes; the
+// error never contains the token.
+absl::Status CheckToken(absl::string_view token);
 
 // A file path for `source`: "credential:NAME" -> "$CREDENTIALS_DIRECTORY/NAME",
 // "file:PATH" or PATH -> PATH. "env:" is refused (a file is needed, e.g. for a TLS key that
