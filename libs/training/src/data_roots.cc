@@ -135,6 +135,7 @@ absl::StatusOr<std::string> DataRoots::Check(const std::string& path) const {
     return Refuse(path, "a kernel pseudo-file (/proc, /sys, ...), not data");
   }
   if (!S_ISREG(st.st_mode)) return Refuse(path, "not a regular file (a device, FIFO or socket)");
+  if (confined_ && st.st_nlink > 1) return Refuse(path, "has more than one hard link");
   if (st.st_size > max_file_bytes_) {
     return Refuse(path, absl::StrCat(st.st_size, " bytes, over the cap of ", max_file_bytes_, " bytes"));
   }
@@ -151,6 +152,7 @@ absl::StatusOr<std::string> DataRoots::Read(const std::string& path) const {
   struct stat st;
   if (fstat(fd.get(), &st) != 0) return Refuse(path, Errno(errno));
   if (!S_ISREG(st.st_mode)) return Refuse(path, "not a regular file (a device, FIFO or socket)");
+  if (confined_ && st.st_nlink > 1) return Refuse(path, "has more than one hard link");
   struct statfs fs_info;
   if (fstatfs(fd.get(), &fs_info) != 0 || IsPseudoFileSystem(fs_info)) {
     return Refuse(path, "a kernel pseudo-file (/proc, /sys, ...), not data");

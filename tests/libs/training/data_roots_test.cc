@@ -86,6 +86,20 @@ TEST_F(DataRootsTest, RefusesEscapesDevicesPseudoFilesAndFifosAlike) {
   EXPECT_EQ(roots.RefusalMessage("X"), Message(roots.Read("X").status()));
 }
 
+// A hard link placed in the root to a file outside it (as to /etc/passwd; here a secret of
+// the test's own) is refused: by its name it is inside. So is a data file hard-linked
+// elsewhere; unconfined reads (the user's own files) take both.
+TEST_F(DataRootsTest, RefusesFilesWithMoreThanOneHardLink) {
+  std::error_code ec;
+  fs::create_hard_link(top_ + "/secret.txt", root_ + "/hard_secret.txt", ec);
+  ASSERT_FALSE(ec) << ec.message();
+  DataRoots roots = Roots();
+  ExpectRefused(roots, root_ + "/hard_secret.txt");
+  EXPECT_EQ(*DataRoots::Unconfined().Read(root_ + "/hard_secret.txt"), "not for you\n");
+  fs::remove(top_ + "/secret.txt");  // now its only link is in the root: an ordinary data file
+  EXPECT_EQ(*roots.Read(root_ + "/hard_secret.txt"), "not for you\n");
+}
+
 TEST_F(DataRootsTest, TypeChecksHoldEvenWithTheWholeFileSystemAsRoot) {
   DataRoots everything = *DataRoots::Confined({"/"});
   EXPECT_TRUE(everything.Read(root_ + "/good.txt").ok());

@@ -1,8 +1,11 @@
 // Where a job's data may come from. A service that reads files named by someone else (the
 // shepherd reads a submitted job's data.path, a worker reads a shared shard's path) confines
 // them to configured data roots: the path must resolve (after symlinks and `..`) inside a
-// root, be a regular file on a real file system (not a device, FIFO, socket or /proc file),
-// and hold at most max_file_bytes. Every data read in libs/training goes through here.
+// root, be a regular file on a real file system (not a device, FIFO, socket or /proc file)
+// with one hard link, and hold at most max_file_bytes. Every data read in libs/training goes
+// through here. One link, because a hard link has no "real" path to check: a link placed in a
+// root to /etc/shadow is, by its name, inside the root; a data file that is hard-linked
+// elsewhere must be copied (or symlinked: a symlink resolves, and its target is checked).
 //
 //   PCP_ASSIGN_OR_RETURN(DataRoots roots, DataRoots::Confined({"data", "/srv/corpora"},
 //                                                             /*max_file_bytes=*/1 << 30));
