@@ -19,6 +19,14 @@
 namespace pcp::auth {
 namespace {
 
+// `text` cut to at most 200 bytes (saying how long it was), for log lines that carry what a
+// caller sent.
+std::string Bounded(absl::string_view text) {
+  constexpr size_t kMax = 200;
+  if (text.size() <= kMax) return std::string(text);
+  return absl::StrCat(text.substr(0, kMax), "... (", text.size(), " bytes)");
+}
+
 using grpc::experimental::InterceptionHookPoints;
 
 constexpr size_t kAuditRequestChars = 200;
@@ -118,7 +126,8 @@ class AuthorizationInterceptor final : public grpc::experimental::Interceptor {
       }
     }
     if (!verdict_.ok()) {
-      spdlog::warn("refused {} from {}: {}", method_, context->peer(), verdict_.status().ToString());
+      // The method is the caller's to choose: bounded in the log, as in the metric's label.
+      spdlog::warn("refused {} from {}: {}", Bounded(method_), context->peer(), Bounded(verdict_.status().ToString()));
       if (options_->on_refusal) options_->on_refusal(ServiceLabel(method_), reason);
     }
     Verdicts::Get().Put(context, verdict_);

@@ -10,7 +10,9 @@
 
 namespace pcp::shepherd {
 
-// `service`: "Admin", "Training", "Control"; `reason`: a pcp/auth/authenticator.h kReason*.
+// `service`: "Admin", "Training", "Control" (anything else, e.g. the service part of a made-up
+// method a caller sent, is counted as "other": the label set is closed); `reason`: a
+// pcp/auth/authenticator.h kReason*.
 void CountAuthRefusal(absl::string_view service, absl::string_view reason);
 
 // Creates every {service, reason} series at 0 (at start), so that the family is exported and

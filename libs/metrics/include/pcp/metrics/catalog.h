@@ -94,8 +94,8 @@ namespace pcp::metrics {
     "limit=jobs_queued|jobs_stored|admin_calls|watch_streams|watch_queue", None,                                   \
     "Calls refused (RESOURCE_EXHAUSTED) or watchers dropped because a bound was reached, by the bound.")           \
   V(kShepherdAuthRefusalsTotal, Shepherd, Counter, "pcp_shepherd_auth_refusals_total", "service,reason", None,      \
-    "Calls refused by authentication or authorization, by service (Admin, Training, Control) and reason "           \
-    "(no_credential, bad_token, unknown_identity, wrong_role, node_mismatch).")                                     \
+    "Calls refused by authentication or authorization, by service (Admin, Training, Control; other for any "      \
+    "method a caller makes up) and reason (no_credential, bad_token, unknown_identity, wrong_role, node_mismatch).") \
   V(kShepherdInsecureListen, Shepherd, Gauge, "pcp_shepherd_insecure_listen", "", None,                             \
     "1 while the shepherd serves plaintext on a non-loopback address because the config says insecure: true.")      \
   /* ---- worker */                                                                                                \
