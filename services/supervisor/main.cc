@@ -3,6 +3,7 @@
 //
 //   pcp-supervisor --config=config/supervisor.yaml [--shepherd=HOST:PORT]
 //                  [--supervisor_id=ID] [--worker_binary=PATH] [--worker_args=A,B] ...
+//                  [--set KEY=VALUE] ...   (every key of supervisor.yaml; --help lists them)
 //                  [--metrics_listen=127.0.0.1:9471]   (Prometheus /metrics; --metrics_listen= = off)
 //                  [--metrics_address_file=F]          (bound HOST:PORT of /metrics, for port 0)
 //
@@ -16,8 +17,6 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "pcp/base/absl_fmt.h"
 #include "pcp/metrics/metrics_server.h"
 #include "pcp/base/termination_signal.h"
@@ -34,16 +33,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::set_default_logger(spdlog::stderr_color_mt("supervisor"));
-  absl::SetProgramUsageMessage(
+  absl::StatusOr<pcp::supervisor::SupervisorConfig> config = pcp::supervisor::ConfigFromCommandLine(
+      argc, argv,
       "keeps a worker process alive and connected to the shepherd\n"
       "  pcp-supervisor --config=supervisor.yaml [--shepherd=HOST:PORT] [--supervisor_id=ID] "
-      "[--state_dir=DIR] [--worker_binary=PATH] [--worker_args=A,B,...] [--backoff_*] ...");
-  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
-  if (positional.size() > 1) {
-    std::fprintf(stderr, "pcp-supervisor: unexpected argument '%s'\n", positional[1]);
-    return 2;
-  }
-  absl::StatusOr<pcp::supervisor::SupervisorConfig> config = pcp::supervisor::ConfigFromFlags();
+      "[--state_dir=DIR] [--worker_binary=PATH] [--worker_args=A,B,...] [--set KEY=VALUE] ...");
   if (!config.ok()) {
     std::fprintf(stderr, "pcp-supervisor: %s\n", std::string(config.status().message()).c_str());
     return 2;

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -131,6 +132,17 @@ std::string KeyFlags::Help() const {
     absl::StrAppend(&text, "\n");
   }
   return text;
+}
+
+bool IsAbslFlag(absl::string_view name) {
+  // absl::ParseCommandLine handles these itself; they are not in its registry.
+  static constexpr absl::string_view kBuiltin[] = {"help",     "helpfull",       "helpshort",  "helppackage",
+                                                   "helpon",   "helpmatch",      "version",    "only_check_args",
+                                                   "flagfile", "fromenv",        "tryfromenv", "undefok"};
+  for (absl::string_view builtin : kBuiltin) {
+    if (name == builtin) return true;
+  }
+  return absl::FindCommandLineFlag(name) != nullptr;
 }
 
 absl::StatusOr<YAML::Node> OverrideNode(absl::Span<const Leaf> leaves, const Override& o) {

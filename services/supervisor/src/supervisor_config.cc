@@ -1,5 +1,9 @@
 #include "pcp/supervisor/supervisor_config.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -70,6 +74,18 @@ const std::vector<Field<SupervisorConfig>>& Fields() {
   return *fields;
 }
 
+// Flag spellings older than the generated ones (scripts, units and tests use them).
+constexpr yaml_fields::Alias kLegacyFlags[] = {
+    {"token_source", "token"},
+    {"healthy_after_ms", "worker.healthy_after_ms"},
+    {"backoff_initial_ms", "worker.backoff.initial_ms"},
+    {"backoff_multiplier", "worker.backoff.multiplier"},
+    {"backoff_max_ms", "worker.backoff.max_ms"},
+    {"backoff_jitter", "worker.backoff.jitter"},
+    {"reconnect_initial_ms", "reconnect.backoff.initial_ms"},
+    {"reconnect_max_ms", "reconnect.backoff.max_ms"},
+};
+
 // Every value in range; messages begin with the qualified key (for Context::Locate).
 absl::Status ValidateValues(const SupervisorConfig& config) {
   if (config.shepherd.empty()) {
@@ -121,6 +137,40 @@ absl::Status ValidateSupervisorConfig(const SupervisorConfig& config) {
     return absl::InvalidArgumentError("worker.binary: no worker binary given");
   }
   return ValidateValues(config);
+}
+
+
+const yaml_fields::KeyFlags& SupervisorKeyFlags() {
+  static const auto* flags = [] {
+    absl::StatusOr<yaml_fields::KeyFlags> made = yaml_fields::KeyFlags::Create(yaml_fields::LeavesOf(Fields()), kLegacyFlags);
+    // A programmer's error (an alias of no key, a name twice); supervisor_config_test calls this.
+    if (!made.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(made.status().message()).c_str());
+      std::abort();
+    }
+    return new yaml_fields::KeyFlags(*std::move(made));
+  }();
+  return *flags;
+}
+
+std::string SupervisorFlagsHelp() {
+  return absl::StrCat("Every key of supervisor.yaml is a flag, applied after --config in order: --set KEY=VALUE\n"
+                      "(KEY as in the file, e.g. worker.backoff.max_ms) or --KEY=VALUE with '_' for '.':\n",
+                      SupervisorKeyFlags().Help(), "Defaults, as supervisor.yaml:\n",
+                      yaml_fields::EmitMapping(Fields(), SupervisorConfig{}, 2), "\n");
+}
+
+absl::StatusOr<SupervisorConfig> SupervisorConfigFromCommandLine(absl::string_view config_path,
+                                                                 absl::Span<const yaml_fields::Override> overrides) {
+  SupervisorConfig config;
+  if (!config_path.empty()) {
+    PCP_ASSIGN_OR_RETURN(config, LoadSupervisorConfig(config_path));
+  }
+  for (const yaml_fields::Override& o : overrides) {
+    PCP_RETURN_IF_ERROR(yaml_fields::ApplyOverride(Fields(), o, config));
+  }
+  PCP_RETURN_IF_ERROR(yaml_fields::NameOverride(ValidateSupervisorConfig(config), overrides));
+  return config;
 }
 
 }  // namespace pcp::supervisor

@@ -3,7 +3,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "pcp/base/file.h"
+#include "pcp/base/status_macros.h"
 #include "pcp/supervisor/supervisor_id.h"
 #include "pcp/supervisor_testing/process_testing.h"
 
@@ -140,6 +149,98 @@ TEST(SupervisorConfigTest, MissingFileIsNotFound) {
   auto config = LoadSupervisorConfig("/nonexistent/supervisor.yaml");
   EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(config.status().message()), HasSubstr("/nonexistent/supervisor.yaml"));
+}
+
+// The command line: every key of the table is a flag (pcp/config/command_line.h).
+absl::StatusOr<SupervisorConfig> FromCommandLine(const std::string& config_path, std::vector<std::string> args) {
+  args.insert(args.begin(), "pcp-supervisor");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  std::vector<char*> rest;
+  std::vector<yaml_fields::Override> overrides;
+  PCP_RETURN_IF_ERROR(SupervisorKeyFlags().Extract(
+      static_cast<int>(argv.size()), argv.data(), [](absl::string_view) { return false; }, rest, overrides));
+  return SupervisorConfigFromCommandLine(config_path, overrides);
+}
+
+TEST(SupervisorFlagsTest, EveryFlagTheUnitsScriptsAndTestsUseSetsItsKey) {
+  const std::pair<const char*, const char*> flags[] = {
+      {"shepherd", "shepherd"}, {"supervisor_id", "supervisor_id"}, {"state_dir", "state_dir"},
+      {"tls_ca", "tls.ca"}, {"tls_cert", "tls.cert"}, {"tls_key", "tls.key"}, {"token_source", "token"},
+      {"worker_binary", "worker.binary"}, {"worker_args", "worker.args"}, {"grace_ms", "grace_ms"},
+      {"worker_grace_ms", "worker.grace_ms"}, {"healthy_after_ms", "worker.healthy_after_ms"},
+      {"backoff_initial_ms", "worker.backoff.initial_ms"}, {"backoff_multiplier", "worker.backoff.multiplier"},
+      {"backoff_max_ms", "worker.backoff.max_ms"}, {"backoff_jitter", "worker.backoff.jitter"},
+      {"reconnect_initial_ms", "reconnect.backoff.initial_ms"}, {"reconnect_max_ms", "reconnect.backoff.max_ms"},
+      {"metrics_listen", "metrics_listen"},
+      // Generated from keys that had no flag before.
+      {"reconnect_connect_timeout_ms", "reconnect.connect_timeout_ms"}, {"tls_refresh_interval_s", "tls.refresh_interval_s"},
+  };
+  for (const auto& [flag, key] : flags) EXPECT_EQ(SupervisorKeyFlags().KeyOf(flag), key) << flag;
+  EXPECT_THAT(SupervisorFlagsHelp(), HasSubstr("--worker_backoff_max_ms  (worker.backoff.max_ms)  also --backoff_max_ms"));
+}
+
+TEST(SupervisorFlagsTest, FlagsOverrideTheFile) {
+  const std::string dir = supervisor_testing::MakeTempDir("supervisor_flags");
+  const std::string path = dir + "/s.yaml";
+  ASSERT_TRUE(WriteFileAtomic(path, "worker:\n  binary: /bin/true\n  backoff: {initial_ms: 10, max_ms: 900}\n"
+                              "reconnect:\n  connect_timeout_ms: 700\n").ok());
+  absl::StatusOr<SupervisorConfig> config = FromCommandLine(path, {});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->worker.backoff.max, absl::Milliseconds(900));
+  EXPECT_EQ(config->reconnect.connect_timeout, absl::Milliseconds(700));
+
+  config = FromCommandLine(path, {"--set", "worker.backoff.max_ms=800", "--reconnect_connect_timeout_ms=600",
+                                  "--worker_args=--backend=cpu,--threads=2", "--shepherd", "10.0.0.5:7070"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->worker.backoff.max, absl::Milliseconds(800));
+  EXPECT_EQ(config->worker.backoff.initial, absl::Milliseconds(10));  // from the file still
+  EXPECT_EQ(config->reconnect.connect_timeout, absl::Milliseconds(600));
+  EXPECT_EQ(config->worker.args, (std::vector<std::string>{"--backend=cpu", "--threads=2"}));
+  EXPECT_EQ(config->shepherd, "10.0.0.5:7070");
+
+  // The legacy spelling and the generated one set the same key; the later wins.
+  config = FromCommandLine(path, {"--backoff_max_ms=700", "--worker_backoff_max_ms=600", "--metrics_listen="});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->worker.backoff.max, absl::Milliseconds(600));
+  EXPECT_EQ(config->metrics_listen, "");  // metrics off
+
+  // No file: flags alone, as scripts/run-local-cluster.sh starts it.
+  config = FromCommandLine("", {"--worker_binary=/bin/true", "--token_source=env:T"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->token_source, "env:T");
+}
+
+TEST(SupervisorFlagsTest, BadKeysAndValuesAreRefusedNamingThem) {
+  const BadCase cases[] = {
+      {"--set=worker.binay=x", "--set=worker.binay=x: unknown key 'binay' in section 'worker' (did you mean 'binary'?)"},
+      {"--worker_binay=x", "unknown flag --worker_binay (did you mean --worker_binary?)"},
+      {"--set=grace=5", "--set=grace=5: unknown top-level key 'grace'; valid keys: shepherd, supervisor_id"},
+      {"--worker_grace_ms=soon", "--worker_grace_ms=soon: worker.grace_ms: expected an integer, got 'soon'"},
+      {"--backoff_jitter=-1e400", "--backoff_jitter=-1e400: worker.backoff.jitter: expected a (finite) number"},
+      {"--supervisor_id=bad id!", "--supervisor_id=bad id!: supervisor_id: supervisor id 'bad id!'"},
+      // Checks across keys, after every override, name the flag that set the key.
+      {"--backoff_max_ms=1", "--backoff_max_ms=1: worker.backoff.max_ms"},
+      {"--worker_grace_ms=0", "--worker_grace_ms=0: worker.grace_ms: must be > 0"},
+  };
+  for (const BadCase& c : cases) {
+    absl::StatusOr<SupervisorConfig> config = FromCommandLine("", {"--worker_binary=/bin/true", c.yaml});
+    ASSERT_FALSE(config.ok()) << c.yaml;
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << c.yaml;
+    EXPECT_THAT(std::string(config.status().message()), HasSubstr(c.expected)) << c.yaml;
+  }
+}
+
+TEST(SupervisorFlagsTest, TheBinaryRefusesABadKeyWithExitCode2) {
+  const std::string command = absl::StrCat(supervisor_testing::kSupervisorPath, " --worker_binary=/bin/true --set worker.binay=x 2>&1");
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[512];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) output.append(buffer, n);
+  const int status = pclose(pipe);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status << " " << output;
+  EXPECT_THAT(output, HasSubstr("pcp-supervisor: --set worker.binay=x: unknown key 'binay' in section 'worker'"));
 }
 
 TEST(SupervisorIdTest, ConfiguredIdWinsAndIsValidated) {

@@ -73,6 +73,10 @@ class KeyFlags {
   std::vector<Alias> aliases_;
 };
 
+// Whether `name` is an absl flag of this program (ABSL_FLAG) or one of absl's own (--help,
+// --helpfull, --version, --flagfile, ...): the `is_other_flag` of a service's Extract.
+bool IsAbslFlag(absl::string_view name);
+
 // The YAML node an override stands for: {a: {b: VALUE}} for key "a.b", VALUE read by the
 // key's Form. InvalidArgument naming the flag for bad YAML flow text.
 absl::StatusOr<YAML::Node> OverrideNode(absl::Span<const Leaf> leaves, const Override& o);

@@ -31,6 +31,16 @@
 // Errors name the file, line and column, as for job files and shepherd.yaml (one parser:
 // pcp/config/yaml_fields.h): "supervisor.yaml:4:3: unknown key 'binay' in section 'worker'
 // (did you mean 'binary'?); valid keys: ...".
+//
+// Every key is also a flag, generated from the same table (pcp/config/command_line.h):
+// --set worker.backoff.max_ms=5000 or --worker_backoff_max_ms=5000 ('.' as '_'), applied
+// after the file in command-line order; older spellings stay as aliases (--token_source,
+// --healthy_after_ms, --backoff_initial_ms, --backoff_multiplier, --backoff_max_ms,
+// --backoff_jitter, --reconnect_initial_ms, --reconnect_max_ms):
+//
+//   std::vector<yaml_fields::Override> overrides;
+//   PCP_RETURN_IF_ERROR(SupervisorKeyFlags().Extract(argc, argv, is_absl_flag, rest, overrides));
+//   PCP_ASSIGN_OR_RETURN(SupervisorConfig config, SupervisorConfigFromCommandLine(path, overrides));
 #ifndef PCP_SUPERVISOR_SUPERVISOR_CONFIG_H_
 #define PCP_SUPERVISOR_SUPERVISOR_CONFIG_H_
 
@@ -43,6 +53,7 @@
 #include "absl/time/time.h"
 #include "pcp/auth/tls_credentials.h"
 #include "pcp/base/backoff.h"
+#include "pcp/config/command_line.h"
 
 namespace pcp::supervisor {
 
@@ -82,6 +93,16 @@ struct SupervisorConfig {
 // Checks the whole configuration (after flags were applied): a shepherd address, a worker
 // binary, sane durations and backoff settings, a valid supervisor_id if one is set.
 [[nodiscard]] absl::Status ValidateSupervisorConfig(const SupervisorConfig& config);
+
+// The flags of every key of supervisor.yaml, and the older spellings.
+[[nodiscard]] const yaml_fields::KeyFlags& SupervisorKeyFlags();
+// For --help: every key flag, then the defaults as supervisor.yaml.
+[[nodiscard]] std::string SupervisorFlagsHelp();
+// The file at `config_path` (defaults when empty), then `overrides` in order, then
+// ValidateSupervisorConfig. A bad key or value is InvalidArgument beginning with the flag as
+// given: "--set worker.binay=x: unknown key 'binay' in section 'worker' (did you mean ...".
+[[nodiscard]] absl::StatusOr<SupervisorConfig> SupervisorConfigFromCommandLine(
+    absl::string_view config_path, absl::Span<const yaml_fields::Override> overrides);
 
 }  // namespace pcp::supervisor
 
