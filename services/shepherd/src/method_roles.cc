@@ -13,6 +13,10 @@ const std::vector<auth::MethodRule>& ShepherdMethodRules() {
       // Open: load balancers and grpcurl's `list` need them without a credential.
       {"/grpc.health.v1.Health/", auth::kOpen},
       {"/grpc.reflection.v1alpha.ServerReflection/", auth::kOpen},
+      // Not served (gRPC 1.51 has v1alpha only); open so that gRPC answers UNIMPLEMENTED and
+      // clients that try v1 first (grpcurl) fall back to v1alpha instead of giving up on a
+      // PERMISSION_DENIED.
+      {"/grpc.reflection.v1.ServerReflection/", auth::kOpen},
       // Nodes: a supervisor's control stream and its worker's training stream.
       {"/pcp.v1.Training/Connect", kNode},
       {"/pcp.v1.Control/Supervise", kNode},

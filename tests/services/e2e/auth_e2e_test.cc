@@ -10,12 +10,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
 #include <sstream>
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cluster_harness.h"
@@ -292,6 +295,84 @@ TEST_F(AuthE2eTest, TlsWithTokensRefusesEveryMethodAndReloadsTheCertificate) {
   absl::StatusOr<int> stopped = (*shepherd)->Stop();
   ASSERT_TRUE(stopped.ok());
   EXPECT_TRUE(WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0) << DescribeWaitStatus(*stopped);
+}
+
+// Metric labels come from a closed set: 300 calls to made-up methods with 2,000-character
+// names, with no credential and with a wrong one, add no series to /metrics (they count under
+// service="other"), the log lines that name them are bounded, and the shepherd keeps serving.
+TEST_F(AuthE2eTest, MadeUpMethodsCannotGrowTheMetrics) {
+  const std::string admin_token = "adm-" + auth::TokenSha256(path("a")).substr(0, 24);
+  ASSERT_TRUE(WriteFileAtomic(path("shepherd.yaml"),
+                              absl::StrCat("auth:\n  tokens:\n    - {name: ops, sha256: ",
+                                           auth::TokenSha256(admin_token), ", roles: [admin]}\n"))
+                  .ok());
+  const std::string target = absl::StrCat("127.0.0.1:", PickFreePort());
+  const int metrics_port = PickFreePort();
+  absl::StatusOr<std::unique_ptr<Process>> shepherd = Process::Start(
+      {.binary = PCP_SHEPHERD_BINARY,
+       .args = {absl::StrCat("--config=", path("shepherd.yaml")), absl::StrCat("--listen=", target),
+                absl::StrCat("--state_dir=", path("state")), absl::StrCat("--metrics_listen=127.0.0.1:", metrics_port)},
+       .log_path = path("shepherd.log")});
+  ASSERT_TRUE(shepherd.ok()) << shepherd.status();
+  ASSERT_TRUE((*shepherd)->WaitForLog("listening on", absl::Seconds(60)).ok()) << (*shepherd)->LogTail();
+  auto refusal_series = [&](std::string* text) {
+    absl::StatusOr<std::string> metrics = HttpGet("127.0.0.1", metrics_port, "/metrics");
+    EXPECT_TRUE(metrics.ok()) << metrics.status();
+    if (!metrics.ok()) return -1;
+    *text = *metrics;
+    int n = 0;
+    for (const auto& [key, value] : ParseSamples(*metrics)) n += absl::StartsWith(key, "pcp_shepherd_auth_refusals_total{");
+    return n;
+  };
+  std::string before_text, after_text;
+  const int before = refusal_series(&before_text);
+  EXPECT_EQ(before, 4 * 5);  // {Admin, Training, Control, other} x the 5 reasons, declared at start
+  const std::string long_name(2000, 'x');
+  std::shared_ptr<grpc::Channel> anonymous = Channel(target, {});
+  std::shared_ptr<grpc::Channel> guessing = Channel(target, {.token = "guess-" + admin_token});
+  int unauthenticated = 0;
+  for (int i = 0; i < 300; ++i) {
+    grpc::GenericStub stub(i % 2 == 0 ? anonymous : guessing);
+    grpc::ClientContext context;
+    Deadline(&context);
+    grpc::Slice empty("");
+    grpc::ByteBuffer request(&empty, 1), response;
+    std::promise<grpc::Status> finished;
+    stub.UnaryCall(&context, absl::StrCat("/evil.", long_name, i, "/M", i), grpc::StubOptions(), &request, &response,
+                   [&](grpc::Status s) { finished.set_value(std::move(s)); });
+    unauthenticated += finished.get_future().get().error_code() == grpc::StatusCode::UNAUTHENTICATED;
+  }
+  EXPECT_EQ(unauthenticated, 300);
+  EXPECT_EQ(refusal_series(&after_text), before);
+  EXPECT_GE(SampleValue(after_text, "pcp_shepherd_auth_refusals_total", {{"service", "other"}, {"reason", "no_credential"}})
+                .value_or(0),
+            150);
+  EXPECT_GE(SampleValue(after_text, "pcp_shepherd_auth_refusals_total", {{"service", "other"}, {"reason", "bad_token"}})
+                .value_or(0),
+            150);
+  EXPECT_LT(after_text.size(), before_text.size() + 1024) << "the exposition grew";
+  EXPECT_THAT((*shepherd)->Log(), Not(HasSubstr(long_name)));  // log lines bounded
+  // Reflection v1, which gRPC 1.51 does not serve, is UNIMPLEMENTED (clients fall back to
+  // v1alpha), not refused.
+  {
+    grpc::GenericStub stub(anonymous);
+    grpc::ClientContext context;
+    Deadline(&context);
+    grpc::Slice empty("");
+    grpc::ByteBuffer request(&empty, 1), response;
+    std::promise<grpc::Status> finished;
+    stub.UnaryCall(&context, "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", grpc::StubOptions(),
+                   &request, &response, [&](grpc::Status s) { finished.set_value(std::move(s)); });
+    EXPECT_EQ(finished.get_future().get().error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  }
+  // Still serving.
+  std::shared_ptr<grpc::Channel> admin = Channel(target, {.token = admin_token});
+  grpc::ClientContext context;
+  Deadline(&context);
+  v1::Cluster cluster;
+  EXPECT_TRUE(v1::Admin::NewStub(admin)->GetCluster(&context, v1::GetClusterRequest(), &cluster).ok());
+  absl::StatusOr<int> stopped = (*shepherd)->Stop();
+  ASSERT_TRUE(stopped.ok());
 }
 
 // mTLS with roles: a whole job runs; node-2's certificate cannot take node-1's slot; viewers
