@@ -164,9 +164,7 @@ absl::Status Parser::ParseDynamicSlice(Function* f, Scope* scope, const Token& r
       GatherDimensionNumbers dims{.offset_dims = all, .start_index_map = all, .index_vector_dim = 0};
       v = EmitGather(b, operands[0], indices, dims, sizes);
     }
-    absl::StatusOr<Function> built = b.Build();
-    if (!built.ok()) return ErrorAt(op_offset, built.status().message());
-    *f = *std::move(built);
+    return TakeBuilt(b, f, scope, result, v, op_offset);
   }
   if (!scope->values.emplace(std::string(result.text), v).second) {
     return ErrorAt(result.offset, absl::StrCat("redefinition of ", result.text));

@@ -33,6 +33,11 @@ absl::Status Parser::AddIndexing(Function* f, Scope* scope, Op op, const Token& 
                   ? EmitGather(b, operands[0], operands[1], gather, parsed.slice_sizes)
                   : EmitScatter(b, operands[0], operands[1], operands[2], scatter,
                                 parsed.scatter_assign ? ScatterCombiner::kAssign : ScatterCombiner::kAdd);
+  return TakeBuilt(b, f, scope, result, v, op_offset);
+}
+
+absl::Status Parser::TakeBuilt(FunctionBuilder& b, Function* f, Scope* scope, const Token& result, ValueId v,
+                               size_t op_offset) {
   absl::StatusOr<Function> built = b.Build();
   if (!built.ok()) return ErrorAt(op_offset, built.status().message());
   *f = *std::move(built);

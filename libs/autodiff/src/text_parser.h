@@ -190,6 +190,10 @@ class Parser {
   absl::Status AddDynamicIota(Function* f, Scope* scope, const Token& result, size_t op_offset, size_t type_offset,
                               ValueId shape, size_t shape_offset, const std::vector<TensorType>& in,
                               const std::vector<TensorType>& out, Attributes attrs);
+  // Moves what `b` (made from *f) built back into *f and binds `result` to `v`; the builder's
+  // recorded error, if any, at `op_offset` (text_indexing.cc).
+  absl::Status TakeBuilt(FunctionBuilder& b, Function* f, Scope* scope, const Token& result, ValueId v,
+                         size_t op_offset);
   // stablehlo.dynamic_slice / dynamic_update_slice in either form (text_dynamic_slice.cc): a
   // static slice where the starts fold, else a gather / an assigning scatter of the window.
   absl::Status ParseDynamicSlice(Function* f, Scope* scope, const Token& result, size_t op_offset);
