@@ -3,7 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -167,6 +171,40 @@ absl::StatusOr<ShepherdConfig> ParseShepherdConfig(absl::string_view yaml_text, 
 absl::StatusOr<ShepherdConfig> LoadShepherdConfig(const std::string& path) {
   PCP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   return ParseShepherdConfig(text, path);
+}
+
+const yaml_fields::KeyFlags& ShepherdKeyFlags() {
+  static const auto* flags = [] {
+    // Every flag's name is its key's: no aliases to keep.
+    absl::StatusOr<yaml_fields::KeyFlags> made = yaml_fields::KeyFlags::Create(yaml_fields::LeavesOf(Fields()), {});
+    // A programmer's error (a flag name twice); shepherd_config_test calls this.
+    if (!made.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(made.status().message()).c_str());
+      std::abort();
+    }
+    return new yaml_fields::KeyFlags(*std::move(made));
+  }();
+  return *flags;
+}
+
+std::string ShepherdFlagsHelp() {
+  return absl::StrCat("Every key of shepherd.yaml is a flag, applied after --config in order: --set KEY=VALUE\n"
+                      "(KEY as in the file, e.g. tls.ca) or --KEY=VALUE with '_' for '.':\n",
+                      ShepherdKeyFlags().Help(), "Defaults, as shepherd.yaml:\n",
+                      yaml_fields::EmitMapping(Fields(), ShepherdConfig{}, 2), "\n");
+}
+
+absl::StatusOr<ShepherdConfig> ShepherdConfigFromCommandLine(const std::string& config_path,
+                                                             absl::Span<const yaml_fields::Override> overrides) {
+  ShepherdConfig config;
+  if (!config_path.empty()) {
+    PCP_ASSIGN_OR_RETURN(config, LoadShepherdConfig(config_path));
+  }
+  for (const yaml_fields::Override& o : overrides) {
+    PCP_RETURN_IF_ERROR(yaml_fields::ApplyOverride(Fields(), o, config));
+  }
+  PCP_RETURN_IF_ERROR(yaml_fields::NameOverride(config.Validate(), overrides));
+  return config;
 }
 
 }  // namespace pcp::shepherd

@@ -1,8 +1,16 @@
 // The shepherd's YAML config: defaults, every key, and one-line errors with positions.
 #include "pcp/shepherd/shepherd_config.h"
 
+#include <stdlib.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pcp/base/file.h"
+#include "pcp/base/status_macros.h"
 
 namespace pcp::shepherd {
 namespace {
@@ -151,6 +159,81 @@ TEST(ShepherdConfigTest, TransportBudgetErrorsNameLineAndColumn) {
               HasSubstr("s.yaml:2:26: transport_receive_bytes: must be <= grpc_memory_bytes"));
   EXPECT_THAT(message("transport_receive_bytes: 1.5e8\n"),
               HasSubstr("s.yaml:1:26: transport_receive_bytes: expected an integer"));
+}
+
+// The command line: every key of shepherd.yaml is a flag (pcp/config/command_line.h).
+absl::StatusOr<ShepherdConfig> FromCommandLine(const std::string& config_path, std::vector<std::string> args) {
+  args.insert(args.begin(), "pcp-shepherd");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  std::vector<char*> rest;
+  std::vector<yaml_fields::Override> overrides;
+  PCP_RETURN_IF_ERROR(ShepherdKeyFlags().Extract(
+      static_cast<int>(argv.size()), argv.data(), [](absl::string_view) { return false; }, rest, overrides));
+  return ShepherdConfigFromCommandLine(config_path, overrides);
+}
+
+TEST(ShepherdFlagsTest, EveryKeyIsAFlagOfItsName) {
+  // The flags the units, scripts, tests and docs use, each a key of the same name.
+  for (const char* flag : {"listen", "state_dir", "heartbeat_interval_ms", "heartbeat_timeout_ms", "round_start_grace_ms",
+                           "eval_threads", "log_level", "metrics_listen", "data_roots", "max_data_file_bytes",
+                           "worker_memory_bytes", "shepherd_memory_bytes", "max_jobs", "max_queued_jobs",
+                           "max_job_start_attempts", "max_admin_calls", "max_watch_streams", "max_watch_queue",
+                           "transport_receive_bytes", "transport_workers",
+                           // keys that had no flag before
+                           "chunk_bytes", "max_chunk_bytes", "max_streams_per_connection", "grpc_memory_bytes",
+                           "forget_supervisors_after_s", "insecure"}) {
+    EXPECT_EQ(ShepherdKeyFlags().KeyOf(flag), flag);
+  }
+  EXPECT_EQ(ShepherdKeyFlags().KeyOf("tls_ca"), "tls.ca");
+  EXPECT_EQ(ShepherdKeyFlags().KeyOf("auth_tokens"), "auth.tokens");
+  EXPECT_THAT(ShepherdFlagsHelp(), ::testing::HasSubstr("  max_jobs: 1000\n"));
+}
+
+TEST(ShepherdFlagsTest, FlagsOverrideTheFile) {
+  char dir[] = "/tmp/shepherd_flags_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/shepherd.yaml";
+  ASSERT_TRUE(WriteFileAtomic(path, "max_jobs: 50\nmax_queued_jobs: 20\ndata_roots: [/srv/a]\n").ok());
+  absl::StatusOr<ShepherdConfig> config = FromCommandLine(path, {});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->max_jobs, 50);
+  EXPECT_EQ(config->data_roots, std::vector<std::string>{"/srv/a"});
+
+  config = FromCommandLine(path, {"--max_jobs=40", "--set", "max_queued_jobs=10", "--data_roots=/srv/b,/srv/c",
+                                  "--set", "tls.refresh_interval_s=7", "--metrics_listen=", "--insecure"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->max_jobs, 40);
+  EXPECT_EQ(config->max_queued_jobs, 10);
+  EXPECT_EQ(config->data_roots, (std::vector<std::string>{"/srv/b", "/srv/c"}));
+  EXPECT_EQ(config->tls.refresh_interval_s, 7);
+  EXPECT_EQ(config->metrics_listen, "");  // metrics off
+  EXPECT_TRUE(config->insecure);
+  EXPECT_EQ(config->heartbeat_interval_ms, 1000);  // neither file nor flag: the default
+
+  config = FromCommandLine(path, {"--data_roots="});  // no data may be submitted
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->data_roots.empty());
+}
+
+TEST(ShepherdFlagsTest, BadKeysAndValuesAreRefusedNamingThem) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--max_jbos=3", "unknown flag --max_jbos (did you mean --max_jobs?)"},
+      {"--set=max_jbos=3", "--set=max_jbos=3: unknown top-level key 'max_jbos' (did you mean 'max_jobs'?)"},
+      {"--set=tls.cart=x", "--set=tls.cart=x: unknown key 'cart' in section 'tls' (did you mean 'cert'?)"},
+      {"--max_jobs=many", "--max_jobs=many: max_jobs: expected an integer, got 'many'"},
+      {"--insecure=perhaps", "--insecure=perhaps: insecure: expected true or false, got 'perhaps'"},
+      // Checks across keys, after every override, name the flag that set the key.
+      {"--max_jobs=0", "--max_jobs=0: max_jobs: must be >= 1"},
+      {"--heartbeat_timeout_ms=500", "--heartbeat_timeout_ms=500: heartbeat_timeout_ms: must be greater than"},
+      {"--log_level=loud", "--log_level=loud: log_level: expected trace, debug, info, warn or error"},
+  };
+  for (const auto& [flag, expected] : cases) {
+    absl::StatusOr<ShepherdConfig> config = FromCommandLine("", {flag});
+    ASSERT_FALSE(config.ok()) << flag;
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << flag;
+    EXPECT_THAT(std::string(config.status().message()), ::testing::HasSubstr(expected)) << flag;
+  }
 }
 
 }  // namespace

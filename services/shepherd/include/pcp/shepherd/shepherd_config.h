@@ -1,6 +1,8 @@
 // The shepherd's own settings (not a job's): where it listens, where it keeps its state,
 // heartbeat timing. Read from a YAML file (`pcp-shepherd --config shepherd.yaml`, see
-// config/shepherd.yaml); command-line flags override single keys.
+// config/shepherd.yaml); every key is also a flag, generated from the same table
+// (pcp/config/command_line.h): --max_jobs=10, --tls_ca=FILE ('.' as '_') or --set KEY=VALUE,
+// applied after the file in command-line order.
 //
 //   PCP_ASSIGN_OR_RETURN(ShepherdConfig config, LoadShepherdConfig("config/shepherd.yaml"));
 //   config.listen = "127.0.0.1:0";                    // a flag's override
@@ -20,7 +22,7 @@
 //   log_level: info                trace|debug|info|warn|error
 //   metrics_listen: "127.0.0.1:9470"  Prometheus /metrics address; port 0 = any free port
 //                                  (logged); "" = no metrics server
-// Admission (what a caller may make the shepherd do; README "Admission and limits"):
+// Admission (what a caller may make the shepherd do; docs/operations.md#admission-and-limits):
 //   data_roots: [<PCP_DATA_DIR>]   folders a job's data must resolve inside (DataRoots,
 //                                  pcp/training/data_roots.h); [] = no data may be submitted
 //   max_data_file_bytes: 1 GiB     largest data file a job may name
@@ -66,6 +68,7 @@
 #include "absl/strings/string_view.h"
 #include "pcp/auth/authenticator.h"
 #include "pcp/auth/tls_credentials.h"
+#include "pcp/config/command_line.h"
 #include "pcp/training/data_roots.h"
 #include "pcp/training/job_memory.h"
 
@@ -126,6 +129,16 @@ struct ShepherdConfig {
 absl::StatusOr<ShepherdConfig> ParseShepherdConfig(absl::string_view yaml_text,
                                                    absl::string_view file_name);
 absl::StatusOr<ShepherdConfig> LoadShepherdConfig(const std::string& path);
+
+// The flags of every key of shepherd.yaml (pcp/config/command_line.h).
+[[nodiscard]] const yaml_fields::KeyFlags& ShepherdKeyFlags();
+// For --help: every key flag, then the defaults as shepherd.yaml.
+[[nodiscard]] std::string ShepherdFlagsHelp();
+// The file at `config_path` (defaults when empty), then `overrides` in order, then
+// Validate(). A bad key or value is InvalidArgument beginning with the flag as given:
+// "--max_jobs=x: max_jobs: expected an integer, got 'x'".
+[[nodiscard]] absl::StatusOr<ShepherdConfig> ShepherdConfigFromCommandLine(
+    const std::string& config_path, absl::Span<const yaml_fields::Override> overrides);
 
 }  // namespace pcp::shepherd
 
