@@ -24,11 +24,13 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -160,11 +162,18 @@ std::string Describe(const YAML::Node& node);
 
 // ---------------------------------------------------------------------------- field makers
 
-template <typename S>
-Field<S> IntField(absl::string_view key, int64_t S::*member, IntRange range) {
+// Any integer member (int64_t, int, uint64_t, ...); `range` is narrowed to what it holds.
+template <typename S, typename I>
+Field<S> IntField(absl::string_view key, I S::*member, IntRange range) {
+  static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>);
+  range.min = std::max<int64_t>(range.min, std::numeric_limits<I>::min());
+  if constexpr (sizeof(I) < sizeof(int64_t) || std::is_signed_v<I>) {
+    range.max = std::min<int64_t>(range.max, std::numeric_limits<I>::max());
+  }
   return {key,
           [member, range](const Value& v, Context& ctx, S& out) -> absl::Status {
-            PCP_ASSIGN_OR_RETURN(out.*member, ReadInt(v, ctx, range));
+            PCP_ASSIGN_OR_RETURN(int64_t value, ReadInt(v, ctx, range));
+            out.*member = static_cast<I>(value);
             return absl::OkStatus();
           },
           [member](const S& in, int) { return absl::StrCat(" ", in.*member); }};
@@ -267,6 +276,18 @@ std::vector<Leaf> LeavesOf(const std::vector<Field<S>>& fields) {
     for (const Leaf& sub : f.leaves) leaves.push_back(Leaf{absl::StrCat(f.key, ".", sub.key), sub.form});
   }
   return leaves;
+}
+
+// `field` of the struct `Sub` held in `S::*member`, as a key of S: a table over a struct
+// that holds another (the worker's flags over its WorkerOptions) names each key once.
+template <typename S, typename Sub>
+Field<S> Lift(Sub S::*member, Field<Sub> field) {
+  return {field.key,
+          [member, parse = field.parse](const Value& v, Context& ctx, S& out) { return parse(v, ctx, out.*member); },
+          [member, emit = field.emit](const S& in, int indent) { return emit(in.*member, indent); },
+          field.subkeys,
+          field.form,
+          field.leaves};
 }
 
 // A nested section: `key:` followed by a mapping parsed with `fields` into `in.*member`.
