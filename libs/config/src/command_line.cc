@@ -122,13 +122,12 @@ std::string KeyFlags::Help() const {
   std::string text;
   for (const Leaf& leaf : leaves_) {
     const std::string flag = absl::StrReplaceAll(leaf.key, {{".", "_"}});
-    absl::StrAppend(&text, "  --", flag);
-    if (flag != leaf.key) absl::StrAppend(&text, "  (", leaf.key, ")");
+    absl::StrAppend(&text, "  --", flag, " sets ", leaf.key);
     for (const Alias& alias : aliases_) {
-      if (alias.key == leaf.key) absl::StrAppend(&text, "  also --", alias.flag);
+      if (alias.key == leaf.key) absl::StrAppend(&text, "; also --", alias.flag);
     }
-    if (leaf.form == Form::kList) absl::StrAppend(&text, "  A,B,... or [A, B]");
-    if (leaf.form == Form::kBool) absl::StrAppend(&text, "  (bare = true; --no", flag, " = false)");
+    if (leaf.form == Form::kList) absl::StrAppend(&text, " (a list: A,B,... or YAML [...])");
+    if (leaf.form == Form::kBool) absl::StrAppend(&text, " (bare = true; --no", flag, " = false)");
     absl::StrAppend(&text, "\n");
   }
   return text;

@@ -76,7 +76,7 @@ TEST(KeyFlags, EveryKeyOfTheTableIsAFlag) {
   EXPECT_EQ(flags->KeyOf("retry_multiplier"), "retry.multiplier");
   EXPECT_EQ(flags->KeyOf("initial_ms"), "retry.initial_ms");  // the alias
   EXPECT_EQ(flags->KeyOf("config"), "");
-  EXPECT_THAT(flags->Help(), HasSubstr("--retry_initial_ms  (retry.initial_ms)  also --initial_ms"));
+  EXPECT_THAT(flags->Help(), HasSubstr("--retry_initial_ms sets retry.initial_ms; also --initial_ms"));
 }
 
 TEST(KeyFlags, AnAliasOfNoKeyOrANameTwiceIsRefused) {

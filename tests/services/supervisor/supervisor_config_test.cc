@@ -177,7 +177,7 @@ TEST(SupervisorFlagsTest, EveryFlagTheUnitsScriptsAndTestsUseSetsItsKey) {
       {"reconnect_connect_timeout_ms", "reconnect.connect_timeout_ms"}, {"tls_refresh_interval_s", "tls.refresh_interval_s"},
   };
   for (const auto& [flag, key] : flags) EXPECT_EQ(SupervisorKeyFlags().KeyOf(flag), key) << flag;
-  EXPECT_THAT(SupervisorFlagsHelp(), HasSubstr("--worker_backoff_max_ms  (worker.backoff.max_ms)  also --backoff_max_ms"));
+  EXPECT_THAT(SupervisorFlagsHelp(), HasSubstr("--worker_backoff_max_ms sets worker.backoff.max_ms; also --backoff_max_ms"));
 }
 
 TEST(SupervisorFlagsTest, FlagsOverrideTheFile) {

@@ -100,7 +100,7 @@ TEST(WorkerFlagsTest, BadKeysAndValuesAreRefusedNamingThem) {
     EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << flag;
     EXPECT_THAT(std::string(s.status().message()), HasSubstr(expected)) << flag;
   }
-  EXPECT_THAT(WorkerFlagsHelp(), HasSubstr("--link_up_mbit  (link.up_mbit)"));
+  EXPECT_THAT(WorkerFlagsHelp(), HasSubstr("--link_up_mbit sets link.up_mbit"));
 }
 
 }  // namespace

@@ -61,7 +61,8 @@ class KeyFlags {
   absl::Status Extract(int argc, char** argv, const std::function<bool(absl::string_view)>& is_other_flag,
                        std::vector<char*>& rest, std::vector<Override>& overrides) const;
 
-  // For --help: one line per key, "  --worker_binary (worker.binary), also --OLD".
+  // For --help: one line per key, "  --worker_backoff_max_ms sets worker.backoff.max_ms; also
+  // --backoff_max_ms" (tests of deploy units look for "--FLAG " in --helpfull).
   std::string Help() const;
 
   // The key a flag name sets ("" when it sets none).
