@@ -41,6 +41,14 @@ bool IsTerminal(v1::JobState s) {
   return s == v1::JOB_STATE_COMPLETED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
 }
 
+// At most `max` bytes of `text`, cut at a UTF-8 character boundary (state.pb must parse).
+std::string CutUtf8(absl::string_view text, size_t max) {
+  if (text.size() <= max) return std::string(text);
+  size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  return std::string(text.substr(0, n));
+}
+
 std::string StateName(v1::JobState s) {
   std::string name = v1::JobState_Name(s);
   return name.rfind("JOB_STATE_", 0) == 0 ? absl::AsciiStrToLower(name.substr(10)) : name;
@@ -88,14 +96,14 @@ absl::StatusOr<std::unique_ptr<JobManager>> JobManager::Open(const std::string& 
   for (StoredJob& s : stored) {
     Entry e;
     e.stored = std::move(s);
-    absl::StatusOr<JobConfig> config =
-        ParseJobConfig(e.stored.yaml, e.stored.file_name, e.stored.base_dir, m->policy_.data_roots);
-    if (config.ok()) e.effective_yaml = ToYaml(*config);
+    // effective_yaml is computed when asked for: a restart does not parse every job file.
     m->next_seq_ = std::max(m->next_seq_, e.stored.seq + 1);
     m->OpenHistoryLocked(e);
     const std::string id = e.stored.job.job_id();
     m->jobs_.emplace(id, std::move(e));
   }
+  // A lower max_finished_job_yamls, or a folder from a shepherd that kept every file.
+  m->CompactLocked();
   SetJobGauges(m->jobs_);
   JobCounts c = m->Counts();
   spdlog::info("{} jobs in {} ({} queued{})", m->jobs_.size(), state_dir, c.queued,
@@ -153,6 +161,7 @@ void JobManager::TransitionLocked(Entry& entry, v1::JobState to, absl::string_vi
   EventLocked(job.job_id(), std::move(change), out);
   SetJobGauges(jobs_);
   if (IsTerminal(to)) {
+    CompactLocked();
     v1::JobEvent result;
     *result.mutable_result() = ResultOf(job);
     EventLocked(job.job_id(), std::move(result), out);
@@ -160,6 +169,43 @@ void JobManager::TransitionLocked(Entry& entry, v1::JobState to, absl::string_vi
       it = it->second.job_id == job.job_id() ? watchers_.erase(it) : std::next(it);
     }
   }
+}
+
+void JobManager::CompactLocked() {
+  std::vector<Entry*> kept;
+  for (auto& [id, e] : jobs_) {
+    if (IsTerminal(e.stored.job.state()) && !e.stored.yaml_dropped) kept.push_back(&e);
+  }
+  if (static_cast<int64_t>(kept.size()) <= policy_.max_finished_job_yamls) return;
+  // Newest finished first (ties: the later submission), so the jobs Sample and people look
+  // at last keep their file.
+  std::sort(kept.begin(), kept.end(), [](const Entry* a, const Entry* b) {
+    const int64_t fa = a->stored.job.finished_unix_ms(), fb = b->stored.job.finished_unix_ms();
+    return fa != fb ? fa > fb : a->stored.seq > b->stored.seq;
+  });
+  for (size_t i = static_cast<size_t>(policy_.max_finished_job_yamls); i < kept.size(); ++i) {
+    Entry& e = *kept[i];
+    if (absl::Status s = store_.DropYaml(e.stored.job.job_id()); !s.ok()) {
+      // Kept in memory too, so that memory and disk agree; tried again at the next finish.
+      spdlog::error("dropping the job file of finished job {}: {}", e.stored.job.job_id(), s.message());
+      continue;
+    }
+    std::string().swap(e.stored.yaml);
+    e.stored.yaml_dropped = true;
+    e.effective_yaml.reset();
+  }
+}
+
+const std::string& JobManager::EffectiveYamlLocked(const Entry& entry) const {
+  if (!entry.effective_yaml.has_value()) {
+    entry.effective_yaml.emplace();
+    if (!entry.stored.yaml_dropped) {
+      absl::StatusOr<JobConfig> config =
+          ParseJobConfig(entry.stored.yaml, entry.stored.file_name, entry.stored.base_dir, policy_.data_roots);
+      if (config.ok()) *entry.effective_yaml = ToYaml(*config);
+    }
+  }
+  return *entry.effective_yaml;
 }
 
 absl::Status JobManager::MakeRoomLocked() {
@@ -196,7 +242,18 @@ absl::Status JobManager::MakeRoomLocked() {
 }
 
 absl::StatusOr<v1::SubmitJobResponse> JobManager::Submit(const v1::SubmitJobRequest& request) {
+  // Before anything else: what the job would keep is bounded in bytes.
+  if (request.file_name().size() > kMaxJobPathBytes || request.base_dir().size() > kMaxJobPathBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("file_name (", request.file_name().size(), " bytes) and base_dir (",
+                                                   request.base_dir().size(), " bytes) may be at most ",
+                                                   kMaxJobPathBytes, " bytes each"));
+  }
   const std::string file_name = request.file_name().empty() ? kDefaultSubmitFileName : request.file_name();
+  if (static_cast<int64_t>(request.yaml().size()) > policy_.max_job_yaml_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(file_name, ": the job file is ", request.yaml().size(),
+                                                   " bytes, over this shepherd's max_job_yaml_bytes ",
+                                                   policy_.max_job_yaml_bytes));
+  }
   if (!request.base_dir().empty() && request.base_dir()[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat("base_dir must be an absolute path, got '", request.base_dir(), "'"));
   }
@@ -208,6 +265,10 @@ absl::StatusOr<v1::SubmitJobResponse> JobManager::Submit(const v1::SubmitJobRequ
   // The slow part (parsing, reading the data) runs without the lock.
   PCP_ASSIGN_OR_RETURN(JobConfig config, ValidateJob(request.yaml(), file_name, request.base_dir(),
                                                      policy_.data_roots, policy_.budgets));
+  if (config.name.size() > kMaxJobNameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(file_name, ": name: ", config.name.size(), " bytes long, at most ",
+                                                   kMaxJobNameBytes));
+  }
   Listener listener;
   v1::SubmitJobResponse response;
   {
@@ -275,7 +336,7 @@ absl::StatusOr<v1::Job> JobManager::Get(absl::string_view job_id) const {
   const Entry* e = FindLocked(job_id);
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
   v1::Job job = e->stored.job;
-  job.set_effective_yaml(e->effective_yaml);
+  job.set_effective_yaml(EffectiveYamlLocked(*e));
   return job;
 }
 
@@ -292,7 +353,8 @@ absl::StatusOr<v1::Job> JobManager::Cancel(absl::string_view job_id, absl::strin
       return absl::FailedPreconditionError(
           absl::StrCat("job ", job_id, " has already finished (", StateName(s), ")"));
     }
-    TransitionLocked(*e, v1::JOB_STATE_CANCELLED, reason.empty() ? "cancelled" : reason, &emit);
+    TransitionLocked(*e, v1::JOB_STATE_CANCELLED, reason.empty() ? "cancelled" : CutUtf8(reason, kMaxCancelReasonBytes),
+                     &emit);
     job = e->stored.job;
     listener = listener_;
   }
@@ -508,7 +570,7 @@ absl::StatusOr<JobManager::WatchStart> JobManager::Watch(absl::string_view job_i
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
   WatchStart start;
   start.snapshot = e->stored.job;
-  start.snapshot.set_effective_yaml(e->effective_yaml);
+  start.snapshot.set_effective_yaml(EffectiveYamlLocked(*e));
   if (IsTerminal(e->stored.job.state())) {
     start.result = ResultOf(e->stored.job);
     return start;

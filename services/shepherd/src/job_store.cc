@@ -66,7 +66,14 @@ absl::StatusOr<StoredJob> ReadJob(const std::string& dir, const std::string& id)
     return absl::InvalidArgumentError(
         absl::StrCat(dir, ": state names job '", stored.job.job_id(), "', not its folder's"));
   }
-  PCP_ASSIGN_OR_RETURN(stored.yaml, ReadFile(dir + "/" + kYamlFile));
+  const std::string yaml_path = dir + "/" + kYamlFile;
+  const v1::JobState state = stored.job.state();
+  if ((state == v1::JOB_STATE_COMPLETED || state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED) &&
+      !std::filesystem::exists(yaml_path)) {
+    stored.yaml_dropped = true;  // DropYaml: the record is the job now
+    return stored;
+  }
+  PCP_ASSIGN_OR_RETURN(stored.yaml, ReadFile(yaml_path));
   return stored;
 }
 
@@ -96,6 +103,14 @@ absl::Status JobStore::Remove(const std::string& job_id) const {
   }
   std::filesystem::remove_all(dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("removing ", dir, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+absl::Status JobStore::DropYaml(const std::string& job_id) const {
+  const std::string path = JobDir(job_id) + "/" + kYamlFile;
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  if (ec) return absl::InternalError(absl::StrCat("removing ", path, ": ", ec.message()));
   return absl::OkStatus();
 }
 

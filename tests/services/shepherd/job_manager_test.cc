@@ -355,5 +355,109 @@ TEST_F(JobManagerTest, TheHistoryIsWatchedPersistedAndPaged) {
   EXPECT_EQ(jobs_->History(request).status().code(), absl::StatusCode::kNotFound);
 }
 
+// What a job keeps is bounded in bytes: a job file over max_job_yaml_bytes, and over-long
+// paths, are refused at submit; a cancel reason is cut at a character boundary.
+TEST_F(JobManagerTest, JobFilesAndRecordStringsAreBounded) {
+  policy_.max_job_yaml_bytes = 1024;
+  Reopen();
+  v1::SubmitJobRequest big = TinyRequest();
+  big.set_yaml(big.yaml() + "# " + std::string(1024, 'x') + "\n");
+  absl::Status s = jobs_->Submit(big).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("tiny.yaml: the job file is"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("over this shepherd's max_job_yaml_bytes 1024"));
+  v1::SubmitJobRequest long_name = TinyRequest();
+  long_name.set_file_name(std::string(5000, 'f'));
+  EXPECT_THAT(std::string(jobs_->Submit(long_name).status().message()), HasSubstr("at most 4096 bytes each"));
+  v1::SubmitJobRequest long_job_name = TinyRequest();
+  std::string yaml = long_job_name.yaml();
+  yaml.replace(yaml.find("name: tiny"), 10, "name: " + std::string(300, 'n'));
+  long_job_name.set_yaml(yaml);
+  EXPECT_THAT(std::string(jobs_->Submit(long_job_name).status().message()), HasSubstr("name: 300 bytes long, at most 256"));
+  EXPECT_TRUE(jobs_->List({}).empty());
+
+  ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());
+  std::string reason;
+  for (int i = 0; i < 700; ++i) reason += "\xc3\xa9";  // "é": 1,400 bytes
+  absl::StatusOr<v1::Job> cancelled = jobs_->Cancel("job-0001", "x" + reason);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->reason(), "x" + reason.substr(0, 1022));  // 1,023 bytes: no half character
+  Reopen();  // and it still parses from state.pb
+  EXPECT_EQ(jobs_->Get("job-0001")->reason(), "x" + reason.substr(0, 1022));
+}
+
+// Finished jobs beyond the newest max_finished_job_yamls keep their record, not their file,
+// in memory and on disk, across restarts; a lower bound at a restart compacts at once.
+TEST_F(JobManagerTest, OlderFinishedJobsKeepTheirRecordButNotTheirFile) {
+  policy_.max_finished_job_yamls = 2;
+  Reopen();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());
+  std::optional<RunnableJob> running = jobs_->StartNext();  // job-0001
+  ASSERT_TRUE(running.has_value());
+  v1::JobProgress progress;
+  progress.set_round(1);
+  progress.set_train_loss(3.5);
+  jobs_->ReportProgress("job-0001", progress);
+  v1::RoundRecord record;
+  record.set_round(1);
+  record.set_train_loss(3.5);
+  jobs_->RecordRound("job-0001", record);
+  ASSERT_TRUE(jobs_->Finish("job-0001", v1::JOB_STATE_COMPLETED, ""));
+  for (const char* id : {"job-0002", "job-0003", "job-0004"}) ASSERT_TRUE(jobs_->Cancel(id, "").ok());
+  auto yaml_on_disk = [&](const std::string& id) { return std::filesystem::exists(dir_->path() + "/jobs/" + id + "/job.yaml"); };
+  auto check = [&](const std::string& when) {
+    SCOPED_TRACE(when);
+    for (const char* id : {"job-0001", "job-0002"}) {
+      absl::StatusOr<v1::Job> job = jobs_->Get(id);
+      ASSERT_TRUE(job.ok()) << job.status();
+      EXPECT_TRUE(job->effective_yaml().empty()) << id;
+      EXPECT_FALSE(yaml_on_disk(id)) << id;
+      EXPECT_EQ(job->name(), "tiny");
+    }
+    for (const char* id : {"job-0003", "job-0004", "job-0005"}) {
+      EXPECT_FALSE(jobs_->Get(id)->effective_yaml().empty()) << id;
+      EXPECT_TRUE(yaml_on_disk(id)) << id;
+    }
+    absl::StatusOr<v1::Job> done = jobs_->Get("job-0001");
+    EXPECT_EQ(done->state(), v1::JOB_STATE_COMPLETED);
+    EXPECT_DOUBLE_EQ(done->progress().train_loss(), 3.5);
+    absl::StatusOr<v1::GetJobHistoryResponse> history = jobs_->History([] {
+      v1::GetJobHistoryRequest r;
+      r.set_job_id("job-0001");
+      return r;
+    }());
+    ASSERT_TRUE(history.ok()) << history.status();
+    EXPECT_EQ(history->records_size(), 1);
+    EXPECT_EQ(jobs_->Get("job-0002")->state(), v1::JOB_STATE_CANCELLED);
+    EXPECT_EQ(jobs_->List({}).size(), 5u);
+  };
+  check("live");
+  Reopen();
+  check("after a restart");
+  // The queued job still starts from its file.
+  std::optional<RunnableJob> next = jobs_->StartNext();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->id, "job-0005");
+  EXPECT_EQ(next->yaml, TinyRequest().yaml());
+
+  policy_.max_finished_job_yamls = 1;
+  Reopen();
+  EXPECT_FALSE(yaml_on_disk("job-0003"));
+  EXPECT_TRUE(yaml_on_disk("job-0004"));
+  EXPECT_TRUE(jobs_->Get("job-0003")->effective_yaml().empty());
+}
+
+// A queued job whose job.yaml is gone is not loaded (only finished jobs go without one).
+TEST_F(JobManagerTest, AQueuedJobWithoutItsFileIsSkipped) {
+  ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());
+  ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());
+  ASSERT_TRUE(jobs_->Cancel("job-0001", "").ok());
+  std::filesystem::remove(dir_->path() + "/jobs/job-0001/job.yaml");
+  std::filesystem::remove(dir_->path() + "/jobs/job-0002/job.yaml");
+  Reopen();
+  EXPECT_EQ(jobs_->Get("job-0001")->state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(jobs_->Get("job-0002").status().code(), absl::StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace pcp::shepherd

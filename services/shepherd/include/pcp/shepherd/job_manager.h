@@ -42,14 +42,29 @@ namespace pcp::shepherd {
 // The job file name used in messages when a submission names none.
 inline constexpr char kDefaultSubmitFileName[] = "<submitted job>";
 
+// Caller-chosen strings a job's record keeps: longer ones are refused at submit (file_name,
+// base_dir, the job's name) or cut (a cancel reason, at a UTF-8 character boundary).
+inline constexpr size_t kMaxJobPathBytes = 4096;
+inline constexpr size_t kMaxJobNameBytes = 256;
+inline constexpr size_t kMaxCancelReasonBytes = 1024;
+
 // What the shepherd accepts: where job data may come from, the memory a job may need, how
-// many jobs it keeps, how often a job may try to start.
+// many jobs it keeps, how often a job may try to start, and how many bytes each keeps.
+// The state is bounded in bytes: job files of queued and running jobs (at most
+// max_queued_jobs x max_job_yaml_bytes), of the newest max_finished_job_yamls finished jobs,
+// and a record of a few KiB per kept job (at most max_jobs); the same in memory and on disk.
 struct AdmissionPolicy {
   DataRoots data_roots;  // default: confined to nothing
   MemoryBudgets budgets;
   int64_t max_jobs = 1000;         // stored; beyond it the oldest finished jobs are pruned
   int64_t max_queued_jobs = 100;   // queued; SubmitJob past it is RESOURCE_EXHAUSTED
   int64_t max_start_attempts = 3;  // starts without a completed round before the job fails
+  // The largest job file SubmitJob takes (bytes); larger is INVALID_ARGUMENT naming it.
+  int64_t max_job_yaml_bytes = int64_t{256} << 10;
+  // Finished jobs (by finishing time, newest first) that keep their job file (GetJob's
+  // effective_yaml); older ones keep only their record (id, name, state, reason, progress and
+  // losses, checkpoint path, history): job.yaml is deleted and effective_yaml is empty.
+  int64_t max_finished_job_yamls = 100;
 };
 
 // Parses and fully validates a submitted job: the YAML (errors "FILE:LINE:COL: ..."), its
@@ -94,14 +109,16 @@ class JobManager {
   void SetListener(Listener listener);
 
   // Validates (ValidateJob) and queues. InvalidArgument with the YAML, data or memory
-  // problem; ResourceExhausted when max_queued_jobs are queued, or max_jobs are kept and none
+  // problem, or a job file over max_job_yaml_bytes; ResourceExhausted when max_queued_jobs are queued, or max_jobs are kept and none
   // of them has finished (finished ones are pruned, oldest first, to make room).
   absl::StatusOr<v1::SubmitJobResponse> Submit(const v1::SubmitJobRequest& request);
   // Newest first, without effective_yaml.
   std::vector<v1::Job> List(const v1::ListJobsRequest& request) const;
-  // NotFound for an unknown id. With effective_yaml.
+  // NotFound for an unknown id. With effective_yaml (empty once the job's file is dropped,
+  // see max_finished_job_yamls).
   absl::StatusOr<v1::Job> Get(absl::string_view job_id) const;
-  // Queued or running -> cancelled. NotFound / FailedPrecondition (already finished).
+  // Queued or running -> cancelled (the reason cut to kMaxCancelReasonBytes). NotFound /
+  // FailedPrecondition (already finished).
   absl::StatusOr<v1::Job> Cancel(absl::string_view job_id, absl::string_view reason);
 
   // ---- for the coordinator
@@ -150,7 +167,8 @@ class JobManager {
  private:
   struct Entry {
     StoredJob stored;
-    std::string effective_yaml;
+    // Set at submit; after a restart computed from the job file when first asked for.
+    mutable std::optional<std::string> effective_yaml;
     std::optional<JobHistory> history;  // empty only if its file could not be opened
   };
   struct Watcher {
@@ -163,6 +181,9 @@ class JobManager {
   // Makes room for one more job: RESOURCE_EXHAUSTED if max_queued_jobs are queued or
   // running, else prunes finished jobs (oldest first) while max_jobs are kept.
   absl::Status MakeRoomLocked();
+  // Drops the job files of finished jobs beyond the newest max_finished_job_yamls.
+  void CompactLocked();
+  const std::string& EffectiveYamlLocked(const Entry& entry) const;
   Entry* FindLocked(absl::string_view job_id);
   const Entry* FindLocked(absl::string_view job_id) const;
   void PersistLocked(const Entry& entry);

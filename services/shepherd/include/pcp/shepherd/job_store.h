@@ -1,7 +1,8 @@
 // Where the shepherd keeps its jobs on disk, so that nothing accepted is lost across
 // restarts. One folder per job under <state_dir>/jobs/:
 //
-//   jobs/job-0007/job.yaml        the job file exactly as submitted (written once)
+//   jobs/job-0007/job.yaml        the job file exactly as submitted (written once; removed
+//                                 from a finished job beyond the newest ones, DropYaml)
 //   jobs/job-0007/state.pb        pcp.v1.StoredJobState (shepherd_state.proto), binary
 //   jobs/job-0007/history.pb      the per-round history, see job_history.h
 //   jobs/job-0007/checkpoints/    see checkpoint_store.h
@@ -30,7 +31,8 @@ namespace pcp::shepherd {
 // A job as the shepherd remembers it.
 struct StoredJob {
   v1::Job job;            // effective_yaml left empty on disk
-  std::string yaml;       // as submitted
+  std::string yaml;       // as submitted; empty once dropped
+  bool yaml_dropped = false;  // a finished job whose job.yaml is no longer kept (DropYaml)
   std::string file_name;  // for messages ("tiny.yaml")
   std::string base_dir;   // relative data paths resolve against it
   int64_t seq = 0;        // 7 for "job-0007"
@@ -54,6 +56,9 @@ class JobStore {
   absl::Status Create(const StoredJob& job) const;
   // Deletes the job's folder (its state file first), e.g. a finished job pruned to make room.
   absl::Status Remove(const std::string& job_id) const;
+  // Removes a finished job's job.yaml: the job's record (state.pb, history.pb) stays. Such
+  // a folder loads with yaml_dropped set; a queued or running job without job.yaml does not.
+  absl::Status DropYaml(const std::string& job_id) const;
   // Replaces state.pb (and removes a legacy state.json).
   absl::Status SaveState(const StoredJob& job) const;
   // Every job with a readable state.pb (or legacy state.json), in submission order. A folder that cannot be read
