@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "pcp/base/absl_fmt.h"
 #include "pcp/base/file.h"
+#include "pcp/base/sd_notify.h"
 #include "pcp/base/termination_signal.h"
 #include "pcp/metrics/metrics_server.h"
 #include "pcp/rpc/stream_memory.h"
@@ -94,7 +95,11 @@ int main(int argc, char** argv) {
       spdlog::error("--address_file: {}", s.message());
     }
   }
+  // Under systemd (Type=notify): serving. WATCHDOG=1 follows from the listener watchdog.
+  if (absl::Status s = pcp::SdNotify("READY=1"); !s.ok()) spdlog::warn("{}", s.message());
   spdlog::info("stopping ({})", pcp::WaitForTermination());
+  (void)pcp::SdNotify("STOPPING=1");
   (*shepherd)->Shutdown();
-  return 0;
+  // A listener that stopped accepting: exit 1 so that Restart=on-failure restarts us.
+  return (*shepherd)->listener_wedged() ? 1 : 0;
 }

@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 
@@ -14,10 +15,12 @@
 #include "method_roles.h"
 #include "pcp/auth/authorization.h"
 #include "pcp/auth/tls_credentials.h"
+#include "pcp/base/termination_signal.h"
 #include "pcp/metrics/registry.h"
 #include "blocking_pool.h"
 #include "control_service.h"
 #include "coordinator.h"
+#include "listener_watchdog.h"
 #include "pcp/shepherd/control_registry.h"
 #include "pcp/base/dir_lock.h"
 #include "pcp/base/file.h"
@@ -93,8 +96,44 @@ struct Shepherd::Impl {
   std::unique_ptr<TrainingService> training;
   std::unique_ptr<AdminService> admin;
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<ListenerWatchdog> watchdog;  // null when listener_probe_interval_ms is 0
+  std::atomic<bool> listener_wedged{false};    // what the watchdog found, kept past Shutdown
   std::once_flag shutdown_once;
 };
+
+namespace {
+
+// Probes the real listening port on loopback; a listener that stopped accepting ends the
+// process as SIGTERM would (a running job is checkpointed), and main() exits 1.
+std::unique_ptr<ListenerWatchdog> StartListenerWatchdog(const ShepherdConfig& c, const std::string& host, int port,
+                                                        bool tls) {
+  absl::Duration interval = absl::Milliseconds(c.listener_probe_interval_ms);
+  if (const absl::Duration systemd = SystemdWatchdogPeriod(); systemd > absl::ZeroDuration()) {
+    // systemd restarts us unless WATCHDOG=1 comes within WatchdogSec: probe often enough.
+    if (interval == absl::ZeroDuration() || interval > systemd / 3) interval = systemd / 3;
+    spdlog::info("systemd watchdog every {}: WATCHDOG=1 after each good probe", absl::FormatDuration(systemd));
+  }
+  if (interval == absl::ZeroDuration()) {
+    spdlog::info("listener watchdog off (listener_probe_interval_ms: 0)");
+    return nullptr;
+  }
+  ListenerWatchdogOptions options{.target = ProbeTarget(host, port),
+                                  .tls = tls,
+                                  .interval = interval,
+                                  .timeout = std::min(interval, absl::Seconds(5)),
+                                  .failures = static_cast<int>(c.listener_probe_failures)};
+  spdlog::info("listener watchdog: probes {} every {} ({}), exits after {} failures in a row", options.target,
+               absl::FormatDuration(interval), tls ? "accept path" : "grpc.health.v1", options.failures);
+  return std::make_unique<ListenerWatchdog>(std::move(options), [](std::string why) {
+    spdlog::critical("listener watchdog: {}; gRPC no longer accepts connections (an accept() that failed, e.g. "
+                     "'Too many open files', stops gRPC 1.51's listener for good): shutting down to exit 1 for a "
+                     "restart",
+                     why);
+    RequestTermination("listener watchdog: the listener stopped accepting");
+  });
+}
+
+}  // namespace
 
 Shepherd::Shepherd(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -109,6 +148,9 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   impl->config = config;
   const ShepherdConfig& c = impl->config;
   PCP_RETURN_IF_ERROR(MakeDirs(c.state_dir), _ << "creating state_dir");
+  // Every connection costs a descriptor, and gRPC 1.51's listener stops for good at the first
+  // accept() that fails for want of one (listener_watchdog.h): take all the process may.
+  RaiseOpenFileLimit();
   // Transport and auth first: a refused listen address or a bad certificate is reported
   // before anything binds or opens the state directory's jobs.
   auth::TlsFiles tls = c.tls;
@@ -192,6 +234,10 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   quota.Resize(static_cast<size_t>(c.grpc_memory_bytes));
   builder.SetResourceQuota(quota);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, static_cast<int>(c.max_streams_per_connection));
+  // An unauthenticated connection that never finishes its handshake (or, in plaintext, never
+  // sends its HTTP/2 SETTINGS) is closed after this, not gRPC's 120 s. gRPC 1.51 has no limit
+  // on connections in total or per peer (GRPC_ARG_MAX_ALLOWED_INCOMING_CONNECTIONS came later).
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, static_cast<int>(c.handshake_timeout_ms));
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   // First: its refusal is the status the metrics interceptor after it counts.
   interceptors.push_back(auth::MakeAuthorizationInterceptorFactory(
@@ -210,15 +256,24 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   impl->address = absl::StrCat(host, ":", impl->port);
   impl->registry->Start();
   impl->coordinator->Start();
+  impl->watchdog = StartListenerWatchdog(c, host, impl->port, tls.enabled());
   spdlog::info("listening on {} (state dir {}, heartbeat {} ms / timeout {} ms)", impl->address, c.state_dir,
                c.heartbeat_interval_ms, c.heartbeat_timeout_ms);
   return std::unique_ptr<Shepherd>(new Shepherd(std::move(impl)));
+}
+
+bool Shepherd::listener_wedged() const {
+  return impl_->listener_wedged || (impl_->watchdog != nullptr && impl_->watchdog->wedged());
 }
 
 void Shepherd::Shutdown() {
   if (impl_ == nullptr) return;
   std::call_once(impl_->shutdown_once, [this] {
     spdlog::info("shutting down");
+    if (impl_->watchdog != nullptr) {
+      impl_->listener_wedged = impl_->watchdog->wedged();
+      impl_->watchdog.reset();  // no probe while the server stops
+    }
     // The coordinator first: it checkpoints a running job while workers are still attached
     // (no new round starts), then the streams end (workers reconnect with backoff).
     impl_->coordinator->Stop();

@@ -62,6 +62,10 @@ const std::vector<Field<ShepherdConfig>>& Fields() {
       IntField("transport_receive_bytes", &ShepherdConfig::transport_receive_bytes, IntRange{}),
       IntField("transport_workers", &ShepherdConfig::transport_workers, IntRange{}),
       IntField("forget_supervisors_after_s", &ShepherdConfig::forget_supervisors_after_s, IntRange{}),
+      // The listener.
+      IntField("handshake_timeout_ms", &ShepherdConfig::handshake_timeout_ms, IntRange{}),
+      IntField("listener_probe_interval_ms", &ShepherdConfig::listener_probe_interval_ms, IntRange{}),
+      IntField("listener_probe_failures", &ShepherdConfig::listener_probe_failures, IntRange{}),
       yaml_fields::SectionField("tls", &ShepherdConfig::tls, &auth::TlsFields()),
       yaml_fields::BoolField("insecure", &ShepherdConfig::insecure),
       yaml_fields::SectionField("auth", &ShepherdConfig::auth, &auth::AuthGrantsFields()),
@@ -136,6 +140,15 @@ absl::Status ShepherdConfig::Validate() const {
   if (transport_receive_bytes > grpc_memory_bytes) {
     // gRPC refuses streams (not shrinks windows) once its quota runs out: the quota must cover the budget.
     return bad("transport_receive_bytes", "must be <= grpc_memory_bytes");
+  }
+  if (handshake_timeout_ms < 100 || handshake_timeout_ms > 600000) {
+    return bad("handshake_timeout_ms", "must be in [100, 600000]");
+  }
+  if (listener_probe_interval_ms != 0 && (listener_probe_interval_ms < 50 || listener_probe_interval_ms > 3600000)) {
+    return bad("listener_probe_interval_ms", "must be 0 (off) or in [50, 3600000]");
+  }
+  if (listener_probe_failures < 1 || listener_probe_failures > 1000) {
+    return bad("listener_probe_failures", "must be in [1, 1000]");
   }
   if (transport_workers < 1 || transport_workers > kMaxTransportWorkers) {
     return bad("transport_workers", absl::StrCat("must be in [1, ", kMaxTransportWorkers, "]"));

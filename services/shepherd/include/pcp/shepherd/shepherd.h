@@ -32,7 +32,12 @@ class Shepherd {
   const std::string& address() const;
   int port() const;
 
+  // True once the listener watchdog found the listening port no longer accepting (and
+  // requested termination): pcp-shepherd then exits 1, for its supervisor to restart it.
+  bool listener_wedged() const;
+
   void Shutdown();
+
 
  private:
   struct Impl;

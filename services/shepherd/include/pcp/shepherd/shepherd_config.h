@@ -54,6 +54,15 @@
 //                                  max_chunk_bytes]: 1 MiB by default, 256 KiB from 256
 //                                  workers, 128 KiB for 256 workers on a 128 MiB budget
 //   forget_supervisors_after_s: 86400  a supervisor gone this long leaves ListWorkers
+// The listener (docs/operations.md#listener-watchdog):
+//   handshake_timeout_ms: 20000    a connection that has not finished its TLS handshake and
+//                                  HTTP/2 preface by then is closed (gRPC's default: 120 s), so
+//                                  idle unauthenticated connections hold descriptors that long
+//   listener_probe_interval_ms: 10000  a loopback probe through the listening port this often
+//                                  (ListenerWatchdog); 0 = off (under systemd's WatchdogSec=
+//                                  at least every WatchdogSec/3)
+//   listener_probe_failures: 3     failed probes in a row before the shepherd exits 1 (after
+//                                  checkpointing, as on SIGTERM) so that systemd restarts it
 // Errors are one line "FILE:LINE:COL: key: problem", as for job files (one parser:
 // pcp/config/yaml_fields.h), also for checks across keys (heartbeat_timeout_ms > interval).
 #ifndef PCP_SHEPHERD_SHEPHERD_CONFIG_H_
@@ -109,6 +118,10 @@ struct ShepherdConfig {
   int64_t transport_receive_bytes = int64_t{256} << 20;
   int64_t transport_workers = 64;
   int64_t forget_supervisors_after_s = 86400;
+  // The listener.
+  int64_t handshake_timeout_ms = 20000;
+  int64_t listener_probe_interval_ms = 10000;
+  int64_t listener_probe_failures = 3;
 
   // The memory budgets with 0 replaced by half of this machine's physical memory.
   MemoryBudgets EffectiveMemoryBudgets() const;
