@@ -178,11 +178,14 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
                          .budgets = c.EffectiveMemoryBudgets(),
                          .max_jobs = c.max_jobs,
                          .max_queued_jobs = c.max_queued_jobs,
-                         .max_start_attempts = c.max_job_start_attempts};
+                         .max_start_attempts = c.max_job_start_attempts,
+                         .max_job_yaml_bytes = c.max_job_yaml_bytes,
+                         .max_finished_job_yamls = c.max_finished_job_yamls};
   spdlog::info("admission: job data from {} (files up to {}); memory budgets {} per worker, {} at the shepherd; "
-               "{} jobs kept, {} queued",
+               "{} jobs kept, {} queued; job files up to {}, kept by the newest {} finished jobs",
                policy.data_roots.Describe(), FormatBytes(c.max_data_file_bytes), FormatBytes(policy.budgets.worker_bytes),
-               FormatBytes(policy.budgets.shepherd_bytes), c.max_jobs, c.max_queued_jobs);
+               FormatBytes(policy.budgets.shepherd_bytes), c.max_jobs, c.max_queued_jobs,
+               FormatBytes(c.max_job_yaml_bytes), c.max_finished_job_yamls);
   PCP_ASSIGN_OR_RETURN(impl->jobs, JobManager::Open(c.state_dir, std::move(policy)));
   SessionOptions session{.heartbeat_interval_ms = static_cast<uint32_t>(c.heartbeat_interval_ms),
                          .heartbeat_timeout_ms = static_cast<uint32_t>(c.heartbeat_timeout_ms),

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "pcp/rpc/channel_options.h"
 #include "pcp/base/file.h"
 #include "pcp/auth/config_fields.h"
 #include "pcp/auth/token.h"
@@ -54,6 +55,8 @@ const std::vector<Field<ShepherdConfig>>& Fields() {
       IntField("max_jobs", &ShepherdConfig::max_jobs, IntRange{}),
       IntField("max_queued_jobs", &ShepherdConfig::max_queued_jobs, IntRange{}),
       IntField("max_job_start_attempts", &ShepherdConfig::max_job_start_attempts, IntRange{}),
+      IntField("max_job_yaml_bytes", &ShepherdConfig::max_job_yaml_bytes, IntRange{}),
+      IntField("max_finished_job_yamls", &ShepherdConfig::max_finished_job_yamls, IntRange{}),
       IntField("max_admin_calls", &ShepherdConfig::max_admin_calls, IntRange{}),
       IntField("max_watch_streams", &ShepherdConfig::max_watch_streams, IntRange{}),
       IntField("max_watch_queue", &ShepherdConfig::max_watch_queue, IntRange{}),
@@ -134,6 +137,11 @@ absl::Status ShepherdConfig::Validate() const {
   if (worker_memory_bytes < 0) return bad("worker_memory_bytes", "must be >= 0 (0 = half of the machine's memory)");
   if (shepherd_memory_bytes < 0) return bad("shepherd_memory_bytes", "must be >= 0 (0 = half of the machine's memory)");
   if (max_queued_jobs > max_jobs) return bad("max_queued_jobs", "must be <= max_jobs");
+  if (max_job_yaml_bytes < 1 || max_job_yaml_bytes > kMaxReceiveMessageBytes) {
+    return bad("max_job_yaml_bytes",
+               absl::StrCat("must be in [1, ", kMaxReceiveMessageBytes, "] (the largest message the shepherd receives)"));
+  }
+  if (max_finished_job_yamls < 0) return bad("max_finished_job_yamls", "must be >= 0");
   if (transport_receive_bytes < kMinStreamWindowBytes) {
     return bad("transport_receive_bytes", absl::StrCat("must be >= ", kMinStreamWindowBytes, " (one stream's smallest window)"));
   }

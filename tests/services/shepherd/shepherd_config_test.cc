@@ -179,6 +179,7 @@ TEST(ShepherdFlagsTest, EveryKeyIsAFlagOfItsName) {
                            "eval_threads", "log_level", "metrics_listen", "data_roots", "max_data_file_bytes",
                            "worker_memory_bytes", "shepherd_memory_bytes", "max_jobs", "max_queued_jobs",
                            "max_job_start_attempts", "max_admin_calls", "max_watch_streams", "max_watch_queue",
+                           "max_job_yaml_bytes", "max_finished_job_yamls",
                            "transport_receive_bytes", "transport_workers",
                            // keys that had no flag before
                            "chunk_bytes", "max_chunk_bytes", "max_streams_per_connection", "grpc_memory_bytes",
@@ -188,6 +189,12 @@ TEST(ShepherdFlagsTest, EveryKeyIsAFlagOfItsName) {
   EXPECT_EQ(ShepherdKeyFlags().KeyOf("tls_ca"), "tls.ca");
   EXPECT_EQ(ShepherdKeyFlags().KeyOf("auth_tokens"), "auth.tokens");
   EXPECT_THAT(ShepherdFlagsHelp(), ::testing::HasSubstr("  max_jobs: 1000\n"));
+  EXPECT_THAT(ShepherdFlagsHelp(), ::testing::HasSubstr("  max_job_yaml_bytes: 262144\n"));
+  EXPECT_THAT(std::string(ParseShepherdConfig("max_job_yaml_bytes: 5000000\n", "s.yaml").status().message()),
+              ::testing::HasSubstr("max_job_yaml_bytes: must be in [1, 4194304]"));
+  EXPECT_THAT(std::string(ParseShepherdConfig("max_finished_job_yamls: -1\n", "s.yaml").status().message()),
+              ::testing::HasSubstr("max_finished_job_yamls: must be >= 0"));
+  EXPECT_TRUE(ParseShepherdConfig("max_finished_job_yamls: 0\n", "s.yaml").ok());
 }
 
 TEST(ShepherdFlagsTest, FlagsOverrideTheFile) {

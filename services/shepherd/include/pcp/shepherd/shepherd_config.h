@@ -32,6 +32,10 @@
 //   max_jobs: 1000                 jobs kept (finished ones pruned oldest first beyond)
 //   max_queued_jobs: 100           queued jobs; SubmitJob past it: RESOURCE_EXHAUSTED
 //   max_job_start_attempts: 3      starts without a completed round before the job fails
+//   max_job_yaml_bytes: 262144     largest job file SubmitJob takes (INVALID_ARGUMENT past it;
+//                                  at most 4 MiB, the largest message the shepherd receives)
+//   max_finished_job_yamls: 100    finished jobs (newest first) that keep their job file;
+//                                  older ones keep only their record (job_manager.h)
 //   max_admin_calls: 64            Admin calls in flight (beyond: RESOURCE_EXHAUSTED)
 //   max_watch_streams: 64          concurrent WatchJob streams
 //   max_watch_queue: 256           events queued for one slow watcher before it is dropped
@@ -110,6 +114,8 @@ struct ShepherdConfig {
   int64_t max_jobs = 1000;
   int64_t max_queued_jobs = 100;
   int64_t max_job_start_attempts = 3;
+  int64_t max_job_yaml_bytes = int64_t{256} << 10;
+  int64_t max_finished_job_yamls = 100;
   int64_t max_admin_calls = 64;
   int64_t max_watch_streams = 64;
   int64_t max_watch_queue = 256;
