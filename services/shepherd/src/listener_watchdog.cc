@@ -10,6 +10,8 @@
 
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <openssl/bio.h>
+#include <openssl/ssl.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -20,6 +22,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "pcp/base/absl_fmt.h"
@@ -59,11 +62,32 @@ bool WaitFor(int fd, short events, absl::Time deadline) {  // NOLINT(runtime/int
   }
 }
 
-// The accept path alone (for a TLS listener, which this probe cannot complete a handshake
-// with): connect, send the HTTP/2 client preface, and wait for the server to do anything
-// with it: answer (SETTINGS in plaintext; a TLS alert) or close. A connection nobody accepted
-// stays silent in the kernel's queue.
+// A TLS ClientHello (ALPN h2, no verification: it is never completed), made by OpenSSL.
+absl::StatusOr<std::string> ClientHello() {
+  std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
+  if (ctx == nullptr) return absl::InternalError("SSL_CTX_new failed");
+  std::unique_ptr<SSL, void (*)(SSL*)> ssl(SSL_new(ctx.get()), SSL_free);
+  if (ssl == nullptr) return absl::InternalError("SSL_new failed");
+  static constexpr unsigned char kAlpn[] = {2, 'h', '2'};
+  SSL_set_alpn_protos(ssl.get(), kAlpn, sizeof(kAlpn));
+  BIO* in = BIO_new(BIO_s_mem());
+  BIO* out = BIO_new(BIO_s_mem());
+  SSL_set_bio(ssl.get(), in, out);  // ssl owns both
+  SSL_set_connect_state(ssl.get());
+  SSL_do_handshake(ssl.get());  // wants to read the ServerHello: the ClientHello is in `out`
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(out, &data);  // NOLINT(runtime/int): OpenSSL's type
+  if (n <= 0) return absl::InternalError("OpenSSL wrote no ClientHello");
+  return std::string(data, static_cast<size_t>(n));
+}
+
+// The accept path alone (for a TLS listener: the probe has no client certificate): connect,
+// send a ClientHello and wait for the server's first bytes (its ServerHello), then close.
+// A connection nobody accepted stays silent in the kernel's queue. An aborted handshake is
+// not logged by gRPC; bytes it cannot parse as TLS would be, at every probe.
 absl::Status ProbeAccept(const std::string& target, absl::Duration timeout) {
+  static const absl::StatusOr<std::string>* const hello = new absl::StatusOr<std::string>(ClientHello());
+  if (!hello->ok()) return hello->status();
   const absl::Time deadline = absl::Now() + timeout;
   const size_t colon = target.rfind(':');
   std::string host = target.substr(0, colon);
@@ -86,15 +110,14 @@ absl::Status ProbeAccept(const std::string& target, absl::Duration timeout) {
     getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0) return absl::UnavailableError(absl::StrCat("connect: ", Errno(err)));
   }
-  static constexpr char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-  if (send(fd.get(), kPreface, sizeof(kPreface) - 1, MSG_NOSIGNAL) < 0) {
+  if (send(fd.get(), (*hello)->data(), (*hello)->size(), MSG_NOSIGNAL) < 0) {
     return absl::UnavailableError(absl::StrCat("send: ", Errno(errno)));
   }
   if (!WaitFor(fd.get(), POLLIN, deadline)) {
     return absl::DeadlineExceededError(
         absl::StrCat("connected, but nothing answered within ", absl::FormatDuration(timeout), " (not accepted)"));
   }
-  return absl::OkStatus();  // bytes, EOF or a reset: a process accepted it
+  return absl::OkStatus();  // a ServerHello, an alert, EOF or a reset: a process accepted it
 }
 
 // A grpc.health.v1.Health/Check on a channel of its own (a new connection through accept).

@@ -14,8 +14,8 @@
 //
 // Each probe opens a new TCP connection to the real listening port on loopback, so it
 // passes through accept(): without TLS a grpc.health.v1 Check (answered SERVING), with TLS
-// the HTTP/2 client preface, answered by the server's first bytes or its closing the
-// connection (a handshake it refuses: the probe has no client certificate). A listener that
+// a ClientHello answered by the server's ServerHello (the probe has no client certificate,
+// so it closes there, which gRPC does not log). A listener that
 // no longer accepts leaves the connection in the kernel's queue, and the probe times out.
 // After a successful probe, WATCHDOG=1 goes to systemd ($NOTIFY_SOCKET; the unit's
 // WatchdogSec= restarts a shepherd that stops sending it); after `failures` failed probes in
