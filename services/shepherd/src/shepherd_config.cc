@@ -138,8 +138,8 @@ absl::Status ShepherdConfig::Validate() const {
   if (shepherd_memory_bytes < 0) return bad("shepherd_memory_bytes", "must be >= 0 (0 = half of the machine's memory)");
   if (max_queued_jobs > max_jobs) return bad("max_queued_jobs", "must be <= max_jobs");
   if (max_job_yaml_bytes < 1 || max_job_yaml_bytes > kMaxReceiveMessageBytes) {
-    return bad("max_job_yaml_bytes",
-               absl::StrCat("must be in [1, ", kMaxReceiveMessageBytes, "] (the largest message the shepherd receives)"));
+    return bad("max_job_yaml_bytes", absl::StrCat("must be in [1, ", kMaxReceiveMessageBytes,
+                                                  "] (the largest message the shepherd receives)"));
   }
   if (max_finished_job_yamls < 0) return bad("max_finished_job_yamls", "must be >= 0");
   if (transport_receive_bytes < kMinStreamWindowBytes) {

@@ -373,7 +373,8 @@ TEST_F(JobManagerTest, JobFilesAndRecordStringsAreBounded) {
   std::string yaml = long_job_name.yaml();
   yaml.replace(yaml.find("name: tiny"), 10, "name: " + std::string(300, 'n'));
   long_job_name.set_yaml(yaml);
-  EXPECT_THAT(std::string(jobs_->Submit(long_job_name).status().message()), HasSubstr("name: 300 bytes long, at most 256"));
+  EXPECT_THAT(std::string(jobs_->Submit(long_job_name).status().message()),
+              HasSubstr("name: 300 bytes long, at most 256"));
   EXPECT_TRUE(jobs_->List({}).empty());
 
   ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());
@@ -404,7 +405,9 @@ TEST_F(JobManagerTest, OlderFinishedJobsKeepTheirRecordButNotTheirFile) {
   jobs_->RecordRound("job-0001", record);
   ASSERT_TRUE(jobs_->Finish("job-0001", v1::JOB_STATE_COMPLETED, ""));
   for (const char* id : {"job-0002", "job-0003", "job-0004"}) ASSERT_TRUE(jobs_->Cancel(id, "").ok());
-  auto yaml_on_disk = [&](const std::string& id) { return std::filesystem::exists(dir_->path() + "/jobs/" + id + "/job.yaml"); };
+  auto yaml_on_disk = [&](const std::string& id) {
+    return std::filesystem::exists(dir_->path() + "/jobs/" + id + "/job.yaml");
+  };
   auto check = [&](const std::string& when) {
     SCOPED_TRACE(when);
     for (const char* id : {"job-0001", "job-0002"}) {

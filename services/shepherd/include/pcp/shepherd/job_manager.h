@@ -109,8 +109,9 @@ class JobManager {
   void SetListener(Listener listener);
 
   // Validates (ValidateJob) and queues. InvalidArgument with the YAML, data or memory
-  // problem, or a job file over max_job_yaml_bytes; ResourceExhausted when max_queued_jobs are queued, or max_jobs are kept and none
-  // of them has finished (finished ones are pruned, oldest first, to make room).
+  // problem, or a job file over max_job_yaml_bytes; ResourceExhausted when max_queued_jobs
+  // are queued, or max_jobs are kept and none of them has finished (finished ones are pruned,
+  // oldest first, to make room).
   absl::StatusOr<v1::SubmitJobResponse> Submit(const v1::SubmitJobRequest& request);
   // Newest first, without effective_yaml.
   std::vector<v1::Job> List(const v1::ListJobsRequest& request) const;
