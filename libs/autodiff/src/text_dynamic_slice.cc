@@ -115,9 +115,9 @@ absl::Status Parser::ParseDynamicSlice(Function* f, Scope* scope, const Token& r
                                              want.ToString()));
   }
 
-  // Starts that fold, clamped as the spec clamps them.
+  // dynamic_slice's starts that fold, clamped as the spec clamps them (a static slice).
   std::vector<int64_t> known;
-  for (int64_t d = 0; d < rank; ++d) {
+  for (int64_t d = 0; d < rank && !update; ++d) {
     std::optional<Tensor> s = KnownValue(*f, operands[fixed + static_cast<size_t>(d)], 0);
     if (!s.has_value()) break;
     const int64_t v = s->dtype() == DType::kI64 ? s->data<int64_t>()[0] : s->data<int32_t>()[0];

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "pcp/base/unique_fd.h"
 
 namespace pcp {
 namespace {
@@ -41,21 +42,6 @@ bool IsPseudoFileSystem(const struct statfs& st) {
       return false;
   }
 }
-
-// Closes a descriptor at scope exit.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 std::string Errno(int err) { return std::strerror(err); }
 
@@ -147,7 +133,7 @@ absl::StatusOr<std::string> DataRoots::Read(const std::string& path) const {
   if (!canonical.ok()) return canonical.status();
   // O_NOFOLLOW: the canonical path has no symlink left, so one appearing now is a swap.
   // O_NONBLOCK: a FIFO swapped in must not block the open.
-  Fd fd(open(canonical->c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK));
+  UniqueFd fd(open(canonical->c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK));
   if (fd.get() < 0) return Refuse(path, Errno(errno));
   struct stat st;
   if (fstat(fd.get(), &st) != 0) return Refuse(path, Errno(errno));

@@ -26,26 +26,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "pcp/base/absl_fmt.h"
+#include "pcp/base/unique_fd.h"
 #include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
 namespace {
 
 std::string Errno(int e) { return std::strerror(e); }
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 int RemainingMs(absl::Time deadline) {
   return static_cast<int>(std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now())));
@@ -100,7 +87,7 @@ absl::Status ProbeAccept(const std::string& target, absl::Duration timeout) {
     return absl::InvalidArgumentError(absl::StrCat("probe target ", target, ": ", gai_strerror(rc)));
   }
   std::unique_ptr<addrinfo, void (*)(addrinfo*)> free_ai(ai, freeaddrinfo);
-  Fd fd(socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  UniqueFd fd(socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return absl::UnavailableError(absl::StrCat("socket: ", Errno(errno)));
   if (connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
     if (errno != EINPROGRESS) return absl::UnavailableError(absl::StrCat("connect: ", Errno(errno)));

@@ -18,9 +18,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "cluster_harness.h"
 #include "gtest/gtest.h"
 #include "pcp/base/file.h"
@@ -28,19 +26,6 @@
 
 namespace pcp::testing {
 namespace {
-
-// VmRSS of a process, in KiB (0 if unreadable).
-int64_t RssKiB(pid_t pid) {
-  absl::StatusOr<std::string> status = ReadFile(absl::StrCat("/proc/", pid, "/status"));
-  if (!status.ok()) return 0;
-  for (absl::string_view line : absl::StrSplit(*status, '\n')) {
-    if (!absl::StartsWith(line, "VmRSS:")) continue;
-    std::vector<absl::string_view> parts = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    int64_t kib = 0;
-    if (parts.size() >= 2 && absl::SimpleAtoi(parts[1], &kib)) return kib;
-  }
-  return 0;
-}
 
 // 1024 layers of width 2^20: 1.35e16 parameters.
 constexpr char kHugeModel[] = "{n_layer: 1024, n_head: 4, n_embd: 1048576, block_size: 16}";

@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/loadgen/proc_stats.h"
 #include "pcp/testing/metrics_scrape.h"
 
 namespace pcp::testing {
@@ -352,6 +353,11 @@ std::string ClusterHarness::Logs(int lines) const {
   add(shepherd_.get());
   for (const auto& p : supervisors_) add(p.get());
   return out;
+}
+
+int64_t RssKiB(pid_t pid) {
+  absl::StatusOr<loadgen::ProcMemory> memory = loadgen::ReadProcMemory(pid);
+  return memory.ok() ? memory->rss_bytes / 1024 : 0;
 }
 
 }  // namespace pcp::testing

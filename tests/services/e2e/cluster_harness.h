@@ -211,6 +211,9 @@ std::vector<RoundLine> RoundsFromLog(const std::string& log, const std::string& 
 // A ClientContext deadline `timeout` from now.
 void SetDeadline(grpc::ClientContext* context, absl::Duration timeout = absl::Seconds(20));
 
+// VmRSS of a process in KiB (pcp/loadgen/proc_stats.h), 0 if unreadable.
+int64_t RssKiB(pid_t pid);
+
 }  // namespace pcp::testing
 
 #endif  // PCP_TESTS_SERVICES_E2E_CLUSTER_HARNESS_H_

@@ -22,7 +22,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cluster_harness.h"
 #include "gtest/gtest.h"
@@ -36,19 +35,6 @@ int64_t EnvInt(const char* name, int64_t fallback) {
   const char* value = std::getenv(name);
   int64_t n = 0;
   return value != nullptr && absl::SimpleAtoi(value, &n) && n > 0 ? n : fallback;
-}
-
-// VmRSS of a process, in KiB (0 if unreadable).
-int64_t RssKiB(pid_t pid) {
-  absl::StatusOr<std::string> status = ReadFile(absl::StrCat("/proc/", pid, "/status"));
-  if (!status.ok()) return 0;
-  for (absl::string_view line : absl::StrSplit(*status, '\n')) {
-    if (!absl::StartsWith(line, "VmRSS:")) continue;
-    std::vector<absl::string_view> parts = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    int64_t kib = 0;
-    if (parts.size() >= 2 && absl::SimpleAtoi(parts[1], &kib)) return kib;
-  }
-  return 0;
 }
 
 struct FolderSize {
