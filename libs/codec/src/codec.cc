@@ -13,10 +13,11 @@ struct CodecInfo {
   Codec codec;
   int payload_bits;
   int default_block_log2;
+  bool sparse;
 };
 
 constexpr CodecInfo kInfo[] = {
-#define PCP_CODEC_INFO_(e, name, id, bits, log2_block) {Codec::e, bits, log2_block},
+#define PCP_CODEC_INFO_(e, name, id, bits, log2_block, sparse) {Codec::e, bits, log2_block, sparse},
     PCP_CODEC_LIST(PCP_CODEC_INFO_)
 #undef PCP_CODEC_INFO_
 };
@@ -59,6 +60,13 @@ absl::StatusOr<Codec> CodecFromWireId(int id) {
 
 int PayloadBits(Codec codec) { return Info(codec).payload_bits; }
 bool IsBlockwise(Codec codec) { return Info(codec).default_block_log2 > 0; }
+bool IsSparse(Codec codec) { return Info(codec).sparse; }
+
+absl::Status ValidateDensity(double density) {
+  if (density == 0 || (density >= kMinDensity && density <= 1)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("density must be in [", kMinDensity, ", 1] (0: the default ", kDefaultDensity, "), got ", density));
+}
 int DefaultBlockSize(Codec codec) {
   const int log2 = Info(codec).default_block_log2;
   return log2 > 0 ? 1 << log2 : 0;
@@ -77,9 +85,13 @@ absl::Status ValidateBlockSize(Codec codec, int block_size) {
   return absl::OkStatus();
 }
 
-double BitsPerValue(Codec codec, int block_size) {
+double BitsPerValue(Codec codec, int block_size, double density) {
   if (!IsBlockwise(codec)) return PayloadBits(codec);
   if (block_size == 0) block_size = DefaultBlockSize(codec);
+  if (IsSparse(codec)) {
+    if (density == 0) density = kDefaultDensity;
+    return density * PayloadBits(codec) + 1.0 + 64.0 / block_size;
+  }
   return PayloadBits(codec) + 32.0 / block_size;
 }
 

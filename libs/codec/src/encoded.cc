@@ -13,14 +13,19 @@
 #include "pcp/base/status_macros.h"
 #include "pcp/base/sum_of_squares.h"
 #include "kernels.h"
+#include "sparse.h"
 
 namespace pcp::codec {
 namespace {
 
 constexpr char kMagic[3] = {'P', 'C', 'Q'};
 
-// The size of an encoded buffer; block_size must be valid and, for blockwise codecs, not 0.
-uint64_t SizeFor(Codec codec, uint64_t count, uint64_t block_size) {
+double ResolveDensity(double density) { return density == 0 ? kDefaultDensity : density; }
+
+// The size of an encoded buffer (for a sparse codec the most at `density`); block_size must be
+// valid and, for blockwise codecs, not 0.
+uint64_t SizeFor(Codec codec, uint64_t count, uint64_t block_size, double density = kDefaultDensity) {
+  if (IsSparse(codec)) return kHeaderSize + internal::MaxSparseBodySize(count, PayloadBits(codec), block_size, density);
   switch (codec) {
     case Codec::kF32:
       return kHeaderSize + 4 * count;
@@ -31,6 +36,8 @@ uint64_t SizeFor(Codec codec, uint64_t count, uint64_t block_size) {
     case Codec::kInt4:
       // Every block but the last has an even size, so the blocks' ceil(m/2) add up to ceil(n/2).
       return kHeaderSize + 4 * ((count + block_size - 1) / block_size) + (count + 1) / 2;
+    default:
+      break;
   }
   return 0;
 }
@@ -77,6 +84,13 @@ absl::Status DecodeImpl(absl::string_view bytes, float weight, absl::Span<float>
   }
   const char* body = bytes.data() + kHeaderSize;
   const size_t block = static_cast<size_t>(header->block_size);
+  if (IsSparse(header->codec)) {
+    const absl::string_view sparse = bytes.substr(kHeaderSize);
+    const int bits = PayloadBits(header->codec);
+    PCP_RETURN_IF_ERROR(internal::CheckSparse(sparse, header->count, bits, block));
+    internal::DecodeSparse<kAdd>(sparse, bits, block, weight, out);
+    return absl::OkStatus();
+  }
   switch (header->codec) {
     case Codec::kF32:
       internal::DecodeF32<kAdd>(body, weight, out);
@@ -95,6 +109,8 @@ absl::Status DecodeImpl(absl::string_view bytes, float weight, absl::Span<float>
       }
       break;
     }
+    default:
+      break;
   }
   return absl::OkStatus();
 }
@@ -105,19 +121,32 @@ size_t EncodedSize(Codec codec, size_t count) {
   return SizeFor(codec, count, static_cast<uint64_t>(DefaultBlockSize(codec)));
 }
 
-absl::StatusOr<size_t> EncodedSize(Codec codec, size_t count, int block_size) {
+absl::StatusOr<size_t> EncodedSize(Codec codec, size_t count, int block_size, double density) {
   if (absl::Status s = ValidateBlockSize(codec, block_size); !s.ok()) return s;
-  return SizeFor(codec, count, static_cast<uint64_t>(ResolveBlockSize(codec, block_size)));
+  if (absl::Status s = ValidateDensity(density); !s.ok()) return s;
+  return SizeFor(codec, count, static_cast<uint64_t>(ResolveBlockSize(codec, block_size)), ResolveDensity(density));
 }
 
 std::string Encode(Codec codec, absl::Span<const float> values) {
+  if (IsSparse(codec)) return *Encode(codec, values, 0, 0);  // the defaults are valid
   std::string out(EncodedSize(codec, values.size()), '\0');
   // Cannot fail: the default block size is valid and the buffer has the size asked for.
   (void)EncodeInto(codec, values, 0, absl::MakeSpan(out.data(), out.size()));
   return out;
 }
 
-absl::StatusOr<std::string> Encode(Codec codec, absl::Span<const float> values, int block_size) {
+absl::StatusOr<std::string> Encode(Codec codec, absl::Span<const float> values, int block_size, double density) {
+  if (IsSparse(codec)) {
+    PCP_RETURN_IF_ERROR(ValidateBlockSize(codec, block_size));
+    PCP_RETURN_IF_ERROR(ValidateDensity(density));
+    block_size = ResolveBlockSize(codec, block_size);
+    std::string out(kHeaderSize, '\0');
+    WriteHeader(codec, block_size, values.size(), out.data());
+    out.reserve(kHeaderSize + internal::MaxSparseBodySize(values.size(), PayloadBits(codec),
+                                                          static_cast<uint64_t>(block_size), ResolveDensity(density)));
+    internal::EncodeSparse(values, PayloadBits(codec), static_cast<size_t>(block_size), ResolveDensity(density), &out);
+    return out;
+  }
   absl::StatusOr<size_t> size = EncodedSize(codec, values.size(), block_size);
   if (!size.ok()) return size.status();
   std::string out(*size, '\0');
@@ -126,6 +155,10 @@ absl::StatusOr<std::string> Encode(Codec codec, absl::Span<const float> values, 
 }
 
 absl::Status EncodeInto(Codec codec, absl::Span<const float> values, int block_size, absl::Span<char> out) {
+  if (IsSparse(codec)) {
+    return absl::InvalidArgumentError(absl::StrCat("codec ", CodecName(codec),
+                                                   " has sizes that depend on the data: use Encode, not EncodeInto"));
+  }
   absl::StatusOr<size_t> size = EncodedSize(codec, values.size(), block_size);
   if (!size.ok()) return size.status();
   if (out.size() != *size) {
@@ -148,6 +181,8 @@ absl::Status EncodeInto(Codec codec, absl::Span<const float> values, int block_s
       break;
     case Codec::kInt4:
       internal::EncodeInt4(values, block, body, body + 4 * ((values.size() + block - 1) / block));
+      break;
+    default:  // sparse: refused above
       break;
   }
   return absl::OkStatus();
@@ -187,6 +222,21 @@ absl::StatusOr<EncodedHeader> ReadHeader(absl::string_view bytes) {
                                                    " given, but ", CodecName(*codec), " has no blocks"));
   }
   std::memcpy(&header.count, bytes.data() + 8, sizeof header.count);
+  if (IsSparse(*codec)) {
+    // Each block takes at least its 8-byte header, and at most a bitmap and a code per value.
+    const uint64_t block = static_cast<uint64_t>(header.block_size);
+    const uint64_t blocks = header.count / block + (header.count % block != 0 ? 1 : 0);
+    const uint64_t body = bytes.size() - kHeaderSize;
+    if (blocks > body / internal::kSparseBlockHeader ||
+        body > internal::MaxSparseBodySize(header.count, PayloadBits(*codec), block, 1.0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "encoded ", CodecName(*codec), " buffer of ", header.count, " values (block size ", header.block_size,
+          ") cannot take ", bytes.size(), " bytes (", blocks, " blocks of ", internal::kSparseBlockHeader,
+          " to at most ", internal::kSparseBlockHeader + block / 8 + block * PayloadBits(*codec) / 8,
+          " bytes each after the header)"));
+    }
+    return header;
+  }
   // Every codec takes at least half a byte per value, so a count above 2 × size cannot fit
   // (and checking it first keeps SizeFor's arithmetic far from overflow).
   const uint64_t expected = header.count / 2 > bytes.size()
@@ -212,11 +262,13 @@ absl::Status DecodeAdd(absl::string_view bytes, float weight, absl::Span<float> 
   return DecodeImpl<true>(bytes, weight, accumulate);
 }
 
-absl::StatusOr<double> DecodedSumOfSquares(Codec codec, absl::Span<const float> values, int block_size) {
+absl::StatusOr<double> DecodedSumOfSquares(Codec codec, absl::Span<const float> values, int block_size,
+                                           double density) {
   double sum = 0;
   if (codec == Codec::kF32) return SumOfSquares(values);
   if (block_size == 0) block_size = DefaultBlockSize(codec);
   PCP_RETURN_IF_ERROR(ValidateBlockSize(codec, block_size));
+  PCP_RETURN_IF_ERROR(ValidateDensity(density));
   // Whole blocks at a time (blockwise codecs encode each block on its own, so any grouping of
   // whole blocks decodes the same values as the sender's chunks).
   constexpr size_t kSlice = size_t{1} << 20;
@@ -225,9 +277,13 @@ absl::StatusOr<double> DecodedSumOfSquares(Codec codec, absl::Span<const float> 
   std::vector<float> decoded;
   for (size_t at = 0; at < values.size(); at += slice) {
     const absl::Span<const float> part = values.subspan(at, std::min(slice, values.size() - at));
-    PCP_ASSIGN_OR_RETURN(const size_t bytes, EncodedSize(codec, part.size(), block_size));
-    encoded.resize(bytes);
-    PCP_RETURN_IF_ERROR(EncodeInto(codec, part, block_size, absl::MakeSpan(encoded.data(), encoded.size())));
+    if (IsSparse(codec)) {
+      PCP_ASSIGN_OR_RETURN(encoded, Encode(codec, part, block_size, density));
+    } else {
+      PCP_ASSIGN_OR_RETURN(const size_t bytes, EncodedSize(codec, part.size(), block_size));
+      encoded.resize(bytes);
+      PCP_RETURN_IF_ERROR(EncodeInto(codec, part, block_size, absl::MakeSpan(encoded.data(), encoded.size())));
+    }
     decoded.resize(part.size());
     PCP_RETURN_IF_ERROR(Decode(encoded, absl::MakeSpan(decoded)));
     sum += SumOfSquares(decoded);

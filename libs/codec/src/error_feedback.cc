@@ -9,8 +9,9 @@
 namespace pcp::codec {
 
 absl::StatusOr<std::string> ErrorFeedback::EncodeWithFeedback(Codec codec, absl::Span<const float> delta,
-                                                              int block_size) {
+                                                              int block_size, double density) {
   if (absl::Status s = ValidateBlockSize(codec, block_size); !s.ok()) return s;
+  if (absl::Status s = ValidateDensity(density); !s.ok()) return s;
   if (!residual_.empty() && residual_.size() != delta.size()) {
     return absl::InvalidArgumentError(absl::StrCat("error feedback: Δ has ", delta.size(),
                                                    " values, the residual of this buffer ", residual_.size()));
@@ -26,8 +27,8 @@ absl::StatusOr<std::string> ErrorFeedback::EncodeWithFeedback(Codec codec, absl:
     const float* __restrict d = delta.data();
     for (size_t i = 0; i < delta.size(); ++i) r[i] += d[i];
   }
-  absl::StatusOr<std::string> bytes = Encode(codec, residual_, block_size);
-  if (!bytes.ok()) return bytes.status();  // not reached: the block size was checked above
+  absl::StatusOr<std::string> bytes = Encode(codec, residual_, block_size, density);
+  if (!bytes.ok()) return bytes.status();  // not reached: the block size and density were checked above
   if (absl::Status s = DecodeAdd(*bytes, -1.0f, absl::MakeSpan(residual_)); !s.ok()) return s;
   // A non-finite input or decoded value leaves no residual (see the header).
   float* __restrict r = residual_.data();
@@ -39,8 +40,9 @@ absl::StatusOr<std::string> ErrorFeedback::EncodeWithFeedback(Codec codec, absl:
   return bytes;
 }
 
-absl::Status ErrorFeedback::Compensate(Codec codec, absl::Span<float> delta, int block_size) {
+absl::Status ErrorFeedback::Compensate(Codec codec, absl::Span<float> delta, int block_size, double density) {
   if (absl::Status s = ValidateBlockSize(codec, block_size); !s.ok()) return s;
+  if (absl::Status s = ValidateDensity(density); !s.ok()) return s;
   if (!residual_.empty()) {
     if (residual_.size() != delta.size()) {
       return absl::InvalidArgumentError(absl::StrCat("error feedback: Δ has ", delta.size(),
@@ -52,7 +54,7 @@ absl::Status ErrorFeedback::Compensate(Codec codec, absl::Span<float> delta, int
     residual_.clear();
   }
   // `delta` is now the input; with no residual kept, encoding it keeps input − decoded.
-  absl::StatusOr<std::string> bytes = EncodeWithFeedback(codec, delta, block_size);
+  absl::StatusOr<std::string> bytes = EncodeWithFeedback(codec, delta, block_size, density);
   return bytes.status();
 }
 

@@ -127,9 +127,10 @@ int64_t PiecesSize(DataPieces pieces) {
   return static_cast<int64_t>(n);
 }
 
-// Encoded bytes of `count` values; the block size was validated in ChunkOptions::Validate.
-int64_t EncodedBytes(codec::Codec codec, int64_t count, int block_size) {
-  return static_cast<int64_t>(*codec::EncodedSize(codec, static_cast<size_t>(count), block_size));
+// Encoded bytes of `count` values (a sparse codec's most); the block size and density were
+// validated in ChunkOptions::Validate.
+int64_t EncodedBytes(codec::Codec codec, int64_t count, int block_size, double density = 0) {
+  return static_cast<int64_t>(*codec::EncodedSize(codec, static_cast<size_t>(count), block_size, density));
 }
 
 // A chunk's scratch (an encoded chunk's decoded values when streamed, an encoded chunk
@@ -159,7 +160,8 @@ absl::Status ChunkOptions::Validate() const {
                                                    " bytes is outside [", kMinChunkBytes, ", ",
                                                    kMaxChunkBytes, "]"));
   }
-  return codec::ValidateBlockSize(codec, block_size);
+  PCP_RETURN_IF_ERROR(codec::ValidateBlockSize(codec, block_size));
+  return codec::ValidateDensity(density);
 }
 
 // ---------------------------------------------------------------- TensorChunker
@@ -203,18 +205,36 @@ absl::StatusOr<TensorChunker> TensorChunker::Create(std::string name, Tensor ten
   const int block = codec::IsBlockwise(c.codec_)
                         ? (c.block_size_ != 0 ? c.block_size_ : codec::DefaultBlockSize(c.codec_))
                         : 1;
-  const int64_t per_block = EncodedBytes(c.codec_, 2 * block, c.block_size_) -
-                            EncodedBytes(c.codec_, block, c.block_size_);
-  const int64_t fixed = EncodedBytes(c.codec_, block, c.block_size_) - per_block;
+  c.density_ = options.density;
+  const int64_t per_block = EncodedBytes(c.codec_, 2 * block, c.block_size_, c.density_) -
+                            EncodedBytes(c.codec_, block, c.block_size_, c.density_);
+  const int64_t fixed = EncodedBytes(c.codec_, block, c.block_size_, c.density_) - per_block;
   // >= 1 block at kMinChunkBytes (128 KiB): int8 at the largest block, 65536 values, is 64 KiB
   // + its scale.
   c.chunk_elements_ = (c.chunk_bytes_ - fixed) / per_block * block;
   const int64_t elements = c.tensor_.num_elements();
   const int64_t full = elements / c.chunk_elements_;
   const int64_t rest = elements % c.chunk_elements_;
+  c.num_chunks_ = elements == 0 ? 1 : full + (rest > 0 ? 1 : 0);
+  if (codec::IsSparse(c.codec_)) {
+    // Sizes depend on the values: every chunk is encoded now, so total_bytes is known before
+    // the first one goes out (a sparse tensor's chunks are a few % of its f32 bytes).
+    const auto start = std::chrono::steady_clock::now();
+    c.total_ = 0;
+    for (int64_t at = 0; at < elements; at += c.chunk_elements_) {
+      const int64_t n = std::min(c.chunk_elements_, elements - at);
+      PCP_ASSIGN_OR_RETURN(
+          std::string bytes,
+          codec::Encode(c.codec_, absl::MakeConstSpan(c.tensor_.data<float>() + at, static_cast<size_t>(n)),
+                        c.block_size_, c.density_));
+      c.total_ += static_cast<int64_t>(bytes.size());
+      c.sparse_chunks_.push_back(std::make_shared<std::string>(std::move(bytes)));
+    }
+    c.codec_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return c;
+  }
   c.total_ = full * EncodedBytes(c.codec_, c.chunk_elements_, c.block_size_) +
              (rest > 0 ? EncodedBytes(c.codec_, rest, c.block_size_) : 0);
-  c.num_chunks_ = elements == 0 ? 1 : full + (rest > 0 ? 1 : 0);
   return c;
 }
 
@@ -249,7 +269,10 @@ void TensorChunker::Next(v1::TensorChunk* chunk, ChunkPayload* payload) {
 
 void TensorChunker::NextEncoded(v1::TensorChunk* chunk, ChunkPayload* payload) {
   const int64_t n = std::min(chunk_elements_, tensor_.num_elements() - element_offset_);
-  const size_t size = n == 0 ? 0 : static_cast<size_t>(EncodedBytes(codec_, n, block_size_));
+  const bool sparse = codec::IsSparse(codec_);
+  const size_t size = n == 0 ? 0
+                      : sparse ? sparse_chunks_[next_sparse_]->size()
+                               : static_cast<size_t>(EncodedBytes(codec_, n, block_size_));
   chunk->set_name(name_);
   chunk->set_index(index_);
   chunk->set_count(count_);
@@ -259,7 +282,21 @@ void TensorChunker::NextEncoded(v1::TensorChunk* chunk, ChunkPayload* payload) {
   chunk->set_offset(static_cast<uint64_t>(offset_));
   chunk->set_codec(CodecToProto(codec_));
   char* out;
-  if (payload != nullptr) {
+  if (sparse && n > 0) {
+    // Encoded in Create: handed out as it is (zero-copy with `payload`).
+    std::shared_ptr<std::string> bytes = std::move(sparse_chunks_[next_sparse_++]);
+    out = bytes->data();
+    if (payload != nullptr) {
+      payload->owner = Tensor();
+      chunk->clear_data();
+      payload->data = out;
+      payload->size = size;
+      payload->encoded = bytes;
+    } else {
+      chunk->set_data(*bytes);
+      out = chunk->mutable_data()->data();
+    }
+  } else if (payload != nullptr) {
     // The previous chunk's buffer is reused once nobody else holds it (gRPC has sent it);
     // the caller's payload is dropped first so that its reference does not count.
     payload->owner = Tensor();
@@ -281,7 +318,7 @@ void TensorChunker::NextEncoded(v1::TensorChunk* chunk, ChunkPayload* payload) {
     chunk->mutable_data()->resize(size);
     out = chunk->mutable_data()->data();
   }
-  if (n > 0) {
+  if (n > 0 && !sparse) {
     const absl::Span<const float> values(tensor_.data<float>() + element_offset_,
                                          static_cast<size_t>(n));
     const auto start = std::chrono::steady_clock::now();

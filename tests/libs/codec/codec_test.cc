@@ -9,7 +9,7 @@ namespace pcp::codec {
 namespace {
 
 TEST(CodecListTest, NamesParseBackAndWireIdsRoundTrip) {
-  EXPECT_EQ(kNumCodecs, 4);
+  EXPECT_EQ(kNumCodecs, 7);
   for (const auto& [codec, name] : kCodecNames) {
     EXPECT_EQ(CodecName(codec), name);
     absl::StatusOr<Codec> parsed = ParseCodec(name);
@@ -32,7 +32,7 @@ TEST(CodecListTest, UnknownNamesAndIdsAreInvalidArgumentListingTheKnownOnes) {
     EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(parsed.status().message().find("f32, bf16, int8, int4"), std::string::npos) << parsed.status();
   }
-  for (int id : {-1, 4, 255}) {
+  for (int id : {-1, 7, 255}) {
     absl::StatusOr<Codec> codec = CodecFromWireId(id);
     ASSERT_FALSE(codec.ok());
     EXPECT_EQ(codec.status().code(), absl::StatusCode::kInvalidArgument);

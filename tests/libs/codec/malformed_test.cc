@@ -43,6 +43,7 @@ void SetScale(std::string& bytes, size_t block, float s) {
 
 TEST(MalformedTest, TruncatedAtEveryLengthAndExtended) {
   for (const auto& [codec, name] : kCodecNames) {
+    if (IsSparse(codec)) continue;  // their messages differ: sparse_test.cc
     const size_t n = 101;
     const std::string bytes = Encoded(codec, n, IsBlockwise(codec) ? 32 : 0);
     for (size_t len = 0; len < bytes.size(); ++len) {
@@ -66,7 +67,7 @@ TEST(MalformedTest, HeaderFields) {
     b[3] = 2;
     ExpectRefused(b, n, "format version 2");
   }
-  for (int id : {4, 17, 255}) {
+  for (int id : {7, 17, 255}) {
     std::string b = good;
     b[4] = static_cast<char>(id);
     ExpectRefused(b, n, absl::StrCat("unknown codec id ", id));

@@ -21,6 +21,24 @@
 //       (two's complement; an odd block's last high nibble is 0). This split, rather than
 //       adjacent pairs, keeps both halves of a block contiguous, so the loops vectorise.
 //
+// Sparse codecs (topk2, topk4, topk8; the header as above, its count the block's values):
+// per block of m values (m = the block size but in the last block), in order:
+//   u32 word   bits 0..16 k, the values kept (≤ m); bit 17 the index mode (0 bitmap, 1 Rice);
+//              bits 18..22 the Rice parameter r (≤ 16; 0 for a bitmap); the rest zero
+//   f32 scale  s = absmax / L, L = 2^(bits−1); NaN for a block with a non-finite value (k = 0,
+//              decodes to NaN in all m values, as int8/int4); 0 for absmax < 2^-100 (k = 0)
+//   indices    (k > 0) bitmap: ceil(m/8) bytes, bit i (LSB first) set for a kept value i, no
+//              bit past m; or Rice: each gap g = index − previous index − 1 (the first: its
+//              index) as g >> r one-bits, a zero-bit and g's r low bits, LSB first, padded with
+//              zero bits to a byte
+//   codes      ceil(k·bits/8) bytes, code j in bits j·bits.. (LSB first): the top bit the sign,
+//              the rest c, x̂ = ±(c + 1)·s; padding zero
+// The encoder keeps k = ceil(density·m) values of largest |x| (ties: the first by position;
+// zeros never), codes each as round(|x|/s) clamped to [1, L], and picks the smaller index form
+// (the bitmap on a tie) and the r that makes the Rice stream shortest. The size depends on the
+// values; EncodedSize gives the most (the bitmap's), EncodeInto refuses sparse codecs. Decoding
+// adds only the kept values (a scatter-add: DecodeAdd touches k values per block).
+//
 // Non-finite values. f32 and bf16 carry NaN and ±inf as they are (bf16 also turns values
 // beyond its range into ±inf). An int8 or int4 block that holds a NaN or ±inf is written with
 // a NaN scale (and zero payload) and decodes to NaN in all its values: a non-finite Δ stays
@@ -37,7 +55,10 @@
 //
 // Malformed input (shorter than its header says, unknown magic, version or codec, reserved
 // bytes set, a bad block size, a count that does not match the size, a scale that is ±inf or
-// negative) is InvalidArgument naming what is wrong, and nothing is written to the output.
+// negative; for sparse codecs also k above its block, an index out of its block or a Rice
+// stream past the end, a bitmap whose set bits are not k, padding or reserved bits set, bytes
+// after the last block) is InvalidArgument naming what is wrong, and nothing is written to the
+// output.
 #ifndef PCP_CODEC_ENCODED_H_
 #define PCP_CODEC_ENCODED_H_
 
@@ -63,18 +84,20 @@ struct EncodedHeader {
   uint64_t count = 0;  // values
 };
 
-// Bytes of the encoded form of `count` values, header included. block_size 0: the codec's
-// default; an invalid block size (ValidateBlockSize) gives InvalidArgument.
+// Bytes of the encoded form of `count` values, header included (sparse codecs: the most, at
+// `density`; 0: kDefaultDensity). block_size 0: the codec's default; an invalid block size
+// (ValidateBlockSize) or density (ValidateDensity) gives InvalidArgument.
 size_t EncodedSize(Codec codec, size_t count);
-absl::StatusOr<size_t> EncodedSize(Codec codec, size_t count, int block_size);
+absl::StatusOr<size_t> EncodedSize(Codec codec, size_t count, int block_size, double density = 0);
 
 // Encodes `values` with the codec's default block size. Never fails: non-finite values are
 // encoded as described above.
 std::string Encode(Codec codec, absl::Span<const float> values);
-// Encodes with `block_size` (0: the default); InvalidArgument for an invalid block size.
-absl::StatusOr<std::string> Encode(Codec codec, absl::Span<const float> values, int block_size);
+// Encodes with `block_size` (0: the default) and, for a sparse codec, `density` (0: the
+// default; dense codecs ignore it); InvalidArgument for an invalid block size or density.
+absl::StatusOr<std::string> Encode(Codec codec, absl::Span<const float> values, int block_size, double density = 0);
 // Encodes into a caller's buffer of exactly EncodedSize(codec, values.size(), block_size)
-// bytes; InvalidArgument for another size or an invalid block size.
+// bytes; InvalidArgument for another size or an invalid block size, and for sparse codecs.
 absl::Status EncodeInto(Codec codec, absl::Span<const float> values, int block_size, absl::Span<char> out);
 
 // Reads and checks the header and that the buffer's size matches it (scales are checked by
@@ -93,8 +116,9 @@ absl::Status DecodeAdd(absl::string_view bytes, float weight, absl::Span<float> 
 // summation order), without holding the encoded form (encoded and decoded a slice of whole
 // blocks at a time; each slice summed by pcp::SumOfSquares, sixteen partial sums, and the
 // slices' sums added in order). +inf or NaN when a decoded value is not finite. InvalidArgument for an
-// invalid block size.
-absl::StatusOr<double> DecodedSumOfSquares(Codec codec, absl::Span<const float> values, int block_size = 0);
+// invalid block size or density.
+absl::StatusOr<double> DecodedSumOfSquares(Codec codec, absl::Span<const float> values, int block_size = 0,
+                                           double density = 0);
 
 }  // namespace pcp::codec
 

@@ -36,14 +36,15 @@ class ErrorFeedback {
   // residual. The first call with a lossy codec sizes the residual; later calls must pass
   // the same number of values (InvalidArgument otherwise, residual unchanged), as must an
   // invalid block size.
+  // `density`: a sparse codec's (0: the default; encoded.h).
   absl::StatusOr<std::string> EncodeWithFeedback(Codec codec, absl::Span<const float> delta,
-                                                 int block_size = 0);
+                                                 int block_size = 0, double density = 0);
 
   // For a sender that encodes elsewhere, e.g. a chunked stream (pcp/rpc/tensor_chunks.h)
   // whose chunks hold block-aligned runs of the buffer and so produce the same blocks as one
   // whole encoding: adds the residual to `delta` in place (`delta` becomes what is to be sent)
   // and keeps residual = delta − Decode(Encode(delta)). Same errors as EncodeWithFeedback.
-  absl::Status Compensate(Codec codec, absl::Span<float> delta, int block_size = 0);
+  absl::Status Compensate(Codec codec, absl::Span<float> delta, int block_size = 0, double density = 0);
 
   // What the last encodings lost, to be sent next round; empty before the first lossy
   // encoding and after Reset.

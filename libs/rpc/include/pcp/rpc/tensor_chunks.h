@@ -75,10 +75,14 @@ struct ChunkOptions {
   // (pcp/codec/encoded.h) of as many elements as fit chunk_bytes encoded, a whole number of
   // blocks except in a tensor's last chunk.
   codec::Codec codec = codec::Codec::kF32;
-  // Values per block for a blockwise codec (int8, int4); 0: the codec's default.
+  // Values per block for a blockwise codec (int8, int4, topk*); 0: the codec's default.
   int block_size = 0;
-  // InvalidArgument unless kMinChunkBytes <= chunk_bytes <= kMaxChunkBytes and the block
-  // size suits the codec (codec::ValidateBlockSize).
+  // The fraction of each block a sparse codec (topk2/4/8) keeps; 0: codec::kDefaultDensity.
+  // A sparse tensor's chunks are encoded when the chunker is made (their sizes depend on the
+  // values), each holding the elements whose largest possible encoding fits chunk_bytes.
+  double density = 0;
+  // InvalidArgument unless kMinChunkBytes <= chunk_bytes <= kMaxChunkBytes, the block
+  // size suits the codec (codec::ValidateBlockSize) and the density is valid.
   absl::Status Validate() const;
 };
 
@@ -159,6 +163,10 @@ class TensorChunker {
   int64_t element_offset_ = 0;
   std::shared_ptr<std::string> buffer_;
   double codec_seconds_ = 0;
+  // Sparse codecs: every chunk encoded in Create (the next one handed out by Next).
+  double density_ = 0;
+  std::vector<std::shared_ptr<std::string>> sparse_chunks_;
+  size_t next_sparse_ = 0;
 };
 
 class TensorAssembler {
