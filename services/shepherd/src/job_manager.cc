@@ -56,21 +56,6 @@ std::string StateName(v1::JobState s) {
 
 }  // namespace
 
-absl::StatusOr<JobConfig> ValidateJob(absl::string_view yaml, absl::string_view file_name,
-                                      const std::string& base_dir, const DataRoots& data_roots,
-                                      const MemoryBudgets& budgets) {
-  PCP_ASSIGN_OR_RETURN(JobConfig config, ParseJobConfig(yaml, file_name, base_dir, data_roots));
-  // Before reading the data: a model too large for any budget is refused at once.
-  PCP_ASSIGN_OR_RETURN(JobMemoryEstimate need, EstimateJobMemory(config), _ << file_name);
-  PCP_RETURN_IF_ERROR(CheckMemoryBudgets(need, budgets), _ << file_name);
-  PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&config, data_roots), _ << file_name << ": data");
-  (void)data;
-  // Again with the vocabulary the data brought.
-  PCP_ASSIGN_OR_RETURN(need, EstimateJobMemory(config), _ << file_name);
-  PCP_RETURN_IF_ERROR(CheckMemoryBudgets(need, budgets), _ << file_name);
-  return config;
-}
-
 v1::JobResult ResultOf(const v1::Job& job) {
   v1::JobResult r;
   r.set_state(job.state());
@@ -161,6 +146,7 @@ void JobManager::TransitionLocked(Entry& entry, v1::JobState to, absl::string_vi
   EventLocked(job.job_id(), std::move(change), out);
   SetJobGauges(jobs_);
   if (IsTerminal(to)) {
+    entry.validated.reset();  // a job cancelled while queued
     CompactLocked();
     v1::JobEvent result;
     *result.mutable_result() = ResultOf(job);
@@ -263,8 +249,10 @@ absl::StatusOr<v1::SubmitJobResponse> JobManager::Submit(const v1::SubmitJobRequ
     PCP_RETURN_IF_ERROR(MakeRoomLocked());
   }
   // The slow part (parsing, reading the data) runs without the lock.
-  PCP_ASSIGN_OR_RETURN(JobConfig config, ValidateJob(request.yaml(), file_name, request.base_dir(),
-                                                     policy_.data_roots, policy_.budgets));
+  PCP_ASSIGN_OR_RETURN(ValidatedJob validated, ValidateJob(request.yaml(), file_name, request.base_dir(),
+                                                           policy_.data_roots, policy_.budgets));
+  auto shared = std::make_shared<const ValidatedJob>(std::move(validated));
+  const JobConfig& config = shared->config;
   if (config.name.size() > kMaxJobNameBytes) {
     return absl::InvalidArgumentError(absl::StrCat(file_name, ": name: ", config.name.size(), " bytes long, at most ",
                                                    kMaxJobNameBytes));
@@ -280,6 +268,7 @@ absl::StatusOr<v1::SubmitJobResponse> JobManager::Submit(const v1::SubmitJobRequ
     e.stored.file_name = file_name;
     e.stored.base_dir = request.base_dir();
     e.effective_yaml = ToYaml(config);
+    e.validated = shared;
     v1::Job& job = e.stored.job;
     job.set_job_id(JobIdForSeq(e.stored.seq));
     job.set_name(config.name);
@@ -401,6 +390,7 @@ std::optional<RunnableJob> JobManager::StartNext() {
       r.dir = store_.JobDir(r.id);
       r.resumed = job.state() == v1::JOB_STATE_RUNNING;
       r.progress = job.progress();
+      r.validated = std::move(pick->validated);  // the coordinator holds it from now on
       if (r.resumed) {
         PersistLocked(*pick);
       } else {

@@ -8,8 +8,7 @@
 
 namespace pcp::shepherd {
 
-absl::StatusOr<PreparedJob> PrepareJob(JobConfig config, const DataRoots& data_roots) {
-  PCP_ASSIGN_OR_RETURN(Dataset data, LoadJobDataset(&config, data_roots), _ << "loading the job's data");
+absl::StatusOr<PreparedJob> PrepareJob(JobConfig config, Dataset data, const DataRoots& data_roots) {
   PCP_ASSIGN_OR_RETURN(ModelProgram program, BuildJobProgram(config, data_roots),
                        _ << "building the training program");
   for (const std::string& w : program.warnings) spdlog::warn("job {}: {}", config.name, w);

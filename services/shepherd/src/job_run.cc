@@ -53,14 +53,22 @@ absl::StatusOr<std::unique_ptr<JobRun>> JobRun::Start(const RunnableJob& job, Ru
 absl::Status JobRun::Prepare() {
   const auto t0 = Clock::now();
   const AdmissionPolicy& policy = ctx_.jobs->policy();
-  PCP_ASSIGN_OR_RETURN(JobConfig config, ParseJobConfig(job_.yaml, job_.file_name, job_.base_dir, policy.data_roots));
-  // The budgets may have shrunk since the job was submitted (or it was stored by an older
-  // shepherd): checked again before anything is allocated.
-  PCP_ASSIGN_OR_RETURN(JobMemoryEstimate need, EstimateJobMemory(config));
-  PCP_RETURN_IF_ERROR(CheckMemoryBudgets(need, policy.budgets));
-  PCP_ASSIGN_OR_RETURN(PreparedJob prepared, PrepareJob(std::move(config), policy.data_roots));
-  PCP_ASSIGN_OR_RETURN(need, EstimateJobMemory(prepared.config));
-  PCP_RETURN_IF_ERROR(CheckMemoryBudgets(need, policy.budgets));
+  ValidatedJob validated;
+  std::optional<Dataset> data;
+  if (job_.validated != nullptr) {
+    // Validated by this process's SubmitJob, against the same policy: only the data is read.
+    validated = *job_.validated;
+    job_.validated.reset();
+    PCP_ASSIGN_OR_RETURN(Dataset read, LoadJobDataset(&validated.config, policy.data_roots),
+                         _ << "loading the job's data");
+    data.emplace(std::move(read));
+  } else {
+    // Stored by an earlier process, whose budgets may have been larger: validated once more.
+    PCP_ASSIGN_OR_RETURN(validated, ValidateJob(job_.yaml, job_.file_name, job_.base_dir, policy.data_roots,
+                                                policy.budgets, &data));
+  }
+  PCP_ASSIGN_OR_RETURN(PreparedJob prepared,
+                       PrepareJob(std::move(validated.config), std::move(*data), policy.data_roots));
   prepared_ = std::make_unique<PreparedJob>(std::move(prepared));
   const JobConfig& c = prepared_->config;
   screen_ = std::make_unique<diloco::DeltaScreen>(c.diloco.screening);

@@ -73,6 +73,48 @@ TEST_F(JobManagerTest, SubmitValidatesYamlAndData) {
   EXPECT_TRUE(jobs_->List({}).empty());
 }
 
+// A job is parsed and checked once: the coordinator receives SubmitJob's validated job (its
+// vocabulary resolved from the data, its memory estimated); a job stored by an earlier process
+// carries none and is validated again when it starts (the budgets may have changed).
+TEST_F(JobManagerTest, StartNextHandsOverTheJobSubmitValidated) {
+  ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());
+  ASSERT_TRUE(jobs_->Submit(TinyRequest()).ok());
+  std::optional<RunnableJob> first = jobs_->StartNext();
+  ASSERT_TRUE(first.has_value());
+  ASSERT_NE(first->validated, nullptr);
+  EXPECT_GT(first->validated->config.model.vocab_size, 0);  // tiny.yaml leaves it to the data
+  EXPECT_GT(first->validated->memory.parameters, 0);
+  EXPECT_GT(first->validated->memory.worker_bytes, 0);
+  EXPECT_EQ(first->validated->memory.job_name, first->validated->config.name);
+
+  Reopen();  // job-0001 was running: it resumes; job-0002 is still queued
+  std::optional<RunnableJob> resumed = jobs_->StartNext();
+  ASSERT_TRUE(resumed.has_value());
+  EXPECT_TRUE(resumed->resumed);
+  EXPECT_EQ(resumed->validated, nullptr);
+  jobs_->Finish(resumed->id, v1::JOB_STATE_COMPLETED, "");
+  std::optional<RunnableJob> second = jobs_->StartNext();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->id, "job-0002");
+  EXPECT_EQ(second->validated, nullptr);
+}
+
+TEST_F(JobManagerTest, ValidateJobChecksTheBudgetWithTheDataVocabulary) {
+  const std::string yaml = *ReadFile(JobsDir() + "/tiny.yaml");
+  absl::StatusOr<ValidatedJob> v = ValidateJob(yaml, "tiny.yaml", JobsDir(), Policy().data_roots, MemoryBudgets{});
+  ASSERT_TRUE(v.ok()) << v.status();
+  // A worker budget one byte short of the estimate made with the data's vocabulary: refused,
+  // although the estimate before the data was read (vocab_size 0 counts as 1) is smaller.
+  MemoryBudgets tight{.worker_bytes = v->memory.worker_bytes - 1};
+  absl::Status s = ValidateJob(yaml, "tiny.yaml", JobsDir(), Policy().data_roots, tight).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("worker memory budget"));
+  std::optional<Dataset> data;
+  ASSERT_TRUE(ValidateJob(yaml, "tiny.yaml", JobsDir(), Policy().data_roots, MemoryBudgets{}, &data).ok());
+  ASSERT_TRUE(data.has_value());
+  EXPECT_EQ(data->vocab_size(), v->config.model.vocab_size);
+}
+
 TEST_F(JobManagerTest, FifoStateMachineAndReasons) {
   int notified = 0;
   jobs_->SetListener([&] { ++notified; });

@@ -32,6 +32,7 @@
 #include "absl/strings/string_view.h"
 #include "pcp/shepherd/job_history.h"
 #include "pcp/shepherd/job_store.h"
+#include "pcp/shepherd/validated_job.h"
 #include "pcp/training/data_roots.h"
 #include "pcp/training/job_config.h"
 #include "pcp/training/job_memory.h"
@@ -67,14 +68,6 @@ struct AdmissionPolicy {
   int64_t max_finished_job_yamls = 100;
 };
 
-// Parses and fully validates a submitted job: the YAML (errors "FILE:LINE:COL: ..."), its
-// data (inside the data roots, readable, long enough for the model's block size), and its
-// memory estimate against the budgets (job_memory.h; checked before the data is read, and
-// again with the data's vocabulary). Used at submit and again when a job starts.
-absl::StatusOr<JobConfig> ValidateJob(absl::string_view yaml, absl::string_view file_name,
-                                      const std::string& base_dir, const DataRoots& data_roots,
-                                      const MemoryBudgets& budgets);
-
 // What the coordinator needs to run a job.
 struct RunnableJob {
   std::string id;
@@ -86,6 +79,9 @@ struct RunnableJob {
   // Its last reported progress (a resumed job's screening counts and quarantines come back
   // from here).
   v1::JobProgress progress;
+  // The job as this process's SubmitJob validated it (ValidateJob against this policy); null
+  // for a job stored by an earlier process, which the coordinator validates when it starts.
+  std::shared_ptr<const ValidatedJob> validated;
 };
 
 // Job counts for GetCluster.
@@ -170,6 +166,8 @@ class JobManager {
     StoredJob stored;
     // Set at submit; after a restart computed from the job file when first asked for.
     mutable std::optional<std::string> effective_yaml;
+    // Set at submit, dropped when the job starts or ends (not stored: a restart has none).
+    std::shared_ptr<const ValidatedJob> validated;
     std::optional<JobHistory> history;  // empty only if its file could not be opened
   };
   struct Watcher {

@@ -2,7 +2,7 @@
 // program (model_program.h: the built-in GPT or an imported StableHLO model) as MLIR text with its content hash, the parameter list, and per worker slot the
 // data shard and per round the inner learning rates.
 //
-//   PCP_ASSIGN_OR_RETURN(PreparedJob job, PrepareJob(config, data_roots));
+//   PCP_ASSIGN_OR_RETURN(PreparedJob job, PrepareJob(validated.config, std::move(data), data_roots));
 //   job.program_hash;   // Sha256ContentHash(*job.program_text): "sha256:3f1c..."
 //   PCP_ASSIGN_OR_RETURN(std::vector<Tensor> theta, TakeInitialParams(job));
 //   PCP_ASSIGN_OR_RETURN(ShardPlan shard, ShardForSlot(job, /*slot=*/1, /*world=*/2));
@@ -38,9 +38,10 @@ struct PreparedJob {
   std::shared_ptr<const Function> imported_logits;
 };
 
-// Loads the data (through `data_roots`), builds and prints the program. Slow (seconds for
-// large models).
-absl::StatusOr<PreparedJob> PrepareJob(JobConfig config, const DataRoots& data_roots);
+// Builds and prints the program of `config` (validated, its vocab_size resolved: ValidateJob)
+// over `data` (its LoadJobDataset); an imported model's files are read through `data_roots`.
+// Slow (seconds for large models).
+absl::StatusOr<PreparedJob> PrepareJob(JobConfig config, Dataset data, const DataRoots& data_roots);
 
 // The model's initial values (nanoGPT's initialisation with the job's seed, or an imported
 // model's params file / init rule), in program order, moved out of job.program (so the
