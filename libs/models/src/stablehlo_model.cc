@@ -3,8 +3,10 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -137,10 +139,21 @@ Function Rewrite(const Function& f, const std::vector<int>& trainable, const std
   return g;
 }
 
-}  // namespace
+// The function to train, as read: the loss (the module's, or formed from the logits of a
+// forward-only export) and the logits function, both folded and computed in f32, with what
+// the lowering changed (for the model's warnings).
+struct ImportedFunctions {
+  Function loss;
+  std::optional<Function> logits;
+  std::string name;  // the function the job names (the loss's, else the logits')
+  int half_values = 0;
+  std::string first_half;
+  int f64_values = 0;
+  std::string first_f64;
+};
 
-absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl::string_view file_name,
-                                                   const StableHloImportOptions& options) {
+absl::StatusOr<ImportedFunctions> ReadFunctions(absl::string_view text, absl::string_view file_name,
+                                                const StableHloImportOptions& options) {
   PCP_ASSIGN_OR_RETURN(Module module, ParseModule(text, file_name));
   auto find = [&](const std::string& name, absl::string_view key) -> absl::StatusOr<Function> {
     const Function* found = module.Find(name);
@@ -150,24 +163,20 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
     return OptionError(key, absl::StrCat("no function '", name, "' in ", file_name, "; it has: ",
                                          absl::StrJoin(have, ", ")));
   };
-  // The loss: the module's, or formed from the logits of a forward-only export.
-  std::optional<Function> logits_fn;
+  ImportedFunctions out;
   // bf16 / f16 (mixed-precision exports) are computed in f32 (passes.h), before anything folds.
-  std::string first_half;
-  int half_values = 0;
   if (!options.logits.empty()) {
-    PCP_ASSIGN_OR_RETURN(logits_fn, find(options.logits, "logits"));
-    PCP_ASSIGN_OR_RETURN(half_values, LowerHalfToF32(*logits_fn, &first_half),
+    PCP_ASSIGN_OR_RETURN(out.logits, find(options.logits, "logits"));
+    PCP_ASSIGN_OR_RETURN(out.half_values, LowerHalfToF32(*out.logits, &out.first_half),
                          _ << file_name << ": lowering the logits function's bf16 / f16 to f32");
   }
-  const std::string function_name = options.function.empty() ? options.logits : options.function;
-  Function f;
+  out.name = options.function.empty() ? options.logits : options.function;
   if (!options.function.empty()) {
-    PCP_ASSIGN_OR_RETURN(f, find(options.function, "function"));
-    PCP_ASSIGN_OR_RETURN(half_values, LowerHalfToF32(f, &first_half),
+    PCP_ASSIGN_OR_RETURN(out.loss, find(options.function, "function"));
+    PCP_ASSIGN_OR_RETURN(out.half_values, LowerHalfToF32(out.loss, &out.first_half),
                          _ << file_name << ": lowering bf16 / f16 to f32");
-  } else if (logits_fn.has_value()) {
-    PCP_ASSIGN_OR_RETURN(f, FormLossFromLogits(*logits_fn, FunctionPlace(text, file_name, options.logits)));
+  } else if (out.logits.has_value()) {
+    PCP_ASSIGN_OR_RETURN(out.loss, FormLossFromLogits(*out.logits, FunctionPlace(text, file_name, options.logits)));
   } else {
     return OptionError("function", "empty: name the loss function, or give model.logits to form the loss from its "
                                    "logits");
@@ -175,18 +184,18 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
   // f64 (JAX exports with x64 enabled, PyTorch float64 buffers and scale constants): folded
   // exactly in double first, then what is left computed in f32, with a warning (passes.h),
   // before the signature is checked (an f64 argument becomes f32).
-  PCP_RETURN_IF_ERROR(RunStandardPasses(f), _ << file_name << ": folding the imported function");
-  std::string first_f64;
-  PCP_ASSIGN_OR_RETURN(const int f64_values, LowerF64ToF32(f, &first_f64), _ << file_name << ": lowering f64 to f32");
-  if (logits_fn.has_value()) {
-    PCP_RETURN_IF_ERROR(RunStandardPasses(*logits_fn), _ << file_name << ": folding the logits function");
-    PCP_RETURN_IF_ERROR(LowerF64ToF32(*logits_fn).status(), _ << file_name << ": lowering the logits function's f64");
+  PCP_RETURN_IF_ERROR(RunStandardPasses(out.loss), _ << file_name << ": folding the imported function");
+  PCP_ASSIGN_OR_RETURN(out.f64_values, LowerF64ToF32(out.loss, &out.first_f64),
+                       _ << file_name << ": lowering f64 to f32");
+  if (out.logits.has_value()) {
+    PCP_RETURN_IF_ERROR(RunStandardPasses(*out.logits), _ << file_name << ": folding the logits function");
+    PCP_RETURN_IF_ERROR(LowerF64ToF32(*out.logits).status(), _ << file_name << ": lowering the logits function's f64");
   }
-  const std::string place = FunctionPlace(text, file_name, function_name);
-  const int n = static_cast<int>(f.params.size());
-  const Arguments args(f, function_name);
+  return out;
+}
 
-  // The loss.
+// The first result must be the loss, a scalar f32.
+absl::Status CheckLossResult(const Function& f, const std::string& place, const std::string& function_name) {
   if (f.results.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(place, "function '", function_name,
                                                    "' returns nothing; the first result must be the loss, "
@@ -199,41 +208,58 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
                                                    " first; the first result must be the loss, a scalar f32 "
                                                    "(tensor<f32>)"));
   }
+  return absl::OkStatus();
+}
 
-  // The data arguments.
+using DataArgs = std::array<int, 2>;        // argument indices of tokens, targets
+using FrozenValues = std::map<int, Tensor>;  // argument index -> its constant value
+
+// The data arguments (tokens, targets): model.data_args, else the last two; integer [B, T].
+absl::StatusOr<DataArgs> ResolveDataArgs(const Function& f, const Arguments& args,
+                                                   const std::string& place, const std::string& function_name,
+                                                   const StableHloImportOptions& options) {
+  const int n = static_cast<int>(f.params.size());
   if (n < 2) {
     return absl::InvalidArgumentError(absl::StrCat(place, "function '", function_name, "' takes ", n,
                                                    " arguments; it needs at least the two data arguments "
                                                    "(tokens, targets)"));
   }
-  int data[2] = {n - 2, n - 1};
+  DataArgs data = {n - 2, n - 1};
   if (!options.data_args.empty()) {
     if (options.data_args.size() != 2) {
       return OptionError("data_args", absl::StrCat("expected two arguments (tokens, targets), got ",
                                                    options.data_args.size()));
     }
     for (int d = 0; d < 2; ++d) {
-      PCP_ASSIGN_OR_RETURN(data[d], args.Resolve("data_args", options.data_args[static_cast<size_t>(d)], f.param_names));
+      PCP_ASSIGN_OR_RETURN(data[static_cast<size_t>(d)],
+                           args.Resolve("data_args", options.data_args[static_cast<size_t>(d)], f.param_names));
     }
     if (data[0] == data[1]) return OptionError("data_args", "tokens and targets are the same argument");
   }
   const TensorType& tokens_type = f.type(f.params[static_cast<size_t>(data[0])]);
   for (int d = 0; d < 2; ++d) {
-    const TensorType& t = f.type(f.params[static_cast<size_t>(data[d])]);
+    const TensorType& t = f.type(f.params[static_cast<size_t>(data[static_cast<size_t>(d)])]);
     if ((t.dtype != DType::kI32 && t.dtype != DType::kI64) || t.rank() != 2 || t.shape != tokens_type.shape ||
         t.shape[0] < 1 || t.shape[1] < 1) {
       return OptionError("data_args",
-                         absl::StrCat(d == 0 ? "tokens" : "targets", " argument ", args.Describe(data[d]),
+                         absl::StrCat(d == 0 ? "tokens" : "targets", " argument ",
+                                      args.Describe(data[static_cast<size_t>(d)]),
                                       ": data arguments must be i32 or i64 [B, T], both of one shape",
                                       options.data_args.empty() ? " (default: the last two arguments)" : ""));
     }
   }
+  return data;
+}
 
-  // Names of the non-data arguments.
-  std::vector<int> others;
-  for (int i = 0; i < n; ++i) {
-    if (i != data[0] && i != data[1]) others.push_back(i);
-  }
+// The names of the non-data arguments (`others`) and whether params file tensors are matched
+// to them by name (else by position).
+struct ParamNaming {
+  std::vector<std::string> names;  // one per non-data argument
+  bool by_name = false;
+};
+
+absl::StatusOr<ParamNaming> NameParameters(const Function& f, const std::vector<int>& others,
+                                           const std::string& function_name, const StableHloImportOptions& options) {
   // A params file written by Python's safetensors is laid out sorted, not in argument order:
   // when the module names every non-data argument and the file has all those names, match by
   // name.
@@ -244,11 +270,13 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
     for (const NamedTensor& t : *options.params) found = found || (!n.empty() && t.name == n);
     module_names_in_file = found;
   }
-  const bool by_name = !options.names.empty() || module_names_in_file;
-  std::vector<std::string> names(others.size());
+  ParamNaming out;
+  out.by_name = !options.names.empty() || module_names_in_file;
+  std::vector<std::string>& names = out.names;
+  names.resize(others.size());
   if (module_names_in_file) {
     for (size_t k = 0; k < others.size(); ++k) names[k] = f.param_names[static_cast<size_t>(others[k])];
-  } else if (by_name) {
+  } else if (out.by_name) {
     if (options.names.size() != others.size()) {
       return OptionError("names", absl::StrCat(options.names.size(), " names for the ", others.size(),
                                                " non-data arguments of ", function_name));
@@ -271,71 +299,94 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
   }
   std::set<std::string> unique;
   for (const std::string& name : names) {
-    if (name.empty()) return OptionError(by_name ? "names" : "params", "a parameter name is empty");
+    if (name.empty()) return OptionError(out.by_name ? "names" : "params", "a parameter name is empty");
     if (!unique.insert(name).second) {
-      return OptionError(by_name ? "names" : "params", absl::StrCat("parameter name '", name, "' is given twice"));
+      return OptionError(out.by_name ? "names" : "params", absl::StrCat("parameter name '", name, "' is given twice"));
     }
   }
-  // names indexed by argument (data arguments keep the module's names, to be referred to).
-  std::vector<std::string> arg_names = f.param_names;
-  for (size_t k = 0; k < others.size(); ++k) arg_names[static_cast<size_t>(others[k])] = names[k];
+  return out;
+}
 
-  // Values from the params file, per non-data argument.
-  std::vector<const Tensor*> values(others.size(), nullptr);
-  std::vector<Tensor> converted(others.size());
-  if (options.params.has_value()) {
-    for (size_t k = 0; k < others.size(); ++k) {
-      const Tensor* t = nullptr;
-      if (by_name) {
-        for (const NamedTensor& nt : *options.params) {
-          if (nt.name == names[k]) t = &nt.tensor;
-        }
-        if (t == nullptr) {
-          return OptionError("params", absl::StrCat(options.params_file, " has no tensor '", names[k],
-                                                    "' (argument ", args.Describe(others[k]), ")"));
-        }
-      } else {
-        t = &(*options.params)[k].tensor;
+// The params file's value of each non-data argument (null: none given), f16 / bf16 widened
+// for an f32 argument. Points into options.params or into `converted`.
+struct ParamValues {
+  std::vector<const Tensor*> of;
+  std::vector<Tensor> converted;
+};
+
+absl::StatusOr<ParamValues> MatchParamValues(const Function& f, const std::vector<int>& others,
+                                             const ParamNaming& naming, const Arguments& args,
+                                             const StableHloImportOptions& options) {
+  ParamValues values;
+  values.of.assign(others.size(), nullptr);
+  values.converted.resize(others.size());  // never resized again: `of` may point into it
+  if (!options.params.has_value()) return values;
+  const std::vector<std::string>& names = naming.names;
+  for (size_t k = 0; k < others.size(); ++k) {
+    const Tensor* t = nullptr;
+    if (naming.by_name) {
+      for (const NamedTensor& nt : *options.params) {
+        if (nt.name == names[k]) t = &nt.tensor;
       }
-      const TensorType want = f.type(f.params[static_cast<size_t>(others[k])]);
-      if (t->dtype() != want.dtype && IsFloat(t->dtype()) && IsFloat(want.dtype) && t->shape() == want.shape) {
-        // f16 / bf16 weights for an f32 argument: widened.
-        PCP_ASSIGN_OR_RETURN(converted[k], ConvertTensor(*t, want.dtype),
-                             _ << "model.params: " << options.params_file << ": tensor '" << names[k] << "'");
-        t = &converted[k];
+      if (t == nullptr) {
+        return OptionError("params", absl::StrCat(options.params_file, " has no tensor '", names[k],
+                                                  "' (argument ", args.Describe(others[k]), ")"));
       }
-      if (t->dtype() != want.dtype || t->shape() != want.shape) {
-        return OptionError("params", absl::StrCat(options.params_file, ": tensor '", names[k], "' is ",
-                                                  TensorType{t->dtype(), t->shape()}.ToString(), ", argument ",
-                                                  args.Describe(others[k]), " takes ", want.ToString(),
-                                                  by_name ? "" : " (matched by position; files written by "
-                                                                 "Python's safetensors are sorted by name: "
-                                                                 "give model.names to match by name)"));
-      }
-      values[k] = t;
+    } else {
+      t = &(*options.params)[k].tensor;
     }
+    const TensorType want = f.type(f.params[static_cast<size_t>(others[k])]);
+    if (t->dtype() != want.dtype && IsFloat(t->dtype()) && IsFloat(want.dtype) && t->shape() == want.shape) {
+      // f16 / bf16 weights for an f32 argument: widened.
+      PCP_ASSIGN_OR_RETURN(values.converted[k], ConvertTensor(*t, want.dtype),
+                           _ << "model.params: " << options.params_file << ": tensor '" << names[k] << "'");
+      t = &values.converted[k];
+    }
+    if (t->dtype() != want.dtype || t->shape() != want.shape) {
+      return OptionError("params", absl::StrCat(options.params_file, ": tensor '", names[k], "' is ",
+                                                TensorType{t->dtype(), t->shape()}.ToString(), ", argument ",
+                                                args.Describe(others[k]), " takes ", want.ToString(),
+                                                naming.by_name ? "" : " (matched by position; files written by "
+                                                                      "Python's safetensors are sorted by name: "
+                                                                      "give model.names to match by name)"));
+    }
+    values.of[k] = t;
   }
+  return values;
+}
 
-  // Frozen arguments.
-  std::map<int, Tensor> frozen;
-  ImportedModel m;
+// model.frozen: argument index -> its value (from the params file); their names go to m->frozen.
+absl::StatusOr<FrozenValues> FreezeArguments(const std::vector<int>& others, const DataArgs& data,
+                                                      const std::vector<std::string>& arg_names,
+                                                      const ParamNaming& naming, const ParamValues& values,
+                                                      const Arguments& args, const StableHloImportOptions& options,
+                                                      ImportedModel* m) {
+  FrozenValues frozen;
   for (const std::string& ref : options.frozen) {
     PCP_ASSIGN_OR_RETURN(int i, args.Resolve("frozen", ref, arg_names));
     if (i == data[0] || i == data[1]) {
       return OptionError("frozen", absl::StrCat("'", ref, "' is a data argument (", args.Describe(i), ")"));
     }
     const size_t k = static_cast<size_t>(std::find(others.begin(), others.end(), i) - others.begin());
-    if (values[k] == nullptr) {
+    if (values.of[k] == nullptr) {
       return OptionError("frozen", absl::StrCat("'", ref, "' (", args.Describe(i),
                                                 ") needs a value: frozen arguments take theirs from model.params"));
     }
-    if (!frozen.emplace(i, values[k]->Clone()).second) {
+    if (!frozen.emplace(i, values.of[k]->Clone()).second) {
       return OptionError("frozen", absl::StrCat("'", ref, "' is listed twice"));
     }
-    m.frozen.push_back(names[k]);
+    m->frozen.push_back(naming.names[k]);
   }
+  return frozen;
+}
 
-  // Trainable parameters and their initial values.
+// The trainable arguments (every non-data argument not frozen; f32 only), in argument order,
+// with their names, types and initial values (the params file's, else the init rule) in *m.
+absl::StatusOr<std::vector<int>> TakeTrainable(const Function& f, const std::vector<int>& others,
+                                               const FrozenValues& frozen, const ParamNaming& naming,
+                                               const ParamValues& values, const Arguments& args,
+                                               const std::string& place, const StableHloImportOptions& options,
+                                               ImportedModel* m) {
   std::vector<int> trainable;
   NormalStream normals(options.init.seed);
   for (size_t k = 0; k < others.size(); ++k) {
@@ -348,43 +399,72 @@ absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl:
                                                      "model.frozen (with a value in model.params) or model.data_args"));
     }
     trainable.push_back(i);
-    m.names.push_back(names[k]);
-    m.types.push_back(type);
-    m.num_params += type.num_elements();
-    if (values[k] != nullptr) {
-      m.initial.push_back(values[k]->Clone());
+    m->names.push_back(naming.names[k]);
+    m->types.push_back(type);
+    m->num_params += type.num_elements();
+    if (values.of[k] != nullptr) {
+      m->initial.push_back(values.of[k]->Clone());
       continue;
     }
     Tensor t(DType::kF32, type.shape);
     if (type.rank() >= 2) {
       normals.Fill(options.init.std, t);
-    } else if (MatchesAny(names[k], options.init.ones)) {
+    } else if (MatchesAny(naming.names[k], options.init.ones)) {
       float* p = t.data<float>();
       for (int64_t e = 0; e < t.num_elements(); ++e) p[e] = 1.0f;
     }
-    m.initial.push_back(std::move(t));
+    m->initial.push_back(std::move(t));
   }
+  return trainable;
+}
+
+}  // namespace
+
+absl::StatusOr<ImportedModel> ImportStableHloModel(absl::string_view text, absl::string_view file_name,
+                                                   const StableHloImportOptions& options) {
+  PCP_ASSIGN_OR_RETURN(ImportedFunctions fns, ReadFunctions(text, file_name, options));
+  const Function& f = fns.loss;
+  const std::string place = FunctionPlace(text, file_name, fns.name);
+  const Arguments args(f, fns.name);
+  PCP_RETURN_IF_ERROR(CheckLossResult(f, place, fns.name));
+  PCP_ASSIGN_OR_RETURN(const DataArgs data, ResolveDataArgs(f, args, place, fns.name, options));
+  std::vector<int> others;  // the non-data arguments
+  for (int i = 0; i < static_cast<int>(f.params.size()); ++i) {
+    if (i != data[0] && i != data[1]) others.push_back(i);
+  }
+  PCP_ASSIGN_OR_RETURN(const ParamNaming naming, NameParameters(f, others, fns.name, options));
+  // names indexed by argument (data arguments keep the module's names, to be referred to).
+  std::vector<std::string> arg_names = f.param_names;
+  for (size_t k = 0; k < others.size(); ++k) arg_names[static_cast<size_t>(others[k])] = naming.names[k];
+  PCP_ASSIGN_OR_RETURN(const ParamValues values, MatchParamValues(f, others, naming, args, options));
+
+  ImportedModel m;
+  PCP_ASSIGN_OR_RETURN(const FrozenValues frozen,
+                       FreezeArguments(others, data, arg_names, naming, values, args, options, &m));
+  PCP_ASSIGN_OR_RETURN(const std::vector<int> trainable,
+                       TakeTrainable(f, others, frozen, naming, values, args, place, options, &m));
   if (trainable.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(place, "function '", function_name,
+    return absl::InvalidArgumentError(absl::StrCat(place, "function '", fns.name,
                                                    "' has no trainable arguments (every non-data argument is frozen)"));
   }
-
+  const TensorType& tokens_type = f.type(f.params[static_cast<size_t>(data[0])]);
   m.batch_size = tokens_type.shape[0];
   m.block_size = tokens_type.shape[1];
-  m.forward = Rewrite(f, trainable, m.names, frozen, data, m.batch_size, m.block_size);
-  if (logits_fn.has_value()) {
-    PCP_ASSIGN_OR_RETURN(m.logits, BuildImportedSampleLogits(*logits_fn, f, trainable, m.names, frozen, data,
+  m.forward = Rewrite(f, trainable, m.names, frozen, data.data(), m.batch_size, m.block_size);
+  if (fns.logits.has_value()) {
+    PCP_ASSIGN_OR_RETURN(m.logits, BuildImportedSampleLogits(*fns.logits, f, trainable, m.names, frozen, data.data(),
                                                              m.batch_size, m.block_size));
   }
   PCP_RETURN_IF_ERROR(Verify(m.forward), _ << file_name << ": the imported function");
   PCP_RETURN_IF_ERROR(RunStandardPasses(m.forward), _ << file_name << ": optimizing the imported function");
-  if (half_values > 0) {
-    m.warnings.push_back(absl::StrCat(file_name, ": ", half_values, " bf16 / f16 values are computed in f32 (first: ",
-                                      first_half, ")"));
+  if (fns.half_values > 0) {
+    m.warnings.push_back(absl::StrCat(file_name, ": ", fns.half_values,
+                                      " bf16 / f16 values are computed in f32 (first: ", fns.first_half, ")"));
   }
-  if (f64_values > 0) {
-    m.warnings.push_back(absl::StrCat(file_name, ": ", f64_values, " f64 values that do not fold to constants are computed in f32 (first: ",
-                                      first_f64, "); PCP's backends have no f64"));
+  if (fns.f64_values > 0) {
+    m.warnings.push_back(absl::StrCat(file_name, ": ", fns.f64_values,
+                                      " f64 values that do not fold to constants are computed in f32 (first: ",
+                                      fns.first_f64, "); PCP's backends have no f64"));
   }
   for (const TensorType& t : m.forward.value_types) m.value_elements += t.num_elements();
   return m;
