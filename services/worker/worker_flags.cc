@@ -62,6 +62,8 @@ const std::vector<Field<WorkerSettings>>& Fields() {
       Lift(kOptions, yaml_fields::SectionField("link", &O::link, &LinkFields())),
       // TESTING ONLY: corrupt the Δs sent (pcp/worker/delta_fault.h).
       Lift(kOptions, yaml_fields::StringField("fault_delta", &O::fault_delta, /*allow_empty=*/true)),
+      // TESTING ONLY: slow each inner step by this factor (pcp/worker/round_runner.h).
+      Lift(kOptions, yaml_fields::RealField("fault_slow_factor", &O::fault_slow_factor, RealRange{1.0, 1000.0})),
   };
   return *fields;
 }

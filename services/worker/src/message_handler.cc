@@ -242,9 +242,13 @@ absl::Status MessageHandler::OnStartRound(const v1::StartRound& start) {
   }
   a.resync_round = 0;
   const v1::Hyperparameters& h = a.msg.hyperparameters();
-  if (start.learning_rates_size() != static_cast<int>(h.inner_steps())) {
+  // A time-budgeted round carries 1 to inner_steps rates and min_steps no more than them.
+  const bool budgeted = start.budget_ms() > 0 && std::isfinite(start.budget_ms());
+  const auto rates = static_cast<uint32_t>(start.learning_rates_size());
+  if (budgeted ? (rates == 0 || rates > h.inner_steps() || start.min_steps() > rates) : rates != h.inner_steps()) {
     return absl::InvalidArgumentError(absl::StrCat("StartRound ", r, ": ", start.learning_rates_size(),
-                                                   " learning rates for ", h.inner_steps(), " inner steps"));
+                                                   " learning rates (min_steps ", start.min_steps(), ", budget_ms ",
+                                                   start.budget_ms(), ") for ", h.inner_steps(), " inner steps"));
   }
   RoundInput in{.round = r,
                 .theta = std::move(a.theta),
@@ -253,7 +257,10 @@ absl::Status MessageHandler::OnStartRound(const v1::StartRound& start) {
                 .sampler_seed = start.sampler_seed(),
                 .sampler_cursor = start.sampler_cursor(),
                 .batch_size = h.batch_size(),
-                .block_size = h.block_size()};
+                .block_size = h.block_size(),
+                .budget_ms = budgeted ? start.budget_ms() : 0,
+                .min_steps = start.min_steps(),
+                .slow_factor = d_.slow_factor};
   // θ_start is kept (shared, never modified) for the next round's θ update.
   a.held = in.theta;
   a.held_round = r;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "pcp/base/status_macros.h"
@@ -28,6 +29,14 @@ absl::StatusOr<std::vector<Tensor>> Subtract(const std::vector<Tensor>& a, const
   return out;
 }
 
+bool TakeAnotherStep(double budget_ms, uint32_t min_steps, uint32_t max_steps, uint32_t steps_done,
+                     double elapsed_ms) {
+  if (steps_done >= max_steps) return false;
+  if (budget_ms <= 0 || steps_done < min_steps) return true;
+  const double mean_ms = steps_done > 0 ? elapsed_ms / steps_done : 0;
+  return elapsed_ms + mean_ms <= budget_ms;
+}
+
 absl::StatusOr<RoundOutput> RunRound(InnerLoop& loop, const TokenSequence& shard, const RoundInput& in,
                                      const std::function<bool(uint32_t steps_done)>& keep_going) {
   using Clock = std::chrono::steady_clock;
@@ -44,12 +53,25 @@ absl::StatusOr<RoundOutput> RunRound(InnerLoop& loop, const TokenSequence& shard
   double loss_sum = 0, step_ms = 0;
   float last_loss = 0;
   uint32_t steps = 0;
+  bool stopped = false;  // keep_going said no
+  const auto round_start = Clock::now();
+  const auto max_steps = static_cast<uint32_t>(in.learning_rates.size());
   for (float lr : in.learning_rates) {
-    if (!keep_going(steps)) break;
+    const double elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - round_start).count();
+    if (!TakeAnotherStep(in.budget_ms, in.min_steps, max_steps, steps, elapsed_ms)) break;
+    if (!keep_going(steps)) {
+      stopped = true;
+      break;
+    }
     PCP_ASSIGN_OR_RETURN(Batch batch, sampler.Next(shard, in.batch_size, in.block_size),
                          _ << "drawing batch " << sampler.state().cursor);
     const auto t0 = Clock::now();
     PCP_ASSIGN_OR_RETURN(float loss, loop.Step(batch, lr));
+    out.compute_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (in.slow_factor > 1) {
+      // A slower machine (testing): the step's own time, stretched.
+      std::this_thread::sleep_for((Clock::now() - t0) * (in.slow_factor - 1));
+    }
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     step_ms += ms;
     step_seconds.Observe(ms / 1000.0);
@@ -70,7 +92,7 @@ absl::StatusOr<RoundOutput> RunRound(InnerLoop& loop, const TokenSequence& shard
   r.set_step_time_ms(steps > 0 ? step_ms / steps : 0);
   r.set_tokens_per_second(step_ms > 0 ? static_cast<double>(r.tokens_processed()) * 1000.0 / step_ms : 0);
   r.set_sampler_cursor(sampler.state().cursor);
-  out.complete = steps == in.learning_rates.size();
+  out.complete = !stopped && (steps == max_steps || (in.budget_ms > 0 && steps >= in.min_steps));
   if (out.complete && !in.theta.empty()) {
     PCP_ASSIGN_OR_RETURN(std::vector<Tensor> end, loop.GetParams());
     PCP_ASSIGN_OR_RETURN(out.delta, Subtract(in.theta, end));

@@ -81,7 +81,8 @@ absl::Status MessageHandler::RunStreamingRound(const v1::StartRound& start) {
                 .sampler_seed = start.sampler_seed(),
                 .sampler_cursor = start.sampler_cursor(),
                 .batch_size = h.batch_size(),
-                .block_size = h.block_size()};
+                .block_size = h.block_size(),
+                .slow_factor = d_.slow_factor};
   link_->SetPhase(v1::WORKER_PHASE_TRAINING, r, 0);
   const auto t0 = Clock::now();
   // Idle since the last round's compute (waiting for this StartRound or θ in full), plus the

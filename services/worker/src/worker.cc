@@ -74,6 +74,14 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(WorkerOptions options) {
   if (!impl->fault.empty()) {
     spdlog::warn("TESTING ONLY: --fault_delta={}: the Δs this worker sends are corrupted", options.fault_delta);
   }
+  if (options.fault_slow_factor != 1) {
+    if (!(options.fault_slow_factor >= 1 && options.fault_slow_factor <= 1000)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--fault_slow_factor: ", options.fault_slow_factor, " is not in [1, 1000]"));
+    }
+    spdlog::warn("TESTING ONLY: --fault_slow_factor={}: each inner step takes {}x its own time",
+                 options.fault_slow_factor, options.fault_slow_factor);
+  }
   impl->options = std::move(options);
   PCP_ASSIGN_OR_RETURN(impl->data_roots,
                        DataRoots::Confined(impl->options.data_roots, impl->options.max_data_file_bytes),
@@ -199,6 +207,7 @@ absl::Status Worker::Impl::Session(Connection& conn) {
       {.cache = cache.get(),
        .data_roots = &data_roots,
        .fault = &fault,
+       .slow_factor = options.fault_slow_factor,
        .stop = &stop,
        .cancels = &cancels,
        .chunk_bytes = ChunkBytesForPeer(conn.ack().max_chunk_bytes())},

@@ -36,7 +36,8 @@ TEST(WorkerFlagsTest, EveryFlagTheSupervisorAndTestsPassSetsItsOption) {
        "--cache_dir=/tmp/c", "--tls_ca=ca.pem", "--tls_cert=n.pem", "--tls_key=n.key", "--tls_refresh_s=7",
        "--token_source=env:T", "--backoff_initial_ms=100", "--backoff_max_ms=1000", "--data_roots=/a,/b",
        "--max_data_file_bytes=99", "--log_level=debug", "--metrics_listen=127.0.0.1:0", "--metrics_address_file=m",
-       "--link_up_mbit=1", "--link_down_mbit=100", "--link_rtt_ms=50", "--fault_delta=scale:2"});
+       "--link_up_mbit=1", "--link_down_mbit=100", "--link_rtt_ms=50", "--fault_delta=scale:2",
+       "--fault_slow_factor=3"});
   ASSERT_TRUE(s.ok()) << s.status();
   const WorkerOptions& o = s->options;
   EXPECT_EQ(o.shepherd, "10.0.0.5:7070");
@@ -61,6 +62,7 @@ TEST(WorkerFlagsTest, EveryFlagTheSupervisorAndTestsPassSetsItsOption) {
   EXPECT_DOUBLE_EQ(o.link.down_mbit, 100);
   EXPECT_DOUBLE_EQ(o.link.rtt_ms, 50);
   EXPECT_EQ(o.fault_delta, "scale:2");
+  EXPECT_DOUBLE_EQ(o.fault_slow_factor, 3);
 }
 
 TEST(WorkerFlagsTest, DefaultsLaterFlagsAndSet) {
@@ -93,6 +95,7 @@ TEST(WorkerFlagsTest, BadKeysAndValuesAreRefusedNamingThem) {
       {"--incarnation=0", "--incarnation=0: incarnation: must be >= 1, got 0"},
       {"--link_up_mbit=fast", "--link_up_mbit=fast: link.up_mbit: expected a (finite) number"},
       {"--shepherd=", "--shepherd=: shepherd: must not be empty"},
+      {"--fault_slow_factor=0.5", "--fault_slow_factor=0.5: fault_slow_factor: must be in [1.0, 1000.0], got 0.5"},
   };
   for (const auto& [flag, expected] : cases) {
     absl::StatusOr<WorkerSettings> s = FromCommandLine({flag});

@@ -210,5 +210,68 @@ TEST(RoundRunnerTest, DeltaIsStartMinusEndOfTheSameStepsRunByHand) {
   EXPECT_FALSE(RunRound(**loop, shard, in, [](uint32_t) { return true; }).ok());
 }
 
+TEST(RoundRunnerTest, TakeAnotherStepRunsMinStepsThenWhatFitsTheBudget) {
+  // No budget: every learning rate.
+  EXPECT_TRUE(TakeAnotherStep(0, 0, 3, 2, 1e9));
+  EXPECT_FALSE(TakeAnotherStep(0, 0, 3, 3, 0));
+  // Below min_steps: whatever the time.
+  EXPECT_TRUE(TakeAnotherStep(100, 2, 5, 1, 1e6));
+  // Past it: the next step (at the mean so far) must end within the budget.
+  EXPECT_TRUE(TakeAnotherStep(100, 2, 5, 2, 60));    // 60 + 30 <= 100
+  EXPECT_FALSE(TakeAnotherStep(100, 2, 5, 2, 80));   // 80 + 40 > 100
+  EXPECT_FALSE(TakeAnotherStep(1e9, 2, 5, 5, 10));   // never past max_steps
+}
+
+TEST(RoundRunnerTest, TimeBudgetStopsAtMinStepsOrRunsToMaxAndSlowFactorStretchesSteps) {
+  absl::StatusOr<std::unique_ptr<Backend>> backend = CreateBackend("cpu", 1);
+  ASSERT_TRUE(backend.ok());
+  TinyProgram tiny = MakeTinyProgram();
+  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(tiny.model, 3);
+  ASSERT_TRUE(init.ok());
+  std::vector<Tensor> theta;
+  for (NamedTensor& t : *init) theta.push_back(t.tensor);
+  std::vector<uint16_t> ids;
+  for (int i = 0; i < 500; ++i) ids.push_back(static_cast<uint16_t>((i * 7 + i / 13) % 16));
+  TokenSequence shard(ids);
+  absl::StatusOr<std::unique_ptr<InnerLoop>> loop = InnerLoop::Create(**backend, tiny.program.train_step);
+  ASSERT_TRUE(loop.ok());
+
+  // A budget spent by the first step: exactly min_steps run, and the round is complete.
+  RoundInput in{.round = 1, .theta = theta, .reset_optimizer = true,
+                .learning_rates = {1e-2f, 1e-2f, 1e-2f, 1e-2f, 1e-2f},
+                .sampler_seed = 5, .sampler_cursor = 7, .batch_size = 2, .block_size = 8, .budget_ms = 1e-9,
+                .min_steps = 2};
+  absl::StatusOr<RoundOutput> out = RunRound(**loop, shard, in, [](uint32_t) { return true; });
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(out->complete);
+  EXPECT_EQ(out->result.steps(), 2u);
+  EXPECT_EQ(out->result.tokens_processed(), 2u * 2 * 8);
+  EXPECT_EQ(out->result.sampler_cursor(), 9u);
+  EXPECT_EQ(out->delta.size(), theta.size());
+
+  // A budget no step can spend: every learning rate.
+  in.budget_ms = 1e12;
+  out = RunRound(**loop, shard, in, [](uint32_t) { return true; });
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(out->complete);
+  EXPECT_EQ(out->result.steps(), 5u);
+
+  // Stopped (a Cancel) before min_steps: incomplete, no Δ.
+  out = RunRound(**loop, shard, in, [](uint32_t done) { return done < 1; });
+  ASSERT_TRUE(out.ok());
+  EXPECT_FALSE(out->complete);
+  EXPECT_TRUE(out->delta.empty());
+
+  // --fault_slow_factor 3: each step's reported time is at least 3x the time inside the step
+  // (sleep_for sleeps at least what it is asked to).
+  in.budget_ms = 0;
+  in.slow_factor = 3;
+  out = RunRound(**loop, shard, in, [](uint32_t) { return true; });
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->result.steps(), 5u);
+  EXPECT_GT(out->compute_ms, 0);
+  EXPECT_GE(out->result.step_time_ms() * 5, 3 * out->compute_ms * 0.999);
+}
+
 }  // namespace
 }  // namespace pcp::worker

@@ -48,6 +48,8 @@ struct WorkerOptions {
   netem::EmulatedLink link;
   // TESTING ONLY: corrupt the Δs sent (pcp/worker/delta_fault.h); "" = never.
   std::string fault_delta;
+  // TESTING ONLY: each inner step takes this many times its own time (a slower machine); 1 = off.
+  double fault_slow_factor = 1;
 };
 
 class Worker {
