@@ -226,6 +226,25 @@ const std::vector<Field<diloco::StreamingOptions>>* StreamingFields() {
 }
 
 const std::vector<Field<DiLoCoConfig>>* DiLoCoFields() {
+const std::vector<Field<TimeBudgetConfig>>* TimeBudgetFields() {
+  static const auto* fields = new std::vector<Field<TimeBudgetConfig>>{
+      RealField("seconds", &TimeBudgetConfig::seconds, RealRange{0.0, 24 * 3600.0, false, false}),
+      IntField("min_steps", &TimeBudgetConfig::min_steps, IntRange{1, 1'000'000}),
+      IntField("max_steps", &TimeBudgetConfig::max_steps, IntRange{1, 1'000'000}),
+  };
+  return fields;
+}
+
+const std::vector<Field<diloco::AsyncOptions>>* AsyncFields() {
+  using diloco::AsyncOptions;
+  static const auto* fields = new std::vector<Field<AsyncOptions>>{
+      IntField("quorum", &AsyncOptions::quorum, IntRange{1, 1 << 16}),
+      IntField("grace_ms", &AsyncOptions::grace_ms, IntRange{0, 3600 * 1000}),
+      EnumField("staleness", &AsyncOptions::staleness, absl::MakeConstSpan(diloco::kStalenessRuleNames)),
+  };
+  return fields;
+}
+
   static const auto* fields = new std::vector<Field<DiLoCoConfig>>{
       IntField("workers", &DiLoCoConfig::workers, IntRange{1, 1 << 16}),
       IntField("inner_steps", &DiLoCoConfig::inner_steps, kRounds),
@@ -241,6 +260,7 @@ const std::vector<Field<DiLoCoConfig>>* DiLoCoFields() {
       SectionField("compression", &DiLoCoConfig::compression, CompressionFields()),
       SectionField("streaming", &DiLoCoConfig::streaming, StreamingFields()),
       EnumField("aggregation", &DiLoCoConfig::aggregation, absl::MakeConstSpan(diloco::kAggregationNames)),
+      SectionField("time_budget", &DiLoCoConfig::time_budget, TimeBudgetFields()),
   };
   return fields;
 }
@@ -418,6 +438,18 @@ absl::Status Finish(const Context& ctx, const std::string& base_dir, const DataR
     // The fewest rounds whose steps reach max_iters: ceil(max_iters · P / τ).
     const int64_t num = c.training.max_iters * streaming.fragments;
     c.diloco.rounds = num / c.diloco.inner_steps + (num % c.diloco.inner_steps != 0 ? 1 : 0);
+  TimeBudgetConfig& budget = c.diloco.time_budget;
+  if (!ctx.Has("diloco.time_budget.max_steps")) budget.max_steps = 4 * c.diloco.inner_steps;
+  if (budget.min_steps > budget.max_steps) {
+    return ctx.Error(ctx.ValueMark({"diloco.time_budget.min_steps", "diloco.time_budget.max_steps"}),
+                     absl::StrCat("diloco.time_budget.min_steps: ", budget.min_steps,
+                                  " is more than diloco.time_budget.max_steps (", budget.max_steps, ")"));
+  }
+  if (budget.enabled() && streaming.enabled()) {
+    return ctx.Error(ctx.ValueMark({"diloco.time_budget.seconds", "diloco.streaming.fragments"}),
+                     "diloco.time_budget.seconds: time-budgeted rounds cannot be streamed (diloco.streaming: "
+                     "fragments 1, overlap_steps 0), nor streamed rounds time-budgeted");
+  }
   }
   if (c.diloco.rounds > kRounds.max) {
     return ctx.Error(ctx.ValueMark({"training.max_iters", "diloco.inner_steps"}),

@@ -443,7 +443,7 @@ TEST(JobConfigTest, DamagedFilesNeverCrashAndErrorsStayOneLine) {
 TEST(JobConfigTest, KeysAreListedOnce) {
   std::vector<std::string> keys = JobConfigKeys();
   EXPECT_EQ(keys.front(), "name");
-  EXPECT_EQ(keys.size(), 1u + (7 + 7 + 2) + 4 + 10 + 9 + (11 + 6 + 3 + 3) + 4);
+  EXPECT_EQ(keys.size(), 1u + (7 + 7 + 2) + 4 + 10 + 9 + (11 + 6 + 3 + 3) + 4 + 3 /* diloco.time_budget */);
   EXPECT_NE(std::find(keys.begin(), keys.end(), "model.init.ones"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.aggregation"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.screening.norm_k"), keys.end());
@@ -455,4 +455,5 @@ TEST(JobConfigTest, KeysAreListedOnce) {
 }
 
 }  // namespace
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.time_budget.max_steps"), keys.end());
 }  // namespace pcp

@@ -49,6 +49,8 @@
 //                            auto|true|false},
 //              streaming: {fragments: 1 (P <= inner_steps), overlap_steps: 0
 //                          (< inner_steps / P), alpha: 0.5 ([0, 1))},
+//              time_budget: {seconds: 0 (off), min_steps: 1, max_steps: (4 × inner_steps)}
+//                           (no streaming; pcp/training/round_budget.h),
 //              aggregation: auto|streaming|buffered (streaming: no trimmed_mean)}
 //              (screening: see pcp/diloco/screening.h; compression: pcp/codec/compression.h;
 //              streaming: pcp/diloco/streaming.h; aggregation: pcp/diloco/delta_sum.h. A
@@ -191,6 +193,18 @@ struct DiLoCoConfig {
   double outer_lr = 0.7;
   double outer_momentum = 0.9;  // [0, 1)
   bool nesterov = true;
+// Job YAML diloco.time_budget: time-budgeted rounds (dynamic local updates). Each worker
+// trains for `seconds` per round, at least min_steps and at most max_steps steps, and the
+// round's Δs are averaged weighted by their tokens; the job ends at the tokens a fixed-τ run
+// would train (pcp/training/round_budget.h). Off with seconds 0: every round is inner_steps.
+struct TimeBudgetConfig {
+  double seconds = 0;     // a worker's training time per round
+  int64_t min_steps = 1;  // steps run whatever the worker's speed
+  int64_t max_steps = 200;  // steps run at most; default 4 × inner_steps
+  bool enabled() const { return seconds > 0; }
+  bool operator==(const TimeBudgetConfig&) const = default;
+};
+
   int64_t rounds = 40;      // default: the rounds that cover training.max_iters steps
   int64_t min_workers = 1;  // <= workers: results needed to close a round
   double round_deadline_s = 600.0;
@@ -205,13 +219,17 @@ struct DiLoCoConfig {
   // Round r (from 1) runs global inner steps [FirstStep(r), FirstStep(r + 1)): τ steps, or with
   // streaming ⌊r·τ/P⌋ − ⌊(r−1)·τ/P⌋ (each round syncs one fragment, so fragment p syncs every
   // τ steps; with τ = 50 and P = 4 the rounds are 12, 13, 12, 13, ... steps).
+  TimeBudgetConfig time_budget;            // rounds of a time budget instead of τ steps
   int64_t FirstStep(uint64_t round) const {
     return static_cast<int64_t>((round - 1) * static_cast<uint64_t>(inner_steps) /
                                 static_cast<uint64_t>(streaming.fragments));
   }
   int64_t StepsOfRound(uint64_t round) const { return FirstStep(round + 1) - FirstStep(round); }
-  // The longest round's steps (⌈τ/P⌉) and the shortest (⌊τ/P⌋).
-  int64_t max_steps_per_round() const { return (inner_steps + streaming.fragments - 1) / streaming.fragments; }
+  // The longest round's steps (⌈τ/P⌉, or time_budget.max_steps) and the shortest (⌊τ/P⌋).
+  int64_t max_steps_per_round() const {
+    if (time_budget.enabled()) return time_budget.max_steps;
+    return (inner_steps + streaming.fragments - 1) / streaming.fragments;
+  }
   int64_t min_steps_per_round() const { return inner_steps / streaming.fragments; }
   bool operator==(const DiLoCoConfig&) const = default;
 };
