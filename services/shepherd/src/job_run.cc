@@ -16,6 +16,7 @@
 #include "pcp/rpc/tensor_list.h"
 #include "pcp/rpc/tensor_proto.h"
 #include "pcp/training/checkpoint.h"
+#include "pcp/training/round_budget.h"
 #include "pcp/training/rng.h"
 #include "pcp/base/absl_fmt.h"
 #include "shepherd_metrics.h"
@@ -329,23 +330,26 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
                  result.steps());
     return;
   }
-  const int64_t steps = c.diloco.StepsOfRound(round);
-  const uint64_t tokens_expected = static_cast<uint64_t>(steps * c.training.batch_size * c.model.block_size);
-  const uint64_t cursor_expected = round_->start_cursor[m->slot] + static_cast<uint64_t>(steps);
-  if (result.steps() != static_cast<uint32_t>(steps) || result.tokens_processed() != tokens_expected ||
-      result.sampler_cursor() != cursor_expected) {
+  // τ steps, or with a time budget the steps the worker ran within its round's bounds.
+  const RoundSteps bounds = StepsOfRound(c, round, state_.tokens_processed);
+  const bool steps_ok = result.steps() >= bounds.min && result.steps() <= bounds.max;
+  const uint64_t steps = steps_ok ? result.steps() : static_cast<uint64_t>(bounds.max);
+  const uint64_t tokens_expected = steps * TokensPerStep(c);
+  const uint64_t cursor_expected = round_->start_cursor[m->slot] + steps;
+  if (!steps_ok || result.tokens_processed() != tokens_expected || result.sampler_cursor() != cursor_expected) {
     // A streamed Δ is already in the round's sum: the round must be redone without it.
     if (delta.streamed) aggregator_->Taint(round);
     session->Close(absl::InvalidArgumentError(absl::StrCat(
-        "RoundResult for round ", round, ": expected steps ", steps, ", tokens_processed ",
-        tokens_expected, ", sampler_cursor ", cursor_expected, "; got ", result.steps(), ", ",
+        "RoundResult for round ", round, ": expected steps ",
+        bounds.min == bounds.max ? absl::StrCat(bounds.min) : absl::StrCat("in [", bounds.min, ", ", bounds.max, "]"),
+        ", tokens_processed ", tokens_expected, ", sampler_cursor ", cursor_expected, "; got ", result.steps(), ", ",
         result.tokens_processed(), ", ", result.sampler_cursor())));
     return;
   }
   if (delta.streamed.has_value()) {
     // Judged on its header and summed as it came (round_sum.h).
     round_->results[m->slot] = SlotResult{{}, result, session->supervisor_id(), delta.streamed->norm, delta.streamed};
-    ctx_.registry->NoteRoundDelivered(session->supervisor_id(), result.tokens_per_second());
+    ctx_.registry->NoteRoundDelivered(session->supervisor_id(), result);
     return;
   }
   // The norm is taken here, as the Δ arrives; the threshold is known when the round closes.
@@ -356,7 +360,7 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
     return;
   }
   round_->results[m->slot] = SlotResult{std::move(delta.tensors), result, session->supervisor_id(), norm};
-  ctx_.registry->NoteRoundDelivered(session->supervisor_id(), result.tokens_per_second());
+  ctx_.registry->NoteRoundDelivered(session->supervisor_id(), result);
 }
 
 void JobRun::SendRound(Member& m) {
@@ -390,7 +394,12 @@ void JobRun::SendStart(Member& m, uint64_t round, uint64_t cursor, uint32_t thet
   v1::StartRound* start = msg.mutable_start_round();
   start->set_round(round);
   start->set_deadline_ms(static_cast<uint64_t>(c.diloco.round_deadline_s * 1000.0));
-  for (float lr : RoundLearningRates(c, round)) start->add_learning_rates(lr);
+  // (With a time budget: the most steps the round may run, from the job's progress in tokens.)
+  for (float lr : LearningRatesOfRound(c, round, state_.tokens_processed)) start->add_learning_rates(lr);
+  if (c.diloco.time_budget.enabled()) {
+    start->set_budget_ms(c.diloco.time_budget.seconds * 1000.0);
+    start->set_min_steps(static_cast<uint32_t>(StepsOfRound(c, round, state_.tokens_processed).min));
+  }
   start->set_first_step(FirstStepOfRound(c, round));
   start->set_sampler_seed(state_.slots[m.slot].sampler_seed);
   start->set_sampler_cursor(cursor);
@@ -423,7 +432,7 @@ JobRun::Outcome JobRun::Advance(Clock::time_point now) {
     publisher_->Report();
   }
   const JobConfig& c = prepared_->config;
-  if (state_.round >= total_rounds()) {
+  if (JobDone(c, state_.round, state_.tokens_processed)) {
     // Resumed after the last round's checkpoint: nothing left to do.
     Publish(true);
     ctx_.jobs->Finish(job_.id, v1::JOB_STATE_COMPLETED, "");
@@ -575,7 +584,7 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   // (A streaming round whose Δs were all refused keeps the last train loss.)
   if (in.weight > 0 || !state_.train_loss) state_.train_loss = in.weight > 0 ? in.loss_sum / in.weight : 0.0;
   RoundSummary summary{.round = r,
-                       .last = r >= total_rounds(),
+                       .last = JobDone(prepared_->config, r, state_.tokens_processed),
                        .tokens = in.tokens,
                        .round_s = Seconds(now - round.start),
                        .outer_step_s = Seconds(Clock::now() - outer_start),

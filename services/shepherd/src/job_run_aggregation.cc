@@ -25,7 +25,8 @@ void JobRun::ChooseAggregation() {
 void JobRun::ExpectResultOf(WorkerSession& s, uint64_t round) {
   const JobConfig& c = prepared_->config;
   const std::vector<TensorSpec> specs = outer_step_->RoundSpecs(round);
-  const int64_t steps = c.diloco.StepsOfRound(round);
+  // Time-budgeted rounds: each worker runs its own steps (0: any; OnResult checks them).
+  const int64_t steps = c.diloco.time_budget.enabled() ? 0 : c.diloco.StepsOfRound(round);
   s.ExpectResult(round, specs, c.diloco.compression.up,
                  aggregator_->SinkFor(round, specs, *screen_, static_cast<uint32_t>(steps),
                                       static_cast<uint64_t>(steps * c.training.batch_size * c.model.block_size)));

@@ -1,6 +1,9 @@
 // JobRun's per-round history record (job_run.h; the job's history: pcp/shepherd/job_history.h).
+#include <algorithm>
+
 #include "job_run.h"
 #include "pcp/base/unix_time.h"
+#include "pcp/training/round_budget.h"
 
 namespace pcp::shepherd {
 
@@ -43,8 +46,17 @@ v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double rou
   }
   if (waits > 0) rec.set_network_wait_s(wait_ms / waits / 1000.0);
   rec.set_outer_lr(c.diloco.outer_lr);
-  const std::vector<float> lrs = RoundLearningRates(c, round.number);
-  if (!lrs.empty()) rec.set_inner_lr(lrs.back());
+  // The rate of the round's last step (with a time budget: the longest-running worker's); the
+  // round's rates were drawn before its tokens were added.
+  const std::vector<float> lrs = LearningRatesOfRound(
+      c, round.number, state_.tokens_processed >= tokens ? state_.tokens_processed - tokens : 0);
+  size_t last = lrs.size();
+  if (c.diloco.time_budget.enabled()) {
+    last = 0;
+    for (const auto& [slot, res] : round.results) last = std::max<size_t>(last, res.result.steps());
+    last = std::min(last, lrs.size());
+  }
+  if (last > 0) rec.set_inner_lr(lrs[last - 1]);
   return rec;
 }
 

@@ -24,7 +24,7 @@ namespace pcp::shepherd {
 
 struct RoundSum {
   // Zeroed f32 sums of `specs`' shapes. `screen` and `threshold` judge each Δ's declared norm;
-  // a header must announce `steps` and `tokens`.
+  // a header must announce `steps` and `tokens` (steps 0: any, time-budgeted rounds).
   static std::shared_ptr<RoundSum> Create(const std::vector<TensorSpec>& specs, const diloco::DeltaScreen& screen,
                                           const diloco::ScreenThreshold& threshold, uint32_t steps, uint64_t tokens);
 

@@ -1,5 +1,7 @@
 #include "worker_registry.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "pcp/base/absl_fmt.h"
 #include "pcp/metrics/registry.h"
@@ -205,12 +207,29 @@ void WorkerRegistry::NoteActivity(const std::string& supervisor_id, const std::s
   it->second.info.set_round(round);
 }
 
-void WorkerRegistry::NoteRoundDelivered(const std::string& supervisor_id, double tokens_per_second) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = slots_.find(supervisor_id);
-  if (it == slots_.end()) return;
-  it->second.info.set_rounds_completed(it->second.info.rounds_completed() + 1);
-  it->second.info.set_tokens_per_second(tokens_per_second);
+void WorkerRegistry::NoteRoundDelivered(const std::string& supervisor_id, const v1::RoundResult& result,
+                                        uint64_t staleness) {
+  // Idle share of the round: the wait before its compute against that wait plus the compute.
+  const double compute_ms = result.step_time_ms() * result.steps();
+  const double idle_ms = std::max(0.0, result.network_wait_ms());
+  const double idle_fraction = idle_ms + compute_ms > 0 ? idle_ms / (idle_ms + compute_ms) : 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = slots_.find(supervisor_id);
+    if (it == slots_.end()) return;
+    v1::WorkerInfo& info = it->second.info;
+    info.set_rounds_completed(info.rounds_completed() + 1);
+    info.set_tokens_per_second(result.tokens_per_second());
+    info.set_step_time_ms(result.step_time_ms());
+    info.set_round_steps(result.steps());
+    info.set_staleness(staleness);
+    info.set_idle_fraction(idle_fraction);
+  }
+  metrics::Get(metrics::kShepherdWorkerStepSeconds, {supervisor_id}).Set(result.step_time_ms() / 1000.0);
+  metrics::Get(metrics::kShepherdWorkerTokensPerSecond, {supervisor_id}).Set(result.tokens_per_second());
+  metrics::Get(metrics::kShepherdWorkerRoundSteps, {supervisor_id}).Set(static_cast<double>(result.steps()));
+  metrics::Get(metrics::kShepherdWorkerStaleness, {supervisor_id}).Set(static_cast<double>(staleness));
+  metrics::Get(metrics::kShepherdWorkerIdleSecondsTotal, {supervisor_id}).Increment(idle_ms / 1000.0);
 }
 
 }  // namespace pcp::shepherd

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "pcp/v1/admin.pb.h"
+#include "pcp/v1/training.pb.h"
 #include "worker_session.h"
 
 namespace pcp::shepherd {
@@ -53,7 +54,9 @@ class WorkerRegistry final : public SessionObserver {
   uint32_t connected() const;
   // Bookkeeping shown by ListWorkers.
   void NoteActivity(const std::string& supervisor_id, const std::string& job_id, uint64_t round);
-  void NoteRoundDelivered(const std::string& supervisor_id, double tokens_per_second);
+  // A delivered round's speed, steps and idle time (WorkerInfo, pcp_shepherd_worker_* metrics);
+  // `staleness`: outer updates between the θ its Δ started from and its arrival.
+  void NoteRoundDelivered(const std::string& supervisor_id, const v1::RoundResult& result, uint64_t staleness = 0);
 
   // SessionObserver
   absl::Status AdmitJoin(const std::shared_ptr<WorkerSession>& session) override;

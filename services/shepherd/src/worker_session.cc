@@ -238,7 +238,7 @@ absl::Status WorkerSession::HandleResultHeader(const v1::ResultHeader& header) {
   }
   header_ = header;
   if (sum_ == nullptr) return absl::OkStatus();
-  if (header.steps() != sum_->steps || header.tokens_processed() != sum_->tokens) {
+  if (sum_->steps != 0 && (header.steps() != sum_->steps || header.tokens_processed() != sum_->tokens)) {
     return absl::InvalidArgumentError(absl::StrCat("ResultHeader for round ", header.round(), ": expected steps ",
                                                    sum_->steps, ", tokens_processed ", sum_->tokens, "; got ",
                                                    header.steps(), ", ", header.tokens_processed()));

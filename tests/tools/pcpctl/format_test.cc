@@ -33,6 +33,23 @@ TEST(FormatTest, TableAlignsColumnsWithoutTrailingSpaces) {
             "value  x\n");
 }
 
+TEST(FormatTest, WorkersTableShowsSpeedStepsStalenessAndIdle) {
+  v1::ListWorkersResponse r;
+  v1::WorkerInfo* fast = r.add_workers();
+  fast->set_supervisor_id("node-1");
+  fast->set_tokens_per_second(2400);
+  fast->set_step_time_ms(106.66);
+  fast->set_round_steps(150);
+  fast->set_staleness(2);
+  fast->set_idle_fraction(0.084);
+  v1::WorkerInfo* fresh = r.add_workers();  // no round delivered yet
+  fresh->set_supervisor_id("node-2");
+  const std::string table = FormatWorkersTable(r);
+  EXPECT_TRUE(absl::StrContains(table, "TOK/S  MS/STEP  STEPS  STALE  IDLE")) << table;
+  EXPECT_TRUE(absl::StrContains(table, "2.4k   106.7    150    2      8%")) << table;
+  EXPECT_TRUE(absl::StrContains(table, "0      -        -      -      -     ")) << table;
+}
+
 TEST(FormatTest, ProgressLine) {
   v1::JobProgress p;
   p.set_round(12);

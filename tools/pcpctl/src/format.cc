@@ -162,7 +162,7 @@ std::string FormatWorkersTable(const v1::ListWorkersResponse& response) {
   if (response.workers().empty()) return "no workers\n";
   std::vector<std::vector<std::string>> rows = {
       {"SUPERVISOR", "HOST", "LINKS", "PROCESS", "RESTARTS", "PHASE", "BACKEND", "JOB", "ROUND",
-       "ROUNDS DONE", "TOK/S", "LAST SEEN"}};
+       "ROUNDS DONE", "TOK/S", "MS/STEP", "STEPS", "STALE", "IDLE", "LAST SEEN"}};
   for (const v1::WorkerInfo& w : response.workers()) {
     // "sw" = supervisor and worker streams both up; '-' marks a missing one.
     std::string links = absl::StrCat(w.supervisor_connected() ? "s" : "-",
@@ -172,6 +172,11 @@ std::string FormatWorkersTable(const v1::ListWorkersResponse& response) {
                     BackendName(w.backend()), OrDash(w.job_id()),
                     w.round() == 0 ? "-" : absl::StrCat(w.round()), absl::StrCat(w.rounds_completed()),
                     FormatRate(w.tokens_per_second()),
+                    // (From its last delivered round; '-' before one.)
+                    w.round_steps() == 0 ? "-" : absl::StrFormat("%.1f", w.step_time_ms()),
+                    w.round_steps() == 0 ? "-" : absl::StrCat(w.round_steps()),
+                    w.round_steps() == 0 ? "-" : absl::StrCat(w.staleness()),
+                    w.round_steps() == 0 ? "-" : absl::StrFormat("%.0f%%", 100 * w.idle_fraction()),
                     absl::StrCat(FormatDuration(w.last_seen_ms() / 1000.0), " ago")});
   }
   return FormatTable(rows) + "LINKS: s = supervisor connected, w = worker connected\n";

@@ -102,6 +102,18 @@ namespace pcp::metrics {
   V(kWorkerInnerStepDurationSeconds, Worker, Histogram, "pcp_worker_inner_step_duration_seconds", "", StepSeconds,   \
     "Time of one inner training step (forward, backward, AdamW).")                                                  \
   V(kWorkerTokensPerSecond, Worker, Gauge, "pcp_worker_tokens_per_second", "", None,                                \
+  V(kShepherdWorkerStepSeconds, Shepherd, Gauge, "pcp_shepherd_worker_step_seconds", "worker", None,              \
+    "Each worker's (supervisor id's) mean inner step time in its last delivered round, in seconds.")              \
+  V(kShepherdWorkerTokensPerSecond, Shepherd, Gauge, "pcp_shepherd_worker_tokens_per_second", "worker", None,      \
+    "Each worker's training tokens per second (step time only) in its last delivered round.")                     \
+  V(kShepherdWorkerRoundSteps, Shepherd, Gauge, "pcp_shepherd_worker_round_steps", "worker", None,                 \
+    "Inner steps each worker ran in its last delivered round (diloco.time_budget: what its speed fit).")           \
+  V(kShepherdWorkerStaleness, Shepherd, Gauge, "pcp_shepherd_worker_staleness", "worker", None,                    \
+    "Outer updates applied between the θ a worker's last delivered Δ started from and the Δ's arrival (0 in "     \
+    "synchronous rounds).")                                                                                         \
+  V(kShepherdWorkerIdleSecondsTotal, Shepherd, Counter, "pcp_shepherd_worker_idle_seconds_total", "worker", None,  \
+    "Seconds each worker's compute sat idle between rounds (its RoundResult.network_wait_ms: sending Δ, waiting "  \
+    "for the round to close and for θ); against wall time: its idle share.")                                       \
     "Training tokens per second of the worker's last round (step time only).")                                      \
   V(kWorkerBackendInfo, Worker, Gauge, "pcp_worker_backend_info", "backend,device", None,                           \
     "Always 1; the labels name the compute backend and device.")                                                    \
