@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/flags/flag.h"
+#include "pcp/auth/tls_failures.h"
 #include "pcp/base/absl_fmt.h"
 #include "pcp/metrics/metrics_server.h"
 #include "pcp/base/termination_signal.h"
@@ -51,6 +52,9 @@ int main(int argc, char** argv) {
   } else if (*metrics != nullptr) {
     spdlog::info("metrics on {}", (*metrics)->url());
   }
+  // A failed TLS handshake is in the control client's reconnect line, said precisely; gRPC's
+  // own line for it (OpenSSL's words, at every retry) is left out.
+  pcp::auth::InstallHandshakeFailureHook(nullptr, /*quiet_handshake_lines=*/true);
   if (absl::Status s = pcp::supervisor::RunSupervisor(*config); !s.ok()) {
     std::fprintf(stderr, "pcp-supervisor: %s\n", std::string(s.message()).c_str());
     return 1;

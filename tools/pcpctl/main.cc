@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "pcp/auth/secret.h"
 #include "pcp/auth/tls_credentials.h"
+#include "pcp/auth/tls_failures.h"
 #include "pcp/pcpctl/pcpctl.h"
 
 ABSL_FLAG(std::string, shepherd, "",
@@ -111,5 +112,8 @@ int main(int argc, char** argv) {
   pcp::pcpctl::PcpctlOptions options;
   if (!OptionsFromFlags(&options)) return pcp::pcpctl::kExitUsage;
   std::vector<std::string> args(positional.begin() + 1, positional.end());
+  // A failed handshake is said once, precisely, in pcpctl's own error line; gRPC's log line
+  // for it would only repeat OpenSSL's words.
+  pcp::auth::InstallHandshakeFailureHook(nullptr, /*quiet_handshake_lines=*/true);
   return pcp::pcpctl::RunPcpctl(args, options, stdout, stderr);
 }

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "pcp/auth/tls_failures.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/metrics/registry.h"
 #include "pcp/rpc/grpc_status.h"
@@ -144,12 +145,17 @@ void ControlClient::Impl::Run() {
     std::unique_lock<std::mutex> lock(box_->mu);
     box_->stats.connected = false;
     metrics::Get(metrics::kSupervisorConnected).Set(0);
-    if (!status.ok()) box_->stats.last_error = Text(status);
+    if (!status.ok()) {
+      // A refused connection or TLS handshake, said precisely (gRPC says "Socket closed").
+      const std::string why =
+          auth::DescribeConnectFailure(status.message(), options_.credentials.tls.enabled(), options_.shepherd);
+      box_->stats.last_error = why.empty() ? Text(status) : absl::StrCat(why, " (gRPC: ", status.message(), ")");
+    }
     if (box_->shutdown || box_->stop) break;
     if (welcomed) backoff.Reset();
     const absl::Duration delay = backoff.Next();
     spdlog::warn("control stream to shepherd {}: {}; reconnecting in {}", options_.shepherd,
-                 status.ok() ? "ended" : Text(status), absl::FormatDuration(delay));
+                 status.ok() ? "ended" : box_->stats.last_error, absl::FormatDuration(delay));
     box_->cv.wait_for(lock, absl::ToChronoNanoseconds(delay),
                       [&] { return box_->stop || box_->shutdown.has_value(); });
     if (box_->shutdown || box_->stop) break;

@@ -32,6 +32,14 @@ absl::Status RunSupervisor(const SupervisorConfig& config) {
   PCP_ASSIGN_OR_RETURN(std::string id,
                        ResolveSupervisorId(config.supervisor_id, config.state_dir, host));
 
+  // The credentials first: a token source that is not one (the token itself given as its
+  // path, a malformed file) stops here, before it is logged or put in the worker's argv.
+  auth::ClientCredentials credentials{.tls = config.tls};
+  PCP_RETURN_IF_ERROR(auth::ResolveTlsFiles("tls", /*server=*/false, &credentials.tls));
+  if (!config.token_source.empty()) {
+    PCP_ASSIGN_OR_RETURN(credentials.token, auth::LoadSecret(config.token_source), _ << "token");
+  }
+
   ProcessManagerOptions process;
   process.spawn.path = config.worker.binary;
   process.spawn.args = {absl::StrCat("--shepherd=", config.shepherd),
@@ -55,11 +63,6 @@ absl::Status RunSupervisor(const SupervisorConfig& config) {
   process.grace = config.worker.grace;
   spdlog::info("supervisor '{}' on {}: worker {} {}; shepherd {}", id, host, process.spawn.path,
                absl::StrJoin(process.spawn.args, " "), config.shepherd);
-  auth::ClientCredentials credentials{.tls = config.tls};
-  PCP_RETURN_IF_ERROR(auth::ResolveTlsFiles("tls", /*server=*/false, &credentials.tls));
-  if (!config.token_source.empty()) {
-    PCP_ASSIGN_OR_RETURN(credentials.token, auth::LoadSecret(config.token_source), _ << "token");
-  }
   PCP_ASSIGN_OR_RETURN(std::unique_ptr<ProcessManager> manager, ProcessManager::Start(process));
 
   ControlClientOptions control{.shepherd = config.shepherd,

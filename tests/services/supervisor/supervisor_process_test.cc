@@ -249,6 +249,21 @@ TEST_F(SupervisorProcessTest, ConfigMistakesExitWithTwoAndOneClearLine) {
   EXPECT_THAT(ReadAll(stderr_), HasSubstr(config + ":3:3: unknown key 'binay' in section 'worker' (did you mean 'binary'?)"));
 }
 
+// The token given where its source belongs (--token=TOKEN, read as a file path): one line,
+// exit 1, and the token neither logged (the worker's command line is) nor passed to a worker.
+TEST_F(SupervisorProcessTest, ATokenGivenAsItsPathIsNeverPrinted) {
+  const std::string token = "tok-3f9a1c77e2b04d5e";
+  auto supervisor = StartProcess(Argv({"--supervisor_id=node-1", "--token=" + token}), stderr_);
+  ASSERT_TRUE(supervisor.ok()) << supervisor.status();
+  std::optional<ExitInfo> exit = supervisor->WaitFor(absl::Seconds(10));
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 1);
+  const std::string output = ReadAll(stderr_);
+  EXPECT_THAT(output, HasSubstr("token: no such file (the value given is not repeated"));
+  EXPECT_THAT(output, ::testing::Not(HasSubstr(token)));
+  EXPECT_TRUE(StartedPids(log_).empty()) << "a worker was started";
+}
+
 TEST_F(SupervisorProcessTest, AMissingWorkerBinaryIsAClearError) {
   auto supervisor = StartProcess({kSupervisorPath, "--supervisor_id=x",
                                   "--worker_binary=" + dir_ + "/no-such-worker"},

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "pcp/auth/tls_credentials.h"
+#include "pcp/auth/tls_failures.h"
 #include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/history/round_record_format.h"
@@ -113,8 +114,12 @@ class Cli {
     std::string message(status.message());
     if (status.code() == absl::StatusCode::kUnavailable &&
         channel_->GetState(false) != GRPC_CHANNEL_READY) {
-      message = absl::StrCat("cannot reach the shepherd at ", options_.shepherd, " (", message,
-                             "); is it running? Set --shepherd or $", kShepherdEnv);
+      // A refused connection or TLS handshake says which; anything else keeps the old hint.
+      const std::string why =
+          auth::DescribeConnectFailure(message, options_.credentials.tls.enabled(), options_.shepherd);
+      message = why.empty() ? absl::StrCat("cannot reach the shepherd at ", options_.shepherd, " (", message,
+                                           "); is it running? Set --shepherd or $", kShepherdEnv)
+                            : absl::StrCat("cannot connect: ", why, " (gRPC: ", message, ")");
     } else if (status.code() == absl::StatusCode::kDeadlineExceeded) {
       message = absl::StrCat(message, " (no answer within ", absl::FormatDuration(options_.timeout),
                              "; see --timeout)");
