@@ -17,6 +17,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "pcp/auth/tls_credentials.h"
 #include "pcp/base/absl_fmt.h"
 #include "pcp/base/file.h"
 #include "pcp/base/sd_notify.h"
@@ -81,6 +82,13 @@ int main(int argc, char** argv) {
     spdlog::error("no metrics: {}", metrics.status().message());
   } else if (*metrics != nullptr) {
     spdlog::info("metrics on {}", (*metrics)->url());
+    // /metrics has neither TLS nor auth (Debian 12's CivetWeb crashes on its first HTTPS
+    // connection): beyond loopback it belongs behind a TLS proxy (docs/operations.md#metrics).
+    if (!pcp::auth::IsLoopbackAddress(config->metrics_listen)) {
+      spdlog::warn("metrics on {} are plaintext without auth: anyone who reaches the port reads them; serve them "
+                   "on loopback behind a TLS proxy (docs/operations.md#metrics)",
+                   (*metrics)->address());
+    }
   }
 
   absl::StatusOr<std::unique_ptr<pcp::shepherd::Shepherd>> shepherd = pcp::shepherd::Shepherd::Start(*config);

@@ -62,6 +62,7 @@ const std::vector<Field<ShepherdConfig>>& Fields() {
       IntField("max_watch_queue", &ShepherdConfig::max_watch_queue, IntRange{}),
       IntField("max_streams_per_connection", &ShepherdConfig::max_streams_per_connection, IntRange{}),
       IntField("grpc_memory_bytes", &ShepherdConfig::grpc_memory_bytes, IntRange{}),
+      IntField("max_metadata_bytes", &ShepherdConfig::max_metadata_bytes, IntRange{}),
       IntField("transport_receive_bytes", &ShepherdConfig::transport_receive_bytes, IntRange{}),
       IntField("transport_workers", &ShepherdConfig::transport_workers, IntRange{}),
       IntField("forget_supervisors_after_s", &ShepherdConfig::forget_supervisors_after_s, IntRange{}),
@@ -137,6 +138,9 @@ absl::Status ShepherdConfig::Validate() const {
   if (worker_memory_bytes < 0) return bad("worker_memory_bytes", "must be >= 0 (0 = half of the machine's memory)");
   if (shepherd_memory_bytes < 0) return bad("shepherd_memory_bytes", "must be >= 0 (0 = half of the machine's memory)");
   if (max_queued_jobs > max_jobs) return bad("max_queued_jobs", "must be <= max_jobs");
+  if (max_metadata_bytes < 1024 || max_metadata_bytes > 1048576) {
+    return bad("max_metadata_bytes", "must be in [1024, 1048576]");
+  }
   if (max_job_yaml_bytes < 1 || max_job_yaml_bytes > kMaxReceiveMessageBytes) {
     return bad("max_job_yaml_bytes", absl::StrCat("must be in [1, ", kMaxReceiveMessageBytes,
                                                   "] (the largest message the shepherd receives)"));

@@ -183,13 +183,16 @@ TEST(ShepherdFlagsTest, EveryKeyIsAFlagOfItsName) {
                            "transport_receive_bytes", "transport_workers",
                            // keys that had no flag before
                            "chunk_bytes", "max_chunk_bytes", "max_streams_per_connection", "grpc_memory_bytes",
-                           "forget_supervisors_after_s", "insecure"}) {
+                           "forget_supervisors_after_s", "insecure", "max_metadata_bytes"}) {
     EXPECT_EQ(ShepherdKeyFlags().KeyOf(flag), flag);
   }
   EXPECT_EQ(ShepherdKeyFlags().KeyOf("tls_ca"), "tls.ca");
   EXPECT_EQ(ShepherdKeyFlags().KeyOf("auth_tokens"), "auth.tokens");
   EXPECT_THAT(ShepherdFlagsHelp(), ::testing::HasSubstr("  max_jobs: 1000\n"));
   EXPECT_THAT(ShepherdFlagsHelp(), ::testing::HasSubstr("  max_job_yaml_bytes: 262144\n"));
+  EXPECT_THAT(ShepherdFlagsHelp(), ::testing::HasSubstr("  max_metadata_bytes: 8192\n"));
+  EXPECT_THAT(std::string(ParseShepherdConfig("max_metadata_bytes: 512\n", "s.yaml").status().message()),
+              ::testing::HasSubstr("max_metadata_bytes: must be in [1024, 1048576]"));
   EXPECT_THAT(std::string(ParseShepherdConfig("max_job_yaml_bytes: 5000000\n", "s.yaml").status().message()),
               ::testing::HasSubstr("max_job_yaml_bytes: must be in [1, 4194304]"));
   EXPECT_THAT(std::string(ParseShepherdConfig("max_finished_job_yamls: -1\n", "s.yaml").status().message()),

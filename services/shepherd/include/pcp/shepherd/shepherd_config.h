@@ -41,6 +41,13 @@
 //   max_watch_queue: 256           events queued for one slow watcher before it is dropped
 //   max_streams_per_connection: 100  HTTP/2 streams one connection may open at once
 //   grpc_memory_bytes: 1 GiB       gRPC's own buffers (grpc::ResourceQuota)
+//   max_metadata_bytes: 8 KiB      a call's request headers (metadata) at most; a larger
+//                                  header list is RESOURCE_EXHAUSTED (GRPC_ARG_MAX_METADATA_SIZE,
+//                                  in [1 KiB, 1 MiB]). gRPC 1.51 applies it once the client has
+//                                  acknowledged the server's SETTINGS (gRPC clients do before
+//                                  their first call); before that HTTP/2's 16 MiB holds, and a
+//                                  header is read whole before it is judged
+//                                  (docs/operations.md#admission-and-limits)
 //   transport_receive_bytes: 256 MiB  receive budget for what the workers' streams may have
 //                                  in flight to the shepherd (<= grpc_memory_bytes) ...
 //   transport_workers: 64          ... shared by this many streams: each stream's announced
@@ -121,6 +128,7 @@ struct ShepherdConfig {
   int64_t max_watch_queue = 256;
   int64_t max_streams_per_connection = 100;
   int64_t grpc_memory_bytes = int64_t{1} << 30;
+  int64_t max_metadata_bytes = 8192;
   int64_t transport_receive_bytes = int64_t{256} << 20;
   int64_t transport_workers = 64;
   int64_t forget_supervisors_after_s = 86400;
