@@ -51,12 +51,20 @@ MODES = {
     "streaming P=4 int4+EF overlap": (
         "  streaming: {fragments: 4, overlap_steps: 5}\n  compression: {up: int4, down: int4, error_feedback: true}\n",
         True),
+    # Sparse (issue 33): top-k of each block of 4096 at 2 bits, up and down, error feedback on both ends.
+    "topk2 3%+EF": ("  compression: {up: topk2, down: topk2, density: 0.03, error_feedback: true}\n", True),
+    "topk2 1.5%+EF": ("  compression: {up: topk2, down: topk2, density: 0.015, error_feedback: true}\n", True),
+    "streaming P=4 topk2 3%+EF overlap": (
+        "  streaming: {fragments: 4, overlap_steps: 5}\n"
+        "  compression: {up: topk2, down: topk2, density: 0.03, error_feedback: true}\n", True),
 }
 
 
-def job_yaml(base_text, extra):
-    """The default job, evaluated and checkpointed only at its end, plus `extra` diloco keys."""
-    text = base_text.replace("path: ../../data/tiny_shakespeare.txt",
+def job_yaml(base_text, extra, workers):
+    """The default job for `workers` workers, evaluated and checkpointed only at its end, plus
+    `extra` diloco keys."""
+    text = re.sub(r"(?m)^  workers: \d+", f"  workers: {workers}", base_text)
+    text = text.replace("path: ../../data/tiny_shakespeare.txt",
                              f"path: {os.path.join(ROOT, 'data/tiny_shakespeare.txt')}")
     text = re.sub(r"(?m)^  checkpoint_every: .*$", "  checkpoint_every: 1000000", text)
     text = re.sub(r"(?m)^  eval_every: .*$", "  eval_every: 1000000", text)
@@ -85,7 +93,7 @@ def run_mode(args, name, extra, link, base_text):
     cluster = Cluster(args, state)
     job_file = os.path.join(state, "job.yaml")
     with open(job_file, "w") as f:
-        f.write(job_yaml(base_text, extra))
+        f.write(job_yaml(base_text, extra, args.workers))
     try:
         cluster.start_shepherd()
         for i in range(args.workers):
@@ -111,6 +119,7 @@ def run_mode(args, name, extra, link, base_text):
     end = max(int(h["end_unix_ms"]) for h in history) / 1000.0
     wall = end - start
     up = sum(int(h.get("bytes_up", 0)) for h in history)
+    deltas = sum(len(h.get("participants", [])) for h in history)  # Δs received
     down = sum(int(h.get("bytes_down", 0)) for h in history)
     peak_up = max(int(h.get("bytes_up", 0)) for h in history) / args.workers
     # After the join: without round 1 (θ goes down in full once), per the share of the tokens.
@@ -123,7 +132,7 @@ def run_mode(args, name, extra, link, base_text):
             waits.append(max(0.0, 1.0 - compute_seconds(f.read()) / wall))
     progress = status.get("progress", {})
     return {"mode": name, "rounds": rounds, "val_loss": progress.get("val_loss"), "wall_s": wall,
-            "bytes_up": up, "bytes_down": down, "peak_up_per_worker": peak_up, "after_join": after_join,
+            "bytes_up": up, "bytes_down": down, "deltas": deltas, "peak_up_per_worker": peak_up, "after_join": after_join,
             "network_wait": sum(waits) / len(waits), "state": state}
 
 
@@ -161,6 +170,9 @@ def main():
         row["bytes_per_step_after_join"] = joined_bytes / args.workers / (max_iters * joined_share)
         row["x_fewer_after_join"] = 2 * n_params * 4 / row["bytes_per_step_after_join"]
         row["peak_share"] = row["peak_up_per_worker"] / (n_params * 4 / p)
+        # Δ up against f32 Δs of the same rounds (each |θ|·4/P bytes): scales, positions, chunk
+        # headers and messages included.
+        row["up_x_fewer_than_f32"] = row["deltas"] * n_params * 4 / p / max(1, row["bytes_up"])
         rows.append(row)
         print(f"   {m}: val {row['val_loss']:.4f}, {row['bytes_per_step']:.0f} B/worker/step "
               f"({row['x_fewer_than_dp']:.0f}x fewer than DP), wall {row['wall_s']:.1f} s, "
@@ -169,13 +181,16 @@ def main():
     tau = int(re.search(r"(?m)^  inner_steps: (\d+)", base_text).group(1))
     print(f"\n|θ| = {n_params / 1e6:.3f}M parameters, tau = {tau}, {args.workers} workers, {max_iters} inner steps "
           f"each, link {args.link_mbit:g} Mbit/s each way" + (f", RTT {args.link_rtt_ms:g} ms" if args.link_rtt_ms else ""))
+    compute_only = next((r["wall_s"] for r in rows if r["mode"] == "compute-only"), None)
     print("| mode | val loss | bytes up+down per worker per inner step | × fewer than data-parallel "
-          "| the same after the join (θ in full once) | peak Δ bytes per sync ÷ (|θ|·4/P) | wall time | network wait % |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| the same after the join (θ in full once) | Δ up: × fewer than f32 Δ "
+          "| peak Δ bytes per sync ÷ (|θ|·4/P) | wall time | ÷ compute-only | network wait % |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['mode']} | {r['val_loss']:.4f} | {r['bytes_per_step']:,.0f} | {r['x_fewer_than_dp']:,.0f} "
               f"= {r['x_fewer_than_dp'] / tau:.2f}τ | {r['bytes_per_step_after_join']:,.0f} B: "
-              f"{r['x_fewer_after_join'] / tau:.2f}τ | {r['peak_share']:.3f} | {r['wall_s']:.1f} s "
+              f"{r['x_fewer_after_join'] / tau:.2f}τ | {r['up_x_fewer_than_f32']:,.1f} | {r['peak_share']:.3f} "
+              f"| {r['wall_s']:.1f} s | {r['wall_s'] / compute_only if compute_only else float('nan'):.3f} "
               f"| {100 * r['network_wait']:.1f} |")
     if args.json:
         with open(args.json, "w") as f:

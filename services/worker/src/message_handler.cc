@@ -126,6 +126,10 @@ absl::Status MessageHandler::OnAssignment(const v1::Assignment& a) {
   next.up = *up;
   next.down = *down;
   next.up_feedback = a.compression().up_error_feedback() && next.up != codec::Codec::kF32;
+  next.up_density = a.compression().density();
+  if (absl::Status s = codec::ValidateDensity(next.up_density); !s.ok()) {
+    return Annotate(s, "Assignment.compression.density");
+  }
   if (a.streaming().fragments() > 1 || a.streaming().overlap_steps() > 0) {
     const v1::Streaming& st = a.streaming();
     next.streaming = {.fragments = std::max<int64_t>(1, st.fragments()),
@@ -383,7 +387,7 @@ absl::Status MessageHandler::SendDelta(uint64_t round, std::vector<Tensor> delta
   PCP_RETURN_IF_ERROR(Compensate(delta, a.feedback));
   std::vector<NamedTensor> named;
   for (size_t i = 0; i < delta.size(); ++i) named.push_back({a.specs[i].name, std::move(delta[i])});
-  return StreamDelta(epoch_, round, a.up, std::move(named), result, norm_factor);
+  return StreamDelta(epoch_, round, a.up, a.up_density, std::move(named), result, norm_factor);
 }
 
 absl::Status MessageHandler::Compensate(std::vector<Tensor>& delta, std::vector<codec::ErrorFeedback>& feedback) {
@@ -394,19 +398,19 @@ absl::Status MessageHandler::Compensate(std::vector<Tensor>& delta, std::vector<
   feedback.resize(delta.size());
   for (size_t i = 0; i < delta.size(); ++i) {
     PCP_RETURN_IF_ERROR(feedback[i].Compensate(
-        a.up, absl::MakeSpan(delta[i].data<float>(), static_cast<size_t>(delta[i].num_elements()))));
+        a.up, absl::MakeSpan(delta[i].data<float>(), static_cast<size_t>(delta[i].num_elements())), 0, a.up_density));
   }
   return absl::OkStatus();
 }
 
-absl::Status MessageHandler::StreamDelta(uint64_t epoch, uint64_t round, codec::Codec codec,
+absl::Status MessageHandler::StreamDelta(uint64_t epoch, uint64_t round, codec::Codec codec, double density,
                                          std::vector<NamedTensor> named, const v1::RoundResult& result,
                                          double norm_factor) {
   // The header first: the Δ's norm as the shepherd will decode it, so that it can judge the Δ
   // before the chunks and add them to the round's sum as they arrive.
   double squares = 0;
   for (const NamedTensor& t : named) {
-    PCP_ASSIGN_OR_RETURN(const double s, codec::DecodedSumOfSquares(codec, absl::MakeConstSpan(t.tensor.data<float>(), static_cast<size_t>(t.tensor.num_elements()))));
+    PCP_ASSIGN_OR_RETURN(const double s, codec::DecodedSumOfSquares(codec, absl::MakeConstSpan(t.tensor.data<float>(), static_cast<size_t>(t.tensor.num_elements())), 0, density));
     squares += s;
   }
   v1::WorkerMessage m;
@@ -418,7 +422,7 @@ absl::Status MessageHandler::StreamDelta(uint64_t epoch, uint64_t round, codec::
   header->set_delta_norm(std::isfinite(squares) ? std::sqrt(squares) * norm_factor : std::numeric_limits<double>::infinity());
   if (!link_->Write(m)) return link_->status();
   m.Clear();
-  PCP_ASSIGN_OR_RETURN(TensorListChunker chunker, TensorListChunker::Create(std::move(named), ChunkOptions{.chunk_bytes = d_.chunk_bytes, .codec = codec}));
+  PCP_ASSIGN_OR_RETURN(TensorListChunker chunker, TensorListChunker::Create(std::move(named), ChunkOptions{.chunk_bytes = d_.chunk_bytes, .codec = codec, .density = density}));
   while (!chunker.done()) {
     if (d_.cancels->Cancelled(epoch, round)) return absl::OkStatus();  // the round closed without us
     v1::ResultChunk* chunk = m.mutable_result_chunk();

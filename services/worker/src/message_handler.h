@@ -127,6 +127,7 @@ class MessageHandler {
     bool reset_optimizer = false;
     // The job's codecs (Assignment.compression) and the Δ's error feedback, per parameter.
     codec::Codec up = codec::Codec::kF32, down = codec::Codec::kF32;
+    double up_density = 0;  // a sparse up codec's (Assignment.compression.density; 0: the default)
     bool up_feedback = false;
     std::vector<codec::ErrorFeedback> feedback;
     // θ for a round: in full, or as an update to `held` when theta_update_from is set.
@@ -172,8 +173,9 @@ class MessageHandler {
   // Streams `named` (already compensated) as round `round`'s ResultHeader (declaring the
   // decoded norm × `norm_factor`: 1 but for the testing fault lie:F), result chunks, then
   // `result`. Thread-safe apart from the link: reads nothing of the handler's state but `epoch`.
-  absl::Status StreamDelta(uint64_t epoch, uint64_t round, codec::Codec codec, std::vector<NamedTensor> named,
-                           const v1::RoundResult& result, double norm_factor = 1);
+  // `density`: a sparse codec's.
+  absl::Status StreamDelta(uint64_t epoch, uint64_t round, codec::Codec codec, double density,
+                           std::vector<NamedTensor> named, const v1::RoundResult& result, double norm_factor = 1);
 
   // ---- Streaming DiLoCo (streaming_rounds.cc)
   // Queues the StartRound and runs the queued rounds, one after another.

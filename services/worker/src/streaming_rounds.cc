@@ -133,8 +133,9 @@ absl::Status MessageHandler::RunStreamingRound(const v1::StartRound& start) {
   for (size_t i = 0; i < delta.size(); ++i) named.push_back({specs[i].name, std::move(delta[i])});
   // Sent while the next round trains (one Δ in flight: the one before is out by now).
   JoinSender();
-  auto send = [this, epoch = epoch_, r, codec = a.up, named = std::move(named), res, norm_factor]() mutable {
-    absl::Status s = StreamDelta(epoch, r, codec, std::move(named), res, norm_factor);
+  auto send = [this, epoch = epoch_, r, codec = a.up, density = a.up_density, named = std::move(named), res,
+               norm_factor]() mutable {
+    absl::Status s = StreamDelta(epoch, r, codec, density, std::move(named), res, norm_factor);
     if (!s.ok()) spdlog::warn("sending the Δ of round {}: {}", r, s.message());
   };
   if (d_.send_inline) {

@@ -230,7 +230,12 @@ INSTANTIATE_TEST_SUITE_P(
         CodecCase{Codec::kBf16, {100001}, kMinChunkBytes, 0},
         CodecCase{Codec::kInt4, {2500001}, k1M, 0},              // 1.4 MB: 2 chunks
         CodecCase{Codec::kInt4, {65, 12345}, 262147, 0},
-        CodecCase{Codec::kInt4, {900001}, k256K, 32}));
+        CodecCase{Codec::kInt4, {900001}, k256K, 32},
+        // Sparse (sizes depend on the values; chunk elements from the largest encoding).
+        CodecCase{Codec::kTopk2, {0}, k1M, 0},
+        CodecCase{Codec::kTopk2, {3000001}, kMinChunkBytes, 0},  // 4 chunks
+        CodecCase{Codec::kTopk8, {7, 100001}, k256K, 1024},
+        CodecCase{Codec::kTopk4, {65, 12345}, 262147, 32}));
 
 TEST(TensorCodecTest, F32CodecIsTheRawPathUnchanged) {
   const Tensor t = Values({300000}, 2);
