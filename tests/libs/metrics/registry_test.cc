@@ -70,6 +70,11 @@ TEST(RegistryTest, DeclaredMetricsAppearWithHelpTypeAndFixedSeries) {
   registry.Get(kShepherdTokensPerSecond, {"job-0001"});
   registry.Get(kShepherdAdminRequestsTotal, {"GetJob", "NOT_FOUND"}).Increment();
   registry.Get(kShepherdAuthRefusalsTotal, {"Admin", "wrong_role"});
+  for (GaugeId g : {kShepherdWorkerStepSeconds, kShepherdWorkerTokensPerSecond, kShepherdWorkerRoundSteps,
+                    kShepherdWorkerStaleness}) {
+    registry.Get(g, {"node-1"});
+  }
+  registry.Get(kShepherdWorkerIdleSecondsTotal, {"node-1"});
   text = registry.Scrape();
   for (Metric m : MetricsOf(Service::kShepherd)) {
     const MetricInfo& info = InfoOf(m);
