@@ -121,6 +121,33 @@ class ControlClient::Impl {
   void Run();
   // One stream from connect to end; `welcomed` tells whether the shepherd accepted it.
   absl::Status Session(bool* welcomed);
+  // A channel to the shepherd, connected within options_.connect_timeout (in slices, so that
+  // Stop() is not held up by a shepherd that is down).
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> Connect();
+  // What one stream's loop keeps between wake-ups.
+  struct StreamState {
+    uint64_t session = 0;
+    bool welcomed = false;
+    std::chrono::milliseconds interval{2000};        // heartbeats, until the welcome says
+    std::chrono::milliseconds silence_limit{10000};  // the shepherd's, likewise
+    Clock::time_point welcome_deadline;
+    Clock::time_point next_heartbeat;
+    uint64_t sequence = 0;
+  };
+  // What the mailbox held when the loop woke (its acks only those of this stream).
+  struct Wakeup {
+    std::deque<v1::ControlCommand> incoming;
+    std::deque<v1::CommandAck> acks;
+    bool worker_changed = false, stop = false, ended = false, shutdown = false;
+    Clock::time_point last_received;
+  };
+  // Waits until the next heartbeat, the silence limit (or, before the welcome, its deadline),
+  // or something to do, and takes it out of the mailbox.
+  Wakeup Wait(const StreamState& st);
+  // A welcome: the stream is accepted (heartbeat settings taken), or the shepherd's refusal.
+  absl::Status OnWelcome(const v1::SupervisorWelcome& w, StreamState* st);
+  v1::SupervisorMessage Hello() const;
+  v1::SupervisorMessage Heartbeat(StreamState* st) const;
   void HandleCommand(const v1::ControlCommand& command, uint64_t session);
   bool Stopping() {
     std::lock_guard<std::mutex> lock(box_->mu);
@@ -217,7 +244,7 @@ void ControlClient::Impl::HandleCommand(const v1::ControlCommand& command, uint6
   }
 }
 
-absl::Status ControlClient::Impl::Session(bool* welcomed) {
+absl::StatusOr<std::shared_ptr<grpc::Channel>> ControlClient::Impl::Connect() {
   grpc::ChannelArguments args;
   // A private subchannel pool: a new channel starts connecting at once instead of
   // inheriting gRPC's reconnect backoff from an earlier one.
@@ -228,7 +255,6 @@ absl::Status ControlClient::Impl::Session(bool* welcomed) {
     std::lock_guard<std::mutex> lock(box_->mu);
     ++box_->stats.attempts;
   }
-  // Connect in slices, so that Stop() is not held up by a shepherd that is down.
   const Clock::time_point connect_deadline =
       Clock::now() + absl::ToChronoNanoseconds(options_.connect_timeout);
   // gRPC deadlines are system_clock time points; slices keep a clock change harmless.
@@ -245,6 +271,72 @@ absl::Status ControlClient::Impl::Session(bool* welcomed) {
                                                  absl::FormatDuration(options_.connect_timeout)));
     }
   }
+  return channel;
+}
+
+v1::SupervisorMessage ControlClient::Impl::Hello() const {
+  v1::SupervisorMessage hello;
+  hello.mutable_hello()->set_protocol_version(v1::PROTOCOL_VERSION_1);
+  hello.mutable_hello()->set_supervisor_id(options_.supervisor_id);
+  hello.mutable_hello()->set_host(options_.host);
+  hello.mutable_hello()->set_version(PCP_VERSION);
+  *hello.mutable_hello()->mutable_worker() = ToProto(manager_->Status());
+  return hello;
+}
+
+v1::SupervisorMessage ControlClient::Impl::Heartbeat(StreamState* st) const {
+  v1::SupervisorMessage m;
+  m.mutable_heartbeat()->mutable_heartbeat()->set_sequence(++st->sequence);
+  m.mutable_heartbeat()->mutable_heartbeat()->set_sent_unix_ms(NowUnixMs());
+  *m.mutable_heartbeat()->mutable_worker() = ToProto(manager_->Status());
+  return m;
+}
+
+ControlClient::Impl::Wakeup ControlClient::Impl::Wait(const StreamState& st) {
+  Wakeup w;
+  std::unique_lock<std::mutex> lock(box_->mu);
+  const Clock::time_point wake =
+      st.welcomed ? std::min(st.next_heartbeat, box_->last_received + st.silence_limit) : st.welcome_deadline;
+  box_->cv.wait_until(lock, wake, [&] {
+    return box_->stop || box_->stream_ended || !box_->incoming.empty() || !box_->acks.empty() ||
+           (st.welcomed && box_->worker_changed);
+  });
+  w.incoming.swap(box_->incoming);
+  while (!box_->acks.empty()) {
+    if (box_->acks.front().first == st.session) w.acks.push_back(box_->acks.front().second);
+    box_->acks.pop_front();
+  }
+  w.worker_changed = st.welcomed && std::exchange(box_->worker_changed, false);
+  w.stop = box_->stop;
+  w.ended = box_->stream_ended;
+  w.shutdown = box_->shutdown.has_value();
+  w.last_received = box_->last_received;
+  return w;
+}
+
+absl::Status ControlClient::Impl::OnWelcome(const v1::SupervisorWelcome& w, StreamState* st) {
+  if (w.rejection().code() != 0) {
+    absl::Status refused(static_cast<absl::StatusCode>(w.rejection().code()),
+                         absl::StrCat("the shepherd refused this supervisor: ", w.rejection().message()));
+    spdlog::error("{}", Text(refused));
+    return refused;
+  }
+  if (w.heartbeat_interval_ms() > 0) st->interval = std::chrono::milliseconds(w.heartbeat_interval_ms());
+  if (w.heartbeat_timeout_ms() > 0) st->silence_limit = std::chrono::milliseconds(w.heartbeat_timeout_ms());
+  st->welcomed = true;
+  {
+    std::lock_guard<std::mutex> lock(box_->mu);
+    box_->stats.connected = true;
+    metrics::Get(metrics::kSupervisorConnected).Set(1);
+    ++box_->stats.welcomes;
+  }
+  spdlog::info("connected to shepherd {} (version {}) as '{}'", options_.shepherd, w.shepherd_version(),
+               options_.supervisor_id);
+  return absl::OkStatus();
+}
+
+absl::Status ControlClient::Impl::Session(bool* welcomed) {
+  PCP_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, Connect());
   std::unique_ptr<v1::Control::Stub> stub = v1::Control::NewStub(channel);
   grpc::ClientContext ctx;
   {
@@ -254,10 +346,10 @@ absl::Status ControlClient::Impl::Session(bool* welcomed) {
   }
   std::unique_ptr<grpc::ClientReaderWriter<v1::SupervisorMessage, v1::ControlCommand>> stream =
       stub->Supervise(&ctx);
-  uint64_t session;
+  StreamState st;
   {
     std::lock_guard<std::mutex> lock(box_->mu);
-    session = ++box_->session;
+    st.session = ++box_->session;
     box_->incoming.clear();
     box_->stream_ended = false;
     box_->worker_changed = false;
@@ -282,110 +374,50 @@ absl::Status ControlClient::Impl::Session(bool* welcomed) {
     if (!write_failed && !stream->Write(m)) write_failed = true;
     return !write_failed;
   };
-  v1::SupervisorMessage hello;
-  hello.mutable_hello()->set_protocol_version(v1::PROTOCOL_VERSION_1);
-  hello.mutable_hello()->set_supervisor_id(options_.supervisor_id);
-  hello.mutable_hello()->set_host(options_.host);
-  hello.mutable_hello()->set_version(PCP_VERSION);
-  *hello.mutable_hello()->mutable_worker() = ToProto(manager_->Status());
-  write(hello);
-
-  const Clock::time_point welcome_deadline =
-      Clock::now() + absl::ToChronoNanoseconds(options_.connect_timeout);
-  auto interval = std::chrono::milliseconds(2000);
-  auto silence_limit = std::chrono::milliseconds(10000);
-  Clock::time_point next_heartbeat = Clock::now();
-  uint64_t sequence = 0;
+  write(Hello());
+  st.welcome_deadline = Clock::now() + absl::ToChronoNanoseconds(options_.connect_timeout);
+  st.next_heartbeat = Clock::now();
   bool shutdown_acked = false;
-  bool ended = false;
   while (!write_failed) {
-    std::deque<v1::ControlCommand> incoming;
-    std::deque<v1::CommandAck> acks;
-    bool worker_changed, stop, shutdown;
-    Clock::time_point last_received;
-    {
-      std::unique_lock<std::mutex> lock(box_->mu);
-      const Clock::time_point wake =
-          *welcomed ? std::min(next_heartbeat, box_->last_received + silence_limit)
-                    : welcome_deadline;
-      box_->cv.wait_until(lock, wake, [&] {
-        return box_->stop || box_->stream_ended || !box_->incoming.empty() ||
-               !box_->acks.empty() || (*welcomed && box_->worker_changed);
-      });
-      incoming.swap(box_->incoming);
-      while (!box_->acks.empty()) {
-        if (box_->acks.front().first == session) acks.push_back(box_->acks.front().second);
-        box_->acks.pop_front();
-      }
-      worker_changed = *welcomed && std::exchange(box_->worker_changed, false);
-      stop = box_->stop;
-      ended = box_->stream_ended;
-      shutdown = box_->shutdown.has_value();
-      last_received = box_->last_received;
-    }
-    for (const v1::ControlCommand& command : incoming) {
+    Wakeup w = Wait(st);
+    for (const v1::ControlCommand& command : w.incoming) {
       if (command.kind_case() == v1::ControlCommand::kWelcome) {
-        const v1::SupervisorWelcome& w = command.welcome();
-        if (w.rejection().code() != 0) {
-          result = absl::Status(static_cast<absl::StatusCode>(w.rejection().code()),
-                                absl::StrCat("the shepherd refused this supervisor: ",
-                                             w.rejection().message()));
-          spdlog::error("{}", Text(result));
-          break;
-        }
-        if (w.heartbeat_interval_ms() > 0) {
-          interval = std::chrono::milliseconds(w.heartbeat_interval_ms());
-        }
-        if (w.heartbeat_timeout_ms() > 0) {
-          silence_limit = std::chrono::milliseconds(w.heartbeat_timeout_ms());
-        }
-        *welcomed = true;
-        worker_changed = true;  // first heartbeat at once
-        {
-          std::lock_guard<std::mutex> lock(box_->mu);
-          box_->stats.connected = true;
-          metrics::Get(metrics::kSupervisorConnected).Set(1);
-          ++box_->stats.welcomes;
-        }
-        spdlog::info("connected to shepherd {} (version {}) as '{}'", options_.shepherd,
-                     w.shepherd_version(), options_.supervisor_id);
+        result = OnWelcome(command.welcome(), &st);
+        if (!result.ok()) break;
+        w.worker_changed = true;  // first heartbeat at once
       } else if (command.kind_case() != v1::ControlCommand::kHeartbeat) {
-        HandleCommand(command, session);
+        HandleCommand(command, st.session);
       }
     }
+    *welcomed = st.welcomed;
     if (!result.ok()) break;
-    for (const v1::CommandAck& ack : acks) {
+    for (const v1::CommandAck& ack : w.acks) {
       v1::SupervisorMessage m;
       *m.mutable_ack() = ack;
       write(m);
     }
-    if (shutdown) {
+    if (w.shutdown) {
       shutdown_acked = true;
       break;
     }
     const Clock::time_point now = Clock::now();
-    if (*welcomed && (worker_changed || now >= next_heartbeat)) {
-      v1::SupervisorMessage m;
-      m.mutable_heartbeat()->mutable_heartbeat()->set_sequence(++sequence);
-      m.mutable_heartbeat()->mutable_heartbeat()->set_sent_unix_ms(NowUnixMs());
-      *m.mutable_heartbeat()->mutable_worker() = ToProto(manager_->Status());
-      if (write(m)) {
+    if (st.welcomed && (w.worker_changed || now >= st.next_heartbeat)) {
+      if (write(Heartbeat(&st))) {
         std::lock_guard<std::mutex> lock(box_->mu);
         ++box_->stats.heartbeats_sent;
       }
-      next_heartbeat = now + interval;
+      st.next_heartbeat = now + st.interval;
     }
-    if (stop || ended) break;
-    if (!*welcomed && now >= welcome_deadline) {
+    if (w.stop || w.ended) break;
+    if (!st.welcomed && now >= st.welcome_deadline) {
       result = absl::DeadlineExceededError(absl::StrCat(
           "no welcome from the shepherd within ", absl::FormatDuration(options_.connect_timeout)));
       break;
     }
-    if (*welcomed && now - last_received >= silence_limit) {
+    if (st.welcomed && now - w.last_received >= st.silence_limit) {
       result = absl::UnavailableError(absl::StrCat(
           "the shepherd has been silent for ",
-          std::chrono::duration_cast<std::chrono::milliseconds>(now - last_received).count(),
-          " ms"));
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_received).count(), " ms"));
       break;
     }
   }
