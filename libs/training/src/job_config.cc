@@ -211,6 +211,7 @@ const std::vector<Field<codec::CompressionOptions>>* CompressionFields() {
       EnumField("down", &CompressionOptions::down, absl::MakeConstSpan(codec::kCodecNames)),
       EnumField("error_feedback", &CompressionOptions::error_feedback,
                 absl::MakeConstSpan(codec::kFeedbackModeNames)),
+      RealField("density", &CompressionOptions::density, RealRange{codec::kMinDensity, 1.0, false, false}),
   };
   return fields;
 }
@@ -225,7 +226,6 @@ const std::vector<Field<diloco::StreamingOptions>>* StreamingFields() {
   return fields;
 }
 
-const std::vector<Field<DiLoCoConfig>>* DiLoCoFields() {
 const std::vector<Field<TimeBudgetConfig>>* TimeBudgetFields() {
   static const auto* fields = new std::vector<Field<TimeBudgetConfig>>{
       RealField("seconds", &TimeBudgetConfig::seconds, RealRange{0.0, 24 * 3600.0, false, false}),
@@ -245,6 +245,7 @@ const std::vector<Field<diloco::AsyncOptions>>* AsyncFields() {
   return fields;
 }
 
+const std::vector<Field<DiLoCoConfig>>* DiLoCoFields() {
   static const auto* fields = new std::vector<Field<DiLoCoConfig>>{
       IntField("workers", &DiLoCoConfig::workers, IntRange{1, 1 << 16}),
       IntField("inner_steps", &DiLoCoConfig::inner_steps, kRounds),
@@ -259,8 +260,11 @@ const std::vector<Field<diloco::AsyncOptions>>* AsyncFields() {
       SectionField("screening", &DiLoCoConfig::screening, ScreeningFields()),
       SectionField("compression", &DiLoCoConfig::compression, CompressionFields()),
       SectionField("streaming", &DiLoCoConfig::streaming, StreamingFields()),
-      EnumField("aggregation", &DiLoCoConfig::aggregation, absl::MakeConstSpan(diloco::kAggregationNames)),
       SectionField("time_budget", &DiLoCoConfig::time_budget, TimeBudgetFields()),
+      EnumField("aggregation", &DiLoCoConfig::aggregation, absl::MakeConstSpan(diloco::kAggregationNames)),
+      EnumField("orphan_slots", &DiLoCoConfig::orphan_slots, absl::MakeConstSpan(diloco::kOrphanSlotsNames)),
+      EnumField("mode", &DiLoCoConfig::mode, absl::MakeConstSpan(diloco::kRoundModeNames)),
+      SectionField("async", &DiLoCoConfig::async, AsyncFields()),
   };
   return fields;
 }
@@ -434,10 +438,6 @@ absl::Status Finish(const Context& ctx, const std::string& base_dir, const DataR
                                   " must be below diloco.inner_steps / fragments (", c.diloco.min_steps_per_round(),
                                   "): a fragment's result is merged before the next fragment syncs"));
   }
-  if (!ctx.Has("diloco.rounds")) {
-    // The fewest rounds whose steps reach max_iters: ceil(max_iters · P / τ).
-    const int64_t num = c.training.max_iters * streaming.fragments;
-    c.diloco.rounds = num / c.diloco.inner_steps + (num % c.diloco.inner_steps != 0 ? 1 : 0);
   TimeBudgetConfig& budget = c.diloco.time_budget;
   if (!ctx.Has("diloco.time_budget.max_steps")) budget.max_steps = 4 * c.diloco.inner_steps;
   if (budget.min_steps > budget.max_steps) {
@@ -450,12 +450,34 @@ absl::Status Finish(const Context& ctx, const std::string& base_dir, const DataR
                      "diloco.time_budget.seconds: time-budgeted rounds cannot be streamed (diloco.streaming: "
                      "fragments 1, overlap_steps 0), nor streamed rounds time-budgeted");
   }
+  if (!ctx.Has("diloco.rounds")) {
+    // The fewest rounds whose steps reach max_iters: ceil(max_iters · P / τ).
+    const int64_t num = c.training.max_iters * streaming.fragments;
+    c.diloco.rounds = num / c.diloco.inner_steps + (num % c.diloco.inner_steps != 0 ? 1 : 0);
   }
   if (c.diloco.rounds > kRounds.max) {
     return ctx.Error(ctx.ValueMark({"training.max_iters", "diloco.inner_steps"}),
                      absl::StrCat("diloco.rounds: ceil(training.max_iters × fragments / diloco.inner_steps) = ",
                                   c.diloco.rounds, " is more than ", kRounds.max,
                                   "; raise inner_steps or set diloco.rounds"));
+  }
+  if (c.diloco.mode == diloco::RoundMode::kAsync && streaming.enabled()) {
+    return ctx.Error(ctx.ValueMark({"diloco.mode", "diloco.streaming.fragments"}),
+                     "diloco.mode: async cannot be streamed (diloco.streaming: fragments 1, overlap_steps 0)");
+  }
+  if (c.diloco.mode == diloco::RoundMode::kAsync && budget.enabled()) {
+    return ctx.Error(ctx.ValueMark({"diloco.mode", "diloco.time_budget.seconds"}),
+                     "diloco.mode: async runs tasks of inner_steps steps; it does not take diloco.time_budget");
+  }
+  if (c.diloco.mode == diloco::RoundMode::kAsync && c.diloco.aggregation == diloco::Aggregation::kStreaming) {
+    return ctx.Error(ctx.ValueMark({"diloco.mode", "diloco.aggregation"}),
+                     "diloco.mode: async keeps each Δ whole until its group is applied (diloco.aggregation: "
+                     "buffered or auto)");
+  }
+  if (c.diloco.async.quorum > c.diloco.workers) {
+    return ctx.Error(ctx.ValueMark({"diloco.async.quorum", "diloco.workers"}),
+                     absl::StrCat("diloco.async.quorum: ", c.diloco.async.quorum, " is more than diloco.workers (",
+                                  c.diloco.workers, ")"));
   }
   if (c.diloco.min_workers > c.diloco.workers) {
     return ctx.Error(ctx.ValueMark({"diloco.min_workers", "diloco.workers"}),

@@ -128,6 +128,7 @@ absl::Status JobRun::Prepare() {
 }
 
 uint32_t JobRun::workers_in_round() const {
+  if (async()) return static_cast<uint32_t>(flights_.size());
   return round_.has_value() ? static_cast<uint32_t>(round_->running.size() + round_->results.size()) : 0;
 }
 
@@ -211,6 +212,7 @@ void JobRun::Assign(Member& m) {
   a->mutable_compression()->set_up(CodecToProto(compression.up));
   a->mutable_compression()->set_down(CodecToProto(compression.down));
   a->mutable_compression()->set_up_error_feedback(compression.FeedbackUp());
+  a->mutable_compression()->set_density(compression.density);
   if (streaming()) {
     const diloco::StreamingOptions& so = prepared_->config.diloco.streaming;
     a->mutable_streaming()->set_fragments(static_cast<uint32_t>(so.fragments));
@@ -256,6 +258,8 @@ void JobRun::RemoveWorker(const std::shared_ptr<WorkerSession>& session) {
                    session->supervisor_id(), round_->number, round_->running.size(), round_->results.size());
     }
   }
+  if (async()) DropAsyncTask(session.get());
+  if (m->slot >= 0) slot_left_at_[m->slot] = Clock::now();
   members_.erase(session.get());
 }
 
@@ -299,6 +303,13 @@ void JobRun::OnResync(const std::shared_ptr<WorkerSession>& session, const v1::R
     m->theta_round = r;
     return;
   }
+  if (async()) {
+    spdlog::warn("job {}: worker {}'s θ for round {} does not match the shepherd's ({}); sending its task again with "
+                 "θ in full", job_.id, session->supervisor_id(), request.round(), request.reason());
+    DropAsyncTask(session.get());
+    if (m->phase == Phase::kInRound) m->phase = Phase::kReady;
+    return;
+  }
   const bool in_round = round_.has_value() && round_->number == request.round() && m->slot >= 0 &&
                         round_->running.count(m->slot) != 0 && round_->running[m->slot] == session.get();
   spdlog::warn("job {}: worker {}'s θ for round {} does not match the shepherd's ({}; crc32c {:08x}, expected {:08x}); "
@@ -311,6 +322,7 @@ void JobRun::OnResync(const std::shared_ptr<WorkerSession>& session, const v1::R
 void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t round, ReceivedDelta delta,
                       const v1::RoundResult& result) {
   Member* m = Find(session);
+  if (m != nullptr && async()) return OnAsyncResult(*m, round, std::move(delta), result);
   if (m != nullptr && streaming() && !round_.has_value() && round == state_.round + 1) {
     // Streaming: a worker sent this round ahead finished it before the round opened here.
     early_results_.push_back({session, round, std::move(delta), result});
@@ -388,14 +400,16 @@ void JobRun::SendRound(Member& m) {
   ctx_.registry->NoteActivity(s.supervisor_id(), job_.id, r);
 }
 
-void JobRun::SendStart(Member& m, uint64_t round, uint64_t cursor, uint32_t theta_crc) {
+void JobRun::SendStart(Member& m, uint64_t round, uint64_t cursor, uint32_t theta_crc, uint64_t schedule_round) {
   const JobConfig& c = prepared_->config;
   v1::ShepherdMessage msg;
   v1::StartRound* start = msg.mutable_start_round();
   start->set_round(round);
   start->set_deadline_ms(static_cast<uint64_t>(c.diloco.round_deadline_s * 1000.0));
   // (With a time budget: the most steps the round may run, from the job's progress in tokens.)
-  for (float lr : LearningRatesOfRound(c, round, state_.tokens_processed)) start->add_learning_rates(lr);
+  for (float lr : LearningRatesOfRound(c, schedule_round != 0 ? schedule_round : round, state_.tokens_processed)) {
+    start->add_learning_rates(lr);
+  }
   if (c.diloco.time_budget.enabled()) {
     start->set_budget_ms(c.diloco.time_budget.seconds * 1000.0);
     start->set_min_steps(static_cast<uint32_t>(StepsOfRound(c, round, state_.tokens_processed).min));
@@ -415,6 +429,9 @@ void JobRun::StartRound(const std::vector<Member*>& members) {
   round_->deadline = round_->start + std::chrono::duration_cast<Clock::duration>(
                                          std::chrono::duration<double>(prepared_->config.diloco.round_deadline_s));
   metrics::Get(metrics::kShepherdRound, {job_.id}).Set(static_cast<double>(round_->number));
+  for (const auto& [key, m] : members_) {
+    if (m.slot >= 0 && m.phase != Phase::kFailed) round_->held_at_start.insert(m.slot);
+  }
   std::vector<std::string> ids;
   for (Member* m : members) {
     SendRound(*m);
@@ -432,7 +449,7 @@ JobRun::Outcome JobRun::Advance(Clock::time_point now) {
     publisher_->Report();
   }
   const JobConfig& c = prepared_->config;
-  if (JobDone(c, state_.round, state_.tokens_processed)) {
+  if (async() ? AsyncTasksUsed() >= AsyncTasksTotal() : JobDone(c, state_.round, state_.tokens_processed)) {
     // Resumed after the last round's checkpoint: nothing left to do.
     Publish(true);
     ctx_.jobs->Finish(job_.id, v1::JOB_STATE_COMPLETED, "");
@@ -444,6 +461,7 @@ JobRun::Outcome JobRun::Advance(Clock::time_point now) {
       if (m.slot >= 0) Assign(m);
     }
   }
+  if (async()) return AdvanceAsync(now);
   const auto grace = std::chrono::milliseconds(ctx_.config->round_start_grace_ms);
   std::vector<Member*> ready;
   bool preparing = false;  // a worker got its assignment less than the grace period ago
@@ -456,16 +474,21 @@ JobRun::Outcome JobRun::Advance(Clock::time_point now) {
     // Start with every slot ready; else wait up to the grace period for missing workers and
     // for ones still compiling, then start with the ready ones (at least min_workers).
     const bool full = ready.size() >= ActiveSlots();
-    const bool grace_over = now - waiting_since_ >= grace;
+    // Only before the run's first round, or for a worker that just left: after it, a missing
+    // worker joins late (and with orphan_slots: takeover its slot is trained by the others).
+    const bool grace_over = now - waiting_since_ >= grace || (closed_a_round_ && !WorkerJustLeft(now, grace));
     if (ready.empty() || ready.size() < min_workers) return Outcome::kRunning;
     if (!full && (!grace_over || preparing)) return Outcome::kRunning;
     StartRound(ready);
     return Outcome::kRunning;
   }
   Round& round = *round_;
+  TakeOverOrphans();
   JoinLate(ready, now);
   // Everyone still in the round has reported, but too few results: wait for more workers.
   if (round.running.empty() && round.delivered() < min_workers) return Outcome::kRunning;
+  // A worker is on its way to train an orphaned slot's task.
+  if (round.running.empty() && now < round.deadline && TakeoverPending()) return Outcome::kRunning;
   if (round.running.empty() || (now >= round.deadline && round.delivered() >= min_workers)) {
     return CloseRound(now);
   }
@@ -479,6 +502,7 @@ void JobRun::JoinLate(const std::vector<Member*>& ready, Clock::time_point now) 
   const bool needed = round.running.empty() && round.delivered() < min_workers;
   std::vector<std::string> ids;
   for (Member* m : ready) {
+    if (m->phase != Phase::kReady) continue;  // given an orphaned slot meanwhile (TakeOverOrphans)
     if (round.results.count(m->slot) != 0 || round.running.count(m->slot) != 0 || round.refused.count(m->slot) != 0) {
       continue;
     }
@@ -499,6 +523,7 @@ void JobRun::JoinLate(const std::vector<Member*>& ready, Clock::time_point now) 
 Clock::time_point JobRun::NextWakeup() const {
   if (round_.has_value()) return round_->deadline;
   const auto grace = std::chrono::milliseconds(ctx_.config->round_start_grace_ms);
+  if (async()) return AsyncWakeup(waiting_since_ + grace);
   Clock::time_point wake = waiting_since_ + grace;
   for (const auto& [key, m] : members_) {
     if (m.phase == Phase::kAssigning) wake = std::max(wake, m.assigned_at + grace);
@@ -592,6 +617,7 @@ JobRun::Outcome JobRun::CloseRound(Clock::time_point now) {
   summary.record = RecordOf(round, summary.tokens, summary.round_s, summary.outer_step_s);
   round_.reset();
   waiting_since_ = Clock::now();
+  closed_a_round_ = true;
   return Conclude(summary);
 }
 
@@ -633,7 +659,9 @@ JobRun::Outcome JobRun::Conclude(const RoundSummary& summary) {
   const JobConfig& c = prepared_->config;
   const uint64_t r = summary.round;
   publisher_->Closed(summary, state_);
-  if (c.diloco.eval_every > 0 && (r % static_cast<uint64_t>(c.diloco.eval_every) == 0 || summary.last)) {
+  // (Async: after each diloco.workers × eval_every Δs used, a synchronous round's tokens.)
+  const bool eval_due = async() ? eval_due_ : r % static_cast<uint64_t>(std::max<int64_t>(c.diloco.eval_every, 1)) == 0;
+  if (c.diloco.eval_every > 0 && (eval_due || summary.last)) {
     eval_->Start(r, theta_);  // θ_ is replaced, never modified, after this
   }
   if (summary.last) {

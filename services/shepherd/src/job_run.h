@@ -56,8 +56,10 @@
 #include <vector>
 
 #include "pcp/codec/error_feedback.h"
+#include "pcp/diloco/async.h"
 #include "pcp/diloco/late_join.h"
 #include "pcp/diloco/screening.h"
+#include "pcp/diloco/slot_takeover.h"
 #include "pcp/diloco/streaming.h"
 #include "pcp/kernels/backend.h"
 #include "pcp/shepherd/checkpoint_store.h"
@@ -163,6 +165,10 @@ class JobRun {
     std::set<std::string> sent_to;                          // supervisor ids
     std::vector<std::pair<std::string, std::string>> refused_ids;  // rejected Δs: supervisor id, reason
     bool skipped = false;  // streaming: rolled back, so none of its Δs went into θ
+    // Data follows the work (job_run_takeover.cc): the slots a worker held as the round
+    // started, and those a free worker was given to train in it.
+    std::set<int> held_at_start;
+    std::set<int> taken_over;
   };
 
   JobRun(RunnableJob job, RunContext context)
@@ -174,7 +180,8 @@ class JobRun {
   void StartRound(const std::vector<Member*>& members);
   void SendRound(Member& m);
   // Sends StartRound `round` with the slot's sampler state from `cursor`; crc 0 = unchecked.
-  void SendStart(Member& m, uint64_t round, uint64_t cursor, uint32_t theta_crc);
+  // The inner learning rates are those of round `schedule_round` (0: `round`).
+  void SendStart(Member& m, uint64_t round, uint64_t cursor, uint32_t theta_crc, uint64_t schedule_round = 0);
   // The job's aggregation rule, chosen once (aggregator.h; job_run_aggregation.cc).
   void ChooseAggregation();
   // Tells the worker to expect round `round`'s result: its Δ specs, codec and, with a
@@ -229,6 +236,55 @@ class JobRun {
   std::optional<Outcome> CountRollBack(uint64_t round, const std::string& why);
   // Slots whose owner is not quarantined: a round with that many ready workers starts at once.
   size_t ActiveSlots() const;
+  // ---- Asynchronous DiLoCo (job_run_async.cc; pcp/diloco/async.h)
+  bool async() const { return prepared_->config.diloco.mode == diloco::RoundMode::kAsync; }
+  // Δs the job uses in all (diloco.rounds × diloco.workers: the synchronous job's tokens), and
+  // so far (the slots' rounds_done).
+  uint64_t AsyncTasksTotal() const;
+  uint64_t AsyncTasksUsed() const;
+  // Applies a group of Δs when it is due, and sends every ready worker its next task from the
+  // newest θ.
+  Outcome AdvanceAsync(Clock::time_point now);
+  void SendAsyncTask(Member& m);
+  void OnAsyncResult(Member& m, uint64_t round, ReceivedDelta delta, const v1::RoundResult& result);
+  // The group of Δs in: screened, scaled for staleness, averaged and applied; then Conclude.
+  Outcome ApplyAsyncGroup(Clock::time_point now);
+  // A worker's task is dropped (it left, or asked for θ in full: sent its task again).
+  void DropAsyncTask(WorkerSession* key);
+  Clock::time_point AsyncWakeup(Clock::time_point fallback) const;
+  struct Flight {  // a worker's task in flight
+    WorkerSession* key = nullptr;
+    uint64_t round = 0;  // as sent: θ after round - 1 outer updates
+    uint64_t start_cursor = 0;
+    Clock::time_point sent_at;
+  };
+  struct Arrival {  // a Δ in, not applied yet
+    int slot = -1;
+    uint64_t round = 0;
+    SlotResult res;
+  };
+  std::map<int, Flight> flights_;        // slot -> its task in flight
+  std::vector<Arrival> arrivals_;        // in arrival order
+  std::map<int, uint64_t> next_cursor_;  // slot -> where its next task's batches start
+  Clock::time_point quorum_since_{};     // when the waiting group reached its quorum
+  Clock::time_point last_update_{};      // the last outer update (a group's "round" time)
+  int64_t last_update_unix_ms_ = 0;
+  bool eval_due_ = false;                // async: evaluate after this update (a round's tokens)
+
+  // ---- Data follows the work (job_run_takeover.cc; pcp/diloco/slot_takeover.h)
+  // diloco.orphan_slots: takeover, in a synchronous round that is not streamed.
+  bool takes_over() const;
+  // The open round's slots as SlotToTakeOver sees them.
+  std::vector<diloco::SlotTask> SlotTasks() const;
+  // Sends the open round to ready workers given an orphaned slot, and gives orphaned slots to
+  // ready workers whose own task of the round is done (their new slot's shard goes out first).
+  void TakeOverOrphans();
+  // A worker was given an orphaned slot of the open round and has not started its task yet:
+  // the round waits for it.
+  bool TakeoverPending() const;
+  // A slot's worker left less than `grace` ago and nobody holds the slot: the next round
+  // waits the start grace for it (a restarted worker is back in a second or two).
+  bool WorkerJustLeft(Clock::time_point now, Clock::duration grace) const;
 
   // The history record of the round being closed (train loss, tokens and θ already updated;
   // the publisher adds the training-stream bytes).
@@ -240,7 +296,13 @@ class JobRun {
   absl::Status WriteCheckpoint(bool wait);
   void Publish(bool final);
   Outcome Fail(const std::string& why);
-  uint64_t total_rounds() const { return static_cast<uint64_t>(prepared_->config.diloco.rounds); }
+  // Sync: diloco.rounds. Async: the outer updates planned, ⌈rounds × workers / quorum⌉ (a
+  // group with more Δs than the quorum makes it end sooner).
+  uint64_t total_rounds() const {
+    const DiLoCoConfig& d = prepared_->config.diloco;
+    if (d.mode != diloco::RoundMode::kAsync) return static_cast<uint64_t>(d.rounds);
+    return static_cast<uint64_t>((d.rounds * d.workers + d.async.quorum - 1) / d.async.quorum);
+  }
 
   RunnableJob job_;
   RunContext ctx_;
@@ -273,6 +335,8 @@ class JobRun {
   std::map<int, ShardPlan> shards_;
   std::optional<Round> round_;
   Clock::time_point waiting_since_;
+  bool closed_a_round_ = false;  // this run has closed a round: a short job waits no more grace...
+  std::map<int, Clock::time_point> slot_left_at_;  // ...except for a worker that just left (slot -> when)
   Clock::time_point started_;
   // Metrics, progress and history of the closed rounds.
   std::unique_ptr<RoundPublisher> publisher_;

@@ -14,7 +14,14 @@ void JobRun::ChooseAggregation() {
   for (const TensorSpec& spec : prepared_->param_specs) delta_elements += NumElements(spec.shape);
   const int64_t fragments = c.diloco.streaming.fragments;
   delta_elements = (delta_elements + fragments - 1) / fragments;
-  aggregator_ = ChooseAggregator(c, delta_elements);
+  if (async()) {
+    // Asynchronous groups keep their Δs whole: a Δ's group is known only as it arrives.
+    JobConfig buffered = c;
+    buffered.diloco.aggregation = diloco::Aggregation::kBuffered;
+    aggregator_ = ChooseAggregator(buffered, delta_elements);
+  } else {
+    aggregator_ = ChooseAggregator(c, delta_elements);
+  }
   spdlog::info("job {}: Δ aggregation {}, {} (diloco.aggregation {}; {} workers x {:.1f} MiB per Δ)", job_.id,
                aggregator_->streamable() ? "streaming: each Δ is summed as it arrives"
                                          : "buffered: the round's Δs are kept until it closes",

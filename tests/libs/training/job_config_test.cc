@@ -200,9 +200,10 @@ TEST(JobConfigTest, ToYamlRoundTrips) {
                               .quarantine_after = 0,
                               .max_rollbacks = 7,
                               .trimmed_mean = 0.25},
-                .compression = {.up = codec::Codec::kInt4,
+                .compression = {.up = codec::Codec::kTopk2,
                                 .down = codec::Codec::kBf16,
-                                .error_feedback = codec::FeedbackMode::kOff},
+                                .error_feedback = codec::FeedbackMode::kOff,
+                                .density = 0.015},
                 .streaming = {.fragments = 4, .overlap_steps = 3, .alpha = 0.25}};
   odd.sample = {.prompt = "He said: \"to be\\or\tnot\"\n\x01 caf\xc3\xa9",
                 .max_new_tokens = 1,
@@ -364,7 +365,10 @@ TEST(JobConfigTest, BadInputsGiveOneLineWithPositionAndKey) {
        {"unknown key 'norm_kk' in section 'diloco.screening' (did you mean 'norm_k'?)"}},
       {kData + "diloco:\n  compression: {up: int3}\n",
        "4:21",
-       {"diloco.compression.up: expected one of f32, bf16, int8, int4, got 'int3'"}},
+       {"diloco.compression.up: expected one of f32, bf16, int8, int4, topk2, topk4, topk8, got 'int3'"}},
+      {kData + "diloco:\n  compression: {up: topk2, density: 1.5}\n",
+       "4:37",
+       {"diloco.compression.density: must be in"}},
       {kData + "diloco:\n  compression:\n    error_feedback: yes\n",
        "5:21",
        {"diloco.compression.error_feedback: expected one of auto, true, false, got 'yes'"}},
@@ -377,6 +381,18 @@ TEST(JobConfigTest, BadInputsGiveOneLineWithPositionAndKey) {
       {kData + "diloco:\n  streaming: {alpha: 1}\n",
        "4:22",
        {"diloco.streaming.alpha: must be in [0.0, 1.0), got 1"}},
+      // Data follows the work and asynchronous rounds (issue 32).
+      {kData + "diloco:\n  orphan_slots: drop\n", "4:17",
+       {"diloco.orphan_slots: expected one of takeover, idle, got 'drop'"}},
+      {kData + "diloco:\n  mode: asynch\n", "4:9", {"diloco.mode: expected one of sync, async, got 'asynch'"}},
+      {kData + "diloco:\n  async: {quorum: 5}\n", "4:19",
+       {"diloco.async.quorum: 5 is more than diloco.workers (2)"}},
+      {kData + "diloco:\n  async: {staleness: square}\n", "4:22",
+       {"diloco.async.staleness: expected one of inverse, none, got 'square'"}},
+      {kData + "diloco:\n  mode: async\n  streaming: {fragments: 2}\n", "4:9",
+       {"diloco.mode: async cannot be streamed"}},
+      {kData + "diloco:\n  mode: async\n  aggregation: streaming\n", "4:9",
+       {"diloco.mode: async keeps each Δ whole"}},
       {kData + "diloco:\n  outer_momentum: 1\n",
        "4:19",
        {"diloco.outer_momentum: must be in [0.0, 1.0), got 1"}},
@@ -443,17 +459,21 @@ TEST(JobConfigTest, DamagedFilesNeverCrashAndErrorsStayOneLine) {
 TEST(JobConfigTest, KeysAreListedOnce) {
   std::vector<std::string> keys = JobConfigKeys();
   EXPECT_EQ(keys.front(), "name");
-  EXPECT_EQ(keys.size(), 1u + (7 + 7 + 2) + 4 + 10 + 9 + (11 + 6 + 3 + 3) + 4 + 3 /* diloco.time_budget */);
+  EXPECT_EQ(keys.size(), 1u + (7 + 7 + 2) + 4 + 10 + 9 + (11 + 6 + 3 + 3) + 4 + 3 /* diloco.time_budget */ +
+                             1 /* diloco.compression.density */ +
+                             5 /* diloco.orphan_slots, mode, async.{quorum, grace_ms, staleness} */);
   EXPECT_NE(std::find(keys.begin(), keys.end(), "model.init.ones"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.aggregation"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.screening.norm_k"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.compression.error_feedback"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.streaming.overlap_steps"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.round_deadline_s"), keys.end());
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.time_budget.max_steps"), keys.end());
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.orphan_slots"), keys.end());
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.async.staleness"), keys.end());
   EXPECT_EQ(BackendChoiceName(BackendChoice::kAuto), "auto");
   EXPECT_EQ(DataFormatName(DataFormat::kTextByte), "text_byte");
 }
 
 }  // namespace
-  EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.time_budget.max_steps"), keys.end());
 }  // namespace pcp

@@ -112,12 +112,15 @@ TEST(ScreeningTest, PoisoningWorkerIsRefusedAndQuarantinedAndTheJobCompletes) {
   EXPECT_EQ(refused("non_finite"), 1) << *page;
   EXPECT_EQ(refused("max_norm"), 0) << *page;
 
-  // The log names the worker; rounds after the quarantine ran without it.
+  // The log names the worker; rounds after the quarantine ran without it, its slot's data
+  // trained by the others (diloco.orphan_slots: takeover): two Δs used in rounds 1-3 (node-3's
+  // refused), three from round 4 on.
   const std::string log = cluster.shepherd()->Log();
   EXPECT_TRUE(absl::StrContains(log, "worker node-3 is quarantined after 3 refused")) << log;
+  EXPECT_TRUE(std::regex_search(log, std::regex("worker node-[12] takes over slot"))) << log;
   std::vector<RoundLine> rounds = RoundsFromLog(log, job_id);
   ASSERT_EQ(rounds.size(), 6u) << log;
-  for (const RoundLine& r : rounds) EXPECT_EQ(r.workers, 2) << "round " << r.round;
+  for (const RoundLine& r : rounds) EXPECT_EQ(r.workers, r.round <= 3 ? 2 : 3) << "round " << r.round;
 
   // pcpctl status shows it.
   absl::StatusOr<CommandResult> status = cluster.Pcpctl({"status", job_id});
@@ -239,12 +242,13 @@ TEST(ScreeningTest, RefusalsAndQuarantineSurviveAShepherdRestart) {
   EXPECT_EQ(p.screened_workers(0).last_reason(), "non_finite");
 
   // node-2 came back to the new shepherd and got no round: every round after the restart ran
-  // on node-1 alone.
+  // on node-1 alone, which trained node-2's slot too (diloco.orphan_slots: takeover).
   const std::string log = second->Log();
   EXPECT_TRUE(absl::StrContains(log, "worker node-2 stays idle (quarantined in this job)")) << log;
+  EXPECT_TRUE(absl::StrContains(log, "worker node-1 takes over slot")) << log;
   std::vector<RoundLine> rounds = RoundsFromLog(log, job_id);
   ASSERT_FALSE(rounds.empty()) << log;
-  for (const RoundLine& r : rounds) EXPECT_EQ(r.workers, 1) << "round " << r.round;
+  for (const RoundLine& r : rounds) EXPECT_EQ(r.workers, 2) << "round " << r.round;
   ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
 }
 

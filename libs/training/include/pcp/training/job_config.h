@@ -45,15 +45,19 @@
 //              screening: {norm_k: 5, max_norm: 1e4 (0: no cap), action: reject|clip,
 //                          quarantine_after: 3 (0: never), max_rollbacks: 3,
 //                          trimmed_mean: 0.0 (fraction trimmed at each end, [0, 0.5))},
-//              compression: {up: f32|bf16|int8|int4, down: (same), error_feedback:
-//                            auto|true|false},
+//              compression: {up: f32|bf16|int8|int4|topk2|topk4|topk8, down: (same),
+//                            error_feedback: auto|true|false, density: 0.02 (sparse
+//                            codecs: fraction of each block sent, [2^-16, 1])},
 //              streaming: {fragments: 1 (P <= inner_steps), overlap_steps: 0
 //                          (< inner_steps / P), alpha: 0.5 ([0, 1))},
 //              time_budget: {seconds: 0 (off), min_steps: 1, max_steps: (4 × inner_steps)}
 //                           (no streaming; pcp/training/round_budget.h),
-//              aggregation: auto|streaming|buffered (streaming: no trimmed_mean)}
+//              aggregation: auto|streaming|buffered (streaming: no trimmed_mean),
+//              orphan_slots: takeover|idle, mode: sync|async (async: no streaming),
+//              async: {quorum: 1 ([1, workers]), grace_ms: 0, staleness: inverse|none}}
 //              (screening: see pcp/diloco/screening.h; compression: pcp/codec/compression.h;
-//              streaming: pcp/diloco/streaming.h; aggregation: pcp/diloco/delta_sum.h. A
+//              streaming: pcp/diloco/streaming.h; aggregation: pcp/diloco/delta_sum.h;
+//              orphan_slots: pcp/diloco/slot_takeover.h; mode and async: pcp/diloco/async.h. A
 //              round is about inner_steps / P steps: DiLoCoConfig::StepsOfRound.)
 //   sample:   {prompt: "\n", max_new_tokens: 500, temperature: 0.8, top_k: 200 (0: off)}
 //
@@ -73,8 +77,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "pcp/codec/compression.h"
+#include "pcp/diloco/async.h"
 #include "pcp/diloco/delta_sum.h"
 #include "pcp/diloco/screening.h"
+#include "pcp/diloco/slot_takeover.h"
 #include "pcp/diloco/streaming.h"
 #include "pcp/models/gpt_config.h"
 #include "pcp/training/data_roots.h"
@@ -187,12 +193,6 @@ struct TrainingConfig {
   bool operator==(const TrainingConfig&) const = default;
 };
 
-struct DiLoCoConfig {
-  int64_t workers = 2;
-  int64_t inner_steps = 50;  // tau: local steps per round
-  double outer_lr = 0.7;
-  double outer_momentum = 0.9;  // [0, 1)
-  bool nesterov = true;
 // Job YAML diloco.time_budget: time-budgeted rounds (dynamic local updates). Each worker
 // trains for `seconds` per round, at least min_steps and at most max_steps steps, and the
 // round's Δs are averaged weighted by their tokens; the job ends at the tokens a fixed-τ run
@@ -205,6 +205,12 @@ struct TimeBudgetConfig {
   bool operator==(const TimeBudgetConfig&) const = default;
 };
 
+struct DiLoCoConfig {
+  int64_t workers = 2;
+  int64_t inner_steps = 50;  // tau: local steps per round
+  double outer_lr = 0.7;
+  double outer_momentum = 0.9;  // [0, 1)
+  bool nesterov = true;
   int64_t rounds = 40;      // default: the rounds that cover training.max_iters steps
   int64_t min_workers = 1;  // <= workers: results needed to close a round
   double round_deadline_s = 600.0;
@@ -213,13 +219,19 @@ struct TimeBudgetConfig {
   diloco::ScreeningOptions screening;  // Δ screening, rollback, trimmed mean
   codec::CompressionOptions compression;  // codecs of Δ (up) and θ updates (down)
   diloco::StreamingOptions streaming;      // fragments synced in turn, overlap, merge α
+  TimeBudgetConfig time_budget;            // rounds of a time budget instead of τ steps
   // How the shepherd combines the Δs (pcp/diloco/delta_sum.h): streaming sums them as they
   // arrive in O(|θ|) memory; auto streams once workers × |Δ| passes 256 MiB.
   diloco::Aggregation aggregation = diloco::Aggregation::kAuto;
+  // A slot whose worker is quarantined, lost or missing: its shard is trained by the workers
+  // that are working (takeover) or not at all (idle).
+  diloco::OrphanSlots orphan_slots = diloco::OrphanSlots::kTakeover;
+  // Rounds in lockstep (sync) or Δs applied as they arrive (async, with `async`'s settings).
+  diloco::RoundMode mode = diloco::RoundMode::kSync;
+  diloco::AsyncOptions async;
   // Round r (from 1) runs global inner steps [FirstStep(r), FirstStep(r + 1)): τ steps, or with
   // streaming ⌊r·τ/P⌋ − ⌊(r−1)·τ/P⌋ (each round syncs one fragment, so fragment p syncs every
   // τ steps; with τ = 50 and P = 4 the rounds are 12, 13, 12, 13, ... steps).
-  TimeBudgetConfig time_budget;            // rounds of a time budget instead of τ steps
   int64_t FirstStep(uint64_t round) const {
     return static_cast<int64_t>((round - 1) * static_cast<uint64_t>(inner_steps) /
                                 static_cast<uint64_t>(streaming.fragments));
