@@ -12,6 +12,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "pcp/rpc/grpc_status.h"
 #include "spdlog/spdlog.h"
@@ -107,7 +108,7 @@ class AuthorizationInterceptor final : public grpc::experimental::Interceptor {
     if (auto it = metadata.find("authorization"); it != metadata.end()) {
       authorization.assign(it->second.data(), it->second.size());
     }
-    std::vector<std::string> identities;
+    std::vector<std::string>& identities = peer_identities_;
     grpc::ServerContextBase* context = info_->server_context();
     if (std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
         auth != nullptr && auth->IsPeerAuthenticated()) {
@@ -134,12 +135,25 @@ class AuthorizationInterceptor final : public grpc::experimental::Interceptor {
   }
 
   void Audit(const grpc::Status& status) const {
-    // The caller as authenticated, also when its role was not enough.
-    const std::string who =
-        caller_.has_value()
-            ? absl::StrCat("'", caller_->name, "' (", ViaName(caller_->via),
-                           caller_->roles.empty() ? "" : absl::StrCat(", role ", caller_->roles.ToString()), ")")
-            : (verdict_.ok() ? "an anonymous caller (auth off)" : "an unauthenticated caller");
+    // The caller as authenticated, also when its role was not enough. A call judged by its
+    // token that also came with a verified certificate names both: the token decided, the
+    // certificate says whose connection carried it.
+    const std::string certificate =
+        peer_identities_.empty()
+            ? ""
+            : absl::StrCat("certificate '", Bounded(absl::StrJoin(peer_identities_, "', '")), "'");
+    std::string who;
+    if (caller_.has_value()) {
+      who = absl::StrCat("'", caller_->name, "' (", ViaName(caller_->via),
+                         caller_->roles.empty() ? "" : absl::StrCat(", role ", caller_->roles.ToString()),
+                         caller_->via == Principal::Via::kCertificate || certificate.empty() ? "" : "; ",
+                         caller_->via == Principal::Via::kCertificate ? "" : certificate, ")");
+    } else if (verdict_.ok()) {
+      who = "an anonymous caller (auth off)";
+    } else {
+      who = certificate.empty() ? std::string("an unauthenticated caller")
+                                : absl::StrCat("an unauthenticated caller (", certificate, ")");
+    }
     spdlog::info("audit: {} by {} from {}: {}{}{}; request {{{}}}", method_.substr(1), who,
                  info_->server_context()->peer(),
                  absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
@@ -152,6 +166,7 @@ class AuthorizationInterceptor final : public grpc::experimental::Interceptor {
   const MethodRule* rule_ = nullptr;
   absl::StatusOr<Principal> verdict_ = Principal{};
   std::optional<Principal> caller_;  // authenticated, whatever the verdict
+  std::vector<std::string> peer_identities_;  // the verified client certificate's, if any
   std::string request_;
 };
 

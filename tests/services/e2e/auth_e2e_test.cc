@@ -474,6 +474,8 @@ TEST_F(AuthE2eTest, MtlsClusterWithRolesTrainsAndKeepsNodesApart) {
   const std::string log = cluster.shepherd()->Log();
   EXPECT_THAT(log, HasSubstr("audit: pcp.v1.Admin/SubmitJob by 'ops-admin' (certificate, role admin)"));
   EXPECT_THAT(log, HasSubstr("audit: pcp.v1.Admin/CancelJob by 'watcher' (certificate, role viewer)"));
+  // A token over a certificate: the token decides, the audit line names both.
+  EXPECT_THAT(log, HasSubstr("audit: pcp.v1.Admin/CancelJob by 'grafana' (token, role viewer; certificate 'node-2')"));
 
   absl::StatusOr<std::string> metrics = cluster.ScrapeMetrics(cluster.shepherd_metrics_port());
   ASSERT_TRUE(metrics.ok()) << metrics.status();
