@@ -93,14 +93,4 @@ uint64_t FirstStepOfRound(const JobConfig& config, uint64_t round) {
   return static_cast<uint64_t>(config.diloco.FirstStep(round));
 }
 
-std::vector<float> RoundLearningRates(const JobConfig& config, uint64_t round) {
-  const LrSchedule schedule = config.optimizer.Schedule();
-  const uint64_t first = FirstStepOfRound(config, round);
-  std::vector<float> lrs;
-  for (int64_t i = 0; i < config.diloco.StepsOfRound(round); ++i) {
-    lrs.push_back(static_cast<float>(schedule.At(static_cast<int64_t>(first) + i)));
-  }
-  return lrs;
-}
-
 }  // namespace pcp::shepherd

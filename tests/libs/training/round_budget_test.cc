@@ -32,6 +32,17 @@ TEST(RoundBudgetTest, WithoutABudgetRoundsAreTauStepsAtTheFixedRatesAndTheJobEnd
   for (int i = 0; i < 5; ++i) EXPECT_EQ(lrs[i], static_cast<float>(s.At(10 + i))) << i;
   EXPECT_FALSE(JobDone(*c, 9, 1'000'000));
   EXPECT_TRUE(JobDone(*c, 10, 0));
+  // Streaming DiLoCo's rounds of 2 and 3 steps (τ = 5, P = 2) keep their global steps too.
+  c = Parse(kJob + "  streaming: {fragments: 2}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (uint64_t round : {1, 2, 7}) {
+    const std::vector<float> r = LearningRatesOfRound(*c, round, 0);
+    ASSERT_EQ(static_cast<int64_t>(r.size()), c->diloco.StepsOfRound(round)) << round;
+    EXPECT_EQ(StepsOfRound(*c, round, 0), (RoundSteps{c->diloco.StepsOfRound(round), c->diloco.StepsOfRound(round)}));
+    for (size_t i = 0; i < r.size(); ++i) {
+      EXPECT_EQ(r[i], static_cast<float>(s.At(c->diloco.FirstStep(round) + static_cast<int64_t>(i)))) << round;
+    }
+  }
 }
 
 TEST(RoundBudgetTest, WithABudgetStepsAreBoundedCappedAtTheEndAndRatesFollowTheTokens) {

@@ -1,12 +1,11 @@
 // What the shepherd derives from a job before its first round: the data, the training
 // program (model_program.h: the built-in GPT or an imported StableHLO model) as MLIR text with its content hash, the parameter list, and per worker slot the
-// data shard and per round the inner learning rates.
+// data shard (a round's learning rates: pcp/training/round_budget.h).
 //
 //   PCP_ASSIGN_OR_RETURN(PreparedJob job, PrepareJob(validated.config, std::move(data), data_roots));
 //   job.program_hash;   // Sha256ContentHash(*job.program_text): "sha256:3f1c..."
 //   PCP_ASSIGN_OR_RETURN(std::vector<Tensor> theta, TakeInitialParams(job));
 //   PCP_ASSIGN_OR_RETURN(ShardPlan shard, ShardForSlot(job, /*slot=*/1, /*world=*/2));
-//   std::vector<float> lrs = RoundLearningRates(job.config, /*round=*/3);   // τ values
 #ifndef PCP_SHEPHERD_JOB_PROGRAM_H_
 #define PCP_SHEPHERD_JOB_PROGRAM_H_
 
@@ -60,11 +59,8 @@ absl::StatusOr<ShardPlan> ShardForSlot(const PreparedJob& job, int64_t slot, int
 
 v1::Hyperparameters HyperparametersOf(const JobConfig& config);
 
-// The learning rates of round `round`'s τ inner steps (rounds from 1): the job's schedule at
-// global steps (round − 1)·τ ... round·τ − 1 (with streaming, the round's steps:
-// DiLoCoConfig::FirstStep, StepsOfRound), so the schedule runs over the job's rounds as it
-// would over max_iters steps of a single process.
-std::vector<float> RoundLearningRates(const JobConfig& config, uint64_t round);
+// The global index of round `round`'s first inner step (DiLoCoConfig::FirstStep; StartRound's
+// first_step, for logs). The round's learning rates: LearningRatesOfRound (round_budget.h).
 uint64_t FirstStepOfRound(const JobConfig& config, uint64_t round);
 
 }  // namespace pcp::shepherd
