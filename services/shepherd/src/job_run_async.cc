@@ -195,6 +195,14 @@ JobRun::Outcome JobRun::ApplyAsyncGroup(Clock::time_point now) {
   std::vector<uint64_t> staleness;
   double weight = 0, loss_sum = 0;
   uint64_t tokens = 0;
+  // A group of n Δs moves θ by n / workers of a synchronous round (whose average is of
+  // `workers` Δs): with one outer step per Δ, the unscaled steps would be `workers` times a
+  // round's per token, with the outer learning rate and momentum tuned for rounds.
+  size_t admitted = 0;
+  for (const Arrival& a : group) {
+    admitted += Admitted(Screen(*screen_, threshold, DeltaNorm::Measured(a.res.norm))) ? 1 : 0;
+  }
+  const double group_scale = static_cast<double>(admitted) / static_cast<double>(c.diloco.workers);
   for (size_t i = 0; i < group.size(); ++i) {
     Arrival& a = group[i];
     SlotState& slot = state_.slots[static_cast<size_t>(a.slot)];
@@ -208,7 +216,9 @@ JobRun::Outcome JobRun::ApplyAsyncGroup(Clock::time_point now) {
     if (verdict.action == diloco::ScreenVerdict::kAccept) accepted_norms.push_back(a.res.norm);
     const uint64_t s = state_.round - std::min(state_.round, a.round - 1);
     staleness.push_back(s);
-    if (const double k = diloco::StalenessScale(c.diloco.async.staleness, s); k != 1.0) Scale(a.res.delta, k);
+    if (const double k = group_scale * diloco::StalenessScale(c.diloco.async.staleness, s); k != 1.0) {
+      Scale(a.res.delta, k);
+    }
     const double w = static_cast<double>(a.res.result.tokens_processed());
     absl::Status added = aggregator_->Add(
         r, Contribution{std::move(a.res.delta), w, verdict, a.res.result.mean_loss(), a.res.supervisor_id});
