@@ -241,6 +241,9 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   // sends its HTTP/2 SETTINGS) is closed after this, not gRPC's 120 s. gRPC 1.51 has no limit
   // on connections in total or per peer (GRPC_ARG_MAX_ALLOWED_INCOMING_CONNECTIONS came later).
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, static_cast<int>(c.handshake_timeout_ms));
+  // A call's header list at most (also announced as SETTINGS_MAX_HEADER_LIST_SIZE): a larger
+  // one is RESOURCE_EXHAUSTED.
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, static_cast<int>(c.max_metadata_bytes));
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   // First: its refusal is the status the metrics interceptor after it counts.
   interceptors.push_back(auth::MakeAuthorizationInterceptorFactory(
