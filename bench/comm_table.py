@@ -57,6 +57,16 @@ MODES = {
     "streaming P=4 topk2 3%+EF overlap": (
         "  streaming: {fragments: 4, overlap_steps: 5}\n"
         "  compression: {up: topk2, down: topk2, density: 0.03, error_feedback: true}\n", True),
+    # Sparse Δs up, the (dense, after outer Nesterov momentum) update down as int4.
+    "topk2 3% up + int4 down (EF)": ("  compression: {up: topk2, down: int4, density: 0.03, error_feedback: true}\n", True),
+    "topk2 1.5% up + int4 down (EF)": (
+        "  compression: {up: topk2, down: int4, density: 0.015, error_feedback: true}\n", True),
+    # SparseLoCo's outer step: no outer momentum (error feedback carries what was not sent).
+    "topk2 3% up+down, outer momentum 0 (EF)": (
+        "  outer_momentum: 0.0\n  compression: {up: topk2, down: topk2, density: 0.03, error_feedback: true}\n", True),
+    "streaming P=4 topk2 3% up + int4 down (EF) overlap": (
+        "  streaming: {fragments: 4, overlap_steps: 5}\n"
+        "  compression: {up: topk2, down: int4, density: 0.03, error_feedback: true}\n", True),
 }
 
 
@@ -68,7 +78,7 @@ def job_yaml(base_text, extra, workers):
                              f"path: {os.path.join(ROOT, 'data/tiny_shakespeare.txt')}")
     text = re.sub(r"(?m)^  checkpoint_every: .*$", "  checkpoint_every: 1000000", text)
     text = re.sub(r"(?m)^  eval_every: .*$", "  eval_every: 1000000", text)
-    for key in ("compression", "streaming"):
+    for key in ("compression", "streaming", "outer_momentum"):
         if f"  {key}:" in extra:
             # The job's own section (the key and its more-indented lines) gives way to the mode's.
             text = re.sub(rf"(?m)^  {key}:.*\n(?:    .*\n)*", "", text)
