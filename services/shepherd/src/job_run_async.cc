@@ -63,12 +63,26 @@ Clock::time_point JobRun::AsyncWakeup(Clock::time_point fallback) const {
 
 JobRun::Outcome JobRun::AdvanceAsync(Clock::time_point now) {
   const diloco::AsyncOptions& o = prepared_->config.diloco.async;
-  // Tasks whose worker left, was quarantined or given another slot are not coming back.
+  // Tasks whose worker left, was quarantined or given another slot are not coming back; one
+  // past diloco.round_deadline_s (its worker failed it, or stalled) is cancelled.
+  const auto deadline = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(prepared_->config.diloco.round_deadline_s));
   for (auto it = flights_.begin(); it != flights_.end();) {
     auto m = members_.find(it->second.key);
-    if (m != members_.end() && m->second.slot == it->first && m->second.phase == Phase::kInRound) {
+    const bool live = m != members_.end() && m->second.slot == it->first && m->second.phase == Phase::kInRound;
+    if (live && now - it->second.sent_at < deadline) {
       ++it;
       continue;
+    }
+    if (live) {
+      spdlog::warn("job {}: worker {}'s task (round {}) passed diloco.round_deadline_s; cancelled", job_.id,
+                   m->second.session->supervisor_id(), it->second.round);
+      m->second.session->AbandonRound(it->second.round);
+      v1::ShepherdMessage cancel;
+      cancel.mutable_cancel()->set_round(it->second.round);
+      cancel.mutable_cancel()->set_reason("task past the job's round_deadline_s");
+      m->second.session->Send(std::move(cancel));
+      m->second.phase = Phase::kReady;
     }
     next_cursor_[it->first] = it->second.start_cursor;
     it = flights_.erase(it);
