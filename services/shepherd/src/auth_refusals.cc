@@ -3,6 +3,7 @@
 #include <string>
 
 #include "pcp/auth/authenticator.h"
+#include "pcp/auth/tls_failures.h"
 #include "pcp/metrics/registry.h"
 
 namespace pcp::shepherd {
@@ -21,6 +22,12 @@ void CountAuthRefusal(absl::string_view service, absl::string_view reason) {
     if (service == known) label = known;
   }
   metrics::Get(metrics::kShepherdAuthRefusalsTotal, {std::string(label), std::string(reason)}).Increment();
+}
+
+void CountTlsRefusals() {
+  auth::InstallHandshakeFailureHook([](absl::string_view reason) {
+    metrics::Get(metrics::kShepherdTlsRefusalsTotal, {std::string(reason)}).Increment();
+  });
 }
 
 void DeclareAuthRefusals() {

@@ -15,6 +15,10 @@ namespace pcp::shepherd {
 // pcp/auth/authenticator.h kReason*.
 void CountAuthRefusal(absl::string_view service, absl::string_view reason);
 
+// Counts each TLS handshake the server refuses in pcp_shepherd_tls_refusals_total{reason}
+// (pcp/auth/tls_failures.h: gRPC reports them only in its log). Once, before the server starts.
+void CountTlsRefusals();
+
 // Creates every {service, reason} series at 0 (at start), so that the family is exported and
 // rate() works from the first scrape.
 void DeclareAuthRefusals();

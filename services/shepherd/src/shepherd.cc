@@ -166,6 +166,7 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   }
   impl->authenticator = std::make_unique<auth::Authenticator>(c.auth);
   DeclareAuthRefusals();
+  CountTlsRefusals();
   spdlog::info("transport {}; {}", tls.enabled() ? (tls.ca.empty() ? "TLS" : "mTLS") : "plaintext",
                impl->authenticator->enabled()
                    ? absl::StrCat("auth on (", c.auth.identities.size(), " certificate identities, ", c.auth.tokens.size(),
@@ -242,7 +243,8 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   // on connections in total or per peer (GRPC_ARG_MAX_ALLOWED_INCOMING_CONNECTIONS came later).
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, static_cast<int>(c.handshake_timeout_ms));
   // A call's header list at most (also announced as SETTINGS_MAX_HEADER_LIST_SIZE): a larger
-  // one is RESOURCE_EXHAUSTED.
+  // one is RESOURCE_EXHAUSTED. gRPC 1.51 applies it once the client has acknowledged the
+  // SETTINGS, and only after reading the list whole (docs/operations.md#admission-and-limits).
   builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, static_cast<int>(c.max_metadata_bytes));
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   // First: its refusal is the status the metrics interceptor after it counts.

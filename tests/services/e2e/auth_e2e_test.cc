@@ -488,6 +488,8 @@ TEST_F(AuthE2eTest, MtlsClusterWithRolesTrainsAndKeepsNodesApart) {
   EXPECT_GE(SampleValue(*metrics, "pcp_shepherd_auth_refusals_total", {{"service", "Control"}, {"reason", "node_mismatch"}})
                 .value_or(0),
             1);
+  // The rogue CA's certificate never became a call: its refused handshake is counted.
+  EXPECT_GE(SampleValue(*metrics, "pcp_shepherd_tls_refusals_total", {{"reason", "bad_certificate"}}).value_or(0), 1);
 
   // No token in any process's command line (ps) or in any log of the cluster.
   cluster.RecordWorkerPids();

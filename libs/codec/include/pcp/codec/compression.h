@@ -12,7 +12,7 @@
 // error_feedback: auto (the default) keeps feedback for codecs below 16 bits (int8, int4),
 // where what is lost each round is large enough to bias training; true and false force it
 // on or off for every lossy codec (f32 never has any). density: the fraction of each block a
-// sparse codec (topk2/4/8) keeps, up and down (0, the default: kDefaultDensity).
+// sparse codec (topk2/4/8) keeps, up and down (default kDefaultDensity, 0.02).
 #ifndef PCP_CODEC_COMPRESSION_H_
 #define PCP_CODEC_COMPRESSION_H_
 
@@ -35,7 +35,7 @@ struct CompressionOptions {
   Codec up = Codec::kF32;    // worker -> shepherd: Δ
   Codec down = Codec::kF32;  // shepherd -> worker: θ updates after the first full θ
   FeedbackMode error_feedback = FeedbackMode::kAuto;
-  double density = 0;  // sparse codecs; 0: kDefaultDensity
+  double density = kDefaultDensity;  // sparse codecs: the fraction of each block kept
 
   // Whether the sender of `codec` keeps error feedback under this setting.
   bool Feedback(Codec codec) const;

@@ -58,23 +58,23 @@ namespace pcp::metrics {
     "state=idle|preparing|ready|receiving|training|sending|disconnected", None,                                     \
     "Workers known to the shepherd, by the phase of their last heartbeat (disconnected: no live stream).")          \
   V(kShepherdBytesSentTotal, Shepherd, Counter, "pcp_shepherd_bytes_sent_total",                                    \
-    "kind=theta_full|theta_update|program|shard|control,codec=none|f32|bf16|int8|int4", None,                       \
+    "kind=theta_full|theta_update|program|shard|control,codec=none|f32|bf16|int8|int4|topk2|topk4|topk8", None,      \
     "Bytes of Training messages sent to workers (serialized size), by kind and by the codec of their tensor data "  \
     "(none: no tensor data).")                                                                                      \
   V(kShepherdBytesReceivedTotal, Shepherd, Counter, "pcp_shepherd_bytes_received_total",                            \
-    "kind=delta|control,codec=none|f32|bf16|int8|int4", None,                                                       \
+    "kind=delta|control,codec=none|f32|bf16|int8|int4|topk2|topk4|topk8", None,                                      \
     "Bytes of Training messages received from workers (serialized size), by kind and by the codec of their tensor " \
     "data (none: no tensor data).")                                                                                 \
   V(kShepherdPayloadF32BytesSentTotal, Shepherd, Counter, "pcp_shepherd_payload_f32_bytes_sent_total",              \
-    "kind=theta_full|theta_update,codec=f32|bf16|int8|int4", None,                                                  \
+    "kind=theta_full|theta_update,codec=f32|bf16|int8|int4|topk2|topk4|topk8", None,                                 \
     "What the tensors sent to workers would take as f32 (4 bytes per element), counted with each tensor's first "   \
     "chunk; divided by pcp_shepherd_bytes_sent_total of the same kind and codec: the compression ratio.")           \
   V(kShepherdPayloadF32BytesReceivedTotal, Shepherd, Counter, "pcp_shepherd_payload_f32_bytes_received_total",      \
-    "kind=delta,codec=f32|bf16|int8|int4", None,                                                                    \
+    "kind=delta,codec=f32|bf16|int8|int4|topk2|topk4|topk8", None,                                                   \
     "What the tensors received from workers would take as f32 (4 bytes per element), counted with each tensor's "   \
     "first chunk; divided by pcp_shepherd_bytes_received_total of the same kind and codec: the compression ratio.") \
   V(kShepherdCodecSecondsTotal, Shepherd, Counter, "pcp_shepherd_codec_seconds_total",                              \
-    "op=encode|decode,codec=bf16|int8|int4", None,                                                                  \
+    "op=encode|decode,codec=bf16|int8|int4|topk2|topk4|topk8", None,                                                 \
     "Seconds spent encoding θ updates (the replica's error feedback and decoded update included, and each "         \
     "worker's stream) and decoding Δs, by codec (f32 is sent as it is: no codec time).")                            \
   V(kShepherdCheckpointDurationSeconds, Shepherd, Histogram, "pcp_shepherd_checkpoint_duration_seconds", "",         \
@@ -96,12 +96,12 @@ namespace pcp::metrics {
   V(kShepherdAuthRefusalsTotal, Shepherd, Counter, "pcp_shepherd_auth_refusals_total", "service,reason", None,      \
     "Calls refused by authentication or authorization, by service (Admin, Training, Control; other for any "      \
     "method a caller makes up) and reason (no_credential, bad_token, unknown_identity, wrong_role, node_mismatch).") \
+  V(kShepherdTlsRefusalsTotal, Shepherd, Counter, "pcp_shepherd_tls_refusals_total",                            \
+    "reason=no_certificate|bad_certificate|not_tls|other", None,                                                  \
+    "TLS handshakes the shepherd refused, before any call: no client certificate (mTLS), one its CA does not "    \
+    "verify, a plaintext client, other failures.")                                                                \
   V(kShepherdInsecureListen, Shepherd, Gauge, "pcp_shepherd_insecure_listen", "", None,                             \
     "1 while the shepherd serves plaintext on a non-loopback address because the config says insecure: true.")      \
-  /* ---- worker */                                                                                                \
-  V(kWorkerInnerStepDurationSeconds, Worker, Histogram, "pcp_worker_inner_step_duration_seconds", "", StepSeconds,   \
-    "Time of one inner training step (forward, backward, AdamW).")                                                  \
-  V(kWorkerTokensPerSecond, Worker, Gauge, "pcp_worker_tokens_per_second", "", None,                                \
   V(kShepherdWorkerStepSeconds, Shepherd, Gauge, "pcp_shepherd_worker_step_seconds", "worker", None,              \
     "Each worker's (supervisor id's) mean inner step time in its last delivered round, in seconds.")              \
   V(kShepherdWorkerTokensPerSecond, Shepherd, Gauge, "pcp_shepherd_worker_tokens_per_second", "worker", None,      \
@@ -114,27 +114,31 @@ namespace pcp::metrics {
   V(kShepherdWorkerIdleSecondsTotal, Shepherd, Counter, "pcp_shepherd_worker_idle_seconds_total", "worker", None,  \
     "Seconds each worker's compute sat idle between rounds (its RoundResult.network_wait_ms: sending Δ, waiting "  \
     "for the round to close and for θ); against wall time: its idle share.")                                       \
+  /* ---- worker */                                                                                                \
+  V(kWorkerInnerStepDurationSeconds, Worker, Histogram, "pcp_worker_inner_step_duration_seconds", "", StepSeconds,   \
+    "Time of one inner training step (forward, backward, AdamW).")                                                  \
+  V(kWorkerTokensPerSecond, Worker, Gauge, "pcp_worker_tokens_per_second", "", None,                                \
     "Training tokens per second of the worker's last round (step time only).")                                      \
   V(kWorkerBackendInfo, Worker, Gauge, "pcp_worker_backend_info", "backend,device", None,                           \
     "Always 1; the labels name the compute backend and device.")                                                    \
   V(kWorkerBytesSentTotal, Worker, Counter, "pcp_worker_bytes_sent_total",                                          \
-    "kind=delta|control,codec=none|f32|bf16|int8|int4", None,                                                       \
+    "kind=delta|control,codec=none|f32|bf16|int8|int4|topk2|topk4|topk8", None,                                      \
     "Bytes of Training messages sent to the shepherd (serialized size), by kind and by the codec of their tensor "  \
     "data (none: no tensor data).")                                                                                 \
   V(kWorkerBytesReceivedTotal, Worker, Counter, "pcp_worker_bytes_received_total",                                  \
-    "kind=theta_full|theta_update|program|shard|control,codec=none|f32|bf16|int8|int4", None,                       \
+    "kind=theta_full|theta_update|program|shard|control,codec=none|f32|bf16|int8|int4|topk2|topk4|topk8", None,      \
     "Bytes of Training messages received from the shepherd (serialized size), by kind and by the codec of their "   \
     "tensor data (none: no tensor data).")                                                                          \
   V(kWorkerPayloadF32BytesSentTotal, Worker, Counter, "pcp_worker_payload_f32_bytes_sent_total",                    \
-    "kind=delta,codec=f32|bf16|int8|int4", None,                                                                    \
+    "kind=delta,codec=f32|bf16|int8|int4|topk2|topk4|topk8", None,                                                   \
     "What the tensors sent to the shepherd would take as f32 (4 bytes per element), counted with each tensor's "    \
     "first chunk; divided by pcp_worker_bytes_sent_total of the same kind and codec: the compression ratio.")       \
   V(kWorkerPayloadF32BytesReceivedTotal, Worker, Counter, "pcp_worker_payload_f32_bytes_received_total",            \
-    "kind=theta_full|theta_update,codec=f32|bf16|int8|int4", None,                                                  \
+    "kind=theta_full|theta_update,codec=f32|bf16|int8|int4|topk2|topk4|topk8", None,                                 \
     "What the tensors received from the shepherd would take as f32 (4 bytes per element), counted with each "       \
     "tensor's first chunk; divided by pcp_worker_bytes_received_total of the same kind and codec: the ratio.")      \
   V(kWorkerCodecSecondsTotal, Worker, Counter, "pcp_worker_codec_seconds_total",                                    \
-    "op=encode|decode,codec=bf16|int8|int4", None,                                                                  \
+    "op=encode|decode,codec=bf16|int8|int4|topk2|topk4|topk8", None,                                                 \
     "Seconds spent encoding Δs (error feedback included) and decoding θ updates, by codec (f32 is sent as it "      \
     "is: no codec time).")                                                                                          \
   V(kWorkerNetworkWaitSeconds, Worker, Histogram, "pcp_worker_network_wait_seconds", "", WaitSeconds,               \
