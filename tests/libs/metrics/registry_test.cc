@@ -40,7 +40,7 @@ TEST(CatalogTest, EveryMetricHasNameTypeAndHelp) {
   EXPECT_EQ(labels[0].name, "kind");
   EXPECT_EQ(labels[0].values, (std::vector<std::string>{"theta_full", "theta_update", "program", "shard", "control"}));
   EXPECT_EQ(labels[1].name, "codec");
-  EXPECT_EQ(labels[1].values, (std::vector<std::string>{"none", "f32", "bf16", "int8", "int4"}));
+  EXPECT_EQ(labels[1].values, (std::vector<std::string>{"none", "f32", "bf16", "int8", "int4", "topk2", "topk4", "topk8"}));
 }
 
 TEST(CatalogTest, MarkdownHasOneRowPerMetric) {
