@@ -375,22 +375,29 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
   ctx_.registry->NoteRoundDelivered(session->supervisor_id(), result);
 }
 
-void JobRun::SendRound(Member& m) {
-  if (streaming()) return SendStreamingRound(m);
-  const uint64_t r = round_->number;
+bool JobRun::SendTheta(Member& m, uint64_t r) {
   WorkerSession& s = *m.session;
-  ExpectResultOf(s, r);
-  // The worker that was sent last round's θ gets the update; anyone else θ in full.
-  // Each is chunked (encoded, checksummed) once per round for every stream.
   std::shared_ptr<const ChunkedList> update = m.theta_round + 1 == r ? theta_encoder_->UpdateFrom(m.theta_round) : nullptr;
   if (update != nullptr) {
     s.SendParameters(r, std::move(update), m.theta_round);
   } else {
     absl::StatusOr<std::shared_ptr<const ChunkedList>> theta = theta_encoder_->Full(theta_);
-    if (!theta.ok()) return s.Close(theta.status());
+    if (!theta.ok()) {
+      s.Close(theta.status());
+      return false;
+    }
     s.SendParameters(r, *std::move(theta));
   }
   m.theta_round = r;
+  return true;
+}
+
+void JobRun::SendRound(Member& m) {
+  if (streaming()) return SendStreamingRound(m);
+  const uint64_t r = round_->number;
+  WorkerSession& s = *m.session;
+  ExpectResultOf(s, r);
+  if (!SendTheta(m, r)) return;
   SendStart(m, r, state_.slots[m.slot].sampler_cursor, theta_crc_);
   m.phase = Phase::kInRound;
   round_->running[m.slot] = m.session.get();

@@ -179,6 +179,9 @@ class JobRun {
   void Assign(Member& m);
   void StartRound(const std::vector<Member*>& members);
   void SendRound(Member& m);
+  // θ of round `r` to m: the update from the θ it holds when that is round r - 1's (encoded
+  // and chunked once per round for every stream), else θ in full. False: the session closed.
+  bool SendTheta(Member& m, uint64_t r);
   // Sends StartRound `round` with the slot's sampler state from `cursor`; crc 0 = unchecked.
   // The inner learning rates are those of round `schedule_round` (0: `round`).
   void SendStart(Member& m, uint64_t round, uint64_t cursor, uint32_t theta_crc, uint64_t schedule_round = 0);

@@ -116,15 +116,7 @@ void JobRun::SendAsyncTask(Member& m) {
   WorkerSession& s = *m.session;
   ExpectResultOf(s, r);
   // A worker that holds the previous θ gets the update; anyone else (further behind) θ in full.
-  std::shared_ptr<const ChunkedList> update = m.theta_round + 1 == r ? theta_encoder_->UpdateFrom(m.theta_round) : nullptr;
-  if (update != nullptr) {
-    s.SendParameters(r, std::move(update), m.theta_round);
-  } else {
-    absl::StatusOr<std::shared_ptr<const ChunkedList>> theta = theta_encoder_->Full(theta_);
-    if (!theta.ok()) return s.Close(theta.status());
-    s.SendParameters(r, *std::move(theta));
-  }
-  m.theta_round = r;
+  if (!SendTheta(m, r)) return;
   auto next = next_cursor_.find(m.slot);
   const uint64_t cursor = next != next_cursor_.end() ? next->second : state_.slots[m.slot].sampler_cursor;
   // The inner learning rates follow the job's progress in tokens: those of the synchronous
