@@ -61,9 +61,13 @@ MODES = {
     "topk2 3% up + int4 down (EF)": ("  compression: {up: topk2, down: int4, density: 0.03, error_feedback: true}\n", True),
     "topk2 1.5% up + int4 down (EF)": (
         "  compression: {up: topk2, down: int4, density: 0.015, error_feedback: true}\n", True),
-    # SparseLoCo's outer step: no outer momentum (error feedback carries what was not sent).
-    "topk2 3% up+down, outer momentum 0 (EF)": (
+    # SparseLoCo's outer step: no outer momentum (error feedback carries what was not sent); with
+    # outer_lr 1 the new θ is the plain average of the workers' sparse updates.
+    "topk2 3% up+down no-momentum (EF)": (
         "  outer_momentum: 0.0\n  compression: {up: topk2, down: topk2, density: 0.03, error_feedback: true}\n", True),
+    "topk2 3% up+down plain-average (EF)": (
+        "  outer_lr: 1.0\n  outer_momentum: 0.0\n"
+        "  compression: {up: topk2, down: topk2, density: 0.03, error_feedback: true}\n", True),
     "streaming P=4 topk2 3% up + int4 down (EF) overlap": (
         "  streaming: {fragments: 4, overlap_steps: 5}\n"
         "  compression: {up: topk2, down: int4, density: 0.03, error_feedback: true}\n", True),
@@ -78,10 +82,9 @@ def job_yaml(base_text, extra, workers):
                              f"path: {os.path.join(ROOT, 'data/tiny_shakespeare.txt')}")
     text = re.sub(r"(?m)^  checkpoint_every: .*$", "  checkpoint_every: 1000000", text)
     text = re.sub(r"(?m)^  eval_every: .*$", "  eval_every: 1000000", text)
-    for key in ("compression", "streaming", "outer_momentum"):
-        if f"  {key}:" in extra:
-            # The job's own section (the key and its more-indented lines) gives way to the mode's.
-            text = re.sub(rf"(?m)^  {key}:.*\n(?:    .*\n)*", "", text)
+    for key in re.findall(r"(?m)^  ([a-z_]+):", extra):
+        # The job's own key (and its more-indented lines) gives way to the mode's.
+        text = re.sub(rf"(?m)^  {key}:.*\n(?:    .*\n)*", "", text)
     return re.sub(r"(?m)^diloco:.*\n", lambda m: m.group(0) + extra, text, count=1)
 
 
