@@ -113,15 +113,7 @@ def run_mode(args, name, extra, link, base_text):
             cluster.start_supervisor(f"node-{i + 1}")
         job = cluster.ctl("submit", job_file, "--quiet").stdout.strip()
         print(f"== {name}: {job} (state {state})", flush=True)
-        deadline = time.time() + args.max_minutes * 60
-        status = {}
-        while time.time() < deadline:
-            r = cluster.ctl("status", job, "--json", check=False)
-            if r.returncode == 0:
-                status = json.loads(r.stdout)
-                if status.get("state") in ("JOB_STATE_COMPLETED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"):
-                    break
-            time.sleep(2)
+        status = cluster.wait_job(job, args.max_minutes * 60)
         if status.get("state") != "JOB_STATE_COMPLETED":
             sys.exit(f"comm_table: {name}: job ended as {status.get('state')}: {status.get('reason')}; logs in {state}")
         history = cluster.history(job)

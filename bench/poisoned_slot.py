@@ -80,15 +80,7 @@ def run_row(args, name, base_text):
             time.sleep(0.5)
         job = cluster.ctl("submit", job_file, "--quiet").stdout.strip()
         print(f"== {name}: {job} (state {state}, load {load0:.1f})", flush=True)
-        end = time.time() + args.max_minutes * 60
-        status = {}
-        while time.time() < end:
-            r = cluster.ctl("status", job, "--json", check=False)
-            if r.returncode == 0:
-                status = json.loads(r.stdout)
-                if status.get("state") in ("JOB_STATE_COMPLETED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"):
-                    break
-            time.sleep(2)
+        status = cluster.wait_job(job, args.max_minutes * 60)
         history = cluster.history(job)
     finally:
         cluster.stop()

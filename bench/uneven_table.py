@@ -119,27 +119,24 @@ def run_row(args, name, base_text, budget_s):
             return {"name": name, "label": label, "speeds": speeds_text(factors), "error": r.stderr.strip()}
         job = r.stdout.strip()
         print(f"== {name}: {job} (state {state}, load {load0:.1f})", flush=True)
-        end = time.time() + args.max_minutes * 60
         next_kill = time.time() + rng.uniform(0.7 * args.kill_every, 1.3 * args.kill_every)
-        status = {}
-        while time.time() < end:
-            r = cluster.ctl("status", job, "--json", check=False)
-            if r.returncode == 0:
-                status = json.loads(r.stdout)
-                if status.get("state") in ("JOB_STATE_COMPLETED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"):
-                    break
-            if kills and time.time() >= next_kill:
-                w = cluster.workers() or {}
-                live = [i for i in ids if pid_of(w.get(i, {})) and w[i].get("worker_connected")]
-                if live:
-                    sid = rng.choice(live)
-                    try:
-                        os.kill(pid_of(w[sid]), signal.SIGKILL)
-                        kill_log.append((round(time.time(), 1), sid))
-                    except ProcessLookupError:
-                        pass
-                next_kill = time.time() + rng.uniform(0.7 * args.kill_every, 1.3 * args.kill_every)
-            time.sleep(1)
+
+        def maybe_kill():
+            nonlocal next_kill
+            if not kills or time.time() < next_kill:
+                return
+            w = cluster.workers() or {}
+            live = [i for i in ids if pid_of(w.get(i, {})) and w[i].get("worker_connected")]
+            if live:
+                sid = rng.choice(live)
+                try:
+                    os.kill(pid_of(w[sid]), signal.SIGKILL)
+                    kill_log.append((round(time.time(), 1), sid))
+                except ProcessLookupError:
+                    pass
+            next_kill = time.time() + rng.uniform(0.7 * args.kill_every, 1.3 * args.kill_every)
+
+        status = cluster.wait_job(job, args.max_minutes * 60, poll_s=1.0, on_poll=maybe_kill)
         history = cluster.history(job)
     finally:
         cluster.stop()

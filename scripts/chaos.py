@@ -120,6 +120,22 @@ class Cluster:
             return []
         return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
 
+    def wait_job(self, job, seconds, poll_s=2.0, on_poll=None):
+        """The job's last `pcpctl status --json` once it has ended (completed, failed or cancelled),
+        or the last one seen when `seconds` ran out ({} if none); `on_poll()` runs after each poll."""
+        end = time.time() + seconds
+        status = {}
+        while time.time() < end:
+            r = self.ctl("status", job, "--json", check=False)
+            if r.returncode == 0:
+                status = json.loads(r.stdout)
+                if status.get("state") in ("JOB_STATE_COMPLETED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"):
+                    break
+            if on_poll is not None:
+                on_poll()
+            time.sleep(poll_s)
+        return status
+
     def resumes(self):
         """Rounds the shepherd resumed from, in order, from its log ("resuming from the
         checkpoint of round N")."""
