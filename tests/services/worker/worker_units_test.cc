@@ -137,17 +137,32 @@ TEST(ProgramCacheTest, ChecksHashesAndKeepsTextsOnDisk) {
   EXPECT_FALSE(std::filesystem::exists(file));
 }
 
+// The tiny model's initial θ (seed 3); empty, with a test failure, if it cannot be made.
+std::vector<Tensor> InitialTheta(const TinyProgram& tiny) {
+  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(tiny.model, 3);
+  std::vector<Tensor> theta;
+  if (!init.ok()) {
+    ADD_FAILURE() << init.status();
+    return theta;
+  }
+  for (NamedTensor& t : *init) theta.push_back(t.tensor);
+  return theta;
+}
+
+// 500 tokens over the tiny model's 16-token vocabulary.
+TokenSequence TinyShard() {
+  std::vector<uint16_t> ids;
+  for (int i = 0; i < 500; ++i) ids.push_back(static_cast<uint16_t>((i * 7 + i / 13) % 16));
+  return TokenSequence(std::move(ids));
+}
+
 TEST(RoundRunnerTest, DeltaIsStartMinusEndOfTheSameStepsRunByHand) {
   absl::StatusOr<std::unique_ptr<Backend>> backend = CreateBackend("cpu", 1);
   ASSERT_TRUE(backend.ok());
   TinyProgram tiny = MakeTinyProgram();
-  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(tiny.model, 3);
-  ASSERT_TRUE(init.ok());
-  std::vector<Tensor> theta;
-  for (NamedTensor& t : *init) theta.push_back(t.tensor);
-  std::vector<uint16_t> ids;
-  for (int i = 0; i < 500; ++i) ids.push_back(static_cast<uint16_t>((i * 7 + i / 13) % 16));
-  TokenSequence shard(ids);
+  const std::vector<Tensor> theta = InitialTheta(tiny);
+  ASSERT_FALSE(theta.empty());
+  const TokenSequence shard = TinyShard();
 
   RoundInput in{.round = 4, .theta = theta, .reset_optimizer = true, .learning_rates = {1e-2f, 2e-2f, 3e-2f},
                 .sampler_seed = 99, .sampler_cursor = 10, .batch_size = 2, .block_size = 8};
@@ -226,13 +241,9 @@ TEST(RoundRunnerTest, TimeBudgetStopsAtMinStepsOrRunsToMaxAndSlowFactorStretches
   absl::StatusOr<std::unique_ptr<Backend>> backend = CreateBackend("cpu", 1);
   ASSERT_TRUE(backend.ok());
   TinyProgram tiny = MakeTinyProgram();
-  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(tiny.model, 3);
-  ASSERT_TRUE(init.ok());
-  std::vector<Tensor> theta;
-  for (NamedTensor& t : *init) theta.push_back(t.tensor);
-  std::vector<uint16_t> ids;
-  for (int i = 0; i < 500; ++i) ids.push_back(static_cast<uint16_t>((i * 7 + i / 13) % 16));
-  TokenSequence shard(ids);
+  const std::vector<Tensor> theta = InitialTheta(tiny);
+  ASSERT_FALSE(theta.empty());
+  const TokenSequence shard = TinyShard();
   absl::StatusOr<std::unique_ptr<InnerLoop>> loop = InnerLoop::Create(**backend, tiny.program.train_step);
   ASSERT_TRUE(loop.ok());
 
