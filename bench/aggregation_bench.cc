@@ -95,8 +95,7 @@ int main(int argc, char** argv) {
       });
       std::printf("%8lld %10lld %5zu x2 %12.1f %12.1f %12.1f %7.1fx%s\n", static_cast<long long>(workers),
                   static_cast<long long>(params), pcp::diloco::TrimCount(static_cast<size_t>(workers), trim), avg_ms,
-                  trimmed_ms, norms_ms, trimmed_ms / avg_ms,
-                  sink == 12345.678 ? " " : "");
+                  trimmed_ms, norms_ms, trimmed_ms / avg_ms, sink == 12345.678 ? " " : "");
       std::fflush(stdout);
     }
   }

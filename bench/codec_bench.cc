@@ -101,7 +101,8 @@ void Speed(size_t n) {
   std::printf("  %-11s %8s %8s %11s %15s\n", "codec", "encode", "decode", "decode-add", "encode+decode");
   for (const Row& row : Rows()) {
     const Codec codec = row.codec;
-    std::string bytes = pcp::codec::IsSparse(codec) ? EncodeRow(row, x) : std::string(pcp::codec::EncodedSize(codec, n), '\0');
+    std::string bytes =
+        pcp::codec::IsSparse(codec) ? EncodeRow(row, x) : std::string(pcp::codec::EncodedSize(codec, n), '\0');
     const absl::Span<char> buffer(bytes.data(), bytes.size());
     // Sparse codecs: Encode (sizes depend on the data), its allocation included.
     const double enc = BestSeconds(
@@ -153,10 +154,11 @@ void Accuracy(size_t n) {
     std::printf("  %-11s %6zu %10.3f %12.3e %12.3e %22.2f\n", row.name.c_str(),
                 pcp::codec::IsBlockwise(codec) ? block : 0, bits, max_rel, std::sqrt(sum_sq / counted), 32.0 / bits);
   }
-  std::printf("  (sparse: the values not sent count as errors; error feedback sends them in later rounds;\n"
-              "   bound: int8 max 1/254 = %.3e, int4 max 1/14 = %.3e, bf16 max 2^-8 = %.3e;\n"
-              "   data-parallel sends 32 bits a value every step, DiLoCo these bits every tau steps)\n",
-              1.0 / 254, 1.0 / 14, std::ldexp(1.0, -8));
+  std::printf(
+      "  (sparse: the values not sent count as errors; error feedback sends them in later rounds;\n"
+      "   bound: int8 max 1/254 = %.3e, int4 max 1/14 = %.3e, bf16 max 2^-8 = %.3e;\n"
+      "   data-parallel sends 32 bits a value every step, DiLoCo these bits every tau steps)\n",
+      1.0 / 254, 1.0 / 14, std::ldexp(1.0, -8));
 }
 
 }  // namespace

@@ -115,8 +115,9 @@ void BM_SgemmGptMlp(benchmark::State& state) {
   b.Return({y, dx, dw});
   Compiled c = Compile(b.Build(), static_cast<int>(state.range(0)));
   RunLoop(state, c);
-  state.counters["GFLOPS"] = benchmark::Counter(
-      3 * 2.0 * 768 * 512 * 128, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(3 * 2.0 * 768 * 512 * 128, benchmark::Counter::kIsIterationInvariantRate,
+                         benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_SgemmGptMlp)->Arg(1)->Arg(2)->UseRealTime();
 

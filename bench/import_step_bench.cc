@@ -66,8 +66,8 @@ absl::Status Prepare(Backend& backend, const std::string& file, Runner* r) {
   r->file = file;
   PCP_ASSIGN_OR_RETURN(std::string text, ReadFile(file));
   PCP_ASSIGN_OR_RETURN(ImportedModel m, ImportStableHloModel(text, file, {}));
-  PCP_ASSIGN_OR_RETURN(Function step, BuildTrainStep(m.forward, AdamWConfig{.beta2 = 0.99, .weight_decay = 0.1,
-                                                                             .grad_clip = 1.0}));
+  PCP_ASSIGN_OR_RETURN(Function step,
+                       BuildTrainStep(m.forward, AdamWConfig{.beta2 = 0.99, .weight_decay = 0.1, .grad_clip = 1.0}));
   PCP_ASSIGN_OR_RETURN(r->exe, backend.Compile(step));
   const int64_t vocab = m.types.empty() || m.types[0].rank() == 0 ? 2 : m.types[0].shape[0];
   std::mt19937 rng(7);
@@ -75,8 +75,8 @@ absl::Status Prepare(Backend& backend, const std::string& file, Runner* r) {
   std::vector<Tensor> inputs = m.initial;
   for (const Tensor& p : m.initial) inputs.push_back(Tensor(DType::kF32, p.shape()));  // m: zeros
   for (const Tensor& p : m.initial) inputs.push_back(Tensor(DType::kF32, p.shape()));  // v: zeros
-  inputs.push_back(Tensor::Scalar<float>(1.0f));   // step
-  inputs.push_back(Tensor::Scalar<float>(1e-3f));  // lr
+  inputs.push_back(Tensor::Scalar<float>(1.0f));                                       // step
+  inputs.push_back(Tensor::Scalar<float>(1e-3f));                                      // lr
   for (int k = 0; k < 2; ++k) {
     Tensor data(DType::kI32, {m.batch_size, m.block_size});
     for (int64_t i = 0; i < data.num_elements(); ++i) data.data<int32_t>()[i] = token(rng);
@@ -121,8 +121,8 @@ int Main() {
     }
   }
   const int warmup = absl::GetFlag(FLAGS_warmup), steps = absl::GetFlag(FLAGS_steps);
-  std::printf("%zu module(s), %d threads, %d warm-up + %d timed steps each, alternated step by step\n",
-              runners.size(), absl::GetFlag(FLAGS_threads), warmup, steps);
+  std::printf("%zu module(s), %d threads, %d warm-up + %d timed steps each, alternated step by step\n", runners.size(),
+              absl::GetFlag(FLAGS_threads), warmup, steps);
   for (int i = 0; i < warmup + steps; ++i) {
     for (Runner& r : runners) {
       absl::StatusOr<double> ms = Step(*backend, r);

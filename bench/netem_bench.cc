@@ -110,7 +110,8 @@ void Run() {
       const double up_mbit = rate(up_s), down_mbit = rate(down_s);
       std::printf("%-12s %-8s %-12zu %8.2f (%5.1f%%)      %8.2f (%5.1f%%)      %.1f ms\n",
                   (mbit >= 1000 ? std::to_string(static_cast<int>(mbit / 1000)) + " Gbit/s"
-                                : std::to_string(static_cast<int>(mbit)) + " Mbit/s").c_str(),
+                                : std::to_string(static_cast<int>(mbit)) + " Mbit/s")
+                      .c_str(),
                   (std::to_string(static_cast<int>(rtt_ms)) + " ms").c_str(), bytes, up_mbit, 100 * up_mbit / mbit,
                   down_mbit, 100 * down_mbit / mbit, rtt_measured);
     }

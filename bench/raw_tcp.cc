@@ -62,8 +62,8 @@ void ServeRawTcp(std::vector<char>& buffer, const std::function<void(int)>& writ
         Die("raw tcp: bad request");
       }
       const char ack = 1;
-      const bool ok = req.up ? RecvAll(fd, buffer.data(), req.size) && SendAll(fd, &ack, 1)
-                             : SendAll(fd, buffer.data(), req.size);
+      const bool ok =
+          req.up ? RecvAll(fd, buffer.data(), req.size) && SendAll(fd, &ack, 1) : SendAll(fd, buffer.data(), req.size);
       if (!ok) Die("raw tcp: transfer failed");
       close(fd);
     }).detach();
@@ -80,9 +80,9 @@ void RawTcp(int port, bool up, std::vector<char>& data) {
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) Die("raw tcp: connect");
   const RawRequest req{data.size(), static_cast<uint8_t>(up)};
   char ack = 0;
-  const bool ok = SendAll(fd, reinterpret_cast<const char*>(&req), sizeof(req)) &&
-                  (up ? SendAll(fd, data.data(), data.size()) && RecvAll(fd, &ack, 1)
-                      : RecvAll(fd, data.data(), data.size()));
+  const bool ok =
+      SendAll(fd, reinterpret_cast<const char*>(&req), sizeof(req)) &&
+      (up ? SendAll(fd, data.data(), data.size()) && RecvAll(fd, &ack, 1) : RecvAll(fd, data.data(), data.size()));
   if (!ok) Die("raw tcp: transfer failed");
   close(fd);
 }

@@ -57,7 +57,8 @@ void PrintReceivePath(const std::vector<NamedTensor>& params, int64_t chunk_byte
   for (const NamedTensor& p : params) {
     AdviseHugePages(sums.emplace_back(DType::kF32, p.tensor.shape()));  // as the shepherd's RoundSum
     spans.emplace_back(sums.back().data<float>(), static_cast<size_t>(sums.back().num_elements()));
-    squares += diloco::SumOfSquares(absl::MakeConstSpan(p.tensor.data<float>(), static_cast<size_t>(p.tensor.num_elements())));
+    squares +=
+        diloco::SumOfSquares(absl::MakeConstSpan(p.tensor.data<float>(), static_cast<size_t>(p.tensor.num_elements())));
   }
   const double norm = std::sqrt(squares);
   std::vector<NamedTensor> last;  // zero-copy: last round's tensors

@@ -58,10 +58,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cmath>
 #include <functional>
 #include <memory>
 #include <string>
@@ -73,14 +73,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench_process.h"
-#include "raw_tcp.h"
-#include "receive_path.h"
-#include "stream_bench_server.h"
 #include "pcp/rpc/channel_options.h"
 #include "pcp/rpc/chunk_wire.h"
 #include "pcp/rpc/stream_memory.h"
 #include "pcp/rpc/tensor_list.h"
 #include "pcp/v1/training.grpc.pb.h"
+#include "raw_tcp.h"
+#include "receive_path.h"
+#include "stream_bench_server.h"
 
 namespace pcp {
 namespace {
@@ -171,8 +171,10 @@ class RawStream {
   RawStream(const std::shared_ptr<grpc::Channel>& channel, int64_t chunk_bytes, bool verify, int64_t round = 0)
       : context_(MakeContext(chunk_bytes, verify, round)),
         method_("/pcp.v1.Training/Connect", grpc::internal::RpcMethod::BIDI_STREAMING, channel),
-        stream_(grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
-            channel.get(), method_, context_.get())) {}
+        stream_(grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(channel.get(),
+                                                                                                      method_,
+                                                                                                      context_.get())) {
+  }
   grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>& operator*() { return *stream_; }
   grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* operator->() { return stream_.get(); }
 
@@ -217,7 +219,8 @@ void RawDownload(const std::shared_ptr<grpc::Channel>& channel, const std::vecto
   grpc::ByteBuffer in;
   v1::ShepherdMessage msg;
   while (!assembler.complete() && stream->Read(&in)) {
-    if (absl::Status s = parser.Parse(&in, kParameterChunkDataPath, &msg); !s.ok()) Die("raw download: " + s.ToString());
+    if (absl::Status s = parser.Parse(&in, kParameterChunkDataPath, &msg); !s.ok())
+      Die("raw download: " + s.ToString());
     if (absl::Status s = assembler.AddPieces(msg.parameter_chunk().chunk(), parser.payload()); !s.ok()) {
       Die("raw download: " + s.ToString());
     }
@@ -300,8 +303,8 @@ void PrintDiLoCoTraffic() {
   // nanoGPT "CPU" config (n_layer 4, n_head 4, n_embd 128, block 64, vocab 65, bias off),
   // parameters as PCP trains them (pcp/models/gpt.h: lm_head tied to wte).
   const int64_t C = 128, V = 65, T = 64, L = 4;
-  const int64_t per_layer = C /*ln_1*/ + 3 * C * C /*c_attn*/ + C * C /*attn.c_proj*/ +
-                            C /*ln_2*/ + 4 * C * C /*c_fc*/ + 4 * C * C /*mlp.c_proj*/;
+  const int64_t per_layer = C /*ln_1*/ + 3 * C * C /*c_attn*/ + C * C /*attn.c_proj*/ + C /*ln_2*/ +
+                            4 * C * C /*c_fc*/ + 4 * C * C /*mlp.c_proj*/;
   const int64_t params = V * C /*wte*/ + T * C /*wpe*/ + L * per_layer + C /*ln_f*/;
   const int64_t tau = 50;
   const double bytes = 4.0 * static_cast<double>(params);
@@ -312,15 +315,16 @@ void PrintDiLoCoTraffic() {
   // all-reduce sends and receives 2 (N−1)/N × params × 4 bytes per worker, → the same for
   // large N (1× for N = 2).
   const double ddp = 2 * bytes;
-  std::printf("\nBytes on the wire per worker per inner step, nanoGPT CPU config "
-              "(%lld parameters, f32), tau = %lld:\n",
-              static_cast<long long>(params), static_cast<long long>(tau));
-  std::printf("  DiLoCo         2 x params x 4 B / tau  = %9.0f B  (%.1f KB)\n", diloco,
-              diloco / 1e3);
-  std::printf("  data-parallel  2 x params x 4 B        = %9.0f B  (%.2f MB: gradient out, "
-              "average in)\n", ddp, ddp / 1e6);
-  std::printf("  data-parallel / DiLoCo = %.0fx (= tau; chunk framing adds < 0.01%%)\n",
-              ddp / diloco);
+  std::printf(
+      "\nBytes on the wire per worker per inner step, nanoGPT CPU config "
+      "(%lld parameters, f32), tau = %lld:\n",
+      static_cast<long long>(params), static_cast<long long>(tau));
+  std::printf("  DiLoCo         2 x params x 4 B / tau  = %9.0f B  (%.1f KB)\n", diloco, diloco / 1e3);
+  std::printf(
+      "  data-parallel  2 x params x 4 B        = %9.0f B  (%.2f MB: gradient out, "
+      "average in)\n",
+      ddp, ddp / 1e6);
+  std::printf("  data-parallel / DiLoCo = %.0fx (= tau; chunk framing adds < 0.01%%)\n", ddp / diloco);
 }
 
 }  // namespace
@@ -403,8 +407,10 @@ int main(int argc, char** argv) {
   // `connection` > 0: a channel of its own (one TCP connection per worker in the fan-out rows).
   auto channel = [&](size_t v, int connection) {
     grpc::ChannelArguments args;
-    if (variants[v] == "proto") args.SetMaxReceiveMessageSize(static_cast<int>(kMaxChunkMessageBytes));
-    else ApplyStreamChannelOptions(&args);
+    if (variants[v] == "proto")
+      args.SetMaxReceiveMessageSize(static_cast<int>(kMaxChunkMessageBytes));
+    else
+      ApplyStreamChannelOptions(&args);
     for (auto& [k, val] : extra_args) args.SetInt(k, val);
     if (connection > 0) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     return grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", servers[v].port), grpc::InsecureChannelCredentials(),
@@ -424,8 +430,8 @@ int main(int argc, char** argv) {
   };
   for (int64_t kib : chunk_kib) {
     auto add = [&](size_t v, bool up, std::function<void(int64_t, bool)> fn) {
-      const std::string name = absl::StrCat(variants[v], std::string(11 - variants[v].size(), ' '),
-                                            up ? "up  " : "down", " ", kib, " KiB");
+      const std::string name =
+          absl::StrCat(variants[v], std::string(11 - variants[v].size(), ' '), up ? "up  " : "down", " ", kib, " KiB");
       if (servers[v].pid == 0 || !absl::StrContains(name, only)) return;
       specs.push_back({name, &servers[v], up, std::move(fn), kib << 10, 1, up ? size_t{0} : size_t{1}});
     };
@@ -459,18 +465,18 @@ int main(int argc, char** argv) {
     fan_dst.assign(static_cast<size_t>(streams), std::vector<char>(static_cast<size_t>(total)));
     const size_t raw_row = specs.size();
     specs.push_back({"raw TCP    down" + n, &raw_server, false,
-                     [&](int64_t, bool) { fan_out([&](int i) { RawTcp(raw_server.port, false, fan_dst[i]); }); },
-                     chunk, streams, raw_row});
+                     [&](int64_t, bool) { fan_out([&](int i) { RawTcp(raw_server.port, false, fan_dst[i]); }); }, chunk,
+                     streams, raw_row});
     for (size_t v : {kZeroCopy, kStreaming}) {
       for (int i = 0; i < streams; ++i) fan_channels[v].push_back(channel(v, i + 1));
-      specs.push_back({absl::StrCat(variants[v], std::string(11 - variants[v].size(), ' '), "down", n, " ",
-                                    chunk >> 10, " KiB"),
-                       &servers[v], false,
-                       [&, v](int64_t c, bool verify) {
-                         const int64_t r = ++round;  // a new θ: chunked once more by the streaming server
-                         fan_out([&](int i) { RawDownload(fan_channels[v][i], params, c, &fan_buffers[i], verify, r); });
-                       },
-                       chunk, streams, raw_row});
+      specs.push_back(
+          {absl::StrCat(variants[v], std::string(11 - variants[v].size(), ' '), "down", n, " ", chunk >> 10, " KiB"),
+           &servers[v], false,
+           [&, v](int64_t c, bool verify) {
+             const int64_t r = ++round;  // a new θ: chunked once more by the streaming server
+             fan_out([&](int i) { RawDownload(fan_channels[v][i], params, c, &fan_buffers[i], verify, r); });
+           },
+           chunk, streams, raw_row});
     }
   }
 
@@ -483,11 +489,12 @@ int main(int argc, char** argv) {
   }
   for (const Child& c : children) bench::Stop(c);
 
-  std::printf("Streaming %.0f MB of f32 parameters (%zu tensors) over loopback between two processes, %d reps%s\n"
-              "(medians; ratio = gRPC / raw TCP in the same direction and repetition; CPU = ms per 100 MB\n"
-              "moved, user + sys, summed over the repetitions: this process (client = worker), the server's\n"
-              "(shepherd's), both; x raw = both / raw TCP's both in the same direction)\n\n",
-              total / kMB, params.size(), reps, malloc_defaults ? ", glibc's malloc defaults" : "");
+  std::printf(
+      "Streaming %.0f MB of f32 parameters (%zu tensors) over loopback between two processes, %d reps%s\n"
+      "(medians; ratio = gRPC / raw TCP in the same direction and repetition; CPU = ms per 100 MB\n"
+      "moved, user + sys, summed over the repetitions: this process (client = worker), the server's\n"
+      "(shepherd's), both; x raw = both / raw TCP's both in the same direction)\n\n",
+      total / kMB, params.size(), reps, malloc_defaults ? ", glibc's malloc defaults" : "");
   PrintRows(specs, rows, 0, single_rows, reps, total);
   double best = 0, worst_cpu = 0;
   std::string best_name, worst_cpu_name;
@@ -518,9 +525,10 @@ int main(int argc, char** argv) {
     std::printf("  streaming, worst row: %.2fx raw TCP's (%s)\n", worst_cpu, worst_cpu_name.c_str());
   }
   if (streams > 1) {
-    std::printf("\n%d workers receive the same θ at once, each on its own connection (CPU per 100 MB of all\n"
-                "streams together; the streaming server chunks and checksums θ once per round for all)\n\n",
-                streams);
+    std::printf(
+        "\n%d workers receive the same θ at once, each on its own connection (CPU per 100 MB of all\n"
+        "streams together; the streaming server chunks and checksums θ once per round for all)\n\n",
+        streams);
     PrintRows(specs, rows, single_rows, specs.size(), reps, total);
   }
   std::printf("\n  CPU steal by other virtual machines during the timed passes: %.0f%%%s\n", 100 * steal,

@@ -117,7 +117,8 @@ class RawTraining final : public v1::Training::WithRawCallbackMethod_Connect<v1:
       AdviseHugePages(sum);                       // as the shepherd's RoundSum
       sum_spans_.emplace_back(sum.data<float>(), static_cast<size_t>(sum.num_elements()));
       sums_.push_back(std::move(sum));
-      squares += diloco::SumOfSquares(absl::MakeConstSpan(p.tensor.data<float>(), static_cast<size_t>(p.tensor.num_elements())));
+      squares += diloco::SumOfSquares(
+          absl::MakeConstSpan(p.tensor.data<float>(), static_cast<size_t>(p.tensor.num_elements())));
     }
     norm_ = std::sqrt(squares);  // what the worker declares in its ResultHeader
   }
@@ -277,8 +278,10 @@ Child SpawnGrpcServer(const std::string& variant, const std::vector<NamedTensor>
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    if (variant == "proto") builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxChunkMessageBytes));
-    else ApplyStreamServerOptions(&builder);
+    if (variant == "proto")
+      builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxChunkMessageBytes));
+    else
+      ApplyStreamServerOptions(&builder);
     for (auto& [k, v] : extra_args) builder.AddChannelArgument(k, v);
     builder.RegisterService(service.get());
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

@@ -99,10 +99,12 @@ ABSL_FLAG(std::string, bias, "job", "job, true or false: biases in the linear la
 ABSL_FLAG(bool, other_bias, true,
           "with --torch: also time the model with biases flipped (steps only, both sides) and print its ratio");
 ABSL_FLAG(bool, torch, true, "also time PyTorch");
-ABSL_FLAG(bool, expression_ops, true, "CPU backend: fuse elementwise trees into expression ops (false: one pass per op)");
+ABSL_FLAG(bool, expression_ops, true,
+          "CPU backend: fuse elementwise trees into expression ops (false: one pass per op)");
 ABSL_FLAG(bool, print_losses, false, "print every step's loss with %a (bitwise comparisons of builds and options)");
 ABSL_FLAG(bool, remat, false, "rematerialise cheap elementwise values in the backward (GptProgramOptions)");
-ABSL_FLAG(bool, row_values, true, "CPU backend: per-row ops (LayerNorm's mean, rstd) join row kernels (false: own kernels)");
+ABSL_FLAG(bool, row_values, true,
+          "CPU backend: per-row ops (LayerNorm's mean, rstd) join row kernels (false: own kernels)");
 ABSL_FLAG(bool, epilogues, true,
           "CPU backend: loop kernels reading a product's output run over its blocks inside the product's kernel "
           "(false: own kernels)");
@@ -110,7 +112,8 @@ ABSL_FLAG(std::string, gemm, "auto", "CPU backend's matrix product: auto, openbl
 ABSL_FLAG(bool, ab_gemm, false,
           "only time the step on OpenBLAS's and on PCP's own sgemm, alternating step by step in one process, per "
           "thread count");
-ABSL_FLAG(bool, limit, true, "also measure the sgemm-only time (false: only the step, for quick A/B runs of two builds)");
+ABSL_FLAG(bool, limit, true,
+          "also measure the sgemm-only time (false: only the step, for quick A/B runs of two builds)");
 ABSL_FLAG(bool, paired, true,
           "with --limit: also time the step and its products alone alternating, pair by pair (ratios robust to "
           "the machine's phases)");
@@ -150,8 +153,10 @@ std::optional<CpuBackendOptions::Gemm> GemmFlag() {
 
 // The CPU backend's options from the flags.
 CpuBackendOptions FlagOptions(int threads) {
-  return CpuBackendOptions{.threads = threads, .expression_ops = absl::GetFlag(FLAGS_expression_ops),
-                           .row_values = absl::GetFlag(FLAGS_row_values), .epilogues = absl::GetFlag(FLAGS_epilogues),
+  return CpuBackendOptions{.threads = threads,
+                           .expression_ops = absl::GetFlag(FLAGS_expression_ops),
+                           .row_values = absl::GetFlag(FLAGS_row_values),
+                           .epilogues = absl::GetFlag(FLAGS_epilogues),
                            .gemm = GemmFlag().value_or(CpuBackendOptions::Gemm::kAuto)};
 }
 
@@ -281,19 +286,20 @@ absl::Status AbRun(const GptProgram& program, const std::vector<Tensor>& init, i
   }
   const std::string losses =
       same_bits ? "same losses" : absl::StrFormat("losses differ by at most %.3g", worst_loss_diff);
-  std::printf("pcp      threads %d, %s %s / %s, alternating steps: median step %.2f / %.2f ms; median "
-              "difference per pair %+.2f ms (%d of %zu pairs faster with %s); %s\n",
-              threads, what, names[0], names[1], Median(ms[0]), Median(ms[1]), Median(diff), faster, diff.size(),
-              names[1], losses.c_str());
+  std::printf(
+      "pcp      threads %d, %s %s / %s, alternating steps: median step %.2f / %.2f ms; median "
+      "difference per pair %+.2f ms (%d of %zu pairs faster with %s); %s\n",
+      threads, what, names[0], names[1], Median(ms[0]), Median(ms[1]), Median(diff), faster, diff.size(), names[1],
+      losses.c_str());
   return absl::OkStatus();
 }
 
 // The step's matmuls alone: see the header comment.
 struct SgemmLimit {
-  int dots = 0;         // dot_general instructions in the step
-  int shapes = 0;       // distinct (operand types, dimension numbers) among them
-  double flops = 0;     // 2 * batch * M * N * K summed over the dots
-  double ms = 0;        // sgemm-only time per step
+  int dots = 0;      // dot_general instructions in the step
+  int shapes = 0;    // distinct (operand types, dimension numbers) among them
+  double flops = 0;  // 2 * batch * M * N * K summed over the dots
+  double ms = 0;     // sgemm-only time per step
 };
 
 // 2 * (elements of the result) * (contracted size) of dot_general `inst`.
@@ -344,8 +350,12 @@ absl::StatusOr<StepProducts> StepProducts::Create(const Function& step, int thre
   for (const Instruction& inst : step.instructions) {
     if (inst.op != Op::kDotGeneral) continue;
     const DotDims& d = inst.attrs.dot;
-    Key key{step.type(inst.operands[0]).ToString(), step.type(inst.operands[1]).ToString(), d.lhs_batch, d.rhs_batch,
-            d.lhs_contract, d.rhs_contract};
+    Key key{step.type(inst.operands[0]).ToString(),
+            step.type(inst.operands[1]).ToString(),
+            d.lhs_batch,
+            d.rhs_batch,
+            d.lhs_contract,
+            d.rhs_contract};
     auto [it, inserted] = shapes.try_emplace(key, &inst, 0);
     ++it->second.second;
     ++set.dots_;
@@ -394,7 +404,8 @@ absl::StatusOr<double> StepProducts::FastestBatch(Product& p, int calls, int bat
     for (int i = 0; i < calls; ++i) {
       if (auto s = p.exe->Run(p.args, p.results); !s.ok()) return s;
     }
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / calls);
+    best = std::min(best,
+                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / calls);
   }
   return best;
 }
@@ -409,8 +420,9 @@ absl::StatusOr<SgemmLimit> StepProducts::PeakLimit() {
     if (!best.ok()) return best.status();
     limit.ms += *best * p.count;
     if (absl::GetFlag(FLAGS_per_shape)) {
-      std::printf("  %-8s %2d x %-64s %7.3f ms %6.1f GFLOPS\n", gemm_ == CpuBackendOptions::Gemm::kOwn ? "own" : "OpenBLAS",
-                  p.count, p.what.c_str(), *best, p.flops / *best * 1e-6);
+      std::printf("  %-8s %2d x %-64s %7.3f ms %6.1f GFLOPS\n",
+                  gemm_ == CpuBackendOptions::Gemm::kOwn ? "own" : "OpenBLAS", p.count, p.what.c_str(), *best,
+                  p.flops / *best * 1e-6);
     }
   }
   return limit;
@@ -461,8 +473,12 @@ absl::StatusOr<PairedLimit> TimePaired(const GptProgram& program, const std::vec
       own_ratio.push_back(*s / *o);
     }
   }
-  PairedLimit r{.pairs = steps, .step_ms = Median(step), .pass_ms = Median(pass), .own_pass_ms = Median(own_pass),
-                .ratio = Median(ratio), .own_ratio = Median(own_ratio)};
+  PairedLimit r{.pairs = steps,
+                .step_ms = Median(step),
+                .pass_ms = Median(pass),
+                .own_pass_ms = Median(own_pass),
+                .ratio = Median(ratio),
+                .own_ratio = Median(own_ratio)};
   for (double x : ratio) r.under += x <= 1.25 ? 1 : 0;
   return r;
 }
@@ -480,7 +496,8 @@ absl::StatusOr<Json> RunTorch(const GPTConfig& m, int64_t batch, int threads, co
   c.Set("warmup", absl::GetFlag(FLAGS_warmup));
   c.Set("steps", absl::GetFlag(FLAGS_steps));
   std::string env = coretype.empty() ? "" : absl::StrCat("OPENBLAS_CORETYPE=", coretype, " ");
-  std::string cmd = absl::StrCat(env, "/usr/bin/python3 ", PCP_SOURCE_DIR, "/bench/torch_gpt_step.py '", c.Serialize(), "'");
+  std::string cmd =
+      absl::StrCat(env, "/usr/bin/python3 ", PCP_SOURCE_DIR, "/bench/torch_gpt_step.py '", c.Serialize(), "'");
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return absl::InternalError("cannot start /usr/bin/python3");
   std::string out;
@@ -505,7 +522,8 @@ absl::StatusOr<BenchModel> ModelFromFlags() {
   absl::StatusOr<JobConfig> job = LoadJobConfig(path);
   if (!job.ok()) return job.status();
   if (job->model.imported()) {
-    return absl::InvalidArgumentError(absl::StrCat("--job ", path, " trains an imported model; this bench times the GPT"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--job ", path, " trains an imported model; this bench times the GPT"));
   }
   BenchModel b{.model = job->model.ToGPTConfig(), .batch = job->training.batch_size, .adamw = AdamWOf(job->optimizer)};
   if (b.model.vocab_size == 0) b.model.vocab_size = 65;  // the job's comes from its data
@@ -594,13 +612,15 @@ int Main() {
   std::vector<int> thread_counts;
   for (absl::string_view t : absl::StrSplit(absl::GetFlag(FLAGS_threads), ',')) {
     int n = 0;
-    if (!absl::SimpleAtoi(t, &n) || n < 1) return Fail(absl::InvalidArgumentError(absl::StrCat("bad --threads entry '", t, "'")));
+    if (!absl::SimpleAtoi(t, &n) || n < 1)
+      return Fail(absl::InvalidArgumentError(absl::StrCat("bad --threads entry '", t, "'")));
     thread_counts.push_back(n);
   }
   std::printf("GPT n_layer %lld, n_head %lld, n_embd %lld, block %lld, batch %lld, vocab %lld (%s; job %s)\n",
-              (long long)m.n_layer, (long long)m.n_head, (long long)m.n_embd, (long long)m.block_size,
-              (long long)batch, (long long)m.vocab_size, BiasName(m).c_str(), absl::GetFlag(FLAGS_job).c_str());
-  auto program = BuildGptProgram(m, batch, bench->adamw, GptProgramOptions{.rematerialize = absl::GetFlag(FLAGS_remat)});
+              (long long)m.n_layer, (long long)m.n_head, (long long)m.n_embd, (long long)m.block_size, (long long)batch,
+              (long long)m.vocab_size, BiasName(m).c_str(), absl::GetFlag(FLAGS_job).c_str());
+  auto program =
+      BuildGptProgram(m, batch, bench->adamw, GptProgramOptions{.rematerialize = absl::GetFlag(FLAGS_remat)});
   if (!program.ok()) return Fail(program.status());
   auto init = InitGptParams(m, 1337);
   if (!init.ok()) return Fail(init.status());
@@ -676,25 +696,27 @@ int Main() {
       if (!l.ok()) return Fail(l.status());
       own_limit = *l;
     }
-    std::printf("pcp      threads %d: %8.2f ms/step; its %d dot_generals (%d shapes, %.3f GFLOP) alone on OpenBLAS: "
-                "%.2f ms (%.1f GFLOPS); step / sgemm-only %.3f; median step %.2f ms\n",
-                threads, t->ms, limit->dots, limit->shapes, limit->flops * 1e-9, limit->ms,
-                limit->flops * 1e-6 / limit->ms, t->ms / limit->ms, t->median_ms);
+    std::printf(
+        "pcp      threads %d: %8.2f ms/step; its %d dot_generals (%d shapes, %.3f GFLOP) alone on OpenBLAS: "
+        "%.2f ms (%.1f GFLOPS); step / sgemm-only %.3f; median step %.2f ms\n",
+        threads, t->ms, limit->dots, limit->shapes, limit->flops * 1e-9, limit->ms, limit->flops * 1e-6 / limit->ms,
+        t->ms / limit->ms, t->median_ms);
     if (own) {
-      std::printf("         (the step runs on PCP's own sgemm: its dot_generals alone on it %.2f ms, %.1f GFLOPS; step "
-                  "/ own-sgemm-only %.3f)\n",
-                  own_limit.ms, own_limit.flops * 1e-6 / own_limit.ms, t->ms / own_limit.ms);
+      std::printf(
+          "         (the step runs on PCP's own sgemm: its dot_generals alone on it %.2f ms, %.1f GFLOPS; step "
+          "/ own-sgemm-only %.3f)\n",
+          own_limit.ms, own_limit.flops * 1e-6 / own_limit.ms, t->ms / own_limit.ms);
     }
     std::optional<PairedLimit> paired_limit;
     if (absl::GetFlag(FLAGS_paired)) {
       auto paired = TimePaired(*program, params, threads, *openblas, own ? &*own_products : nullptr);
       if (!paired.ok()) return Fail(paired.status());
-      std::printf("         paired (%d x: one step, then its products alone on OpenBLAS%s): median step %.2f ms, "
-                  "products alone %.2f ms%s; step / sgemm-only, median of the pairs %.3f (%d of %d pairs <= 1.25)%s\n",
-                  paired->pairs, own ? " and on the own sgemm" : "", paired->step_ms, paired->pass_ms,
-                  own ? absl::StrFormat(" (own sgemm %.2f ms)", paired->own_pass_ms).c_str() : "", paired->ratio,
-                  paired->under, paired->pairs,
-                  own ? absl::StrFormat("; step / own-sgemm-only %.3f", paired->own_ratio).c_str() : "");
+      std::printf(
+          "         paired (%d x: one step, then its products alone on OpenBLAS%s): median step %.2f ms, "
+          "products alone %.2f ms%s; step / sgemm-only, median of the pairs %.3f (%d of %d pairs <= 1.25)%s\n",
+          paired->pairs, own ? " and on the own sgemm" : "", paired->step_ms, paired->pass_ms,
+          own ? absl::StrFormat(" (own sgemm %.2f ms)", paired->own_pass_ms).c_str() : "", paired->ratio, paired->under,
+          paired->pairs, own ? absl::StrFormat("; step / own-sgemm-only %.3f", paired->own_ratio).c_str() : "");
       paired_limit = *paired;
     }
     if (t->ms < best_ours.ms) {
@@ -705,29 +727,33 @@ int Main() {
     }
   }
   if (!absl::GetFlag(FLAGS_limit)) return 0;
-  std::printf("sgemm limit: step matmuls %.3f GFLOP; sgemm-only %.2f ms/step (the step's own dot_general shapes, "
-              "each alone through the same product path on OpenBLAS's sgemm, %d threads, best of 7 batches: %.1f "
-              "GFLOPS); step %.2f ms = %.3fx sgemm-only (target <= 1.25)\n",
-              best_limit.flops * 1e-9, best_limit.ms, best_ours.threads, best_limit.flops * 1e-6 / best_limit.ms,
-              best_ours.ms, best_ours.ms / best_limit.ms);
+  std::printf(
+      "sgemm limit: step matmuls %.3f GFLOP; sgemm-only %.2f ms/step (the step's own dot_general shapes, "
+      "each alone through the same product path on OpenBLAS's sgemm, %d threads, best of 7 batches: %.1f "
+      "GFLOPS); step %.2f ms = %.3fx sgemm-only (target <= 1.25)\n",
+      best_limit.flops * 1e-9, best_limit.ms, best_ours.threads, best_limit.flops * 1e-6 / best_limit.ms, best_ours.ms,
+      best_ours.ms / best_limit.ms);
   if (best_paired) {
-    std::printf("sgemm limit, paired: step / sgemm-only %.3f, the median of %d pairs (%d of them <= 1.25; median step "
-                "%.2f ms, products alone %.2f ms) (target <= 1.25)\n",
-                best_paired->ratio, best_paired->pairs, best_paired->under, best_paired->step_ms, best_paired->pass_ms);
+    std::printf(
+        "sgemm limit, paired: step / sgemm-only %.3f, the median of %d pairs (%d of them <= 1.25; median step "
+        "%.2f ms, products alone %.2f ms) (target <= 1.25)\n",
+        best_paired->ratio, best_paired->pairs, best_paired->under, best_paired->step_ms, best_paired->pass_ms);
   }
   if (own) {
-    std::printf("own sgemm:   the same dot_generals on PCP's own sgemm %.2f ms/step (%.1f GFLOPS, %.2fx OpenBLAS's "
-                "speed); step = %.3fx own-sgemm-only\n",
-                best_own_limit.ms, best_own_limit.flops * 1e-6 / best_own_limit.ms, best_limit.ms / best_own_limit.ms,
-                best_ours.ms / best_own_limit.ms);
+    std::printf(
+        "own sgemm:   the same dot_generals on PCP's own sgemm %.2f ms/step (%.1f GFLOPS, %.2fx OpenBLAS's "
+        "speed); step = %.3fx own-sgemm-only\n",
+        best_own_limit.ms, best_own_limit.flops * 1e-6 / best_own_limit.ms, best_limit.ms / best_own_limit.ms,
+        best_ours.ms / best_own_limit.ms);
   }
   if (!absl::GetFlag(FLAGS_torch)) return 0;
   auto torch = TimeTorch(m, batch, thread_counts);
   if (!torch.ok()) return Fail(torch.status());
-  std::printf("\nbest, %s: pcp %.2f ms/step (%d threads) vs pytorch %.2f ms/step (%d threads, %s): ratio %.3f "
-              "(target <= 0.6)\n",
-              BiasName(m).c_str(), best_ours.ms, best_ours.threads, torch->timing.ms, torch->timing.threads,
-              torch->env.c_str(), best_ours.ms / torch->timing.ms);
+  std::printf(
+      "\nbest, %s: pcp %.2f ms/step (%d threads) vs pytorch %.2f ms/step (%d threads, %s): ratio %.3f "
+      "(target <= 0.6)\n",
+      BiasName(m).c_str(), best_ours.ms, best_ours.threads, torch->timing.ms, torch->timing.threads, torch->env.c_str(),
+      best_ours.ms / torch->timing.ms);
   std::printf("peak RSS: pcp %.1f MiB vs pytorch %.1f MiB: ratio %.3f (target <= 1.0)\n", our_rss / 1024.0,
               torch->rss_kb / 1024.0, static_cast<double>(our_rss) / static_cast<double>(torch->rss_kb));
   if (absl::GetFlag(FLAGS_other_bias)) {

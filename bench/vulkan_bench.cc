@@ -129,7 +129,8 @@ int Main() {
   if (size_list.empty()) size_list = large ? "1024,2048,4096" : "64,128,256";
   for (absl::string_view s : absl::StrSplit(size_list, ',')) {
     int64_t n = 0;
-    if (!absl::SimpleAtoi(s, &n) || n < 1) return Fail("--sizes", absl::InvalidArgumentError(absl::StrCat("bad size '", s, "'")));
+    if (!absl::SimpleAtoi(s, &n) || n < 1)
+      return Fail("--sizes", absl::InvalidArgumentError(absl::StrCat("bad size '", s, "'")));
     sizes.push_back(n);
   }
   std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = absl::GetFlag(FLAGS_threads)});
@@ -171,16 +172,17 @@ int Main() {
   }
 
   if (!absl::GetFlag(FLAGS_gpt)) return 0;
-  const GPTConfig m = large ? GPTConfig{.vocab_size = 65, .block_size = 256, .n_layer = 6, .n_head = 6, .n_embd = 384,
-                                        .bias = true}
-                            : GPTConfig{.vocab_size = 65, .block_size = 32, .n_layer = 2, .n_head = 2, .n_embd = 64,
-                                        .bias = true};
+  const GPTConfig m =
+      large ? GPTConfig{.vocab_size = 65, .block_size = 256, .n_layer = 6, .n_head = 6, .n_embd = 384, .bias = true}
+            : GPTConfig{.vocab_size = 65, .block_size = 32, .n_layer = 2, .n_head = 2, .n_embd = 64, .bias = true};
   const int64_t batch = absl::GetFlag(FLAGS_batch_size) > 0 ? absl::GetFlag(FLAGS_batch_size) : (large ? 12 : 4);
   std::printf("\nGPT train step: n_layer %lld, n_head %lld, n_embd %lld, block %lld, batch %lld, vocab %lld\n",
               static_cast<long long>(m.n_layer), static_cast<long long>(m.n_head), static_cast<long long>(m.n_embd),
-              static_cast<long long>(m.block_size), static_cast<long long>(batch), static_cast<long long>(m.vocab_size));
+              static_cast<long long>(m.block_size), static_cast<long long>(batch),
+              static_cast<long long>(m.vocab_size));
   absl::StatusOr<GptProgram> program =
-      BuildGptProgram(m, batch, AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
+      BuildGptProgram(m, batch,
+                      AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
   if (!program.ok()) return Fail("GPT program", program.status());
   absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(m, 1337);
   if (!init.ok()) return Fail("GPT init", init.status());

@@ -41,8 +41,7 @@ ABSL_FLAG(bool, download, false,
           "the server streams to the client instead (θ down); the window is then the client's: its "
           "16 MiB with BDP probing off (PCP's setting), or gRPC's own sizing with --client_bdp");
 ABSL_FLAG(bool, client_bdp, false, "--download: the client probes the bandwidth-delay product");
-ABSL_FLAG(bool, bdp, false,
-          "the server probes the bandwidth-delay product (gRPC's default) instead of a fixed window");
+ABSL_FLAG(bool, bdp, false, "the server probes the bandwidth-delay product (gRPC's default) instead of a fixed window");
 
 namespace {
 
@@ -218,18 +217,20 @@ int main(int argc, char** argv) {
       return 1;
     }
     const auto half = std::chrono::milliseconds(rtt_ms) / 2;
-    absl::StatusOr<std::unique_ptr<pcp::netem::Relay>> relay = pcp::netem::Relay::Create(
-        {.target = "127.0.0.1:" + std::to_string(port),
-         .up = {.rate_bytes_per_s = link_bytes_per_s, .delay = half},
-         .down = {.rate_bytes_per_s = link_bytes_per_s, .delay = half}});
+    absl::StatusOr<std::unique_ptr<pcp::netem::Relay>> relay =
+        pcp::netem::Relay::Create({.target = "127.0.0.1:" + std::to_string(port),
+                                   .up = {.rate_bytes_per_s = link_bytes_per_s, .delay = half},
+                                   .down = {.rate_bytes_per_s = link_bytes_per_s, .delay = half}});
     if (!relay.ok()) {
       std::fprintf(stderr, "relay: %s\n", relay.status().ToString().c_str());
       return 1;
     }
     const double predicted = rtt_ms > 0 ? std::min(link_bytes_per_s, window / (rtt_ms / 1000.0)) : link_bytes_per_s;
-    const int64_t messages = std::max<int64_t>(4, static_cast<int64_t>(predicted * absl::GetFlag(FLAGS_seconds) / message_bytes));
-    const double achieved = download ? Download((*relay)->address(), message_bytes, messages, absl::GetFlag(FLAGS_client_bdp))
-                                     : Upload((*relay)->address(), message_bytes, messages);
+    const int64_t messages =
+        std::max<int64_t>(4, static_cast<int64_t>(predicted * absl::GetFlag(FLAGS_seconds) / message_bytes));
+    const double achieved =
+        download ? Download((*relay)->address(), message_bytes, messages, absl::GetFlag(FLAGS_client_bdp))
+                 : Upload((*relay)->address(), message_bytes, messages);
     std::printf("%12d %16.1f %16.1f %14.0f\n", window >> 10, window / (rtt_ms / 1000.0) / 1e6, achieved / 1e6,
                 achieved * 8 / 1e6);
     std::fflush(stdout);

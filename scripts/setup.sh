@@ -37,6 +37,8 @@ PACKAGES=(
   prometheus mlir-15-tools systemd openssl   # openssl: run-local-cluster.sh --tls, auth_e2e_test
   # scripts/fuzz.sh and sanitizer builds: clang's libFuzzer, ASan, UBSan
   clang-14 libclang-rt-14-dev
+  # scripts/check-format.sh (ctest: format_test)
+  clang-format-14
 )
 
 if [[ "${SKIP_APT:-0}" != 1 ]]; then

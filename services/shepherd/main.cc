@@ -45,7 +45,8 @@ absl::StatusOr<pcp::shepherd::ShepherdConfig> LoadConfig(int argc, char** argv) 
       pcp::shepherd::ShepherdFlagsHelp()));
   std::vector<char*> rest;
   std::vector<pcp::yaml_fields::Override> overrides;
-  if (absl::Status s = pcp::shepherd::ShepherdKeyFlags().Extract(argc, argv, pcp::yaml_fields::IsAbslFlag, rest, overrides);
+  if (absl::Status s =
+          pcp::shepherd::ShepherdKeyFlags().Extract(argc, argv, pcp::yaml_fields::IsAbslFlag, rest, overrides);
       !s.ok()) {
     return s;
   }
@@ -85,9 +86,10 @@ int main(int argc, char** argv) {
     // /metrics has neither TLS nor auth (Debian 12's CivetWeb crashes on its first HTTPS
     // connection): beyond loopback it belongs behind a TLS proxy (docs/operations.md#metrics).
     if (!pcp::auth::IsLoopbackAddress(config->metrics_listen)) {
-      spdlog::warn("metrics on {} are plaintext without auth: anyone who reaches the port reads them; serve them "
-                   "on loopback behind a TLS proxy (docs/operations.md#metrics)",
-                   (*metrics)->address());
+      spdlog::warn(
+          "metrics on {} are plaintext without auth: anyone who reaches the port reads them; serve them "
+          "on loopback behind a TLS proxy (docs/operations.md#metrics)",
+          (*metrics)->address());
     }
   }
 

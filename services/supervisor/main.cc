@@ -19,8 +19,8 @@
 #include "absl/flags/flag.h"
 #include "pcp/auth/tls_failures.h"
 #include "pcp/base/absl_fmt.h"
-#include "pcp/metrics/metrics_server.h"
 #include "pcp/base/termination_signal.h"
+#include "pcp/metrics/metrics_server.h"
 #include "pcp/supervisor/supervisor.h"
 #include "supervisor_flags.h"
 

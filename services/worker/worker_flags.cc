@@ -49,8 +49,8 @@ const std::vector<Field<WorkerSettings>>& Fields() {
       Lift(kOptions, yaml_fields::StringField("backend", &O::backend, /*allow_empty=*/false)),
       Lift(kOptions, yaml_fields::IntField("threads", &O::threads, yaml_fields::kAtLeast0)),
       Lift(kOptions, yaml_fields::StringField("cache_dir", &O::cache_dir, /*allow_empty=*/true)),
-      Lift(kOptions, Lift(&O::credentials, yaml_fields::SectionField("tls", &auth::ClientCredentials::tls,
-                                                                     &auth::TlsFields()))),
+      Lift(kOptions,
+           Lift(&O::credentials, yaml_fields::SectionField("tls", &auth::ClientCredentials::tls, &auth::TlsFields()))),
       yaml_fields::StringField("token_source", &WorkerSettings::token_source, /*allow_empty=*/true),
       Lift(kOptions, yaml_fields::SectionField("backoff", &O::backoff, &BackoffFields())),
       Lift(kOptions, yaml_fields::IntField("join_timeout_ms", &O::join_timeout_ms, yaml_fields::kAtLeast1)),
@@ -87,8 +87,8 @@ const yaml_fields::KeyFlags& WorkerKeyFlags() {
 
 std::string WorkerFlagsHelp() {
   return absl::StrCat("Flags (--KEY=VALUE, '_' for '.' in KEY, or --set KEY=VALUE; later wins):\n",
-                      WorkerKeyFlags().Help(), "Defaults:\n",
-                      yaml_fields::EmitMapping(Fields(), WorkerSettings{}, 2), "\n");
+                      WorkerKeyFlags().Help(), "Defaults:\n", yaml_fields::EmitMapping(Fields(), WorkerSettings{}, 2),
+                      "\n");
 }
 
 absl::StatusOr<WorkerSettings> WorkerSettingsFromOverrides(absl::Span<const yaml_fields::Override> overrides) {

@@ -62,8 +62,7 @@ absl::StatusOr<std::vector<NamedQuery>> RuleQueries(absl::string_view rules_yaml
     YAML::Node doc = YAML::Load(std::string(rules_yaml));
     for (const YAML::Node& group : doc["groups"]) {
       for (const YAML::Node& rule : group["rules"]) {
-        const std::string name =
-            rule["alert"] ? rule["alert"].as<std::string>() : rule["record"].as<std::string>("?");
+        const std::string name = rule["alert"] ? rule["alert"].as<std::string>() : rule["record"].as<std::string>("?");
         out.push_back({absl::StrCat("rule ", name), rule["expr"].as<std::string>()});
       }
     }
@@ -74,8 +73,7 @@ absl::StatusOr<std::vector<NamedQuery>> RuleQueries(absl::string_view rules_yaml
 }
 
 std::string ExpandGrafanaVariables(absl::string_view expr) {
-  std::string out = absl::StrReplaceAll(
-      expr, {{"$__rate_interval", "1m"}, {"$__interval", "1m"}, {"$__range", "1h"}});
+  std::string out = absl::StrReplaceAll(expr, {{"$__rate_interval", "1m"}, {"$__interval", "1m"}, {"$__range", "1h"}});
   static const std::regex kVariable(R"(\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)");
   return std::regex_replace(out, kVariable, ".*");
 }

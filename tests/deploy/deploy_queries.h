@@ -17,9 +17,9 @@
 namespace pcp::testing {
 
 struct NamedQuery {
-  std::string where;  // "panel 'Loss' target A", "rule PcpLossNaN", "variable job_id"
-  std::string expr;   // as written (Grafana macros such as $__rate_interval included)
-  bool promql = true; // false for Grafana template queries (label_values(...))
+  std::string where;   // "panel 'Loss' target A", "rule PcpLossNaN", "variable job_id"
+  std::string expr;    // as written (Grafana macros such as $__rate_interval included)
+  bool promql = true;  // false for Grafana template queries (label_values(...))
 };
 
 // Panels (also those nested in collapsed rows) and templating queries of a dashboard.

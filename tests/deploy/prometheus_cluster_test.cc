@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -73,7 +73,8 @@ class PrometheusClusterTest : public ::testing::Test {
     ASSERT_TRUE(cluster_->StartCluster(2).ok()) << cluster_->Logs();
 
     // Target files from the cluster's endpoints, one list per scrape job.
-    PrometheusOptions options{.deploy_dir = PCP_SOURCE_DIR "/deploy/prometheus", .dir = dir_->path() + "/prometheus",
+    PrometheusOptions options{.deploy_dir = PCP_SOURCE_DIR "/deploy/prometheus",
+                              .dir = dir_->path() + "/prometheus",
                               .interval = kInterval};
     for (const MetricsEndpoint& e : cluster_->MetricsEndpoints()) options.targets[e.job].push_back(e.address);
     absl::StatusOr<std::unique_ptr<PrometheusServer>> prom = PrometheusServer::Start(options);
@@ -93,10 +94,12 @@ class PrometheusClusterTest : public ::testing::Test {
     ASSERT_TRUE(done.ok()) << done.status() << cluster_->Logs();
     ASSERT_EQ(done->state(), v1::JOB_STATE_COMPLETED) << cluster_->Logs();
     job_end_ = absl::Now();
-    std::printf("job %s: %d rounds in %.1f s\n", job_id_.c_str(), kRounds, absl::ToDoubleSeconds(job_end_ - job_start_));
+    std::printf("job %s: %d rounds in %.1f s\n", job_id_.c_str(), kRounds,
+                absl::ToDoubleSeconds(job_end_ - job_start_));
     // The final round's values reach Prometheus with the next scrape; wait for them.
-    absl::StatusOr<Json> last = prom_->WaitForSeries(
-        absl::StrCat("pcp_shepherd_rounds_completed_total{job_id=\"", job_id_, "\"} >= ", kRounds), absl::Seconds(30));
+    absl::StatusOr<Json> last =
+        prom_->WaitForSeries(absl::StrCat("pcp_shepherd_rounds_completed_total{job_id=\"", job_id_, "\"} >= ", kRounds),
+                             absl::Seconds(30));
     ASSERT_TRUE(last.ok()) << last.status();
   }
 
@@ -149,8 +152,9 @@ TEST_F(PrometheusClusterTest, EveryTargetIsScrapedUnderItsJobName) {
     EXPECT_EQ(health->string_value(), "up") << t.Serialize() << (last_error ? last_error->Serialize() : "");
     up_by_job[labels->Find("job")->string_value()] += health->string_value() == "up";
   }
-  EXPECT_THAT(up_by_job, ::testing::ElementsAre(::testing::Pair("pcp-shepherd", 1), ::testing::Pair("pcp-supervisor", 2),
-                                                ::testing::Pair("pcp-worker", 2)));
+  EXPECT_THAT(up_by_job,
+              ::testing::ElementsAre(::testing::Pair("pcp-shepherd", 1), ::testing::Pair("pcp-supervisor", 2),
+                                     ::testing::Pair("pcp-worker", 2)));
 }
 
 TEST_F(PrometheusClusterTest, TrainLossTokensPerSecondAndWorkersUpComeBack) {
@@ -168,9 +172,9 @@ TEST_F(PrometheusClusterTest, TrainLossTokensPerSecondAndWorkersUpComeBack) {
 
   // The curve over the job: several distinct values, ending below where it started
   // (rounds of kInnerSteps inner steps each on a tiny GPT).
-  absl::StatusOr<Json> curve = prom_->QueryRange(absl::StrCat("pcp_shepherd_train_loss", JobSelector()),
-                                                 job_start_ - absl::Seconds(5), absl::Now() + absl::Seconds(1),
-                                                 absl::Milliseconds(250));
+  absl::StatusOr<Json> curve =
+      prom_->QueryRange(absl::StrCat("pcp_shepherd_train_loss", JobSelector()), job_start_ - absl::Seconds(5),
+                        absl::Now() + absl::Seconds(1), absl::Milliseconds(250));
   ASSERT_TRUE(curve.ok()) << curve.status();
   ASSERT_EQ(curve->size(), 1u);
   std::vector<double> values;
@@ -285,16 +289,15 @@ TEST_F(PrometheusClusterTest, EveryDashboardQueryAndAlertEvaluates) {
 // scripts/plot-loss.py reads the job's loss from this Prometheus and writes a PNG.
 TEST_F(PrometheusClusterTest, PlotLossWritesAPng) {
   if (access(kPython, X_OK) != 0) GTEST_SKIP() << kPython << " is not installed";
-  absl::StatusOr<CommandOutput> probe =
-      RunCommand(kPython, {"-c", "import matplotlib"}, dir_->path() + "/probe.log");
+  absl::StatusOr<CommandOutput> probe = RunCommand(kPython, {"-c", "import matplotlib"}, dir_->path() + "/probe.log");
   ASSERT_TRUE(probe.ok());
   if (probe->exit_code != 0) GTEST_SKIP() << "python3-matplotlib is not installed";
   const std::string png = dir_->path() + "/loss.png";
-  absl::StatusOr<CommandOutput> r = RunCommand(
-      kPython,
-      {PCP_SOURCE_DIR "/scripts/plot-loss.py", "--prometheus", prom_->address(), "--job-id", job_id_,
-       absl::StrCat("--start=", absl::ToUnixSeconds(job_start_) - 5), "--out", png},
-      dir_->path() + "/plot.log", absl::Seconds(120));
+  absl::StatusOr<CommandOutput> r =
+      RunCommand(kPython,
+                 {PCP_SOURCE_DIR "/scripts/plot-loss.py", "--prometheus", prom_->address(), "--job-id", job_id_,
+                  absl::StrCat("--start=", absl::ToUnixSeconds(job_start_) - 5), "--out", png},
+                 dir_->path() + "/plot.log", absl::Seconds(120));
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->exit_code, 0) << r->output;
   std::printf("%s", r->output.c_str());

@@ -55,7 +55,8 @@ std::vector<NamedQuery> AllQueries() {
   absl::StatusOr<std::vector<NamedQuery>> dashboard =
       DashboardQueries(Read(absl::StrCat(kDeployDir, "/grafana/dashboards/pcp-cluster.json")));
   EXPECT_TRUE(dashboard.ok()) << dashboard.status();
-  absl::StatusOr<std::vector<NamedQuery>> rules = RuleQueries(Read(absl::StrCat(kDeployDir, "/prometheus/pcp-alerts.yml")));
+  absl::StatusOr<std::vector<NamedQuery>> rules =
+      RuleQueries(Read(absl::StrCat(kDeployDir, "/prometheus/pcp-alerts.yml")));
   EXPECT_TRUE(rules.ok()) << rules.status();
   if (dashboard.ok()) all = *dashboard;
   if (rules.ok()) all.insert(all.end(), rules->begin(), rules->end());
@@ -101,7 +102,8 @@ TEST_F(PromtoolTest, AlertRuleUnitTestsPass) {
 // Every alert in the rule file has at least one unit test.
 TEST_F(PromtoolTest, EveryAlertIsUnitTested) {
   const std::string tests = Read(absl::StrCat(kDeployDir, "/prometheus/pcp-alerts_test.yml"));
-  absl::StatusOr<std::vector<NamedQuery>> rules = RuleQueries(Read(absl::StrCat(kDeployDir, "/prometheus/pcp-alerts.yml")));
+  absl::StatusOr<std::vector<NamedQuery>> rules =
+      RuleQueries(Read(absl::StrCat(kDeployDir, "/prometheus/pcp-alerts.yml")));
   ASSERT_TRUE(rules.ok()) << rules.status();
   for (const NamedQuery& rule : *rules) {
     absl::string_view name = rule.where;
@@ -122,7 +124,8 @@ TEST_F(PromtoolTest, FastCopyForTestsIsValid) {
   EXPECT_THAT(*fast, ::testing::HasSubstr("  scrape_timeout: 1s\n"));
   const std::string dir = dir_->path();
   ASSERT_TRUE(WriteFileAtomic(dir + "/prometheus.yml", *fast).ok());
-  ASSERT_TRUE(WriteFileAtomic(dir + "/pcp-alerts.yml", Read(absl::StrCat(kDeployDir, "/prometheus/pcp-alerts.yml"))).ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(dir + "/pcp-alerts.yml", Read(absl::StrCat(kDeployDir, "/prometheus/pcp-alerts.yml"))).ok());
   CommandOutput r = Promtool({"check", "config", dir + "/prometheus.yml"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
@@ -137,7 +140,8 @@ TEST(DashboardTest, EveryQueriedMetricIsInTheCatalog) {
       EXPECT_THAT(q.expr, ::testing::HasSubstr("up{")) << q.where << ": " << q.expr;
     }
     for (const std::string& name : names) {
-      EXPECT_TRUE(catalog.Covers(name)) << q.where << " queries " << name << ", which libs/metrics/catalog.h does not declare";
+      EXPECT_TRUE(catalog.Covers(name)) << q.where << " queries " << name
+                                        << ", which libs/metrics/catalog.h does not declare";
       used.insert(name);
     }
   }

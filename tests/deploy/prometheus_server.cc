@@ -3,11 +3,11 @@
 #include <filesystem>
 #include <regex>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "absl/strings/ascii.h"
 #include "pcp/base/file.h"
 #include "pcp/testing/metrics_scrape.h"
 #include "yaml-cpp/yaml.h"
@@ -88,8 +88,7 @@ absl::StatusOr<std::unique_ptr<PrometheusServer>> PrometheusServer::Start(const 
       .binary = kPrometheusBinary,
       .args = {absl::StrCat("--config.file=", options.dir, "/prometheus.yml"),
                absl::StrCat("--storage.tsdb.path=", options.dir, "/data"),
-               absl::StrCat("--web.listen-address=", server->address_),
-               "--log.level=warn"},
+               absl::StrCat("--web.listen-address=", server->address_), "--log.level=warn"},
       .log_path = options.dir + "/prometheus.log",
   });
   if (!process.ok()) return process.status();
@@ -103,7 +102,8 @@ absl::StatusOr<std::unique_ptr<PrometheusServer>> PrometheusServer::Start(const 
       return absl::InternalError(absl::StrCat("prometheus exited:\n", server->process_->LogTail(20)));
     }
     if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrCat("prometheus not ready in 60 s:\n", server->process_->LogTail(20)));
+      return absl::DeadlineExceededError(
+          absl::StrCat("prometheus not ready in 60 s:\n", server->process_->LogTail(20)));
     }
     absl::SleepFor(absl::Milliseconds(200));
   }
@@ -136,9 +136,9 @@ absl::StatusOr<Json> PrometheusServer::Query(absl::string_view expr) {
 
 absl::StatusOr<Json> PrometheusServer::QueryRange(absl::string_view expr, absl::Time start, absl::Time end,
                                                   absl::Duration step) {
-  absl::StatusOr<Json> data = GetData(absl::StrFormat(
-      "/api/v1/query_range?query=%s&start=%.3f&end=%.3f&step=%.3f", UrlEncode(expr),
-      absl::ToUnixMillis(start) / 1000.0, absl::ToUnixMillis(end) / 1000.0, absl::ToDoubleSeconds(step)));
+  absl::StatusOr<Json> data = GetData(absl::StrFormat("/api/v1/query_range?query=%s&start=%.3f&end=%.3f&step=%.3f",
+                                                      UrlEncode(expr), absl::ToUnixMillis(start) / 1000.0,
+                                                      absl::ToUnixMillis(end) / 1000.0, absl::ToDoubleSeconds(step)));
   if (!data.ok()) return data.status();
   const Json* result = data->Find("result");
   if (result == nullptr) return absl::DataLossError("no 'data.result' in the answer");

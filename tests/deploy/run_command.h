@@ -26,8 +26,7 @@ struct CommandOutput {
 // Runs `binary` (an absolute path) with `args`; fails only if it cannot be started or does
 // not finish within `timeout`. `log_path` is truncated first.
 absl::StatusOr<CommandOutput> RunCommand(const std::string& binary, const std::vector<std::string>& args,
-                                         const std::string& log_path,
-                                         absl::Duration timeout = absl::Seconds(60));
+                                         const std::string& log_path, absl::Duration timeout = absl::Seconds(60));
 
 }  // namespace pcp::testing
 

@@ -153,10 +153,12 @@ TEST_F(SystemdUnitsTest, VerifyPassesOnEveryInstalledUnit) {
 TEST_F(SystemdUnitsTest, VerifyReportsABrokenUnit) {
   std::string text = Unit("pcp-shepherd.service");
   absl::StrReplaceAll({{"UMask=0027", "UMask=0027\nProtectSystem=strictly\nNotARealSetting=yes"},
-                       {"/pcp-shepherd ", "/pcp-shepherd-missing "}}, &text);
+                       {"/pcp-shepherd ", "/pcp-shepherd-missing "}},
+                      &text);
   const std::string path = dir_->path() + "/broken.service";
   ASSERT_TRUE(WriteFileAtomic(path, text).ok());
-  absl::StatusOr<CommandOutput> r = RunCommand(kSystemdAnalyze, {"verify", "--man=no", path}, dir_->path() + "/broken.log");
+  absl::StatusOr<CommandOutput> r =
+      RunCommand(kSystemdAnalyze, {"verify", "--man=no", path}, dir_->path() + "/broken.log");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_NE(r->exit_code, 0) << r->output;
   EXPECT_THAT(r->output, ::testing::HasSubstr("pcp-shepherd-missing"));
@@ -204,9 +206,9 @@ TEST_F(SystemdUnitsTest, SysusersCreatesThePcpUser) {
   if (access(kSysusers, X_OK) != 0) GTEST_SKIP() << kSysusers << " is not installed";
   const std::string root = dir_->path() + "/sysroot";
   fs::create_directories(root);
-  absl::StatusOr<CommandOutput> r = RunCommand(
-      kSysusers, {"--dry-run", absl::StrCat("--root=", root), prefix_ + "/lib/sysusers.d/pcp.conf"},
-      dir_->path() + "/sysusers.log");
+  absl::StatusOr<CommandOutput> r =
+      RunCommand(kSysusers, {"--dry-run", absl::StrCat("--root=", root), prefix_ + "/lib/sysusers.d/pcp.conf"},
+                 dir_->path() + "/sysusers.log");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->exit_code, 0) << r->output;
   EXPECT_THAT(r->output, ::testing::HasSubstr("Creating user 'pcp'"));
@@ -217,9 +219,9 @@ TEST_F(SystemdUnitsTest, SysusersCreatesThePcpUser) {
 TEST_F(SystemdUnitsTest, SecurityExposureIsReported) {
   if (!kHaveBinaries) GTEST_SKIP() << "binaries not built";
   for (const std::string unit : {"pcp-shepherd.service", "pcp-supervisor@1.service"}) {
-    absl::StatusOr<CommandOutput> r = RunCommand(
-        kSystemdAnalyze, {"security", "--offline=true", "--no-pager", unit_dir_ + "/" + unit},
-        dir_->path() + "/security.log");
+    absl::StatusOr<CommandOutput> r =
+        RunCommand(kSystemdAnalyze, {"security", "--offline=true", "--no-pager", unit_dir_ + "/" + unit},
+                   dir_->path() + "/security.log");
     ASSERT_TRUE(r.ok()) << r.status();
     const size_t at = r->output.find("Overall exposure level");
     ASSERT_NE(at, std::string::npos) << r->output;

@@ -35,8 +35,19 @@ using pcp::shepherd::AdminCalls;
 using pcp::shepherd::JobManager;
 
 enum Method {
-  kSubmitJob, kListJobs, kGetJob, kCancelJob, kGetJobHistory, kListWorkers, kRestartWorker,
-  kDrainWorker, kGetCluster, kSample, kStartNext, kFinish, kNumMethods
+  kSubmitJob,
+  kListJobs,
+  kGetJob,
+  kCancelJob,
+  kGetJobHistory,
+  kListWorkers,
+  kRestartWorker,
+  kDrainWorker,
+  kGetCluster,
+  kSample,
+  kStartNext,
+  kFinish,
+  kNumMethods
 };
 
 struct Dirs {
@@ -125,26 +136,20 @@ void Call(Method method, absl::string_view bytes, JobManager& jobs, const AdminC
       if (request.limit() > 0) PCP_FUZZ_CHECK(r.jobs_size() <= static_cast<int>(request.limit()));
       break;
     }
-    case kGetJob:
-      (void)calls.GetJob(Parse<pcp::v1::GetJobRequest>(bytes));
-      break;
+    case kGetJob: (void)calls.GetJob(Parse<pcp::v1::GetJobRequest>(bytes)); break;
     case kCancelJob: {
       absl::StatusOr<pcp::v1::Job> job = calls.CancelJob(Parse<pcp::v1::CancelJobRequest>(bytes));
       if (job.ok()) PCP_FUZZ_CHECK(job->state() == pcp::v1::JOB_STATE_CANCELLED);
       break;
     }
-    case kGetJobHistory:
-      (void)calls.GetJobHistory(Parse<pcp::v1::GetJobHistoryRequest>(bytes));
-      break;
-    case kListWorkers:
-      PCP_FUZZ_CHECK(calls.ListWorkers({}).workers_size() == 1);
-      break;
+    case kGetJobHistory: (void)calls.GetJobHistory(Parse<pcp::v1::GetJobHistoryRequest>(bytes)); break;
+    case kListWorkers: PCP_FUZZ_CHECK(calls.ListWorkers({}).workers_size() == 1); break;
     case kRestartWorker:
     case kDrainWorker: {
       const auto request = Parse<pcp::v1::WorkerCommandRequest>(bytes);
-      const absl::Status s = calls.CheckCommand(
-          method == kRestartWorker ? pcp::shepherd::SupervisorCommand::kRestart : pcp::shepherd::SupervisorCommand::kDrain,
-          request);
+      const absl::Status s = calls.CheckCommand(method == kRestartWorker ? pcp::shepherd::SupervisorCommand::kRestart
+                                                                         : pcp::shepherd::SupervisorCommand::kDrain,
+                                                request);
       PCP_FUZZ_CHECK(s.ok() == !request.supervisor_id().empty());
       break;
     }
@@ -165,9 +170,7 @@ void Call(Method method, absl::string_view bytes, JobManager& jobs, const AdminC
       PCP_FUZZ_CHECK(cluster.supervisors_connected() == 1);
       break;
     }
-    case kSample:
-      (void)calls.Sample(Parse<pcp::v1::SampleRequest>(bytes));
-      break;
+    case kSample: (void)calls.Sample(Parse<pcp::v1::SampleRequest>(bytes)); break;
     case kStartNext:
       if (std::optional<pcp::shepherd::RunnableJob> job = jobs.StartNext()) {
         PCP_FUZZ_CHECK(jobs.IsRunning(job->id));
@@ -183,8 +186,7 @@ void Call(Method method, absl::string_view bytes, JobManager& jobs, const AdminC
       PCP_FUZZ_CHECK(jobs.Finish(running, state, "fuzz"));
       break;
     }
-    case kNumMethods:
-      break;
+    case kNumMethods: break;
   }
 }
 
@@ -209,8 +211,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     pcp::shepherd::WorkerRegistry registry(pcp::shepherd::SessionOptions{}, 3.0, 1.0);
     pcp::shepherd::Coordinator coordinator(&config, jobs->get(), &registry);  // not started
     Supervisors supervisors;
-    const AdminCalls calls({.jobs = jobs->get(), .registry = &registry, .coordinator = &coordinator,
-                            .config = &config, .started_unix_ms = 1, .supervisors = &supervisors});
+    const AdminCalls calls({.jobs = jobs->get(),
+                            .registry = &registry,
+                            .coordinator = &coordinator,
+                            .config = &config,
+                            .started_unix_ms = 1,
+                            .supervisors = &supervisors});
     for (int calls_made = 0; size >= 3 && calls_made < 32; ++calls_made) {
       const Method method = static_cast<Method>(data[0] % kNumMethods);
       const size_t n = std::min<size_t>(size - 3, data[1] | (size_t{data[2]} << 8));

@@ -60,8 +60,8 @@ class Transport final : public pcp::shepherd::ControlTransport {
 };
 
 struct Stream {
-  Stream(pcp::shepherd::ControlRegistry* registry, const pcp::shepherd::ControlServiceOptions* options,
-         bool closed, pcp::auth::Principal caller)
+  Stream(pcp::shepherd::ControlRegistry* registry, const pcp::shepherd::ControlServiceOptions* options, bool closed,
+         pcp::auth::Principal caller)
       : stream(
             registry, options,
             [closed] { return closed ? absl::UnavailableError("the shepherd is shutting down") : absl::OkStatus(); },
@@ -90,7 +90,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     caller.name = "node-1";
     caller.via = pcp::auth::Principal::Via::kCertificate;
   }
-  const pcp::shepherd::ControlServiceOptions options{.heartbeat_interval_ms = 1000, .heartbeat_timeout_ms = 3000,
+  const pcp::shepherd::ControlServiceOptions options{.heartbeat_interval_ms = 1000,
+                                                     .heartbeat_timeout_ms = 3000,
                                                      .version = "0.1.0"};
   std::atomic<int> commands_sent{0}, commands_done{0};
   {

@@ -33,13 +33,12 @@ inline absl::string_view AsText(const uint8_t* data, size_t size) {
 
 }  // namespace pcp::fuzz
 
-#define PCP_FUZZ_CHECK(cond)                                                        \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      std::fprintf(stderr, "%s:%d: fuzz property failed: %s\n", __FILE__, __LINE__, \
-                   #cond);                                                          \
-      std::abort();                                                                 \
-    }                                                                               \
+#define PCP_FUZZ_CHECK(cond)                                                                \
+  do {                                                                                      \
+    if (!(cond)) {                                                                          \
+      std::fprintf(stderr, "%s:%d: fuzz property failed: %s\n", __FILE__, __LINE__, #cond); \
+      std::abort();                                                                         \
+    }                                                                                       \
   } while (0)
 
 #endif  // PCP_TESTS_FUZZ_FUZZ_TARGET_H_

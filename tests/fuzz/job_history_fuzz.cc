@@ -13,8 +13,7 @@
 namespace {
 
 const std::string& Path() {
-  static const std::string* path =
-      new std::string(absl::StrCat("/tmp/pcp-job-history-fuzz-", ::getpid(), ".pb"));
+  static const std::string* path = new std::string(absl::StrCat("/tmp/pcp-job-history-fuzz-", ::getpid(), ".pb"));
   return *path;
 }
 

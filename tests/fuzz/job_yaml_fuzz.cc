@@ -13,7 +13,7 @@
 namespace {
 std::string* g_dir = nullptr;
 pcp::DataRoots* g_roots = nullptr;
-}
+}  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   char path[] = "/tmp/pcp-job-fuzz-XXXXXX";

@@ -85,9 +85,12 @@ int main(int argc, char** argv) {
   double seconds = 5;
   unsigned long long seed = 1;
   for (int i = 2; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--iterations=", 13) == 0) iterations = std::atol(argv[i] + 13);
-    else if (std::strncmp(argv[i], "--seconds=", 10) == 0) seconds = std::atof(argv[i] + 10);
-    else if (std::strncmp(argv[i], "--seed=", 7) == 0) seed = std::strtoull(argv[i] + 7, nullptr, 10);
+    if (std::strncmp(argv[i], "--iterations=", 13) == 0)
+      iterations = std::atol(argv[i] + 13);
+    else if (std::strncmp(argv[i], "--seconds=", 10) == 0)
+      seconds = std::atof(argv[i] + 10);
+    else if (std::strncmp(argv[i], "--seed=", 7) == 0)
+      seed = std::strtoull(argv[i] + 7, nullptr, 10);
     else {
       std::fprintf(stderr, "%s: unknown argument '%s'\n", argv[0], argv[i]);
       return 2;
@@ -105,8 +108,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: no seed inputs in %s\n", argv[0], argv[1]);
     return 2;
   }
-  std::signal(SIGABRT, +[](int) { SaveCurrent(); std::_Exit(134); });
-  std::signal(SIGSEGV, +[](int) { SaveCurrent(); std::_Exit(139); });
+  std::signal(
+      SIGABRT, +[](int) {
+        SaveCurrent();
+        std::_Exit(134);
+      });
+  std::signal(
+      SIGSEGV, +[](int) {
+        SaveCurrent();
+        std::_Exit(139);
+      });
   for (const std::string& input : corpus) Run(input);
   Run("");
   std::mt19937_64 rng(seed);

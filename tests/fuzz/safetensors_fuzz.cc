@@ -4,8 +4,7 @@
 #include "pcp/tensor/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  absl::StatusOr<pcp::SafetensorsContents> contents =
-      pcp::ParseSafetensors(pcp::fuzz::AsText(data, size));
+  absl::StatusOr<pcp::SafetensorsContents> contents = pcp::ParseSafetensors(pcp::fuzz::AsText(data, size));
   (void)contents;
   return 0;
 }

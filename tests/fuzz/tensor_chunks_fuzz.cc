@@ -10,15 +10,14 @@
 #include <optional>
 #include <vector>
 
-#include "fuzz_target.h"
 #include "fuzz_chunks.h"
+#include "fuzz_target.h"
 #include "pcp/rpc/tensor_list.h"
 #include "pcp/v1/tensor.pb.h"
 
 namespace {
 
-void Feed(const std::vector<pcp::v1::TensorChunk>& chunks, bool pinned,
-          std::optional<pcp::codec::Codec> codec) {
+void Feed(const std::vector<pcp::v1::TensorChunk>& chunks, bool pinned, std::optional<pcp::codec::Codec> codec) {
   pcp::AssemblyLimits limits;
   limits.max_chunk_bytes = 1 << 16;
   limits.max_tensor_bytes = 1 << 20;
@@ -57,12 +56,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool fix_checksums = data[0] % 2 == 1;
   const int codec_choice = (data[0] >> 1) % (pcp::codec::kNumCodecs + 1);
   const std::optional<pcp::codec::Codec> codec =
-      codec_choice == 0 ? std::nullopt
-                        : std::optional(static_cast<pcp::codec::Codec>(codec_choice - 1));
+      codec_choice == 0 ? std::nullopt : std::optional(static_cast<pcp::codec::Codec>(codec_choice - 1));
   ++data;
   --size;
-  std::vector<pcp::v1::TensorChunk> chunks =
-      pcp::fuzz::SplitMessages<pcp::v1::TensorChunk>(data, size, 256);
+  std::vector<pcp::v1::TensorChunk> chunks = pcp::fuzz::SplitMessages<pcp::v1::TensorChunk>(data, size, 256);
   if (fix_checksums) {
     std::vector<pcp::v1::TensorChunk*> pointers;
     for (pcp::v1::TensorChunk& c : chunks) pointers.push_back(&c);

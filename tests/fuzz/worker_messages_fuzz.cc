@@ -232,7 +232,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         absl::StatusOr<pcp::TensorSpec> spec = pcp::TensorSpecFromProto(s);
         if (spec.ok()) specs.push_back(*std::move(spec));
       }
-      const bool streaming = m.assignment().streaming().fragments() > 1 || m.assignment().streaming().overlap_steps() > 0;
+      const bool streaming =
+          m.assignment().streaming().fragments() > 1 || m.assignment().streaming().overlap_steps() > 0;
       if (streaming) specs.clear();
       link.Expect(std::move(specs), m.assignment().hyperparameters().inner_steps());
     }

@@ -22,8 +22,8 @@ namespace {
 using pcp::shepherd::WorkerSession;
 
 const std::vector<pcp::TensorSpec>& DeltaSpecs() {
-  static const auto* specs = new std::vector<pcp::TensorSpec>{
-      {"w", pcp::DType::kF32, {4, 8}}, {"b", pcp::DType::kF32, {8}}};
+  static const auto* specs =
+      new std::vector<pcp::TensorSpec>{{"w", pcp::DType::kF32, {4, 8}}, {"b", pcp::DType::kF32, {8}}};
   return *specs;
 }
 
@@ -126,7 +126,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // value that passed the declared-norm check, so it is finite and within the cap's norm.
     double squares = 0;
     for (const pcp::Tensor& t : sum->sums) {
-      for (int64_t k = 0; k < t.num_elements(); ++k) squares += static_cast<double>(t.data<float>()[k]) * t.data<float>()[k];
+      for (int64_t k = 0; k < t.num_elements(); ++k)
+        squares += static_cast<double>(t.data<float>()[k]) * t.data<float>()[k];
     }
     PCP_FUZZ_CHECK(std::isfinite(squares) && squares <= 100.0 * 100.0 * 1.01);
   }

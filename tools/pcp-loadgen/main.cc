@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
   }
   o.stall_s = absl::GetFlag(FLAGS_stall_s);
   o.stall_workers = absl::GetFlag(FLAGS_stall_workers);
-  o.credentials.tls = {.ca = absl::GetFlag(FLAGS_tls_ca), .cert = absl::GetFlag(FLAGS_tls_cert),
+  o.credentials.tls = {.ca = absl::GetFlag(FLAGS_tls_ca),
+                       .cert = absl::GetFlag(FLAGS_tls_cert),
                        .key = absl::GetFlag(FLAGS_tls_key)};
   if (absl::Status s = pcp::auth::ResolveTlsFiles("--tls", /*server=*/false, &o.credentials.tls); !s.ok()) {
     std::fprintf(stderr, "pcp-loadgen: %s\n", std::string(s.message()).c_str());

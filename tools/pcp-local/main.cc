@@ -19,17 +19,17 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
-#include "pcp/base/status_macros.h"
-#include "pcp/kernels/backend_factory.h"
 #include "pcp/base/file.h"
+#include "pcp/base/status_macros.h"
 #include "pcp/history/round_record_format.h"
-#include "pcp/training/checkpoint.h"
+#include "pcp/kernels/backend_factory.h"
 #include "pcp/tensor/convert.h"
+#include "pcp/training/checkpoint.h"
 #include "pcp/training/inner_loop.h"
 #include "pcp/training/job_config.h"
 #include "pcp/training/job_model.h"
-#include "pcp/training/model_program.h"
 #include "pcp/training/local_training.h"
+#include "pcp/training/model_program.h"
 #include "pcp/training/text_sampler.h"
 #include "pcp/training/tokenizer.h"
 
@@ -96,8 +96,9 @@ absl::StatusOr<Batch> ReadBatch(const std::string& path, int64_t batch_size, int
     const Tensor* t = contents.Find(name);
     if (t == nullptr) return absl::InvalidArgumentError(absl::StrCat(path, ": no tensor '", name, "'"));
     if ((t->dtype() != DType::kI32 && t->dtype() != DType::kI64) || t->shape() != Shape{batch_size, block_size}) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": '", name, "' is ", t->TypeString(), "; the job takes i32 or i64 [",
-                                                     batch_size, ", ", block_size, "]"));
+      return absl::InvalidArgumentError(absl::StrCat(path, ": '", name, "' is ", t->TypeString(),
+                                                     "; the job takes i32 or i64 [", batch_size, ", ", block_size,
+                                                     "]"));
     }
     PCP_ASSIGN_OR_RETURN(Tensor i32, ConvertTensor(*t, DType::kI32), _ << path << ": " << name);
     (std::string(name) == "tokens" ? batch.x : batch.y) = std::move(i32);
@@ -119,9 +120,9 @@ absl::Status Eval(const std::string& job_path) {
       PCP_RETURN_IF_ERROR(CheckModelSource(job.model, source), _ << path);
     }
     for (NamedTensor& t : contents.tensors) {
-      const bool tied_copy = t.name == kTiedHeadName &&
-                             std::find(program.param_names.begin(), program.param_names.end(), t.name) ==
-                                 program.param_names.end();
+      const bool tied_copy =
+          t.name == kTiedHeadName &&
+          std::find(program.param_names.begin(), program.param_names.end(), t.name) == program.param_names.end();
       if (!tied_copy) ckpt.params.push_back(std::move(t));
     }
     PCP_ASSIGN_OR_RETURN(params, ParamsInOrder(ckpt, program.param_names), _ << path);
@@ -141,7 +142,8 @@ absl::Status Eval(const std::string& job_path) {
     BatchSampler sampler(static_cast<uint64_t>(job.training.seed));
     PCP_ASSIGN_OR_RETURN(batch, sampler.Next(data.train(), program.batch_size, program.block_size));
   }
-  int threads = absl::GetFlag(FLAGS_threads) < 0 ? static_cast<int>(job.training.threads) : absl::GetFlag(FLAGS_threads);
+  int threads =
+      absl::GetFlag(FLAGS_threads) < 0 ? static_cast<int>(job.training.threads) : absl::GetFlag(FLAGS_threads);
   std::string backend_name = absl::GetFlag(FLAGS_backend);
   if (backend_name.empty()) backend_name = std::string(BackendChoiceName(job.training.backend));
   PCP_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(backend_name, threads));

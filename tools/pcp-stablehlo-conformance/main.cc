@@ -108,9 +108,8 @@ int main(int argc, char** argv) {
       // Positions in messages are relative to the suite ("testdata/abs_float32_20_20.mlir:12:5").
       const std::string source = absl::StrCat(input.suite, "/", input.relative);
       auto run = [&] { return pcp::conformance::RunCase(parts[p], source, options); };
-      const CaseResult r = absl::GetFlag(FLAGS_isolate)
-                               ? pcp::conformance::RunIsolated(run, absl::GetFlag(FLAGS_timeout_s))
-                               : run();
+      const CaseResult r =
+          absl::GetFlag(FLAGS_isolate) ? pcp::conformance::RunIsolated(run, absl::GetFlag(FLAGS_timeout_s)) : run();
       table.Add(input.suite, op, name, r);
       ++cases;
       if (absl::GetFlag(FLAGS_verbose)) {

@@ -70,8 +70,8 @@ absl::StatusOr<std::vector<Tensor>> MatchInputs(const Function& f, const Safeten
   return args;
 }
 
-absl::StatusOr<std::vector<Tensor>> RunOnBackend(const std::string& name, Function f,
-                                                 const std::vector<Tensor>& args, int runs, double* best_s) {
+absl::StatusOr<std::vector<Tensor>> RunOnBackend(const std::string& name, Function f, const std::vector<Tensor>& args,
+                                                 int runs, double* best_s) {
   PCP_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(name, absl::GetFlag(FLAGS_threads)));
   std::string first;
   PCP_ASSIGN_OR_RETURN(int lowered, LowerF64ToF32(f, &first));
@@ -145,8 +145,8 @@ absl::Status Run(const std::string& module_path) {
     named.push_back({std::move(n), std::move(results[i])});
   }
   PCP_RETURN_IF_ERROR(WriteSafetensorsFile(outputs, named));
-  std::printf("@%s on %s: %zu arguments, %zu results in %.3f s -> %s\n", f->name.c_str(), backend.c_str(),
-              args.size(), named.size(), best_s, outputs.c_str());
+  std::printf("@%s on %s: %zu arguments, %zu results in %.3f s -> %s\n", f->name.c_str(), backend.c_str(), args.size(),
+              named.size(), best_s, outputs.c_str());
   return absl::OkStatus();
 }
 

@@ -25,8 +25,7 @@
 ABSL_FLAG(std::string, shepherd, "",
           "HOST:PORT of the shepherd's Admin service (default: $PCP_SHEPHERD, else 127.0.0.1:7070)");
 ABSL_FLAG(double, timeout, 30, "deadline of each call, in s");
-ABSL_FLAG(double, reconnect_timeout, 120,
-          "watch: keep reconnecting this long (s) while the shepherd is unavailable");
+ABSL_FLAG(double, reconnect_timeout, 120, "watch: keep reconnecting this long (s) while the shepherd is unavailable");
 ABSL_FLAG(bool, quiet, false, "submit: print only the job id; sample: no trailing info line");
 ABSL_FLAG(bool, yaml, false, "status: also print the job's effective configuration");
 ABSL_FLAG(uint32_t, limit, 0, "jobs: show at most this many (0 = all)");
@@ -38,7 +37,8 @@ ABSL_FLAG(std::optional<double>, temperature, std::nullopt, "sample: softmax tem
 ABSL_FLAG(std::optional<int64_t>, top_k, std::nullopt, "sample: keep the k most likely tokens (0 = all)");
 ABSL_FLAG(uint64_t, seed, 1337, "sample: random seed");
 ABSL_FLAG(bool, csv, false, "history: print CSV (a header, then one line per round)");
-ABSL_FLAG(bool, json, false, "history: print JSON lines (one RoundRecord object per round); status, workers: print the reply as JSON");
+ABSL_FLAG(bool, json, false,
+          "history: print JSON lines (one RoundRecord object per round); status, workers: print the reply as JSON");
 ABSL_FLAG(std::string, out, "loss.png", "plot: the PNG file to write");
 ABSL_FLAG(std::string, ca, "", "CA certificate (PEM) of the shepherd; set = TLS (default: $PCP_CA)");
 ABSL_FLAG(std::string, cert, "", "client certificate (PEM) for mTLS (default: $PCP_CERT)");
@@ -50,8 +50,8 @@ namespace {
 
 // The flags as PcpctlOptions; false (after one line on stderr) for a bad value.
 bool OptionsFromFlags(pcp::pcpctl::PcpctlOptions* options) {
-  options->shepherd = absl::GetFlag(FLAGS_shepherd).empty() ? pcp::pcpctl::DefaultShepherdAddress()
-                                                            : absl::GetFlag(FLAGS_shepherd);
+  options->shepherd =
+      absl::GetFlag(FLAGS_shepherd).empty() ? pcp::pcpctl::DefaultShepherdAddress() : absl::GetFlag(FLAGS_shepherd);
   if (!(absl::GetFlag(FLAGS_timeout) > 0) || !(absl::GetFlag(FLAGS_reconnect_timeout) >= 0)) {
     std::fprintf(stderr, "pcpctl: --timeout must be > 0 and --reconnect_timeout >= 0\n");
     return false;
@@ -81,7 +81,8 @@ bool OptionsFromFlags(pcp::pcpctl::PcpctlOptions* options) {
     }
     return v;
   };
-  options->credentials.tls = {.ca = flag_or_env(FLAGS_ca, "PCP_CA"), .cert = flag_or_env(FLAGS_cert, "PCP_CERT"),
+  options->credentials.tls = {.ca = flag_or_env(FLAGS_ca, "PCP_CA"),
+                              .cert = flag_or_env(FLAGS_cert, "PCP_CERT"),
                               .key = flag_or_env(FLAGS_key, "PCP_KEY")};
   if (absl::Status s = pcp::auth::ResolveTlsFiles("--ca/--cert/--key", /*server=*/false, &options->credentials.tls);
       !s.ok()) {

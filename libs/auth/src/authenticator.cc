@@ -27,7 +27,8 @@ absl::StatusOr<Principal> Authenticator::Authenticate(absl::string_view authoriz
     for (const TokenGrant& grant : grants_.tokens) {
       if (ConstantTimeEquals(digest, grant.sha256) && match == nullptr) match = &grant;
     }
-    if (match == nullptr) return refuse(kReasonBadToken, absl::UnauthenticatedError("the bearer token is not known to this shepherd"));
+    if (match == nullptr)
+      return refuse(kReasonBadToken, absl::UnauthenticatedError("the bearer token is not known to this shepherd"));
     return Principal{.name = match->name, .roles = match->roles, .via = Principal::Via::kToken};
   }
   for (const std::string& id : peer_identities) {
@@ -37,7 +38,8 @@ absl::StatusOr<Principal> Authenticator::Authenticate(absl::string_view authoriz
   }
   if (!peer_identities.empty()) {
     return refuse(kReasonUnknownIdentity,
-                  absl::PermissionDeniedError(absl::StrCat("certificate identity '", absl::StrJoin(peer_identities, "', '"),
+                  absl::PermissionDeniedError(absl::StrCat("certificate identity '",
+                                                           absl::StrJoin(peer_identities, "', '"),
                                                            "' has no role on this shepherd (auth.identities)")));
   }
   return refuse(kReasonNoCredential,

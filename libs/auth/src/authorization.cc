@@ -123,7 +123,8 @@ class AuthorizationInterceptor final : public grpc::experimental::Interceptor {
       verdict_ = authn.Authenticate(authorization, identities, &reason);
       if (verdict_.ok()) {
         caller_ = *verdict_;
-        if (absl::Status allowed = Authorize(rule_, method_, *verdict_, true, &reason); !allowed.ok()) verdict_ = allowed;
+        if (absl::Status allowed = Authorize(rule_, method_, *verdict_, true, &reason); !allowed.ok())
+          verdict_ = allowed;
       }
     }
     if (!verdict_.ok()) {
@@ -139,9 +140,8 @@ class AuthorizationInterceptor final : public grpc::experimental::Interceptor {
     // token that also came with a verified certificate names both: the token decided, the
     // certificate says whose connection carried it.
     const std::string certificate =
-        peer_identities_.empty()
-            ? ""
-            : absl::StrCat("certificate '", Bounded(absl::StrJoin(peer_identities_, "', '")), "'");
+        peer_identities_.empty() ? ""
+                                 : absl::StrCat("certificate '", Bounded(absl::StrJoin(peer_identities_, "', '")), "'");
     std::string who;
     if (caller_.has_value()) {
       who = absl::StrCat("'", caller_->name, "' (", ViaName(caller_->via),
@@ -156,8 +156,8 @@ class AuthorizationInterceptor final : public grpc::experimental::Interceptor {
     }
     spdlog::info("audit: {} by {} from {}: {}{}{}; request {{{}}}", method_.substr(1), who,
                  info_->server_context()->peer(),
-                 absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
-                 status.ok() ? "" : ": ", status.error_message(), request_);
+                 absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())), status.ok() ? "" : ": ",
+                 status.error_message(), request_);
   }
 
   const AuthorizationOptions* options_;
@@ -165,7 +165,7 @@ class AuthorizationInterceptor final : public grpc::experimental::Interceptor {
   const std::string method_;
   const MethodRule* rule_ = nullptr;
   absl::StatusOr<Principal> verdict_ = Principal{};
-  std::optional<Principal> caller_;  // authenticated, whatever the verdict
+  std::optional<Principal> caller_;           // authenticated, whatever the verdict
   std::vector<std::string> peer_identities_;  // the verified client certificate's, if any
   std::string request_;
 };

@@ -15,8 +15,8 @@ const MethodRule* FindMethodRule(absl::Span<const MethodRule> rules, absl::strin
   return service_rule;
 }
 
-absl::Status Authorize(const MethodRule* rule, absl::string_view method, const Principal& principal,
-                       bool auth_enabled, absl::string_view* reason) {
+absl::Status Authorize(const MethodRule* rule, absl::string_view method, const Principal& principal, bool auth_enabled,
+                       absl::string_view* reason) {
   if (!auth_enabled || (rule != nullptr && rule->roles.empty())) return absl::OkStatus();
   absl::ConsumePrefix(&method, "/");
   if (rule == nullptr) {

@@ -26,8 +26,8 @@ absl::StatusOr<std::string> CredentialPath(absl::string_view name) {
   }
   const char* dir = std::getenv("CREDENTIALS_DIRECTORY");
   if (dir == nullptr || *dir == '\0') {
-    return absl::NotFoundError(absl::StrCat("credential:", name,
-                                            ": $CREDENTIALS_DIRECTORY is not set (systemd LoadCredential= sets it)"));
+    return absl::NotFoundError(
+        absl::StrCat("credential:", name, ": $CREDENTIALS_DIRECTORY is not set (systemd LoadCredential= sets it)"));
   }
   return absl::StrCat(dir, "/", name);
 }
@@ -54,7 +54,8 @@ absl::StatusOr<std::string> LoadSecret(absl::string_view source) {
     }
     secret = value;
   } else {
-    if (source.empty()) return absl::InvalidArgumentError("empty secret source (expected file:PATH, env:NAME or credential:NAME)");
+    if (source.empty())
+      return absl::InvalidArgumentError("empty secret source (expected file:PATH, env:NAME or credential:NAME)");
     absl::StatusOr<std::string> path = ResolveCredentialPath(source);
     if (!path.ok()) return path.status();
     struct stat st;
@@ -67,18 +68,22 @@ absl::StatusOr<std::string> LoadSecret(absl::string_view source) {
                                          "credential:NAME)");
     }
     if (S_ISREG(st.st_mode) && st.st_size > static_cast<off_t>(kMaxSecretFileBytes)) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ": the file has ", st.st_size, " bytes; a token file holds "
-                                                     "one line of at most ", kMaxSecretBytes, " characters"));
+      return absl::InvalidArgumentError(absl::StrCat(source, ": the file has ", st.st_size,
+                                                     " bytes; a token file holds "
+                                                     "one line of at most ",
+                                                     kMaxSecretBytes, " characters"));
     }
     absl::StatusOr<std::string> contents = ReadFile(*path);
     // ReadFile's message names the path only (it exists: a path, not a token); the contents
     // never appear in an error.
-    if (!contents.ok()) return absl::Status(contents.status().code(), absl::StrCat(source, ": ", contents.status().message()));
+    if (!contents.ok())
+      return absl::Status(contents.status().code(), absl::StrCat(source, ": ", contents.status().message()));
     secret = *std::move(contents);
   }
   absl::StripTrailingAsciiWhitespace(&secret);
   if (secret.empty()) return absl::InvalidArgumentError(absl::StrCat(source, ": the secret is empty"));
-  if (absl::Status s = CheckToken(secret); !s.ok()) return absl::InvalidArgumentError(absl::StrCat(source, ": ", s.message()));
+  if (absl::Status s = CheckToken(secret); !s.ok())
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", s.message()));
   return secret;
 }
 
@@ -89,11 +94,13 @@ absl::Status CheckToken(absl::string_view token) {
   for (size_t i = 0; i < token.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(token[i]);
     if (c == '\n' || c == '\r') {
-      return absl::InvalidArgumentError("the token spans more than one line: a token is one line (its bytes are "
-                                        "not shown)");
+      return absl::InvalidArgumentError(
+          "the token spans more than one line: a token is one line (its bytes are "
+          "not shown)");
     }
     if (c <= 0x20 || c >= 0x7F) {
-      return absl::InvalidArgumentError(absl::StrCat("character ", i + 1, " of the token is a space, a control "
+      return absl::InvalidArgumentError(absl::StrCat("character ", i + 1,
+                                                     " of the token is a space, a control "
                                                      "character or not ASCII: a token is printable ASCII without "
                                                      "spaces (its bytes are not shown)"));
     }

@@ -25,7 +25,8 @@ absl::Status CheckPem(absl::string_view what, absl::string_view field, const std
   absl::StatusOr<std::string> text = ReadFile(path);
   if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ".", field, ": ", text.status().message()));
   if (!absl::StrContains(*text, marker)) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ".", field, ": ", path, " has no '", marker, "' (PEM expected)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ".", field, ": ", path, " has no '", marker, "' (PEM expected)"));
   }
   return absl::OkStatus();
 }
@@ -88,8 +89,9 @@ absl::Status ResolveTlsFiles(absl::string_view what, bool server, TlsFiles* file
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const TlsFiles& files) {
   if (files.cert.empty() || files.key.empty()) return absl::InvalidArgumentError("a TLS listener needs cert and key");
-  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-      files.key, files.cert, files.ca, static_cast<unsigned>(files.refresh_interval_s));
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(files.key, files.cert, files.ca,
+                                                                                       static_cast<unsigned>(
+                                                                                           files.refresh_interval_s));
   grpc::experimental::TlsServerCredentialsOptions options(provider);
   options.watch_identity_key_cert_pairs();
   if (!files.ca.empty()) {
@@ -151,8 +153,8 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ta
     if (channel_creds == nullptr) return absl::InternalError("gRPC refused the TLS channel options");
   } else {
     if (!creds.token.empty() && !IsLoopbackAddress(target)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "refusing to send a token in clear text to ", target, ": give a CA (TLS) for a non-loopback shepherd"));
+      return absl::FailedPreconditionError(absl::StrCat("refusing to send a token in clear text to ", target,
+                                                        ": give a CA (TLS) for a non-loopback shepherd"));
     }
     channel_creds = grpc::InsecureChannelCredentials();
   }

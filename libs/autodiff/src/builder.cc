@@ -12,7 +12,8 @@ FunctionBuilder::FunctionBuilder(std::string name) { fn_.name = std::move(name);
 FunctionBuilder::FunctionBuilder(Function function) : fn_(std::move(function)) {}
 
 void FunctionBuilder::SetError(absl::Status status) {
-  if (status_.ok() && !status.ok()) status_ = absl::Status(status.code(), absl::StrCat(fn_.name, ": ", status.message()));
+  if (status_.ok() && !status.ok())
+    status_ = absl::Status(status.code(), absl::StrCat(fn_.name, ": ", status.message()));
 }
 
 ValueId FunctionBuilder::Parameter(TensorType type, std::string name) {
@@ -173,7 +174,8 @@ ValueId FunctionBuilder::BroadcastTo(ValueId x, Shape shape) {
   if (from == shape) return x;
   int64_t offset = static_cast<int64_t>(shape.size()) - static_cast<int64_t>(from.size());
   if (offset < 0) {
-    SetError(absl::InvalidArgumentError(absl::StrCat("cannot broadcast ", ShapeToString(from), " to ", ShapeToString(shape))));
+    SetError(absl::InvalidArgumentError(
+        absl::StrCat("cannot broadcast ", ShapeToString(from), " to ", ShapeToString(shape))));
     return kNoValue;
   }
   // Drop size-1 dimensions that stretch, so broadcast_in_dim sees only exact matches.
@@ -185,7 +187,8 @@ ValueId FunctionBuilder::BroadcastTo(ValueId x, Shape shape) {
       kept.push_back(from[i]);
       dims.push_back(offset + static_cast<int64_t>(i));
     } else if (from[i] != 1) {
-      SetError(absl::InvalidArgumentError(absl::StrCat("cannot broadcast ", ShapeToString(from), " to ", ShapeToString(shape))));
+      SetError(absl::InvalidArgumentError(
+          absl::StrCat("cannot broadcast ", ShapeToString(from), " to ", ShapeToString(shape))));
       return kNoValue;
     }
   }
@@ -201,8 +204,8 @@ ValueId FunctionBuilder::Broadcasting(Op op, ValueId x, ValueId y) {
     int64_t da = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
     int64_t db = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
     if (da != db && da != 1 && db != 1) {
-      SetError(absl::InvalidArgumentError(absl::StrCat(OpName(op), ": shapes ", ShapeToString(a), " and ",
-                                                       ShapeToString(b), " do not broadcast")));
+      SetError(absl::InvalidArgumentError(
+          absl::StrCat(OpName(op), ": shapes ", ShapeToString(a), " and ", ShapeToString(b), " do not broadcast")));
       return kNoValue;
     }
     out[i] = std::max(da, db);

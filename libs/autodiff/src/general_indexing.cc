@@ -46,8 +46,8 @@ absl::Status CheckDisjoint(absl::string_view op, absl::string_view field_a, cons
                            const Dims& b) {
   for (int64_t d : a) {
     if (Has(b, d)) {
-      return Invalid(op, absl::StrCat("dimension ", d, " is in both ", field_a, " = ", List(a), " and ", field_b,
-                                      " = ", List(b)));
+      return Invalid(op, absl::StrCat("dimension ", d, " is in both ", field_a, " = ", List(a), " and ", field_b, " = ",
+                                      List(b)));
     }
   }
   return absl::OkStatus();
@@ -65,13 +65,13 @@ absl::StatusOr<Shape> CheckIndices(absl::string_view op, const TensorType& opera
   }
   const int64_t ir = indices.rank();
   if (index_vector_dim < 0 || index_vector_dim > ir) {
-    return Invalid(op, absl::StrCat("index_vector_dim = ", index_vector_dim, " is outside [0, ", ir,
-                                    "] for indices ", indices.ToString()));
+    return Invalid(op, absl::StrCat("index_vector_dim = ", index_vector_dim, " is outside [0, ", ir, "] for indices ",
+                                    indices.ToString()));
   }
   PCP_RETURN_IF_ERROR(CheckDimList(op, ib_field, indices_batching, ir, "indices", /*sorted=*/false));
   if (Has(indices_batching, index_vector_dim)) {
-    return Invalid(op, absl::StrCat(ib_field, " = ", List(indices_batching), " holds index_vector_dim ",
-                                    index_vector_dim));
+    return Invalid(op,
+                   absl::StrCat(ib_field, " = ", List(indices_batching), " holds index_vector_dim ", index_vector_dim));
   }
   if (operand_batching.size() != indices_batching.size()) {
     return Invalid(op, absl::StrCat(ob_field, " = ", List(operand_batching), " and ", ib_field, " = ",
@@ -174,7 +174,7 @@ ValueId RowNumbers(FunctionBuilder& b, const std::vector<Indexed>& dims, const S
       }
       ++axis;
     }
-    if (index == kNoValue) continue;  // this dimension adds 0
+    if (index == kNoValue) continue;       // this dimension adds 0
     if (!gather && d.start != kNoValue) {  // only a start from the indices can leave the operand
       ValueId in = b.And(b.Compare(index, b.Full(0, t), ComparisonDirection::kGE),
                          b.Compare(index, b.Full(static_cast<double>(d.size), t), ComparisonDirection::kLT));
@@ -194,9 +194,7 @@ ValueId RowNumbers(FunctionBuilder& b, const std::vector<Indexed>& dims, const S
 // holds. Narrower than i64 indices on purpose: GPUs emulate 64-bit integers, and Mesa's
 // lavapipe (22.3) gets i64 comparisons wrong in some fused kernels (a 4-d batching iota compared
 // and AND-ed with another i64 comparison reads as false): the i32 arithmetic avoids both.
-DType RowType(int64_t rows) {
-  return rows > std::numeric_limits<int32_t>::max() ? DType::kI64 : DType::kI32;
-}
+DType RowType(int64_t rows) { return rows > std::numeric_limits<int32_t>::max() ? DType::kI64 : DType::kI32; }
 
 bool IsIdentity(const Dims& perm) {
   for (size_t i = 0; i < perm.size(); ++i) {
@@ -223,10 +221,10 @@ absl::StatusOr<TensorType> GatherResultType(const TensorType& operand, const Ten
                                             const GatherDimensionNumbers& dims, const Dims& slice_sizes) {
   constexpr absl::string_view op = "stablehlo.gather";
   const int64_t r = operand.rank();
-  PCP_ASSIGN_OR_RETURN(Shape batch, CheckIndices(op, operand, start_indices, dims.index_vector_dim,
-                                                 dims.operand_batching_dims, "operand_batching_dims",
-                                                 dims.start_indices_batching_dims, "start_indices_batching_dims",
-                                                 dims.start_index_map, "start_index_map"));
+  PCP_ASSIGN_OR_RETURN(Shape batch,
+                       CheckIndices(op, operand, start_indices, dims.index_vector_dim, dims.operand_batching_dims,
+                                    "operand_batching_dims", dims.start_indices_batching_dims,
+                                    "start_indices_batching_dims", dims.start_index_map, "start_index_map"));
   if (static_cast<int64_t>(slice_sizes.size()) != r) {
     return Invalid(op, absl::StrCat("slice_sizes = ", List(slice_sizes), " needs one size per operand dimension of ",
                                     operand.ToString()));
@@ -250,7 +248,8 @@ absl::StatusOr<TensorType> GatherResultType(const TensorType& operand, const Ten
       }
     }
   }
-  const int64_t offsets = r - static_cast<int64_t>(dims.collapsed_slice_dims.size() + dims.operand_batching_dims.size());
+  const int64_t offsets =
+      r - static_cast<int64_t>(dims.collapsed_slice_dims.size() + dims.operand_batching_dims.size());
   if (static_cast<int64_t>(dims.offset_dims.size()) != offsets) {
     return Invalid(op, absl::StrCat("offset_dims = ", List(dims.offset_dims), " must name one result dimension for ",
                                     "each of the ", offsets, " operand dimensions that are neither collapsed nor ",
@@ -286,8 +285,7 @@ absl::Status CheckScatter(const TensorType& operand, const TensorType& scatter_i
   PCP_RETURN_IF_ERROR(CheckDimList(op, "input_batching_dims", dims.input_batching_dims, r, "operand", true));
   PCP_RETURN_IF_ERROR(CheckDisjoint(op, "inserted_window_dims", dims.inserted_window_dims, "input_batching_dims",
                                     dims.input_batching_dims));
-  PCP_RETURN_IF_ERROR(
-      CheckDimList(op, "update_window_dims", dims.update_window_dims, updates.rank(), "updates", true));
+  PCP_RETURN_IF_ERROR(CheckDimList(op, "update_window_dims", dims.update_window_dims, updates.rank(), "updates", true));
   Dims kept;
   for (int64_t d = 0; d < r; ++d) {
     if (!Has(dims.inserted_window_dims, d) && !Has(dims.input_batching_dims, d)) kept.push_back(d);
@@ -401,9 +399,9 @@ ValueId EmitScatter(FunctionBuilder& b, ValueId operand, ValueId scatter_indices
   }
   if (ot.num_elements() == 0 || ut.num_elements() == 0) return operand;
   const int64_t r = ot.rank();
-  std::vector<ValueId> start = StartIndices(b, scatter_indices, r, dims.index_vector_dim,
-                                            dims.scatter_dims_to_operand_dims, dims.input_batching_dims,
-                                            dims.scatter_indices_batching_dims);
+  std::vector<ValueId> start =
+      StartIndices(b, scatter_indices, r, dims.index_vector_dim, dims.scatter_dims_to_operand_dims,
+                   dims.input_batching_dims, dims.scatter_indices_batching_dims);
   Dims kept;  // operand dimensions with a window in the updates, in order
   for (int64_t d = 0; d < r; ++d) {
     if (!Has(dims.inserted_window_dims, d) && !Has(dims.input_batching_dims, d)) kept.push_back(d);

@@ -91,8 +91,7 @@ absl::Status DispatchNumeric(Op op, DType d, Fn&& fn) {
 //   for (IndexWalker w(shape); !w.done(); w.Next()) use(w.index());
 class IndexWalker {
  public:
-  explicit IndexWalker(const Shape& shape)
-      : shape_(shape), index_(shape.size(), 0), done_(NumElements(shape) == 0) {}
+  explicit IndexWalker(const Shape& shape) : shape_(shape), index_(shape.size(), 0), done_(NumElements(shape) == 0) {}
   bool done() const { return done_; }
   const std::vector<int64_t>& index() const { return index_; }
   void Next() {
@@ -250,8 +249,7 @@ bool CompareValues(ComparisonDirection d, T a, T b) {
   return false;
 }
 
-absl::StatusOr<Tensor> EvalCompare(const Instruction& inst, const TensorType& rt,
-                                   absl::Span<const Tensor> in) {
+absl::StatusOr<Tensor> EvalCompare(const Instruction& inst, const TensorType& rt, absl::Span<const Tensor> in) {
   Tensor out(DType::kBool, rt.shape);
   const int64_t n = rt.num_elements();
   PCP_RETURN_IF_ERROR(Dispatch(inst.op, in[0].dtype(), [&](auto tag) -> absl::Status {
@@ -437,16 +435,17 @@ absl::StatusOr<Tensor> EvalReduce(const Instruction& inst, const TensorType& rt,
   return out;
 }
 
-absl::StatusOr<Tensor> EvalDotGeneral(const Instruction& inst, const TensorType& rt,
-                                      absl::Span<const Tensor> in) {
+absl::StatusOr<Tensor> EvalDotGeneral(const Instruction& inst, const TensorType& rt, absl::Span<const Tensor> in) {
   if (rt.dtype != DType::kF32) return NotComputed(inst.op, rt.dtype);
   const Tensor& lhs = in[0];
   const Tensor& rhs = in[1];
   const DotDims& dd = inst.attrs.dot;
   const std::vector<int64_t> ls = RowMajorStrides(lhs.shape()), rs = RowMajorStrides(rhs.shape());
   auto is_free = [](const std::vector<int64_t>& batch, const std::vector<int64_t>& contract, int64_t d) {
-    for (int64_t x : batch) if (x == d) return false;
-    for (int64_t x : contract) if (x == d) return false;
+    for (int64_t x : batch)
+      if (x == d) return false;
+    for (int64_t x : contract)
+      if (x == d) return false;
     return true;
   };
   // For each result dimension (batch, lhs free, rhs free), its stride in lhs and in rhs.
@@ -586,9 +585,9 @@ absl::StatusOr<std::vector<Tensor>> Interpret(const Function& f, absl::Span<cons
   for (size_t i = 0; i < args.size(); ++i) {
     const TensorType& want = f.type(f.params[i]);
     if (!args[i].valid() || args[i].dtype() != want.dtype || args[i].shape() != want.shape) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "function @", f.name, ": argument ", i, " ('", f.param_names[i], "') must be ", want.ToString(),
-          ", got ", args[i].valid() ? args[i].TypeString() : "no tensor"));
+      return absl::InvalidArgumentError(absl::StrCat("function @", f.name, ": argument ", i, " ('", f.param_names[i],
+                                                     "') must be ", want.ToString(), ", got ",
+                                                     args[i].valid() ? args[i].TypeString() : "no tensor"));
     }
     values[f.params[i]] = args[i];
   }

@@ -21,9 +21,8 @@ absl::string_view ComparisonName(ComparisonDirection d) {
 bool AttributesEqual(const Attributes& a, const Attributes& b) {
   if (a.literal.valid() != b.literal.valid()) return false;
   if (a.literal.valid() && !BitwiseEqual(a.literal, b.literal)) return false;
-  return a.dimension == b.dimension && a.dims == b.dims && a.start == b.start &&
-         a.limit == b.limit && a.stride == b.stride && a.dot == b.dot &&
-         a.comparison == b.comparison && a.reduce_kind == b.reduce_kind;
+  return a.dimension == b.dimension && a.dims == b.dims && a.start == b.start && a.limit == b.limit &&
+         a.stride == b.stride && a.dot == b.dot && a.comparison == b.comparison && a.reduce_kind == b.reduce_kind;
 }
 
 ValueId Function::AddParameter(TensorType type, std::string param_name) {
@@ -34,8 +33,7 @@ ValueId Function::AddParameter(TensorType type, std::string param_name) {
   return v;
 }
 
-ValueId Function::AddInstruction(Op op, std::vector<ValueId> operands, TensorType result_type,
-                                 Attributes attrs) {
+ValueId Function::AddInstruction(Op op, std::vector<ValueId> operands, TensorType result_type, Attributes attrs) {
   ValueId v = static_cast<ValueId>(value_types.size());
   value_types.push_back(std::move(result_type));
   instructions.push_back(Instruction{op, std::move(operands), v, std::move(attrs)});

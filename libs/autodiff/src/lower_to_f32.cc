@@ -23,8 +23,7 @@ bool In(DType t, absl::Span<const DType> set) {
 }
 
 // Retypes every value whose dtype is in `from` to f32 (see passes.h).
-absl::StatusOr<int> LowerToF32(Function& f, absl::Span<const DType> from, absl::string_view pass,
-                               std::string* first) {
+absl::StatusOr<int> LowerToF32(Function& f, absl::Span<const DType> from, absl::string_view pass, std::string* first) {
   PCP_RETURN_IF_ERROR(Verify(f), _ << pass);
   int count = 0;
   auto note = [&](std::string where) {

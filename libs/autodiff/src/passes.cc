@@ -34,12 +34,12 @@ size_t HashInstruction(const Instruction& inst, const TensorType& type) {
   HashInts(h, type.shape);
   const Attributes& a = inst.attrs;
   if (a.literal.valid()) {
-    HashCombine(h, std::hash<std::string_view>()(std::string_view(
-                       static_cast<const char*>(a.literal.raw_data()), static_cast<size_t>(a.literal.byte_size()))));
+    HashCombine(h, std::hash<std::string_view>()(std::string_view(static_cast<const char*>(a.literal.raw_data()),
+                                                                  static_cast<size_t>(a.literal.byte_size()))));
   }
   HashCombine(h, std::hash<int64_t>()(a.dimension));
-  for (const std::vector<int64_t>* v : {&a.dims, &a.start, &a.limit, &a.stride, &a.dot.lhs_batch,
-                                        &a.dot.rhs_batch, &a.dot.lhs_contract, &a.dot.rhs_contract}) {
+  for (const std::vector<int64_t>* v : {&a.dims, &a.start, &a.limit, &a.stride, &a.dot.lhs_batch, &a.dot.rhs_batch,
+                                        &a.dot.lhs_contract, &a.dot.rhs_contract}) {
     HashInts(h, *v);
   }
   HashCombine(h, static_cast<size_t>(a.comparison));
@@ -139,17 +139,13 @@ ValueId Identity(const Function& f, const Instruction& inst, const Knowledge& k)
     case Op::kSubtract:
       if (const Tensor* s = splat(1); s && IsSubtractIdentity(*s)) return inst.operands[0];
       return kNoValue;
-    case Op::kTranspose:
-      return IsIdentityPermutation(inst.attrs.dims) ? inst.operands[0] : kNoValue;
+    case Op::kTranspose: return IsIdentityPermutation(inst.attrs.dims) ? inst.operands[0] : kNoValue;
     case Op::kBroadcastInDim:
-      return f.type(inst.operands[0]).shape == rt.shape && IsIdentityPermutation(inst.attrs.dims)
-                 ? inst.operands[0]
-                 : kNoValue;
+      return f.type(inst.operands[0]).shape == rt.shape && IsIdentityPermutation(inst.attrs.dims) ? inst.operands[0]
+                                                                                                  : kNoValue;
     case Op::kReshape:
-    case Op::kConvert:
-      return f.type(inst.operands[0]) == rt ? inst.operands[0] : kNoValue;
-    default:
-      return kNoValue;
+    case Op::kConvert: return f.type(inst.operands[0]) == rt ? inst.operands[0] : kNoValue;
+    default: return kNoValue;
   }
 }
 

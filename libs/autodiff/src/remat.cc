@@ -24,14 +24,14 @@ int64_t Bytes(const TensorType& t) { return t.num_elements() * SizeOf(t.dtype); 
 
 // Program-order lifetimes and uses of the function's tensors (see remat.h for the model).
 struct Lifetimes {
-  std::vector<int> producer;          // per value: its instruction, -1 for parameters
-  std::vector<ValueId> base;          // per value: the tensor it reads through views (kNoValue: a source)
-  std::vector<int> def;               // per value: its instruction's position, -1 for parameters
-  std::vector<int> last_use;          // per tensor: the last instruction (not a view) reading it, n for results
-  std::vector<std::vector<int>> uses; // per tensor: those instructions, in order (a result's end: n)
-  std::vector<bool> param;            // per value
-  std::vector<int64_t> defined;       // per position p: bytes of the tensors defined before p by
-                                      // instructions other than elementwise ones
+  std::vector<int> producer;           // per value: its instruction, -1 for parameters
+  std::vector<ValueId> base;           // per value: the tensor it reads through views (kNoValue: a source)
+  std::vector<int> def;                // per value: its instruction's position, -1 for parameters
+  std::vector<int> last_use;           // per tensor: the last instruction (not a view) reading it, n for results
+  std::vector<std::vector<int>> uses;  // per tensor: those instructions, in order (a result's end: n)
+  std::vector<bool> param;             // per value
+  std::vector<int64_t> defined;        // per position p: bytes of the tensors defined before p by
+                                       // instructions other than elementwise ones
   int64_t peak_bytes = 0;
 };
 
@@ -179,9 +179,9 @@ class Rematerializer {
       if (alive && b == o && cone.in_nodes.count(b) == 0) cone.freed_bytes += Bytes(f_.type(b));
       // Not alive: recomputed from its own inputs only if that keeps fewer bytes longer (net
       // of the values it frees) than keeping it (h = dot + bias is kept, not the product).
-      if (Expand(o, cone) && (alive || cone.extended.count(b) > 0 ||
-                              (cone.extended_bytes - saved.extended_bytes) - (cone.freed_bytes - saved.freed_bytes) <
-                                  Bytes(f_.type(b)))) {
+      if (Expand(o, cone) &&
+          (alive || cone.extended.count(b) > 0 ||
+           (cone.extended_bytes - saved.extended_bytes) - (cone.freed_bytes - saved.freed_bytes) < Bytes(f_.type(b)))) {
         return true;
       }
       cone = std::move(saved);
@@ -258,8 +258,8 @@ class Rematerializer {
   Function& f_;
   const RematOptions& options_;
   Lifetimes l_;
-  std::vector<int> far_;                        // per tensor: FarUse (elementwise ones), else kNone
-  std::unordered_map<ValueId, ValueId> copy_;   // value -> its latest copy
+  std::vector<int> far_;                       // per tensor: FarUse (elementwise ones), else kNone
+  std::unordered_map<ValueId, ValueId> copy_;  // value -> its latest copy
   // The tensor being rematerialised, where, and its element count.
   ValueId s_ = kNoValue;
   int p_ = 0;

@@ -43,12 +43,9 @@ Change Propagate(const Instruction& inst, const std::vector<Change>& change, con
       }
       return Make(Change::kScale, a.k, /*row=*/true);
     }
-    case Op::kExponential:
-      return of(0).kind == Change::kShift ? Make(Change::kScale, of(0).k, of(0).row) : Unknown();
-    case Op::kLog:
-      return of(0).kind == Change::kScale ? Make(Change::kShift, of(0).k, of(0).row) : Unknown();
-    case Op::kNegate:
-      return of(0).kind == Change::kShift ? Make(Change::kShift, -of(0).k, of(0).row) : Unknown();
+    case Op::kExponential: return of(0).kind == Change::kShift ? Make(Change::kScale, of(0).k, of(0).row) : Unknown();
+    case Op::kLog: return of(0).kind == Change::kScale ? Make(Change::kShift, of(0).k, of(0).row) : Unknown();
+    case Op::kNegate: return of(0).kind == Change::kShift ? Make(Change::kShift, -of(0).k, of(0).row) : Unknown();
     case Op::kAdd:
     case Op::kSubtract:
     case Op::kMultiply:
@@ -64,8 +61,7 @@ Change Propagate(const Instruction& inst, const std::vector<Change>& change, con
       const int sign = inst.op == Op::kSubtract || inst.op == Op::kDivide ? -1 : 1;
       return Make(kind, a.k + sign * b.k, row);
     }
-    default:
-      return Unknown();
+    default: return Unknown();
   }
 }
 
@@ -82,9 +78,8 @@ bool OutputIgnoresMax(const Function& f, size_t at, ValueId output, const std::v
   change[static_cast<size_t>(max.result)] = {Change::kShift, 1, /*row=*/true};
   for (size_t i = at + 1; i < f.instructions.size(); ++i) {
     const Instruction& inst = f.instructions[i];
-    const bool touched = std::any_of(inst.operands.begin(), inst.operands.end(), [&](ValueId v) {
-      return change[static_cast<size_t>(v)].kind != Change::kFixed;
-    });
+    const bool touched = std::any_of(inst.operands.begin(), inst.operands.end(),
+                                     [&](ValueId v) { return change[static_cast<size_t>(v)].kind != Change::kFixed; });
     if (!touched) continue;
     Change c = Propagate(inst, change, reduced, kept, full, f.type(inst.result));
     if (c.kind == Change::kUnknown && needed[static_cast<size_t>(inst.result)]) return false;

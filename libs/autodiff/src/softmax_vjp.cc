@@ -29,19 +29,17 @@ bool IsZero(const Instruction* inst) {
 
 }  // namespace
 
-bool MatchSoftmax(const Function& f, const std::vector<int>& defining, const Instruction& divide,
-                  SoftmaxMatch* match) {
+bool MatchSoftmax(const Function& f, const std::vector<int>& defining, const Instruction& divide, SoftmaxMatch* match) {
   if (divide.op != Op::kDivide || !IsFloat(f.type(divide.result).dtype)) return false;
   const ValueId e = divide.operands[0];
   const Instruction* exp = Defining(f, defining, e);
   const Instruction* broadcast = Defining(f, defining, divide.operands[1]);
-  if (exp == nullptr || exp->op != Op::kExponential || broadcast == nullptr ||
-      broadcast->op != Op::kBroadcastInDim) {
+  if (exp == nullptr || exp->op != Op::kExponential || broadcast == nullptr || broadcast->op != Op::kBroadcastInDim) {
     return false;
   }
   const Instruction* sum = Defining(f, defining, broadcast->operands[0]);
-  if (sum == nullptr || sum->op != Op::kReduce || sum->attrs.reduce_kind != ReduceKind::kSum ||
-      sum->operands[0] != e || sum->attrs.dims.empty()) {
+  if (sum == nullptr || sum->op != Op::kReduce || sum->attrs.reduce_kind != ReduceKind::kSum || sum->operands[0] != e ||
+      sum->attrs.dims.empty()) {
     return false;
   }
   // The init must be the literal 0 for the row sum to be Σ e (the builder always makes it so).

@@ -21,14 +21,13 @@
 namespace pcp {
 
 struct SoftmaxMatch {
-  ValueId input = kNoValue;     // z
-  std::vector<int64_t> dims;    // D, the normalized dimensions
+  ValueId input = kNoValue;   // z
+  std::vector<int64_t> dims;  // D, the normalized dimensions
 };
 
 // Whether `divide` (an instruction of `f`) is the last op of a softmax; `defining[v]` is the
 // index in f.instructions of the instruction defining v (-1 for parameters).
-bool MatchSoftmax(const Function& f, const std::vector<int>& defining, const Instruction& divide,
-                  SoftmaxMatch* match);
+bool MatchSoftmax(const Function& f, const std::vector<int>& defining, const Instruction& divide, SoftmaxMatch* match);
 
 // Emits the gradient of the softmax's input z from p (the divide's result) and g (p's gradient).
 ValueId SoftmaxVjp(FunctionBuilder& b, ValueId p, ValueId g, const SoftmaxMatch& match);

@@ -95,8 +95,10 @@ absl::StatusOr<TensorType> Parser::ParseTensorType(StoredElement* stored) {
       DType dtype;
       int bytes;
       bool is_signed;
-    } kWidened[] = {{"i8", DType::kI32, 1, true},    {"i16", DType::kI32, 2, true},
-                    {"ui8", DType::kI32, 1, false},  {"ui16", DType::kI32, 2, false},
+    } kWidened[] = {{"i8", DType::kI32, 1, true},
+                    {"i16", DType::kI32, 2, true},
+                    {"ui8", DType::kI32, 1, false},
+                    {"ui16", DType::kI32, 2, false},
                     {"ui32", DType::kI64, 4, false}};
     for (const auto& w : kWidened) {
       if (cur_.text == w.name) {
@@ -251,7 +253,8 @@ absl::Status Parser::StoreElement(const Element& e, DType dtype, void* out) cons
     return absl::OkStatus();
   }
   if (e.token.kind != TokenKind::kFloat) {
-    return ErrorAt(e.offset, absl::StrCat("expected a floating-point literal for ", MlirName(dtype), ", got '", got, "'"));
+    return ErrorAt(e.offset,
+                   absl::StrCat("expected a floating-point literal for ", MlirName(dtype), ", got '", got, "'"));
   }
   // As MLIR does: decimal -> nearest double -> nearest target value.
   double d = 0.0;
@@ -375,15 +378,14 @@ absl::StatusOr<Tensor> Parser::ParseDenseElements(TensorType* type) {
   PCP_ASSIGN_OR_RETURN(*type, ParseTensorType(&stored));
   int64_t n = type->num_elements(), elem = SizeOf(type->dtype);
   if (n > kMaxConstantBytes / elem) {
-    return ErrorAt(start, absl::StrCat("literal of ", type->ToString(), " exceeds the limit of ",
-                                       kMaxConstantBytes, " bytes"));
+    return ErrorAt(start, absl::StrCat("literal of ", type->ToString(), " exceeds the limit of ", kMaxConstantBytes,
+                                       " bytes"));
   }
   switch (form) {
     case Form::kEmpty:
       if (n != 0) return ErrorAt(start, absl::StrCat("dense<> holds no elements but ", type->ToString(), " has ", n));
       return Tensor(type->dtype, type->shape);
-    case Form::kHex:
-      return TensorFromHex(DecodeString(hex), hex.offset, *type, stored);
+    case Form::kHex: return TensorFromHex(DecodeString(hex), hex.offset, *type, stored);
     case Form::kList: {
       if (list_shape != type->shape) {
         return ErrorAt(start, absl::StrCat("literal has shape [", absl::StrJoin(list_shape, ", "), "] but the type is ",
@@ -541,8 +543,9 @@ absl::StatusOr<Tensor> Parser::ParseConstantValue(TensorType* type) {
     return Expected("a resource name");
   }
   if (pending.key == "__elided__") {
-    return ErrorAt(cur_.offset, "dense_resource<__elided__>: the exporter left this constant's data out; export "
-                                "again with large elements kept (e.g. without --mlir-elide-elementsattrs-if-larger)");
+    return ErrorAt(cur_.offset,
+                   "dense_resource<__elided__>: the exporter left this constant's data out; export "
+                   "again with large elements kept (e.g. without --mlir-elide-elementsattrs-if-larger)");
   }
   Advance();
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kGreater, "to close 'dense_resource<'"));

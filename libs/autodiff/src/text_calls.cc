@@ -105,8 +105,8 @@ absl::Status Parser::ParseCall(Function* f, Scope* scope, const Token& result, i
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kArrow, "in the call's type"));
   PCP_RETURN_IF_ERROR(ParseResultTypes(&call.result_types));
   if (call.operand_types.size() != call.operands.size()) {
-    return ErrorAt(type_offset, absl::StrCat("the type lists ", call.operand_types.size(), " operands but the call has ",
-                                             call.operands.size()));
+    return ErrorAt(type_offset, absl::StrCat("the type lists ", call.operand_types.size(),
+                                             " operands but the call has ", call.operands.size()));
   }
   for (size_t i = 0; i < call.operands.size(); ++i) {
     const TensorType& t = f->type(call.operands[i]);
@@ -118,12 +118,14 @@ absl::Status Parser::ParseCall(Function* f, Scope* scope, const Token& result, i
   const size_t n = call.result_types.size();
   if (static_cast<size_t>(num_results) != n) {
     const std::string name = result.kind == TokenKind::kEof ? "%r" : std::string(result.text);
-    return ErrorAt(op_offset, absl::StrCat("the call of @", call.callee, " has ", n, n == 1 ? " result" : " results", " but ",
-                                           num_results == 0   ? "none is named"
-                                           : num_results == 1 ? "one is named"
-                                                              : absl::StrCat(num_results, " are named"),
-                                           n == 0 ? "" : n == 1 ? absl::StrCat(" (write ", name, " = call ...)")
-                                                                : absl::StrCat(" (write ", name, ":", n, " = call ...)")));
+    return ErrorAt(op_offset,
+                   absl::StrCat("the call of @", call.callee, " has ", n, n == 1 ? " result" : " results", " but ",
+                                num_results == 0   ? "none is named"
+                                : num_results == 1 ? "one is named"
+                                                   : absl::StrCat(num_results, " are named"),
+                                n == 0   ? ""
+                                : n == 1 ? absl::StrCat(" (write ", name, " = call ...)")
+                                         : absl::StrCat(" (write ", name, ":", n, " = call ...)")));
   }
   for (size_t i = 0; i < n; ++i) {
     const ValueId v = static_cast<ValueId>(f->value_types.size());

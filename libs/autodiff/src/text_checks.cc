@@ -50,7 +50,8 @@ bool CheckKind(absl::string_view name, ParsedCheck::Kind* kind, bool* constant) 
 
 absl::Status Parser::AddCheck(ParsedCheck check, ValueId lhs, ValueId rhs, size_t op_offset) {
   if (options_.checks == nullptr) {
-    return ErrorAt(op_offset, absl::StrCat(check.op, " is not supported: checks of StableHLO's test suites are "
+    return ErrorAt(op_offset, absl::StrCat(check.op,
+                                           " is not supported: checks of StableHLO's test suites are "
                                            "read only by conformance tools"));
   }
   check.location = lexer_.Location(op_offset);
@@ -88,7 +89,8 @@ absl::Status Parser::ParseCustomCall(Function* f, Scope* scope, const Token& res
       /*unit_attributes=*/true));
   if (target.empty()) return ErrorAt(op_offset, "stablehlo.custom_call needs a call_target_name");
   if (!CheckKind(target, &kind, &constant) || constant || options_.checks == nullptr) return refuse(target);
-  if (result.kind != TokenKind::kEof) return ErrorAt(op_offset, absl::StrCat("custom_call @", target, " has no results"));
+  if (result.kind != TokenKind::kEof)
+    return ErrorAt(op_offset, absl::StrCat("custom_call @", target, " has no results"));
   if (operands.size() != 2) {
     return ErrorAt(op_offset, absl::StrCat("custom_call @", target, " takes 2 operands, got ", operands.size()));
   }
@@ -100,9 +102,11 @@ absl::Status Parser::ParseCustomCall(Function* f, Scope* scope, const Token& res
   PCP_RETURN_IF_ERROR(ParseResultTypes(&out));
   if (in.size() != 2 || !out.empty() || in[0] != f->type(operands[0]) || in[1] != f->type(operands[1]) ||
       in[0] != in[1]) {
-    return ErrorAt(type_offset, absl::StrCat("custom_call @", target, " takes two operands of one type and returns "
-                                             "nothing: expected (", f->type(operands[0]).ToString(), ", ",
-                                             f->type(operands[0]).ToString(), ") -> ()"));
+    return ErrorAt(type_offset,
+                   absl::StrCat("custom_call @", target,
+                                " takes two operands of one type and returns "
+                                "nothing: expected (",
+                                f->type(operands[0]).ToString(), ", ", f->type(operands[0]).ToString(), ") -> ()"));
   }
   ParsedCheck parsed;
   parsed.kind = kind;
@@ -131,12 +135,13 @@ absl::Status Parser::CompositeError(size_t op_offset) {
   }
   return ErrorAt(op_offset, absl::StrCat("stablehlo.composite ", name.empty() ? "" : absl::StrCat("\"", name, "\" "),
                                          "is not supported",
-                                         decomposition.empty() ? "" : absl::StrCat(": call its decomposition @",
-                                                                                   decomposition, " instead")));
+                                         decomposition.empty()
+                                             ? ""
+                                             : absl::StrCat(": call its decomposition @", decomposition, " instead")));
 }
 
-absl::Status Parser::BeginCheckOp(const std::string& name, const Token& result, size_t op_offset,
-                                  ParsedCheck* check, bool* constant) {
+absl::Status Parser::BeginCheckOp(const std::string& name, const Token& result, size_t op_offset, ParsedCheck* check,
+                                  bool* constant) {
   if (!CheckKind(name, &check->kind, constant)) {
     return ErrorAt(op_offset, absl::StrCat("unsupported check op '", name, "'"));
   }
@@ -169,8 +174,8 @@ absl::Status Parser::ParseGenericCheckOp(Function* f, Scope* scope, const Token&
       return absl::OkStatus();
     }
     const bool tolerance = key == "tolerance" && check.kind == ParsedCheck::Kind::kAlmostEq;
-    const bool ulp = (key == "max_ulp_difference" || key == "min_ulp_difference") &&
-                     check.kind == ParsedCheck::Kind::kClose;
+    const bool ulp =
+        (key == "max_ulp_difference" || key == "min_ulp_difference") && check.kind == ParsedCheck::Kind::kClose;
     if (!tolerance && !ulp) return ErrorAt(key_offset, absl::StrCat("unsupported attribute '", key, "' on ", name));
     if (!Is(TokenKind::kInteger) && !Is(TokenKind::kFloat)) return Expected("a number");
     const std::string text(cur_.text);
@@ -235,8 +240,8 @@ absl::Status Parser::ParseCheckOp(Function* f, Scope* scope, const Token& result
     Attributes attrs;
     PCP_ASSIGN_OR_RETURN(attrs.literal, ParseDenseElements(&type));
     if (type != lhs_type) {
-      return ErrorAt(value_offset, absl::StrCat("the expected value has type ", type.ToString(), " but the operand has ",
-                                                lhs_type.ToString()));
+      return ErrorAt(value_offset, absl::StrCat("the expected value has type ", type.ToString(),
+                                                " but the operand has ", lhs_type.ToString()));
     }
     operands.push_back(f->AddInstruction(Op::kConstant, {}, type, std::move(attrs)));
   } else {
@@ -259,8 +264,8 @@ absl::Status Parser::ParseCheckOp(Function* f, Scope* scope, const Token& result
     const size_t key_offset = cur_.offset;
     const std::string key = Is(TokenKind::kBareId) ? std::string(cur_.text) : "";
     const bool tolerance = key == "tolerance" && check.kind == ParsedCheck::Kind::kAlmostEq;
-    const bool ulp = (key == "max_ulp_difference" || key == "min_ulp_difference") &&
-                     check.kind == ParsedCheck::Kind::kClose;
+    const bool ulp =
+        (key == "max_ulp_difference" || key == "min_ulp_difference") && check.kind == ParsedCheck::Kind::kClose;
     if (!tolerance && !ulp) return ErrorAt(key_offset, absl::StrCat("unexpected ", Describe(cur_), " in ", name));
     Advance();
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, absl::StrCat("after '", key, "'")));

@@ -59,8 +59,8 @@ absl::Status Parser::AddLogicalReduce(Function* f, Scope* scope, ReducerBody bod
                                       const std::vector<TensorType>& out, std::vector<int64_t> dims) {
   // The checks AddOperation makes, on the i1 types as written.
   if (in.size() != operands.size()) {
-    return ErrorAt(type_offset, absl::StrCat("the type lists ", in.size(), " operands but stablehlo.reduce has ",
-                                             operands.size()));
+    return ErrorAt(type_offset,
+                   absl::StrCat("the type lists ", in.size(), " operands but stablehlo.reduce has ", operands.size()));
   }
   for (size_t i = 0; i < operands.size(); ++i) {
     if (f->type(operands[i]) != in[i]) {
@@ -90,8 +90,9 @@ absl::Status Parser::AddLogicalReduce(Function* f, Scope* scope, ReducerBody bod
   absl::StatusOr<TensorType> inferred = InferResultType(Op::kReduce, {input_f32, scalar_f32}, max);
   if (!inferred.ok()) return ErrorAt(op_offset, inferred.status().message());
   if (inferred->shape != out[0].shape) {
-    return ErrorAt(op_offset, absl::StrCat("stablehlo.reduce: declared result type ", out[0].ToString(),
-                                           " but the operands give ", TensorType{DType::kBool, inferred->shape}.ToString()));
+    return ErrorAt(op_offset,
+                   absl::StrCat("stablehlo.reduce: declared result type ", out[0].ToString(), " but the operands give ",
+                                TensorType{DType::kBool, inferred->shape}.ToString()));
   }
 
   // or(x) = any element true = max over 0 / 1 > 0 (exact in f32, which every backend reduces).

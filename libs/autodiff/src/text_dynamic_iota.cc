@@ -64,12 +64,13 @@ absl::Status Parser::AddDynamicIota(Function* f, Scope* scope, const Token& resu
     return ErrorAt(shape_offset, absl::StrCat("operand #0 has type ", shape_type.ToString(),
                                               " but the operation's type says ", in[0].ToString()));
   }
-  if (out.size() != 1) return ErrorAt(type_offset, absl::StrCat(kName, " has exactly one result, the type lists ", out.size()));
+  if (out.size() != 1)
+    return ErrorAt(type_offset, absl::StrCat(kName, " has exactly one result, the type lists ", out.size()));
   const TensorType& rt = out[0];
   if (!IsInteger(shape_type.dtype) || shape_type.rank() != 1 || shape_type.shape[0] != rt.rank()) {
-    return ErrorAt(shape_offset, absl::StrCat(kName, ": the shape operand must be a tensor<", rt.rank(),
-                                              "xi64> (or i32) with one entry per result dimension, got ",
-                                              shape_type.ToString()));
+    return ErrorAt(shape_offset,
+                   absl::StrCat(kName, ": the shape operand must be a tensor<", rt.rank(),
+                                "xi64> (or i32) with one entry per result dimension, got ", shape_type.ToString()));
   }
   if (std::optional<Tensor> known = KnownValue(*f, shape, 0); known.has_value()) {
     absl::StatusOr<Tensor> as_i64 = ConvertTensor(*known, DType::kI64);

@@ -71,8 +71,8 @@ absl::Status Parser::ParseDynamicSlice(Function* f, Scope* scope, const Token& r
                                            " and one start per dimension"));
   }
   if (in.size() != operands.size()) {
-    return ErrorAt(type_offset, absl::StrCat("the type lists ", in.size(), " operands but ", name, " has ",
-                                             operands.size()));
+    return ErrorAt(type_offset,
+                   absl::StrCat("the type lists ", in.size(), " operands but ", name, " has ", operands.size()));
   }
   for (size_t i = 0; i < operands.size(); ++i) {
     if (f->type(operands[i]) != in[i]) {
@@ -80,27 +80,31 @@ absl::Status Parser::ParseDynamicSlice(Function* f, Scope* scope, const Token& r
                                               " but the operation's type says ", in[i].ToString()));
     }
   }
-  if (out.size() != 1) return ErrorAt(type_offset, absl::StrCat(name, " has exactly one result, the type lists ", out.size()));
+  if (out.size() != 1)
+    return ErrorAt(type_offset, absl::StrCat(name, " has exactly one result, the type lists ", out.size()));
   const TensorType operand = in[0];
   const int64_t rank = operand.rank();
   if (static_cast<int64_t>(operands.size() - fixed) != rank) {
-    return ErrorAt(op_offset, absl::StrCat(name, " takes one start per dimension of ", operand.ToString(), " (",
-                                           rank, "), got ", operands.size() - fixed));
+    return ErrorAt(op_offset, absl::StrCat(name, " takes one start per dimension of ", operand.ToString(), " (", rank,
+                                           "), got ", operands.size() - fixed));
   }
   for (size_t i = fixed; i < operands.size(); ++i) {
     if (in[i].rank() != 0 || !IsInteger(in[i].dtype) || in[i].dtype != in[fixed].dtype) {
-      return ErrorAt(offsets[i], absl::StrCat(name, ": the starts must be integer scalars of one type, got ",
-                                              in[i].ToString(), i > fixed ? absl::StrCat(" after ", in[fixed].ToString()) : ""));
+      return ErrorAt(offsets[i],
+                     absl::StrCat(name, ": the starts must be integer scalars of one type, got ", in[i].ToString(),
+                                  i > fixed ? absl::StrCat(" after ", in[fixed].ToString()) : ""));
     }
   }
   Shape window = update ? in[1].shape : Shape(sizes.begin(), sizes.end());
   if (update && (in[1].dtype != operand.dtype || in[1].rank() != rank)) {
-    return ErrorAt(offsets[1], absl::StrCat(name, ": the update ", in[1].ToString(), " must have the rank and "
-                                            "element type of the operand ", operand.ToString()));
+    return ErrorAt(offsets[1], absl::StrCat(name, ": the update ", in[1].ToString(),
+                                            " must have the rank and "
+                                            "element type of the operand ",
+                                            operand.ToString()));
   }
   if (!update && static_cast<int64_t>(sizes.size()) != rank) {
-    return ErrorAt(sizes_offset, absl::StrCat(name, ": slice_sizes has ", sizes.size(), " entries for ",
-                                              operand.ToString()));
+    return ErrorAt(sizes_offset,
+                   absl::StrCat(name, ": slice_sizes has ", sizes.size(), " entries for ", operand.ToString()));
   }
   for (int64_t d = 0; d < rank; ++d) {
     if (window[static_cast<size_t>(d)] < 0 || window[static_cast<size_t>(d)] > operand.shape[static_cast<size_t>(d)]) {
@@ -111,8 +115,8 @@ absl::Status Parser::ParseDynamicSlice(Function* f, Scope* scope, const Token& r
   }
   const TensorType want = update ? operand : TensorType{operand.dtype, window};
   if (out[0] != want) {
-    return ErrorAt(type_offset, absl::StrCat(name, ": the result type is ", out[0].ToString(), " but the operands give ",
-                                             want.ToString()));
+    return ErrorAt(type_offset, absl::StrCat(name, ": the result type is ", out[0].ToString(),
+                                             " but the operands give ", want.ToString()));
   }
 
   // dynamic_slice's starts that fold, clamped as the spec clamps them (a static slice).
@@ -151,7 +155,8 @@ absl::Status Parser::ParseDynamicSlice(Function* f, Scope* scope, const Token& r
     std::vector<int64_t> all(static_cast<size_t>(rank));
     for (int64_t d = 0; d < rank; ++d) all[static_cast<size_t>(d)] = d;
     if (update) {
-      ScatterDimensionNumbers dims{.update_window_dims = all, .scatter_dims_to_operand_dims = all,
+      ScatterDimensionNumbers dims{.update_window_dims = all,
+                                   .scatter_dims_to_operand_dims = all,
                                    .index_vector_dim = 0};
       if (operand.dtype == DType::kBool) {  // the scatter computes in i32; i1 converts back exactly
         v = b.Convert(EmitScatter(b, b.Convert(operands[0], DType::kI32), indices, b.Convert(operands[1], DType::kI32),

@@ -29,10 +29,9 @@ absl::Status Parser::AddIndexing(Function* f, Scope* scope, Op op, const Token& 
                                              " but the operands and dimension numbers give ", type.ToString()));
   }
   FunctionBuilder b(std::move(*f));
-  ValueId v = op == Op::kGather
-                  ? EmitGather(b, operands[0], operands[1], gather, parsed.slice_sizes)
-                  : EmitScatter(b, operands[0], operands[1], operands[2], scatter,
-                                parsed.scatter_assign ? ScatterCombiner::kAssign : ScatterCombiner::kAdd);
+  ValueId v = op == Op::kGather ? EmitGather(b, operands[0], operands[1], gather, parsed.slice_sizes)
+                                : EmitScatter(b, operands[0], operands[1], operands[2], scatter,
+                                              parsed.scatter_assign ? ScatterCombiner::kAssign : ScatterCombiner::kAdd);
   return TakeBuilt(b, f, scope, result, v, op_offset);
 }
 

@@ -36,8 +36,7 @@ std::string Printable(absl::string_view s) {
 
 std::string Describe(const Token& t) {
   switch (t.kind) {
-    case TokenKind::kEof:
-      return "end of input";
+    case TokenKind::kEof: return "end of input";
     case TokenKind::kError:  // may run to the end of the input (an unterminated location)
       if (t.text.size() > 40) return absl::StrCat(t.error, " '", Printable(t.text.substr(0, 40)), "...'");
       return absl::StrCat(t.error, " '", Printable(t.text), "'");
@@ -98,7 +97,8 @@ std::string DecodeString(const Token& t) {
     switch (e) {
       case 'n': out.push_back('\n'); break;
       case 't': out.push_back('\t'); break;
-      case '"': case '\\': out.push_back(e); break;
+      case '"':
+      case '\\': out.push_back(e); break;
       default:  // two hex digits, validated by the lexer
         if (i + 1 < body.size()) {
           out.push_back(static_cast<char>(HexValue(e) * 16 + HexValue(body[i + 1])));
@@ -197,8 +197,7 @@ Token Lexer::Next() {
         return Make(TokenKind::kHashId, start);
       }
       return MakeError(start, "invalid attribute name");
-    default:
-      break;
+    default: break;
   }
   if (IsDigit(c)) return LexNumber(start);
   if (IsLetter(c) || c == '_') {

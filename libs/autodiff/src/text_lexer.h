@@ -25,20 +25,33 @@ namespace pcp::text_internal {
 
 enum class TokenKind : uint8_t {
   kEof,
-  kError,      // text: the offending character(s); message in Token::error
-  kBareId,     // f32, tensor, pcp.name, true
-  kPercentId,  // %0, %arg1, %x.y, %0#1 (a result of a multi-result op; text includes '%')
-  kCaretId,    // ^bb0 (text includes '^')
-  kHashId,     // #stablehlo.dot (text includes '#')
-  kAtId,       // @main, @"a b" (text includes '@'; see SymbolName)
-  kLocation,   // loc(...) with balanced parentheses
+  kError,          // text: the offending character(s); message in Token::error
+  kBareId,         // f32, tensor, pcp.name, true
+  kPercentId,      // %0, %arg1, %x.y, %0#1 (a result of a multi-result op; text includes '%')
+  kCaretId,        // ^bb0 (text includes '^')
+  kHashId,         // #stablehlo.dot (text includes '#')
+  kAtId,           // @main, @"a b" (text includes '@'; see SymbolName)
+  kLocation,       // loc(...) with balanced parentheses
   kMetadataBegin,  // {-#  (file metadata: dialect resources)
   kMetadataEnd,    // #-}
-  kString,     // "..." (text includes the quotes; see DecodeString)
-  kInteger,    // 42, 0x7F800000
-  kFloat,      // 1.5, 1.000000e+00, 2.
-  kLParen, kRParen, kLBrace, kRBrace, kLSquare, kRSquare, kLess, kGreater,
-  kComma, kColon, kEqual, kArrow, kMinus, kQuestion, kStar,
+  kString,         // "..." (text includes the quotes; see DecodeString)
+  kInteger,        // 42, 0x7F800000
+  kFloat,          // 1.5, 1.000000e+00, 2.
+  kLParen,
+  kRParen,
+  kLBrace,
+  kRBrace,
+  kLSquare,
+  kRSquare,
+  kLess,
+  kGreater,
+  kComma,
+  kColon,
+  kEqual,
+  kArrow,
+  kMinus,
+  kQuestion,
+  kStar,
 };
 
 struct Token {
@@ -62,8 +75,7 @@ std::string EscapeString(absl::string_view s);
 
 class Lexer {
  public:
-  Lexer(absl::string_view text, absl::string_view source_name)
-      : text_(text), source_name_(source_name) {}
+  Lexer(absl::string_view text, absl::string_view source_name) : text_(text), source_name_(source_name) {}
 
   // Skips white space and // comments, then returns the next token.
   Token Next();
@@ -82,9 +94,7 @@ class Lexer {
   absl::Status Error(size_t offset, absl::string_view message) const;
 
  private:
-  Token Make(TokenKind kind, size_t start) const {
-    return Token{kind, text_.substr(start, pos_ - start), start};
-  }
+  Token Make(TokenKind kind, size_t start) const { return Token{kind, text_.substr(start, pos_ - start), start}; }
   Token MakeError(size_t start, const char* what);
   Token LexNumber(size_t start);
   Token LexString(size_t start);

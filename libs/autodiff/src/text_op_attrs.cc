@@ -47,7 +47,8 @@ absl::Status StructFields(const Lexer& lexer, const StructAttr& attr, absl::stri
     }
     bool scalar = allowed[i] == scalar_field;
     if (f.is_list == scalar) {
-      return lexer.Error(f.offset, absl::StrCat("field '", f.name, "' must be ", scalar ? "an integer" : "a list [...]"));
+      return lexer.Error(f.offset,
+                         absl::StrCat("field '", f.name, "' must be ", scalar ? "an integer" : "a list [...]"));
     }
     (*values)[i] = f.values;
   }
@@ -143,9 +144,9 @@ absl::Status Parser::CheckComparisonType(const OpAttributes& parsed, DType dtype
   // non-negative, where a signed comparison gives the same answer.
   const bool widened_unsigned = IsInteger(dtype) && t == "UNSIGNED" && unsigned_type_read_;
   if (t != want && !widened_unsigned) {
-    return ErrorAt(parsed.compare_type_offset, absl::StrCat("comparison type ", t, " is not supported for ",
-                                                            MlirName(dtype), " operands (PCP compares them as ",
-                                                            want, ")"));
+    return ErrorAt(parsed.compare_type_offset,
+                   absl::StrCat("comparison type ", t, " is not supported for ", MlirName(dtype),
+                                " operands (PCP compares them as ", want, ")"));
   }
   return absl::OkStatus();
 }
@@ -161,11 +162,11 @@ absl::StatusOr<GatherDimensionNumbers> Parser::GatherDims(const OpAttributes& pa
 
 absl::StatusOr<ScatterDimensionNumbers> Parser::ScatterDims(const OpAttributes& parsed) const {
   std::vector<std::vector<int64_t>> v;
-  PCP_RETURN_IF_ERROR(StructFields(lexer_, parsed.dims, "scatter",
-                                   {"update_window_dims", "inserted_window_dims", "input_batching_dims",
-                                    "scatter_indices_batching_dims", "scatter_dims_to_operand_dims",
-                                    "index_vector_dim"},
-                                   "index_vector_dim", &v));
+  PCP_RETURN_IF_ERROR(
+      StructFields(lexer_, parsed.dims, "scatter",
+                   {"update_window_dims", "inserted_window_dims", "input_batching_dims",
+                    "scatter_indices_batching_dims", "scatter_dims_to_operand_dims", "index_vector_dim"},
+                   "index_vector_dim", &v));
   return ScatterDimensionNumbers{v[0], v[1], v[2], v[3], v[4], v[5].empty() ? 0 : v[5][0]};
 }
 

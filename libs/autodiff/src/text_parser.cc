@@ -75,7 +75,8 @@ absl::StatusOr<Module> Parser::ParseTopLevel() {
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "to start the module's region"));
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kLBrace, "to start the module's region"));
     if (ConsumeIf(TokenKind::kCaretId)) {
-      if (ConsumeIf(TokenKind::kLParen)) PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "(the module's block takes no arguments)"));
+      if (ConsumeIf(TokenKind::kLParen))
+        PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, "(the module's block takes no arguments)"));
       PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "after the block label"));
     }
     while (!Is(TokenKind::kRBrace)) PCP_RETURN_IF_ERROR(ParseAnyFunction(&module));
@@ -171,8 +172,8 @@ absl::StatusOr<Function> Parser::ParseFunction(size_t* name_offset) {
   return f;
 }
 
-absl::Status Parser::ParseFunctionAttributes(Function* f, const std::vector<TensorType>& result_types,
-                                             size_t op_offset, size_t* name_offset) {
+absl::Status Parser::ParseFunctionAttributes(Function* f, const std::vector<TensorType>& result_types, size_t op_offset,
+                                             size_t* name_offset) {
   if (!Is(TokenKind::kLBrace)) return Expected("'{' with the function's sym_name and function_type");
   Advance();
   bool has_name = false, has_type = false, has_args = false, has_results = false, has_visibility = false;
@@ -181,9 +182,12 @@ absl::Status Parser::ParseFunctionAttributes(Function* f, const std::vector<Tens
       size_t key_offset = cur_.offset;
       PCP_ASSIGN_OR_RETURN(std::string key, ParseAttrName());
       PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, absl::StrCat("after '", key, "'")));
-      bool* seen = key == "sym_name" ? &has_name : key == "function_type" ? &has_type
-                 : key == "arg_attrs" ? &has_args : key == "res_attrs" ? &has_results
-                 : key == "sym_visibility" ? &has_visibility : nullptr;
+      bool* seen = key == "sym_name"         ? &has_name
+                   : key == "function_type"  ? &has_type
+                   : key == "arg_attrs"      ? &has_args
+                   : key == "res_attrs"      ? &has_results
+                   : key == "sym_visibility" ? &has_visibility
+                                             : nullptr;
       if (seen == nullptr) return ErrorAt(key_offset, absl::StrCat("unsupported attribute '", key, "' on func.func"));
       if (*seen) return ErrorAt(key_offset, absl::StrCat("attribute '", key, "' appears twice"));
       *seen = true;
@@ -236,8 +240,8 @@ absl::StatusOr<std::vector<std::string>> Parser::ParseNameAttrs(size_t count, ab
   }
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kRSquare, "to close the list"));
   if (names.size() != count) {
-    return ErrorAt(start, absl::StrCat("expected ", count, " dictionaries, one per function ", what, ", got ",
-                                       names.size()));
+    return ErrorAt(start,
+                   absl::StrCat("expected ", count, " dictionaries, one per function ", what, ", got ", names.size()));
   }
   return names;
 }
@@ -274,13 +278,12 @@ absl::Status Parser::UnsupportedOperation(size_t offset, absl::string_view name)
                                       ", arith.constant and func.return)"));
 }
 
-absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<TensorType>* result_types,
-                                    bool* returned) {
+absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<TensorType>* result_types, bool* returned) {
   size_t op_offset = cur_.offset;
   unsigned_type_read_ = false;
   Token result;
-  int num_results = 0;          // `%r:N =` (only calls and while define several values)
-  size_t several_offset = 0;    // of the ':' of `%r:N`, or of the second name of `%a, %b =`
+  int num_results = 0;                  // `%r:N =` (only calls and while define several values)
+  size_t several_offset = 0;            // of the ':' of `%r:N`, or of the second name of `%a, %b =`
   std::vector<std::string> more_names;  // `%a, %b, ... =`: the names after the first
   if (Is(TokenKind::kPercentId)) {
     result = cur_;
@@ -362,10 +365,10 @@ absl::Status Parser::ParseOperation(Function* f, Scope* scope, std::vector<Tenso
   // dynamic_iota is read as iota with its attributes, plus the shape operand (text_dynamic_iota.cc).
   const bool dynamic_iota = name == "stablehlo.dynamic_iota";
   const bool legacy_dot = name == "stablehlo.dot";  // dot_general with dims from the ranks (text_compat.cc)
-  absl::StatusOr<Op> op = dynamic_iota                ? Op::kIota
-                          : legacy_dot                ? Op::kDotGeneral
-                          : name == "arith.constant"  ? Op::kConstant  // as in the pretty form
-                                                      : ParseOp(name);
+  absl::StatusOr<Op> op = dynamic_iota               ? Op::kIota
+                          : legacy_dot               ? Op::kDotGeneral
+                          : name == "arith.constant" ? Op::kConstant  // as in the pretty form
+                                                     : ParseOp(name);
   if (!op.ok()) return UnsupportedOperation(name_offset, written);
   if (result.kind == TokenKind::kEof) {
     return ErrorAt(op_offset, absl::StrCat(name, " must define a result (%name = \"", name, "\"(...))"));
@@ -428,8 +431,8 @@ absl::Status Parser::AddOperation(Function* f, Scope* scope, Op op, const Token&
                                   const std::vector<TensorType>& out, Attributes attrs, const OpAttributes& parsed) {
   absl::string_view name = OpName(op);
   if (in.size() != operands.size()) {
-    return ErrorAt(type_offset, absl::StrCat("the type lists ", in.size(), " operands but ", name, " has ",
-                                             operands.size()));
+    return ErrorAt(type_offset,
+                   absl::StrCat("the type lists ", in.size(), " operands but ", name, " has ", operands.size()));
   }
   std::vector<TensorType> operand_types;
   for (size_t i = 0; i < operands.size(); ++i) {
@@ -440,7 +443,8 @@ absl::Status Parser::AddOperation(Function* f, Scope* scope, Op op, const Token&
     }
     operand_types.push_back(t);
   }
-  if (out.size() != 1) return ErrorAt(type_offset, absl::StrCat(name, " has exactly one result, the type lists ", out.size()));
+  if (out.size() != 1)
+    return ErrorAt(type_offset, absl::StrCat(name, " has exactly one result, the type lists ", out.size()));
   BroadcastScalarOperands(op, f, &operands, &operand_types);
   if (op == Op::kGather || op == Op::kScatter) {
     return AddIndexing(f, scope, op, result, op_offset, type_offset, operands, operand_types, out[0], parsed);
@@ -462,8 +466,8 @@ void Parser::BroadcastScalarOperands(Op op, Function* f, std::vector<ValueId>* o
                                      std::vector<TensorType>* types) const {
   if ((op != Op::kClamp && op != Op::kSelect) || types->size() != 3 || (*types)[1].rank() == 0) return;
   for (size_t i : {size_t{0}, size_t{2}}) {
-    const bool scalar_operand = op == Op::kClamp ? (*types)[i].dtype == (*types)[1].dtype
-                                                 : i == 0 && (*types)[i].dtype == DType::kBool;
+    const bool scalar_operand =
+        op == Op::kClamp ? (*types)[i].dtype == (*types)[1].dtype : i == 0 && (*types)[i].dtype == DType::kBool;
     if ((*types)[i].rank() != 0 || !scalar_operand) continue;
     const TensorType full{(*types)[i].dtype, (*types)[1].shape};
     (*operands)[i] = f->AddInstruction(Op::kBroadcastInDim, {(*operands)[i]}, full);  // dims = [] (a scalar)
@@ -486,8 +490,8 @@ absl::StatusOr<ReducerBody> Parser::ParseReductionRegion(Op op, DType dtype, con
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, absl::StrCat("(the body of ", op_name, " takes two arguments)")));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kColon, "after the block label"));
   PCP_ASSIGN_OR_RETURN(ReducerBody kind, ParseReducerBody(op, scalar, args, scope, assign));
-  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, absl::StrCat("after stablehlo.return (the body of ", op_name,
-                                                              " is a single operation)")));
+  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace,
+                             absl::StrCat("after stablehlo.return (the body of ", op_name, " is a single operation)")));
   PCP_RETURN_IF_ERROR(Expect(TokenKind::kRParen, absl::StrCat("(", op_name, " has one region)")));
   return kind;
 }
@@ -511,7 +515,7 @@ absl::Status Parser::ParseScalarArgPair(const Scope& scope, const TensorType& sc
 }
 
 absl::StatusOr<ReducerBody> Parser::ParseReducerBody(Op op, const TensorType& scalar, const std::string (&args)[2],
-                                                    const Scope& scope, bool* assign) {
+                                                     const Scope& scope, bool* assign) {
   const std::string op_name(OpName(op));
   // A scatter that assigns: the body returns the update, its second argument.
   if (assign != nullptr && op == Op::kScatter && IsOp("stablehlo.return")) {
@@ -604,8 +608,7 @@ absl::StatusOr<Module> ParseModule(absl::string_view text, absl::string_view sou
   return ParseModule(text, source_name, ParseOptions{});
 }
 
-absl::StatusOr<Module> ParseModule(absl::string_view text, absl::string_view source_name,
-                                   const ParseOptions& options) {
+absl::StatusOr<Module> ParseModule(absl::string_view text, absl::string_view source_name, const ParseOptions& options) {
   text_internal::Parser parser(text, source_name, options);
   return parser.ParseTopLevel();
 }

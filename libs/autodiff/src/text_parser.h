@@ -53,7 +53,7 @@ struct OpAttributes {
   std::vector<int64_t> slice_sizes;
   size_t slice_sizes_offset = 0;
   bool scatter_assign = false;  // scatter: the region returns the update instead of adding it
-  std::string compare_type;  // FLOAT, TOTALORDER, SIGNED, UNSIGNED, NOTYPE; empty if absent
+  std::string compare_type;     // FLOAT, TOTALORDER, SIGNED, UNSIGNED, NOTYPE; empty if absent
   size_t compare_type_offset = 0;
   std::vector<std::string> seen;  // attribute keys read so far
 };
@@ -164,27 +164,25 @@ class Parser {
   // A function in either form, appended to `module`.
   absl::Status ParseAnyFunction(Module* module);
   absl::StatusOr<Function> ParseFunction(size_t* name_offset);
-  absl::Status ParseFunctionAttributes(Function* f, const std::vector<TensorType>& result_types,
-                                       size_t op_offset, size_t* name_offset);
+  absl::Status ParseFunctionAttributes(Function* f, const std::vector<TensorType>& result_types, size_t op_offset,
+                                       size_t* name_offset);
   absl::StatusOr<std::vector<std::string>> ParseNameAttrs(size_t count, absl::string_view what);
   absl::StatusOr<std::string> ParseAttrName();
   // ": () -> ()", the type of builtin.module and func.func.
   absl::Status ExpectEmptySignature(absl::string_view what);
   // Parses one operation of a function body, in either form; sets *returned after the
   // function's terminator (func.return / return / stablehlo.return).
-  absl::Status ParseOperation(Function* f, Scope* scope, std::vector<TensorType>* result_types,
-                              bool* returned);
-  absl::Status ParseOperandList(const Scope& scope, std::vector<ValueId>* operands,
-                                std::vector<size_t>* offsets);
+  absl::Status ParseOperation(Function* f, Scope* scope, std::vector<TensorType>* result_types, bool* returned);
+  absl::Status ParseOperandList(const Scope& scope, std::vector<ValueId>* operands, std::vector<size_t>* offsets);
   // The function's terminator with its operands and their types (`in`, at type_offset).
   absl::Status FinishReturn(Function* f, std::vector<ValueId> operands, const std::vector<TensorType>& in,
                             size_t type_offset, std::vector<TensorType>* result_types, bool* returned);
   // Checks a parsed operation's type `in` -> `out` against its operands, infers and checks
   // the result type, appends the instruction and binds `result` in `scope`.
-  absl::Status AddOperation(Function* f, Scope* scope, Op op, const Token& result, size_t op_offset,
-                            size_t type_offset, std::vector<ValueId> operands,
-                            const std::vector<size_t>& operand_offsets, const std::vector<TensorType>& in,
-                            const std::vector<TensorType>& out, Attributes attrs, const OpAttributes& parsed);
+  absl::Status AddOperation(Function* f, Scope* scope, Op op, const Token& result, size_t op_offset, size_t type_offset,
+                            std::vector<ValueId> operands, const std::vector<size_t>& operand_offsets,
+                            const std::vector<TensorType>& in, const std::vector<TensorType>& out, Attributes attrs,
+                            const OpAttributes& parsed);
   // stablehlo.dynamic_iota (text_dynamic_iota.cc): checks the shape operand against the
   // static result type `out` and adds stablehlo.iota of that type (attrs: iota_dimension).
   absl::Status AddDynamicIota(Function* f, Scope* scope, const Token& result, size_t op_offset, size_t type_offset,
@@ -219,7 +217,7 @@ class Parser {
   // operation in either form. With `assign`, a scatter's body may be just `stablehlo.return`
   // of the second argument.
   absl::StatusOr<ReducerBody> ParseReducerBody(Op op, const TensorType& scalar, const std::string (&args)[2],
-                                              const Scope& scope, bool* assign = nullptr);
+                                               const Scope& scope, bool* assign = nullptr);
   // The reducer named by the current token (stablehlo.add, ...: `applies X`, or a body's op)
   // for a reduction over `dtype`; an error naming the token for anything else.
   absl::StatusOr<ReducerBody> ReducerOf(Op op, DType dtype, bool generic) const;
@@ -282,8 +280,7 @@ class Parser {
   // One operand (%name, defined in `scope`), both forms.
   absl::Status ParseOperand(const Scope& scope, std::vector<ValueId>* operands, std::vector<size_t>* offsets);
   // `%a, %b, ...` (at least one); stops before a ',' that is not followed by an operand.
-  absl::Status ParsePrettyOperands(const Scope& scope, std::vector<ValueId>* operands,
-                                   std::vector<size_t>* offsets);
+  absl::Status ParsePrettyOperands(const Scope& scope, std::vector<ValueId>* operands, std::vector<size_t>* offsets);
   // Whether the token after the current one is an operand (%name).
   bool NextIsOperand();
   // `: (t1, t2) -> t`, `: t` (every operand and the result have type t), `: t1 -> t` (chlo)
@@ -310,10 +307,9 @@ class Parser {
   // emitted through general_indexing.h (row forms plus layout and index arithmetic).
   absl::StatusOr<GatherDimensionNumbers> GatherDims(const OpAttributes& parsed) const;
   absl::StatusOr<ScatterDimensionNumbers> ScatterDims(const OpAttributes& parsed) const;
-  absl::Status AddIndexing(Function* f, Scope* scope, Op op, const Token& result, size_t op_offset,
-                           size_t type_offset, const std::vector<ValueId>& operands,
-                           const std::vector<TensorType>& operand_types, const TensorType& declared,
-                           const OpAttributes& parsed);
+  absl::Status AddIndexing(Function* f, Scope* scope, Op op, const Token& result, size_t op_offset, size_t type_offset,
+                           const std::vector<ValueId>& operands, const std::vector<TensorType>& operand_types,
+                           const TensorType& declared, const OpAttributes& parsed);
 
   // Types and attribute values (text_attr_parser.cc).
   absl::StatusOr<TensorType> ParseTensorType(StoredElement* stored = nullptr);

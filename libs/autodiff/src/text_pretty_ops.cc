@@ -24,14 +24,13 @@ bool Parser::NextIsOperand() {
   return operand;
 }
 
-absl::Status Parser::ParseOperand(const Scope& scope, std::vector<ValueId>* operands,
-                                        std::vector<size_t>* offsets) {
+absl::Status Parser::ParseOperand(const Scope& scope, std::vector<ValueId>* operands, std::vector<size_t>* offsets) {
   if (!Is(TokenKind::kPercentId)) return Expected("an operand (%name)");
   auto it = scope.values.find(std::string(cur_.text));
   if (it == scope.values.end()) {
     if (scope.values.count(absl::StrCat(cur_.text, "#1")) != 0) {  // `%0` of `%0:2 = call ...`
-      return ErrorAt(cur_.offset, absl::StrCat(cur_.text, " names several results: use ", cur_.text, "#0, ", cur_.text,
-                                               "#1, ..."));
+      return ErrorAt(cur_.offset,
+                     absl::StrCat(cur_.text, " names several results: use ", cur_.text, "#0, ", cur_.text, "#1, ..."));
     }
     return ErrorAt(cur_.offset, absl::StrCat("use of undefined value ", cur_.text));
   }
@@ -130,8 +129,7 @@ absl::Status Parser::ParsePrettyOperation(Function* f, Scope* scope, const Token
     size_t type_offset = cur_.offset;
     std::vector<TensorType> in, out;
     PCP_RETURN_IF_ERROR(ParsePrettyType(1, &type_offset, &in, &out));
-    return AddDynamicIota(f, scope, result, op_offset, type_offset, operands[0], offsets[0], in, out,
-                          std::move(attrs));
+    return AddDynamicIota(f, scope, result, op_offset, type_offset, operands[0], offsets[0], in, out, std::move(attrs));
   }
   const bool legacy_dot = name == "stablehlo.dot";  // dot_general with dims from the ranks (text_compat.cc)
   absl::StatusOr<Op> op = name == "arith.constant" ? Op::kConstant : legacy_dot ? Op::kDotGeneral : ParseOp(name);
@@ -155,8 +153,8 @@ absl::Status Parser::ParsePrettyOperation(Function* f, Scope* scope, const Token
       type_offset = cur_.offset;
       if (Is(TokenKind::kInteger) || Is(TokenKind::kFloat) || Is(TokenKind::kMinus) || IsWord("true") ||
           IsWord("false")) {
-        return ErrorAt(cur_.offset, absl::StrCat("scalar constants are not supported: PCP values are tensors (",
-                                                 name, " dense<...> : tensor<...>)"));
+        return ErrorAt(cur_.offset, absl::StrCat("scalar constants are not supported: PCP values are tensors (", name,
+                                                 " dense<...> : tensor<...>)"));
       }
       if (!IsWord("dense") && !IsWord("dense_resource")) return Expected("a literal dense<...> or dense_resource<...>");
       TensorType type;
@@ -210,7 +208,8 @@ absl::Status Parser::ParsePrettyOperation(Function* f, Scope* scope, const Token
       const size_t attrs_offset = cur_.offset;
       PCP_RETURN_IF_ERROR(ParsePrettyDotGeneral(&attrs));
       if (legacy_dot && attrs.dot != DotDims{}) {  // dot's own attribute is precision only
-        return ErrorAt(attrs_offset, absl::StrCat(written, " takes no batching_dims or contracting_dims: it "
+        return ErrorAt(attrs_offset, absl::StrCat(written,
+                                                  " takes no batching_dims or contracting_dims: it "
                                                   "contracts lhs's last dimension with rhs's first"));
       }
       break;

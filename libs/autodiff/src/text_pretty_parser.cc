@@ -15,13 +15,23 @@ namespace {
 // Attributes that say how a program is sharded, laid out, donated or named by its exporter,
 // never what it computes, so PCP may read past them. The only place that lists them.
 constexpr absl::string_view kIgnorableAttributes[] = {
-    "mhlo.sharding",           "sdy.sharding",          "mhlo.frontend_attributes",
-    "mhlo.layout_mode",        "jax.result_info",       "jax.arg_info",
-    "jax.buffer_donor",        "tf.aliasing_output",    "jax.uses_shape_polymorphism",
-    "torch.debug_module_name", "torch.assume_strict_symbolic_shapes",
-    "mhlo.cross_program_prefetches", "mhlo.is_dynamic", "mhlo.use_auto_spmd_partitioning",
+    "mhlo.sharding",
+    "sdy.sharding",
+    "mhlo.frontend_attributes",
+    "mhlo.layout_mode",
+    "jax.result_info",
+    "jax.arg_info",
+    "jax.buffer_donor",
+    "tf.aliasing_output",
+    "jax.uses_shape_polymorphism",
+    "torch.debug_module_name",
+    "torch.assume_strict_symbolic_shapes",
+    "mhlo.cross_program_prefetches",
+    "mhlo.is_dynamic",
+    "mhlo.use_auto_spmd_partitioning",
     "mhlo.input_output_alias",  // which result may reuse which argument's buffer: not values
-    "mhlo.num_partitions",     "mhlo.num_replicas",  // must be 1: checked where read
+    "mhlo.num_partitions",
+    "mhlo.num_replicas",  // must be 1: checked where read
 };
 
 bool IgnorableAttribute(absl::string_view key) {
@@ -46,21 +56,17 @@ absl::Status Parser::SkipAttributeValue() {
   bool any = false;
   while (true) {
     switch (cur_.kind) {
-      case TokenKind::kEof:
-        return ErrorAt(start, "unterminated attribute value");
-      case TokenKind::kError:
-        return Expected("an attribute value");
+      case TokenKind::kEof: return ErrorAt(start, "unterminated attribute value");
+      case TokenKind::kError: return Expected("an attribute value");
       case TokenKind::kComma:
       case TokenKind::kRBrace:
         if (depth == 0) return any ? absl::OkStatus() : Expected("an attribute value");
         break;
-      default:
-        break;
+      default: break;
     }
     if (Is(TokenKind::kLParen) || Is(TokenKind::kLSquare) || Is(TokenKind::kLBrace) || Is(TokenKind::kLess)) {
       ++depth;
-    } else if (Is(TokenKind::kRParen) || Is(TokenKind::kRSquare) || Is(TokenKind::kRBrace) ||
-               Is(TokenKind::kGreater)) {
+    } else if (Is(TokenKind::kRParen) || Is(TokenKind::kRSquare) || Is(TokenKind::kRBrace) || Is(TokenKind::kGreater)) {
       if (depth == 0) return Expected("an attribute value");
       --depth;
     }
@@ -75,7 +81,7 @@ absl::Status Parser::ParseIgnorableAttributes(absl::string_view what, std::strin
   do {
     size_t key_offset = cur_.offset;
     absl::StatusOr<std::string> parsed_key = ParseAttrName();  // (not ASSIGN_OR_RETURN: GCC 12
-    if (!parsed_key.ok()) return parsed_key.status();        // warns of a maybe-uninitialized key)
+    if (!parsed_key.ok()) return parsed_key.status();          // warns of a maybe-uninitialized key)
     const std::string& key = *parsed_key;
     if (key == "pcp.name" && pcp_name != nullptr) {
       PCP_RETURN_IF_ERROR(Expect(TokenKind::kEqual, "after 'pcp.name'"));
@@ -86,7 +92,8 @@ absl::Status Parser::ParseIgnorableAttributes(absl::string_view what, std::strin
       size_t value_offset = cur_.offset;
       if (!Is(TokenKind::kInteger)) return Expected("an integer");
       if (cur_.text != "1") {
-        return ErrorAt(value_offset, absl::StrCat(key, " = ", cur_.text, " is not supported (PCP runs one replica "
+        return ErrorAt(value_offset, absl::StrCat(key, " = ", cur_.text,
+                                                  " is not supported (PCP runs one replica "
                                                   "of one partition per program)"));
       }
       Advance();
@@ -119,7 +126,7 @@ absl::Status Parser::SkipAliasDefinitions() {
 }
 
 absl::Status Parser::ParsePrettyModule(Module* module) {
-  Advance();  // module / builtin.module
+  Advance();                            // module / builtin.module
   if (Is(TokenKind::kAtId)) Advance();  // the module's name: PCP's Module has none
   if (IsWord("attributes")) {
     Advance();
@@ -285,9 +292,9 @@ absl::Status Parser::ResolveResources(Module* module) {
       bytes.push_back(static_cast<char>(hi * 16 + lo));
     }
     const uint32_t alignment = static_cast<uint32_t>(static_cast<uint8_t>(bytes[0])) |
-                static_cast<uint32_t>(static_cast<uint8_t>(bytes[1])) << 8 |
-                static_cast<uint32_t>(static_cast<uint8_t>(bytes[2])) << 16 |
-                static_cast<uint32_t>(static_cast<uint8_t>(bytes[3])) << 24;
+                               static_cast<uint32_t>(static_cast<uint8_t>(bytes[1])) << 8 |
+                               static_cast<uint32_t>(static_cast<uint8_t>(bytes[2])) << 16 |
+                               static_cast<uint32_t>(static_cast<uint8_t>(bytes[3])) << 24;
     if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
       return ErrorAt(blob.offset, absl::StrCat("resource '", p.key, "' has alignment ", alignment,
                                                ", not a power of two (the blob starts with a 4-byte header)"));
@@ -296,11 +303,11 @@ absl::Status Parser::ResolveResources(Module* module) {
     const int64_t stored_elem = p.stored.bytes != 0 ? p.stored.bytes : SizeOf(p.type.dtype);
     const int64_t want = p.type.num_elements() * stored_elem;  // i1: one byte per element
     if (size != want) {
-      return ErrorAt(blob.offset, absl::StrCat("resource '", p.key, "' holds ", size, " bytes after its header but ",
-                                               p.type.ToString(), " at ", lexer_.Location(p.offset), " needs ", want,
-                                               p.stored.bytes != 0
-                                                   ? absl::StrCat(" (", p.stored.bytes, " bytes per stored element)")
-                                                   : ""));
+      return ErrorAt(blob.offset,
+                     absl::StrCat("resource '", p.key, "' holds ", size, " bytes after its header but ",
+                                  p.type.ToString(), " at ", lexer_.Location(p.offset), " needs ", want,
+                                  p.stored.bytes != 0 ? absl::StrCat(" (", p.stored.bytes, " bytes per stored element)")
+                                                      : ""));
     }
     Tensor t(p.type.dtype, p.type.shape);
     auto* out = static_cast<uint8_t*>(t.raw_data());
@@ -308,8 +315,7 @@ absl::Status Parser::ResolveResources(Module* module) {
     if (p.type.dtype == DType::kBool) {
       for (int64_t i = 0; i < want; ++i) out[i] = out[i] != 0 ? 1 : 0;
     }
-    if (p.function >= module->functions.size() ||
-        p.instruction >= module->functions[p.function].instructions.size()) {
+    if (p.function >= module->functions.size() || p.instruction >= module->functions[p.function].instructions.size()) {
       return ErrorAt(p.offset, "internal error: dense_resource constant not found");
     }
     module->functions[p.function].instructions[p.instruction].attrs.literal = std::move(t);

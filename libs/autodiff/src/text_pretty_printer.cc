@@ -61,22 +61,14 @@ void PrintPrettyInstruction(const Function& f, const Instruction& inst, const Va
   std::string line = absl::StrCat("    ", names.Name(inst.result), " = ", OpName(inst.op));
   switch (inst.op) {
     case Op::kGather:
-    case Op::kScatter:
-      PrintGenericInstruction(f, inst, names, out);
-      return;
-    case Op::kConstant:
-      absl::StrAppend(&line, " ", DenseLiteral(a.literal));
-      break;
-    case Op::kIota:
-      absl::StrAppend(&line, " dim = ", a.dimension, " : ", TypeOf(f, inst.result));
-      break;
+    case Op::kScatter: PrintGenericInstruction(f, inst, names, out); return;
+    case Op::kConstant: absl::StrAppend(&line, " ", DenseLiteral(a.literal)); break;
+    case Op::kIota: absl::StrAppend(&line, " dim = ", a.dimension, " : ", TypeOf(f, inst.result)); break;
     case Op::kBroadcastInDim:
     case Op::kTranspose:
       absl::StrAppend(&line, " ", operands, ", dims = ", IntList(a.dims), FunctionalType(f, inst));
       break;
-    case Op::kReshape:
-      absl::StrAppend(&line, " ", operands, FunctionalType(f, inst));
-      break;
+    case Op::kReshape: absl::StrAppend(&line, " ", operands, FunctionalType(f, inst)); break;
     case Op::kSlice: {
       std::vector<std::string> ranges;
       for (size_t i = 0; i < a.start.size(); ++i) {
@@ -95,8 +87,8 @@ void PrintPrettyInstruction(const Function& f, const Instruction& inst, const Va
       break;
     case Op::kSelect: {
       const std::string result = TypeOf(f, inst.result);
-      bool pair = inst.operands.size() == 3 && TypeOf(f, inst.operands[1]) == result &&
-                  TypeOf(f, inst.operands[2]) == result;
+      bool pair =
+          inst.operands.size() == 3 && TypeOf(f, inst.operands[1]) == result && TypeOf(f, inst.operands[2]) == result;
       absl::StrAppend(&line, " ", operands,
                       pair ? absl::StrCat(" : ", TypeOf(f, inst.operands[0]), ", ", result) : FunctionalType(f, inst));
       break;
@@ -138,7 +130,8 @@ void PrintPrettyFunction(const Function& f, std::string* out) {
   if (HasNames(f.result_names)) {
     std::vector<std::string> parts;
     for (size_t i = 0; i < f.results.size(); ++i) {
-      parts.push_back(absl::StrCat(TypeOf(f, f.results[i]), i < f.result_names.size() ? NameAttr(f.result_names[i]) : ""));
+      parts.push_back(
+          absl::StrCat(TypeOf(f, f.results[i]), i < f.result_names.size() ? NameAttr(f.result_names[i]) : ""));
     }
     results = absl::StrCat(" -> (", absl::StrJoin(parts, ", "), ")");
   } else if (f.results.size() == 1) {

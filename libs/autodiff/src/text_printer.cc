@@ -92,8 +92,7 @@ std::string Element(const Tensor& t, int64_t i) {
       std::memcpy(&v, p + 8 * i, 8);
       return absl::StrCat(v);
     }
-    case DType::kBool:
-      return p[i] != 0 ? "true" : "false";
+    case DType::kBool: return p[i] != 0 ? "true" : "false";
     case DType::kF64: {
       double v;
       std::memcpy(&v, p + 8 * i, 8);
@@ -195,7 +194,8 @@ std::vector<std::string> InstructionAttributes(const Function& f, const Instruct
       return {absl::StrCat("limit_indices = ", I64List(a.limit)), absl::StrCat("start_indices = ", I64List(a.start)),
               absl::StrCat("strides = ", I64List(a.stride))};
     case Op::kCompare:
-      return {absl::StrCat("comparison_direction = #stablehlo<comparison_direction ", ComparisonName(a.comparison), ">")};
+      return {
+          absl::StrCat("comparison_direction = #stablehlo<comparison_direction ", ComparisonName(a.comparison), ">")};
     case Op::kDotGeneral:
       return {absl::StrCat("dot_dimension_numbers = ",
                            Struct("dot", {{"lhs_batching_dimensions", a.dot.lhs_batch},
@@ -217,17 +217,18 @@ std::vector<std::string> InstructionAttributes(const Function& f, const Instruct
       }
       if (inst.op == Op::kGather) {
         return {absl::StrCat("dimension_numbers = ",
-                             Struct("gather", {{"offset_dims", window}, {"collapsed_slice_dims", {0}}, {"start_index_map", {0}}},
+                             Struct("gather",
+                                    {{"offset_dims", window}, {"collapsed_slice_dims", {0}}, {"start_index_map", {0}}},
                                     "index_vector_dim", k)),
                 absl::StrCat("slice_sizes = ", I64List(sizes))};
       }
-      return {absl::StrCat("scatter_dimension_numbers = ",
-                           Struct("scatter", {{"update_window_dims", window}, {"inserted_window_dims", {0}},
-                                              {"scatter_dims_to_operand_dims", {0}}},
-                                  "index_vector_dim", k))};
+      return {absl::StrCat("scatter_dimension_numbers = ", Struct("scatter",
+                                                                  {{"update_window_dims", window},
+                                                                   {"inserted_window_dims", {0}},
+                                                                   {"scatter_dims_to_operand_dims", {0}}},
+                                                                  "index_vector_dim", k))};
     }
-    default:
-      return {};
+    default: return {};
   }
 }
 
@@ -266,10 +267,9 @@ void PrintGenericInstruction(const Function& f, const Instruction& inst, const V
     std::string lhs = absl::StrCat("%arg", f.params.size()), rhs = absl::StrCat("%arg", f.params.size() + 1);
     std::string r = absl::StrCat("%", f.instructions.size());
     bool max = inst.op == Op::kReduce && inst.attrs.reduce_kind == ReduceKind::kMax;
-    absl::StrAppend(out, " ({\n    ^bb0(", lhs, ": ", t, ", ", rhs, ": ", t, "):\n",
-                    "      ", r, " = \"", max ? "stablehlo.maximum" : "stablehlo.add", "\"(", lhs, ", ", rhs,
-                    ") : (", t, ", ", t, ") -> ", t, "\n",
-                    "      \"stablehlo.return\"(", r, ") : (", t, ") -> ()\n    })");
+    absl::StrAppend(out, " ({\n    ^bb0(", lhs, ": ", t, ", ", rhs, ": ", t, "):\n", "      ", r, " = \"",
+                    max ? "stablehlo.maximum" : "stablehlo.add", "\"(", lhs, ", ", rhs, ") : (", t, ", ", t, ") -> ", t,
+                    "\n", "      \"stablehlo.return\"(", r, ") : (", t, ") -> ()\n    })");
   }
   std::vector<std::string> attrs = InstructionAttributes(f, inst);
   if (!attrs.empty()) absl::StrAppend(out, " {", absl::StrJoin(attrs, ", "), "}");

@@ -54,7 +54,8 @@ absl::StatusOr<std::vector<ValueId>> Parser::InlineWhileRegion(Function* f, cons
   Scope scope = outer;
   std::vector<std::string> names = region.arg_names;
   if (region.generic) {  // ^bb0(%a: t, ...):
-    if (!Is(TokenKind::kCaretId)) return Expected(absl::StrCat("the ", region.what, "'s block (^bb0(%arg: type, ...):)"));
+    if (!Is(TokenKind::kCaretId))
+      return Expected(absl::StrCat("the ", region.what, "'s block (^bb0(%arg: type, ...):)"));
     Advance();
     PCP_RETURN_IF_ERROR(Expect(TokenKind::kLParen, "after the block label"));
     names.clear();
@@ -90,8 +91,8 @@ absl::StatusOr<std::vector<ValueId>> Parser::InlineWhileRegion(Function* f, cons
     PCP_RETURN_IF_ERROR(ParseOperation(f, &scope, &unused_types, &returned));
     if (returned) return ErrorAt(cur_.offset, absl::StrCat("the ", region.what, " must end in stablehlo.return"));
     if (f->instructions.size() > kMaxUnrolledInstructions) {
-      return ErrorAt(region.loop_offset, absl::StrCat("unrolling stablehlo.while exceeds ", kMaxUnrolledInstructions,
-                                                      " instructions"));
+      return ErrorAt(region.loop_offset,
+                     absl::StrCat("unrolling stablehlo.while exceeds ", kMaxUnrolledInstructions, " instructions"));
     }
   }
   // "stablehlo.return"(%a, ...) : (t, ...) -> ()  or  stablehlo.return %a, ... : t, ...
@@ -119,12 +120,14 @@ absl::StatusOr<std::vector<ValueId>> Parser::InlineWhileRegion(Function* f, cons
   }
   for (size_t i = 0; i < values.size(); ++i) {
     if (i >= types.size() || f->type(values[i]) != types[i]) {
-      return ErrorAt(return_offset, absl::StrCat("stablehlo.return's operand #", i, " is ",
-                                                 f->type(values[i]).ToString(), i < types.size() ? " but its type says " : "",
-                                                 i < types.size() ? types[i].ToString() : " with no type listed"));
+      return ErrorAt(return_offset,
+                     absl::StrCat("stablehlo.return's operand #", i, " is ", f->type(values[i]).ToString(),
+                                  i < types.size() ? " but its type says " : "",
+                                  i < types.size() ? types[i].ToString() : " with no type listed"));
     }
   }
-  PCP_RETURN_IF_ERROR(Expect(TokenKind::kRBrace, absl::StrCat("after stablehlo.return (it ends the ", region.what, ")")));
+  PCP_RETURN_IF_ERROR(
+      Expect(TokenKind::kRBrace, absl::StrCat("after stablehlo.return (it ends the ", region.what, ")")));
   return values;
 }
 
@@ -213,10 +216,12 @@ absl::Status Parser::ParseWhile(Function* f, Scope* scope, const std::vector<std
     }
     std::optional<Tensor> go = KnownValue(*f, c[0], 0);
     if (!go.has_value() || links_[function_index_].calls.size() != calls) {  // a call's result: not known yet
-      return ErrorAt(cond.offset, absl::StrCat("the condition of stablehlo.while does not fold to a constant on iteration ",
-                                               iteration, ": PCP unrolls loops, so the trip count must not depend on "
-                                               "the arguments (a counter against a constant bound, as lax.scan and "
-                                               "fori_loop write)"));
+      return ErrorAt(cond.offset,
+                     absl::StrCat("the condition of stablehlo.while does not fold to a constant on iteration ",
+                                  iteration,
+                                  ": PCP unrolls loops, so the trip count must not depend on "
+                                  "the arguments (a counter against a constant bound, as lax.scan and "
+                                  "fori_loop write)"));
     }
     f->instructions.resize(instructions);
     f->value_types.resize(values);
@@ -238,9 +243,9 @@ absl::Status Parser::ParseWhile(Function* f, Scope* scope, const std::vector<std
     }
     for (size_t i = 0; i < next.size(); ++i) {
       if (f->type(next[i]) != carried_types[i]) {
-        return ErrorAt(body.offset, absl::StrCat("the body of stablehlo.while returns ", f->type(next[i]).ToString(),
-                                                 " as value #", i, ", which the loop carries as ",
-                                                 carried_types[i].ToString()));
+        return ErrorAt(body.offset,
+                       absl::StrCat("the body of stablehlo.while returns ", f->type(next[i]).ToString(), " as value #",
+                                    i, ", which the loop carries as ", carried_types[i].ToString()));
       }
       if (carried_types[i].num_elements() <= kMaxCarriedConstantElements) {
         if (std::optional<Tensor> known = KnownValue(*f, next[i], 0); known.has_value()) {

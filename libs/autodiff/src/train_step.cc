@@ -15,8 +15,9 @@ namespace {
 
 absl::Status CheckForward(const Function& f, const AdamWConfig& config) {
   if (f.params.size() < 3) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "BuildTrainStep: '", f.name, "' needs parameters (params..., tokens, targets), has ", f.params.size()));
+    return absl::InvalidArgumentError(absl::StrCat("BuildTrainStep: '", f.name,
+                                                   "' needs parameters (params..., tokens, targets), has ",
+                                                   f.params.size()));
   }
   if (f.results.empty() || f.type(f.results[0]) != TensorType{DType::kF32, {}}) {
     return absl::InvalidArgumentError(
@@ -28,8 +29,8 @@ absl::Status CheckForward(const Function& f, const AdamWConfig& config) {
                                                      f.type(f.params[i]).ToString(), ", expected f32"));
     }
   }
-  if (!(config.beta1 >= 0 && config.beta1 < 1) || !(config.beta2 >= 0 && config.beta2 < 1) ||
-      !(config.eps >= 0) || !(config.weight_decay >= 0) || !(config.grad_clip >= 0)) {
+  if (!(config.beta1 >= 0 && config.beta1 < 1) || !(config.beta2 >= 0 && config.beta2 < 1) || !(config.eps >= 0) ||
+      !(config.weight_decay >= 0) || !(config.grad_clip >= 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "BuildTrainStep: AdamW needs 0 <= beta1, beta2 < 1 and eps, weight_decay, grad_clip >= 0 (got beta1 ",
         config.beta1, ", beta2 ", config.beta2, ", eps ", config.eps, ", weight_decay ", config.weight_decay,

@@ -15,14 +15,13 @@ absl::Status Error(Op op, absl::string_view what) {
 std::string Dims(const std::vector<int64_t>& v) { return absl::StrCat("[", absl::StrJoin(v, ", "), "]"); }
 
 // Dimensions must be distinct, in [0, rank) and (if `increasing`) strictly increasing.
-absl::Status CheckDimList(Op op, absl::string_view what, const std::vector<int64_t>& dims,
-                          int64_t rank, bool increasing) {
+absl::Status CheckDimList(Op op, absl::string_view what, const std::vector<int64_t>& dims, int64_t rank,
+                          bool increasing) {
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (size_t i = 0; i < dims.size(); ++i) {
     int64_t d = dims[i];
     if (d < 0 || d >= rank) {
-      return Error(op, absl::StrCat(what, " ", Dims(dims), " has dimension ", d,
-                                    " outside [0, ", rank, ")"));
+      return Error(op, absl::StrCat(what, " ", Dims(dims), " has dimension ", d, " outside [0, ", rank, ")"));
     }
     if (seen[d]) return Error(op, absl::StrCat(what, " ", Dims(dims), " repeats dimension ", d));
     if (increasing && i > 0 && dims[i - 1] >= d) {
@@ -33,8 +32,7 @@ absl::Status CheckDimList(Op op, absl::string_view what, const std::vector<int64
   return absl::OkStatus();
 }
 
-absl::StatusOr<TensorType> InferElementwise(Op op, absl::Span<const TensorType> in,
-                                            const TensorType* declared) {
+absl::StatusOr<TensorType> InferElementwise(Op op, absl::Span<const TensorType> in, const TensorType* declared) {
   if (op == Op::kSelect) {
     if (in[0].dtype != DType::kBool) return Error(op, "predicate must be i1");
     if (in[1] != in[2]) {
@@ -77,8 +75,8 @@ absl::StatusOr<TensorType> InferLayout(Op op, absl::Span<const TensorType> in, c
       if (declared == nullptr) return Error(op, "needs a declared result type");
       if (declared->dtype != in[0].dtype) return Error(op, "cannot change the element type");
       if (static_cast<int64_t>(a.dims.size()) != in[0].rank()) {
-        return Error(op, absl::StrCat("broadcast_dimensions ", Dims(a.dims), " must have one entry per operand dimension (",
-                                      in[0].rank(), ")"));
+        return Error(op, absl::StrCat("broadcast_dimensions ", Dims(a.dims),
+                                      " must have one entry per operand dimension (", in[0].rank(), ")"));
       }
       if (auto s = CheckDimList(op, "broadcast_dimensions", a.dims, declared->rank(), true); !s.ok()) return s;
       for (size_t i = 0; i < a.dims.size(); ++i) {
@@ -113,8 +111,8 @@ absl::StatusOr<TensorType> InferLayout(Op op, absl::Span<const TensorType> in, c
       TensorType t{in[0].dtype, {}};
       for (int64_t i = 0; i < r; ++i) {
         if (a.start[i] < 0 || a.start[i] > a.limit[i] || a.limit[i] > in[0].shape[i] || a.stride[i] < 1) {
-          return Error(op, absl::StrCat("bad range in dimension ", i, ": start ", a.start[i], ", limit ",
-                                        a.limit[i], ", stride ", a.stride[i], ", size ", in[0].shape[i]));
+          return Error(op, absl::StrCat("bad range in dimension ", i, ": start ", a.start[i], ", limit ", a.limit[i],
+                                        ", stride ", a.stride[i], ", size ", in[0].shape[i]));
         }
         t.shape.push_back((a.limit[i] - a.start[i] + a.stride[i] - 1) / a.stride[i]);
       }
@@ -139,8 +137,7 @@ absl::StatusOr<TensorType> InferLayout(Op op, absl::Span<const TensorType> in, c
       }
       return t;
     }
-    default:
-      return Error(op, "not a layout op");
+    default: return Error(op, "not a layout op");
   }
 }
 
@@ -221,12 +218,8 @@ absl::StatusOr<TensorType> InferResultType(Op op, absl::Span<const TensorType> i
       }
       t = *declared;
       break;
-    case OpCategory::kElementwise:
-      t = InferElementwise(op, in, declared);
-      break;
-    case OpCategory::kLayout:
-      t = InferLayout(op, in, a, declared);
-      break;
+    case OpCategory::kElementwise: t = InferElementwise(op, in, declared); break;
+    case OpCategory::kLayout: t = InferLayout(op, in, a, declared); break;
     case OpCategory::kReduction: {
       if (in[1].rank() != 0 || in[1].dtype != in[0].dtype) {
         return Error(op, absl::StrCat("init value must be a scalar of the input's type, got ", in[1].ToString()));
@@ -240,17 +233,13 @@ absl::StatusOr<TensorType> InferResultType(Op op, absl::Span<const TensorType> i
       t = r;
       break;
     }
-    case OpCategory::kContraction:
-      t = InferDot(op, in[0], in[1], a.dot);
-      break;
-    case OpCategory::kIndexing:
-      t = InferIndexing(op, in);
-      break;
+    case OpCategory::kContraction: t = InferDot(op, in[0], in[1], a.dot); break;
+    case OpCategory::kIndexing: t = InferIndexing(op, in); break;
   }
   if (!t.ok()) return t;
   if (declared != nullptr && *declared != *t) {
-    return Error(op, absl::StrCat("declared result type ", declared->ToString(), " but the operands give ",
-                                  t->ToString()));
+    return Error(op,
+                 absl::StrCat("declared result type ", declared->ToString(), " but the operands give ", t->ToString()));
   }
   return t;
 }

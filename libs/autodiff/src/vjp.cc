@@ -26,8 +26,7 @@ namespace {
 // `value` as a tensor of floating-point `type` (f16/bf16 through an f32 scalar). `type` is
 // taken by value: callers pass b.type(v), which emitting may reallocate.
 ValueId FloatFill(FunctionBuilder& b, double value, TensorType type) {
-  ValueId s = type.dtype == DType::kF32 ? b.ScalarConstant(value)
-                                        : b.Convert(b.ScalarConstant(value), type.dtype);
+  ValueId s = type.dtype == DType::kF32 ? b.ScalarConstant(value) : b.Convert(b.ScalarConstant(value), type.dtype);
   return type.rank() == 0 ? s : b.BroadcastInDim(s, type.shape, {});
 }
 
@@ -50,7 +49,8 @@ absl::StatusOr<std::vector<ValueId>> AppendGradients(FunctionBuilder& builder, V
   const TensorType output_type = builder.type(output);
   if (!IsFloat(output_type.dtype)) {
     return absl::InvalidArgumentError(absl::StrCat("AppendGradients: output %", output, " has type ",
-                                                   output_type.ToString(), "; only floating-point values have gradients"));
+                                                   output_type.ToString(),
+                                                   "; only floating-point values have gradients"));
   }
   for (size_t i = 0; i < wrt.size(); ++i) {
     if (!valid(wrt[i])) {
@@ -63,7 +63,8 @@ absl::StatusOr<std::vector<ValueId>> AppendGradients(FunctionBuilder& builder, V
     }
   }
   if (seed != kNoValue) {
-    if (!valid(seed)) return absl::InvalidArgumentError(absl::StrCat("AppendGradients: seed %", seed, " is not a value"));
+    if (!valid(seed))
+      return absl::InvalidArgumentError(absl::StrCat("AppendGradients: seed %", seed, " is not a value"));
     if (builder.type(seed) != output_type) {
       return absl::InvalidArgumentError(absl::StrCat("AppendGradients: seed has type ", builder.type(seed).ToString(),
                                                      " but the output has type ", output_type.ToString()));
@@ -106,7 +107,8 @@ absl::StatusOr<std::vector<ValueId>> AppendGradients(FunctionBuilder& builder, V
     // A softmax's path from its result to its input is one rule (softmax_vjp.h); its exp,
     // row sum and broadcast then get gradients only from other uses, if any.
     if (SoftmaxMatch softmax; MatchSoftmax(builder.function(), defining, inst, &softmax)) {
-      if (active[softmax.input]) accumulate(softmax.input, SoftmaxVjp(builder, inst.result, grad[inst.result], softmax));
+      if (active[softmax.input])
+        accumulate(softmax.input, SoftmaxVjp(builder, inst.result, grad[inst.result], softmax));
       PCP_RETURN_IF_ERROR(builder.status(), _ << "VJP of the softmax ending in %" << inst.result);
       continue;
     }
@@ -114,12 +116,11 @@ absl::StatusOr<std::vector<ValueId>> AppendGradients(FunctionBuilder& builder, V
     if (entry.non_differentiable) continue;
     if (entry.rule == nullptr) return absl::UnimplementedError(absl::StrCat("no VJP for ", NameOf(inst.op)));
     std::string where = absl::StrCat("VJP of ", NameOf(inst.op), " defining %", inst.result);
-    PCP_ASSIGN_OR_RETURN(std::vector<ValueId> contributions, entry.rule(builder, inst, grad[inst.result]),
-                         _ << where);
+    PCP_ASSIGN_OR_RETURN(std::vector<ValueId> contributions, entry.rule(builder, inst, grad[inst.result]), _ << where);
     PCP_RETURN_IF_ERROR(builder.status(), _ << where);
     if (contributions.size() != inst.operands.size()) {
-      return absl::InternalError(absl::StrCat(where, ": the rule returned ", contributions.size(),
-                                              " gradients for ", inst.operands.size(), " operands"));
+      return absl::InternalError(absl::StrCat(where, ": the rule returned ", contributions.size(), " gradients for ",
+                                              inst.operands.size(), " operands"));
     }
     for (size_t j = 0; j < contributions.size(); ++j) {
       ValueId operand = inst.operands[j];
@@ -145,8 +146,7 @@ absl::StatusOr<std::vector<ValueId>> AppendGradients(FunctionBuilder& builder, V
   return result;
 }
 
-absl::StatusOr<Function> BuildGradientFunction(const Function& forward, absl::Span<const int> wrt,
-                                               int loss_result) {
+absl::StatusOr<Function> BuildGradientFunction(const Function& forward, absl::Span<const int> wrt, int loss_result) {
   if (loss_result < 0 || loss_result >= static_cast<int>(forward.results.size())) {
     return absl::InvalidArgumentError(absl::StrCat("BuildGradientFunction(@", forward.name, "): loss result ",
                                                    loss_result, " outside [0, ", forward.results.size(), ")"));
@@ -156,8 +156,8 @@ absl::StatusOr<Function> BuildGradientFunction(const Function& forward, absl::Sp
   names.resize(forward.results.size());
   for (int p : wrt) {
     if (p < 0 || p >= static_cast<int>(forward.params.size())) {
-      return absl::InvalidArgumentError(absl::StrCat("BuildGradientFunction(@", forward.name, "): parameter index ",
-                                                     p, " outside [0, ", forward.params.size(), ")"));
+      return absl::InvalidArgumentError(absl::StrCat("BuildGradientFunction(@", forward.name, "): parameter index ", p,
+                                                     " outside [0, ", forward.params.size(), ")"));
     }
     wrt_values.push_back(forward.params[p]);
     const std::string& pname = p < static_cast<int>(forward.param_names.size()) ? forward.param_names[p] : "";

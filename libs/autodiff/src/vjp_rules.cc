@@ -50,13 +50,9 @@ ValueId Fill(FunctionBuilder& b, double value, TensorType type) {
 
 // ---- elementwise ------------------------------------------------------------------------
 
-Grads AddVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) {
-  return std::vector<ValueId>{g, g};
-}
+Grads AddVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) { return std::vector<ValueId>{g, g}; }
 
-Grads SubtractVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) {
-  return std::vector<ValueId>{g, b.Neg(g)};
-}
+Grads SubtractVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) { return std::vector<ValueId>{g, b.Neg(g)}; }
 
 Grads MultiplyVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) {
   ValueId x = inst.operands[0], y = inst.operands[1];
@@ -94,9 +90,7 @@ Grads PowerVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) {
   return std::vector<ValueId>{gx, gy};
 }
 
-Grads NegateVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) {
-  return std::vector<ValueId>{b.Neg(g)};
-}
+Grads NegateVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) { return std::vector<ValueId>{b.Neg(g)}; }
 
 Grads ExponentialVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) {
   return std::vector<ValueId>{b.Mul(g, inst.result)};
@@ -191,8 +185,8 @@ Grads TransposeVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) {
 // leaving out empty pieces. The zeros are -0.0, the exact identity of addition, so that
 // FoldConstants can turn sums of such gradients (fan-out of several slices of one value) into
 // one concatenation.
-ValueId PadWithZeros(FunctionBuilder& b, ValueId x, TensorType type, int64_t dim,
-                     int64_t zeros_before, int64_t zeros_after) {
+ValueId PadWithZeros(FunctionBuilder& b, ValueId x, TensorType type, int64_t dim, int64_t zeros_before,
+                     int64_t zeros_after) {
   std::vector<ValueId> pieces;
   TensorType zeros = type;
   if (zeros_before > 0) {
@@ -288,9 +282,7 @@ ValueId DotOperandGrad(FunctionBuilder& b, ValueId g, ValueId other, int64_t sel
                        const std::vector<int64_t>& other_batch, const std::vector<int64_t>& other_contract,
                        const std::vector<int64_t>& other_free_pos) {
   int64_t other_rank = TypeOf(b, other).rank();
-  auto contains = [](const std::vector<int64_t>& v, int64_t x) {
-    return std::find(v.begin(), v.end(), x) != v.end();
-  };
+  auto contains = [](const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); };
   std::vector<int64_t> self_free, other_free;
   for (int64_t d = 0; d < self_rank; ++d) {
     if (!contains(self_batch, d) && !contains(self_contract, d)) self_free.push_back(d);
@@ -332,10 +324,8 @@ Grads DotGeneralVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) {
   std::vector<int64_t> lhs_free_pos(static_cast<size_t>(n_lhs_free)), rhs_free_pos(static_cast<size_t>(n_rhs_free));
   std::iota(lhs_free_pos.begin(), lhs_free_pos.end(), nb);
   std::iota(rhs_free_pos.begin(), rhs_free_pos.end(), nb + n_lhs_free);
-  ValueId g_lhs = DotOperandGrad(b, g, rhs, lr, d.lhs_batch, d.lhs_contract, d.rhs_batch, d.rhs_contract,
-                                 rhs_free_pos);
-  ValueId g_rhs = DotOperandGrad(b, g, lhs, rr, d.rhs_batch, d.rhs_contract, d.lhs_batch, d.lhs_contract,
-                                 lhs_free_pos);
+  ValueId g_lhs = DotOperandGrad(b, g, rhs, lr, d.lhs_batch, d.lhs_contract, d.rhs_batch, d.rhs_contract, rhs_free_pos);
+  ValueId g_rhs = DotOperandGrad(b, g, lhs, rr, d.rhs_batch, d.rhs_contract, d.lhs_batch, d.lhs_contract, lhs_free_pos);
   return std::vector<ValueId>{g_lhs, g_rhs};
 }
 

@@ -18,13 +18,12 @@ absl::Status ValidateBackoffOptions(const BackoffOptions& options, absl::string_
         absl::StrCat(what, ".multiplier: must be a finite number >= 1, got ", options.multiplier));
   }
   if (options.max < options.initial) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ".max_ms: must be >= initial (", absl::FormatDuration(options.initial), "), got ",
-        absl::FormatDuration(options.max)));
+    return absl::InvalidArgumentError(absl::StrCat(what, ".max_ms: must be >= initial (",
+                                                   absl::FormatDuration(options.initial), "), got ",
+                                                   absl::FormatDuration(options.max)));
   }
   if (!(options.jitter >= 0.0 && options.jitter < 1.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ".jitter: must be in [0, 1), got ", options.jitter));
+    return absl::InvalidArgumentError(absl::StrCat(what, ".jitter: must be in [0, 1), got ", options.jitter));
   }
   return absl::OkStatus();
 }

@@ -45,8 +45,7 @@ absl::StatusOr<DirLock> DirLock::Acquire(absl::string_view dir, absl::string_vie
   return DirLock(fd, std::move(path));
 }
 
-DirLock::DirLock(DirLock&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {}
+DirLock::DirLock(DirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {}
 
 DirLock& DirLock::operator=(DirLock&& other) noexcept {
   if (this != &other) {

@@ -19,8 +19,7 @@ namespace {
 // "<what> '<path>': <strerror>" with a status code derived from errno.
 absl::Status ErrnoError(int err, absl::string_view what, absl::string_view path) {
   return absl::Status(absl::ErrnoToStatusCode(err),
-                      absl::StrCat(what, " '", path,
-                                   "': ", std::error_code(err, std::generic_category()).message()));
+                      absl::StrCat(what, " '", path, "': ", std::error_code(err, std::generic_category()).message()));
 }
 
 // Closes the descriptor on scope exit unless released.
@@ -61,8 +60,7 @@ absl::Status WriteAll(int fd, absl::string_view bytes, absl::string_view path) {
 std::pair<std::string, std::string> SplitPath(absl::string_view path) {
   size_t slash = path.rfind('/');
   if (slash == absl::string_view::npos) return {std::string(1, '.'), std::string(path)};
-  return {slash == 0 ? std::string(1, '/') : std::string(path.substr(0, slash)),
-          std::string(path.substr(slash + 1))};
+  return {slash == 0 ? std::string(1, '/') : std::string(path.substr(0, slash)), std::string(path.substr(slash + 1))};
 }
 
 absl::Status FsyncDirectory(const std::string& dir) {
@@ -74,20 +72,17 @@ absl::Status FsyncDirectory(const std::string& dir) {
 }
 
 // Creates a fresh temporary file next to the target; returns its descriptor.
-absl::StatusOr<int> CreateTempFile(const std::string& dir, const std::string& base,
-                                   std::string* temp_path) {
+absl::StatusOr<int> CreateTempFile(const std::string& dir, const std::string& base, std::string* temp_path) {
   static std::atomic<uint64_t> counter{0};
   for (int attempt = 0; attempt < 100; ++attempt) {
-    uint64_t nonce =
-        static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-        (counter.fetch_add(1) << 40);
+    uint64_t nonce = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                     (counter.fetch_add(1) << 40);
     *temp_path = absl::StrCat(dir, "/.", base, ".tmp-", ::getpid(), "-", absl::Hex(nonce));
     int fd = ::open(temp_path->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) return fd;
     if (errno != EEXIST) return ErrnoError(errno, "creating temporary file", *temp_path);
   }
-  return absl::AlreadyExistsError(
-      absl::StrCat("could not create a unique temporary file in '", dir, "'"));
+  return absl::AlreadyExistsError(absl::StrCat("could not create a unique temporary file in '", dir, "'"));
 }
 
 }  // namespace
@@ -124,19 +119,16 @@ absl::Status WriteFileAtomic(absl::string_view path, absl::string_view bytes) {
   return WriteFileAtomicParts(path, {bytes});
 }
 
-absl::Status WriteFileAtomicParts(absl::string_view path,
-                                  absl::Span<const absl::string_view> parts) {
+absl::Status WriteFileAtomicParts(absl::string_view path, absl::Span<const absl::string_view> parts) {
   if (path.empty()) return absl::InvalidArgumentError("WriteFileAtomic: empty path");
   auto [dir, base] = SplitPath(path);
   if (base.empty() || base == "." || base == "..") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("WriteFileAtomic: '", path, "' names a directory, not a file"));
+    return absl::InvalidArgumentError(absl::StrCat("WriteFileAtomic: '", path, "' names a directory, not a file"));
   }
   std::string temp_path;
   absl::StatusOr<int> fd_or = CreateTempFile(dir, base, &temp_path);
   if (!fd_or.ok()) {
-    return absl::Status(fd_or.status().code(),
-                        absl::StrCat("writing '", path, "': ", fd_or.status().message()));
+    return absl::Status(fd_or.status().code(), absl::StrCat("writing '", path, "': ", fd_or.status().message()));
   }
   FdCloser closer(*fd_or);
   auto fail = [&](absl::Status status) {
@@ -182,8 +174,8 @@ absl::Status MakeDirs(absl::string_view path) {
     struct stat st;
     if (err == EEXIST && ::stat(prefix.c_str(), &st) == 0) {
       if (S_ISDIR(st.st_mode)) continue;
-      return absl::FailedPreconditionError(absl::StrCat("creating directory '", path, "': '",
-                                                        prefix, "' exists and is not a directory"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("creating directory '", path, "': '", prefix, "' exists and is not a directory"));
     }
     return ErrnoError(err, "creating directory", prefix);
   }

@@ -143,8 +143,7 @@ class Parser {
       size_t key_pos = pos_;
       std::string key;
       if (absl::Status s = ParseString(&key); !s.ok()) return s;
-      if (!keys.insert(key).second)
-        return Error(key_pos, absl::StrCat("duplicate key \"", key, "\""));
+      if (!keys.insert(key).second) return Error(key_pos, absl::StrCat("duplicate key \"", key, "\""));
       SkipWhitespace();
       if (AtEnd() || Peek() != ':') return Expected("':' after an object key");
       ++pos_;
@@ -229,8 +228,7 @@ class Parser {
         return absl::OkStatus();
       }
       if (c < 0x20) {
-        return Error(
-            pos_, absl::StrFormat("control character 0x%02X must be escaped inside a string", c));
+        return Error(pos_, absl::StrFormat("control character 0x%02X must be escaped inside a string", c));
       }
       if (c >= 0x80) {
         size_t n = Utf8SequenceLength(text_.substr(pos_));
@@ -275,9 +273,7 @@ class Parser {
           AppendUtf8(cp, out);
           break;
         }
-        default:
-          pos_ = escape_pos + 1;
-          return Expected("one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u after '\\'");
+        default: pos_ = escape_pos + 1; return Expected("one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u after '\\'");
       }
     }
   }
@@ -289,8 +285,7 @@ class Parser {
     size_t int_begin = pos_;
     if (Peek() == '0') {
       ++pos_;
-      if (!AtEnd() && IsDigit(Peek()))
-        return Error(pos_ - 1, "numbers must not have leading zeros");
+      if (!AtEnd() && IsDigit(Peek())) return Error(pos_ - 1, "numbers must not have leading zeros");
     } else {
       while (!AtEnd() && IsDigit(Peek())) ++pos_;
     }
@@ -529,9 +524,7 @@ const Json* Json::Find(absl::string_view key) const {
   return nullptr;
 }
 
-Json* Json::Find(absl::string_view key) {
-  return const_cast<Json*>(static_cast<const Json*>(this)->Find(key));
-}
+Json* Json::Find(absl::string_view key) { return const_cast<Json*>(static_cast<const Json*>(this)->Find(key)); }
 
 Json& Json::Set(absl::string_view key, Json value) {
   if (is_null()) value_ = ObjectType();

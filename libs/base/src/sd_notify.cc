@@ -29,7 +29,8 @@ absl::Status SdNotify(absl::string_view state) {
   const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::UnavailableError(absl::StrCat("sd_notify: socket: ", std::strerror(errno)));
   const socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n);
-  const ssize_t sent = sendto(fd, state.data(), state.size(), MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&addr), len);
+  const ssize_t sent =
+      sendto(fd, state.data(), state.size(), MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&addr), len);
   const int error = errno;
   close(fd);
   if (sent < 0) return absl::UnavailableError(absl::StrCat("sd_notify to ", path, ": ", std::strerror(error)));

@@ -34,9 +34,8 @@ static_assert(IdsDense(), "PCP_CODEC_LIST wire ids must be 0, 1, 2, ... in order
 const CodecInfo& Info(Codec codec) { return kInfo[static_cast<int>(codec)]; }
 
 std::string KnownNames() {
-  return absl::StrJoin(kCodecNames, ", ", [](std::string* out, const auto& entry) {
-    absl::StrAppend(out, entry.second);
-  });
+  return absl::StrJoin(kCodecNames, ", ",
+                       [](std::string* out, const auto& entry) { absl::StrAppend(out, entry.second); });
 }
 
 }  // namespace
@@ -52,8 +51,8 @@ absl::StatusOr<Codec> ParseCodec(absl::string_view name) {
 
 absl::StatusOr<Codec> CodecFromWireId(int id) {
   if (id < 0 || id >= kNumCodecs) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown codec id ", id, " (this build knows 0..", kNumCodecs - 1,
-                                                   ": ", KnownNames(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown codec id ", id, " (this build knows 0..", kNumCodecs - 1, ": ", KnownNames(), ")"));
   }
   return kInfo[id].codec;
 }

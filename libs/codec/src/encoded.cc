@@ -10,9 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "kernels.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/base/sum_of_squares.h"
-#include "kernels.h"
 #include "sparse.h"
 
 namespace pcp::codec {
@@ -27,17 +27,13 @@ double ResolveDensity(double density) { return density == 0 ? kDefaultDensity : 
 uint64_t SizeFor(Codec codec, uint64_t count, uint64_t block_size, double density = kDefaultDensity) {
   if (IsSparse(codec)) return kHeaderSize + internal::MaxSparseBodySize(count, PayloadBits(codec), block_size, density);
   switch (codec) {
-    case Codec::kF32:
-      return kHeaderSize + 4 * count;
-    case Codec::kBf16:
-      return kHeaderSize + 2 * count;
-    case Codec::kInt8:
-      return kHeaderSize + 4 * ((count + block_size - 1) / block_size) + count;
+    case Codec::kF32: return kHeaderSize + 4 * count;
+    case Codec::kBf16: return kHeaderSize + 2 * count;
+    case Codec::kInt8: return kHeaderSize + 4 * ((count + block_size - 1) / block_size) + count;
     case Codec::kInt4:
       // Every block but the last has an even size, so the blocks' ceil(m/2) add up to ceil(n/2).
       return kHeaderSize + 4 * ((count + block_size - 1) / block_size) + (count + 1) / 2;
-    default:
-      break;
+    default: break;
   }
   return 0;
 }
@@ -92,12 +88,8 @@ absl::Status DecodeImpl(absl::string_view bytes, float weight, absl::Span<float>
     return absl::OkStatus();
   }
   switch (header->codec) {
-    case Codec::kF32:
-      internal::DecodeF32<kAdd>(body, weight, out);
-      break;
-    case Codec::kBf16:
-      internal::DecodeBf16<kAdd>(body, weight, out);
-      break;
+    case Codec::kF32: internal::DecodeF32<kAdd>(body, weight, out); break;
+    case Codec::kBf16: internal::DecodeBf16<kAdd>(body, weight, out); break;
     case Codec::kInt8:
     case Codec::kInt4: {
       if (absl::Status s = CheckScales(*header, body); !s.ok()) return s;
@@ -109,8 +101,7 @@ absl::Status DecodeImpl(absl::string_view bytes, float weight, absl::Span<float>
       }
       break;
     }
-    default:
-      break;
+    default: break;
   }
   return absl::OkStatus();
 }
@@ -156,8 +147,8 @@ absl::StatusOr<std::string> Encode(Codec codec, absl::Span<const float> values, 
 
 absl::Status EncodeInto(Codec codec, absl::Span<const float> values, int block_size, absl::Span<char> out) {
   if (IsSparse(codec)) {
-    return absl::InvalidArgumentError(absl::StrCat("codec ", CodecName(codec),
-                                                   " has sizes that depend on the data: use Encode, not EncodeInto"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("codec ", CodecName(codec), " has sizes that depend on the data: use Encode, not EncodeInto"));
   }
   absl::StatusOr<size_t> size = EncodedSize(codec, values.size(), block_size);
   if (!size.ok()) return size.status();
@@ -170,12 +161,8 @@ absl::Status EncodeInto(Codec codec, absl::Span<const float> values, int block_s
   char* body = out.data() + kHeaderSize;
   const size_t block = static_cast<size_t>(block_size);
   switch (codec) {
-    case Codec::kF32:
-      internal::EncodeF32(values, body);
-      break;
-    case Codec::kBf16:
-      internal::EncodeBf16(values, body);
-      break;
+    case Codec::kF32: internal::EncodeF32(values, body); break;
+    case Codec::kBf16: internal::EncodeBf16(values, body); break;
     case Codec::kInt8:
       internal::EncodeInt8(values, block, body, body + 4 * ((values.size() + block - 1) / block));
       break;
@@ -199,8 +186,8 @@ absl::StatusOr<EncodedHeader> ReadHeader(absl::string_view bytes) {
   }
   const uint8_t version = static_cast<uint8_t>(bytes[3]);
   if (version != kFormatVersion) {
-    return absl::InvalidArgumentError(absl::StrCat("encoded buffer has format version ", version,
-                                                   "; this build reads version ", kFormatVersion));
+    return absl::InvalidArgumentError(
+        absl::StrCat("encoded buffer has format version ", version, "; this build reads version ", kFormatVersion));
   }
   absl::StatusOr<Codec> codec = CodecFromWireId(static_cast<uint8_t>(bytes[4]));
   if (!codec.ok()) return absl::InvalidArgumentError(absl::StrCat("encoded buffer: ", codec.status().message()));
@@ -213,8 +200,9 @@ absl::StatusOr<EncodedHeader> ReadHeader(absl::string_view bytes) {
   const int block_log2 = static_cast<uint8_t>(bytes[5]);
   if (IsBlockwise(*codec)) {
     if (block_log2 < kMinBlockLog2 || block_log2 > kMaxBlockLog2) {
-      return absl::InvalidArgumentError(absl::StrCat("encoded ", CodecName(*codec), " buffer: block size 2^", block_log2,
-                                                     " is not in [2^", kMinBlockLog2, ", 2^", kMaxBlockLog2, "]"));
+      return absl::InvalidArgumentError(absl::StrCat("encoded ", CodecName(*codec), " buffer: block size 2^",
+                                                     block_log2, " is not in [2^", kMinBlockLog2, ", 2^", kMaxBlockLog2,
+                                                     "]"));
     }
     header.block_size = 1 << block_log2;
   } else if (block_log2 != 0) {
@@ -229,11 +217,12 @@ absl::StatusOr<EncodedHeader> ReadHeader(absl::string_view bytes) {
     const uint64_t body = bytes.size() - kHeaderSize;
     if (blocks > body / internal::kSparseBlockHeader ||
         body > internal::MaxSparseBodySize(header.count, PayloadBits(*codec), block, 1.0)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "encoded ", CodecName(*codec), " buffer of ", header.count, " values (block size ", header.block_size,
-          ") cannot take ", bytes.size(), " bytes (", blocks, " blocks of ", internal::kSparseBlockHeader,
-          " to at most ", internal::kSparseBlockHeader + block / 8 + block * PayloadBits(*codec) / 8,
-          " bytes each after the header)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("encoded ", CodecName(*codec), " buffer of ", header.count, " values (block size ",
+                       header.block_size, ") cannot take ", bytes.size(), " bytes (", blocks, " blocks of ",
+                       internal::kSparseBlockHeader, " to at most ",
+                       internal::kSparseBlockHeader + block / 8 + block * PayloadBits(*codec) / 8,
+                       " bytes each after the header)"));
     }
     return header;
   }
@@ -243,12 +232,12 @@ absl::StatusOr<EncodedHeader> ReadHeader(absl::string_view bytes) {
                                 ? std::numeric_limits<uint64_t>::max()
                                 : SizeFor(*codec, header.count, static_cast<uint64_t>(header.block_size));
   if (expected != bytes.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "encoded ", CodecName(*codec), " buffer of ", header.count, " values",
-        header.block_size > 0 ? absl::StrCat(" (block size ", header.block_size, ")") : "", " needs ",
-        expected == std::numeric_limits<uint64_t>::max() ? "more than " + std::to_string(bytes.size())
-                                                         : std::to_string(expected),
-        " bytes, got ", bytes.size(), bytes.size() < expected ? " (truncated)" : ""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("encoded ", CodecName(*codec), " buffer of ", header.count, " values",
+                     header.block_size > 0 ? absl::StrCat(" (block size ", header.block_size, ")") : "", " needs ",
+                     expected == std::numeric_limits<uint64_t>::max() ? "more than " + std::to_string(bytes.size())
+                                                                      : std::to_string(expected),
+                     " bytes, got ", bytes.size(), bytes.size() < expected ? " (truncated)" : ""));
   }
   return header;
 }
@@ -272,7 +261,9 @@ absl::StatusOr<double> DecodedSumOfSquares(Codec codec, absl::Span<const float> 
   // Whole blocks at a time (blockwise codecs encode each block on its own, so any grouping of
   // whole blocks decodes the same values as the sender's chunks).
   constexpr size_t kSlice = size_t{1} << 20;
-  const size_t slice = block_size > 0 ? static_cast<size_t>(block_size) * std::max<size_t>(1, kSlice / static_cast<size_t>(block_size)) : kSlice;
+  const size_t slice =
+      block_size > 0 ? static_cast<size_t>(block_size) * std::max<size_t>(1, kSlice / static_cast<size_t>(block_size))
+                     : kSlice;
   std::string encoded;
   std::vector<float> decoded;
   for (size_t at = 0; at < values.size(); at += slice) {

@@ -38,9 +38,7 @@ inline void Put(float* out, size_t i, float value, float weight) {
 // Round to nearest even for |y| < 2^22: adding 1.5·2^23 leaves the integer in the low
 // mantissa bits. Unlike lrintf this has no errno and no UB for any input (a NaN gives some
 // integer, clamped by the caller), and it vectorises to one add and one subtract.
-inline int32_t RoundToInt(float y) {
-  return std::bit_cast<int32_t>(y + 12582912.0f) - 0x4B400000;
-}
+inline int32_t RoundToInt(float y) { return std::bit_cast<int32_t>(y + 12582912.0f) - 0x4B400000; }
 
 // max over the block of |x| as f32 bits (sign cleared). For non-negative floats the bit
 // patterns order as the values do, so an integer max finds the absmax (and vectorises without

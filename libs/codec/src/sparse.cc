@@ -266,12 +266,11 @@ absl::Status Walk(absl::string_view body, uint64_t count, int bits, size_t block
         return absl::InvalidArgumentError(absl::StrCat(BlockWhere(block, start), ": reserved bits set"));
       }
       if (k > m) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(BlockWhere(block, start), ": keeps ", k, " values of ", m));
+        return absl::InvalidArgumentError(absl::StrCat(BlockWhere(block, start), ": keeps ", k, " values of ", m));
       }
       if (r > kMaxRice || (!rice && r != 0) || (k == 0 && (word & ~kKMask) != 0)) {
-        return absl::InvalidArgumentError(absl::StrCat(BlockWhere(block, start), ": bad index mode or Rice parameter ",
-                                                       r));
+        return absl::InvalidArgumentError(
+            absl::StrCat(BlockWhere(block, start), ": bad index mode or Rice parameter ", r));
       }
       if (!nan && !(scale >= 0 && scale <= std::numeric_limits<float>::max())) {
         return absl::InvalidArgumentError(
@@ -378,8 +377,8 @@ absl::Status Walk(absl::string_view body, uint64_t count, int bits, size_t block
   }
   if constexpr (kCheck) {
     if (p != end) {
-      return absl::InvalidArgumentError(absl::StrCat("encoded sparse buffer: ", end - p,
-                                                     " bytes after the last block"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("encoded sparse buffer: ", end - p, " bytes after the last block"));
     }
   }
   return absl::OkStatus();

@@ -135,9 +135,9 @@ std::string KeyFlags::Help() const {
 
 bool IsAbslFlag(absl::string_view name) {
   // absl::ParseCommandLine handles these itself; they are not in its registry.
-  static constexpr absl::string_view kBuiltin[] = {"help",     "helpfull",       "helpshort",  "helppackage",
-                                                   "helpon",   "helpmatch",      "version",    "only_check_args",
-                                                   "flagfile", "fromenv",        "tryfromenv", "undefok"};
+  static constexpr absl::string_view kBuiltin[] = {"help",     "helpfull",  "helpshort",  "helppackage",
+                                                   "helpon",   "helpmatch", "version",    "only_check_args",
+                                                   "flagfile", "fromenv",   "tryfromenv", "undefok"};
   for (absl::string_view builtin : kBuiltin) {
     if (name == builtin) return true;
   }

@@ -17,8 +17,7 @@ std::string Interval(const RealRange& r) {
   if (std::isinf(r.max)) {
     return absl::StrCat(r.min_open ? "> " : ">= ", EmitReal(r.min));
   }
-  return absl::StrCat("in ", r.min_open ? "(" : "[", EmitReal(r.min), ", ", EmitReal(r.max),
-                      r.max_open ? ")" : "]");
+  return absl::StrCat("in ", r.min_open ? "(" : "[", EmitReal(r.min), ", ", EmitReal(r.max), r.max_open ? ")" : "]");
 }
 
 std::string Interval(const IntRange& r) {
@@ -56,8 +55,7 @@ absl::Status Context::Locate(const absl::Status& status) const {
   const absl::string_view message = status.message();
   const size_t colon = message.find(':');
   if (colon != absl::string_view::npos) {
-    if (auto it = value_marks_.find(std::string(message.substr(0, colon)));
-        it != value_marks_.end()) {
+    if (auto it = value_marks_.find(std::string(message.substr(0, colon))); it != value_marks_.end()) {
       return Error(it->second, message);
     }
   }
@@ -66,27 +64,22 @@ absl::Status Context::Locate(const absl::Status& status) const {
 
 std::string Describe(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Map:
-      return "a mapping";
-    case YAML::NodeType::Sequence:
-      return "a sequence";
+    case YAML::NodeType::Map: return "a mapping";
+    case YAML::NodeType::Sequence: return "a sequence";
     case YAML::NodeType::Scalar: {
       const std::string& text = node.Scalar();
       constexpr size_t kMaxShown = 60;  // keep messages one readable line
       if (text.size() <= kMaxShown) return absl::StrCat("'", absl::CHexEscape(text), "'");
-      return absl::StrCat("'", absl::CHexEscape(absl::string_view(text).substr(0, kMaxShown)),
-                          "...' (", text.size(), " characters)");
+      return absl::StrCat("'", absl::CHexEscape(absl::string_view(text).substr(0, kMaxShown)), "...' (", text.size(),
+                          " characters)");
     }
-    default:
-      return "nothing";
+    default: return "nothing";
   }
 }
 
-absl::StatusOr<std::string> ReadScalar(const Value& v, const Context& ctx,
-                                       absl::string_view expected) {
+absl::StatusOr<std::string> ReadScalar(const Value& v, const Context& ctx, absl::string_view expected) {
   if (v.node.IsScalar()) return v.node.Scalar();
-  return ctx.Error(v.mark,
-                   absl::StrCat(v.qkey, ": expected ", expected, ", got ", Describe(v.node)));
+  return ctx.Error(v.mark, absl::StrCat(v.qkey, ": expected ", expected, ", got ", Describe(v.node)));
 }
 
 absl::StatusOr<int64_t> ReadInt(const Value& v, const Context& ctx, IntRange range) {
@@ -105,14 +98,13 @@ absl::StatusOr<double> ReadReal(const Value& v, const Context& ctx, RealRange ra
   PCP_ASSIGN_OR_RETURN(std::string text, ReadScalar(v, ctx, "a number"));
   double value = 0;
   if (!absl::SimpleAtod(text, &value) || !std::isfinite(value)) {
-    return ctx.Error(v.mark,
-                     absl::StrCat(v.qkey, ": expected a (finite) number, got ", Describe(v.node)));
+    return ctx.Error(v.mark, absl::StrCat(v.qkey, ": expected a (finite) number, got ", Describe(v.node)));
   }
   const bool below = range.min_open ? value <= range.min : value < range.min;
   const bool above = range.max_open ? value >= range.max : value > range.max;
   if (below || above) {
-    return ctx.Error(v.mark, absl::StrCat(v.qkey, ": must be ", Interval(range), ", got ",
-                                          absl::StripAsciiWhitespace(text)));
+    return ctx.Error(v.mark,
+                     absl::StrCat(v.qkey, ": must be ", Interval(range), ", got ", absl::StripAsciiWhitespace(text)));
   }
   return value;
 }
@@ -120,31 +112,27 @@ absl::StatusOr<double> ReadReal(const Value& v, const Context& ctx, RealRange ra
 absl::StatusOr<bool> ReadBool(const Value& v, const Context& ctx) {
   PCP_ASSIGN_OR_RETURN(std::string text, ReadScalar(v, ctx, "true or false"));
   // YAML 1.1's spellings, as yaml-cpp's own conversion.
-  static const char* const kTrue[] = {"true", "True", "TRUE", "yes", "Yes",
-                                      "YES",  "on",   "On",   "ON"};
-  static const char* const kFalse[] = {"false", "False", "FALSE", "no", "No",
-                                       "NO",    "off",   "Off",   "OFF"};
+  static const char* const kTrue[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
+  static const char* const kFalse[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
   for (const char* t : kTrue) {
     if (text == t) return true;
   }
   for (const char* f : kFalse) {
     if (text == f) return false;
   }
-  return ctx.Error(v.mark,
-                   absl::StrCat(v.qkey, ": expected true or false, got ", Describe(v.node)));
+  return ctx.Error(v.mark, absl::StrCat(v.qkey, ": expected true or false, got ", Describe(v.node)));
 }
 
 absl::StatusOr<std::vector<std::string>> ReadStringList(const Value& v, const Context& ctx) {
   std::vector<std::string> items;
   if (v.node.IsNull()) return items;
   if (!v.node.IsSequence()) {
-    return ctx.Error(v.mark, absl::StrCat(v.qkey, ": expected a list of strings, got ",
-                                          Describe(v.node)));
+    return ctx.Error(v.mark, absl::StrCat(v.qkey, ": expected a list of strings, got ", Describe(v.node)));
   }
   for (const YAML::Node& item : v.node) {
     if (!item.IsScalar()) {
-      return ctx.Error(item.Mark(), absl::StrCat(v.qkey, ": expected a list of strings, got ",
-                                                 Describe(item), " as an item"));
+      return ctx.Error(item.Mark(),
+                       absl::StrCat(v.qkey, ": expected a list of strings, got ", Describe(item), " as an item"));
     }
     items.push_back(item.Scalar());
   }
@@ -163,9 +151,8 @@ std::string EmitReal(double x) {
   // Shortest round-trip digits, laid out as Python's repr: plain decimals for
   // 1e-4 <= |x| < 1e16, scientific otherwise.
   const double magnitude = std::fabs(x);
-  const auto format = (magnitude == 0.0 || (magnitude >= 1e-4 && magnitude < 1e16))
-                          ? std::chars_format::fixed
-                          : std::chars_format::scientific;
+  const auto format = (magnitude == 0.0 || (magnitude >= 1e-4 && magnitude < 1e16)) ? std::chars_format::fixed
+                                                                                    : std::chars_format::scientific;
   char buffer[400];  // enough for any double in fixed notation
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), x, format);
   std::string s(buffer, ec == std::errc() ? end : buffer);
@@ -182,21 +169,11 @@ std::string EmitString(absl::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
       default:
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
           absl::StrAppend(&out, "\\x", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
@@ -226,10 +203,9 @@ int EditDistance(absl::string_view a, absl::string_view b) {
 
 std::string UnknownKeyMessage(absl::string_view key, absl::string_view section,
                               absl::Span<const absl::string_view> valid) {
-  std::string message =
-      section.empty()
-          ? absl::StrCat("unknown top-level key '", absl::CHexEscape(key), "'")
-          : absl::StrCat("unknown key '", absl::CHexEscape(key), "' in section '", section, "'");
+  std::string message = section.empty()
+                            ? absl::StrCat("unknown top-level key '", absl::CHexEscape(key), "'")
+                            : absl::StrCat("unknown key '", absl::CHexEscape(key), "' in section '", section, "'");
   int best = 3;
   absl::string_view suggestion;
   for (absl::string_view k : valid) {

@@ -41,12 +41,13 @@ double SquaresOf(const F32Pieces& values) {
 double DeltaSum::Contribution::norm() const { return std::sqrt(sum_squares_); }
 
 absl::Status DeltaSum::Contribution::Add(size_t tensor, int64_t offset, const F32Pieces& values,
-                                        std::optional<double> sum_of_squares) {
+                                         std::optional<double> sum_of_squares) {
   if (failed_) return absl::FailedPreconditionError("this Δ already broke its declared norm");
   if (tensor >= sum_->sums_.size() || offset < 0 ||
       offset + static_cast<int64_t>(values.size()) > static_cast<int64_t>(sum_->sums_[tensor].size())) {
-    return absl::InvalidArgumentError(absl::StrCat("values [", offset, ", ", offset + static_cast<int64_t>(values.size()),
-                                                   ") of tensor ", tensor, " lie outside the Δ"));
+    return absl::InvalidArgumentError(absl::StrCat("values [", offset, ", ",
+                                                   offset + static_cast<int64_t>(values.size()), ") of tensor ", tensor,
+                                                   " lie outside the Δ"));
   }
   std::shared_lock<std::shared_mutex> open(sum_->close_mu_);
   if (sum_->closed_) return absl::FailedPreconditionError("the round's sum is closed");

@@ -90,7 +90,8 @@ std::optional<double> DeltaScreen::PastMedian() const {
 absl::Status DeltaScreen::RestoreHistory(absl::Span<const double> medians) {
   for (double m : medians) {
     if (!std::isfinite(m) || m < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("screening history: a round's median norm must be finite and >= 0, not ", m));
+      return absl::InvalidArgumentError(
+          absl::StrCat("screening history: a round's median norm must be finite and >= 0, not ", m));
     }
   }
   const size_t skip = medians.size() > kScreenHistoryRounds ? medians.size() - kScreenHistoryRounds : 0;

@@ -46,12 +46,14 @@ const std::vector<Column>& Columns() {
       {"refused",
        [](const v1::RoundRecord& r) {
          std::vector<std::string> parts;
-         for (const v1::RefusedWorker& w : r.refused()) parts.push_back(absl::StrCat(w.supervisor_id(), ":", w.reason()));
+         for (const v1::RefusedWorker& w : r.refused())
+           parts.push_back(absl::StrCat(w.supervisor_id(), ":", w.reason()));
          return Joined(parts);
        }},
       {"rounds_since_previous", [](const v1::RoundRecord& r) { return absl::StrCat(r.rounds_since_previous()); }},
       // Last, so that the columns before it keep their places in older readers.
-      {"network_wait_s", [](const v1::RoundRecord& r) { return r.has_network_wait_s() ? Num(r.network_wait_s()) : ""; }},
+      {"network_wait_s",
+       [](const v1::RoundRecord& r) { return r.has_network_wait_s() ? Num(r.network_wait_s()) : ""; }},
   };
   return *columns;
 }

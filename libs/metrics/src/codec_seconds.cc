@@ -10,7 +10,8 @@ void CountCodecSeconds(CounterId metric, codec::Codec codec, CodecOp op, double 
 }
 
 CodecTimer::~CodecTimer() {
-  CountCodecSeconds(metric_, codec_, op_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  CountCodecSeconds(metric_, codec_, op_,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
 }
 
 }  // namespace pcp::metrics

@@ -33,8 +33,8 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(absl::string
     // CivetWeb throws when it cannot bind (port in use, address not local, bad host).
     server->exposer_ = std::make_unique<prometheus::Exposer>(std::string(listen), /*num_threads=*/2);
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listen, ": ", e.what(),
-                                               " (address in use or not local?)"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", listen, ": ", e.what(), " (address in use or not local?)"));
   }
   std::vector<int> ports = server->exposer_->GetListeningPorts();
   if (ports.empty() || ports[0] <= 0) {
@@ -63,8 +63,8 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> ServeServiceMetrics(Service servi
     int port = 0;
     if (previous.ok()) {
       const absl::string_view text = absl::StripAsciiWhitespace(*previous);
-      if (absl::StartsWith(text, absl::StrCat(host, ":")) &&
-          absl::SimpleAtoi(text.substr(host.size() + 1), &port) && port > 0 && port <= 65535) {
+      if (absl::StartsWith(text, absl::StrCat(host, ":")) && absl::SimpleAtoi(text.substr(host.size() + 1), &port) &&
+          port > 0 && port <= 65535) {
         server = MetricsServer::Start(absl::StrCat(host, ":", port), DefaultRegistry());
       }
     }

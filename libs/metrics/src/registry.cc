@@ -72,15 +72,9 @@ void* Registry::FamilyLocked(Metric m) {
   const MetricInfo& info = InfoOf(m);
   const std::string name(info.name), help(info.help);
   switch (info.type) {
-    case MetricType::kCounter:
-      slot = &prometheus::BuildCounter().Name(name).Help(help).Register(*registry_);
-      break;
-    case MetricType::kGauge:
-      slot = &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_);
-      break;
-    case MetricType::kHistogram:
-      slot = &prometheus::BuildHistogram().Name(name).Help(help).Register(*registry_);
-      break;
+    case MetricType::kCounter: slot = &prometheus::BuildCounter().Name(name).Help(help).Register(*registry_); break;
+    case MetricType::kGauge: slot = &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_); break;
+    case MetricType::kHistogram: slot = &prometheus::BuildHistogram().Name(name).Help(help).Register(*registry_); break;
   }
   return slot;
 }
@@ -151,12 +145,8 @@ void Registry::CreateSeries(Metric m, absl::Span<const absl::string_view> values
   std::lock_guard<std::mutex> lock(mu_);
   void* family = FamilyLocked(m);
   switch (InfoOf(m).type) {
-    case MetricType::kCounter:
-      static_cast<prometheus::Family<prometheus::Counter>*>(family)->Add(labels);
-      break;
-    case MetricType::kGauge:
-      static_cast<prometheus::Family<prometheus::Gauge>*>(family)->Add(labels);
-      break;
+    case MetricType::kCounter: static_cast<prometheus::Family<prometheus::Counter>*>(family)->Add(labels); break;
+    case MetricType::kGauge: static_cast<prometheus::Family<prometheus::Gauge>*>(family)->Add(labels); break;
     case MetricType::kHistogram: {
       absl::Span<const double> b = BucketsOf(InfoOf(m).buckets);
       static_cast<prometheus::Family<prometheus::Histogram>*>(family)->Add(
@@ -166,9 +156,7 @@ void Registry::CreateSeries(Metric m, absl::Span<const absl::string_view> values
   }
 }
 
-std::string Registry::Scrape() const {
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
-}
+std::string Registry::Scrape() const { return prometheus::TextSerializer().Serialize(registry_->Collect()); }
 
 Registry& DefaultRegistry() {
   static Registry* registry = new Registry();

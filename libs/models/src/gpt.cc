@@ -5,10 +5,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "normal_stream.h"
 #include "pcp/autodiff/builder.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/models/cross_entropy.h"
-#include "normal_stream.h"
 
 namespace pcp {
 namespace {
@@ -20,9 +20,7 @@ constexpr double kInitStd = 0.02;
 
 TensorType F32(Shape shape) { return TensorType{DType::kF32, std::move(shape)}; }
 
-std::string LayerName(int64_t i, absl::string_view rest) {
-  return absl::StrCat("transformer.h.", i, ".", rest);
-}
+std::string LayerName(int64_t i, absl::string_view rest) { return absl::StrCat("transformer.h.", i, ".", rest); }
 
 absl::Status ValidateSizes(const GPTConfig& config, int64_t batch_size, int64_t block_len) {
   PCP_RETURN_IF_ERROR(config.Validate());
@@ -30,8 +28,8 @@ absl::Status ValidateSizes(const GPTConfig& config, int64_t batch_size, int64_t 
     return absl::InvalidArgumentError(absl::StrCat("batch_size must be positive, got ", batch_size));
   }
   if (block_len < 1 || block_len > config.block_size) {
-    return absl::InvalidArgumentError(absl::StrCat("block_len must be in [1, block_size = ",
-                                                   config.block_size, "], got ", block_len));
+    return absl::InvalidArgumentError(
+        absl::StrCat("block_len must be in [1, block_size = ", config.block_size, "], got ", block_len));
   }
   return absl::OkStatus();
 }
@@ -62,7 +60,7 @@ class GptEmitter {
   ValueId Logits(ValueId tokens) {
     const int64_t C = c_.n_embd;
     ValueId wte = Param("transformer.wte.weight");
-    ValueId tok = b_.Gather(wte, tokens);                                   // [B, T, C]
+    ValueId tok = b_.Gather(wte, tokens);                                        // [B, T, C]
     ValueId wpe = b_.Slice(Param("transformer.wpe.weight"), {0, 0}, {len_, C});  // [T, C]
     ValueId x = b_.BAdd(tok, wpe);
     for (int64_t i = 0; i < c_.n_layer; ++i) {
@@ -98,7 +96,7 @@ class GptEmitter {
   ValueId LayerNorm(ValueId x, ValueId weight, ValueId bias) {
     const int64_t C = c_.n_embd;
     ValueId inv_c = b_.ScalarConstant(1.0 / static_cast<double>(C));
-    ValueId mean = b_.BMul(b_.ReduceSum(x, {2}), inv_c);                    // [B, T]
+    ValueId mean = b_.BMul(b_.ReduceSum(x, {2}), inv_c);  // [B, T]
     ValueId centered = b_.Sub(x, Expand(mean, C));
     ValueId var = b_.BMul(b_.ReduceSum(b_.Mul(centered, centered), {2}), inv_c);
     ValueId rstd = b_.Rsqrt(b_.BAdd(var, b_.ScalarConstant(kLayerNormEps)));
@@ -109,8 +107,8 @@ class GptEmitter {
   // Causal multi-head self-attention of block `i` on x [B, T, C].
   ValueId Attention(ValueId x, int64_t i) {
     const int64_t B = batch_, T = len_, C = c_.n_embd, H = c_.n_head, D = C / H;
-    ValueId qkv = Linear(x, Param(LayerName(i, "attn.c_attn.weight")),
-                         Bias(LayerName(i, "attn.c_attn.bias")));           // [B, T, 3C]
+    ValueId qkv =
+        Linear(x, Param(LayerName(i, "attn.c_attn.weight")), Bias(LayerName(i, "attn.c_attn.bias")));  // [B, T, 3C]
     // q, k, v: [B, T, C] -> [B, T, H, D] -> [B, H, T, D].
     auto head = [&](int64_t part) {
       ValueId s = b_.Slice(qkv, {0, 0, part * C}, {B, T, (part + 1) * C});
@@ -120,7 +118,7 @@ class GptEmitter {
     DotDims qk;
     qk.lhs_batch = qk.rhs_batch = {0, 1};
     qk.lhs_contract = qk.rhs_contract = {3};
-    ValueId att = b_.DotGeneral(q, k, std::move(qk));                       // [B, H, T, T]
+    ValueId att = b_.DotGeneral(q, k, std::move(qk));  // [B, H, T, T]
     att = b_.BMul(att, b_.ScalarConstant(1.0 / std::sqrt(static_cast<double>(D))));
     // masked_fill(tril == 0, -inf): keep key positions j <= query position i.
     const Shape scores = {B, H, T, T};
@@ -133,7 +131,7 @@ class GptEmitter {
     ValueId e = b_.Exp(b_.Sub(att, row_max));
     ValueId denom = b_.BroadcastInDim(b_.ReduceSum(e, {3}), scores, {0, 1, 2});
     ValueId probs = b_.Div(e, denom);
-    ValueId y = b_.MatMul(probs, v);                                        // [B, H, T, D]
+    ValueId y = b_.MatMul(probs, v);  // [B, H, T, D]
     y = b_.Reshape(b_.Transpose(y, {0, 2, 1, 3}), {B, T, C});
     return Linear(y, Param(LayerName(i, "attn.c_proj.weight")), Bias(LayerName(i, "attn.c_proj.bias")));
   }
@@ -197,8 +195,8 @@ absl::StatusOr<int64_t> GptNumParams(const GPTConfig& config, bool non_embedding
   return n;
 }
 
-absl::StatusOr<Function> BuildGptForwardLoss(const GPTConfig& config, int64_t batch_size,
-                                             int64_t block_len, const GptBuildOptions& options) {
+absl::StatusOr<Function> BuildGptForwardLoss(const GPTConfig& config, int64_t batch_size, int64_t block_len,
+                                             const GptBuildOptions& options) {
   PCP_RETURN_IF_ERROR(ValidateSizes(config, batch_size, block_len), _ << "BuildGptForwardLoss");
   PCP_ASSIGN_OR_RETURN(std::vector<GptParamSpec> specs, GptParamSpecs(config));
   FunctionBuilder b("forward_loss");

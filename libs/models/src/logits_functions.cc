@@ -30,7 +30,8 @@ void CopyInstructions(const Function& from, std::vector<ValueId>& map, Function*
   for (const Instruction& ins : from.instructions) {
     std::vector<ValueId> operands;
     for (ValueId v : ins.operands) operands.push_back(map[static_cast<size_t>(v)]);
-    map[static_cast<size_t>(ins.result)] = to->AddInstruction(ins.op, std::move(operands), from.type(ins.result), ins.attrs);
+    map[static_cast<size_t>(ins.result)] =
+        to->AddInstruction(ins.op, std::move(operands), from.type(ins.result), ins.attrs);
   }
 }
 
@@ -50,8 +51,8 @@ absl::StatusOr<Function> FormLossFromLogits(const Function& g, absl::string_view
   const ValueId targets = h.AddParameter(tokens, "targets");
   CopyInstructions(g, map, &h);
   FunctionBuilder b(std::move(h));
-  PCP_ASSIGN_OR_RETURN(ValueId logits, LogitsOf(b, g, map[static_cast<size_t>(g.results[0])], tokens.shape[0],
-                                                tokens.shape[1], place));
+  PCP_ASSIGN_OR_RETURN(ValueId logits,
+                       LogitsOf(b, g, map[static_cast<size_t>(g.results[0])], tokens.shape[0], tokens.shape[1], place));
   b.Return({MeanCrossEntropy(b, logits, targets)}, {"loss"});
   return b.Build();
 }

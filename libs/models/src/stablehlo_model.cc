@@ -11,16 +11,16 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "logits_functions.h"
+#include "normal_stream.h"
 #include "pcp/autodiff/passes.h"
 #include "pcp/autodiff/text.h"
 #include "pcp/autodiff/verifier.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/tensor/convert.h"
-#include "logits_functions.h"
-#include "normal_stream.h"
 
 namespace pcp {
 namespace {
@@ -71,7 +71,8 @@ class Arguments {
   }
   // Index of `ref` ("%argN", "N", or a name in `names`, which has one entry per argument and
   // may hold empty strings), or an error under `key`.
-  absl::StatusOr<int> Resolve(absl::string_view key, const std::string& ref, const std::vector<std::string>& names) const {
+  absl::StatusOr<int> Resolve(absl::string_view key, const std::string& ref,
+                              const std::vector<std::string>& names) const {
     const int n = static_cast<int>(f_.params.size());
     absl::string_view digits = ref;
     absl::ConsumePrefix(&digits, "%arg");
@@ -80,8 +81,8 @@ class Arguments {
       if (!digits.empty() && absl::ascii_isdigit(static_cast<unsigned char>(digits[0])) &&
           absl::SimpleAtoi(digits, &index)) {
         if (index < 0 || index >= n) {
-          return OptionError(key, absl::StrCat("'", ref, "': ", function_, " has ", n, " arguments (%arg0-%arg",
-                                               n - 1, ")"));
+          return OptionError(key, absl::StrCat("'", ref, "': ", function_, " has ", n, " arguments (%arg0-%arg", n - 1,
+                                               ")"));
         }
         return index;
       }
@@ -160,8 +161,8 @@ absl::StatusOr<ImportedFunctions> ReadFunctions(absl::string_view text, absl::st
     if (found != nullptr) return *found;
     std::vector<std::string> have;
     for (const Function& fn : module.functions) have.push_back(fn.name);
-    return OptionError(key, absl::StrCat("no function '", name, "' in ", file_name, "; it has: ",
-                                         absl::StrJoin(have, ", ")));
+    return OptionError(key, absl::StrCat("no function '", name, "' in ", file_name,
+                                         "; it has: ", absl::StrJoin(have, ", ")));
   };
   ImportedFunctions out;
   // bf16 / f16 (mixed-precision exports) are computed in f32 (passes.h), before anything folds.
@@ -178,8 +179,9 @@ absl::StatusOr<ImportedFunctions> ReadFunctions(absl::string_view text, absl::st
   } else if (out.logits.has_value()) {
     PCP_ASSIGN_OR_RETURN(out.loss, FormLossFromLogits(*out.logits, FunctionPlace(text, file_name, options.logits)));
   } else {
-    return OptionError("function", "empty: name the loss function, or give model.logits to form the loss from its "
-                                   "logits");
+    return OptionError("function",
+                       "empty: name the loss function, or give model.logits to form the loss from its "
+                       "logits");
   }
   // f64 (JAX exports with x64 enabled, PyTorch float64 buffers and scale constants): folded
   // exactly in double first, then what is left computed in f32, with a warning (passes.h),
@@ -203,21 +205,19 @@ absl::Status CheckLossResult(const Function& f, const std::string& place, const 
   }
   const TensorType& loss = f.type(f.results[0]);
   if (loss.dtype != DType::kF32 || loss.rank() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(place, "function '", function_name, "' returns ",
-                                                   loss.ToString(),
+    return absl::InvalidArgumentError(absl::StrCat(place, "function '", function_name, "' returns ", loss.ToString(),
                                                    " first; the first result must be the loss, a scalar f32 "
                                                    "(tensor<f32>)"));
   }
   return absl::OkStatus();
 }
 
-using DataArgs = std::array<int, 2>;        // argument indices of tokens, targets
+using DataArgs = std::array<int, 2>;         // argument indices of tokens, targets
 using FrozenValues = std::map<int, Tensor>;  // argument index -> its constant value
 
 // The data arguments (tokens, targets): model.data_args, else the last two; integer [B, T].
-absl::StatusOr<DataArgs> ResolveDataArgs(const Function& f, const Arguments& args,
-                                                   const std::string& place, const std::string& function_name,
-                                                   const StableHloImportOptions& options) {
+absl::StatusOr<DataArgs> ResolveDataArgs(const Function& f, const Arguments& args, const std::string& place,
+                                         const std::string& function_name, const StableHloImportOptions& options) {
   const int n = static_cast<int>(f.params.size());
   if (n < 2) {
     return absl::InvalidArgumentError(absl::StrCat(place, "function '", function_name, "' takes ", n,
@@ -227,8 +227,8 @@ absl::StatusOr<DataArgs> ResolveDataArgs(const Function& f, const Arguments& arg
   DataArgs data = {n - 2, n - 1};
   if (!options.data_args.empty()) {
     if (options.data_args.size() != 2) {
-      return OptionError("data_args", absl::StrCat("expected two arguments (tokens, targets), got ",
-                                                   options.data_args.size()));
+      return OptionError("data_args",
+                         absl::StrCat("expected two arguments (tokens, targets), got ", options.data_args.size()));
     }
     for (int d = 0; d < 2; ++d) {
       PCP_ASSIGN_OR_RETURN(data[static_cast<size_t>(d)],
@@ -284,11 +284,11 @@ absl::StatusOr<ParamNaming> NameParameters(const Function& f, const std::vector<
     names = options.names;
   } else if (options.params.has_value()) {
     if (options.params->size() != others.size()) {
-      return OptionError("params", absl::StrCat(options.params_file, " has ", options.params->size(),
-                                                " tensors for the ", others.size(), " non-data arguments of ",
-                                                function_name,
-                                                " (one per argument, in argument order; or give model.names to "
-                                                "match by name)"));
+      return OptionError("params",
+                         absl::StrCat(options.params_file, " has ", options.params->size(), " tensors for the ",
+                                      others.size(), " non-data arguments of ", function_name,
+                                      " (one per argument, in argument order; or give model.names to "
+                                      "match by name)"));
     }
     for (size_t k = 0; k < others.size(); ++k) names[k] = (*options.params)[k].name;
   } else {
@@ -329,8 +329,8 @@ absl::StatusOr<ParamValues> MatchParamValues(const Function& f, const std::vecto
         if (nt.name == names[k]) t = &nt.tensor;
       }
       if (t == nullptr) {
-        return OptionError("params", absl::StrCat(options.params_file, " has no tensor '", names[k],
-                                                  "' (argument ", args.Describe(others[k]), ")"));
+        return OptionError("params", absl::StrCat(options.params_file, " has no tensor '", names[k], "' (argument ",
+                                                  args.Describe(others[k]), ")"));
       }
     } else {
       t = &(*options.params)[k].tensor;
@@ -346,9 +346,10 @@ absl::StatusOr<ParamValues> MatchParamValues(const Function& f, const std::vecto
       return OptionError("params", absl::StrCat(options.params_file, ": tensor '", names[k], "' is ",
                                                 TensorType{t->dtype(), t->shape()}.ToString(), ", argument ",
                                                 args.Describe(others[k]), " takes ", want.ToString(),
-                                                naming.by_name ? "" : " (matched by position; files written by "
-                                                                      "Python's safetensors are sorted by name: "
-                                                                      "give model.names to match by name)"));
+                                                naming.by_name ? ""
+                                                               : " (matched by position; files written by "
+                                                                 "Python's safetensors are sorted by name: "
+                                                                 "give model.names to match by name)"));
     }
     values.of[k] = t;
   }
@@ -357,10 +358,9 @@ absl::StatusOr<ParamValues> MatchParamValues(const Function& f, const std::vecto
 
 // model.frozen: argument index -> its value (from the params file); their names go to m->frozen.
 absl::StatusOr<FrozenValues> FreezeArguments(const std::vector<int>& others, const DataArgs& data,
-                                                      const std::vector<std::string>& arg_names,
-                                                      const ParamNaming& naming, const ParamValues& values,
-                                                      const Arguments& args, const StableHloImportOptions& options,
-                                                      ImportedModel* m) {
+                                             const std::vector<std::string>& arg_names, const ParamNaming& naming,
+                                             const ParamValues& values, const Arguments& args,
+                                             const StableHloImportOptions& options, ImportedModel* m) {
   FrozenValues frozen;
   for (const std::string& ref : options.frozen) {
     PCP_ASSIGN_OR_RETURN(int i, args.Resolve("frozen", ref, arg_names));

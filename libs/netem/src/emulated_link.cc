@@ -11,8 +11,8 @@ namespace {
 
 absl::Status CheckRate(absl::string_view flag, double mbit) {
   if (mbit == 0 || (std::isfinite(mbit) && mbit >= kMinLinkMbit && mbit <= kMaxLinkMbit)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrFormat("%s=%g: must be 0 (unlimited) or from %g to %g Mbit/s", flag,
-                                                    mbit, kMinLinkMbit, kMaxLinkMbit));
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s=%g: must be 0 (unlimited) or from %g to %g Mbit/s", flag, mbit, kMinLinkMbit, kMaxLinkMbit));
 }
 
 std::string Rate(double mbit) {

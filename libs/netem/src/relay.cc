@@ -95,8 +95,12 @@ class Relay::Connection {
   // out to `to`.
   struct Pipe {
     Pipe(int from_fd, int to_fd, const LinkShape& shape, Clock::time_point now, std::atomic<uint64_t>* sent)
-        : from(from_fd), to(to_fd), shaper(shape, now), capacity(BufferBytes(shape)),
-          ring(new char[capacity]), sent_counter(sent) {}
+        : from(from_fd),
+          to(to_fd),
+          shaper(shape, now),
+          capacity(BufferBytes(shape)),
+          ring(new char[capacity]),
+          sent_counter(sent) {}
     bool WantsRead() const { return !eof && size < capacity; }
     bool FinDue(Clock::time_point now) const { return eof && !shut && size == 0 && now >= eof_ready; }
 
@@ -113,10 +117,10 @@ class Relay::Connection {
   };
 
   void Run();
-  int Dial();                                    // a connected socket to the target, or -1
-  bool Stopping() const;                         // the relay is stopping
-  bool Read(Pipe& p, Clock::time_point now);     // false: `from` failed
-  bool Write(Pipe& p, Clock::time_point now);    // false: `to` failed
+  int Dial();                                  // a connected socket to the target, or -1
+  bool Stopping() const;                       // the relay is stopping
+  bool Read(Pipe& p, Clock::time_point now);   // false: `from` failed
+  bool Write(Pipe& p, Clock::time_point now);  // false: `to` failed
   static std::optional<Clock::time_point> NextEvent(Pipe& p, Clock::time_point now);
 
   Relay* const relay_;
@@ -309,8 +313,12 @@ absl::StatusOr<std::unique_ptr<Relay>> Relay::Create(RelayOptions options) {
 }
 
 Relay::Relay(RelayOptions options, std::string host, std::string port, int listen_fd, int wake_fd, std::string address)
-    : options_(std::move(options)), host_(std::move(host)), port_(std::move(port)), listen_fd_(listen_fd),
-      wake_fd_(wake_fd), address_(std::move(address)) {}
+    : options_(std::move(options)),
+      host_(std::move(host)),
+      port_(std::move(port)),
+      listen_fd_(listen_fd),
+      wake_fd_(wake_fd),
+      address_(std::move(address)) {}
 
 Relay::~Relay() {
   const uint64_t one = 1;

@@ -51,7 +51,8 @@ void Shaper::Arrive(size_t n, Clock::time_point now) {
 
 void Shaper::Refill(Clock::time_point now) {
   if (shape_.rate_bytes_per_s <= 0 || now <= refilled_) return;
-  tokens_ = std::min(static_cast<double>(shape_.burst_bytes), tokens_ + shape_.rate_bytes_per_s * Seconds(now - refilled_));
+  tokens_ =
+      std::min(static_cast<double>(shape_.burst_bytes), tokens_ + shape_.rate_bytes_per_s * Seconds(now - refilled_));
   refilled_ = now;
 }
 

@@ -8,7 +8,8 @@
 namespace pcp::plot {
 
 Canvas::Canvas(int width, int height, Rgb background)
-    : width_(std::max(1, width)), height_(std::max(1, height)),
+    : width_(std::max(1, width)),
+      height_(std::max(1, height)),
       pixels_(static_cast<size_t>(width_) * static_cast<size_t>(height_) * 3) {
   FillRect(0, 0, width_, height_, background);
 }
@@ -79,7 +80,8 @@ void Canvas::DrawText(int x, int y, absl::string_view text, Rgb color, int scale
     const Glyph& g = GlyphFor(c);
     for (int gy = 0; gy < kGlyphHeight; ++gy) {
       for (int gx = 0; gx < kGlyphWidth; ++gx) {
-        if (g.Pixel(gx, gy)) FillRect(x + gx * scale, y + gy * scale, x + (gx + 1) * scale, y + (gy + 1) * scale, color);
+        if (g.Pixel(gx, gy))
+          FillRect(x + gx * scale, y + gy * scale, x + (gx + 1) * scale, y + (gy + 1) * scale, color);
       }
     }
     x += kCellWidth * scale;

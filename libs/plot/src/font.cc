@@ -12,6 +12,7 @@ struct GlyphText {
   const char* rows;
 };
 
+// clang-format off
 constexpr GlyphText kGlyphs[] = {
     {' ', "..... ..... ..... ..... ..... ..... ....."},
     {'!', "..#.. ..#.. ..#.. ..#.. ..#.. ..... ..#.."},
@@ -109,6 +110,7 @@ constexpr GlyphText kGlyphs[] = {
     {'}', ".#... ..#.. ..#.. ...#. ..#.. ..#.. .#..."},
     {'~', "..... ..... .#... #.#.# ...#. ..... ....."},
 };
+// clang-format on
 static_assert(sizeof(kGlyphs) / sizeof(kGlyphs[0]) == 95, "one glyph per printable ASCII character");
 
 using Table = std::array<Glyph, 95>;

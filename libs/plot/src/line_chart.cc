@@ -93,8 +93,8 @@ void DrawPanel(Canvas& c, const Panel& panel, int x0, int y0, int w, int h, int 
   }
   c.DrawLine(left, top, left, bottom, kAxis);
   c.DrawLine(left, bottom, right, bottom, kAxis);
-  c.DrawText(left + (right - left - Canvas::TextWidth(panel.x_label, scale)) / 2, bottom + char_h + 16,
-             panel.x_label, kText, scale);
+  c.DrawText(left + (right - left - Canvas::TextWidth(panel.x_label, scale)) / 2, bottom + char_h + 16, panel.x_label,
+             kText, scale);
 
   for (const Series& s : panel.series) {
     const std::pair<double, double>* prev = nullptr;

@@ -13,12 +13,10 @@
 namespace pcp {
 namespace {
 
-using google::protobuf::io::CodedOutputStream;
 using google::protobuf::internal::WireFormatLite;
+using google::protobuf::io::CodedOutputStream;
 
-uint32_t LengthTag(int field) {
-  return WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
-}
+uint32_t LengthTag(int field) { return WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED); }
 
 // The slice's reference to the payload's storage (the tensor or the encoded buffer).
 void DeletePayload(void* owner) { delete static_cast<ChunkPayload*>(owner); }
@@ -152,8 +150,7 @@ absl::Status ChunkMessageParser::Parse(grpc::ByteBuffer* buffer, absl::Span<cons
   };
   if (!buffer->Dump(&slices_).ok()) return malformed();
   SliceReader reader(slices_);
-  if (!SplitMessage(reader, reader.remaining(), path, &head_, &pieces_) ||
-      !msg->ParseFromString(head_)) {
+  if (!SplitMessage(reader, reader.remaining(), path, &head_, &pieces_) || !msg->ParseFromString(head_)) {
     pieces_.clear();
     return malformed();
   }
@@ -169,16 +166,15 @@ ReceivedPayload ChunkMessageParser::TakePayload() {
   return taken;
 }
 
-grpc::ByteBuffer SerializeWithPayload(const google::protobuf::MessageLite& head,
-                                      absl::Span<const int> path, const ChunkPayload& payload) {
+grpc::ByteBuffer SerializeWithPayload(const google::protobuf::MessageLite& head, absl::Span<const int> path,
+                                      const ChunkPayload& payload) {
   // The header of the nested path, outermost first: tag, length of everything inside.
   // Lengths are computed innermost first.
   std::vector<size_t> inner(path.size());
   size_t length = payload.size;
   for (size_t i = path.size(); i-- > 0;) {
     inner[i] = length;
-    length += CodedOutputStream::VarintSize32(LengthTag(path[i])) +
-              CodedOutputStream::VarintSize64(length);
+    length += CodedOutputStream::VarintSize32(LengthTag(path[i])) + CodedOutputStream::VarintSize64(length);
   }
   std::string prefix = head.SerializeAsString();
   for (size_t i = 0; i < path.size(); ++i) {
@@ -187,12 +183,10 @@ grpc::ByteBuffer SerializeWithPayload(const google::protobuf::MessageLite& head,
     end = CodedOutputStream::WriteVarint64ToArray(inner[i], end);
     prefix.append(reinterpret_cast<char*>(buf), end - buf);
   }
-  grpc::Slice slices[2] = {
-      grpc::Slice(prefix),
-      payload.size == 0
-          ? grpc::Slice()
-          : grpc::Slice(const_cast<char*>(payload.data), payload.size, &DeletePayload,
-                        new ChunkPayload(payload))};
+  grpc::Slice slices[2] = {grpc::Slice(prefix), payload.size == 0
+                                                    ? grpc::Slice()
+                                                    : grpc::Slice(const_cast<char*>(payload.data), payload.size,
+                                                                  &DeletePayload, new ChunkPayload(payload))};
   return grpc::ByteBuffer(slices, payload.size == 0 ? 1 : 2);
 }
 

@@ -121,8 +121,7 @@ const ShiftTable& ShortShift() {
 }
 
 template <size_t kBlock>
-__attribute__((target("sse4.2"))) inline uint64_t ThreeWay(uint64_t c0, const uint8_t*& p,
-                                                           size_t& size,
+__attribute__((target("sse4.2"))) inline uint64_t ThreeWay(uint64_t c0, const uint8_t*& p, size_t& size,
                                                            const ShiftTable& shift) {
   while (size >= 3 * kBlock) {
     uint64_t c1 = 0, c2 = 0;
@@ -214,9 +213,8 @@ uint32_t ExtendPortable(uint32_t crc, const void* data, size_t size) {
   while (size >= 8) {
     uint32_t lo = Load32(p) ^ c;
     uint32_t hi = Load32(p + 4);
-    c = kTable[7][lo & 0xFF] ^ kTable[6][(lo >> 8) & 0xFF] ^ kTable[5][(lo >> 16) & 0xFF] ^
-        kTable[4][lo >> 24] ^ kTable[3][hi & 0xFF] ^ kTable[2][(hi >> 8) & 0xFF] ^
-        kTable[1][(hi >> 16) & 0xFF] ^ kTable[0][hi >> 24];
+    c = kTable[7][lo & 0xFF] ^ kTable[6][(lo >> 8) & 0xFF] ^ kTable[5][(lo >> 16) & 0xFF] ^ kTable[4][lo >> 24] ^
+        kTable[3][hi & 0xFF] ^ kTable[2][(hi >> 8) & 0xFF] ^ kTable[1][(hi >> 16) & 0xFF] ^ kTable[0][hi >> 24];
     p += 8;
     size -= 8;
   }
@@ -228,8 +226,7 @@ uint32_t ExtendPortable(uint32_t crc, const void* data, size_t size) {
 }
 
 #if defined(__x86_64__)
-__attribute__((target("sse4.2"))) uint32_t ExtendSse42(uint32_t crc, const void* data,
-                                                       size_t size) {
+__attribute__((target("sse4.2"))) uint32_t ExtendSse42(uint32_t crc, const void* data, size_t size) {
   const auto* p = static_cast<const uint8_t*>(data);
   uint64_t c = static_cast<uint32_t>(~crc);
   while (size > 0 && (reinterpret_cast<uintptr_t>(p) & 7) != 0) {
@@ -260,7 +257,8 @@ PCP_CLMUL_TARGET uint32_t ExtendClmul(uint32_t crc, const void* data, size_t siz
   const FoldConstants& folds = Folds();
   const auto* p = static_cast<const uint8_t*>(data);
   // The register (~crc) XORed into the first 4 bytes, then the register taken as 0.
-  __m512i x0 = _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(~crc))));
+  __m512i x0 =
+      _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(~crc))));
   __m512i x1 = _mm512_loadu_si512(p + 64);
   __m512i x2 = _mm512_loadu_si512(p + 128);
   __m512i x3 = _mm512_loadu_si512(p + 192);
@@ -282,7 +280,8 @@ PCP_CLMUL_TARGET uint32_t ExtendClmul(uint32_t crc, const void* data, size_t siz
   for (; size >= 64; p += 64, size -= 64) x3 = Fold(x3, by512, _mm512_loadu_si512(p));
   // The four lanes into the last.
   const __m512i lanes = _mm512_load_si512(folds.lanes);
-  const __m512i t = _mm512_xor_si512(_mm512_clmulepi64_epi128(x3, lanes, 0x00), _mm512_clmulepi64_epi128(x3, lanes, 0x11));
+  const __m512i t =
+      _mm512_xor_si512(_mm512_clmulepi64_epi128(x3, lanes, 0x00), _mm512_clmulepi64_epi128(x3, lanes, 0x11));
   __m128i last = _mm_xor_si128(_mm512_extracti64x2_epi64(x3, 3), _mm512_extracti64x2_epi64(t, 0));
   last = _mm_xor_si128(last, _mm_xor_si128(_mm512_extracti64x2_epi64(t, 1), _mm512_extracti64x2_epi64(t, 2)));
   uint64_t r = _mm_crc32_u64(0, static_cast<uint64_t>(_mm_cvtsi128_si64(last)));
@@ -297,9 +296,7 @@ bool HasClmul() {
   return has;
 }
 #else
-uint32_t ExtendSse42(uint32_t crc, const void* data, size_t size) {
-  return ExtendPortable(crc, data, size);
-}
+uint32_t ExtendSse42(uint32_t crc, const void* data, size_t size) { return ExtendPortable(crc, data, size); }
 bool HasSse42() { return false; }
 uint32_t ExtendClmul(uint32_t crc, const void* data, size_t size) { return ExtendPortable(crc, data, size); }
 bool HasClmul() { return false; }

@@ -10,8 +10,7 @@ static_assert(static_cast<int>(absl::StatusCode::kInvalidArgument) ==
               static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
 static_assert(static_cast<int>(absl::StatusCode::kFailedPrecondition) ==
               static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION));
-static_assert(static_cast<int>(absl::StatusCode::kUnavailable) ==
-              static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+static_assert(static_cast<int>(absl::StatusCode::kUnavailable) == static_cast<int>(grpc::StatusCode::UNAVAILABLE));
 static_assert(static_cast<int>(absl::StatusCode::kUnauthenticated) ==
               static_cast<int>(grpc::StatusCode::UNAUTHENTICATED));
 
@@ -31,8 +30,6 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(code), status.error_message());
 }
 
-bool IsRetryable(const absl::Status& status) {
-  return status.code() == absl::StatusCode::kUnavailable;
-}
+bool IsRetryable(const absl::Status& status) { return status.code() == absl::StatusCode::kUnavailable; }
 
 }  // namespace pcp

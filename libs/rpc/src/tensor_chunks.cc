@@ -32,29 +32,26 @@ int64_t NumChunks(int64_t total, int64_t chunk_bytes) {
 // Checks one chunk's size and position against the sequence so far, in the order a reader
 // wants the first problem reported: size, position, emptiness, bounds. `where` is the
 // message prefix ("tensor 'x' (index 0) at offset 0").
-absl::Status CheckChunkPosition(const std::string& where, const AssemblyLimits& limits,
-                                int64_t total, int64_t next_offset, uint64_t offset,
-                                int64_t size) {
+absl::Status CheckChunkPosition(const std::string& where, const AssemblyLimits& limits, int64_t total,
+                                int64_t next_offset, uint64_t offset, int64_t size) {
   if (size > limits.max_chunk_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": chunk of ", size,
-                                                   " bytes exceeds the limit of ",
-                                                   limits.max_chunk_bytes, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": chunk of ", size, " bytes exceeds the limit of ", limits.max_chunk_bytes, " bytes"));
   }
   if (offset < static_cast<uint64_t>(next_offset)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": duplicate or out-of-order chunk (expected offset ", next_offset, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": duplicate or out-of-order chunk (expected offset ", next_offset, ")"));
   }
   if (offset > static_cast<uint64_t>(next_offset)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": chunks are not contiguous (expected offset ", next_offset, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": chunks are not contiguous (expected offset ", next_offset, ")"));
   }
   if (size == 0 && total > 0) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": empty chunk"));
   }
   if (size > total - next_offset) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": chunk of ", size,
-                                                   " bytes runs past the end (total ", total,
-                                                   " bytes)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": chunk of ", size, " bytes runs past the end (total ", total, " bytes)"));
   }
   return absl::OkStatus();
 }
@@ -104,18 +101,15 @@ uint32_t CrcWithSquares(DataPieces pieces, SquareBytes* squares) {
 
 // Compares the CRC of the chunk's data (`actual`) with the one it states, and on the last
 // chunk the CRC of everything with `whole_crc`. Returns the CRC of the bytes so far.
-absl::StatusOr<uint32_t> CheckCrcs(const std::string& where, int64_t total, int64_t next_offset,
-                                   int64_t size, uint32_t running_crc, uint32_t actual,
-                                   uint32_t crc, uint32_t whole_crc) {
+absl::StatusOr<uint32_t> CheckCrcs(const std::string& where, int64_t total, int64_t next_offset, int64_t size,
+                                   uint32_t running_crc, uint32_t actual, uint32_t crc, uint32_t whole_crc) {
   if (actual != crc) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": crc32c mismatch (data ",
-                                                   Hex(actual), ", chunk says ", Hex(crc),
-                                                   ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": crc32c mismatch (data ", Hex(actual), ", chunk says ", Hex(crc), ")"));
   }
   const uint32_t combined = Crc32cCombine(running_crc, actual, static_cast<uint64_t>(size));
   if (next_offset + size == total && combined != whole_crc) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": crc32c of the whole ",
-                                                   Hex(combined), " differs from the ",
+    return absl::InvalidArgumentError(absl::StrCat(where, ": crc32c of the whole ", Hex(combined), " differs from the ",
                                                    Hex(whole_crc), " its last chunk states"));
   }
   return combined;
@@ -156,9 +150,8 @@ int64_t ChunkBytesForPeer(uint64_t accepted) {
 
 absl::Status ChunkOptions::Validate() const {
   if (chunk_bytes < kMinChunkBytes || chunk_bytes > kMaxChunkBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk size ", chunk_bytes,
-                                                   " bytes is outside [", kMinChunkBytes, ", ",
-                                                   kMaxChunkBytes, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk size ", chunk_bytes, " bytes is outside [", kMinChunkBytes, ", ", kMaxChunkBytes, "]"));
   }
   PCP_RETURN_IF_ERROR(codec::ValidateBlockSize(codec, block_size));
   return codec::ValidateDensity(density);
@@ -166,26 +159,22 @@ absl::Status ChunkOptions::Validate() const {
 
 // ---------------------------------------------------------------- TensorChunker
 
-absl::StatusOr<TensorChunker> TensorChunker::Create(std::string name, Tensor tensor,
-                                                    ChunkOptions options, uint32_t index,
-                                                    uint32_t count) {
+absl::StatusOr<TensorChunker> TensorChunker::Create(std::string name, Tensor tensor, ChunkOptions options,
+                                                    uint32_t index, uint32_t count) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   if (name.empty() || name.size() > kMaxNameLength) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tensor name must have 1 to ", kMaxNameLength, " characters"));
+    return absl::InvalidArgumentError(absl::StrCat("tensor name must have 1 to ", kMaxNameLength, " characters"));
   }
   if (!tensor.valid()) {
     return absl::InvalidArgumentError(absl::StrCat("tensor ", Quote(name), " has no storage"));
   }
   if (index >= count) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor ", Quote(name), ": index ", index,
-                                                   " is not below the count ", count));
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor ", Quote(name), ": index ", index, " is not below the count ", count));
   }
   if (options.codec != codec::Codec::kF32 && tensor.dtype() != DType::kF32) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor ", Quote(name), ": codec ",
-                                                   codec::CodecName(options.codec),
-                                                   " encodes f32 tensors only, not ",
-                                                   tensor.TypeString()));
+    return absl::InvalidArgumentError(absl::StrCat("tensor ", Quote(name), ": codec ", codec::CodecName(options.codec),
+                                                   " encodes f32 tensors only, not ", tensor.TypeString()));
   }
   TensorChunker c;
   c.name_ = std::move(name);
@@ -202,9 +191,8 @@ absl::StatusOr<TensorChunker> TensorChunker::Create(std::string name, Tensor ten
   }
   // Encoded sizes grow by the same amount per block (per value without blocks), so the most
   // whole blocks that fit a chunk follow from the size of one and two of them.
-  const int block = codec::IsBlockwise(c.codec_)
-                        ? (c.block_size_ != 0 ? c.block_size_ : codec::DefaultBlockSize(c.codec_))
-                        : 1;
+  const int block =
+      codec::IsBlockwise(c.codec_) ? (c.block_size_ != 0 ? c.block_size_ : codec::DefaultBlockSize(c.codec_)) : 1;
   c.density_ = options.density;
   const int64_t per_block = EncodedBytes(c.codec_, 2 * block, c.block_size_, c.density_) -
                             EncodedBytes(c.codec_, block, c.block_size_, c.density_);
@@ -223,10 +211,10 @@ absl::StatusOr<TensorChunker> TensorChunker::Create(std::string name, Tensor ten
     c.total_ = 0;
     for (int64_t at = 0; at < elements; at += c.chunk_elements_) {
       const int64_t n = std::min(c.chunk_elements_, elements - at);
-      PCP_ASSIGN_OR_RETURN(
-          std::string bytes,
-          codec::Encode(c.codec_, absl::MakeConstSpan(c.tensor_.data<float>() + at, static_cast<size_t>(n)),
-                        c.block_size_, c.density_));
+      PCP_ASSIGN_OR_RETURN(std::string bytes,
+                           codec::Encode(c.codec_,
+                                         absl::MakeConstSpan(c.tensor_.data<float>() + at, static_cast<size_t>(n)),
+                                         c.block_size_, c.density_));
       c.total_ += static_cast<int64_t>(bytes.size());
       c.sparse_chunks_.push_back(std::make_shared<std::string>(std::move(bytes)));
     }
@@ -270,7 +258,7 @@ void TensorChunker::Next(v1::TensorChunk* chunk, ChunkPayload* payload) {
 void TensorChunker::NextEncoded(v1::TensorChunk* chunk, ChunkPayload* payload) {
   const int64_t n = std::min(chunk_elements_, tensor_.num_elements() - element_offset_);
   const bool sparse = codec::IsSparse(codec_);
-  const size_t size = n == 0 ? 0
+  const size_t size = n == 0   ? 0
                       : sparse ? sparse_chunks_[next_sparse_]->size()
                                : static_cast<size_t>(EncodedBytes(codec_, n, block_size_));
   chunk->set_name(name_);
@@ -319,8 +307,7 @@ void TensorChunker::NextEncoded(v1::TensorChunk* chunk, ChunkPayload* payload) {
     out = chunk->mutable_data()->data();
   }
   if (n > 0 && !sparse) {
-    const absl::Span<const float> values(tensor_.data<float>() + element_offset_,
-                                         static_cast<size_t>(n));
+    const absl::Span<const float> values(tensor_.data<float>() + element_offset_, static_cast<size_t>(n));
     const auto start = std::chrono::steady_clock::now();
     // Cannot fail: the size and block size were validated in Create.
     codec::EncodeInto(codec_, values, block_size_, absl::MakeSpan(out, size)).IgnoreError();
@@ -352,22 +339,20 @@ absl::Status TensorAssembler::Start(const v1::TensorChunk& chunk, DataPieces dat
   count_ = chunk.count();
   const std::string where = Where(chunk.offset());
   if (name_.empty() || name_.size() > kMaxNameLength) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": the name must have 1 to ", kMaxNameLength, " characters"));
+    return absl::InvalidArgumentError(absl::StrCat(where, ": the name must have 1 to ", kMaxNameLength, " characters"));
   }
   if (index_ >= count_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": index is not below the list's count ", count_));
+    return absl::InvalidArgumentError(absl::StrCat(where, ": index is not below the list's count ", count_));
   }
   auto codec = CodecFromProto(chunk.codec());
   if (!codec.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": ", codec.status().message()));
   }
   if (expected_codec_ && *expected_codec_ != *codec) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": expected codec ", codec::CodecName(*expected_codec_),
-        expected_codec_source_.empty() ? "" : absl::StrCat(" (", expected_codec_source_, ")"),
-        ", got ", codec::CodecName(*codec)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": expected codec ", codec::CodecName(*expected_codec_),
+                     expected_codec_source_.empty() ? "" : absl::StrCat(" (", expected_codec_source_, ")"), ", got ",
+                     codec::CodecName(*codec)));
   }
   auto dtype = DTypeFromProto(chunk.dtype());
   if (!dtype.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", dtype.status().message()));
@@ -379,41 +364,37 @@ absl::Status TensorAssembler::Start(const v1::TensorChunk& chunk, DataPieces dat
   if (*codec != codec::Codec::kF32) {
     if (*dtype != DType::kF32) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": codec ", codec::CodecName(*codec),
-                                                     " carries f32 tensors only, not ",
-                                                     TypeString(*dtype, *shape)));
+                                                     " carries f32 tensors only, not ", TypeString(*dtype, *shape)));
     }
     // The encoded size is checked chunk by chunk; here only that it is bounded and zero
     // exactly for a tensor without elements (a total below the true one fails at the end).
     if (chunk.total_bytes() > static_cast<uint64_t>(limits_.max_tensor_bytes)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": encoded tensor of ", chunk.total_bytes(), " bytes exceeds the limit of ",
-          limits_.max_tensor_bytes, " bytes"));
+      return absl::InvalidArgumentError(absl::StrCat(where, ": encoded tensor of ", chunk.total_bytes(),
+                                                     " bytes exceeds the limit of ", limits_.max_tensor_bytes,
+                                                     " bytes"));
     }
     wire_bytes = static_cast<int64_t>(chunk.total_bytes());
     if ((wire_bytes == 0) != (elements == 0)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": total_bytes ", wire_bytes, " does not suit codec ", codec::CodecName(*codec),
-          " for ", TypeString(*dtype, *shape), " (", elements, " elements)"));
+      return absl::InvalidArgumentError(absl::StrCat(where, ": total_bytes ", wire_bytes, " does not suit codec ",
+                                                     codec::CodecName(*codec), " for ", TypeString(*dtype, *shape),
+                                                     " (", elements, " elements)"));
     }
   } else if (chunk.total_bytes() != static_cast<uint64_t>(expected_bytes)) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": total_bytes ", chunk.total_bytes(),
-                                                   " does not match ", TypeString(*dtype, *shape),
-                                                   " (", expected_bytes, " bytes)"));
+    return absl::InvalidArgumentError(absl::StrCat(where, ": total_bytes ", chunk.total_bytes(), " does not match ",
+                                                   TypeString(*dtype, *shape), " (", expected_bytes, " bytes)"));
   }
   if (expected_bytes > limits_.max_tensor_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": tensor of ", expected_bytes,
-                                                   " bytes exceeds the limit of ",
-                                                   limits_.max_tensor_bytes, " bytes"));
+                                                   " bytes exceeds the limit of ", limits_.max_tensor_bytes, " bytes"));
   }
   if (expected_) {
     if (expected_->name != name_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": expected tensor ", Quote(expected_->name)));
+      return absl::InvalidArgumentError(absl::StrCat(where, ": expected tensor ", Quote(expected_->name)));
     }
     if (expected_->dtype != *dtype || expected_->shape != *shape) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": expected ", TypeString(expected_->dtype, expected_->shape), ", got ",
-          TypeString(*dtype, *shape)));
+      return absl::InvalidArgumentError(absl::StrCat(where, ": expected ",
+                                                     TypeString(expected_->dtype, expected_->shape), ", got ",
+                                                     TypeString(*dtype, *shape)));
     }
   }
   // Check the first chunk's position before allocating for the whole tensor.
@@ -442,8 +423,8 @@ absl::Status TensorAssembler::Start(const v1::TensorChunk& chunk, DataPieces dat
   return CopyIn(where, chunk, data, size);
 }
 
-absl::Status TensorAssembler::CopyIn(const std::string& where, const v1::TensorChunk& chunk,
-                                     DataPieces data, int64_t size) {
+absl::Status TensorAssembler::CopyIn(const std::string& where, const v1::TensorChunk& chunk, DataPieces data,
+                                     int64_t size) {
   if (sink_ && (next_offset_ % 4 != 0 || size % 4 != 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": a chunk of ", size, " bytes splits an f32 value (streamed tensors take whole values)"));
@@ -459,17 +440,16 @@ absl::Status TensorAssembler::CopyIn(const std::string& where, const v1::TensorC
   } else {
     actual = CopyWithCrc(static_cast<char*>(tensor_.raw_data()) + next_offset_, data);
   }
-  PCP_ASSIGN_OR_RETURN(running_crc_,
-                       CheckCrcs(where, total_, next_offset_, size, running_crc_, actual,
-                                 chunk.crc32c(), chunk.tensor_crc32c()));
+  PCP_ASSIGN_OR_RETURN(running_crc_, CheckCrcs(where, total_, next_offset_, size, running_crc_, actual, chunk.crc32c(),
+                                               chunk.tensor_crc32c()));
   if (sink_) PCP_RETURN_IF_ERROR(Emit(where, next_offset_ / 4, F32Pieces(data), squares));
   next_offset_ += size;
   complete_ = next_offset_ == total_;
   return absl::OkStatus();
 }
 
-absl::Status TensorAssembler::DecodeIn(const std::string& where, const v1::TensorChunk& chunk,
-                                       DataPieces data, int64_t size) {
+absl::Status TensorAssembler::DecodeIn(const std::string& where, const v1::TensorChunk& chunk, DataPieces data,
+                                       int64_t size) {
   // The codecs decode a contiguous buffer; a chunk that gRPC received in several slices is
   // gathered first (one copy of the encoded bytes, a quarter or less of the decoded ones).
   absl::string_view bytes;
@@ -483,9 +463,8 @@ absl::Status TensorAssembler::DecodeIn(const std::string& where, const v1::Tenso
     actual = CopyWithCrc(scratch.data(), data);
     bytes = scratch;
   }
-  PCP_ASSIGN_OR_RETURN(running_crc_,
-                       CheckCrcs(where, total_, next_offset_, size, running_crc_, actual,
-                                 chunk.crc32c(), chunk.tensor_crc32c()));
+  PCP_ASSIGN_OR_RETURN(running_crc_, CheckCrcs(where, total_, next_offset_, size, running_crc_, actual, chunk.crc32c(),
+                                               chunk.tensor_crc32c()));
   const absl::string_view name = codec::CodecName(codec_);
   if (size > 0) {
     auto header = codec::ReadHeader(bytes);
@@ -493,15 +472,13 @@ absl::Status TensorAssembler::DecodeIn(const std::string& where, const v1::Tenso
       return absl::InvalidArgumentError(absl::StrCat(where, ": ", header.status().message()));
     }
     if (header->codec != codec_) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": chunk of codec ", name,
-                                                     " holds a buffer encoded with ",
+      return absl::InvalidArgumentError(absl::StrCat(where, ": chunk of codec ", name, " holds a buffer encoded with ",
                                                      codec::CodecName(header->codec)));
     }
     const uint64_t remaining = static_cast<uint64_t>(elements_ - next_element_);
     if (header->count == 0 || header->count > remaining) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": codec ", name, " chunk holds ",
-                                                     header->count, " elements, only ",
-                                                     remaining, " remain"));
+      return absl::InvalidArgumentError(absl::StrCat(where, ": codec ", name, " chunk holds ", header->count,
+                                                     " elements, only ", remaining, " remain"));
     }
     std::vector<float>& values = ThreadValues();
     if (sink_) values.resize(header->count);
@@ -516,9 +493,8 @@ absl::Status TensorAssembler::DecodeIn(const std::string& where, const v1::Tenso
   next_offset_ += size;
   complete_ = next_offset_ == total_;
   if (complete_ && next_element_ != elements_) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": codec ", name, " stream ends after ",
-                                                   next_element_, " of ", elements_,
-                                                   " elements"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": codec ", name, " stream ends after ", next_element_, " of ", elements_, " elements"));
   }
   return absl::OkStatus();
 }
@@ -540,8 +516,7 @@ absl::Status TensorAssembler::AddPieces(const v1::TensorChunk& chunk, DataPieces
   if (!started_) return Fail(Start(chunk, data));
   const std::string where = Where(chunk.offset());
   if (complete_) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrCat(where, ": chunk after the tensor was complete")));
+    return Fail(absl::InvalidArgumentError(absl::StrCat(where, ": chunk after the tensor was complete")));
   }
   // Every chunk repeats the tensor's description; the first one fixed it.
   const char* field = nullptr;
@@ -561,12 +536,11 @@ absl::Status TensorAssembler::AddPieces(const v1::TensorChunk& chunk, DataPieces
     field = "shape";
   }
   if (field != nullptr) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrCat(where, ": chunk's ", field, " differs from the tensor's first chunk")));
+    return Fail(
+        absl::InvalidArgumentError(absl::StrCat(where, ": chunk's ", field, " differs from the tensor's first chunk")));
   }
   const int64_t size = PiecesSize(data);
-  if (absl::Status s = CheckChunkPosition(where, limits_, total_, next_offset_, chunk.offset(), size);
-      !s.ok()) {
+  if (absl::Status s = CheckChunkPosition(where, limits_, total_, next_offset_, chunk.offset(), size); !s.ok()) {
     return Fail(s);
   }
   if (codec_ != codec::Codec::kF32) return Fail(DecodeIn(where, chunk, data, size));
@@ -576,9 +550,9 @@ absl::Status TensorAssembler::AddPieces(const v1::TensorChunk& chunk, DataPieces
 absl::StatusOr<Tensor> TensorAssembler::Take() {
   if (!complete_) {
     return absl::FailedPreconditionError(
-        started_ ? absl::StrCat("tensor ", Quote(name_), " is incomplete: ", next_offset_,
-                                " of ", total_, " bytes received")
-                 : std::string("no tensor received"));
+        started_
+            ? absl::StrCat("tensor ", Quote(name_), " is incomplete: ", next_offset_, " of ", total_, " bytes received")
+            : std::string("no tensor received"));
   }
   Tensor t = std::move(tensor_);
   const double codec_seconds = codec_seconds_;
@@ -589,16 +563,14 @@ absl::StatusOr<Tensor> TensorAssembler::Take() {
 
 // ---------------------------------------------------------------- BlobChunker
 
-absl::StatusOr<BlobChunker> BlobChunker::Create(std::string name, absl::string_view data,
-                                                ChunkOptions options) {
+absl::StatusOr<BlobChunker> BlobChunker::Create(std::string name, absl::string_view data, ChunkOptions options) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   if (options.codec != codec::Codec::kF32) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "blob ", Quote(name), ": blobs are sent raw, not as codec ", codec::CodecName(options.codec)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("blob ", Quote(name), ": blobs are sent raw, not as codec ", codec::CodecName(options.codec)));
   }
   if (name.empty() || name.size() > kMaxNameLength) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("blob name must have 1 to ", kMaxNameLength, " characters"));
+    return absl::InvalidArgumentError(absl::StrCat("blob name must have 1 to ", kMaxNameLength, " characters"));
   }
   BlobChunker c;
   c.name_ = std::move(name);
@@ -607,9 +579,7 @@ absl::StatusOr<BlobChunker> BlobChunker::Create(std::string name, absl::string_v
   return c;
 }
 
-int64_t BlobChunker::num_chunks() const {
-  return NumChunks(static_cast<int64_t>(data_.size()), chunk_bytes_);
-}
+int64_t BlobChunker::num_chunks() const { return NumChunks(static_cast<int64_t>(data_.size()), chunk_bytes_); }
 
 void BlobChunker::Next(v1::BlobChunk* chunk) {
   const int64_t total = static_cast<int64_t>(data_.size());
@@ -644,44 +614,41 @@ absl::Status BlobAssembler::Add(const v1::BlobChunk& chunk) {
     name_ = chunk.name();
     const std::string where = Where(chunk.offset());
     if (name_.empty() || name_.size() > kMaxNameLength) {
-      return Fail(absl::InvalidArgumentError(
-          absl::StrCat(where, ": the name must have 1 to ", kMaxNameLength, " characters")));
+      return Fail(
+          absl::InvalidArgumentError(absl::StrCat(where, ": the name must have 1 to ", kMaxNameLength, " characters")));
     }
     if (expected_name_ && *expected_name_ != name_) {
-      return Fail(absl::InvalidArgumentError(
-          absl::StrCat(where, ": expected blob ", Quote(*expected_name_))));
+      return Fail(absl::InvalidArgumentError(absl::StrCat(where, ": expected blob ", Quote(*expected_name_))));
     }
     if (chunk.total_bytes() > static_cast<uint64_t>(limits_.max_tensor_bytes)) {
-      return Fail(absl::InvalidArgumentError(absl::StrCat(where, ": blob of ", chunk.total_bytes(),
-                                                          " bytes exceeds the limit of ",
-                                                          limits_.max_tensor_bytes, " bytes")));
+      return Fail(
+          absl::InvalidArgumentError(absl::StrCat(where, ": blob of ", chunk.total_bytes(),
+                                                  " bytes exceeds the limit of ", limits_.max_tensor_bytes, " bytes")));
     }
     if (expected_total_ >= 0 && chunk.total_bytes() != static_cast<uint64_t>(expected_total_)) {
-      return Fail(absl::InvalidArgumentError(absl::StrCat(where, ": blob of ", chunk.total_bytes(),
-                                                          " bytes, expected ", expected_total_)));
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat(where, ": blob of ", chunk.total_bytes(), " bytes, expected ", expected_total_)));
     }
     total_ = static_cast<int64_t>(chunk.total_bytes());
   } else {
     const std::string where = Where(chunk.offset());
     if (complete_) {
-      return Fail(absl::InvalidArgumentError(
-          absl::StrCat(where, ": chunk after the blob was complete")));
+      return Fail(absl::InvalidArgumentError(absl::StrCat(where, ": chunk after the blob was complete")));
     }
     if (chunk.name() != name_ || chunk.total_bytes() != static_cast<uint64_t>(total_)) {
-      return Fail(absl::InvalidArgumentError(absl::StrCat(
-          where, ": chunk's ", chunk.name() != name_ ? "name" : "total_bytes",
-          " differs from the blob's first chunk")));
+      return Fail(
+          absl::InvalidArgumentError(absl::StrCat(where, ": chunk's ", chunk.name() != name_ ? "name" : "total_bytes",
+                                                  " differs from the blob's first chunk")));
     }
   }
   const std::string where = Where(chunk.offset());
   const int64_t next = static_cast<int64_t>(data_.size());
   const int64_t size = static_cast<int64_t>(chunk.data().size());
-  if (absl::Status s = CheckChunkPosition(where, limits_, total_, next, chunk.offset(), size);
-      !s.ok()) {
+  if (absl::Status s = CheckChunkPosition(where, limits_, total_, next, chunk.offset(), size); !s.ok()) {
     return Fail(s);
   }
-  auto crc = CheckCrcs(where, total_, next, size, running_crc_, Crc32c(chunk.data()),
-                       chunk.crc32c(), chunk.blob_crc32c());
+  auto crc =
+      CheckCrcs(where, total_, next, size, running_crc_, Crc32c(chunk.data()), chunk.crc32c(), chunk.blob_crc32c());
   if (!crc.ok()) return Fail(crc.status());
   if (!started_) data_.reserve(static_cast<size_t>(total_));
   started_ = true;
@@ -694,9 +661,9 @@ absl::Status BlobAssembler::Add(const v1::BlobChunk& chunk) {
 absl::StatusOr<std::string> BlobAssembler::Take() {
   if (!complete_) {
     return absl::FailedPreconditionError(
-        started_ ? absl::StrCat("blob ", Quote(name_), " is incomplete: ", data_.size(), " of ",
-                                total_, " bytes received")
-                 : std::string("no blob received"));
+        started_
+            ? absl::StrCat("blob ", Quote(name_), " is incomplete: ", data_.size(), " of ", total_, " bytes received")
+            : std::string("no blob received"));
   }
   std::string out = std::move(data_);
   *this = BlobAssembler(limits_);

@@ -7,7 +7,8 @@
 
 namespace pcp {
 
-std::vector<TensorSpec> FragmentSpecs(const diloco::FragmentPlan& plan, int64_t p, const std::vector<TensorSpec>& params) {
+std::vector<TensorSpec> FragmentSpecs(const diloco::FragmentPlan& plan, int64_t p,
+                                      const std::vector<TensorSpec>& params) {
   std::vector<TensorSpec> specs;
   for (const diloco::Segment& s : plan.segments(p)) {
     specs.push_back({plan.SegmentName(params[s.tensor].name, s), DType::kF32, Shape{s.size()}});

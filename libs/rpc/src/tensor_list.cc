@@ -45,8 +45,7 @@ std::vector<TensorSpec> SpecsOf(const std::vector<NamedTensor>& tensors) {
 
 // ---------------------------------------------------------------- TensorListChunker
 
-absl::StatusOr<TensorListChunker> TensorListChunker::Create(std::vector<NamedTensor> tensors,
-                                                            ChunkOptions options) {
+absl::StatusOr<TensorListChunker> TensorListChunker::Create(std::vector<NamedTensor> tensors, ChunkOptions options) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   if (tensors.empty()) return absl::InvalidArgumentError("empty tensor list");
   if (tensors.size() > UINT32_MAX) return absl::InvalidArgumentError("tensor list too long");
@@ -54,13 +53,11 @@ absl::StatusOr<TensorListChunker> TensorListChunker::Create(std::vector<NamedTen
   absl::flat_hash_set<absl::string_view> names;
   for (size_t i = 0; i < tensors.size(); ++i) {
     // Validates the name and tensor the same way the chunker for it will.
-    auto one = TensorChunker::Create(tensors[i].name, tensors[i].tensor, options,
-                                     static_cast<uint32_t>(i),
+    auto one = TensorChunker::Create(tensors[i].name, tensors[i].tensor, options, static_cast<uint32_t>(i),
                                      static_cast<uint32_t>(tensors.size()));
     if (!one.ok()) return one.status();
     if (!names.insert(tensors[i].name).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor name ", Quote(tensors[i].name), " appears twice"));
+      return absl::InvalidArgumentError(absl::StrCat("tensor name ", Quote(tensors[i].name), " appears twice"));
     }
     c.num_chunks_ += one->num_chunks();
     c.total_bytes_ += one->total_bytes();
@@ -73,9 +70,8 @@ absl::StatusOr<TensorListChunker> TensorListChunker::Create(std::vector<NamedTen
 void TensorListChunker::Next(v1::TensorChunk* chunk, ChunkPayload* payload) {
   if (!current_) {
     // Validated in Create.
-    current_.emplace(*TensorChunker::Create(tensors_[next_].name, tensors_[next_].tensor,
-                                            options_, static_cast<uint32_t>(next_),
-                                            static_cast<uint32_t>(tensors_.size())));
+    current_.emplace(*TensorChunker::Create(tensors_[next_].name, tensors_[next_].tensor, options_,
+                                            static_cast<uint32_t>(next_), static_cast<uint32_t>(tensors_.size())));
   }
   current_->Next(chunk, payload);
   if (current_->done()) {
@@ -100,36 +96,30 @@ absl::Status TensorListAssembler::AddPieces(const v1::TensorChunk& chunk, DataPi
 }
 
 absl::Status TensorListAssembler::AddImpl(const v1::TensorChunk& chunk, DataPieces data) {
-  const auto where = [&] {
-    return absl::StrCat("tensor ", Quote(chunk.name()), " (index ", chunk.index(), ")");
-  };
+  const auto where = [&] { return absl::StrCat("tensor ", Quote(chunk.name()), " (index ", chunk.index(), ")"); };
   if (complete_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where(), ": chunk after the tensor list was complete"));
+    return absl::InvalidArgumentError(absl::StrCat(where(), ": chunk after the tensor list was complete"));
   }
   if (tensors_.empty() && !current_.started()) {
     // The list's first chunk fixes its length.
     if (chunk.count() == 0 || chunk.count() > limits_.max_list_tensors) {
-      return absl::InvalidArgumentError(absl::StrCat(where(), ": list count ", chunk.count(),
-                                                     " is outside [1, ",
-                                                     limits_.max_list_tensors, "]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(), ": list count ", chunk.count(), " is outside [1, ", limits_.max_list_tensors, "]"));
     }
     if (expected_ && chunk.count() != expected_->size()) {
-      return absl::InvalidArgumentError(absl::StrCat(where(), ": list of ", chunk.count(),
-                                                     " tensors, expected ", expected_->size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(), ": list of ", chunk.count(), " tensors, expected ", expected_->size()));
     }
     count_ = chunk.count();
   } else if (chunk.count() != count_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where(), ": list count ", chunk.count(), " differs from the list's first chunk (",
-        count_, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where(), ": list count ", chunk.count(), " differs from the list's first chunk (", count_, ")"));
   }
   if (!current_.started()) {
     // First chunk of the next tensor: it must be the next index.
     const uint32_t want = static_cast<uint32_t>(tensors_.size());
     if (chunk.index() != want) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where(), ": tensor out of order (expected index ", want, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(where(), ": tensor out of order (expected index ", want, ")"));
     }
     if (names_.contains(chunk.name())) {
       return absl::InvalidArgumentError(absl::StrCat(where(), ": repeated tensor name"));
@@ -143,15 +133,15 @@ absl::Status TensorListAssembler::AddImpl(const v1::TensorChunk& chunk, DataPiec
       });
     }
   } else if (chunk.index() != current_.index()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where(), ": chunk of another tensor while tensor ", Quote(current_.name()),
-                     " (index ", current_.index(), ") is incomplete"));
+    return absl::InvalidArgumentError(absl::StrCat(where(), ": chunk of another tensor while tensor ",
+                                                   Quote(current_.name()), " (index ", current_.index(),
+                                                   ") is incomplete"));
   }
   const bool was_started = current_.started();
   const uint64_t tensor_bytes = was_started ? 0 : ListBytes(chunk);
   if (!was_started && tensor_bytes > static_cast<uint64_t>(limits_.max_list_bytes - list_bytes_)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where(), ": the list would exceed its limit of ", limits_.max_list_bytes, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where(), ": the list would exceed its limit of ", limits_.max_list_bytes, " bytes"));
   }
   if (absl::Status s = current_.AddPieces(chunk, data); !s.ok()) return s;
   if (!was_started) list_bytes_ += static_cast<int64_t>(tensor_bytes);
@@ -168,10 +158,9 @@ absl::Status TensorListAssembler::AddImpl(const v1::TensorChunk& chunk, DataPiec
 
 absl::StatusOr<std::vector<NamedTensor>> TensorListAssembler::Take() {
   if (!complete_) {
-    return absl::FailedPreconditionError(
-        count_ == 0 ? std::string("no tensor list received")
-                    : absl::StrCat("tensor list is incomplete: ", tensors_.size(), " of ",
-                                   count_, " tensors received"));
+    return absl::FailedPreconditionError(count_ == 0 ? std::string("no tensor list received")
+                                                     : absl::StrCat("tensor list is incomplete: ", tensors_.size(),
+                                                                    " of ", count_, " tensors received"));
   }
   std::vector<NamedTensor> out = std::move(tensors_);
   TensorAssembler current = std::move(current_);  // its scratch buffer and codec_seconds

@@ -14,8 +14,8 @@ struct DTypeWire {
   v1::DType wire;
 };
 constexpr DTypeWire kDTypeWire[] = {
-    {DType::kF32, v1::DTYPE_F32},   {DType::kF16, v1::DTYPE_F16}, {DType::kBF16, v1::DTYPE_BF16},
-    {DType::kI32, v1::DTYPE_I32},   {DType::kI64, v1::DTYPE_I64}, {DType::kBool, v1::DTYPE_BOOL},
+    {DType::kF32, v1::DTYPE_F32}, {DType::kF16, v1::DTYPE_F16}, {DType::kBF16, v1::DTYPE_BF16},
+    {DType::kI32, v1::DTYPE_I32}, {DType::kI64, v1::DTYPE_I64}, {DType::kBool, v1::DTYPE_BOOL},
     {DType::kF64, v1::DTYPE_F64},
 };
 #define PCP_COUNT_DTYPE_(e, mlir, st, size, is_float) +1
@@ -23,8 +23,7 @@ constexpr int kNumDTypes = 0 PCP_DTYPE_LIST(PCP_COUNT_DTYPE_);
 #undef PCP_COUNT_DTYPE_
 static_assert(sizeof(kDTypeWire) / sizeof(kDTypeWire[0]) == kNumDTypes,
               "every DType in PCP_DTYPE_LIST needs a pcp.v1.DType (protos/pcp/v1/tensor.proto)");
-static_assert(v1::DType_MAX == kNumDTypes,
-              "pcp.v1.DType and PCP_DTYPE_LIST have different lengths");
+static_assert(v1::DType_MAX == kNumDTypes, "pcp.v1.DType and PCP_DTYPE_LIST have different lengths");
 constexpr bool WireTableInListOrder() {
   for (int i = 0; i < kNumDTypes; ++i) {
     if (static_cast<int>(kDTypeWire[i].dtype) != i) return false;
@@ -39,9 +38,9 @@ static_assert(WireTableInListOrder(), "kDTypeWire must follow PCP_DTYPE_LIST ord
 static_assert(v1::Codec_MIN == 0 && v1::Codec_MAX + 1 == codec::kNumCodecs,
               "pcp.v1.Codec and PCP_CODEC_LIST have different lengths");
 static_assert(v1::CODEC_F32 == static_cast<int>(codec::Codec::kF32) &&
-              v1::CODEC_BF16 == static_cast<int>(codec::Codec::kBf16) &&
-              v1::CODEC_INT8 == static_cast<int>(codec::Codec::kInt8) &&
-              v1::CODEC_INT4 == static_cast<int>(codec::Codec::kInt4),
+                  v1::CODEC_BF16 == static_cast<int>(codec::Codec::kBf16) &&
+                  v1::CODEC_INT8 == static_cast<int>(codec::Codec::kInt8) &&
+                  v1::CODEC_INT4 == static_cast<int>(codec::Codec::kInt4),
               "pcp.v1.Codec values must be the wire ids of PCP_CODEC_LIST");
 
 }  // namespace
@@ -54,9 +53,7 @@ v1::DType DTypeToProto(DType dtype) { return kDTypeWire[static_cast<int>(dtype)]
 
 v1::Codec CodecToProto(codec::Codec codec) { return static_cast<v1::Codec>(codec); }
 
-absl::StatusOr<codec::Codec> CodecFromProto(int codec) {
-  return codec::CodecFromWireId(codec);
-}
+absl::StatusOr<codec::Codec> CodecFromProto(int codec) { return codec::CodecFromWireId(codec); }
 
 absl::StatusOr<DType> DTypeFromProto(v1::DType dtype) {
   for (const DTypeWire& row : kDTypeWire) {
@@ -68,8 +65,7 @@ absl::StatusOr<DType> DTypeFromProto(v1::DType dtype) {
 
 absl::StatusOr<Shape> ShapeFromProto(const google::protobuf::RepeatedField<int64_t>& dims) {
   if (dims.size() > kMaxWireRank) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("shape has rank ", dims.size(), ", more than ", kMaxWireRank));
+    return absl::InvalidArgumentError(absl::StrCat("shape has rank ", dims.size(), ", more than ", kMaxWireRank));
   }
   Shape shape(dims.begin(), dims.end());
   // Elements * 8 bytes must fit in int64, so no later size computation overflows.
@@ -77,12 +73,10 @@ absl::StatusOr<Shape> ShapeFromProto(const google::protobuf::RepeatedField<int64
   int64_t elements = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("shape dimension ", i, " is negative (", shape[i], ")"));
+      return absl::InvalidArgumentError(absl::StrCat("shape dimension ", i, " is negative (", shape[i], ")"));
     }
     if (shape[i] != 0 && elements > kMaxElements / shape[i]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("shape [", ShapeToString(shape), "] has too many elements"));
+      return absl::InvalidArgumentError(absl::StrCat("shape [", ShapeToString(shape), "] has too many elements"));
     }
     elements *= shape[i];
   }
@@ -109,14 +103,12 @@ absl::StatusOr<TensorSpec> TensorSpecFromProto(const v1::TensorSpec& msg) {
   spec.name = msg.name();
   auto dtype = DTypeFromProto(msg.dtype());
   if (!dtype.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tensor spec '", msg.name(), "': ", dtype.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("tensor spec '", msg.name(), "': ", dtype.status().message()));
   }
   spec.dtype = *dtype;
   auto shape = ShapeFromProto(msg.shape());
   if (!shape.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tensor spec '", msg.name(), "': ", shape.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("tensor spec '", msg.name(), "': ", shape.status().message()));
   }
   spec.shape = *std::move(shape);
   return spec;
@@ -140,8 +132,7 @@ v1::Error ErrorToProto(const absl::Status& status, uint64_t round) {
 absl::Status ErrorFromProto(const v1::Error& error) {
   int code = error.code();
   if (code < 1 || code > 16) {
-    return absl::UnknownError(
-        absl::StrCat("peer error with invalid code ", code, ": ", error.message()));
+    return absl::UnknownError(absl::StrCat("peer error with invalid code ", code, ": ", error.message()));
   }
   return absl::Status(static_cast<absl::StatusCode>(code), error.message());
 }

@@ -40,7 +40,8 @@ Traffic TrafficOf(const v1::ShepherdMessage& message) {
 }
 
 Traffic TrafficOf(const v1::WorkerMessage& message) {
-  if (message.kind_case() == v1::WorkerMessage::kResultChunk) return TensorTraffic("delta", message.result_chunk().chunk());
+  if (message.kind_case() == v1::WorkerMessage::kResultChunk)
+    return TensorTraffic("delta", message.result_chunk().chunk());
   return {.kind = "control"};
 }
 

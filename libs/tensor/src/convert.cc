@@ -21,9 +21,7 @@ uint16_t FloatToBFloat16(float value) {
   return static_cast<uint16_t>((bits + rounding_bias) >> 16);
 }
 
-float BFloat16ToFloat(uint16_t bits) {
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
-}
+float BFloat16ToFloat(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 
 uint16_t FloatToHalf(float value) {
   uint32_t x = std::bit_cast<uint32_t>(value);
@@ -186,19 +184,11 @@ absl::StatusOr<Tensor> ConvertTensor(const Tensor& input, DType to) {
   int64_t n = input.num_elements();
   switch (input.dtype()) {
     case DType::kF32: ConvertFrom<float>(in, dst, n, to, [](float f) { return f; }); break;
-    case DType::kF16:
-      ConvertFrom<uint16_t>(in, dst, n, to, [](uint16_t h) { return HalfToFloat(h); });
-      break;
-    case DType::kBF16:
-      ConvertFrom<uint16_t>(in, dst, n, to, [](uint16_t b) { return BFloat16ToFloat(b); });
-      break;
-    case DType::kI32:
-      ConvertFrom<int32_t>(in, dst, n, to, [](int32_t v) { return static_cast<int64_t>(v); });
-      break;
+    case DType::kF16: ConvertFrom<uint16_t>(in, dst, n, to, [](uint16_t h) { return HalfToFloat(h); }); break;
+    case DType::kBF16: ConvertFrom<uint16_t>(in, dst, n, to, [](uint16_t b) { return BFloat16ToFloat(b); }); break;
+    case DType::kI32: ConvertFrom<int32_t>(in, dst, n, to, [](int32_t v) { return static_cast<int64_t>(v); }); break;
     case DType::kI64: ConvertFrom<int64_t>(in, dst, n, to, [](int64_t v) { return v; }); break;
-    case DType::kBool:
-      ConvertFrom<uint8_t>(in, dst, n, to, [](uint8_t b) { return int64_t{b != 0}; });
-      break;
+    case DType::kBool: ConvertFrom<uint8_t>(in, dst, n, to, [](uint8_t b) { return int64_t{b != 0}; }); break;
     case DType::kF64: ConvertFrom<double>(in, dst, n, to, [](double d) { return d; }); break;
   }
   return out;

@@ -42,8 +42,8 @@ absl::StatusOr<DType> ParseSafetensorsDType(absl::string_view name) {
   for (size_t i = 0; i < kInfo.size(); ++i) {
     if (kInfo[i].safetensors == name) return static_cast<DType>(i);
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unsupported safetensors dtype '", name, "' (expected F32, F64, F16, BF16, I32, I64 or BOOL)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unsupported safetensors dtype '", name, "' (expected F32, F64, F16, BF16, I32, I64 or BOOL)"));
 }
 
 }  // namespace pcp

@@ -21,8 +21,7 @@
 namespace pcp {
 
 // Tensor storage is host order and the format is little-endian; we copy bytes verbatim.
-static_assert(std::endian::native == std::endian::little,
-              "safetensors I/O assumes a little-endian host");
+static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
 
 namespace {
 
@@ -41,13 +40,10 @@ struct ParsedHeader {
   SafetensorsMetadata metadata;
 };
 
-std::string OffsetsString(uint64_t begin, uint64_t end) {
-  return absl::StrCat("[", begin, ", ", end, "]");
-}
+std::string OffsetsString(uint64_t begin, uint64_t end) { return absl::StrCat("[", begin, ", ", end, "]"); }
 
 // The 8-byte length prefix followed by the space-padded JSON header.
-std::string BuildHeader(const std::vector<NamedTensor>& tensors,
-                        const SafetensorsMetadata& metadata) {
+std::string BuildHeader(const std::vector<NamedTensor>& tensors, const SafetensorsMetadata& metadata) {
   Json header = Json::Object();
   Json::ObjectType& members = header.object_items();
   if (!metadata.empty()) {
@@ -83,22 +79,20 @@ absl::StatusOr<uint64_t> HeaderLength(absl::string_view prefix, uint64_t file_si
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(prefix[i]);
   if (n > kMaxSafetensorsHeaderBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("header length ", n, " exceeds the limit of ",
-                                                   kMaxSafetensorsHeaderBytes, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("header length ", n, " exceeds the limit of ", kMaxSafetensorsHeaderBytes, " bytes"));
   }
   if (n > file_size - 8) {
-    return absl::InvalidArgumentError(absl::StrCat("header length ", n, " exceeds the ",
-                                                   file_size - 8,
-                                                   " bytes that follow the length field"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("header length ", n, " exceeds the ", file_size - 8, " bytes that follow the length field"));
   }
   return n;
 }
 
 absl::StatusOr<uint64_t> NonNegativeInt(const Json& v) {
   if (!v.is_int() || v.int_value() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected a non-negative integer, found ",
-                     v.is_number() ? v.Serialize() : JsonTypeName(v.type())));
+    return absl::InvalidArgumentError(absl::StrCat("expected a non-negative integer, found ",
+                                                   v.is_number() ? v.Serialize() : JsonTypeName(v.type())));
   }
   return static_cast<uint64_t>(v.int_value());
 }
@@ -116,23 +110,20 @@ absl::StatusOr<Entry> ParseEntry(const std::string& name, const Json& info, uint
       return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': missing \"", key, "\""));
     }
     if (v->type() != type) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': \"", key,
-                                                     "\" must be a JSON ", JsonTypeName(type),
-                                                     ", found ", JsonTypeName(v->type())));
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': \"", key, "\" must be a JSON ",
+                                                     JsonTypeName(type), ", found ", JsonTypeName(v->type())));
     }
     return v;
   };
   PCP_ASSIGN_OR_RETURN(const Json* dtype, field("dtype", Json::Type::kString));
-  PCP_ASSIGN_OR_RETURN(e.dtype, ParseSafetensorsDType(dtype->string_value()),
-                       _ << "tensor '" << name << "'");
+  PCP_ASSIGN_OR_RETURN(e.dtype, ParseSafetensorsDType(dtype->string_value()), _ << "tensor '" << name << "'");
   PCP_ASSIGN_OR_RETURN(const Json* shape, field("shape", Json::Type::kArray));
   // Every partial product must fit in int64 (even if a later dimension is 0) so that
   // NumElements() never overflows.
   int64_t elements = 1;
   for (size_t i = 0; i < shape->size(); ++i) {
     const Json& d = shape->array_items()[i];
-    PCP_ASSIGN_OR_RETURN(uint64_t dim, NonNegativeInt(d),
-                         _ << "tensor '" << name << "': shape dimension " << i);
+    PCP_ASSIGN_OR_RETURN(uint64_t dim, NonNegativeInt(d), _ << "tensor '" << name << "': shape dimension " << i);
     e.shape.push_back(static_cast<int64_t>(dim));
     if (dim != 0 && __builtin_mul_overflow(elements, static_cast<int64_t>(dim), &elements)) {
       return absl::InvalidArgumentError(
@@ -141,30 +132,28 @@ absl::StatusOr<Entry> ParseEntry(const std::string& name, const Json& info, uint
   }
   PCP_ASSIGN_OR_RETURN(const Json* offsets, field("data_offsets", Json::Type::kArray));
   if (offsets->size() != 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tensor '", name, "': data_offsets must be [begin, end], found ", offsets->Serialize()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", name, "': data_offsets must be [begin, end], found ", offsets->Serialize()));
   }
   PCP_ASSIGN_OR_RETURN(e.begin, NonNegativeInt(offsets->array_items()[0]),
                        _ << "tensor '" << name << "': data_offsets[0]");
   PCP_ASSIGN_OR_RETURN(e.end, NonNegativeInt(offsets->array_items()[1]),
                        _ << "tensor '" << name << "': data_offsets[1]");
   if (e.begin > e.end) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': data_offsets ",
-                                                   OffsetsString(e.begin, e.end),
-                                                   " end before they begin"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", name, "': data_offsets ", OffsetsString(e.begin, e.end), " end before they begin"));
   }
   if (e.end > data_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tensor '", name, "': data_offsets ", OffsetsString(e.begin, e.end),
-                     " are out of range: the data section is ", data_size, " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': data_offsets ", OffsetsString(e.begin, e.end),
+                                                   " are out of range: the data section is ", data_size, " bytes"));
   }
   // elements * size cannot overflow: elements fits in int64 and the check is in uint128.
   unsigned __int128 needed = static_cast<unsigned __int128>(NumElements(e.shape)) * SizeOf(e.dtype);
   if (needed != e.end - e.begin) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tensor '", name, "': shape ", shape->Serialize(), " of ", SafetensorsName(e.dtype),
-        " needs ", static_cast<uint64_t>(needed), " bytes but data_offsets ",
-        OffsetsString(e.begin, e.end), " span ", e.end - e.begin));
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': shape ", shape->Serialize(), " of ",
+                                                   SafetensorsName(e.dtype), " needs ", static_cast<uint64_t>(needed),
+                                                   " bytes but data_offsets ", OffsetsString(e.begin, e.end), " span ",
+                                                   e.end - e.begin));
   }
   return e;
 }
@@ -179,14 +168,13 @@ absl::StatusOr<ParsedHeader> ParseHeader(absl::string_view text, uint64_t data_s
   for (const auto& [key, value] : header.object_items()) {
     if (key == kMetadataKey) {
       if (!value.is_object()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "\"__metadata__\" must be an object of strings, found ", JsonTypeName(value.type())));
+        return absl::InvalidArgumentError(
+            absl::StrCat("\"__metadata__\" must be an object of strings, found ", JsonTypeName(value.type())));
       }
       for (const auto& [k, v] : value.object_items()) {
         if (!v.is_string()) {
-          return absl::InvalidArgumentError(absl::StrCat("\"__metadata__\" value of '", k,
-                                                         "' must be a string, found ",
-                                                         JsonTypeName(v.type())));
+          return absl::InvalidArgumentError(
+              absl::StrCat("\"__metadata__\" value of '", k, "' must be a string, found ", JsonTypeName(v.type())));
         }
         out.metadata.emplace_back(k, v.string_value());
       }
@@ -203,15 +191,14 @@ absl::StatusOr<ParsedHeader> ParseHeader(absl::string_view text, uint64_t data_s
   const Entry* previous = nullptr;
   for (const Entry& e : out.entries) {
     if (e.begin < expected) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor '", e.name, "': data_offsets ", OffsetsString(e.begin, e.end),
-                       " overlap tensor '", previous->name, "' at ",
-                       OffsetsString(previous->begin, previous->end)));
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", e.name, "': data_offsets ",
+                                                     OffsetsString(e.begin, e.end), " overlap tensor '", previous->name,
+                                                     "' at ", OffsetsString(previous->begin, previous->end)));
     }
     if (e.begin > expected) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor '", e.name, "': data_offsets ", OffsetsString(e.begin, e.end),
-                       " leave a gap: the previous tensor data ends at ", expected));
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", e.name, "': data_offsets ",
+                                                     OffsetsString(e.begin, e.end),
+                                                     " leave a gap: the previous tensor data ends at ", expected));
     }
     expected = e.end;
     previous = &e;
@@ -231,9 +218,8 @@ absl::Status PreadAll(int fd, void* buf, uint64_t size, uint64_t offset) {
     ssize_t n = ::pread(fd, p, size, static_cast<off_t>(offset));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return absl::Status(
-          absl::ErrnoToStatusCode(errno),
-          absl::StrCat("reading: ", std::error_code(errno, std::generic_category()).message()));
+      return absl::Status(absl::ErrnoToStatusCode(errno),
+                          absl::StrCat("reading: ", std::error_code(errno, std::generic_category()).message()));
     }
     if (n == 0) return absl::DataLossError(absl::StrCat("unexpected end of file at byte ", offset));
     p += n;
@@ -246,9 +232,8 @@ absl::Status PreadAll(int fd, void* buf, uint64_t size, uint64_t offset) {
 absl::StatusOr<SafetensorsContents> ReadOpenFile(int fd) {
   struct stat st;
   if (::fstat(fd, &st) != 0) {
-    return absl::Status(
-        absl::ErrnoToStatusCode(errno),
-        absl::StrCat("stat: ", std::error_code(errno, std::generic_category()).message()));
+    return absl::Status(absl::ErrnoToStatusCode(errno),
+                        absl::StrCat("stat: ", std::error_code(errno, std::generic_category()).message()));
   }
   if (!S_ISREG(st.st_mode)) return absl::InvalidArgumentError("not a regular file");
   uint64_t file_size = static_cast<uint64_t>(st.st_size);
@@ -280,39 +265,33 @@ const Tensor* SafetensorsContents::Find(absl::string_view name) const {
   return nullptr;
 }
 
-absl::Status ValidateSafetensorsInput(const std::vector<NamedTensor>& tensors,
-                                      const SafetensorsMetadata& metadata) {
+absl::Status ValidateSafetensorsInput(const std::vector<NamedTensor>& tensors, const SafetensorsMetadata& metadata) {
   std::unordered_set<std::string> names;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const NamedTensor& t = tensors[i];
     if (t.name.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("safetensors: tensor #", i, " has an empty name"));
+      return absl::InvalidArgumentError(absl::StrCat("safetensors: tensor #", i, " has an empty name"));
     }
     if (t.name == kMetadataKey) {
       return absl::InvalidArgumentError("safetensors: a tensor cannot be named \"__metadata__\"");
     }
     if (!t.tensor.valid()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("safetensors: tensor '", t.name, "' is invalid (empty)"));
+      return absl::InvalidArgumentError(absl::StrCat("safetensors: tensor '", t.name, "' is invalid (empty)"));
     }
     if (!names.insert(t.name).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("safetensors: duplicate tensor name '", t.name, "'"));
+      return absl::InvalidArgumentError(absl::StrCat("safetensors: duplicate tensor name '", t.name, "'"));
     }
   }
   std::unordered_set<std::string> keys;
   for (const auto& [key, value] : metadata) {
     if (!keys.insert(key).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("safetensors: duplicate metadata key '", key, "'"));
+      return absl::InvalidArgumentError(absl::StrCat("safetensors: duplicate metadata key '", key, "'"));
     }
   }
   return absl::OkStatus();
 }
 
-std::string SerializeSafetensors(const std::vector<NamedTensor>& tensors,
-                                 const SafetensorsMetadata& metadata) {
+std::string SerializeSafetensors(const std::vector<NamedTensor>& tensors, const SafetensorsMetadata& metadata) {
   assert(ValidateSafetensorsInput(tensors, metadata).ok());
   std::string out = BuildHeader(tensors, metadata);
   for (const NamedTensor& t : tensors) {
@@ -344,8 +323,7 @@ absl::Status WriteSafetensorsFile(const std::string& path, const std::vector<Nam
   parts.reserve(tensors.size() + 1);
   parts.emplace_back(header);
   for (const NamedTensor& t : tensors) {
-    parts.emplace_back(static_cast<const char*>(t.tensor.raw_data()),
-                       static_cast<size_t>(t.tensor.byte_size()));
+    parts.emplace_back(static_cast<const char*>(t.tensor.raw_data()), static_cast<size_t>(t.tensor.byte_size()));
   }
   return WriteFileAtomicParts(path, parts);
 }
@@ -354,9 +332,8 @@ absl::StatusOr<SafetensorsContents> ReadSafetensorsFile(const std::string& path)
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
-    return absl::Status(
-        absl::ErrnoToStatusCode(err),
-        absl::StrCat("'", path, "': ", std::error_code(err, std::generic_category()).message()));
+    return absl::Status(absl::ErrnoToStatusCode(err),
+                        absl::StrCat("'", path, "': ", std::error_code(err, std::generic_category()).message()));
   }
   absl::StatusOr<SafetensorsContents> out = ReadOpenFile(fd);
   ::close(fd);

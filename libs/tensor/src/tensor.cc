@@ -73,9 +73,7 @@ Tensor Tensor::Reshaped(Shape shape) const {
   return t;
 }
 
-std::string Tensor::TypeString() const {
-  return absl::StrCat(MlirName(dtype_), "[", ShapeToString(shape_), "]");
-}
+std::string Tensor::TypeString() const { return absl::StrCat(MlirName(dtype_), "[", ShapeToString(shape_), "]"); }
 
 bool AdviseHugePages(void* data, size_t bytes) {
   // Only the whole huge pages inside the memory: a huge page over its tail would make up to

@@ -55,8 +55,8 @@ absl::StatusOr<ModelCheckpoint> ReadModelCheckpoint(const std::string& path) {
 
 absl::StatusOr<std::vector<Tensor>> ParamsInOrder(const ModelCheckpoint& ckpt, const std::vector<std::string>& names) {
   if (ckpt.params.size() != names.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint has ", ckpt.params.size(),
-                                                   " parameters, the model expects ", names.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint has ", ckpt.params.size(), " parameters, the model expects ", names.size()));
   }
   std::vector<Tensor> out;
   for (const std::string& n : names) {
@@ -140,8 +140,10 @@ absl::StatusOr<GPTConfig> GptConfigFromJson(absl::string_view text) {
   if (!j.is_object()) return absl::InvalidArgumentError("model config: expected a JSON object");
   GPTConfig c;
   for (auto [key, field] : {std::pair<const char*, int64_t*>{"vocab_size", &c.vocab_size},
-                            {"block_size", &c.block_size}, {"n_layer", &c.n_layer},
-                            {"n_head", &c.n_head}, {"n_embd", &c.n_embd}}) {
+                            {"block_size", &c.block_size},
+                            {"n_layer", &c.n_layer},
+                            {"n_head", &c.n_head},
+                            {"n_embd", &c.n_embd}}) {
     const Json* v = j.Find(key);
     if (v == nullptr || !v->is_int()) {
       return absl::InvalidArgumentError(absl::StrCat("model config: '", key, "' must be an integer"));
@@ -149,7 +151,8 @@ absl::StatusOr<GPTConfig> GptConfigFromJson(absl::string_view text) {
     *field = v->int_value();
   }
   const Json* bias = j.Find("bias");
-  if (bias == nullptr || !bias->is_bool()) return absl::InvalidArgumentError("model config: 'bias' must be true or false");
+  if (bias == nullptr || !bias->is_bool())
+    return absl::InvalidArgumentError("model config: 'bias' must be true or false");
   c.bias = bias->bool_value();
   PCP_RETURN_IF_ERROR(c.Validate(), _ << "model config");
   return c;

@@ -36,10 +36,8 @@ bool IsPseudoFileSystem(const struct statfs& st) {
     case CGROUP2_SUPER_MAGIC:
     case DEVPTS_SUPER_MAGIC:
     case BPF_FS_MAGIC:
-    case EFIVARFS_MAGIC:
-      return true;
-    default:
-      return false;
+    case EFIVARFS_MAGIC: return true;
+    default: return false;
   }
 }
 
@@ -49,8 +47,7 @@ std::string Errno(int err) { return std::strerror(err); }
 
 std::string DefaultDataRoot() { return PCP_DEFAULT_DATA_ROOT; }
 
-absl::StatusOr<DataRoots> DataRoots::Confined(const std::vector<std::string>& roots,
-                                              int64_t max_file_bytes) {
+absl::StatusOr<DataRoots> DataRoots::Confined(const std::vector<std::string>& roots, int64_t max_file_bytes) {
   if (max_file_bytes < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("the data file size cap must be at least 1 byte, got ", max_file_bytes));
@@ -79,12 +76,11 @@ std::string DataRoots::Describe() const {
 }
 
 std::string DataRoots::RefusalMessage(const std::string& path) const {
-  return absl::StrCat("data file '", path, "' refused: only readable regular files of at most ",
-                      max_file_bytes_, " bytes inside the ", Describe(), " may be read");
+  return absl::StrCat("data file '", path, "' refused: only readable regular files of at most ", max_file_bytes_,
+                      " bytes inside the ", Describe(), " may be read");
 }
 
-absl::Status DataRoots::Refuse(const std::string& path, const std::string& detail,
-                               absl::StatusCode code) const {
+absl::Status DataRoots::Refuse(const std::string& path, const std::string& detail, absl::StatusCode code) const {
   if (confined_) return absl::PermissionDeniedError(RefusalMessage(path));
   return absl::Status(code, absl::StrCat(detail, ": ", path));
 }
@@ -108,8 +104,7 @@ absl::StatusOr<std::string> DataRoots::Check(const std::string& path) const {
   char buffer[PATH_MAX];
   if (realpath(path.c_str(), buffer) == nullptr) {
     const int err = errno;
-    return err == ENOENT ? Refuse(path, "file not found", absl::StatusCode::kNotFound)
-                         : Refuse(path, Errno(err));
+    return err == ENOENT ? Refuse(path, "file not found", absl::StatusCode::kNotFound) : Refuse(path, Errno(err));
   }
   std::string canonical = buffer;
   if (confined_ && !Inside(canonical)) return Refuse(path, "outside the data roots");

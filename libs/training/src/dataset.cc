@@ -14,9 +14,7 @@
 
 namespace pcp {
 
-absl::string_view DataFormatName(DataFormat format) {
-  return NameOf(kDataFormatNames, format);
-}
+absl::string_view DataFormatName(DataFormat format) { return NameOf(kDataFormatNames, format); }
 
 DataFormat InferDataFormat(absl::string_view path) {
   return absl::EndsWith(path, ".bin") ? DataFormat::kBin : DataFormat::kTextChar;
@@ -33,8 +31,7 @@ absl::StatusOr<TokenSequence> TokenSequence::FromIds(absl::Span<const int32_t> i
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= kMaxTokenVocab) {
       return absl::InvalidArgumentError(absl::StrCat("token id ", ids[i], " at position ", i,
-                                                     " does not fit uint16 token storage [0, ",
-                                                     kMaxTokenVocab, ")"));
+                                                     " does not fit uint16 token storage [0, ", kMaxTokenVocab, ")"));
     }
     tokens[i] = static_cast<uint16_t>(ids[i]);
   }
@@ -43,8 +40,8 @@ absl::StatusOr<TokenSequence> TokenSequence::FromIds(absl::Span<const int32_t> i
 
 absl::StatusOr<TokenSequence> TokenSequence::Slice(int64_t begin, int64_t length) const {
   if (begin < 0 || length < 0 || begin > size_ || length > size_ - begin) {
-    return absl::OutOfRangeError(absl::StrCat("slice [", begin, ", ", begin, " + ", length,
-                                              ") of a sequence of ", size_, " tokens"));
+    return absl::OutOfRangeError(
+        absl::StrCat("slice [", begin, ", ", begin, " + ", length, ") of a sequence of ", size_, " tokens"));
   }
   TokenSequence s = *this;
   s.begin_ = begin_ + begin;
@@ -64,9 +61,8 @@ absl::StatusOr<TokenSequence> ParseTokenBin(absl::string_view bytes, absl::strin
     return absl::InvalidArgumentError(absl::StrCat(name, ": empty token file"));
   }
   if (bytes.size() % 2 != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": odd byte count ", bytes.size(),
-                     "; a token file holds little-endian uint16 tokens (2 bytes each)"));
+    return absl::InvalidArgumentError(absl::StrCat(name, ": odd byte count ", bytes.size(),
+                                                   "; a token file holds little-endian uint16 tokens (2 bytes each)"));
   }
   std::vector<uint16_t> tokens(bytes.size() / 2);
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
@@ -94,12 +90,11 @@ absl::Status WriteTokenBin(const std::string& path, const TokenSequence& tokens)
 
 Dataset::Dataset(TokenSequence train, TokenSequence val, std::optional<Tokenizer> tokenizer)
     : train_(std::move(train)), val_(std::move(val)), tokenizer_(std::move(tokenizer)) {
-  vocab_size_ = tokenizer_.has_value() ? tokenizer_->vocab_size()
-                                       : int64_t{std::max(train_.MaxToken(), val_.MaxToken())} + 1;
+  vocab_size_ =
+      tokenizer_.has_value() ? tokenizer_->vocab_size() : int64_t{std::max(train_.MaxToken(), val_.MaxToken())} + 1;
 }
 
-absl::StatusOr<Dataset> Dataset::FromText(absl::string_view text, const Tokenizer& tokenizer,
-                                          absl::string_view name) {
+absl::StatusOr<Dataset> Dataset::FromText(absl::string_view text, const Tokenizer& tokenizer, absl::string_view name) {
   if (text.empty()) return absl::InvalidArgumentError(absl::StrCat(name, ": empty text file"));
   PCP_ASSIGN_OR_RETURN(std::vector<uint16_t> ids, tokenizer.EncodeCompact(text), _ << name);
   // Python's int(n * 0.9): the product in double precision, truncated.
@@ -111,8 +106,7 @@ absl::StatusOr<Dataset> Dataset::FromText(absl::string_view text, const Tokenize
   return Dataset(std::move(train), std::move(val), tokenizer);
 }
 
-absl::StatusOr<Dataset> Dataset::LoadTextFile(const std::string& path, TokenizerKind kind,
-                                              const DataRoots& roots) {
+absl::StatusOr<Dataset> Dataset::LoadTextFile(const std::string& path, TokenizerKind kind, const DataRoots& roots) {
   PCP_ASSIGN_OR_RETURN(std::string text, roots.Read(path));
   if (text.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": empty text file"));
   Tokenizer tokenizer = Tokenizer::Byte();
@@ -128,8 +122,8 @@ absl::StatusOr<Dataset> Dataset::LoadTextFile(const std::string& path, const Tok
   return FromText(text, tokenizer, path);
 }
 
-absl::StatusOr<Dataset> Dataset::LoadBinFiles(const std::string& train_path,
-                                              const std::string& val_path, const DataRoots& roots) {
+absl::StatusOr<Dataset> Dataset::LoadBinFiles(const std::string& train_path, const std::string& val_path,
+                                              const DataRoots& roots) {
   PCP_ASSIGN_OR_RETURN(TokenSequence train, ReadTokenBin(train_path, roots));
   PCP_ASSIGN_OR_RETURN(TokenSequence val, ReadTokenBin(val_path, roots));
   return Dataset(std::move(train), std::move(val), std::nullopt);
@@ -141,9 +135,8 @@ absl::Status Dataset::CheckBlockSize(int64_t block_size) const {
   }
   for (const auto& [split, seq] : {std::pair{"train", &train_}, std::pair{"val", &val_}}) {
     if (seq->size() < block_size + 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the ", split, " split has ", seq->size(),
-                       " tokens, shorter than block_size + 1 = ", block_size + 1));
+      return absl::InvalidArgumentError(absl::StrCat("the ", split, " split has ", seq->size(),
+                                                     " tokens, shorter than block_size + 1 = ", block_size + 1));
     }
   }
   return absl::OkStatus();
@@ -154,47 +147,37 @@ absl::Status Dataset::CheckVocab(int64_t vocab_size) const {
     absl::Span<const uint16_t> s = seq->span();
     for (size_t i = 0; i < s.size(); ++i) {
       if (s[i] >= vocab_size) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("token id ", s[i], " at position ", i, " of the ", split,
-                         " split is outside vocab_size ", vocab_size));
+        return absl::InvalidArgumentError(absl::StrCat("token id ", s[i], " at position ", i, " of the ", split,
+                                                       " split is outside vocab_size ", vocab_size));
       }
     }
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<TokenSequence> Dataset::Shard(int64_t index, int64_t count,
-                                             int64_t block_size) const {
+absl::StatusOr<TokenSequence> Dataset::Shard(int64_t index, int64_t count, int64_t block_size) const {
   if (count < 1 || index < 0 || index >= count) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("shard index ", index, " of ", count, ": need 0 <= index < count"));
+    return absl::InvalidArgumentError(absl::StrCat("shard index ", index, " of ", count, ": need 0 <= index < count"));
   }
   const int64_t n = train_.size();
   // n * index fits int64 for any realistic n (< 2^47 tokens) and count.
   const int64_t begin = n * index / count;
   const int64_t end = n * (index + 1) / count;
   if (end - begin < block_size + 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "shard ", index, " of ", count, " has ", end - begin, " training tokens (of ", n,
-        "), shorter than block_size + 1 = ", block_size + 1, "; use fewer workers or more data"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard ", index, " of ", count, " has ", end - begin, " training tokens (of ", n,
+                     "), shorter than block_size + 1 = ", block_size + 1, "; use fewer workers or more data"));
   }
   return train_.Slice(begin, end - begin);
 }
 
-absl::StatusOr<Dataset> LoadDataset(DataFormat format, const std::string& path,
-                                    const std::string& val_path, int64_t block_size,
-                                    const DataRoots& roots) {
+absl::StatusOr<Dataset> LoadDataset(DataFormat format, const std::string& path, const std::string& val_path,
+                                    int64_t block_size, const DataRoots& roots) {
   absl::StatusOr<Dataset> data;
   switch (format) {
-    case DataFormat::kTextChar:
-      data = Dataset::LoadTextFile(path, TokenizerKind::kChar, roots);
-      break;
-    case DataFormat::kTextByte:
-      data = Dataset::LoadTextFile(path, TokenizerKind::kByte, roots);
-      break;
-    case DataFormat::kBin:
-      data = Dataset::LoadBinFiles(path, val_path, roots);
-      break;
+    case DataFormat::kTextChar: data = Dataset::LoadTextFile(path, TokenizerKind::kChar, roots); break;
+    case DataFormat::kTextByte: data = Dataset::LoadTextFile(path, TokenizerKind::kByte, roots); break;
+    case DataFormat::kBin: data = Dataset::LoadBinFiles(path, val_path, roots); break;
   }
   if (!data.ok()) return data.status();
   PCP_RETURN_IF_ERROR(data->CheckBlockSize(block_size), _ << path);
@@ -203,16 +186,15 @@ absl::StatusOr<Dataset> LoadDataset(DataFormat format, const std::string& path,
 
 // ------------------------------------------------------------------------------------ batches
 
-absl::StatusOr<std::vector<int64_t>> BatchOffsets(int64_t data_size, int64_t batch_size,
-                                                  int64_t block_size, uint64_t seed,
-                                                  uint64_t cursor) {
+absl::StatusOr<std::vector<int64_t>> BatchOffsets(int64_t data_size, int64_t batch_size, int64_t block_size,
+                                                  uint64_t seed, uint64_t cursor) {
   if (batch_size < 1 || block_size < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("batch_size (", batch_size, ") and block_size (",
-                                                   block_size, ") must be >= 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch_size (", batch_size, ") and block_size (", block_size, ") must be >= 1"));
   }
   if (data_size < block_size + 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data of ", data_size, " tokens is shorter than block_size + 1 = ", block_size + 1));
+    return absl::InvalidArgumentError(
+        absl::StrCat("data of ", data_size, " tokens is shorter than block_size + 1 = ", block_size + 1));
   }
   Xoshiro256ss rng = Xoshiro256ss::FromSeed(MixSeed(seed, cursor));
   const auto range = static_cast<uint64_t>(data_size - block_size);
@@ -221,12 +203,10 @@ absl::StatusOr<std::vector<int64_t>> BatchOffsets(int64_t data_size, int64_t bat
   return offsets;
 }
 
-absl::StatusOr<Batch> GetBatch(const TokenSequence& data, int64_t batch_size, int64_t block_size,
-                               uint64_t seed, uint64_t cursor) {
-  PCP_ASSIGN_OR_RETURN(std::vector<int64_t> offsets,
-                       BatchOffsets(data.size(), batch_size, block_size, seed, cursor));
-  Batch batch{Tensor(DType::kI32, {batch_size, block_size}),
-              Tensor(DType::kI32, {batch_size, block_size})};
+absl::StatusOr<Batch> GetBatch(const TokenSequence& data, int64_t batch_size, int64_t block_size, uint64_t seed,
+                               uint64_t cursor) {
+  PCP_ASSIGN_OR_RETURN(std::vector<int64_t> offsets, BatchOffsets(data.size(), batch_size, block_size, seed, cursor));
+  Batch batch{Tensor(DType::kI32, {batch_size, block_size}), Tensor(DType::kI32, {batch_size, block_size})};
   int32_t* x = batch.x.data<int32_t>();
   int32_t* y = batch.y.data<int32_t>();
   const uint16_t* tokens = data.data();
@@ -240,10 +220,8 @@ absl::StatusOr<Batch> GetBatch(const TokenSequence& data, int64_t batch_size, in
   return batch;
 }
 
-absl::StatusOr<Batch> BatchSampler::Next(const TokenSequence& data, int64_t batch_size,
-                                         int64_t block_size) {
-  PCP_ASSIGN_OR_RETURN(Batch batch,
-                       GetBatch(data, batch_size, block_size, state_.seed, state_.cursor));
+absl::StatusOr<Batch> BatchSampler::Next(const TokenSequence& data, int64_t batch_size, int64_t block_size) {
+  PCP_ASSIGN_OR_RETURN(Batch batch, GetBatch(data, batch_size, block_size, state_.seed, state_.cursor));
   ++state_.cursor;
   return batch;
 }

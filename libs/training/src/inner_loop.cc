@@ -8,8 +8,7 @@ namespace {
 
 absl::Status CheckType(const Tensor& t, const TensorType& want, absl::string_view what) {
   if (t.dtype() != want.dtype || t.shape() != want.shape) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": expected ", want.ToString(), ", got ", t.TypeString()));
+    return absl::InvalidArgumentError(absl::StrCat(what, ": expected ", want.ToString(), ", got ", t.TypeString()));
   }
   return absl::OkStatus();
 }
@@ -22,8 +21,9 @@ absl::StatusOr<std::unique_ptr<InnerLoop>> InnerLoop::Create(Backend& backend, c
   const int n_in = static_cast<int>(step_fn.params.size());
   const int n_out = static_cast<int>(step_fn.results.size());
   if ((n_in - 4) % 3 != 0 || n_in < 7 || n_out != n_in - 3) {
-    return absl::InvalidArgumentError(absl::StrCat("function @", step_fn.name, " does not have the train_step signature (",
-                                                   n_in, " parameters, ", n_out, " results)"));
+    return absl::InvalidArgumentError(absl::StrCat("function @", step_fn.name,
+                                                   " does not have the train_step signature (", n_in, " parameters, ",
+                                                   n_out, " results)"));
   }
   std::unique_ptr<InnerLoop> loop(new InnerLoop(backend));
   loop->num_params_ = (n_in - 4) / 3;
@@ -133,7 +133,8 @@ absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(InnerLoop& loop, co
 absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(Backend& backend, const Function& fwd) {
   std::unique_ptr<Evaluator> e(new Evaluator(backend));
   if (fwd.params.size() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat("function @", fwd.name, " must take parameters plus tokens and targets"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("function @", fwd.name, " must take parameters plus tokens and targets"));
   }
   // The parameters' buffers come with SetParams and go with ReleaseParams.
   for (size_t i = 0; i + 2 < fwd.params.size(); ++i) e->own_types_.push_back(fwd.type(fwd.params[i]));
@@ -150,7 +151,8 @@ absl::Status Evaluator::Compile(const Function& fwd) {
   }
   for (int i = 0; !own && i < p; ++i) {
     if (fwd.type(fwd.params[i]) != params_[i]->type()) {
-      return absl::InvalidArgumentError(absl::StrCat("@", fwd.name, " parameter ", i, " does not match the train step"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("@", fwd.name, " parameter ", i, " does not match the train step"));
     }
   }
   PCP_ASSIGN_OR_RETURN(exe_, backend_.Compile(fwd), _ << "compiling @" << fwd.name);
@@ -170,7 +172,8 @@ absl::Status Evaluator::Compile(const Function& fwd) {
 absl::Status Evaluator::SetParams(const std::vector<Tensor>& params) {
   if (own_types_.empty()) return absl::FailedPreconditionError("this evaluator runs on an inner loop's parameters");
   if (params.size() != own_types_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(params.size(), " parameters, the evaluator takes ", own_types_.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(params.size(), " parameters, the evaluator takes ", own_types_.size()));
   }
   if (own_params_.empty()) {
     for (const TensorType& type : own_types_) {
@@ -179,7 +182,8 @@ absl::Status Evaluator::SetParams(const std::vector<Tensor>& params) {
       own_params_.push_back(std::move(b));
     }
   }
-  for (size_t i = 0; i < params.size(); ++i) PCP_RETURN_IF_ERROR(backend_.CopyIn(params[i], *own_params_[i]), _ << "parameter " << i);
+  for (size_t i = 0; i < params.size(); ++i)
+    PCP_RETURN_IF_ERROR(backend_.CopyIn(params[i], *own_params_[i]), _ << "parameter " << i);
   return absl::OkStatus();
 }
 
@@ -190,7 +194,8 @@ void Evaluator::ReleaseParams() {
 }
 
 absl::StatusOr<float> Evaluator::Loss(const Batch& batch) {
-  if (params_.empty() && !own_types_.empty()) return absl::FailedPreconditionError("the evaluator has no parameters (SetParams)");
+  if (params_.empty() && !own_types_.empty())
+    return absl::FailedPreconditionError("the evaluator has no parameters (SetParams)");
   PCP_RETURN_IF_ERROR(backend_.CopyIn(batch.x, *tokens_));
   PCP_RETURN_IF_ERROR(backend_.CopyIn(batch.y, *targets_));
   std::vector<Buffer*> args = params_;

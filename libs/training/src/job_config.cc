@@ -62,19 +62,18 @@ bool IsValidJobName(absl::string_view name) {
 }
 
 Field<JobConfig> NameField() {
-  return {
-      "name",
-      [](const Value& v, Context& ctx, JobConfig& out) -> absl::Status {
-        PCP_ASSIGN_OR_RETURN(std::string name, yaml_fields::ReadScalar(v, ctx, "a string"));
-        if (!IsValidJobName(name)) {
-          return ctx.Error(v.mark, absl::StrCat("name: expected letters, digits, '.', '_' "
-                                                "or '-', got ",
-                                                yaml_fields::Describe(v.node)));
-        }
-        out.name = std::move(name);
-        return absl::OkStatus();
-      },
-      [](const JobConfig& in, int) { return absl::StrCat(" ", yaml_fields::EmitString(in.name)); }};
+  return {"name",
+          [](const Value& v, Context& ctx, JobConfig& out) -> absl::Status {
+            PCP_ASSIGN_OR_RETURN(std::string name, yaml_fields::ReadScalar(v, ctx, "a string"));
+            if (!IsValidJobName(name)) {
+              return ctx.Error(v.mark, absl::StrCat("name: expected letters, digits, '.', '_' "
+                                                    "or '-', got ",
+                                                    yaml_fields::Describe(v.node)));
+            }
+            out.name = std::move(name);
+            return absl::OkStatus();
+          },
+          [](const JobConfig& in, int) { return absl::StrCat(" ", yaml_fields::EmitString(in.name)); }};
 }
 
 // Accepted only as 0, so that nanoGPT configs carry over and nobody expects dropout.
@@ -125,8 +124,8 @@ const std::vector<Field<ModelConfig>>* ModelFields() {
 // Keys only the built-in GPT reads (an error with model.stablehlo), and keys only an imported
 // model reads (not printed for a GPT job). block_size serves both.
 constexpr absl::string_view kGptOnlyKeys[] = {"vocab_size", "n_layer", "n_head", "n_embd", "bias"};
-constexpr absl::string_view kImportOnlyKeys[] = {"stablehlo", "function", "logits", "params", "names",
-                                                 "data_args", "frozen", "init"};
+constexpr absl::string_view kImportOnlyKeys[] = {"stablehlo", "function",  "logits", "params",
+                                                 "names",     "data_args", "frozen", "init"};
 
 bool IsIn(absl::Span<const absl::string_view> keys, absl::string_view key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
@@ -140,7 +139,8 @@ Field<JobConfig> ModelSectionField() {
     for (const Field<ModelConfig>& f : *ModelFields()) {
       // An imported model's optional files and functions are left out when unset: "" is not a
       // value the parser takes back for them.
-      const bool unset = (f.key == "params" && in.model.params.empty()) || (f.key == "logits" && in.model.logits.empty());
+      const bool unset =
+          (f.key == "params" && in.model.params.empty()) || (f.key == "logits" && in.model.logits.empty());
       const bool skip = in.model.imported() ? (IsIn(kGptOnlyKeys, f.key) || f.key == "dropout" || unset)
                                             : IsIn(kImportOnlyKeys, f.key);
       if (!skip) shown.push_back(f);
@@ -209,8 +209,7 @@ const std::vector<Field<codec::CompressionOptions>>* CompressionFields() {
   static const auto* fields = new std::vector<Field<CompressionOptions>>{
       EnumField("up", &CompressionOptions::up, absl::MakeConstSpan(codec::kCodecNames)),
       EnumField("down", &CompressionOptions::down, absl::MakeConstSpan(codec::kCodecNames)),
-      EnumField("error_feedback", &CompressionOptions::error_feedback,
-                absl::MakeConstSpan(codec::kFeedbackModeNames)),
+      EnumField("error_feedback", &CompressionOptions::error_feedback, absl::MakeConstSpan(codec::kFeedbackModeNames)),
       RealField("density", &CompressionOptions::density, RealRange{codec::kMinDensity, 1.0, false, false}),
   };
   return fields;
@@ -302,15 +301,14 @@ std::string ResolvePath(const std::string& base_dir, const std::string& path) {
 }
 
 // The data roots decide (data_roots.h); the message is theirs, placed at the key's line.
-absl::Status CheckFile(const Context& ctx, const YAML::Mark& mark, absl::string_view key,
-                       const std::string& path, const DataRoots& roots) {
+absl::Status CheckFile(const Context& ctx, const YAML::Mark& mark, absl::string_view key, const std::string& path,
+                       const DataRoots& roots) {
   absl::StatusOr<std::string> checked = roots.Check(path);
   if (!checked.ok()) return ctx.Error(mark, absl::StrCat(key, ": ", checked.status().message()));
   return absl::OkStatus();
 }
 
-absl::Status FinishData(const Context& ctx, const std::string& base_dir, const DataRoots& roots,
-                        DataConfig& data) {
+absl::Status FinishData(const Context& ctx, const std::string& base_dir, const DataRoots& roots, DataConfig& data) {
   if (!ctx.Has("data.path")) {
     return ctx.Error(ctx.KeyMark("data"),
                      "data.path: missing; the training data (a text file, or nanoGPT's "
@@ -324,8 +322,8 @@ absl::Status FinishData(const Context& ctx, const std::string& base_dir, const D
   if (data.format != DataFormat::kBin) {
     if (!data.val_path.empty()) {
       return ctx.Error(ctx.ValueMark({"data.val_path"}),
-                       absl::StrCat("data.val_path: only used with format bin; ",
-                                    DataFormatName(data.format), " data is split 90/10"));
+                       absl::StrCat("data.val_path: only used with format bin; ", DataFormatName(data.format),
+                                    " data is split 90/10"));
     }
     return absl::OkStatus();
   }
@@ -339,8 +337,7 @@ absl::Status FinishData(const Context& ctx, const std::string& base_dir, const D
   } else {
     data.val_path = ResolvePath(base_dir, data.val_path);
   }
-  return CheckFile(ctx, ctx.ValueMark({"data.val_path", "data.path"}), "data.val_path",
-                   data.val_path, roots);
+  return CheckFile(ctx, ctx.ValueMark({"data.val_path", "data.path"}), "data.val_path", data.val_path, roots);
 }
 
 // An import's error, placed at the key it names when the file set it, else at model.stablehlo.
@@ -354,8 +351,7 @@ absl::Status PlaceImportError(const Context& ctx, const absl::Status& status) {
 }
 
 // An imported model: its keys checked against the module, block_size and batch_size from it.
-absl::Status FinishImport(const Context& ctx, const std::string& base_dir, const DataRoots& roots,
-                          JobConfig& c) {
+absl::Status FinishImport(const Context& ctx, const std::string& base_dir, const DataRoots& roots, JobConfig& c) {
   ModelConfig& m = c.model;
   for (absl::string_view key : kGptOnlyKeys) {
     const std::string qkey = absl::StrCat("model.", key);
@@ -395,8 +391,7 @@ absl::Status FinishImport(const Context& ctx, const std::string& base_dir, const
   return absl::OkStatus();
 }
 
-absl::Status Finish(const Context& ctx, const std::string& base_dir, const DataRoots& roots,
-                    JobConfig& c) {
+absl::Status Finish(const Context& ctx, const std::string& base_dir, const DataRoots& roots, JobConfig& c) {
   PCP_RETURN_IF_ERROR(FinishData(ctx, base_dir, roots, c.data));
   if (!ctx.Has("model.stablehlo")) {
     for (absl::string_view key : kImportOnlyKeys) {
@@ -410,15 +405,14 @@ absl::Status Finish(const Context& ctx, const std::string& base_dir, const DataR
   }
   if (!c.model.imported() && c.model.n_embd % c.model.n_head != 0) {
     return ctx.Error(ctx.ValueMark({"model.n_embd", "model.n_head"}),
-                     absl::StrCat("model.n_embd: ", c.model.n_embd,
-                                  " is not divisible by model.n_head (", c.model.n_head, ")"));
+                     absl::StrCat("model.n_embd: ", c.model.n_embd, " is not divisible by model.n_head (",
+                                  c.model.n_head, ")"));
   }
   if (!ctx.Has("optimizer.lr_decay_iters")) c.optimizer.lr_decay_iters = c.training.max_iters;
   if (c.optimizer.min_lr > c.optimizer.lr) {
-    return ctx.Error(
-        ctx.ValueMark({"optimizer.min_lr", "optimizer.lr"}),
-        absl::StrCat("optimizer.min_lr: ", yaml_fields::EmitReal(c.optimizer.min_lr),
-                     " is above optimizer.lr (", yaml_fields::EmitReal(c.optimizer.lr), ")"));
+    return ctx.Error(ctx.ValueMark({"optimizer.min_lr", "optimizer.lr"}),
+                     absl::StrCat("optimizer.min_lr: ", yaml_fields::EmitReal(c.optimizer.min_lr),
+                                  " is above optimizer.lr (", yaml_fields::EmitReal(c.optimizer.lr), ")"));
   }
   if (c.diloco.aggregation == diloco::Aggregation::kStreaming && c.diloco.screening.trimmed_mean > 0) {
     return ctx.Error(ctx.ValueMark({"diloco.aggregation", "diloco.screening.trimmed_mean"}),
@@ -481,17 +475,15 @@ absl::Status Finish(const Context& ctx, const std::string& base_dir, const DataR
   }
   if (c.diloco.min_workers > c.diloco.workers) {
     return ctx.Error(ctx.ValueMark({"diloco.min_workers", "diloco.workers"}),
-                     absl::StrCat("diloco.min_workers: ", c.diloco.min_workers,
-                                  " is more than diloco.workers (", c.diloco.workers, ")"));
+                     absl::StrCat("diloco.min_workers: ", c.diloco.min_workers, " is more than diloco.workers (",
+                                  c.diloco.workers, ")"));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::string_view BackendChoiceName(BackendChoice backend) {
-  return NameOf(kBackendChoiceNames, backend);
-}
+absl::string_view BackendChoiceName(BackendChoice backend) { return NameOf(kBackendChoiceNames, backend); }
 
 absl::StatusOr<JobConfig> ParseJobConfig(absl::string_view yaml_text, absl::string_view file_name,
                                          const std::string& base_dir, const DataRoots& data_roots) {
@@ -500,8 +492,7 @@ absl::StatusOr<JobConfig> ParseJobConfig(absl::string_view yaml_text, absl::stri
   std::string stem = fs::path(std::string(file_name)).stem().string();
   if (IsValidJobName(stem)) config.name = stem;
   if (absl::StripAsciiWhitespace(yaml_text).empty()) {
-    return ctx.Error(YAML::Mark::null_mark(),
-                     "the job file is empty; expected a mapping with at least data.path");
+    return ctx.Error(YAML::Mark::null_mark(), "the job file is empty; expected a mapping with at least data.path");
   }
   PCP_RETURN_IF_ERROR(yaml_fields::ParseDocument(yaml_text, TopFields(), ctx, config));
   PCP_RETURN_IF_ERROR(Finish(ctx, base_dir, data_roots, config));
@@ -509,8 +500,7 @@ absl::StatusOr<JobConfig> ParseJobConfig(absl::string_view yaml_text, absl::stri
 }
 
 absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path) {
-  PCP_ASSIGN_OR_RETURN(std::string text, ReadFile(path),
-                       _ << "reading job file");
+  PCP_ASSIGN_OR_RETURN(std::string text, ReadFile(path), _ << "reading job file");
   return ParseJobConfig(text, path, fs::path(path).parent_path().string(), DataRoots::Unconfined());
 }
 
@@ -519,9 +509,7 @@ std::string ToYaml(const JobConfig& config) {
                       yaml_fields::EmitMapping(TopFields(), config, 0), "\n");
 }
 
-std::vector<std::string> JobConfigKeys() {
-  return yaml_fields::LeafKeysOf(TopFields());
-}
+std::vector<std::string> JobConfigKeys() { return yaml_fields::LeafKeysOf(TopFields()); }
 
 absl::StatusOr<Dataset> LoadJobDataset(JobConfig* config, const DataRoots& data_roots) {
   PCP_ASSIGN_OR_RETURN(Dataset data,

@@ -68,28 +68,27 @@ absl::StatusOr<JobMemoryEstimate> EstimateJobMemory(const JobConfig& config) {
                              .worker_bytes = *worker.value(),
                              .shepherd_bytes = *shepherd.value()};
   }
-  const Checked V = m.vocab_size > 0 ? m.vocab_size : 1, T = m.block_size, C = m.n_embd,
-                H = m.n_head, L = m.n_layer, B = config.training.batch_size;
+  const Checked V = m.vocab_size > 0 ? m.vocab_size : 1, T = m.block_size, C = m.n_embd, H = m.n_head, L = m.n_layer,
+                B = config.training.batch_size;
   // LayerNorm weights (and with bias: every Linear's and LayerNorm's bias) per layer: 2C (13C).
   const Checked per_layer_vectors = m.bias ? 13 : 2, final_ln = m.bias ? 2 : 1;
-  const Checked params =
-      V * C + T * C + L * (Checked(12) * C * C + per_layer_vectors * C) + final_ln * C;
+  const Checked params = V * C + T * C + L * (Checked(12) * C * C + per_layer_vectors * C) + final_ln * C;
   const Checked tokens = B * T;
   const Checked worker =
-      Checked(4) * (Checked(6) * params +
-                    tokens * (L * (Checked(34) * C + Checked(4) * H * T) + Checked(3) * V + Checked(4) * C));
+      Checked(4) *
+      (Checked(6) * params + tokens * (L * (Checked(34) * C + Checked(4) * H * T) + Checked(3) * V + Checked(4) * C));
   if (!params.value()) {
-    return absl::InvalidArgumentError(absl::StrCat("job '", config.name, "': its parameter count overflows 64-bit arithmetic"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("job '", config.name, "': its parameter count overflows 64-bit arithmetic"));
   }
-  const Checked shepherd =
-      Checked(4) * (Checked(3) * params + DeltaElements(config, *params.value()) +
-                    tokens * (L * (Checked(17) * C + Checked(2) * H * T) + Checked(2) * V));
+  const Checked shepherd = Checked(4) * (Checked(3) * params + DeltaElements(config, *params.value()) +
+                                         tokens * (L * (Checked(17) * C + Checked(2) * H * T) + Checked(2) * V));
   if (!params.value() || !worker.value() || !shepherd.value()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "job '", config.name, "': its sizes overflow 64-bit arithmetic (model.n_layer ", m.n_layer,
-        ", model.n_embd ", m.n_embd, ", model.n_head ", m.n_head, ", model.block_size ", m.block_size,
-        ", model.vocab_size ", m.vocab_size, ", training.batch_size ", config.training.batch_size,
-        ", diloco.workers ", config.diloco.workers, "): the estimated memory is over 8 EiB"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("job '", config.name, "': its sizes overflow 64-bit arithmetic (model.n_layer ", m.n_layer,
+                     ", model.n_embd ", m.n_embd, ", model.n_head ", m.n_head, ", model.block_size ", m.block_size,
+                     ", model.vocab_size ", m.vocab_size, ", training.batch_size ", config.training.batch_size,
+                     ", diloco.workers ", config.diloco.workers, "): the estimated memory is over 8 EiB"));
   }
   return JobMemoryEstimate{.job_name = config.name,
                            .parameters = *params.value(),
@@ -99,11 +98,11 @@ absl::StatusOr<JobMemoryEstimate> EstimateJobMemory(const JobConfig& config) {
 
 absl::Status CheckMemoryBudgets(const JobMemoryEstimate& need, const MemoryBudgets& budgets) {
   auto over = [&](absl::string_view where, int64_t estimate, int64_t budget, absl::string_view what) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "job '%s' needs an estimated %s (%d bytes) at %s (%.3g parameters: %s), over the %s memory "
-        "budget of %s (%d bytes)",
-        need.job_name, FormatBytes(estimate), estimate, where, static_cast<double>(need.parameters), what,
-        where == "each worker" ? "worker" : "shepherd", FormatBytes(budget), budget));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("job '%s' needs an estimated %s (%d bytes) at %s (%.3g parameters: %s), over the %s memory "
+                        "budget of %s (%d bytes)",
+                        need.job_name, FormatBytes(estimate), estimate, where, static_cast<double>(need.parameters),
+                        what, where == "each worker" ? "worker" : "shepherd", FormatBytes(budget), budget));
   };
   if (budgets.worker_bytes > 0 && need.worker_bytes > budgets.worker_bytes) {
     return over("each worker", need.worker_bytes, budgets.worker_bytes,

@@ -19,7 +19,8 @@ absl::Status UnderKey(absl::string_view key, const absl::Status& status) {
 }  // namespace
 
 absl::StatusOr<JobModelImport> ImportJobModel(const ModelConfig& model, int64_t seed, const DataRoots& roots) {
-  if (!model.imported()) return absl::InvalidArgumentError("model.stablehlo: not set (the job trains the built-in GPT)");
+  if (!model.imported())
+    return absl::InvalidArgumentError("model.stablehlo: not set (the job trains the built-in GPT)");
   absl::StatusOr<std::string> text = roots.Read(model.stablehlo);
   if (!text.ok()) return UnderKey("stablehlo", text.status());
   StableHloImportOptions options;
@@ -34,7 +35,8 @@ absl::StatusOr<JobModelImport> ImportJobModel(const ModelConfig& model, int64_t 
     if (!bytes.ok()) return UnderKey("params", bytes.status());
     absl::StatusOr<SafetensorsContents> contents = ParseSafetensors(*bytes);
     if (!contents.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("model.params: ", model.params, ": ", contents.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("model.params: ", model.params, ": ", contents.status().message()));
     }
     options.params = std::move(contents->tensors);
     options.params_file = std::filesystem::path(model.params).filename().string();
@@ -48,8 +50,7 @@ absl::StatusOr<JobModelImport> ImportJobModel(const ModelConfig& model, int64_t 
 
 std::string ModelSummary(const ModelConfig& model) {
   if (model.imported()) {
-    return absl::StrFormat("stablehlo:%s, %.2fM params",
-                           std::filesystem::path(model.stablehlo).filename().string(),
+    return absl::StrFormat("stablehlo:%s, %.2fM params", std::filesystem::path(model.stablehlo).filename().string(),
                            static_cast<double>(model.imported_params) / 1e6);
   }
   GPTConfig gpt = model.ToGPTConfig();

@@ -9,9 +9,9 @@
 #include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/training/checkpoint.h"
+#include "pcp/training/inner_loop.h"
 #include "pcp/training/job_model.h"
 #include "pcp/training/model_program.h"
-#include "pcp/training/inner_loop.h"
 #include "pcp/training/progress.h"
 
 namespace pcp {
@@ -19,9 +19,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double MsSince(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
+double MsSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 int64_t UnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -41,10 +39,11 @@ absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& bac
                  (long long)data.train().size(), (long long)data.val().size());
   } else {
     const GPTConfig model = job.model.ToGPTConfig();
-    std::fprintf(out, "job %s: GPT %lld layers x %lld heads x %lld wide, block %lld, vocab %lld; %lld train / %lld val tokens\n",
-                 job.name.c_str(), (long long)model.n_layer, (long long)model.n_head, (long long)model.n_embd,
-                 (long long)model.block_size, (long long)model.vocab_size, (long long)data.train().size(),
-                 (long long)data.val().size());
+    std::fprintf(
+        out, "job %s: GPT %lld layers x %lld heads x %lld wide, block %lld, vocab %lld; %lld train / %lld val tokens\n",
+        job.name.c_str(), (long long)model.n_layer, (long long)model.n_head, (long long)model.n_embd,
+        (long long)model.block_size, (long long)model.vocab_size, (long long)data.train().size(),
+        (long long)data.val().size());
   }
   LocalTrainingResult result;
   auto t0 = Clock::now();
@@ -107,9 +106,8 @@ absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& bac
     if (t.log_interval > 0 && (iter % t.log_interval == 0 || iter + 1 == t.max_iters)) {
       const int64_t n = iter % t.log_interval == 0 ? std::min<int64_t>(t.log_interval, iter + 1) : 1;
       const double avg_ms = interval_ms / static_cast<double>(n);
-      std::fprintf(out, "iter %lld/%lld | loss %.4f | lr %.2e | %.1f ms/step | %.0f tok/s | ETA %s\n",
-                   (long long)iter, (long long)t.max_iters, loss, lr, avg_ms, tokens_per_step * 1000.0 / avg_ms,
-                   meter.Eta().c_str());
+      std::fprintf(out, "iter %lld/%lld | loss %.4f | lr %.2e | %.1f ms/step | %.0f tok/s | ETA %s\n", (long long)iter,
+                   (long long)t.max_iters, loss, lr, avg_ms, tokens_per_step * 1000.0 / avg_ms, meter.Eta().c_str());
       std::fflush(out);
       if (on_record) {
         LocalRecord r{.step = iter + 1, .start_unix_ms = interval_start_ms, .end_unix_ms = UnixMs()};
@@ -143,7 +141,8 @@ absl::StatusOr<LocalTrainingResult> RunLocalTraining(JobConfig job, Backend& bac
   if (data.tokenizer().has_value()) meta.push_back({"pcp.tokenizer", data.tokenizer()->Serialize()});
   PCP_RETURN_IF_ERROR(WriteModelCheckpoint(result.checkpoint_path, loop->param_names(), params, meta));
   PCP_ASSIGN_OR_RETURN(std::vector<Tensor> moments, loop->GetOptimizerState());
-  PCP_RETURN_IF_ERROR(WriteOptimizerState(t.out_dir + "/optimizer.safetensors", loop->param_names(), moments, loop->step()));
+  PCP_RETURN_IF_ERROR(
+      WriteOptimizerState(t.out_dir + "/optimizer.safetensors", loop->param_names(), moments, loop->step()));
   std::fprintf(out, "done: %lld iterations, %.1f ms/step on average; val loss %.4f; checkpoint %s\n",
                (long long)t.max_iters, result.mean_step_ms, result.final_val_loss, result.checkpoint_path.c_str());
   return result;

@@ -7,9 +7,7 @@
 
 namespace pcp {
 
-absl::string_view LrScheduleName(LrScheduleKind kind) {
-  return NameOf(kLrScheduleNames, kind);
-}
+absl::string_view LrScheduleName(LrScheduleKind kind) { return NameOf(kLrScheduleNames, kind); }
 
 double LrSchedule::At(int64_t it) const {
   if (kind == LrScheduleKind::kConstant) return lr;
@@ -19,8 +17,7 @@ double LrSchedule::At(int64_t it) const {
   if (it > lr_decay_iters) return min_lr;
   double ratio = 1.0;
   if (lr_decay_iters > warmup_iters) {
-    ratio =
-        static_cast<double>(it - warmup_iters) / static_cast<double>(lr_decay_iters - warmup_iters);
+    ratio = static_cast<double>(it - warmup_iters) / static_cast<double>(lr_decay_iters - warmup_iters);
   }
   const double coeff = 0.5 * (1.0 + std::cos(std::numbers::pi * ratio));
   return min_lr + coeff * (lr - min_lr);

@@ -23,7 +23,8 @@ absl::Status FillParams(ModelProgram& p) {
     return absl::InternalError(absl::StrCat(p.initial_params.size(), " initial values for ", n, " parameters"));
   }
   for (size_t i = 0; i < n; ++i) {
-    if (p.initial_params[i].dtype() != p.param_types[i].dtype || p.initial_params[i].shape() != p.param_types[i].shape) {
+    if (p.initial_params[i].dtype() != p.param_types[i].dtype ||
+        p.initial_params[i].shape() != p.param_types[i].shape) {
       return absl::InternalError(absl::StrCat("parameter '", p.param_names[i], "': initial value ",
                                               p.initial_params[i].TypeString(), ", train_step takes ",
                                               p.param_types[i].ToString()));
@@ -35,8 +36,8 @@ absl::Status FillParams(ModelProgram& p) {
 }  // namespace
 
 AdamWConfig AdamWOf(const OptimizerConfig& o) {
-  return AdamWConfig{.beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay,
-                     .grad_clip = o.grad_clip};
+  return AdamWConfig{
+      .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay, .grad_clip = o.grad_clip};
 }
 
 absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoots& roots,
@@ -47,7 +48,8 @@ absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoo
   p.block_size = job.model.block_size;
   if (!job.model.imported()) {
     const GPTConfig model = job.model.ToGPTConfig();
-    PCP_ASSIGN_OR_RETURN(GptProgram gpt, BuildGptProgram(model, job.training.batch_size, AdamWOf(job.optimizer), options));
+    PCP_ASSIGN_OR_RETURN(GptProgram gpt,
+                         BuildGptProgram(model, job.training.batch_size, AdamWOf(job.optimizer), options));
     p.train_step = std::move(gpt.train_step);
     p.eval_loss = std::move(gpt.eval_loss);
     p.logits = std::move(gpt.logits);
@@ -63,9 +65,8 @@ absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoo
                                                       "], the job has [", p.batch_size, ", ", p.block_size, "]"));
   }
   if (!job.model.stablehlo_sha256.empty() && import.sha256 != job.model.stablehlo_sha256) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(job.model.stablehlo, " changed since the job was parsed (", import.sha256, ", was ",
-                     job.model.stablehlo_sha256, ")"));
+    return absl::FailedPreconditionError(absl::StrCat(job.model.stablehlo, " changed since the job was parsed (",
+                                                      import.sha256, ", was ", job.model.stablehlo_sha256, ")"));
   }
   PCP_ASSIGN_OR_RETURN(p.train_step, BuildTrainStep(import.model.forward, AdamWOf(job.optimizer)),
                        _ << "building the train step of " << job.model.stablehlo);

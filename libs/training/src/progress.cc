@@ -14,9 +14,7 @@ void ProgressMeter::Advance(double ms) {
   avg_ms_ = done_ <= 5 ? avg_ms_ + (ms - avg_ms_) / static_cast<double>(done_) : 0.95 * avg_ms_ + 0.05 * ms;
 }
 
-double ProgressMeter::EtaSeconds() const {
-  return std::max<int64_t>(total_ - done_, 0) * avg_ms_ / 1000.0;
-}
+double ProgressMeter::EtaSeconds() const { return std::max<int64_t>(total_ - done_, 0) * avg_ms_ / 1000.0; }
 
 std::string ProgressMeter::Eta() const { return FormatDuration(EtaSeconds()); }
 

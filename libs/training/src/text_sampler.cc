@@ -25,8 +25,8 @@ absl::StatusOr<Function> BuildSampleLogits(const GPTConfig& model, int64_t token
 absl::StatusOr<std::unique_ptr<TextSampler>> TextSampler::Create(Backend& backend, const Function& fn,
                                                                  const std::vector<Tensor>& params) {
   if (fn.params.size() != params.size() + 1 || fn.results.size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("@", fn.name, " must take ", params.size(),
-                                                   " parameters plus tokens and return logits"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("@", fn.name, " must take ", params.size(), " parameters plus tokens and return logits"));
   }
   const TensorType& tok = fn.type(fn.params.back());
   const TensorType& out = fn.type(fn.results[0]);
@@ -47,18 +47,18 @@ absl::StatusOr<std::unique_ptr<TextSampler>> TextSampler::Create(Backend& backen
   return s;
 }
 
-absl::StatusOr<std::vector<int32_t>> TextSampler::Generate(const std::vector<int32_t>& prompt,
-                                                           const SampleOptions& o) {
+absl::StatusOr<std::vector<int32_t>> TextSampler::Generate(const std::vector<int32_t>& prompt, const SampleOptions& o) {
   if (prompt.empty()) return absl::InvalidArgumentError("the prompt must hold at least one token");
   if (!(o.temperature > 0)) return absl::InvalidArgumentError("temperature must be > 0");
   if (o.top_k < 0 || o.max_new_tokens < 0) return absl::InvalidArgumentError("top_k and max_new_tokens must be >= 0");
   if (o.vocab < 0 || o.vocab > vocab_) {
-    return absl::InvalidArgumentError(absl::StrCat("the tokenizer's vocabulary (", o.vocab,
-                                                   ") must be within the model's ", vocab_, " outputs"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the tokenizer's vocabulary (", o.vocab, ") must be within the model's ", vocab_, " outputs"));
   }
   const int64_t vocab = o.vocab == 0 ? vocab_ : o.vocab;
   for (int32_t id : prompt) {
-    if (id < 0 || id >= vocab) return absl::InvalidArgumentError(absl::StrCat("prompt token ", id, " outside the vocabulary"));
+    if (id < 0 || id >= vocab)
+      return absl::InvalidArgumentError(absl::StrCat("prompt token ", id, " outside the vocabulary"));
   }
   Xoshiro256ss rng = Xoshiro256ss::FromSeed(o.seed);
   std::vector<int32_t> ids = prompt;

@@ -16,9 +16,8 @@ constexpr absl::string_view kSerialPrefix = "v1:";
 
 // "'a' (byte 0x61)" or "'\n' (byte 0x0a)".
 std::string DescribeByte(unsigned char c) {
-  return absl::StrCat("'",
-                      absl::CHexEscape(absl::string_view(reinterpret_cast<const char*>(&c), 1)),
-                      "' (byte 0x", absl::Hex(c, absl::kZeroPad2), ")");
+  return absl::StrCat("'", absl::CHexEscape(absl::string_view(reinterpret_cast<const char*>(&c), 1)), "' (byte 0x",
+                      absl::Hex(c, absl::kZeroPad2), ")");
 }
 
 int HexValue(char c) {
@@ -30,9 +29,7 @@ int HexValue(char c) {
 
 }  // namespace
 
-absl::string_view TokenizerKindName(TokenizerKind kind) {
-  return NameOf(kTokenizerKindNames, kind);
-}
+absl::string_view TokenizerKindName(TokenizerKind kind) { return NameOf(kTokenizerKindNames, kind); }
 
 Tokenizer::Tokenizer() { id_of_.fill(-1); }
 
@@ -58,9 +55,9 @@ absl::StatusOr<Tokenizer> Tokenizer::FromChars(absl::string_view chars) {
   for (size_t i = 0; i < chars.size(); ++i) {
     auto c = static_cast<unsigned char>(chars[i]);
     if (i > 0 && c <= static_cast<unsigned char>(chars[i - 1])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "char tokenizer vocabulary must be strictly increasing bytes; ", DescribeByte(c),
-          " at index ", i, " follows ", DescribeByte(static_cast<unsigned char>(chars[i - 1]))));
+      return absl::InvalidArgumentError(absl::StrCat("char tokenizer vocabulary must be strictly increasing bytes; ",
+                                                     DescribeByte(c), " at index ", i, " follows ",
+                                                     DescribeByte(static_cast<unsigned char>(chars[i - 1]))));
     }
     t.id_of_[c] = static_cast<int16_t>(i);
   }
@@ -79,18 +76,16 @@ absl::StatusOr<std::vector<Id>> Tokenizer::EncodeAs(absl::string_view text) cons
     auto c = static_cast<unsigned char>(text[i]);
     int16_t id = id_of_[c];
     if (id < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("character ", DescribeByte(c), " at position ",
-                                                     i, " is not in the tokenizer's vocabulary of ",
-                                                     chars_.size(), " characters"));
+      return absl::InvalidArgumentError(absl::StrCat("character ", DescribeByte(c), " at position ", i,
+                                                     " is not in the tokenizer's vocabulary of ", chars_.size(),
+                                                     " characters"));
     }
     ids[i] = static_cast<Id>(id);
   }
   return ids;
 }
 
-absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(absl::string_view text) const {
-  return EncodeAs<int32_t>(text);
-}
+absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(absl::string_view text) const { return EncodeAs<int32_t>(text); }
 
 absl::StatusOr<std::vector<uint16_t>> Tokenizer::EncodeCompact(absl::string_view text) const {
   return EncodeAs<uint16_t>(text);
@@ -101,8 +96,8 @@ absl::StatusOr<std::string> Tokenizer::Decode(absl::Span<const int32_t> ids) con
   const int64_t vocab = vocab_size();
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= vocab) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "token id ", ids[i], " at position ", i, " is outside the vocabulary [0, ", vocab, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("token id ", ids[i], " at position ", i, " is outside the vocabulary [0, ", vocab, ")"));
     }
     text[i] = kind_ == TokenizerKind::kByte ? static_cast<char>(ids[i]) : chars_[ids[i]];
   }
@@ -117,10 +112,10 @@ std::string Tokenizer::Serialize() const {
 absl::StatusOr<Tokenizer> Tokenizer::Deserialize(absl::string_view text) {
   const absl::string_view original = text;
   auto bad = [original](absl::string_view why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad serialized tokenizer '", absl::CHexEscape(original.substr(0, 64)),
-                     original.size() > 64 ? "..." : "", "': ", why,
-                     " (expected \"v1:byte\" or \"v1:char:<hex bytes>\")"));
+    return absl::InvalidArgumentError(absl::StrCat("bad serialized tokenizer '",
+                                                   absl::CHexEscape(original.substr(0, 64)),
+                                                   original.size() > 64 ? "..." : "", "': ", why,
+                                                   " (expected \"v1:byte\" or \"v1:char:<hex bytes>\")"));
   };
   if (!absl::ConsumePrefix(&text, kSerialPrefix)) return bad("unknown version");
   if (text == "byte") return Tokenizer::Byte();

@@ -82,7 +82,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
     if (full) {
       metrics::Get(metrics::kShepherdAdmissionRefusalsTotal, {"watch_streams"}).Increment();
       Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          absl::StrCat(registry_->max_live, " WatchJob streams are open, the most this shepherd "
+                          absl::StrCat(registry_->max_live,
+                                       " WatchJob streams are open, the most this shepherd "
                                        "serves (max_watch_streams); retry later")));
       return;
     }
@@ -97,9 +98,9 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
     watch_id_ = start->watch_id;
     v1::JobEvent snapshot;
     snapshot.set_job_id(job_id);
-    snapshot.set_time_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count());
+    snapshot.set_time_unix_ms(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count());
     *snapshot.mutable_snapshot() = start->snapshot;
     {
       std::lock_guard<std::mutex> lock(state_->mu);
@@ -153,7 +154,6 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
     }
     Pump(s);
   }
-
 
   static void Push(const std::shared_ptr<State>& s, const v1::JobEvent& e) {
     grpc::CallbackServerContext* drop = nullptr;
@@ -358,8 +358,8 @@ grpc::ServerUnaryReactor* AdminService::GetCluster(grpc::CallbackServerContext* 
   return Done(context, absl::OkStatus());
 }
 
-grpc::ServerUnaryReactor* AdminService::Sample(grpc::CallbackServerContext* context,
-                                               const v1::SampleRequest* request, v1::SampleResponse* response) {
+grpc::ServerUnaryReactor* AdminService::Sample(grpc::CallbackServerContext* context, const v1::SampleRequest* request,
+                                               v1::SampleResponse* response) {
   if (grpc::ServerUnaryReactor* refused = Refused(context)) return refused;
   if (!Enter()) return Busy(context);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();

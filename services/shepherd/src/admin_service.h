@@ -44,8 +44,7 @@ class AdminService final : public v1::Admin::CallbackService {
                                                    const v1::WatchJobRequest* request) override;
   grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context, const v1::ListWorkersRequest* request,
                                         v1::ListWorkersResponse* response) override;
-  grpc::ServerUnaryReactor* RestartWorker(grpc::CallbackServerContext* context,
-                                          const v1::WorkerCommandRequest* request,
+  grpc::ServerUnaryReactor* RestartWorker(grpc::CallbackServerContext* context, const v1::WorkerCommandRequest* request,
                                           v1::WorkerCommandResponse* response) override;
   grpc::ServerUnaryReactor* DrainWorker(grpc::CallbackServerContext* context, const v1::WorkerCommandRequest* request,
                                         v1::WorkerCommandResponse* response) override;

@@ -7,11 +7,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "pcp/base/absl_fmt.h"
 #include "pcp/base/file.h"
 #include "pcp/base/json.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/training/checkpoint.h"
-#include "pcp/base/absl_fmt.h"
 #include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
@@ -80,7 +80,8 @@ absl::StatusOr<RunState> StateFromJson(absl::string_view text, const std::string
   for (const Json& o : slots->array_items()) {
     SlotState slot;
     const Json* id = o.Find("supervisor_id");
-    if (id == nullptr || !id->is_string()) return absl::InvalidArgumentError(absl::StrCat(where, ": slot without supervisor_id"));
+    if (id == nullptr || !id->is_string())
+      return absl::InvalidArgumentError(absl::StrCat(where, ": slot without supervisor_id"));
     slot.supervisor_id = id->string_value();
     PCP_ASSIGN_OR_RETURN(slot.sampler_seed, ReadU64(o, "sampler_seed", where));
     PCP_ASSIGN_OR_RETURN(slot.sampler_cursor, ReadU64(o, "sampler_cursor", where));
@@ -93,7 +94,8 @@ absl::StatusOr<RunState> StateFromJson(absl::string_view text, const std::string
   if (const Json* v = j.Find("screen_medians"); v != nullptr) {
     if (!v->is_array()) return absl::InvalidArgumentError(absl::StrCat(where, ": 'screen_medians' must be an array"));
     for (const Json& m : v->array_items()) {
-      if (!m.is_number()) return absl::InvalidArgumentError(absl::StrCat(where, ": 'screen_medians' must hold numbers"));
+      if (!m.is_number())
+        return absl::InvalidArgumentError(absl::StrCat(where, ": 'screen_medians' must hold numbers"));
       s.screen_medians.push_back(m.number_value());
     }
   }
@@ -138,10 +140,11 @@ absl::StatusOr<std::string> WriteDilocoCheckpoint(const std::string& job_dir, co
   const std::string params_path = absl::StrCat(dir, "/", kParamsFile);
   PCP_RETURN_IF_ERROR(WriteModelCheckpoint(params_path, names, ckpt.params, std::move(metadata)));
   std::vector<NamedTensor> momentum;
-  for (size_t i = 0; i < names.size(); ++i) momentum.push_back({absl::StrCat(kMomentumPrefix, names[i]), ckpt.momentum[i]});
-  PCP_RETURN_IF_ERROR(WriteSafetensorsFile(absl::StrCat(dir, "/", kOuterFile), momentum,
-                                           {{"pcp.format", "pcp-outer-momentum-1"},
-                                            {"pcp.round", absl::StrCat(ckpt.state.round)}}));
+  for (size_t i = 0; i < names.size(); ++i)
+    momentum.push_back({absl::StrCat(kMomentumPrefix, names[i]), ckpt.momentum[i]});
+  PCP_RETURN_IF_ERROR(
+      WriteSafetensorsFile(absl::StrCat(dir, "/", kOuterFile), momentum,
+                           {{"pcp.format", "pcp-outer-momentum-1"}, {"pcp.round", absl::StrCat(ckpt.state.round)}}));
   PCP_RETURN_IF_ERROR(WriteFileAtomic(absl::StrCat(dir, "/", kStateFile), StateToJson(ckpt.state)));
   PCP_RETURN_IF_ERROR(WriteFileAtomic(absl::StrCat(root, "/", kLatest), folder + "\n"));
   RemoveOld(root);

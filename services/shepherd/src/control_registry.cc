@@ -27,13 +27,12 @@ const char* CommandName(const v1::ControlCommand& command) {
 absl::Status ValidateSupervisorId(absl::string_view id) {
   bool ok = !id.empty() && id.size() <= 128;
   for (char c : id) {
-    ok = ok && (absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
-                c == ':' || c == '-');
+    ok = ok && (absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == ':' || c == '-');
   }
   if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "supervisor_id '", absl::CHexEscape(id.substr(0, 160)),
-      "': expected 1-128 characters of letters, digits, '.', '_', ':' or '-'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("supervisor_id '", absl::CHexEscape(id.substr(0, 160)),
+                   "': expected 1-128 characters of letters, digits, '.', '_', ':' or '-'"));
 }
 
 v1::ControlCommand MakeRestartWorker(absl::string_view reason, uint32_t grace_ms) {
@@ -77,8 +76,8 @@ ControlRegistry::~ControlRegistry() {
   }
   timer_.join();
   for (auto& [id, p] : pending) {
-    p.done(absl::UnavailableError(absl::StrCat("command ", id, " (", p.what,
-                                               ") abandoned: the shepherd is shutting down")));
+    p.done(absl::UnavailableError(
+        absl::StrCat("command ", id, " (", p.what, ") abandoned: the shepherd is shutting down")));
   }
 }
 
@@ -112,17 +111,16 @@ uint32_t ControlRegistry::connected() const {
   return n;
 }
 
-absl::StatusOr<uint64_t> ControlRegistry::Connect(const v1::SupervisorHello& hello,
-                                                  ControlSession* session) {
+absl::StatusOr<uint64_t> ControlRegistry::Connect(const v1::SupervisorHello& hello, ControlSession* session) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return absl::UnavailableError("the shepherd is shutting down");
   // New ids keep arriving on a long-lived shepherd: the entries of long-gone ones go.
   ForgetGoneLocked(Clock::now());
   Entry& entry = entries_[hello.supervisor_id()];
   if (entry.info.connected) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "supervisor_id '", hello.supervisor_id(), "' is already connected (from host '",
-        entry.info.host, "'); a second live stream with the same id is refused"));
+    return absl::AlreadyExistsError(absl::StrCat("supervisor_id '", hello.supervisor_id(),
+                                                 "' is already connected (from host '", entry.info.host,
+                                                 "'); a second live stream with the same id is refused"));
   }
   entry.token = next_token_++;
   entry.session = session;
@@ -148,8 +146,7 @@ void ControlRegistry::Touch(absl::string_view id, uint64_t token) {
   if (it != entries_.end() && it->second.token == token) it->second.last_seen = Clock::now();
 }
 
-void ControlRegistry::Heartbeat(absl::string_view id, uint64_t token,
-                                const v1::SupervisorHeartbeat& heartbeat) {
+void ControlRegistry::Heartbeat(absl::string_view id, uint64_t token, const v1::SupervisorHeartbeat& heartbeat) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(id);
   if (it == entries_.end() || it->second.token != token || !it->second.info.connected) return;
@@ -160,21 +157,21 @@ void ControlRegistry::Heartbeat(absl::string_view id, uint64_t token,
   entry.info.last_heartbeat_sequence = heartbeat.heartbeat().sequence();
 }
 
-void ControlRegistry::Acknowledge(absl::string_view id, uint64_t token,
-                                  const v1::CommandAck& ack) {
+void ControlRegistry::Acknowledge(absl::string_view id, uint64_t token, const v1::CommandAck& ack) {
   CommandCallback done;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(ack.command_id());
     if (it == pending_.end() || it->second.supervisor_id != id || it->second.token != token) {
-      spdlog::warn("supervisor '{}' acknowledged command {}, which is not pending for it "
-                   "(timed out or unknown)",
-                   std::string(id), ack.command_id());
+      spdlog::warn(
+          "supervisor '{}' acknowledged command {}, which is not pending for it "
+          "(timed out or unknown)",
+          std::string(id), ack.command_id());
       return;
     }
     done = std::move(it->second.done);
-    spdlog::info("supervisor '{}' acknowledged command {} ({}): code {} {}", std::string(id),
-                 ack.command_id(), it->second.what, ack.code(), ack.message());
+    spdlog::info("supervisor '{}' acknowledged command {} ({}): code {} {}", std::string(id), ack.command_id(),
+                 it->second.what, ack.code(), ack.message());
     pending_.erase(it);
   }
   done(ack);
@@ -202,17 +199,16 @@ void ControlRegistry::Disconnect(absl::string_view id, uint64_t token, const abs
   }
   for (auto& [command_id, p] : failed) {
     p.done(absl::UnavailableError(absl::StrCat("supervisor '", std::string(id),
-                                               "' disconnected before acknowledging command ",
-                                               command_id, " (", p.what, ")")));
+                                               "' disconnected before acknowledging command ", command_id, " (", p.what,
+                                               ")")));
   }
 }
 
-void ControlRegistry::SendCommand(absl::string_view id, v1::ControlCommand command,
-                                  absl::Duration timeout, CommandCallback done) {
+void ControlRegistry::SendCommand(absl::string_view id, v1::ControlCommand command, absl::Duration timeout,
+                                  CommandCallback done) {
   const char* what = CommandName(command);
   if (what == nullptr) {
-    done(absl::InvalidArgumentError(
-        "command: expected restart_worker, drain_worker or shutdown"));
+    done(absl::InvalidArgumentError("command: expected restart_worker, drain_worker or shutdown"));
     return;
   }
   absl::Status refused;
@@ -222,9 +218,8 @@ void ControlRegistry::SendCommand(absl::string_view id, v1::ControlCommand comma
     if (it == entries_.end()) {
       refused = absl::NotFoundError(absl::StrCat("unknown supervisor '", std::string(id), "'"));
     } else if (!it->second.info.connected || it->second.session == nullptr) {
-      refused = absl::UnavailableError(
-          absl::StrCat("supervisor '", std::string(id), "' is not connected (",
-                       it->second.info.disconnect_reason, ")"));
+      refused = absl::UnavailableError(absl::StrCat("supervisor '", std::string(id), "' is not connected (",
+                                                    it->second.info.disconnect_reason, ")"));
     } else if (stopping_) {
       refused = absl::UnavailableError("the shepherd is shutting down");
     } else {
@@ -236,8 +231,7 @@ void ControlRegistry::SendCommand(absl::string_view id, v1::ControlCommand comma
       p.what = what;
       p.deadline = Clock::now() + absl::ToChronoNanoseconds(timeout);
       p.done = std::move(done);
-      spdlog::info("sending command {} ({}) to supervisor '{}'", command_id, what,
-                   std::string(id));
+      spdlog::info("sending command {} ({}) to supervisor '{}'", command_id, what, std::string(id));
       it->second.session->Send(std::move(command));
       timer_cv_.notify_all();
       return;
@@ -246,15 +240,12 @@ void ControlRegistry::SendCommand(absl::string_view id, v1::ControlCommand comma
   done(refused);
 }
 
-absl::StatusOr<v1::CommandAck> ControlRegistry::SendCommandAndWait(absl::string_view id,
-                                                                   v1::ControlCommand command,
+absl::StatusOr<v1::CommandAck> ControlRegistry::SendCommandAndWait(absl::string_view id, v1::ControlCommand command,
                                                                    absl::Duration timeout) {
   auto promise = std::make_shared<std::promise<absl::StatusOr<v1::CommandAck>>>();
   std::future<absl::StatusOr<v1::CommandAck>> future = promise->get_future();
   SendCommand(id, std::move(command), timeout,
-              [promise](absl::StatusOr<v1::CommandAck> outcome) {
-                promise->set_value(std::move(outcome));
-              });
+              [promise](absl::StatusOr<v1::CommandAck> outcome) { promise->set_value(std::move(outcome)); });
   return future.get();  // resolved by the ack, a disconnect, the timer or the destructor
 }
 
@@ -276,11 +267,11 @@ void ControlRegistry::TimerLoop() {
     if (!expired.empty()) {
       lock.unlock();
       for (auto& [command_id, p] : expired) {
-        spdlog::warn("command {} ({}) to supervisor '{}' not acknowledged in time", command_id,
-                     p.what, p.supervisor_id);
-        p.done(absl::DeadlineExceededError(
-            absl::StrCat("supervisor '", p.supervisor_id, "' did not acknowledge command ",
-                         command_id, " (", p.what, ") in time; it may still be carried out")));
+        spdlog::warn("command {} ({}) to supervisor '{}' not acknowledged in time", command_id, p.what,
+                     p.supervisor_id);
+        p.done(absl::DeadlineExceededError(absl::StrCat("supervisor '", p.supervisor_id,
+                                                        "' did not acknowledge command ", command_id, " (", p.what,
+                                                        ") in time; it may still be carried out")));
       }
       lock.lock();
       continue;

@@ -20,15 +20,15 @@ using Clock = std::chrono::steady_clock;
 // FinishStream) without its lock held; Send() runs under the registry's lock and starts
 // writes, which is safe because gRPC runs a user reactor's reactions (OnWriteDone, which may
 // call the registry) on its own threads, never inline in StartWrite.
-class ControlService::Reactor final
-    : public grpc::ServerBidiReactor<v1::SupervisorMessage, v1::ControlCommand>,
-      public ControlTransport {
+class ControlService::Reactor final : public grpc::ServerBidiReactor<v1::SupervisorMessage, v1::ControlCommand>,
+                                      public ControlTransport {
  public:
   Reactor(ControlService* service, grpc::CallbackServerContext* context, auth::Principal caller)
       : service_(service),
         context_(context),
-        stream_(service->registry_, &service->options_, [service] { return service->Closed(); },
-                std::move(caller), context->peer(), this) {
+        stream_(
+            service->registry_, &service->options_, [service] { return service->Closed(); }, std::move(caller),
+            context->peer(), this) {
     service_->Add(this);  // before any reaction can run, so OnDone always finds it
     StartRead(&in_);
   }

@@ -4,10 +4,10 @@
 
 #include <utility>
 
-#include "pcp/base/unix_time.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "auth_refusals.h"
+#include "pcp/base/unix_time.h"
 
 namespace pcp::shepherd {
 namespace {
@@ -17,8 +17,8 @@ std::string Text(const absl::Status& s) { return std::string(s.message()); }
 }  // namespace
 
 SupervisorStream::SupervisorStream(ControlRegistry* registry, const ControlServiceOptions* options,
-                                   std::function<absl::Status()> closed, auth::Principal caller,
-                                   std::string peer, ControlTransport* transport)
+                                   std::function<absl::Status()> closed, auth::Principal caller, std::string peer,
+                                   ControlTransport* transport)
     : registry_(registry),
       options_(options),
       closed_(std::move(closed)),
@@ -103,9 +103,7 @@ bool SupervisorStream::OnRead(const v1::SupervisorMessage& message) {
     }
   } else {
     switch (message.kind_case()) {
-      case v1::SupervisorMessage::kHeartbeat:
-        registry_->Heartbeat(id, token, message.heartbeat());
-        break;
+      case v1::SupervisorMessage::kHeartbeat: registry_->Heartbeat(id, token, message.heartbeat()); break;
       case v1::SupervisorMessage::kAck:
         registry_->Touch(id, token);
         registry_->Acknowledge(id, token, message.ack());
@@ -113,9 +111,7 @@ bool SupervisorStream::OnRead(const v1::SupervisorMessage& message) {
       case v1::SupervisorMessage::kHello:
         End(absl::InvalidArgumentError("SupervisorHello sent twice on one stream"), false, false);
         return false;
-      default:
-        End(absl::InvalidArgumentError("empty SupervisorMessage"), false, false);
-        return false;
+      default: End(absl::InvalidArgumentError("empty SupervisorMessage"), false, false); return false;
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -153,8 +149,9 @@ absl::Status SupervisorStream::Admit(const v1::SupervisorMessage& message) {
   }
   const v1::SupervisorHello& hello = message.hello();
   if (hello.protocol_version() != v1::PROTOCOL_VERSION_1) {
-    return absl::FailedPreconditionError(absl::StrCat("protocol_version ", hello.protocol_version(),
-                                                      " is not supported; this shepherd speaks PROTOCOL_VERSION_1 (1)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("protocol_version ", hello.protocol_version(),
+                     " is not supported; this shepherd speaks PROTOCOL_VERSION_1 (1)"));
   }
   if (absl::Status s = ValidateSupervisorId(hello.supervisor_id()); !s.ok()) return s;
   if (absl::Status bound = auth::CheckNodeIdentity(caller_, hello.supervisor_id()); !bound.ok()) {

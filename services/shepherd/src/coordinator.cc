@@ -86,10 +86,11 @@ void Coordinator::MaybeStartJob() {
                                             .jobs = jobs_,
                                             .registry = registry_,
                                             .nudge = [this] { Nudge(); },
-                                            .publish = [this](std::shared_ptr<const ParamsSnapshot> snap) {
-                                              std::lock_guard<std::mutex> lock(mu_);
-                                              snapshot_ = std::move(snap);
-                                            }});
+                                            .publish =
+                                                [this](std::shared_ptr<const ParamsSnapshot> snap) {
+                                                  std::lock_guard<std::mutex> lock(mu_);
+                                                  snapshot_ = std::move(snap);
+                                                }});
       return absl::OkStatus();
     });
     if (!contained.ok()) run = contained;

@@ -9,8 +9,8 @@
 namespace pcp::shepherd {
 
 absl::StatusOr<std::unique_ptr<EvalRunner>> EvalRunner::Create(const ModelProgram& program, TokenSequence data,
-                                                                int64_t iters, uint64_t seed, int threads,
-                                                                std::function<void()> done) {
+                                                               int64_t iters, uint64_t seed, int threads,
+                                                               std::function<void()> done) {
   std::unique_ptr<EvalRunner> r(new EvalRunner());
   PCP_ASSIGN_OR_RETURN(r->backend_, CreateBackend("cpu", threads));
   // The evaluator holds one copy of the parameters (not an inner loop's train step and AdamW

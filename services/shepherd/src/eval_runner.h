@@ -22,8 +22,8 @@
 #include "absl/status/statusor.h"
 #include "pcp/kernels/backend.h"
 #include "pcp/training/dataset.h"
-#include "pcp/training/model_program.h"
 #include "pcp/training/inner_loop.h"
+#include "pcp/training/model_program.h"
 
 namespace pcp::shepherd {
 

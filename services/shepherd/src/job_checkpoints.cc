@@ -14,8 +14,9 @@ namespace pcp::shepherd {
 absl::Status JobCheckpoints::Write(std::vector<std::string> names, DilocoCheckpoint ckpt, SafetensorsMetadata meta,
                                    bool wait) {
   const uint64_t round = ckpt.state.round;
-  std::optional<CheckpointWriter::Written> before = writer_.Start(
-      round, [dir = job_dir_, names = std::move(names), ckpt = std::move(ckpt), meta = std::move(meta)]() mutable {
+  std::optional<CheckpointWriter::Written> before =
+      writer_.Start(round, [dir = job_dir_, names = std::move(names), ckpt = std::move(ckpt),
+                            meta = std::move(meta)]() mutable {
         return WriteDilocoCheckpoint(dir, names, ckpt, std::move(meta));
       });
   if (before.has_value()) LogFailure(Report(*before));

@@ -6,11 +6,11 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "pcp/base/absl_fmt.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/base/unix_time.h"
 #include "pcp/metrics/registry.h"
 #include "pcp/training/job_model.h"
-#include "pcp/base/absl_fmt.h"
 #include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
@@ -71,8 +71,7 @@ v1::JobResult ResultOf(const v1::Job& job) {
   return r;
 }
 
-absl::StatusOr<std::unique_ptr<JobManager>> JobManager::Open(const std::string& state_dir,
-                                                             AdmissionPolicy policy) {
+absl::StatusOr<std::unique_ptr<JobManager>> JobManager::Open(const std::string& state_dir, AdmissionPolicy policy) {
   std::unique_ptr<JobManager> m(new JobManager(JobStore(state_dir), std::move(policy)));
   int64_t max_seq = 0;
   PCP_ASSIGN_OR_RETURN(std::vector<StoredJob> stored, m->store_.LoadAll(&max_seq),
@@ -199,9 +198,9 @@ absl::Status JobManager::MakeRoomLocked() {
   for (const auto& [id, e] : jobs_) active += IsTerminal(e.stored.job.state()) ? 0 : 1;
   if (active >= policy_.max_queued_jobs) {
     metrics::Get(metrics::kShepherdAdmissionRefusalsTotal, {"jobs_queued"}).Increment();
-    return absl::ResourceExhaustedError(absl::StrCat(
-        active, " jobs are queued or running, the most this shepherd takes (max_queued_jobs ",
-        policy_.max_queued_jobs, "); retry when some have finished"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(active, " jobs are queued or running, the most this shepherd takes (max_queued_jobs ",
+                     policy_.max_queued_jobs, "); retry when some have finished"));
   }
   // jobs_ iterates in submission order: the oldest finished jobs go first.
   for (auto it = jobs_.begin(); it != jobs_.end() && static_cast<int64_t>(jobs_.size()) >= policy_.max_jobs;) {
@@ -241,7 +240,8 @@ absl::StatusOr<v1::SubmitJobResponse> JobManager::Submit(const v1::SubmitJobRequ
                                                    policy_.max_job_yaml_bytes));
   }
   if (!request.base_dir().empty() && request.base_dir()[0] != '/') {
-    return absl::InvalidArgumentError(absl::StrCat("base_dir must be an absolute path, got '", request.base_dir(), "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("base_dir must be an absolute path, got '", request.base_dir(), "'"));
   }
   {
     // Refused before the slow part when the queue is already full.
@@ -249,13 +249,13 @@ absl::StatusOr<v1::SubmitJobResponse> JobManager::Submit(const v1::SubmitJobRequ
     PCP_RETURN_IF_ERROR(MakeRoomLocked());
   }
   // The slow part (parsing, reading the data) runs without the lock.
-  PCP_ASSIGN_OR_RETURN(ValidatedJob validated, ValidateJob(request.yaml(), file_name, request.base_dir(),
-                                                           policy_.data_roots, policy_.budgets));
+  PCP_ASSIGN_OR_RETURN(ValidatedJob validated,
+                       ValidateJob(request.yaml(), file_name, request.base_dir(), policy_.data_roots, policy_.budgets));
   auto shared = std::make_shared<const ValidatedJob>(std::move(validated));
   const JobConfig& config = shared->config;
   if (config.name.size() > kMaxJobNameBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(file_name, ": name: ", config.name.size(), " bytes long, at most ",
-                                                   kMaxJobNameBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_name, ": name: ", config.name.size(), " bytes long, at most ", kMaxJobNameBytes));
   }
   Listener listener;
   v1::SubmitJobResponse response;
@@ -339,8 +339,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(absl::string_view job_id, absl::strin
     if (e == nullptr) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
     const v1::JobState s = e->stored.job.state();
     if (IsTerminal(s)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("job ", job_id, " has already finished (", StateName(s), ")"));
+      return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " has already finished (", StateName(s), ")"));
     }
     TransitionLocked(*e, v1::JOB_STATE_CANCELLED, reason.empty() ? "cancelled" : CutUtf8(reason, kMaxCancelReasonBytes),
                      &emit);
@@ -472,7 +471,8 @@ void JobManager::PutRecordLocked(Entry& entry, const v1::RoundRecord& record, Em
   absl::Status s = entry.history->Put(record);
   // The record stays in memory; the file is repaired by the next rewrite (or the job's
   // history after a restart lacks this round).
-  if (!s.ok()) spdlog::error("job {}: saving the record of round {}: {}", entry.stored.job.job_id(), record.round(), s.message());
+  if (!s.ok())
+    spdlog::error("job {}: saving the record of round {}: {}", entry.stored.job.job_id(), record.round(), s.message());
   entry.stored.job.set_history_records(entry.history->size());
   const v1::RoundRecord* kept = entry.history->Find(record.round());
   if (kept == nullptr) return;

@@ -9,8 +9,7 @@
 namespace pcp::shepherd {
 
 absl::StatusOr<PreparedJob> PrepareJob(JobConfig config, Dataset data, const DataRoots& data_roots) {
-  PCP_ASSIGN_OR_RETURN(ModelProgram program, BuildJobProgram(config, data_roots),
-                       _ << "building the training program");
+  PCP_ASSIGN_OR_RETURN(ModelProgram program, BuildJobProgram(config, data_roots), _ << "building the training program");
   for (const std::string& w : program.warnings) spdlog::warn("job {}: {}", config.name, w);
   PreparedJob job{.config = std::move(config), .data = std::move(data), .program = std::move(program)};
   auto text = std::make_shared<std::string>(PrintFunction(job.program.train_step));
@@ -30,8 +29,9 @@ absl::StatusOr<PreparedJob> PrepareJob(JobConfig config, Dataset data, const Dat
 absl::StatusOr<std::vector<Tensor>> TakeInitialParams(PreparedJob& job) {
   ModelProgram& p = job.program;
   if (p.initial_params.size() != job.param_specs.size()) {
-    return absl::InternalError(absl::StrCat("the model has ", p.initial_params.size(), " initial values, train_step takes ",
-                                            job.param_specs.size(), " parameters"));
+    return absl::InternalError(absl::StrCat("the model has ", p.initial_params.size(),
+                                            " initial values, train_step takes ", job.param_specs.size(),
+                                            " parameters"));
   }
   return std::move(p.initial_params);
 }
@@ -61,12 +61,8 @@ absl::StatusOr<ShardPlan> ShardForSlot(const PreparedJob& job, int64_t slot, int
   shared->set_begin_token(static_cast<uint64_t>(n * slot / world));
   shared->set_end_token(static_cast<uint64_t>(n * (slot + 1) / world));
   switch (job.config.data.format) {
-    case DataFormat::kBin:
-      shared->set_format(v1::SHARED_FILE_FORMAT_TOKENS_U16_LE);
-      break;
-    case DataFormat::kTextByte:
-      shared->set_format(v1::SHARED_FILE_FORMAT_TEXT_BYTE);
-      break;
+    case DataFormat::kBin: shared->set_format(v1::SHARED_FILE_FORMAT_TOKENS_U16_LE); break;
+    case DataFormat::kTextByte: shared->set_format(v1::SHARED_FILE_FORMAT_TEXT_BYTE); break;
     case DataFormat::kTextChar:
       shared->set_format(v1::SHARED_FILE_FORMAT_TEXT_CHAR);
       if (job.data.tokenizer().has_value()) shared->set_char_vocabulary(job.data.tokenizer()->chars());

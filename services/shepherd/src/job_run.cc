@@ -5,20 +5,20 @@
 #include <limits>
 #include <variant>
 
-#include "pcp/base/unix_time.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "pcp/base/format_duration.h"
+#include "pcp/base/absl_fmt.h"
 #include "pcp/base/enum_names.h"
+#include "pcp/base/format_duration.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/base/unix_time.h"
 #include "pcp/metrics/registry.h"
 #include "pcp/rpc/tensor_list.h"
 #include "pcp/rpc/tensor_proto.h"
 #include "pcp/training/checkpoint.h"
-#include "pcp/training/round_budget.h"
 #include "pcp/training/rng.h"
-#include "pcp/base/absl_fmt.h"
+#include "pcp/training/round_budget.h"
 #include "shepherd_metrics.h"
 #include "spdlog/spdlog.h"
 
@@ -74,11 +74,13 @@ absl::Status JobRun::Prepare() {
   const JobConfig& c = prepared_->config;
   screen_ = std::make_unique<diloco::DeltaScreen>(c.diloco.screening);
   refusals_ = std::make_unique<diloco::RefusalLedger>(c.diloco.screening.quarantine_after);
-  PCP_ASSIGN_OR_RETURN(std::optional<DilocoCheckpoint> ckpt, ReadLatestDilocoCheckpoint(job_.dir, prepared_->param_names),
+  PCP_ASSIGN_OR_RETURN(std::optional<DilocoCheckpoint> ckpt,
+                       ReadLatestDilocoCheckpoint(job_.dir, prepared_->param_names),
                        _ << "reading the job's latest checkpoint");
   if (ckpt.has_value() && !ckpt->model_source.empty()) {
     // The job's files may have changed since the checkpoint (an imported module edited).
-    PCP_RETURN_IF_ERROR(CheckModelSource(c.model, ckpt->model_source), _ << "resuming from the job's latest checkpoint");
+    PCP_RETURN_IF_ERROR(CheckModelSource(c.model, ckpt->model_source),
+                        _ << "resuming from the job's latest checkpoint");
   }
   std::vector<Tensor> momentum;  // a resumed job's; empty: zeros
   if (ckpt.has_value() && ckpt->state.slots.size() == static_cast<size_t>(c.diloco.workers)) {
@@ -94,18 +96,21 @@ absl::Status JobRun::Prepare() {
     PCP_ASSIGN_OR_RETURN(theta_, TakeInitialParams(*prepared_));
     state_ = RunState{};
     for (int64_t s = 0; s < c.diloco.workers; ++s) {
-      state_.slots.push_back(SlotState{.sampler_seed = MixSeed(static_cast<uint64_t>(c.training.seed),
-                                                               static_cast<uint64_t>(s))});
+      state_.slots.push_back(
+          SlotState{.sampler_seed = MixSeed(static_cast<uint64_t>(c.training.seed), static_cast<uint64_t>(s))});
     }
   }
   state_.program_hash = prepared_->program_hash;
   theta_crc_ = ListCrc32c(theta_);
   if (c.diloco.streaming.enabled()) PCP_RETURN_IF_ERROR(PrepareStreaming());
-  theta_encoder_ = std::make_unique<ThetaEncoder>(c.diloco.compression, ctx_.config->chunk_bytes, prepared_->param_specs,
-                                                  streaming() ? &*fragments_ : nullptr);
-  const OuterOptimizerOptions outer{.lr = c.diloco.outer_lr, .momentum = c.diloco.outer_momentum, .nesterov = c.diloco.nesterov};
-  PCP_ASSIGN_OR_RETURN(outer_step_, streaming() ? NewFragmentOuterStep(outer, prepared_->param_specs, *fragments_, momentum)
-                                                : NewWholeOuterStep(outer, prepared_->param_specs, std::move(momentum)));
+  theta_encoder_ = std::make_unique<ThetaEncoder>(c.diloco.compression, ctx_.config->chunk_bytes,
+                                                  prepared_->param_specs, streaming() ? &*fragments_ : nullptr);
+  const OuterOptimizerOptions outer{.lr = c.diloco.outer_lr,
+                                    .momentum = c.diloco.outer_momentum,
+                                    .nesterov = c.diloco.nesterov};
+  PCP_ASSIGN_OR_RETURN(outer_step_, streaming()
+                                        ? NewFragmentOuterStep(outer, prepared_->param_specs, *fragments_, momentum)
+                                        : NewWholeOuterStep(outer, prepared_->param_specs, std::move(momentum)));
   ChooseAggregation();
   publisher_ = std::make_unique<RoundPublisher>(job_.id, ctx_.jobs, total_rounds(),
                                                 static_cast<uint64_t>(c.diloco.max_steps_per_round()), state_);
@@ -117,11 +122,12 @@ absl::Status JobRun::Prepare() {
                                                  static_cast<int>(ctx_.config->eval_threads), ctx_.nudge));
   int64_t n_params = 0;
   for (const Tensor& t : theta_) n_params += t.num_elements();
-  spdlog::info("job {} ({}): {:.2f}M parameters, program {} ({} bytes), {} train tokens; {} rounds x {} inner steps, "
-               "{} workers (min {}), prepared in {:.1f} s",
-               job_.id, c.name, n_params / 1e6, prepared_->program_hash.substr(0, 19), prepared_->program_text->size(),
-               prepared_->data.train().size(), c.diloco.rounds, c.diloco.inner_steps, c.diloco.workers,
-               c.diloco.min_workers, Seconds(Clock::now() - t0));
+  spdlog::info(
+      "job {} ({}): {:.2f}M parameters, program {} ({} bytes), {} train tokens; {} rounds x {} inner steps, "
+      "{} workers (min {}), prepared in {:.1f} s",
+      job_.id, c.name, n_params / 1e6, prepared_->program_hash.substr(0, 19), prepared_->program_text->size(),
+      prepared_->data.train().size(), c.diloco.rounds, c.diloco.inner_steps, c.diloco.workers, c.diloco.min_workers,
+      Seconds(Clock::now() - t0));
   started_ = waiting_since_ = Clock::now();
   Publish(false);
   return absl::OkStatus();
@@ -295,8 +301,8 @@ void JobRun::OnResync(const std::shared_ptr<WorkerSession>& session, const v1::R
   if (streaming()) {
     // The worker is inside a round it was sent ahead: θ in full, nothing else.
     const uint64_t r = round_.has_value() ? round_->number : state_.round + 1;
-    spdlog::warn("job {}: worker {}'s θ does not match the shepherd's ({}); sending it θ for round {} in full",
-                 job_.id, session->supervisor_id(), request.reason(), r);
+    spdlog::warn("job {}: worker {}'s θ does not match the shepherd's ({}); sending it θ for round {} in full", job_.id,
+                 session->supervisor_id(), request.reason(), r);
     absl::StatusOr<std::shared_ptr<const ChunkedList>> theta = theta_encoder_->Full(theta_);
     if (!theta.ok()) return session->Close(theta.status());
     session->SendParameters(r, *std::move(theta));
@@ -304,18 +310,21 @@ void JobRun::OnResync(const std::shared_ptr<WorkerSession>& session, const v1::R
     return;
   }
   if (async()) {
-    spdlog::warn("job {}: worker {}'s θ for round {} does not match the shepherd's ({}); sending its task again with "
-                 "θ in full", job_.id, session->supervisor_id(), request.round(), request.reason());
+    spdlog::warn(
+        "job {}: worker {}'s θ for round {} does not match the shepherd's ({}); sending its task again with "
+        "θ in full",
+        job_.id, session->supervisor_id(), request.round(), request.reason());
     DropAsyncTask(session.get());
     if (m->phase == Phase::kInRound) m->phase = Phase::kReady;
     return;
   }
   const bool in_round = round_.has_value() && round_->number == request.round() && m->slot >= 0 &&
                         round_->running.count(m->slot) != 0 && round_->running[m->slot] == session.get();
-  spdlog::warn("job {}: worker {}'s θ for round {} does not match the shepherd's ({}; crc32c {:08x}, expected {:08x}); "
-               "{}",
-               job_.id, session->supervisor_id(), request.round(), request.reason(), request.actual_crc32c(),
-               request.expected_crc32c(), in_round ? "sending it θ in full" : "it gets θ in full next round");
+  spdlog::warn(
+      "job {}: worker {}'s θ for round {} does not match the shepherd's ({}; crc32c {:08x}, expected {:08x}); "
+      "{}",
+      job_.id, session->supervisor_id(), request.round(), request.reason(), request.actual_crc32c(),
+      request.expected_crc32c(), in_round ? "sending it θ in full" : "it gets θ in full next round");
   if (in_round) SendRound(*m);
 }
 
@@ -351,11 +360,12 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
   if (!steps_ok || result.tokens_processed() != tokens_expected || result.sampler_cursor() != cursor_expected) {
     // A streamed Δ is already in the round's sum: the round must be redone without it.
     if (delta.streamed) aggregator_->Taint(round);
-    session->Close(absl::InvalidArgumentError(absl::StrCat(
-        "RoundResult for round ", round, ": expected steps ",
-        bounds.min == bounds.max ? absl::StrCat(bounds.min) : absl::StrCat("in [", bounds.min, ", ", bounds.max, "]"),
-        ", tokens_processed ", tokens_expected, ", sampler_cursor ", cursor_expected, "; got ", result.steps(), ", ",
-        result.tokens_processed(), ", ", result.sampler_cursor())));
+    session->Close(absl::InvalidArgumentError(
+        absl::StrCat("RoundResult for round ", round, ": expected steps ",
+                     bounds.min == bounds.max ? absl::StrCat(bounds.min)
+                                              : absl::StrCat("in [", bounds.min, ", ", bounds.max, "]"),
+                     ", tokens_processed ", tokens_expected, ", sampler_cursor ", cursor_expected, "; got ",
+                     result.steps(), ", ", result.tokens_processed(), ", ", result.sampler_cursor())));
     return;
   }
   if (delta.streamed.has_value()) {
@@ -365,7 +375,8 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
     return;
   }
   // The norm is taken here, as the Δ arrives; the threshold is known when the round closes.
-  const double norm = std::isfinite(result.mean_loss()) ? NormOf(delta.tensors) : std::numeric_limits<double>::infinity();
+  const double norm =
+      std::isfinite(result.mean_loss()) ? NormOf(delta.tensors) : std::numeric_limits<double>::infinity();
   if (!std::isfinite(norm)) {
     round_->refused.insert(m->slot);
     Refuse(session->supervisor_id(), round, Screen(*screen_, ArrivalThreshold(*screen_), DeltaNorm::Measured(norm)));
@@ -377,7 +388,8 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
 
 bool JobRun::SendTheta(Member& m, uint64_t r) {
   WorkerSession& s = *m.session;
-  std::shared_ptr<const ChunkedList> update = m.theta_round + 1 == r ? theta_encoder_->UpdateFrom(m.theta_round) : nullptr;
+  std::shared_ptr<const ChunkedList> update =
+      m.theta_round + 1 == r ? theta_encoder_->UpdateFrom(m.theta_round) : nullptr;
   if (update != nullptr) {
     s.SendParameters(r, std::move(update), m.theta_round);
   } else {
@@ -638,7 +650,8 @@ absl::StatusOr<JobRun::Intake> JobRun::ScreenRound(Round& round) {
   std::vector<double> norms;
   for (const auto& [slot, res] : round.results) norms.push_back(res.norm);
   const diloco::ScreenThreshold threshold = screen_->RoundThreshold(norms);
-  for (const std::string& liar : seal.liars) Refuse(liar, r, Screen(*screen_, seal.threshold, DeltaNorm::BrokeDeclaration()));
+  for (const std::string& liar : seal.liars)
+    Refuse(liar, r, Screen(*screen_, seal.threshold, DeltaNorm::BrokeDeclaration()));
   Intake in{.tainted = seal.tainted};
   for (auto& [slot, res] : round.results) {
     // (A streamed Δ was screened as its header arrived.)
@@ -649,8 +662,8 @@ absl::StatusOr<JobRun::Intake> JobRun::ScreenRound(Round& round) {
     if (verdict.action == diloco::ScreenVerdict::kAccept) in.accepted_norms.push_back(res.norm);
     const double w = static_cast<double>(res.result.tokens_processed());
     if (!res.streamed) {
-      absl::Status added = aggregator_->Add(
-          r, Contribution{std::move(res.delta), w, verdict, res.result.mean_loss(), res.supervisor_id});
+      absl::Status added = aggregator_->Add(r, Contribution{std::move(res.delta), w, verdict, res.result.mean_loss(),
+                                                            res.supervisor_id});
       if (!added.ok()) return Annotate(added, absl::StrCat("round ", r, ": aggregating the deltas"));
     }
     in.weight += w;

@@ -55,6 +55,10 @@
 #include <string>
 #include <vector>
 
+#include "aggregator.h"
+#include "eval_runner.h"
+#include "job_checkpoints.h"
+#include "outer_step.h"
 #include "pcp/codec/error_feedback.h"
 #include "pcp/diloco/async.h"
 #include "pcp/diloco/late_join.h"
@@ -67,16 +71,12 @@
 #include "pcp/shepherd/job_program.h"
 #include "pcp/shepherd/outer_optimizer.h"
 #include "pcp/shepherd/shepherd_config.h"
-#include "aggregator.h"
-#include "job_checkpoints.h"
-#include "eval_runner.h"
-#include "outer_step.h"
-#include "round_publisher.h"
-#include "theta_encoder.h"
-#include "round_sum.h"
 #include "pcp/training/progress.h"
+#include "round_publisher.h"
+#include "round_sum.h"
 #include "sampling.h"
 #include "screen.h"
+#include "theta_encoder.h"
 #include "worker_event.h"
 #include "worker_registry.h"
 
@@ -94,7 +94,6 @@ struct RunContext {
   // the round or the job's end is reported to JobManager. Called on the coordinator's thread.
   std::function<void(std::shared_ptr<const ParamsSnapshot>)> publish;
 };
-
 
 class JobRun {
  public:
@@ -153,7 +152,7 @@ class JobRun {
   struct Round {
     uint64_t number = 0;
     Clock::time_point start, deadline;
-    std::map<int, WorkerSession*> running;  // slot -> member key
+    std::map<int, WorkerSession*> running;     // slot -> member key
     std::map<int, Clock::time_point> sent_at;  // slot -> when its θ and StartRound went out
     std::map<int, uint64_t> start_cursor;      // slot -> the sampler cursor its StartRound carried
     std::map<int, SlotResult> results;
@@ -162,7 +161,7 @@ class JobRun {
     size_t delivered() const { return results.size() + refused.size(); }
     // For the round's history record (RoundRecord).
     int64_t start_unix_ms = 0;
-    std::set<std::string> sent_to;                          // supervisor ids
+    std::set<std::string> sent_to;                                 // supervisor ids
     std::vector<std::pair<std::string, std::string>> refused_ids;  // rejected Δs: supervisor id, reason
     bool skipped = false;  // streaming: rolled back, so none of its Δs went into θ
     // Data follows the work (job_run_takeover.cc): the slots a worker held as the round
@@ -201,7 +200,7 @@ class JobRun {
   struct Intake {
     bool tainted = false;  // a streamed Δ's refused chunks are in the sum: the round is redone
     std::vector<int> used_slots;
-    std::vector<std::string> ids;       // their supervisor ids
+    std::vector<std::string> ids;        // their supervisor ids
     std::vector<double> accepted_norms;  // of the Δs accepted unchanged (screening's history)
     double weight = 0, loss_sum = 0;     // Σ tokens, Σ tokens × mean loss
     uint64_t tokens = 0;
@@ -272,7 +271,7 @@ class JobRun {
   Clock::time_point quorum_since_{};     // when the waiting group reached its quorum
   Clock::time_point last_update_{};      // the last outer update (a group's "round" time)
   int64_t last_update_unix_ms_ = 0;
-  bool eval_due_ = false;                // async: evaluate after this update (a round's tokens)
+  bool eval_due_ = false;  // async: evaluate after this update (a round's tokens)
 
   // ---- Data follows the work (job_run_takeover.cc; pcp/diloco/slot_takeover.h)
   // diloco.orphan_slots: takeover, in a synchronous round that is not streamed.
@@ -338,7 +337,7 @@ class JobRun {
   std::map<int, ShardPlan> shards_;
   std::optional<Round> round_;
   Clock::time_point waiting_since_;
-  bool closed_a_round_ = false;  // this run has closed a round: a short job waits no more grace...
+  bool closed_a_round_ = false;                    // this run has closed a round: a short job waits no more grace...
   std::map<int, Clock::time_point> slot_left_at_;  // ...except for a worker that just left (slot -> when)
   Clock::time_point started_;
   // Metrics, progress and history of the closed rounds.

@@ -151,10 +151,10 @@ void JobRun::OnAsyncResult(Member& m, uint64_t round, ReceivedDelta delta, const
   if (result.steps() != steps || result.tokens_processed() != tokens_expected ||
       result.sampler_cursor() != cursor_expected) {
     next_cursor_[m.slot] = flight.start_cursor;
-    m.session->Close(absl::InvalidArgumentError(absl::StrCat(
-        "RoundResult for round ", round, ": expected steps ", steps, ", tokens_processed ", tokens_expected,
-        ", sampler_cursor ", cursor_expected, "; got ", result.steps(), ", ", result.tokens_processed(), ", ",
-        result.sampler_cursor())));
+    m.session->Close(absl::InvalidArgumentError(
+        absl::StrCat("RoundResult for round ", round, ": expected steps ", steps, ", tokens_processed ",
+                     tokens_expected, ", sampler_cursor ", cursor_expected, "; got ", result.steps(), ", ",
+                     result.tokens_processed(), ", ", result.sampler_cursor())));
     return;
   }
   const uint64_t staleness = state_.round - std::min(state_.round, round - 1);
@@ -173,7 +173,8 @@ void JobRun::OnAsyncResult(Member& m, uint64_t round, ReceivedDelta delta, const
     Refuse(id, round, Screen(*screen_, ArrivalThreshold(*screen_), DeltaNorm::Measured(norm)));
     return;
   }
-  arrivals_.push_back(Arrival{.slot = m.slot, .round = round, .res = SlotResult{std::move(delta.tensors), result, id, norm}});
+  arrivals_.push_back(
+      Arrival{.slot = m.slot, .round = round, .res = SlotResult{std::move(delta.tensors), result, id, norm}});
 }
 
 JobRun::Outcome JobRun::ApplyAsyncGroup(Clock::time_point now) {
@@ -226,8 +227,8 @@ JobRun::Outcome JobRun::ApplyAsyncGroup(Clock::time_point now) {
       Scale(a.res.delta, k);
     }
     const double w = static_cast<double>(a.res.result.tokens_processed());
-    absl::Status added = aggregator_->Add(
-        r, Contribution{std::move(a.res.delta), w, verdict, a.res.result.mean_loss(), a.res.supervisor_id});
+    absl::Status added = aggregator_->Add(r, Contribution{std::move(a.res.delta), w, verdict, a.res.result.mean_loss(),
+                                                          a.res.supervisor_id});
     if (!added.ok()) {
       round_.reset();
       return Fail(absl::StrCat("outer update ", r, ": aggregating the deltas: ", added.message()));

@@ -16,7 +16,8 @@ absl::Status JobRun::WriteCheckpoint(bool wait) {
   };
   if (state_.train_loss) meta.push_back({"pcp.train_loss", absl::StrFormat("%.6f", *state_.train_loss)});
   if (state_.val_loss) meta.push_back({"pcp.val_loss", absl::StrFormat("%.6f", *state_.val_loss)});
-  if (prepared_->data.tokenizer().has_value()) meta.push_back({"pcp.tokenizer", prepared_->data.tokenizer()->Serialize()});
+  if (prepared_->data.tokenizer().has_value())
+    meta.push_back({"pcp.tokenizer", prepared_->data.tokenizer()->Serialize()});
   state_.screen_medians.assign(screen_->history().begin(), screen_->history().end());
   // θ's tensors are replaced, never modified; the momentum's are modified by the next outer
   // step, which waits for this write first (JobCheckpoints::Collect).

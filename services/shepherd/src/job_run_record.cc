@@ -48,8 +48,8 @@ v1::RoundRecord JobRun::RecordOf(const Round& round, uint64_t tokens, double rou
   rec.set_outer_lr(c.diloco.outer_lr);
   // The rate of the round's last step (with a time budget: the longest-running worker's); the
   // round's rates were drawn before its tokens were added.
-  const std::vector<float> lrs = LearningRatesOfRound(
-      c, round.number, state_.tokens_processed >= tokens ? state_.tokens_processed - tokens : 0);
+  const std::vector<float> lrs =
+      LearningRatesOfRound(c, round.number, state_.tokens_processed >= tokens ? state_.tokens_processed - tokens : 0);
   size_t last = lrs.size();
   if (c.diloco.time_budget.enabled()) {
     last = 0;

@@ -32,8 +32,8 @@ void JobRun::Refuse(const std::string& id, uint64_t round, const diloco::ScreenV
   screened->set_last_round(round);
   const int64_t limit = prepared_->config.diloco.screening.quarantine_after;
   spdlog::warn("job {}: worker {}'s Δ for round {} {} ({}): norm {:.4g}, threshold {:.4g}; refusal {}{}", job_.id, id,
-               round, clipped ? "clipped to the threshold" : "rejected", reason, verdict.norm, verdict.threshold,
-               count, limit > 0 ? absl::StrCat(" of ", limit, " before quarantine") : std::string());
+               round, clipped ? "clipped to the threshold" : "rejected", reason, verdict.norm, verdict.threshold, count,
+               limit > 0 ? absl::StrCat(" of ", limit, " before quarantine") : std::string());
   v1::ScreeningEvent event;
   event.set_kind(clipped ? v1::ScreeningEvent::DELTA_CLIPPED : v1::ScreeningEvent::DELTA_REJECTED);
   event.set_round(round);
@@ -77,7 +77,8 @@ std::optional<JobRun::Outcome> JobRun::CountRollBack(uint64_t round, const std::
   progress.set_rounds_rolled_back(progress.rounds_rolled_back() + 1);
   const int64_t limit = prepared_->config.diloco.screening.max_rollbacks;
   spdlog::error("job {}: round {} rolled back ({}): {}; {} of {} in a row", job_.id, round, why,
-                streaming() ? "its fragment and momentum stay as they were" : "θ and the outer momentum are as before it",
+                streaming() ? "its fragment and momentum stay as they were"
+                            : "θ and the outer momentum are as before it",
                 rollbacks_in_a_row_, limit);
   v1::ScreeningEvent event;
   event.set_kind(v1::ScreeningEvent::ROUND_ROLLED_BACK);

@@ -1,10 +1,10 @@
 // JobRun's Streaming DiLoCo parts (job_run.h; pcp/diloco/streaming.h).
 #include "absl/strings/str_cat.h"
 #include "job_run.h"
+#include "pcp/base/absl_fmt.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/rpc/tensor_fragments.h"
 #include "pcp/rpc/tensor_list.h"
-#include "pcp/base/absl_fmt.h"
 #include "spdlog/spdlog.h"
 
 namespace pcp::shepherd {
@@ -20,10 +20,11 @@ absl::Status JobRun::PrepareStreaming() {
   for (int64_t p = 0; p < fragments_->fragments(); ++p) {
     absl::StrAppend(&sizes_text, p == 0 ? "" : ", ", fragments_->elements(p));
   }
-  spdlog::info("job {}: streaming DiLoCo: {} fragments of {} values, one synced every {} inner steps; merged {} steps "
-               "late{}",
-               job_.id, fragments_->fragments(), sizes_text, absl::StrCat(c.diloco.inner_steps, "/", so.fragments), so.overlap_steps,
-               so.overlap_steps > 0 ? absl::StrCat(" with alpha ", so.alpha) : std::string(" (replaced)"));
+  spdlog::info(
+      "job {}: streaming DiLoCo: {} fragments of {} values, one synced every {} inner steps; merged {} steps "
+      "late{}",
+      job_.id, fragments_->fragments(), sizes_text, absl::StrCat(c.diloco.inner_steps, "/", so.fragments),
+      so.overlap_steps, so.overlap_steps > 0 ? absl::StrCat(" with alpha ", so.alpha) : std::string(" (replaced)"));
   return absl::OkStatus();
 }
 

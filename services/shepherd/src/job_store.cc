@@ -7,10 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/util/json_util.h"
+#include "pcp/base/absl_fmt.h"
 #include "pcp/base/file.h"
 #include "pcp/base/json.h"
 #include "pcp/base/status_macros.h"
-#include "pcp/base/absl_fmt.h"
 #include "pcp/v1/shepherd_state.pb.h"
 #include "spdlog/spdlog.h"
 
@@ -57,9 +57,8 @@ absl::StatusOr<StoredJob> ReadState(const std::string& path) {
 
 absl::StatusOr<StoredJob> ReadJob(const std::string& dir, const std::string& id) {
   const std::string state_path = dir + "/" + kStateFile;
-  absl::StatusOr<StoredJob> read = std::filesystem::exists(state_path)
-                                       ? ReadState(state_path)
-                                       : ReadLegacyState(dir + "/" + kLegacyStateFile);
+  absl::StatusOr<StoredJob> read =
+      std::filesystem::exists(state_path) ? ReadState(state_path) : ReadLegacyState(dir + "/" + kLegacyStateFile);
   PCP_RETURN_IF_ERROR(read.status());
   StoredJob stored = *std::move(read);
   if (stored.job.job_id() != id) {
@@ -143,7 +142,8 @@ absl::StatusOr<std::vector<StoredJob>> JobStore::LoadAll(int64_t* max_seq) const
     int64_t seq = 0;
     if (!entry.is_directory() || id.rfind("job-", 0) != 0 || !absl::SimpleAtoi(id.substr(4), &seq)) continue;
     if (max_seq != nullptr) *max_seq = std::max(*max_seq, seq);
-    if (!std::filesystem::exists(entry.path() / kStateFile) && !std::filesystem::exists(entry.path() / kLegacyStateFile)) {
+    if (!std::filesystem::exists(entry.path() / kStateFile) &&
+        !std::filesystem::exists(entry.path() / kLegacyStateFile)) {
       continue;  // submit interrupted
     }
     absl::StatusOr<StoredJob> job = ReadJob(entry.path().string(), id);

@@ -122,8 +122,8 @@ absl::Status ProbeHealth(const std::string& target, absl::Duration timeout) {
                  [&done](grpc::Status s) { done.set_value(std::move(s)); });
   const grpc::Status status = done.get_future().get();
   if (!status.ok()) {
-    return absl::UnavailableError(absl::StrCat("health check: ", status.error_message(), " (code ",
-                                               static_cast<int>(status.error_code()), ")"));
+    return absl::UnavailableError(
+        absl::StrCat("health check: ", status.error_message(), " (code ", static_cast<int>(status.error_code()), ")"));
   }
   std::vector<grpc::Slice> slices;
   std::string bytes;
@@ -194,7 +194,8 @@ void ListenerWatchdog::Run() {
   for (;;) {
     const absl::Status probe = ProbeListener(options_.target, options_.tls, options_.timeout);
     if (probe.ok()) {
-      if (failed > 0) spdlog::info("listener watchdog: {} answers again after {} failed probes", options_.target, failed);
+      if (failed > 0)
+        spdlog::info("listener watchdog: {} answers again after {} failed probes", options_.target, failed);
       failed = 0;
       if (absl::Status s = SdNotify("WATCHDOG=1"); !s.ok()) spdlog::warn("{}", s.message());
     } else if (++failed < options_.failures) {

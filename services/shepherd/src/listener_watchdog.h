@@ -49,11 +49,11 @@ std::string ProbeTarget(absl::string_view listen_host, int port);
 absl::Status ProbeListener(const std::string& target, bool tls, absl::Duration timeout);
 
 struct ListenerWatchdogOptions {
-  std::string target;           // HOST:PORT, from ProbeTarget
-  bool tls = false;             // the listener speaks TLS: probe the accept path only
-  absl::Duration interval;      // between probes (the first one at once)
-  absl::Duration timeout;       // one probe's bound (<= interval)
-  int failures = 3;             // failed probes in a row before on_wedged
+  std::string target;       // HOST:PORT, from ProbeTarget
+  bool tls = false;         // the listener speaks TLS: probe the accept path only
+  absl::Duration interval;  // between probes (the first one at once)
+  absl::Duration timeout;   // one probe's bound (<= interval)
+  int failures = 3;         // failed probes in a row before on_wedged
 };
 
 class ListenerWatchdog {

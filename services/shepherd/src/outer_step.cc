@@ -60,7 +60,8 @@ class FragmentOuterStep final : public OuterStep {
   }
   std::vector<Tensor> Momentum() const override {
     std::vector<Tensor> full;
-    for (const TensorSpec& spec : specs_) full.emplace_back(DType::kF32, spec.shape);  // every fragment overwrites its part
+    for (const TensorSpec& spec : specs_)
+      full.emplace_back(DType::kF32, spec.shape);  // every fragment overwrites its part
     for (int64_t p = 0; p < plan_.fragments(); ++p) {
       // Cannot fail: the fragment optimizers were built from the same plan.
       ScatterFragment(plan_, p, outers_[static_cast<size_t>(p)]->momentum(), &full).IgnoreError();

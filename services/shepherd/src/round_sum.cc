@@ -22,6 +22,11 @@ std::shared_ptr<RoundSum> RoundSum::Create(const std::vector<TensorSpec>& specs,
 
 RoundSum::RoundSum(std::vector<Tensor> buffers, const diloco::DeltaScreen& screen,
                    const diloco::ScreenThreshold& threshold, uint32_t steps, uint64_t tokens)
-    : sums(std::move(buffers)), sum(SpansOf(sums)), screen(screen), threshold(threshold), steps(steps), tokens(tokens) {}
+    : sums(std::move(buffers)),
+      sum(SpansOf(sums)),
+      screen(screen),
+      threshold(threshold),
+      steps(steps),
+      tokens(tokens) {}
 
 }  // namespace pcp::shepherd

@@ -42,7 +42,8 @@ absl::StatusOr<std::shared_ptr<const ParamsSnapshot>> SnapshotFromCheckpoint(con
       PCP_ASSIGN_OR_RETURN(snap->params, ParamsInOrder(ckpt, snap->names), _ << path);
       return std::shared_ptr<const ParamsSnapshot>(std::move(snap));
     }
-    if (!sampling.ok()) spdlog::warn("job {}: no sampling from {}: {}", job_id, path, std::string(sampling.status().message()));
+    if (!sampling.ok())
+      spdlog::warn("job {}: no sampling from {}: {}", job_id, path, std::string(sampling.status().message()));
     for (NamedTensor& t : ckpt.params) {
       snap->names.push_back(t.name);
       snap->params.push_back(std::move(t.tensor));
@@ -61,8 +62,8 @@ absl::StatusOr<v1::SampleResponse> SampleText(const ParamsSnapshot& snap, const 
     return absl::FailedPreconditionError(absl::StrCat("job ", snap.job_id, ": ", kNoLogitsReason));
   }
   if (int64_t{request.max_new_tokens()} > kMaxSampleTokens) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_new_tokens must be 1-", kMaxSampleTokens, " (0 = the job's), got ", request.max_new_tokens()));
+    return absl::InvalidArgumentError(absl::StrCat("max_new_tokens must be 1-", kMaxSampleTokens,
+                                                   " (0 = the job's), got ", request.max_new_tokens()));
   }
   if (request.has_temperature() && !(request.temperature() > 0)) {
     return absl::InvalidArgumentError(absl::StrCat("temperature must be > 0, got ", request.temperature()));
@@ -70,12 +71,12 @@ absl::StatusOr<v1::SampleResponse> SampleText(const ParamsSnapshot& snap, const 
   const Tokenizer tokenizer = snap.tokenizer.value_or(Tokenizer::Byte());
   const std::string prompt = request.prompt().empty() ? "\n" : request.prompt();
   PCP_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer.Encode(prompt), _ << "prompt");
-  SampleOptions options{
-      .max_new_tokens = request.max_new_tokens() > 0 ? request.max_new_tokens() : snap.sample.max_new_tokens,
-      .temperature = request.has_temperature() ? request.temperature() : snap.sample.temperature,
-      .top_k = request.has_top_k() ? static_cast<int64_t>(request.top_k()) : snap.sample.top_k,
-      .seed = request.seed(),
-      .vocab = tokenizer.vocab_size()};
+  SampleOptions options{.max_new_tokens =
+                            request.max_new_tokens() > 0 ? request.max_new_tokens() : snap.sample.max_new_tokens,
+                        .temperature = request.has_temperature() ? request.temperature() : snap.sample.temperature,
+                        .top_k = request.has_top_k() ? static_cast<int64_t>(request.top_k()) : snap.sample.top_k,
+                        .seed = request.seed(),
+                        .vocab = tokenizer.vocab_size()};
   Function gpt_logits;
   if (snap.model.has_value()) {
     PCP_ASSIGN_OR_RETURN(gpt_logits,

@@ -28,7 +28,7 @@ struct ParamsSnapshot {
   std::string job_id;
   uint64_t round = 0;
   bool final = false;
-  std::optional<GPTConfig> model;     // the built-in GPT's; nullopt: an imported model
+  std::optional<GPTConfig> model;  // the built-in GPT's; nullopt: an imported model
   // An imported model's sampling function (model.logits, stablehlo_model.h); null when it has
   // none, and then it cannot be sampled.
   std::shared_ptr<const Function> imported_logits;

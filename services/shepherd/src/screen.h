@@ -23,9 +23,9 @@ namespace pcp::shepherd {
 // What is known of a Δ's L2 norm when it is judged.
 struct DeltaNorm {
   enum class Source {
-    kMeasured,           // computed from the Δ's values (buffered aggregation)
-    kDeclared,           // announced by its sender before the first chunk (streaming aggregation)
-    kBrokeDeclaration,   // a streamed Δ whose values exceeded what its sender declared
+    kMeasured,          // computed from the Δ's values (buffered aggregation)
+    kDeclared,          // announced by its sender before the first chunk (streaming aggregation)
+    kBrokeDeclaration,  // a streamed Δ whose values exceeded what its sender declared
   };
   double value = 0;  // +inf or NaN: not finite
   Source source = Source::kMeasured;
@@ -38,9 +38,7 @@ struct DeltaNorm {
 
 // The threshold for a Δ judged before its round closes (a streamed Δ's header, a Δ that is not
 // finite): past rounds' running median and the cap; the round's own median is not known yet.
-inline diloco::ScreenThreshold ArrivalThreshold(const diloco::DeltaScreen& screen) {
-  return screen.RoundThreshold({});
-}
+inline diloco::ScreenThreshold ArrivalThreshold(const diloco::DeltaScreen& screen) { return screen.RoundThreshold({}); }
 
 // The verdict on one Δ: a sender that broke its declaration is rejected (kDeclaredNorm),
 // whatever its norm; otherwise the norm is judged against `threshold` (not finite: rejected).

@@ -12,25 +12,25 @@
 #include "absl/time/time.h"
 #include "admin_service.h"
 #include "auth_refusals.h"
-#include "method_roles.h"
-#include "pcp/auth/authorization.h"
-#include "pcp/auth/tls_credentials.h"
-#include "pcp/base/termination_signal.h"
-#include "pcp/metrics/registry.h"
 #include "blocking_pool.h"
 #include "control_service.h"
 #include "coordinator.h"
 #include "listener_watchdog.h"
-#include "pcp/shepherd/control_registry.h"
+#include "method_roles.h"
+#include "pcp/auth/authorization.h"
+#include "pcp/auth/tls_credentials.h"
+#include "pcp/base/absl_fmt.h"
 #include "pcp/base/dir_lock.h"
 #include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/base/termination_signal.h"
+#include "pcp/metrics/registry.h"
 #include "pcp/rpc/channel_options.h"
+#include "pcp/shepherd/control_registry.h"
 #include "pcp/shepherd/job_manager.h"
 #include "pcp/training/job_memory.h"
-#include "pcp/base/absl_fmt.h"
-#include "spdlog/spdlog.h"
 #include "shepherd_metrics.h"
+#include "spdlog/spdlog.h"
 #include "training_service.h"
 #include "worker_registry.h"
 
@@ -47,7 +47,8 @@ class ControlDirectory final : public SupervisorDirectory {
                std::function<void(absl::StatusOr<v1::WorkerCommandResponse>)> done) override {
     // A call without a deadline still gets an answer: 60 s.
     auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::system_clock::now());
-    if (timeout > std::chrono::minutes(10) || timeout < std::chrono::milliseconds(0)) timeout = std::chrono::seconds(60);
+    if (timeout > std::chrono::minutes(10) || timeout < std::chrono::milliseconds(0))
+      timeout = std::chrono::seconds(60);
     v1::ControlCommand c = command == SupervisorCommand::kRestart
                                ? MakeRestartWorker(request.reason(), request.grace_ms())
                                : MakeDrainWorker(request.reason(), request.grace_ms());
@@ -68,8 +69,8 @@ class ControlDirectory final : public SupervisorDirectory {
   std::vector<Supervisor> List() const override {
     std::vector<Supervisor> out;
     for (const SupervisorInfo& s : registry_->ListSupervisors()) {
-      out.push_back(Supervisor{.supervisor_id = s.supervisor_id, .host = s.host, .connected = s.connected,
-                               .process = s.worker});
+      out.push_back(
+          Supervisor{.supervisor_id = s.supervisor_id, .host = s.host, .connected = s.connected, .process = s.worker});
     }
     return out;
   }
@@ -125,10 +126,11 @@ std::unique_ptr<ListenerWatchdog> StartListenerWatchdog(const ShepherdConfig& c,
   spdlog::info("listener watchdog: probes {} every {} ({}), exits after {} failures in a row", options.target,
                absl::FormatDuration(interval), tls ? "accept path" : "grpc.health.v1", options.failures);
   return std::make_unique<ListenerWatchdog>(std::move(options), [](std::string why) {
-    spdlog::critical("listener watchdog: {}; gRPC no longer accepts connections (an accept() that failed, e.g. "
-                     "'Too many open files', stops gRPC 1.51's listener for good): shutting down to exit 1 for a "
-                     "restart",
-                     why);
+    spdlog::critical(
+        "listener watchdog: {}; gRPC no longer accepts connections (an accept() that failed, e.g. "
+        "'Too many open files', stops gRPC 1.51's listener for good): shutting down to exit 1 for a "
+        "restart",
+        why);
     RequestTermination("listener watchdog: the listener stopped accepting");
   });
 }
@@ -169,8 +171,8 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   CountTlsRefusals();
   spdlog::info("transport {}; {}", tls.enabled() ? (tls.ca.empty() ? "TLS" : "mTLS") : "plaintext",
                impl->authenticator->enabled()
-                   ? absl::StrCat("auth on (", c.auth.identities.size(), " certificate identities, ", c.auth.tokens.size(),
-                                  " tokens)")
+                   ? absl::StrCat("auth on (", c.auth.identities.size(), " certificate identities, ",
+                                  c.auth.tokens.size(), " tokens)")
                    : std::string("auth off (no identities or tokens configured)"));
   PCP_ASSIGN_OR_RETURN(impl->state_lock, DirLock::Acquire(c.state_dir, "state_dir"));
   PCP_ASSIGN_OR_RETURN(DataRoots data_roots, DataRoots::Confined(c.data_roots, c.max_data_file_bytes),
@@ -182,20 +184,21 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
                          .max_start_attempts = c.max_job_start_attempts,
                          .max_job_yaml_bytes = c.max_job_yaml_bytes,
                          .max_finished_job_yamls = c.max_finished_job_yamls};
-  spdlog::info("admission: job data from {} (files up to {}); memory budgets {} per worker, {} at the shepherd; "
-               "{} jobs kept, {} queued; job files up to {}, kept by the newest {} finished jobs",
-               policy.data_roots.Describe(), FormatBytes(c.max_data_file_bytes), FormatBytes(policy.budgets.worker_bytes),
-               FormatBytes(policy.budgets.shepherd_bytes), c.max_jobs, c.max_queued_jobs,
-               FormatBytes(c.max_job_yaml_bytes), c.max_finished_job_yamls);
+  spdlog::info(
+      "admission: job data from {} (files up to {}); memory budgets {} per worker, {} at the shepherd; "
+      "{} jobs kept, {} queued; job files up to {}, kept by the newest {} finished jobs",
+      policy.data_roots.Describe(), FormatBytes(c.max_data_file_bytes), FormatBytes(policy.budgets.worker_bytes),
+      FormatBytes(policy.budgets.shepherd_bytes), c.max_jobs, c.max_queued_jobs, FormatBytes(c.max_job_yaml_bytes),
+      c.max_finished_job_yamls);
   PCP_ASSIGN_OR_RETURN(impl->jobs, JobManager::Open(c.state_dir, std::move(policy)));
   SessionOptions session{.heartbeat_interval_ms = static_cast<uint32_t>(c.heartbeat_interval_ms),
                          .heartbeat_timeout_ms = static_cast<uint32_t>(c.heartbeat_timeout_ms),
                          .chunk_bytes = c.chunk_bytes,
                          .max_chunk_bytes = c.AcceptedChunkBytes(),
                          .shepherd_version = PCP_VERSION};
-  impl->registry = std::make_unique<WorkerRegistry>(session, c.heartbeat_timeout_ms / 1000.0,
-                                                    c.heartbeat_interval_ms / 1000.0,
-                                                    static_cast<double>(c.forget_supervisors_after_s));
+  impl->registry =
+      std::make_unique<WorkerRegistry>(session, c.heartbeat_timeout_ms / 1000.0, c.heartbeat_interval_ms / 1000.0,
+                                       static_cast<double>(c.forget_supervisors_after_s));
   impl->coordinator = std::make_unique<Coordinator>(&impl->config, impl->jobs.get(), impl->registry.get());
   impl->registry->SetSink(impl->coordinator.get());
   Coordinator* coordinator = impl->coordinator.get();
@@ -209,9 +212,9 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
       ControlServiceOptions{.heartbeat_interval_ms = static_cast<uint32_t>(c.heartbeat_interval_ms),
                             .heartbeat_timeout_ms = static_cast<uint32_t>(c.heartbeat_timeout_ms),
                             .version = PCP_VERSION});
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   impl->admin = std::make_unique<AdminService>(AdminService::Deps{.jobs = impl->jobs.get(),
                                                                   .registry = impl->registry.get(),
                                                                   .coordinator = impl->coordinator.get(),
@@ -227,11 +230,12 @@ absl::StatusOr<std::unique_ptr<Shepherd>> Shepherd::Start(const ShepherdConfig& 
   // number of worker streams (what gRPC 1.51 does with it: pcp/rpc/channel_options.h).
   const int window = c.ReceiveWindowBytes();
   ApplyStreamServerOptions(&builder, window);
-  spdlog::info("transport: {} receive window and {} Δ chunks per stream (transport_receive_bytes {} / "
-               "transport_workers {}{})",
-               FormatBytes(window), FormatBytes(c.AcceptedChunkBytes()), FormatBytes(c.transport_receive_bytes),
-               c.transport_workers,
-               int64_t{window} * c.transport_workers > c.transport_receive_bytes ? ", raised to the 64 KiB floor" : "");
+  spdlog::info(
+      "transport: {} receive window and {} Δ chunks per stream (transport_receive_bytes {} / "
+      "transport_workers {}{})",
+      FormatBytes(window), FormatBytes(c.AcceptedChunkBytes()), FormatBytes(c.transport_receive_bytes),
+      c.transport_workers,
+      int64_t{window} * c.transport_workers > c.transport_receive_bytes ? ", raised to the 64 KiB floor" : "");
   // gRPC's own memory (connections, buffers, pending messages) is bounded: past the quota it
   // refuses new streams rather than growing; and one connection opens at most so many streams.
   grpc::ResourceQuota quota("pcp-shepherd");

@@ -11,10 +11,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "pcp/rpc/channel_options.h"
-#include "pcp/base/file.h"
 #include "pcp/auth/config_fields.h"
 #include "pcp/auth/token.h"
+#include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/config/yaml_fields.h"
 #include "pcp/metrics/metrics_server.h"
@@ -124,15 +123,14 @@ absl::Status ShepherdConfig::Validate() const {
     absl::string_view key;
     int64_t value;
   };
-  for (const Positive& p : {Positive{"max_data_file_bytes", max_data_file_bytes}, Positive{"max_jobs", max_jobs},
-                            Positive{"max_queued_jobs", max_queued_jobs},
-                            Positive{"max_job_start_attempts", max_job_start_attempts},
-                            Positive{"max_admin_calls", max_admin_calls},
-                            Positive{"max_watch_streams", max_watch_streams},
-                            Positive{"max_watch_queue", max_watch_queue},
-                            Positive{"max_streams_per_connection", max_streams_per_connection},
-                            Positive{"grpc_memory_bytes", grpc_memory_bytes},
-                            Positive{"forget_supervisors_after_s", forget_supervisors_after_s}}) {
+  for (const Positive& p :
+       {Positive{"max_data_file_bytes", max_data_file_bytes}, Positive{"max_jobs", max_jobs},
+        Positive{"max_queued_jobs", max_queued_jobs}, Positive{"max_job_start_attempts", max_job_start_attempts},
+        Positive{"max_admin_calls", max_admin_calls}, Positive{"max_watch_streams", max_watch_streams},
+        Positive{"max_watch_queue", max_watch_queue},
+        Positive{"max_streams_per_connection", max_streams_per_connection},
+        Positive{"grpc_memory_bytes", grpc_memory_bytes},
+        Positive{"forget_supervisors_after_s", forget_supervisors_after_s}}) {
     if (p.value < 1) return bad(p.key, "must be >= 1");
   }
   if (worker_memory_bytes < 0) return bad("worker_memory_bytes", "must be >= 0 (0 = half of the machine's memory)");
@@ -147,7 +145,8 @@ absl::Status ShepherdConfig::Validate() const {
   }
   if (max_finished_job_yamls < 0) return bad("max_finished_job_yamls", "must be >= 0");
   if (transport_receive_bytes < kMinStreamWindowBytes) {
-    return bad("transport_receive_bytes", absl::StrCat("must be >= ", kMinStreamWindowBytes, " (one stream's smallest window)"));
+    return bad("transport_receive_bytes",
+               absl::StrCat("must be >= ", kMinStreamWindowBytes, " (one stream's smallest window)"));
   }
   if (transport_receive_bytes > grpc_memory_bytes) {
     // gRPC refuses streams (not shrinks windows) once its quota runs out: the quota must cover the budget.
@@ -213,10 +212,11 @@ const yaml_fields::KeyFlags& ShepherdKeyFlags() {
 }
 
 std::string ShepherdFlagsHelp() {
-  return absl::StrCat("Every key of shepherd.yaml is a flag, applied after --config in order: --set KEY=VALUE\n"
-                      "(KEY as in the file, e.g. tls.ca) or --KEY=VALUE with '_' for '.':\n",
-                      ShepherdKeyFlags().Help(), "Defaults, as shepherd.yaml:\n",
-                      yaml_fields::EmitMapping(Fields(), ShepherdConfig{}, 2), "\n");
+  return absl::StrCat(
+      "Every key of shepherd.yaml is a flag, applied after --config in order: --set KEY=VALUE\n"
+      "(KEY as in the file, e.g. tls.ca) or --KEY=VALUE with '_' for '.':\n",
+      ShepherdKeyFlags().Help(), "Defaults, as shepherd.yaml:\n",
+      yaml_fields::EmitMapping(Fields(), ShepherdConfig{}, 2), "\n");
 }
 
 absl::StatusOr<ShepherdConfig> ShepherdConfigFromCommandLine(const std::string& config_path,

@@ -36,8 +36,8 @@ class StreamingSumAggregator final : public Aggregator {
   }
 
   absl::Status Add(uint64_t round, Contribution c) override {
-    return absl::FailedPreconditionError(
-        absl::StrCat("round ", round, ": a whole Δ of ", c.worker, " for a streamed round (its chunks go to the sink)"));
+    return absl::FailedPreconditionError(absl::StrCat("round ", round, ": a whole Δ of ", c.worker,
+                                                      " for a streamed round (its chunks go to the sink)"));
   }
 
   absl::StatusOr<Combined> Finish(uint64_t round) override {

@@ -13,11 +13,15 @@ namespace pcp::shepherd {
 
 ThetaEncoder::ThetaEncoder(codec::CompressionOptions compression, int64_t chunk_bytes,
                            std::vector<TensorSpec> param_specs, const diloco::FragmentPlan* fragments)
-    : compression_(compression), chunk_bytes_(chunk_bytes), param_specs_(std::move(param_specs)), fragments_(fragments) {
+    : compression_(compression),
+      chunk_bytes_(chunk_bytes),
+      param_specs_(std::move(param_specs)),
+      fragments_(fragments) {
   if (fragments_ == nullptr) {
     feedback_.resize(param_specs_.size());
   } else {
-    for (int64_t p = 0; p < fragments_->fragments(); ++p) fragment_feedback_.emplace_back(fragments_->segments(p).size());
+    for (int64_t p = 0; p < fragments_->fragments(); ++p)
+      fragment_feedback_.emplace_back(fragments_->segments(p).size());
   }
 }
 
@@ -64,14 +68,16 @@ absl::StatusOr<FragmentChunks> ThetaEncoder::Fragment(uint64_t round, const std:
 }
 
 absl::StatusOr<std::shared_ptr<const ChunkedList>> ThetaEncoder::ChunksOf(const std::vector<Tensor>& values,
-                                                                           const std::vector<std::string>& names,
-                                                                           codec::Codec codec) const {
+                                                                          const std::vector<std::string>& names,
+                                                                          codec::Codec codec) const {
   std::vector<NamedTensor> named;
   for (size_t i = 0; i < values.size(); ++i) named.push_back({names[i], values[i]});
   PCP_ASSIGN_OR_RETURN(std::shared_ptr<const ChunkedList> list,
-                       ChunkedList::Create(std::move(named), ChunkOptions{.chunk_bytes = chunk_bytes_, .codec = codec,
+                       ChunkedList::Create(std::move(named), ChunkOptions{.chunk_bytes = chunk_bytes_,
+                                                                          .codec = codec,
                                                                           .density = compression_.density}));
-  metrics::CountCodecSeconds(metrics::kShepherdCodecSecondsTotal, codec, metrics::CodecOp::kEncode, list->codec_seconds());
+  metrics::CountCodecSeconds(metrics::kShepherdCodecSecondsTotal, codec, metrics::CodecOp::kEncode,
+                             list->codec_seconds());
   return list;
 }
 
@@ -100,7 +106,8 @@ absl::StatusOr<std::vector<Tensor>> ThetaEncoder::EncodeUpdate(const std::vector
     Tensor replica = before[i].Clone();
     diloco::ApplyUpdate(absl::MakeSpan(replica.data<float>(), n), absl::MakeConstSpan(decoded.data<float>(), n));
     if (!diloco::AllFinite(absl::MakeConstSpan(replica.data<float>(), n))) {
-      return absl::FailedPreconditionError(absl::StrCat("θ of '", names[i], "' is not finite after the decoded update"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("θ of '", names[i], "' is not finite after the decoded update"));
     }
     (*next)[i] = std::move(replica);
     inputs.push_back(std::move(input));

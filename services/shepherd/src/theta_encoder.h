@@ -23,8 +23,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "pcp/codec/error_feedback.h"
 #include "pcp/codec/compression.h"
+#include "pcp/codec/error_feedback.h"
 #include "pcp/diloco/streaming.h"
 #include "pcp/rpc/chunked_list.h"
 #include "pcp/rpc/tensor_proto.h"

@@ -17,8 +17,7 @@ class TrainingService final : public v1::Training::WithRawCallbackMethod_Connect
  public:
   explicit TrainingService(WorkerRegistry* registry) : registry_(registry) {}
 
-  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Connect(
-      grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Connect(grpc::CallbackServerContext* context) override;
 
  private:
   WorkerRegistry* registry_;

@@ -14,7 +14,8 @@ namespace {
 // every heartbeat tick.
 template <typename SlotMap>
 void SetWorkerGauges(const SlotMap& slots) {
-  static const char* const kStates[] = {"idle", "preparing", "ready", "receiving", "training", "sending", "disconnected"};
+  static const char* const kStates[] = {"idle",     "preparing", "ready",       "receiving",
+                                        "training", "sending",   "disconnected"};
   double count[7] = {};
   for (const auto& [id, slot] : slots) {
     int i = 0;
@@ -111,10 +112,10 @@ absl::Status WorkerRegistry::AdmitJoin(const std::shared_ptr<WorkerSession>& ses
     if (live != nullptr && !live->ended()) {
       const v1::Join& old = live->join();
       if (join.incarnation() <= old.incarnation()) {
-        return absl::AlreadyExistsError(absl::StrCat(
-            "supervisor id '", join.supervisor_id(), "' is already used by a live worker (session ", live->session_id(),
-            " from ", live->peer(), ", pid ", old.pid(), ", incarnation ", old.incarnation(),
-            "); a replacement must announce a higher incarnation"));
+        return absl::AlreadyExistsError(
+            absl::StrCat("supervisor id '", join.supervisor_id(), "' is already used by a live worker (session ",
+                         live->session_id(), " from ", live->peer(), ", pid ", old.pid(), ", incarnation ",
+                         old.incarnation(), "); a replacement must announce a higher incarnation"));
       }
       replaced = live;
     }
@@ -134,8 +135,8 @@ absl::Status WorkerRegistry::AdmitJoin(const std::shared_ptr<WorkerSession>& ses
   if (replaced != nullptr) {
     spdlog::warn("worker {}: incarnation {} replaces session {} (incarnation {})", join.supervisor_id(),
                  join.incarnation(), replaced->session_id(), replaced->join().incarnation());
-    replaced->Close(absl::AbortedError(absl::StrCat("replaced by a newer worker process (incarnation ",
-                                                    join.incarnation(), ")")),
+    replaced->Close(absl::AbortedError(
+                        absl::StrCat("replaced by a newer worker process (incarnation ", join.incarnation(), ")")),
                     /*peer_dead=*/true);
   }
   return absl::OkStatus();
@@ -183,9 +184,8 @@ std::vector<v1::WorkerInfo> WorkerRegistry::List() const {
   for (const auto& [id, slot] : slots_) {
     v1::WorkerInfo info = slot.info;
     std::shared_ptr<WorkerSession> live = slot.live.lock();
-    const double seen_s = live != nullptr
-                              ? live->seconds_since_receive()
-                              : std::chrono::duration<double>(now - slot.last_seen).count();
+    const double seen_s =
+        live != nullptr ? live->seconds_since_receive() : std::chrono::duration<double>(now - slot.last_seen).count();
     info.set_last_seen_ms(static_cast<uint64_t>(seen_s * 1000.0));
     out.push_back(std::move(info));
   }

@@ -81,7 +81,7 @@ class WorkerRegistry final : public SessionObserver {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  std::map<std::string, Slot> slots_;                   // by supervisor id
+  std::map<std::string, Slot> slots_;                  // by supervisor id
   std::set<std::shared_ptr<WorkerSession>> sessions_;  // until their transport is gone
   std::atomic<uint64_t> next_session_{1};
   std::thread thread_;

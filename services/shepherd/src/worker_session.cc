@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <chrono>
 
-#include "pcp/base/unix_time.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "auth_refusals.h"
-#include "pcp/base/status_macros.h"
-#include "pcp/rpc/tensor_proto.h"
 #include "pcp/base/absl_fmt.h"
+#include "pcp/base/status_macros.h"
+#include "pcp/base/unix_time.h"
 #include "pcp/metrics/codec_seconds.h"
+#include "pcp/rpc/tensor_proto.h"
 #include "screen.h"
 #include "shepherd_metrics.h"
 #include "spdlog/spdlog.h"
@@ -21,8 +21,7 @@ namespace {
 // 1–128 characters of [A-Za-z0-9._:-] (training.proto, Join.supervisor_id).
 absl::Status CheckSupervisorId(const std::string& id) {
   if (id.empty() || id.size() > 128) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Join.supervisor_id must be 1-128 characters, got ", id.size()));
+    return absl::InvalidArgumentError(absl::StrCat("Join.supervisor_id must be 1-128 characters, got ", id.size()));
   }
   for (char c : id) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -105,20 +104,12 @@ absl::Status WorkerSession::Handle(const v1::WorkerMessage& message, DataPieces 
   }
   auto self = shared_from_this();
   switch (message.kind_case()) {
-    case v1::WorkerMessage::kJoin:
-      return absl::FailedPreconditionError("Join sent twice on one stream");
-    case v1::WorkerMessage::kHeartbeat:
-      observer_->OnHeartbeat(self, message.heartbeat());
-      return absl::OkStatus();
-    case v1::WorkerMessage::kReady:
-      PostEvent(WorkerReady{message.ready()});
-      return absl::OkStatus();
-    case v1::WorkerMessage::kResultHeader:
-      return HandleResultHeader(message.result_header());
-    case v1::WorkerMessage::kResultChunk:
-      return HandleResultChunk(message.result_chunk(), payload);
-    case v1::WorkerMessage::kRoundResult:
-      return HandleRoundResult(message.round_result());
+    case v1::WorkerMessage::kJoin: return absl::FailedPreconditionError("Join sent twice on one stream");
+    case v1::WorkerMessage::kHeartbeat: observer_->OnHeartbeat(self, message.heartbeat()); return absl::OkStatus();
+    case v1::WorkerMessage::kReady: PostEvent(WorkerReady{message.ready()}); return absl::OkStatus();
+    case v1::WorkerMessage::kResultHeader: return HandleResultHeader(message.result_header());
+    case v1::WorkerMessage::kResultChunk: return HandleResultChunk(message.result_chunk(), payload);
+    case v1::WorkerMessage::kRoundResult: return HandleRoundResult(message.round_result());
     case v1::WorkerMessage::kError: {
       spdlog::warn("worker {} reports an error (code {}, round {}): {}", supervisor_id(), message.error().code(),
                    message.error().round(), message.error().message());
@@ -135,19 +126,16 @@ absl::Status WorkerSession::Handle(const v1::WorkerMessage& message, DataPieces 
       if (abandon) PostEvent(WorkerResult{.round = message.error().round()});
       return absl::OkStatus();
     }
-    case v1::WorkerMessage::kResync:
-      PostEvent(WorkerResync{message.resync()});
-      return absl::OkStatus();
-    case v1::WorkerMessage::KIND_NOT_SET:
-      break;
+    case v1::WorkerMessage::kResync: PostEvent(WorkerResync{message.resync()}); return absl::OkStatus();
+    case v1::WorkerMessage::KIND_NOT_SET: break;
   }
   return absl::InvalidArgumentError("WorkerMessage with no message set (unknown kind?)");
 }
 
 absl::Status WorkerSession::HandleJoin(const v1::Join& join) {
   if (join.protocol_version() != v1::PROTOCOL_VERSION_1) {
-    return absl::FailedPreconditionError(absl::StrCat("Join.protocol_version ", join.protocol_version(),
-                                                      " is not supported (this shepherd speaks 1)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("Join.protocol_version ", join.protocol_version(), " is not supported (this shepherd speaks 1)"));
   }
   PCP_RETURN_IF_ERROR(CheckSupervisorId(join.supervisor_id()));
   if (join.backend() != v1::BACKEND_CPU && join.backend() != v1::BACKEND_VULKAN) {
@@ -202,20 +190,22 @@ absl::Status WorkerSession::HandleResultChunk(const v1::ResultChunk& chunk, Data
   std::lock_guard<std::mutex> lock(mu_);
   if (chunk.round() != 0 && chunk.round() == abandoned_round_) return absl::OkStatus();  // late, dropped
   if (expected_round_ == 0 || chunk.round() != expected_round_ || !assembler_.has_value()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "result chunk for round ", chunk.round(),
-        expected_round_ == 0 ? std::string(", but no round is running on this worker")
-                             : absl::StrCat(", but the worker is on round ", expected_round_)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("result chunk for round ", chunk.round(),
+                     expected_round_ == 0 ? std::string(", but no round is running on this worker")
+                                          : absl::StrCat(", but the worker is on round ", expected_round_)));
   }
   if (sum_ != nullptr && !header_.has_value()) {
-    return absl::InvalidArgumentError(absl::StrCat("result chunk for round ", chunk.round(), " before its ResultHeader"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("result chunk for round ", chunk.round(), " before its ResultHeader"));
   }
   const double decoding_before = assembler_->codec_seconds();
   absl::Status s = payload.empty() ? assembler_->Add(chunk.chunk()) : assembler_->AddPieces(chunk.chunk(), payload);
   if (!s.ok()) return Annotate(s, absl::StrCat("result for round ", chunk.round()));
   // Accepted, so its codec is the job's (the assembler checked it).
   if (absl::StatusOr<codec::Codec> c = CodecFromProto(chunk.chunk().codec()); c.ok()) {
-    metrics::CountCodecSeconds(metrics::kShepherdCodecSecondsTotal, *c, metrics::CodecOp::kDecode, assembler_->codec_seconds() - decoding_before);
+    metrics::CountCodecSeconds(metrics::kShepherdCodecSecondsTotal, *c, metrics::CodecOp::kDecode,
+                               assembler_->codec_seconds() - decoding_before);
   }
   return absl::OkStatus();
 }
@@ -224,12 +214,12 @@ absl::Status WorkerSession::HandleResultHeader(const v1::ResultHeader& header) {
   std::lock_guard<std::mutex> lock(mu_);
   if (header.round() != 0 && header.round() == abandoned_round_) return absl::OkStatus();  // late, dropped
   if (expected_round_ == 0 || header.round() != expected_round_ || !assembler_.has_value()) {
-    return absl::InvalidArgumentError(absl::StrCat("ResultHeader for round ", header.round(),
-                                                   ", but the worker is on round ", expected_round_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ResultHeader for round ", header.round(), ", but the worker is on round ", expected_round_));
   }
   if (header_.has_value() || assembler_->tensors_received() > 0 || assembler_->count() > 0) {
-    return absl::InvalidArgumentError(absl::StrCat("ResultHeader for round ", header.round(),
-                                                   " after its result had begun"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ResultHeader for round ", header.round(), " after its result had begun"));
   }
   if (header.delta_norm() < 0) {  // (NaN, like +inf, declares a Δ that is not finite: refused below)
     return absl::InvalidArgumentError(absl::StrCat("ResultHeader for round ", header.round(),
@@ -262,8 +252,8 @@ absl::Status WorkerSession::HandleRoundResult(const v1::RoundResult& result) {
     std::lock_guard<std::mutex> lock(mu_);
     if (result.round() != 0 && result.round() == abandoned_round_) return absl::OkStatus();
     if (expected_round_ == 0 || result.round() != expected_round_ || !assembler_.has_value()) {
-      return absl::InvalidArgumentError(absl::StrCat("RoundResult for round ", result.round(),
-                                                     ", but the worker is on round ", expected_round_));
+      return absl::InvalidArgumentError(
+          absl::StrCat("RoundResult for round ", result.round(), ", but the worker is on round ", expected_round_));
     }
     if (assembler_->complete()) {
       absl::StatusOr<std::vector<NamedTensor>> taken = assembler_->Take();
@@ -272,16 +262,19 @@ absl::Status WorkerSession::HandleRoundResult(const v1::RoundResult& result) {
         for (NamedTensor& t : *taken) delta.tensors.push_back(std::move(t.tensor));
       }
     } else if (assembler_->tensors_received() > 0 || assembler_->count() > 0) {
-      return absl::InvalidArgumentError(absl::StrCat("RoundResult for round ", result.round(), " before its delta was complete (",
-                                                     assembler_->tensors_received(), " of ", assembler_->count(),
-                                                     " tensors received)"));
+      return absl::InvalidArgumentError(absl::StrCat("RoundResult for round ", result.round(),
+                                                     " before its delta was complete (", assembler_->tensors_received(),
+                                                     " of ", assembler_->count(), " tensors received)"));
     } else if (sum_ != nullptr && header_.has_value()) {
-      return absl::InvalidArgumentError(absl::StrCat("RoundResult for round ", result.round(), " without the Δ its header announced"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("RoundResult for round ", result.round(), " without the Δ its header announced"));
     }
-    if (header_.has_value() && (header_->steps() != result.steps() || header_->tokens_processed() != result.tokens_processed())) {
-      return absl::InvalidArgumentError(absl::StrCat("RoundResult for round ", result.round(), " says steps ", result.steps(),
-                                                     ", tokens_processed ", result.tokens_processed(), "; its header said ",
-                                                     header_->steps(), ", ", header_->tokens_processed()));
+    if (header_.has_value() &&
+        (header_->steps() != result.steps() || header_->tokens_processed() != result.tokens_processed())) {
+      return absl::InvalidArgumentError(absl::StrCat("RoundResult for round ", result.round(), " says steps ",
+                                                     result.steps(), ", tokens_processed ", result.tokens_processed(),
+                                                     "; its header said ", header_->steps(), ", ",
+                                                     header_->tokens_processed()));
     }
     if (sum_ != nullptr && header_.has_value()) delta.streamed = verdict_;
     abandoned_round_ = expected_round_;  // anything more for it is late
@@ -506,8 +499,9 @@ bool WorkerSession::Tick(double timeout_s) {
     }
   }
   if (close_dead) {
-    Close(absl::UnavailableError(absl::StrFormat("no message from worker '%s', and no chunk taken, for %.1f s (heartbeat timeout %.1f s)",
-                                                 joined_ ? supervisor_id() : peer_, silent, timeout_s)),
+    Close(absl::UnavailableError(
+              absl::StrFormat("no message from worker '%s', and no chunk taken, for %.1f s (heartbeat timeout %.1f s)",
+                              joined_ ? supervisor_id() : peer_, silent, timeout_s)),
           /*peer_dead=*/true);
   }
   if (cancel) transport->Cancel();

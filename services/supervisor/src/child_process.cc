@@ -4,13 +4,13 @@
 #include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <thread>
 
@@ -30,8 +30,8 @@ ExitInfo FromWaitStatus(int status) {
 
 // The child's side of Spawn, between fork and exec: only async-signal-safe calls (the
 // supervisor has gRPC threads, and any lock they held at fork time stays held here).
-[[noreturn]] void ExecChild(pid_t parent, int error_fd, const char* path, char* const* argv,
-                            char* const* envp, const int* keep_fds, size_t num_keep_fds) {
+[[noreturn]] void ExecChild(pid_t parent, int error_fd, const char* path, char* const* argv, char* const* envp,
+                            const int* keep_fds, size_t num_keep_fds) {
   // Die with the thread that spawned us; then close the race where the parent died before
   // prctl took effect.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -58,15 +58,13 @@ ExitInfo FromWaitStatus(int status) {
   _exit(127);
 }
 
-std::vector<std::string> BuildEnvironment(
-    const std::vector<std::pair<std::string, std::string>>& extra) {
+std::vector<std::string> BuildEnvironment(const std::vector<std::pair<std::string, std::string>>& extra) {
   std::vector<std::string> env;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     absl::string_view item(*entry);
     bool replaced = false;
     for (const auto& [key, value] : extra) {
-      if (item.size() > key.size() && item.substr(0, key.size()) == key &&
-          item[key.size()] == '=') {
+      if (item.size() > key.size() && item.substr(0, key.size()) == key && item[key.size()] == '=') {
         replaced = true;
         break;
       }
@@ -191,12 +189,10 @@ std::optional<ExitInfo> ChildProcess::TryReap() {
 }
 
 std::optional<ExitInfo> ChildProcess::WaitFor(absl::Duration timeout) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(timeout);
+  const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(timeout);
   while (!reaped_) {
     if (std::optional<ExitInfo> info = TryReap()) return info;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return std::nullopt;
     if (pidfd_ >= 0) {
       struct pollfd pfd = {.fd = pidfd_, .events = POLLIN, .revents = 0};

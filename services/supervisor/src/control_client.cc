@@ -79,8 +79,7 @@ struct Mailbox {
 
 class ControlClient::Impl {
  public:
-  Impl(ControlClientOptions options, ProcessManager* manager,
-       std::function<void(std::string)> on_shutdown)
+  Impl(ControlClientOptions options, ProcessManager* manager, std::function<void(std::string)> on_shutdown)
       : options_(std::move(options)),
         manager_(manager),
         on_shutdown_(std::move(on_shutdown)),
@@ -183,8 +182,7 @@ void ControlClient::Impl::Run() {
     const absl::Duration delay = backoff.Next();
     spdlog::warn("control stream to shepherd {}: {}; reconnecting in {}", options_.shepherd,
                  status.ok() ? "ended" : box_->stats.last_error, absl::FormatDuration(delay));
-    box_->cv.wait_for(lock, absl::ToChronoNanoseconds(delay),
-                      [&] { return box_->stop || box_->shutdown.has_value(); });
+    box_->cv.wait_for(lock, absl::ToChronoNanoseconds(delay), [&] { return box_->stop || box_->shutdown.has_value(); });
     if (box_->shutdown || box_->stop) break;
   }
   std::optional<std::string> shutdown;
@@ -214,8 +212,7 @@ void ControlClient::Impl::HandleCommand(const v1::ControlCommand& command, uint6
   }
   switch (command.kind_case()) {
     case v1::ControlCommand::kRestartWorker:
-      spdlog::info("shepherd command {}: restart worker ({})", id,
-                   command.restart_worker().reason());
+      spdlog::info("shepherd command {}: restart worker ({})", id, command.restart_worker().reason());
       manager_->Restart(absl::Milliseconds(command.restart_worker().grace_ms()), ack);
       return;
     case v1::ControlCommand::kDrainWorker:
@@ -224,21 +221,19 @@ void ControlClient::Impl::HandleCommand(const v1::ControlCommand& command, uint6
       return;
     case v1::ControlCommand::kShutdown: {
       spdlog::info("shepherd command {}: shut down ({})", id, command.shutdown().reason());
-      std::string reason = absl::StrCat("Shutdown command from the shepherd (",
-                                        command.shutdown().reason(), ")");
-      manager_->Drain(absl::Milliseconds(command.shutdown().grace_ms()),
-                      [ack, box, reason](absl::Status status, std::string message) {
-                        ack(status, message.empty() ? "worker stopped; supervisor exiting"
-                                                    : message + "; supervisor exiting");
-                        std::lock_guard<std::mutex> lock(box->mu);
-                        box->shutdown = reason;
-                        box->cv.notify_all();
-                      });
+      std::string reason = absl::StrCat("Shutdown command from the shepherd (", command.shutdown().reason(), ")");
+      manager_->Drain(absl::Milliseconds(command.shutdown().grace_ms()), [ack, box, reason](absl::Status status,
+                                                                                            std::string message) {
+        ack(status, message.empty() ? "worker stopped; supervisor exiting" : message + "; supervisor exiting");
+        std::lock_guard<std::mutex> lock(box->mu);
+        box->shutdown = reason;
+        box->cv.notify_all();
+      });
       return;
     }
     default:
-      ack(absl::InvalidArgumentError(absl::StrCat("unknown command (field ",
-                                                  static_cast<int>(command.kind_case()), ")")),
+      ack(absl::InvalidArgumentError(
+              absl::StrCat("unknown command (field ", static_cast<int>(command.kind_case()), ")")),
           "");
       return;
   }
@@ -255,19 +250,16 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> ControlClient::Impl::Connect() {
     std::lock_guard<std::mutex> lock(box_->mu);
     ++box_->stats.attempts;
   }
-  const Clock::time_point connect_deadline =
-      Clock::now() + absl::ToChronoNanoseconds(options_.connect_timeout);
+  const Clock::time_point connect_deadline = Clock::now() + absl::ToChronoNanoseconds(options_.connect_timeout);
   // gRPC deadlines are system_clock time points; slices keep a clock change harmless.
   auto slice = [&] {
     const auto left = std::max(Clock::duration::zero(), connect_deadline - Clock::now());
-    return std::chrono::system_clock::now() +
-           std::min<Clock::duration>(left, std::chrono::milliseconds(200));
+    return std::chrono::system_clock::now() + std::min<Clock::duration>(left, std::chrono::milliseconds(200));
   };
   while (!channel->WaitForConnected(slice())) {
     if (Stopping()) return absl::CancelledError("stopping");
     if (Clock::now() >= connect_deadline) {
-      return absl::UnavailableError(absl::StrCat("cannot reach the shepherd at ",
-                                                 options_.shepherd, " within ",
+      return absl::UnavailableError(absl::StrCat("cannot reach the shepherd at ", options_.shepherd, " within ",
                                                  absl::FormatDuration(options_.connect_timeout)));
     }
   }
@@ -344,8 +336,7 @@ absl::Status ControlClient::Impl::Session(bool* welcomed) {
     if (stopping_) return absl::CancelledError("stopping");
     active_ctx_ = &ctx;
   }
-  std::unique_ptr<grpc::ClientReaderWriter<v1::SupervisorMessage, v1::ControlCommand>> stream =
-      stub->Supervise(&ctx);
+  std::unique_ptr<grpc::ClientReaderWriter<v1::SupervisorMessage, v1::ControlCommand>> stream = stub->Supervise(&ctx);
   StreamState st;
   {
     std::lock_guard<std::mutex> lock(box_->mu);
@@ -410,14 +401,14 @@ absl::Status ControlClient::Impl::Session(bool* welcomed) {
     }
     if (w.stop || w.ended) break;
     if (!st.welcomed && now >= st.welcome_deadline) {
-      result = absl::DeadlineExceededError(absl::StrCat(
-          "no welcome from the shepherd within ", absl::FormatDuration(options_.connect_timeout)));
+      result = absl::DeadlineExceededError(
+          absl::StrCat("no welcome from the shepherd within ", absl::FormatDuration(options_.connect_timeout)));
       break;
     }
     if (st.welcomed && now - w.last_received >= st.silence_limit) {
-      result = absl::UnavailableError(absl::StrCat(
-          "the shepherd has been silent for ",
-          std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_received).count(), " ms"));
+      result = absl::UnavailableError(
+          absl::StrCat("the shepherd has been silent for ",
+                       std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_received).count(), " ms"));
       break;
     }
   }
@@ -445,11 +436,10 @@ absl::Status ControlClient::Impl::Session(bool* welcomed) {
 
 // ------------------------------------------------------------------ ControlClient
 
-std::unique_ptr<ControlClient> ControlClient::Start(ControlClientOptions options,
-                                                    ProcessManager* manager,
+std::unique_ptr<ControlClient> ControlClient::Start(ControlClientOptions options, ProcessManager* manager,
                                                     std::function<void(std::string)> on_shutdown) {
-  return std::unique_ptr<ControlClient>(new ControlClient(
-      std::make_unique<Impl>(std::move(options), manager, std::move(on_shutdown))));
+  return std::unique_ptr<ControlClient>(
+      new ControlClient(std::make_unique<Impl>(std::move(options), manager, std::move(on_shutdown))));
 }
 
 ControlClient::ControlClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

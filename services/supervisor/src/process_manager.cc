@@ -26,10 +26,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-absl::Duration Since(Clock::time_point t, Clock::time_point now) {
-  return absl::FromChrono(now - t);
-}
-
+absl::Duration Since(Clock::time_point t, Clock::time_point now) { return absl::FromChrono(now - t); }
 
 }  // namespace
 
@@ -49,8 +46,8 @@ absl::Status ValidateProcessManagerOptions(const ProcessManagerOptions& options)
     return absl::InvalidArgumentError("worker.binary: no worker binary given");
   }
   if (access(options.spawn.path.c_str(), X_OK) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("worker.binary: '", options.spawn.path,
-                                                   "' is not executable: ", strerror(errno)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker.binary: '", options.spawn.path, "' is not executable: ", strerror(errno)));
   }
   if (absl::Status s = ValidateBackoffOptions(options.backoff, "worker.backoff"); !s.ok()) {
     return s;
@@ -90,8 +87,8 @@ class ProcessManager::Loop {
     std::lock_guard<std::mutex> lock(mu_);
     return StatusLocked();
   }
-  bool WaitFor(const std::function<bool(const WorkerStatus&)>& predicate,
-               absl::Duration timeout, WorkerStatus* last) const;
+  bool WaitFor(const std::function<bool(const WorkerStatus&)>& predicate, absl::Duration timeout,
+               WorkerStatus* last) const;
   void SetListener(std::function<void()> listener) {
     std::lock_guard<std::mutex> lock(mu_);
     listener_ = std::move(listener);
@@ -120,12 +117,10 @@ class ProcessManager::Loop {
     changed_.notify_all();
   }
   void Answer(Done done, absl::Status status, std::string message) {
-    if (done) deferred_.push_back([done = std::move(done), status, message = std::move(message)] {
-      done(status, message);
-    });
+    if (done)
+      deferred_.push_back([done = std::move(done), status, message = std::move(message)] { done(status, message); });
   }
-  void AnswerAll(std::vector<Done>* waiters, const absl::Status& status,
-                 const std::string& message) {
+  void AnswerAll(std::vector<Done>* waiters, const absl::Status& status, const std::string& message) {
     for (Done& done : *waiters) Answer(std::move(done), status, message);
     waiters->clear();
   }
@@ -184,8 +179,8 @@ WorkerStatus ProcessManager::Loop::StatusLocked() const {
   return s;
 }
 
-bool ProcessManager::Loop::WaitFor(const std::function<bool(const WorkerStatus&)>& predicate,
-                                   absl::Duration timeout, WorkerStatus* last) const {
+bool ProcessManager::Loop::WaitFor(const std::function<bool(const WorkerStatus&)>& predicate, absl::Duration timeout,
+                                   WorkerStatus* last) const {
   const Clock::time_point deadline = Clock::now() + absl::ToChronoNanoseconds(timeout);
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
@@ -219,12 +214,10 @@ void ProcessManager::Loop::Post(Request request) {
 void ProcessManager::Loop::HandleRequest(Request request) {
   using Kind = Request::Kind;
   if (shutting_down_ && request.kind == Kind::kRestart) {
-    Answer(std::move(request.done),
-           absl::FailedPreconditionError("the supervisor is shutting down"), "");
+    Answer(std::move(request.done), absl::FailedPreconditionError("the supervisor is shutting down"), "");
     return;
   }
-  const absl::Duration grace =
-      request.grace > absl::ZeroDuration() ? request.grace : options_.grace;
+  const absl::Duration grace = request.grace > absl::ZeroDuration() ? request.grace : options_.grace;
   if (request.kind == Kind::kRestart) {
     restart_waiters_.push_back(std::move(request.done));
     if (child_) {
@@ -274,8 +267,7 @@ void ProcessManager::Loop::StopChild(absl::Duration grace) {
 
 void ProcessManager::Loop::EscalateIfDue() {
   if (!child_ || !term_sent_ || kill_sent_ || Clock::now() < kill_at_) return;
-  spdlog::warn("worker pid {} still running after its grace period; sending SIGKILL",
-               child_->pid());
+  spdlog::warn("worker pid {} still running after its grace period; sending SIGKILL", child_->pid());
   if (absl::Status s = child_->Signal(SIGKILL); !s.ok()) spdlog::warn("{}", std::string(s.message()));
   kill_sent_ = true;
 }
@@ -333,8 +325,7 @@ void ProcessManager::Loop::ReapIfExited() {
       }
       if (uptime >= options_.healthy_after) backoff_.Reset();
       EnterBackoff();
-      spdlog::warn("{}; restarting in {}", message,
-                   FormatDuration(absl::ToDoubleSeconds(backoff_delay_)));
+      spdlog::warn("{}; restarting in {}", message, FormatDuration(absl::ToDoubleSeconds(backoff_delay_)));
       return;
   }
 }
@@ -372,8 +363,7 @@ void ProcessManager::Loop::StartWorker(const std::string& context) {
   if (!child.ok()) {
     last_spawn_error_ = std::string(child.status().message());
     EnterBackoff();
-    spdlog::error("{}; retrying in {}", last_spawn_error_,
-                  FormatDuration(absl::ToDoubleSeconds(backoff_delay_)));
+    spdlog::error("{}; retrying in {}", last_spawn_error_, FormatDuration(absl::ToDoubleSeconds(backoff_delay_)));
     AnswerAll(&restart_waiters_, child.status(), "");
     return;
   }
@@ -385,8 +375,7 @@ void ProcessManager::Loop::StartWorker(const std::string& context) {
   last_spawn_error_.clear();
   state_ = WorkerState::kRunning;
   Changed();
-  const std::string started =
-      absl::StrCat("started worker ", child_->pid(), " (incarnation ", incarnation_, ")");
+  const std::string started = absl::StrCat("started worker ", child_->pid(), " (incarnation ", incarnation_, ")");
   spdlog::info("{}", started);
   AnswerAll(&restart_waiters_, absl::OkStatus(), absl::StrCat(context, "; ", started));
 }
@@ -415,10 +404,8 @@ void ProcessManager::Loop::Run() {
     }
     ReapIfExited();
     EscalateIfDue();
-    if (state_ == WorkerState::kBackoff && !child_ && !shutting_down_ &&
-        Clock::now() >= backoff_until_) {
-      StartWorker(
-          absl::StrCat("restart after ", FormatDuration(absl::ToDoubleSeconds(backoff_delay_)), " backoff"));
+    if (state_ == WorkerState::kBackoff && !child_ && !shutting_down_ && Clock::now() >= backoff_until_) {
+      StartWorker(absl::StrCat("restart after ", FormatDuration(absl::ToDoubleSeconds(backoff_delay_)), " backoff"));
     }
     if (shutting_down_ && !child_) {
       if (state_ != WorkerState::kStopped) {
@@ -460,8 +447,7 @@ void ProcessManager::Loop::Run() {
   finished_ = true;
   // Requests that raced with the shutdown.
   while (!requests_.empty()) {
-    Answer(std::move(requests_.front().done),
-           absl::FailedPreconditionError("the supervisor has shut down"), "");
+    Answer(std::move(requests_.front().done), absl::FailedPreconditionError("the supervisor has shut down"), "");
     requests_.pop_front();
   }
   RunDeferred(lock);
@@ -470,11 +456,9 @@ void ProcessManager::Loop::Run() {
 
 // ------------------------------------------------------------------ ProcessManager
 
-ProcessManager::ProcessManager(ProcessManagerOptions options)
-    : loop_(std::make_unique<Loop>(std::move(options))) {}
+ProcessManager::ProcessManager(ProcessManagerOptions options) : loop_(std::make_unique<Loop>(std::move(options))) {}
 
-absl::StatusOr<std::unique_ptr<ProcessManager>> ProcessManager::Start(
-    ProcessManagerOptions options) {
+absl::StatusOr<std::unique_ptr<ProcessManager>> ProcessManager::Start(ProcessManagerOptions options) {
   if (absl::Status s = ValidateProcessManagerOptions(options); !s.ok()) return s;
   std::unique_ptr<ProcessManager> manager(new ProcessManager(std::move(options)));
   manager->thread_ = std::thread([loop = manager->loop_.get()] { loop->Run(); });
@@ -485,8 +469,8 @@ ProcessManager::~ProcessManager() { Shutdown(absl::ZeroDuration()); }
 
 WorkerStatus ProcessManager::Status() const { return loop_->Status(); }
 
-bool ProcessManager::WaitFor(const std::function<bool(const WorkerStatus&)>& predicate,
-                             absl::Duration timeout, WorkerStatus* last) const {
+bool ProcessManager::WaitFor(const std::function<bool(const WorkerStatus&)>& predicate, absl::Duration timeout,
+                             WorkerStatus* last) const {
   return loop_->WaitFor(predicate, timeout, last);
 }
 
@@ -505,8 +489,6 @@ void ProcessManager::Shutdown(absl::Duration grace) {
   });
 }
 
-void ProcessManager::SetChangeListener(std::function<void()> listener) {
-  loop_->SetListener(std::move(listener));
-}
+void ProcessManager::SetChangeListener(std::function<void()> listener) { loop_->SetListener(std::move(listener)); }
 
 }  // namespace pcp::supervisor

@@ -29,8 +29,7 @@ absl::Status RunSupervisor(const SupervisorConfig& config) {
     PCP_ASSIGN_OR_RETURN(state_lock, DirLock::Acquire(config.state_dir, "state_dir"));
   }
   const std::string host = HostName();
-  PCP_ASSIGN_OR_RETURN(std::string id,
-                       ResolveSupervisorId(config.supervisor_id, config.state_dir, host));
+  PCP_ASSIGN_OR_RETURN(std::string id, ResolveSupervisorId(config.supervisor_id, config.state_dir, host));
 
   // The credentials first: a token source that is not one (the token itself given as its
   // path, a malformed file) stops here, before it is logged or put in the worker's argv.
@@ -42,22 +41,21 @@ absl::Status RunSupervisor(const SupervisorConfig& config) {
 
   ProcessManagerOptions process;
   process.spawn.path = config.worker.binary;
-  process.spawn.args = {absl::StrCat("--shepherd=", config.shepherd),
-                        absl::StrCat("--supervisor_id=", id)};
+  process.spawn.args = {absl::StrCat("--shepherd=", config.shepherd), absl::StrCat("--supervisor_id=", id)};
   // The worker gets the node's credentials as *sources* (paths, credential:NAME, env:NAME),
   // never the token itself: argv is world-readable in ps and lands in this log line. It
   // inherits the environment, so env: and credential: ($CREDENTIALS_DIRECTORY) resolve the
   // same for it.
   if (config.tls.enabled()) {
-    for (const auto& [flag, value] : {std::pair{"--tls_ca=", &config.tls.ca}, std::pair{"--tls_cert=", &config.tls.cert},
-                                      std::pair{"--tls_key=", &config.tls.key}}) {
+    for (const auto& [flag, value] :
+         {std::pair{"--tls_ca=", &config.tls.ca}, std::pair{"--tls_cert=", &config.tls.cert},
+          std::pair{"--tls_key=", &config.tls.key}}) {
       if (!value->empty()) process.spawn.args.push_back(absl::StrCat(flag, *value));
     }
     process.spawn.args.push_back(absl::StrCat("--tls_refresh_s=", config.tls.refresh_interval_s));
   }
   if (!config.token_source.empty()) process.spawn.args.push_back(absl::StrCat("--token_source=", config.token_source));
-  process.spawn.args.insert(process.spawn.args.end(), config.worker.args.begin(),
-                            config.worker.args.end());
+  process.spawn.args.insert(process.spawn.args.end(), config.worker.args.begin(), config.worker.args.end());
   process.backoff = config.worker.backoff;
   process.healthy_after = config.worker.healthy_after;
   process.grace = config.worker.grace;
@@ -71,12 +69,11 @@ absl::Status RunSupervisor(const SupervisorConfig& config) {
                                .credentials = std::move(credentials),
                                .reconnect = config.reconnect.backoff,
                                .connect_timeout = config.reconnect.connect_timeout};
-  std::unique_ptr<ControlClient> client = ControlClient::Start(
-      control, manager.get(), [](std::string reason) { RequestTermination(reason); });
+  std::unique_ptr<ControlClient> client =
+      ControlClient::Start(control, manager.get(), [](std::string reason) { RequestTermination(reason); });
 
   const std::string reason = WaitForTermination();
-  spdlog::info("stopping ({}): worker gets SIGTERM, SIGKILL after {}", reason,
-               absl::FormatDuration(config.grace));
+  spdlog::info("stopping ({}): worker gets SIGTERM, SIGKILL after {}", reason, absl::FormatDuration(config.grace));
   // Worker first, stream second: the shepherd sees the worker drain in the heartbeats.
   manager->Shutdown(config.grace);
   client->Stop();

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "pcp/base/file.h"
 #include "pcp/auth/config_fields.h"
+#include "pcp/base/file.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/config/yaml_fields.h"
 #include "pcp/metrics/metrics_server.h"
@@ -20,13 +20,13 @@ namespace {
 using yaml_fields::Context;
 using yaml_fields::Field;
 using yaml_fields::IntRange;
+using yaml_fields::kAtLeast0;
 using yaml_fields::MillisField;
 using yaml_fields::RealField;
 using yaml_fields::RealRange;
 using yaml_fields::SectionField;
 using yaml_fields::StringField;
 using yaml_fields::StringListField;
-using yaml_fields::kAtLeast0;
 
 // Every key of supervisor.yaml, once. Ranges across keys (backoff max >= initial, ...) are
 // checked by ValidateSupervisorConfig, which also sees the flags' overrides.
@@ -116,8 +116,7 @@ absl::Status ValidateValues(const SupervisorConfig& config) {
 
 }  // namespace
 
-absl::StatusOr<SupervisorConfig> ParseSupervisorConfig(absl::string_view yaml_text,
-                                                       absl::string_view file_name) {
+absl::StatusOr<SupervisorConfig> ParseSupervisorConfig(absl::string_view yaml_text, absl::string_view file_name) {
   Context ctx(file_name, "supervisor config");
   SupervisorConfig config;
   PCP_RETURN_IF_ERROR(yaml_fields::ParseDocument(yaml_text, Fields(), ctx, config));
@@ -139,10 +138,10 @@ absl::Status ValidateSupervisorConfig(const SupervisorConfig& config) {
   return ValidateValues(config);
 }
 
-
 const yaml_fields::KeyFlags& SupervisorKeyFlags() {
   static const auto* flags = [] {
-    absl::StatusOr<yaml_fields::KeyFlags> made = yaml_fields::KeyFlags::Create(yaml_fields::LeavesOf(Fields()), kLegacyFlags);
+    absl::StatusOr<yaml_fields::KeyFlags> made =
+        yaml_fields::KeyFlags::Create(yaml_fields::LeavesOf(Fields()), kLegacyFlags);
     // A programmer's error (an alias of no key, a name twice); supervisor_config_test calls this.
     if (!made.ok()) {
       std::fprintf(stderr, "%s\n", std::string(made.status().message()).c_str());
@@ -154,10 +153,11 @@ const yaml_fields::KeyFlags& SupervisorKeyFlags() {
 }
 
 std::string SupervisorFlagsHelp() {
-  return absl::StrCat("Every key of supervisor.yaml is a flag, applied after --config in order: --set KEY=VALUE\n"
-                      "(KEY as in the file, e.g. worker.backoff.max_ms) or --KEY=VALUE with '_' for '.':\n",
-                      SupervisorKeyFlags().Help(), "Defaults, as supervisor.yaml:\n",
-                      yaml_fields::EmitMapping(Fields(), SupervisorConfig{}, 2), "\n");
+  return absl::StrCat(
+      "Every key of supervisor.yaml is a flag, applied after --config in order: --set KEY=VALUE\n"
+      "(KEY as in the file, e.g. worker.backoff.max_ms) or --KEY=VALUE with '_' for '.':\n",
+      SupervisorKeyFlags().Help(), "Defaults, as supervisor.yaml:\n",
+      yaml_fields::EmitMapping(Fields(), SupervisorConfig{}, 2), "\n");
 }
 
 absl::StatusOr<SupervisorConfig> SupervisorConfigFromCommandLine(absl::string_view config_path,

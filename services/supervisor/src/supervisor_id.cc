@@ -15,8 +15,7 @@ namespace pcp::supervisor {
 namespace {
 
 bool IsIdChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
-         c == ':' || c == '-';
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == ':' || c == '-';
 }
 
 }  // namespace
@@ -25,9 +24,9 @@ absl::Status ValidateSupervisorId(absl::string_view id) {
   bool ok = !id.empty() && id.size() <= 128;
   for (char c : id) ok = ok && IsIdChar(c);
   if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "supervisor id '", absl::CHexEscape(id.substr(0, 160)),
-      "': expected 1-128 characters of letters, digits, '.', '_', ':' or '-'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("supervisor id '", absl::CHexEscape(id.substr(0, 160)),
+                   "': expected 1-128 characters of letters, digits, '.', '_', ':' or '-'"));
 }
 
 std::string HostName() {
@@ -36,16 +35,14 @@ std::string HostName() {
   return name;
 }
 
-absl::StatusOr<std::string> ResolveSupervisorId(absl::string_view configured,
-                                                absl::string_view state_dir,
+absl::StatusOr<std::string> ResolveSupervisorId(absl::string_view configured, absl::string_view state_dir,
                                                 absl::string_view host) {
   if (!configured.empty()) {
     PCP_RETURN_IF_ERROR(ValidateSupervisorId(configured), _ << "supervisor_id");
     return std::string(configured);
   }
   if (state_dir.empty()) {
-    return absl::InvalidArgumentError(
-        "no supervisor_id configured and no state_dir to keep a generated one in");
+    return absl::InvalidArgumentError("no supervisor_id configured and no state_dir to keep a generated one in");
   }
   const std::string path = absl::StrCat(state_dir, "/", kSupervisorIdFile);
   absl::StatusOr<std::string> existing = ReadFile(path);

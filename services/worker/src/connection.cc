@@ -43,8 +43,9 @@ absl::Status Connection::Open(const v1::Join& join, std::chrono::milliseconds ti
   // Wait for the channel to (re)connect instead of failing at once while gRPC's own
   // reconnect backoff runs; `timeout` bounds the wait (the context is cancelled below).
   context_.set_wait_for_ready(true);
-  stream_.reset(grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
-      channel_.get(), connect_method_, &context_));
+  stream_.reset(grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(channel_.get(),
+                                                                                                      connect_method_,
+                                                                                                      &context_));
   reader_ = std::thread([this] { ReadLoop(); });
   v1::WorkerMessage hello;
   *hello.mutable_join() = join;
@@ -55,7 +56,8 @@ absl::Status Connection::Open(const v1::Join& join, std::chrono::milliseconds ti
   Incoming first;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     const Pop pop = Next(&first, std::max(left, std::chrono::milliseconds(0)));
     if (pop == Pop::kMessage) break;
     if (pop == Pop::kEnded) {
@@ -182,9 +184,7 @@ void Connection::Abort() {
   Interrupt();
 }
 
-bool Connection::Write(const v1::WorkerMessage& message) {
-  return WriteBuffer(message, ToByteBuffer(message));
-}
+bool Connection::Write(const v1::WorkerMessage& message) { return WriteBuffer(message, ToByteBuffer(message)); }
 
 bool Connection::Write(const v1::WorkerMessage& head, const ChunkPayload& payload) {
   return WriteBuffer(head, SerializeWithPayload(head, kResultChunkDataPath, payload));

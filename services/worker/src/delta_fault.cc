@@ -17,7 +17,8 @@ absl::StatusOr<DeltaFault> DeltaFault::Parse(absl::string_view spec) {
     std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(text, absl::MaxSplits(':', 1));
     const absl::string_view name = kv.first;
     if (name == "none" || name == "nan") {
-      if (!kv.second.empty()) return absl::InvalidArgumentError(absl::StrCat("--fault_delta: '", text, "' takes no factor"));
+      if (!kv.second.empty())
+        return absl::InvalidArgumentError(absl::StrCat("--fault_delta: '", text, "' takes no factor"));
       step.kind = name == "none" ? Kind::kNone : Kind::kNan;
     } else if (name == "scale" || name == "negate_scale" || name == "noise" || name == "lie") {
       double f = 0;
@@ -28,9 +29,10 @@ absl::StatusOr<DeltaFault> DeltaFault::Parse(absl::string_view spec) {
       step.kind = name == "noise" ? Kind::kNoise : name == "lie" ? Kind::kLie : Kind::kScale;
       step.factor = name == "negate_scale" ? -f : f;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("--fault_delta: unknown step '", text,
-                                                     "'; expected none, scale:F, negate_scale:F, noise:F, lie:F or nan, "
-                                                     "separated by '/'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--fault_delta: unknown step '", text,
+                       "'; expected none, scale:F, negate_scale:F, noise:F, lie:F or nan, "
+                       "separated by '/'"));
     }
     fault.steps_.push_back(std::move(step));
   }
@@ -43,11 +45,8 @@ std::string DeltaFault::ApplyNext(std::vector<Tensor>* delta) {
   const Step& step = steps_[next_];
   next_ = (next_ + 1) % steps_.size();
   switch (step.kind) {
-    case Kind::kNone:
-      return "";
-    case Kind::kLie:
-      declared_norm_factor_ = 1 / step.factor;
-      [[fallthrough]];
+    case Kind::kNone: return "";
+    case Kind::kLie: declared_norm_factor_ = 1 / step.factor; [[fallthrough]];
     case Kind::kScale: {
       const float f = static_cast<float>(step.factor);
       for (Tensor& t : *delta) {

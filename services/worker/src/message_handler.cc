@@ -50,10 +50,10 @@ void MessageHandler::JoinSender() {
 
 absl::Status MessageHandler::Handle(const v1::ShepherdMessage& msg, DataPieces payload) {
   switch (msg.kind_case()) {
-    case v1::ShepherdMessage::kAssignment:
-      return OnAssignment(msg.assignment());
+    case v1::ShepherdMessage::kAssignment: return OnAssignment(msg.assignment());
     case v1::ShepherdMessage::kProgramChunk: {
-      if (!assignment_ || !assignment_->program) return absl::FailedPreconditionError("program chunk without an Assignment that announced one");
+      if (!assignment_ || !assignment_->program)
+        return absl::FailedPreconditionError("program chunk without an Assignment that announced one");
       PCP_RETURN_IF_ERROR(assignment_->program->Add(msg.program_chunk()), _ << "program");
       if (assignment_->program->complete()) {
         PCP_ASSIGN_OR_RETURN(std::string text, assignment_->program->Take());
@@ -63,7 +63,8 @@ absl::Status MessageHandler::Handle(const v1::ShepherdMessage& msg, DataPieces p
       return MaybeReady();
     }
     case v1::ShepherdMessage::kShardChunk: {
-      if (!assignment_ || !assignment_->shard) return absl::FailedPreconditionError("shard chunk without an Assignment with an inline shard");
+      if (!assignment_ || !assignment_->shard)
+        return absl::FailedPreconditionError("shard chunk without an Assignment with an inline shard");
       PCP_RETURN_IF_ERROR(assignment_->shard->Add(msg.shard_chunk()), _ << "shard");
       if (assignment_->shard->complete()) {
         PCP_ASSIGN_OR_RETURN(assignment_->shard_bytes, assignment_->shard->Take());
@@ -71,8 +72,7 @@ absl::Status MessageHandler::Handle(const v1::ShepherdMessage& msg, DataPieces p
       }
       return MaybeReady();
     }
-    case v1::ShepherdMessage::kParameterChunk:
-      return OnParameters(msg.parameter_chunk(), payload);
+    case v1::ShepherdMessage::kParameterChunk: return OnParameters(msg.parameter_chunk(), payload);
     case v1::ShepherdMessage::kStartRound:
       if (assignment_ && assignment_->plan) return OnStreamingStart(msg.start_round());
       return OnStartRound(msg.start_round());
@@ -87,12 +87,9 @@ absl::Status MessageHandler::Handle(const v1::ShepherdMessage& msg, DataPieces p
       spdlog::warn("the shepherd reports an error (code {}, round {}): {}", msg.error().code(), msg.error().round(),
                    msg.error().message());
       return absl::OkStatus();
-    case v1::ShepherdMessage::kJoinAck:
-      return absl::FailedPreconditionError("a second JoinAck");
-    case v1::ShepherdMessage::kHeartbeat:
-      return absl::OkStatus();
-    case v1::ShepherdMessage::KIND_NOT_SET:
-      break;
+    case v1::ShepherdMessage::kJoinAck: return absl::FailedPreconditionError("a second JoinAck");
+    case v1::ShepherdMessage::kHeartbeat: return absl::OkStatus();
+    case v1::ShepherdMessage::KIND_NOT_SET: break;
   }
   return absl::InvalidArgumentError("ShepherdMessage with no message set (unknown kind?)");
 }
@@ -154,7 +151,8 @@ absl::Status MessageHandler::OnAssignment(const v1::Assignment& a) {
     next.program.emplace();
     next.program->Expect(a.program_hash(), static_cast<int64_t>(a.program_bytes()));
   } else if (!d_.cache->Has(a.program_hash())) {
-    return absl::FailedPreconditionError(absl::StrCat("program ", a.program_hash(), " is not cached here, and not sent"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("program ", a.program_hash(), " is not cached here, and not sent"));
   }
   if (a.shard().has_inline_tokens()) {
     next.shard.emplace();
@@ -179,7 +177,8 @@ absl::Status MessageHandler::MaybeReady() {
   a.shard_bytes.clear();
   const v1::Hyperparameters& h = a.msg.hyperparameters();
   if (a.tokens.size() < static_cast<int64_t>(h.block_size()) + 1) {
-    return absl::InvalidArgumentError(absl::StrCat("the shard has ", a.tokens.size(), " tokens, fewer than block_size + 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the shard has ", a.tokens.size(), " tokens, fewer than block_size + 1"));
   }
   absl::StatusOr<ProgramCache::Entry*> entry = d_.cache->Get(a.msg.program_hash());
   if (!entry.ok()) {
@@ -194,8 +193,8 @@ absl::Status MessageHandler::MaybeReady() {
   }
   a.entry = *entry;
   // The loop's AdamW state carries over only to the same assignment (a reconnect).
-  const std::string owner = absl::StrCat(a.msg.job_id(), "/", a.msg.program_hash(), "/", a.msg.worker_rank(), "/",
-                                         a.msg.world_size());
+  const std::string owner =
+      absl::StrCat(a.msg.job_id(), "/", a.msg.program_hash(), "/", a.msg.worker_rank(), "/", a.msg.world_size());
   a.reset_optimizer = a.entry->owner != owner;
   a.entry->owner = owner;
   if (a.entry->loop->num_params() != static_cast<int>(a.specs.size())) {
@@ -206,9 +205,9 @@ absl::Status MessageHandler::MaybeReady() {
   // before Step compares it with the program's (4e9 rows end the process with bad_alloc).
   const TensorType& tokens = a.entry->loop->tokens_type();
   if (tokens.shape != Shape{h.batch_size(), h.block_size()}) {
-    return absl::InvalidArgumentError(absl::StrCat("Assignment.hyperparameters: batch_size ", h.batch_size(),
-                                                   " and block_size ", h.block_size(), " do not fit the program, which takes ",
-                                                   tokens.ToString(), " tokens"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Assignment.hyperparameters: batch_size ", h.batch_size(), " and block_size ", h.block_size(),
+                     " do not fit the program, which takes ", tokens.ToString(), " tokens"));
   }
   a.ready = true;
   metrics::Get(metrics::kWorkerProgramCompileSeconds).Set(static_cast<double>(a.entry->compile_ms) / 1000.0);
@@ -227,7 +226,8 @@ absl::Status MessageHandler::MaybeReady() {
 
 absl::Status MessageHandler::OnStartRound(const v1::StartRound& start) {
   using Clock = std::chrono::steady_clock;
-  if (!assignment_ || !assignment_->ready) return absl::FailedPreconditionError("StartRound before the assignment is ready");
+  if (!assignment_ || !assignment_->ready)
+    return absl::FailedPreconditionError("StartRound before the assignment is ready");
   Assignment& a = *assignment_;
   const uint64_t r = start.round();
   const bool theta_complete = a.theta_round == r && a.theta.size() == a.specs.size();
@@ -317,7 +317,8 @@ absl::Status MessageHandler::OnStartRound(const v1::StartRound& start) {
 }
 
 absl::Status MessageHandler::OnParameters(const v1::ParameterChunk& p, DataPieces payload) {
-  if (!assignment_ || !assignment_->ready) return absl::FailedPreconditionError("parameters before the assignment is ready");
+  if (!assignment_ || !assignment_->ready)
+    return absl::FailedPreconditionError("parameters before the assignment is ready");
   Assignment& a = *assignment_;
   if (p.fragment() != 0) return OnFragment(p, payload);
   const uint64_t from = p.update_from_round();
@@ -328,8 +329,8 @@ absl::Status MessageHandler::OnParameters(const v1::ParameterChunk& p, DataPiece
     a.theta.clear();
     a.theta_assembler.reset();
     if (from != 0 && (a.held_round != from || a.held.size() != a.specs.size())) {
-      RequestResync(p.round(), 0, 0, absl::StrCat("an update from θ of round ", from, ", but θ of round ", a.held_round,
-                                                  " is held"));
+      RequestResync(p.round(), 0, 0,
+                    absl::StrCat("an update from θ of round ", from, ", but θ of round ", a.held_round, " is held"));
       return absl::OkStatus();
     }
     a.theta_assembler.emplace();
@@ -342,10 +343,12 @@ absl::Status MessageHandler::OnParameters(const v1::ParameterChunk& p, DataPiece
   }
   // The data is still in gRPC's receive buffers (or, from a shepherd that sends it inline, in
   // the message): one copy (or decode), fused with the CRC check, into θ.
-  PCP_RETURN_IF_ERROR(payload.empty() ? a.theta_assembler->Add(p.chunk()) : a.theta_assembler->AddPieces(p.chunk(), payload),
+  PCP_RETURN_IF_ERROR(payload.empty() ? a.theta_assembler->Add(p.chunk())
+                                      : a.theta_assembler->AddPieces(p.chunk(), payload),
                       _ << "parameters of round " << p.round());
   if (!a.theta_assembler->complete()) return absl::OkStatus();
-  metrics::CountCodecSeconds(metrics::kWorkerCodecSecondsTotal, a.down, metrics::CodecOp::kDecode, a.theta_assembler->codec_seconds());  // 0 for θ in full
+  metrics::CountCodecSeconds(metrics::kWorkerCodecSecondsTotal, a.down, metrics::CodecOp::kDecode,
+                             a.theta_assembler->codec_seconds());  // 0 for θ in full
   PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> received, a.theta_assembler->Take());
   for (size_t i = 0; i < received.size(); ++i) {
     if (from == 0) {
@@ -410,7 +413,11 @@ absl::Status MessageHandler::StreamDelta(uint64_t epoch, uint64_t round, codec::
   // before the chunks and add them to the round's sum as they arrive.
   double squares = 0;
   for (const NamedTensor& t : named) {
-    PCP_ASSIGN_OR_RETURN(const double s, codec::DecodedSumOfSquares(codec, absl::MakeConstSpan(t.tensor.data<float>(), static_cast<size_t>(t.tensor.num_elements())), 0, density));
+    PCP_ASSIGN_OR_RETURN(const double s,
+                         codec::DecodedSumOfSquares(codec,
+                                                    absl::MakeConstSpan(t.tensor.data<float>(),
+                                                                        static_cast<size_t>(t.tensor.num_elements())),
+                                                    0, density));
     squares += s;
   }
   v1::WorkerMessage m;
@@ -419,10 +426,14 @@ absl::Status MessageHandler::StreamDelta(uint64_t epoch, uint64_t round, codec::
   header->set_steps(result.steps());
   header->set_tokens_processed(result.tokens_processed());
   // (+inf for a Δ that is not finite: the shepherd refuses it as such.)
-  header->set_delta_norm(std::isfinite(squares) ? std::sqrt(squares) * norm_factor : std::numeric_limits<double>::infinity());
+  header->set_delta_norm(std::isfinite(squares) ? std::sqrt(squares) * norm_factor
+                                                : std::numeric_limits<double>::infinity());
   if (!link_->Write(m)) return link_->status();
   m.Clear();
-  PCP_ASSIGN_OR_RETURN(TensorListChunker chunker, TensorListChunker::Create(std::move(named), ChunkOptions{.chunk_bytes = d_.chunk_bytes, .codec = codec, .density = density}));
+  PCP_ASSIGN_OR_RETURN(TensorListChunker chunker,
+                       TensorListChunker::Create(std::move(named), ChunkOptions{.chunk_bytes = d_.chunk_bytes,
+                                                                                .codec = codec,
+                                                                                .density = density}));
   while (!chunker.done()) {
     if (d_.cancels->Cancelled(epoch, round)) return absl::OkStatus();  // the round closed without us
     v1::ResultChunk* chunk = m.mutable_result_chunk();
@@ -431,7 +442,8 @@ absl::Status MessageHandler::StreamDelta(uint64_t epoch, uint64_t round, codec::
     chunker.Next(chunk->mutable_chunk(), &payload);
     if (!link_->Write(m, payload)) return link_->status();
   }
-  metrics::CountCodecSeconds(metrics::kWorkerCodecSecondsTotal, codec, metrics::CodecOp::kEncode, chunker.codec_seconds());
+  metrics::CountCodecSeconds(metrics::kWorkerCodecSecondsTotal, codec, metrics::CodecOp::kEncode,
+                             chunker.codec_seconds());
   m.Clear();
   *m.mutable_round_result() = result;
   // Tells the supervisor this process did useful work: if it dies now, it is no crash loop.

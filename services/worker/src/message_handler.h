@@ -90,12 +90,12 @@ class MessageHandler {
  public:
   // Not owned; each must outlive the handler.
   struct Deps {
-    ProgramCache* cache = nullptr;          // programs, compiled on the cache's backend
-    const DataRoots* data_roots = nullptr;  // where shared-file shards may lie
-    DeltaFault* fault = nullptr;            // testing only: corrupts the Δs sent
-    double slow_factor = 1;                 // testing only: each inner step takes this × its time
+    ProgramCache* cache = nullptr;            // programs, compiled on the cache's backend
+    const DataRoots* data_roots = nullptr;    // where shared-file shards may lie
+    DeltaFault* fault = nullptr;              // testing only: corrupts the Δs sent
+    double slow_factor = 1;                   // testing only: each inner step takes this × its time
     const std::atomic<bool>* stop = nullptr;  // the worker is stopping: a round ends early
-    RoundCancels* cancels = nullptr;        // fed by the link's reader
+    RoundCancels* cancels = nullptr;          // fed by the link's reader
     // Streaming rounds send Δ on a background thread while the next round trains; true sends
     // it on the handler's thread (tests that drive the handler from one thread).
     bool send_inline = false;

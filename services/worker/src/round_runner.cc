@@ -29,8 +29,7 @@ absl::StatusOr<std::vector<Tensor>> Subtract(const std::vector<Tensor>& a, const
   return out;
 }
 
-bool TakeAnotherStep(double budget_ms, uint32_t min_steps, uint32_t max_steps, uint32_t steps_done,
-                     double elapsed_ms) {
+bool TakeAnotherStep(double budget_ms, uint32_t min_steps, uint32_t max_steps, uint32_t steps_done, double elapsed_ms) {
   if (steps_done >= max_steps) return false;
   if (budget_ms <= 0 || steps_done < min_steps) return true;
   const double mean_ms = steps_done > 0 ? elapsed_ms / steps_done : 0;
@@ -76,8 +75,8 @@ absl::StatusOr<RoundOutput> RunRound(InnerLoop& loop, const TokenSequence& shard
     step_ms += ms;
     step_seconds.Observe(ms / 1000.0);
     if (!std::isfinite(loss)) {
-      return absl::InternalError(absl::StrCat("round ", in.round, ": loss became ", loss, " at inner step ", steps,
-                                              " (lr ", lr, ")"));
+      return absl::InternalError(
+          absl::StrCat("round ", in.round, ": loss became ", loss, " at inner step ", steps, " (lr ", lr, ")"));
     }
     loss_sum += loss;
     last_loss = loss;

@@ -26,16 +26,17 @@ absl::StatusOr<TokenSequence> FromSharedFile(const v1::SharedFileShard& s, const
         return absl::InvalidArgumentError(absl::StrCat("shared shard: '", s.path(), "' has ", text.size(),
                                                        " bytes, the shard ends at ", s.end_token()));
       }
-      const absl::string_view part = absl::string_view(text).substr(static_cast<size_t>(begin), static_cast<size_t>(length));
+      const absl::string_view part =
+          absl::string_view(text).substr(static_cast<size_t>(begin), static_cast<size_t>(length));
       Tokenizer tokenizer = Tokenizer::Byte();
       if (s.format() == v1::SHARED_FILE_FORMAT_TEXT_CHAR) {
         PCP_ASSIGN_OR_RETURN(tokenizer, Tokenizer::FromChars(s.char_vocabulary()), _ << "shared shard vocabulary");
       }
-      PCP_ASSIGN_OR_RETURN(std::vector<uint16_t> ids, tokenizer.EncodeCompact(part), _ << "shared shard '" << s.path() << "'");
+      PCP_ASSIGN_OR_RETURN(std::vector<uint16_t> ids, tokenizer.EncodeCompact(part),
+                           _ << "shared shard '" << s.path() << "'");
       return TokenSequence(std::move(ids));
     }
-    default:
-      return absl::InvalidArgumentError(absl::StrCat("shared shard: unknown format ", s.format()));
+    default: return absl::InvalidArgumentError(absl::StrCat("shared shard: unknown format ", s.format()));
   }
 }
 
@@ -55,10 +56,8 @@ absl::StatusOr<TokenSequence> LoadShard(const v1::DataShard& shard, absl::string
       }
       return ParseTokenBin(inline_bytes, "inline shard");
     }
-    case v1::DataShard::kSharedFile:
-      return FromSharedFile(shard.shared_file(), roots);
-    case v1::DataShard::SOURCE_NOT_SET:
-      break;
+    case v1::DataShard::kSharedFile: return FromSharedFile(shard.shared_file(), roots);
+    case v1::DataShard::SOURCE_NOT_SET: break;
   }
   return absl::InvalidArgumentError("Assignment.shard has no source");
 }

@@ -143,10 +143,11 @@ absl::Status MessageHandler::RunStreamingRound(const v1::StartRound& start) {
   } else {
     sender_ = std::thread(std::move(send));
   }
-  spdlog::info("round {} done: fragment {} ({} values), {} steps, loss {:.4f} (last {:.4f}), {:.1f} ms/step, "
-               "{:.2f} s in all, {:.2f} s waiting for the network",
-               r, p, a.plan->elements(p), res.steps(), res.mean_loss(), res.last_loss(), res.step_time_ms(),
-               SecondsSince(t0), wait_s);
+  spdlog::info(
+      "round {} done: fragment {} ({} values), {} steps, loss {:.4f} (last {:.4f}), {:.1f} ms/step, "
+      "{:.2f} s in all, {:.2f} s waiting for the network",
+      r, p, a.plan->elements(p), res.steps(), res.mean_loss(), res.last_loss(), res.step_time_ms(), SecondsSince(t0),
+      wait_s);
   return absl::OkStatus();
 }
 
@@ -165,7 +166,8 @@ bool MessageHandler::BeforeStep(uint64_t r, uint32_t done, double* wait_s) {
     *wait_s += SecondsSince(t0);
   }
   if (a.load_local) {
-    absl::Status s = a.reset_optimizer ? a.entry->loop->SetParams(a.held) : a.entry->loop->LoadParamsKeepOptimizer(a.held);
+    absl::Status s =
+        a.reset_optimizer ? a.entry->loop->SetParams(a.held) : a.entry->loop->LoadParamsKeepOptimizer(a.held);
     a.reset_optimizer = false;
     a.load_local = false;
     a.pending_fragment = -1;
@@ -207,22 +209,14 @@ bool MessageHandler::PumpOne(std::chrono::milliseconds timeout) {
       [this](const v1::ShepherdMessage& m, DataPieces payload) {
         if (!pump_error_.ok()) return;
         switch (m.kind_case()) {
-          case v1::ShepherdMessage::kParameterChunk:
-            pump_error_ = OnParameters(m.parameter_chunk(), payload);
-            return;
-          case v1::ShepherdMessage::kStartRound:
-            queued_starts_.push_back(m.start_round());
-            return;
-          case v1::ShepherdMessage::kHeartbeat:
-            return;
-          case v1::ShepherdMessage::kError:
-            pump_error_ = Handle(m);
-            return;
+          case v1::ShepherdMessage::kParameterChunk: pump_error_ = OnParameters(m.parameter_chunk(), payload); return;
+          case v1::ShepherdMessage::kStartRound: queued_starts_.push_back(m.start_round()); return;
+          case v1::ShepherdMessage::kHeartbeat: return;
+          case v1::ShepherdMessage::kError: pump_error_ = Handle(m); return;
           case v1::ShepherdMessage::kCancel:
             if (m.cancel().round() != 0) return;  // RoundCancels saw it
             [[fallthrough]];
-          default:
-            deferred_.push_back(m);  // ends the round; handled after it
+          default: deferred_.push_back(m);  // ends the round; handled after it
         }
       },
       timeout);
@@ -261,7 +255,8 @@ absl::Status MessageHandler::OnFragment(const v1::ParameterChunk& p, DataPieces 
     }
     if (a.held_round + 1 != p.round() || a.held.size() != a.specs.size()) {
       RequestResync(p.round(), 0, 0,
-                    absl::StrCat("a fragment for θ of round ", p.round(), ", but θ of round ", a.held_round, " is held"));
+                    absl::StrCat("a fragment for θ of round ", p.round(), ", but θ of round ", a.held_round,
+                                 " is held"));
       return absl::OkStatus();
     }
     a.fragment_assembler.emplace();
@@ -272,10 +267,12 @@ absl::Status MessageHandler::OnFragment(const v1::ParameterChunk& p, DataPieces 
       a.fragment_assembler->ExpectCodec(codec::Codec::kF32, "a fragment's values");
     }
   }
-  PCP_RETURN_IF_ERROR(payload.empty() ? a.fragment_assembler->Add(p.chunk()) : a.fragment_assembler->AddPieces(p.chunk(), payload),
+  PCP_RETURN_IF_ERROR(payload.empty() ? a.fragment_assembler->Add(p.chunk())
+                                      : a.fragment_assembler->AddPieces(p.chunk(), payload),
                       _ << "fragment " << f << " of round " << p.round());
   if (!a.fragment_assembler->complete()) return absl::OkStatus();
-  metrics::CountCodecSeconds(metrics::kWorkerCodecSecondsTotal, a.down, metrics::CodecOp::kDecode, a.fragment_assembler->codec_seconds());
+  metrics::CountCodecSeconds(metrics::kWorkerCodecSecondsTotal, a.down, metrics::CodecOp::kDecode,
+                             a.fragment_assembler->codec_seconds());
   PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> received, a.fragment_assembler->Take());
   a.fragment_assembler.reset();
   std::vector<Tensor> values = GatherFragment(*a.plan, f, a.held);

@@ -94,17 +94,20 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(WorkerOptions options) {
   ApplyStreamChannelOptions(&args);
   // gRPC's own reconnection follows the worker's backoff, so a shepherd that comes back is
   // found within one backoff step.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.initial)));
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.initial)));
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.max)));
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.initial)));
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.initial)));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(impl->options.backoff.max)));
   std::string target = impl->options.shepherd;
   PCP_RETURN_IF_ERROR(netem::ValidateEmulatedLink(impl->options.link, "--link_"));
   if (impl->options.link.enabled()) {
     // The plaintext-token rule must judge the shepherd's address, not the relay's loopback one.
     const auth::ClientCredentials& creds = impl->options.credentials;
     if (!creds.tls.enabled() && !creds.token.empty() && !auth::IsLoopbackAddress(target)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "refusing to send a token in clear text to ", target, ": give a CA (TLS) for a non-loopback shepherd"));
+      return absl::FailedPreconditionError(absl::StrCat("refusing to send a token in clear text to ", target,
+                                                        ": give a CA (TLS) for a non-loopback shepherd"));
     }
     PCP_ASSIGN_OR_RETURN(impl->relay, netem::Relay::Create(netem::ToRelayOptions(impl->options.link, target)),
                          _ << "--shepherd with --link_*");
@@ -203,15 +206,14 @@ absl::Status Worker::Run() {
 
 absl::Status Worker::Impl::Session(Connection& conn) {
   // A new stream starts with a new Assignment.
-  MessageHandler handler(
-      {.cache = cache.get(),
-       .data_roots = &data_roots,
-       .fault = &fault,
-       .slow_factor = options.fault_slow_factor,
-       .stop = &stop,
-       .cancels = &cancels,
-       .chunk_bytes = ChunkBytesForPeer(conn.ack().max_chunk_bytes())},
-      &conn);
+  MessageHandler handler({.cache = cache.get(),
+                          .data_roots = &data_roots,
+                          .fault = &fault,
+                          .slow_factor = options.fault_slow_factor,
+                          .stop = &stop,
+                          .cancels = &cancels,
+                          .chunk_bytes = ChunkBytesForPeer(conn.ack().max_chunk_bytes())},
+                         &conn);
   Connection::Incoming in;
   while (!stop) {
     const Connection::Pop pop = conn.Next(&in, std::chrono::milliseconds(500));

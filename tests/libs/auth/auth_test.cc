@@ -158,7 +158,8 @@ TEST(MethodRulesTest, ExactServiceAndMissingRows) {
   EXPECT_TRUE(Authorize(FindMethodRule(rules, "/svc.A/Read"), "/svc.A/Read", viewer, true, &reason).ok());
   absl::Status write = Authorize(FindMethodRule(rules, "/svc.A/Write"), "/svc.A/Write", viewer, true, &reason);
   EXPECT_EQ(write.code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_THAT(std::string(write.message()), HasSubstr("'v' (role viewer) may not call svc.A/Write: it needs role admin"));
+  EXPECT_THAT(std::string(write.message()),
+              HasSubstr("'v' (role viewer) may not call svc.A/Write: it needs role admin"));
   EXPECT_EQ(FindMethodRule(rules, "/grpc.health.v1.Health/Check")->roles, kOpen);
   EXPECT_TRUE(Authorize(FindMethodRule(rules, "/grpc.health.v1.Health/Check"), "/grpc.health.v1.Health/Check",
                         Principal{}, true, &reason)
@@ -170,7 +171,8 @@ TEST(MethodRulesTest, ExactServiceAndMissingRows) {
 }
 
 TEST(TlsCredentialsTest, LoopbackAndPlaintextRule) {
-  for (const char* a : {"127.0.0.1:7070", "127.1.2.3:0", "localhost:1", "[::1]:7070"}) EXPECT_TRUE(IsLoopbackAddress(a)) << a;
+  for (const char* a : {"127.0.0.1:7070", "127.1.2.3:0", "localhost:1", "[::1]:7070"})
+    EXPECT_TRUE(IsLoopbackAddress(a)) << a;
   for (const char* a : {"0.0.0.0:0", "[::]:7070", "10.0.0.5:7070", "shepherd.example:7070", "128.0.0.1:1", ":7070"}) {
     EXPECT_FALSE(IsLoopbackAddress(a)) << a;
   }

@@ -93,9 +93,9 @@ TEST(F64TextTest, RoundTripsBitExactInBothForms) {
     EXPECT_EQ(PrintModule(*parsed, form), text);
   }
   // A scalar prints as the shortest decimal that reads back exactly; inf / nan as hex bits.
-  std::string text = PrintModule(OneFunction(ConstantsFunction({F64({}, {1.0 / 3.0}), F64({}, {0.1}),
-                                                                 F64({}, {-kInf})})),
-                                 TextForm::kPretty);
+  std::string text =
+      PrintModule(OneFunction(ConstantsFunction({F64({}, {1.0 / 3.0}), F64({}, {0.1}), F64({}, {-kInf})})),
+                  TextForm::kPretty);
   EXPECT_TRUE(absl::StrContains(text, "dense<3.333333333333333e-01> : tensor<f64>")) << text;
   EXPECT_TRUE(absl::StrContains(text, "dense<1.000000e-01> : tensor<f64>")) << text;
   EXPECT_TRUE(absl::StrContains(text, "dense<0xFFF0000000000000> : tensor<f64>")) << text;
@@ -231,8 +231,8 @@ TEST(LowerF64ToF32Test, RetypesParametersAndNamesTheFirst) {
   EXPECT_EQ(Count(*f, Op::kConvert), 0);
   absl::StatusOr<std::vector<Tensor>> r = Interpret(*f, {Tensor::FromVector<float>({2}, {0.5f, 2.0f})});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ((*r)[0].ToVector<float>(), (std::vector<float>{static_cast<float>(std::exp(0.5)),
-                                                           static_cast<float>(std::exp(2.0))}));
+  EXPECT_EQ((*r)[0].ToVector<float>(),
+            (std::vector<float>{static_cast<float>(std::exp(0.5)), static_cast<float>(std::exp(2.0))}));
   EXPECT_EQ((*r)[1].ToVector<float>(), (std::vector<float>{0.25f, 4.0f}));
 }
 

@@ -72,7 +72,8 @@ Tensor SpecGather(const Tensor& operand, const Tensor& indices, const GatherDime
   const int64_t r = static_cast<int64_t>(os.size());
   ForEachIndex(result_shape, [&](const Dims& ri) {
     Dims batch_index, offset_index;
-    for (size_t i = 0; i < ri.size(); ++i) (Has(d.offset_dims, static_cast<int64_t>(i)) ? offset_index : batch_index).push_back(ri[i]);
+    for (size_t i = 0; i < ri.size(); ++i)
+      (Has(d.offset_dims, static_cast<int64_t>(i)) ? offset_index : batch_index).push_back(ri[i]);
     Dims start = StartVector(indices, d.index_vector_dim, batch_index);
     Dims operand_index(static_cast<size_t>(r), 0);
     for (size_t k = 0; k < d.start_index_map.size(); ++k) {
@@ -85,7 +86,8 @@ Tensor SpecGather(const Tensor& operand, const Tensor& indices, const GatherDime
     }
     size_t next = 0;
     for (int64_t od = 0; od < r; ++od) {
-      if (!Has(d.collapsed_slice_dims, od) && !Has(d.operand_batching_dims, od)) operand_index[od] += offset_index[next++];
+      if (!Has(d.collapsed_slice_dims, od) && !Has(d.operand_batching_dims, od))
+        operand_index[od] += offset_index[next++];
     }
     result.data<float>()[Offset(result_shape, ri)] = operand.data<float>()[Offset(os, operand_index)];
   });
@@ -106,7 +108,8 @@ Tensor SpecScatter(const Tensor& operand, const Tensor& indices, const Tensor& u
     }
     Dims start = StartVector(indices, d.index_vector_dim, batch_index);
     Dims index(static_cast<size_t>(r), 0);
-    for (size_t k = 0; k < d.scatter_dims_to_operand_dims.size(); ++k) index[d.scatter_dims_to_operand_dims[k]] = start[k];
+    for (size_t k = 0; k < d.scatter_dims_to_operand_dims.size(); ++k)
+      index[d.scatter_dims_to_operand_dims[k]] = start[k];
     for (size_t j = 0; j < d.input_batching_dims.size(); ++j) {
       const int64_t sd = d.scatter_indices_batching_dims[j];
       index[d.input_batching_dims[j]] = batch_index[sd - (sd < d.index_vector_dim ? 0 : 1)];
@@ -141,25 +144,32 @@ Tensor I32(Shape s, std::vector<int32_t> v) { return Tensor::FromVector<int32_t>
 std::vector<GatherCase> GatherCases() {
   std::vector<GatherCase> c;
   // The spec's example (batching dims, a two-component index vector in reverse order, windows).
-  c.push_back({"spec_example", {2, 3, 4, 2},
+  c.push_back({"spec_example",
+               {2, 3, 4, 2},
                I64({2, 2, 3, 2}, {0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 0, 9, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 0, 9}),
-               {{3, 4}, {1}, {0}, {1}, {2, 1}, 3}, {1, 1, 2, 2}, {2, 2, 3, 2, 2}});
+               {{3, 4}, {1}, {0}, {1}, {2, 1}, 3},
+               {1, 1, 2, 2},
+               {2, 2, 3, 2, 2}});
   // The row form (an embedding): one gather instruction.
   c.push_back({"rows", {5, 3}, I32({2, 2}, {4, 0, 7, -2}), {{2}, {0}, {}, {}, {0}, 2}, {1, 3}, {2, 2, 3}});
   // torch-mlir's cross-entropy target pick: logits[n, target[n]], indices [N, 1, 2].
-  c.push_back({"point_pick", {4, 6}, I64({4, 1, 2}, {0, 5, 1, 0, 2, 3, 3, 9}), {{}, {0, 1}, {}, {}, {0, 1}, 2},
-               {1, 1}, {4, 1}});
+  c.push_back({"point_pick",
+               {4, 6},
+               I64({4, 1, 2}, {0, 5, 1, 0, 2, 3, 3, 9}),
+               {{}, {0, 1}, {}, {}, {0, 1}, 2},
+               {1, 1},
+               {4, 1}});
   // A column gather (indexed dim 1, the rows kept whole), index_vector_dim in front.
   c.push_back({"columns", {4, 5}, I32({1, 3}, {4, 0, 2}), {{0}, {1}, {}, {}, {1}, 0}, {4, 1}, {4, 3}});
   // Windows on an indexed dimension, starts clamped so the window stays inside (dynamic_slice).
   c.push_back({"window_clamped", {6, 4}, I32({3, 1}, {-3, 2, 5}), {{1, 2}, {}, {}, {}, {0}, 1}, {3, 2}, {3, 3, 2}});
   // Two indexed dims with windows, a free dim sliced, result dims interleaved with the batch.
-  c.push_back({"interleaved", {5, 4, 3}, I64({2, 2}, {1, 2, 4, -1}), {{0, 2}, {1}, {}, {}, {1, 0}, 1}, {2, 1, 2},
-               {2, 2, 2}});
+  c.push_back(
+      {"interleaved", {5, 4, 3}, I64({2, 2}, {1, 2, 4, -1}), {{0, 2}, {1}, {}, {}, {1, 0}, 1}, {2, 1, 2}, {2, 2, 2}});
   // Index vectors of one component with index_vector_dim == rank, collapsed window on dim 0
   // of a rank-3 operand, the middle dimension sliced.
-  c.push_back({"scalar_vectors_sliced", {3, 4, 2}, I64({2}, {2, 1}), {{1, 2}, {0}, {}, {}, {0}, 1}, {1, 3, 2},
-               {2, 3, 2}});
+  c.push_back(
+      {"scalar_vectors_sliced", {3, 4, 2}, I64({2}, {2, 1}), {{1, 2}, {0}, {}, {}, {0}, 1}, {1, 3, 2}, {2, 3, 2}});
   // No indexed dimension at all: the same slice for every index vector.
   c.push_back({"no_index", {3, 4}, I32({2, 0}, {}), {{1, 2}, {}, {}, {}, {}, 1}, {2, 2}, {2, 2, 2}});
   return c;
@@ -204,9 +214,12 @@ std::vector<ScatterCase> ScatterCases() {
       I64({2, 2, 3, 2}, {0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 0, 9, 0, 0, 2, 1, 2, 2, 1, 2, 0, 1, 1, 0});
   // The spec's example: batching dims, windows, one index vector (0, 9) partly outside.
   c.push_back({"spec_example", {2, 3, 4, 2}, spec_indices, {2, 2, 3, 2, 2}, {{3, 4}, {1}, {0}, {1}, {2, 1}, 3}});
-  c.push_back({"spec_example_assign", {2, 3, 4, 2},
+  c.push_back({"spec_example_assign",
+               {2, 3, 4, 2},
                I64({2, 2, 3, 2}, {0, 0, 1, 0, 2, 0, 0, 1, 1, 1, 0, 9, 2, 1, 0, 2, 2, 2, 1, 2, 3, 0, 1, 0}),
-               {2, 2, 3, 1, 1}, {{3, 4}, {1}, {0}, {1}, {2, 1}, 3}, true});
+               {2, 2, 3, 1, 1},
+               {{3, 4}, {1}, {0}, {1}, {2, 1}, 3},
+               true});
   // The row form: repeated rows add up, rows outside are skipped.
   c.push_back({"rows", {5, 3}, I32({4}, {4, 0, 4, 7}), {4, 3}, {{1}, {0}, {}, {}, {0}, 1}});
   // The point form (cross-entropy's gradient written as a scatter): [N, 2] indices.
@@ -263,7 +276,9 @@ void ExpectGradientsMatchFd(const std::function<ValueId(FunctionBuilder&, const 
   ASSERT_TRUE(grad.ok()) << grad.status();
   absl::StatusOr<std::vector<Tensor>> ad = Interpret(*grad, args);
   ASSERT_TRUE(ad.ok()) << ad.status();
-  auto value = [&](const std::vector<Tensor>& a) { return static_cast<double>((*Interpret(*loss, a))[0].data<float>()[0]); };
+  auto value = [&](const std::vector<Tensor>& a) {
+    return static_cast<double>((*Interpret(*loss, a))[0].data<float>()[0]);
+  };
   constexpr double kStep = 0.125;
   for (size_t k = 0; k < wrt.size(); ++k) {
     const int p = wrt[k];
@@ -284,7 +299,9 @@ TEST(GeneralIndexingVjpTest, GatherFormsMatchCentralDifferences) {
   for (const GatherCase& c : GatherCases()) {
     SCOPED_TRACE(c.name);
     ExpectGradientsMatchFd(
-        [&](FunctionBuilder& b, const std::vector<ValueId>& p) { return EmitGather(b, p[0], p[1], c.dims, c.slice_sizes); },
+        [&](FunctionBuilder& b, const std::vector<ValueId>& p) {
+          return EmitGather(b, p[0], p[1], c.dims, c.slice_sizes);
+        },
         {RandomTensor({DType::kF32, c.operand}, 5), c.indices});
   }
 }

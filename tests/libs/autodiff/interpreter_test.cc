@@ -37,8 +37,7 @@ std::vector<float> Range(int n) {
 // Exact equality: same dtype, shape and bits (so -0 differs from +0), except that any NaN
 // equals any NaN (libm's NaN signs and payloads are not specified).
 ::testing::AssertionResult Identical(const Tensor& actual, const Tensor& expected) {
-  if (actual.dtype() == DType::kF32 && actual.shape() == expected.shape() &&
-      expected.dtype() == DType::kF32) {
+  if (actual.dtype() == DType::kF32 && actual.shape() == expected.shape() && expected.dtype() == DType::kF32) {
     for (int64_t i = 0; i < actual.num_elements(); ++i) {
       float a = actual.data<float>()[i], e = expected.data<float>()[i];
       if (std::isnan(a) && std::isnan(e)) continue;
@@ -76,26 +75,35 @@ absl::StatusOr<Function> BuildCase(const Case& c) {
 }
 
 Case Binary(std::string name, Op op, Tensor x, Tensor y, Tensor expected, double rtol = 0.0) {
-  return {std::move(name), op, {std::move(x), std::move(y)},
-          [op](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Emit(op, {p[0], p[1]}); },
-          std::move(expected), rtol};
+  return {std::move(name),
+          op,
+          {std::move(x), std::move(y)},
+          [op](FunctionBuilder& b, const std::vector<ValueId>& p) {
+            return b.Emit(op, {p[0], p[1]});
+          },
+          std::move(expected),
+          rtol};
 }
 
 Case Unary(std::string name, Op op, Tensor x, Tensor expected, double rtol = 0.0) {
-  return {std::move(name), op, {std::move(x)},
-          [op](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Emit(op, {p[0]}); },
+  return {std::move(name),     op,
+          {std::move(x)},      [op](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Emit(op, {p[0]}); },
           std::move(expected), rtol};
 }
 
 Case CompareCase(std::string name, ComparisonDirection d, Tensor x, Tensor y, std::vector<bool> expected) {
   Shape s = x.shape();
-  return {std::move(name), Op::kCompare, {std::move(x), std::move(y)},
+  return {std::move(name),
+          Op::kCompare,
+          {std::move(x), std::move(y)},
           [d](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Compare(p[0], p[1], d); },
           Bool(s, expected)};
 }
 
 Case ConvertCase(std::string name, Tensor x, DType to, Tensor expected) {
-  return {std::move(name), Op::kConvert, {std::move(x)},
+  return {std::move(name),
+          Op::kConvert,
+          {std::move(x)},
           [to](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Convert(p[0], to); },
           std::move(expected)};
 }
@@ -104,14 +112,26 @@ std::vector<Case> AllCases() {
   using P = const std::vector<ValueId>&;
   std::vector<Case> c;
   // Sources.
-  c.push_back({"constant", Op::kConstant, {},
-               [](FunctionBuilder& b, P) { return b.Constant(F32({2}, {1.5f, -2.0f})); },
+  c.push_back({"constant",
+               Op::kConstant,
+               {},
+               [](FunctionBuilder& b, P) {
+                 return b.Constant(F32({2}, {1.5f, -2.0f}));
+               },
                F32({2}, {1.5f, -2.0f})});
-  c.push_back({"iota_i32_dim1", Op::kIota, {},
-               [](FunctionBuilder& b, P) { return b.Iota({DType::kI32, {2, 3}}, 1); },
+  c.push_back({"iota_i32_dim1",
+               Op::kIota,
+               {},
+               [](FunctionBuilder& b, P) {
+                 return b.Iota({DType::kI32, {2, 3}}, 1);
+               },
                I32({2, 3}, {0, 1, 2, 0, 1, 2})});
-  c.push_back({"iota_f32_dim0", Op::kIota, {},
-               [](FunctionBuilder& b, P) { return b.Iota({DType::kF32, {2, 3}}, 0); },
+  c.push_back({"iota_f32_dim0",
+               Op::kIota,
+               {},
+               [](FunctionBuilder& b, P) {
+                 return b.Iota({DType::kF32, {2, 3}}, 0);
+               },
                F32({2, 3}, {0, 0, 0, 1, 1, 1})});
   // Elementwise arithmetic.
   c.push_back(Binary("add", Op::kAdd, F32({3}, {1, 2, 3}), F32({3}, {0.5f, -2, 10}), F32({3}, {1.5f, 0, 13})));
@@ -138,8 +158,8 @@ std::vector<Case> AllCases() {
   c.push_back(Unary("sqrt", Op::kSqrt, F32({3}, {4, 2, -1}), F32({3}, {2, 1.41421356f, kNaN})));
   c.push_back(Unary("rsqrt", Op::kRsqrt, F32({3}, {4, 0.25f, 0}), F32({3}, {0.5f, 2, kInf})));
   c.push_back(Unary("tanh", Op::kTanh, F32({3}, {0, 0.5f, -20}), F32({3}, {0, 0.46211716f, -1}), 1e-6));
-  c.push_back(Unary("logistic", Op::kLogistic, F32({3}, {0, 2, -10}), F32({3}, {0.5f, 0.88079708f, 4.5397869e-05f}),
-                    1e-6));
+  c.push_back(
+      Unary("logistic", Op::kLogistic, F32({3}, {0, 2, -10}), F32({3}, {0.5f, 0.88079708f, 4.5397869e-05f}), 1e-6));
   c.push_back(Unary("abs", Op::kAbs, F32({3}, {-2, 3, -0.0f}), F32({3}, {2, 3, 0.0f})));
   c.push_back(Unary("abs_i32", Op::kAbs, I32({2}, {-5, 7}), I32({2}, {5, 7})));
   c.push_back(Binary("and_i1", Op::kAnd, Bool({4}, {false, false, true, true}), Bool({4}, {false, true, false, true}),
@@ -150,11 +170,13 @@ std::vector<Case> AllCases() {
   c.push_back(Binary("and_i32_bitwise", Op::kAnd, I32({2}, {12, -1}), I32({2}, {10, 7}), I32({2}, {8, 7})));
   c.push_back(Binary("or_i64_bitwise", Op::kOr, I64({2}, {12, -8}), I64({2}, {3, 1}), I64({2}, {15, -7})));
   c.push_back(Unary("not_i32_bitwise", Op::kNot, I32({3}, {0, -1, 5}), I32({3}, {-1, 0, -6})));
-  c.push_back({"clamp", Op::kClamp,
+  c.push_back({"clamp",
+               Op::kClamp,
                {F32({5}, {-1, -1, -1, 0, -1}), F32({5}, {-3, 0.5f, 7, kNaN, -0.0f}), F32({5}, {1, 1, 1, 1, 0.0f})},
                [](FunctionBuilder& b, P p) { return b.Clamp(p[0], p[1], p[2]); },
                F32({5}, {-1, 0.5f, 1, kNaN, -0.0f})});
-  c.push_back({"clamp_i64_min_above_max", Op::kClamp,
+  c.push_back({"clamp_i64_min_above_max",
+               Op::kClamp,
                {I64({3}, {0, 0, 5}), I64({3}, {-4, 9, 0}), I64({3}, {3, 3, 2})},
                [](FunctionBuilder& b, P p) { return b.Clamp(p[0], p[1], p[2]); },
                I64({3}, {0, 3, 2})});
@@ -171,9 +193,14 @@ std::vector<Case> AllCases() {
   c.push_back(CompareCase("compare_ge", ComparisonDirection::kGE, x, y, {false, true, false}));
   c.push_back(CompareCase("compare_i32", ComparisonDirection::kGT, I32({3}, {-1, 0, 5}), I32({3}, {-2, 0, 6}),
                           {true, false, false}));
-  c.push_back({"select", Op::kSelect, {Bool({3}, {true, false, true}), F32({3}, {1, 2, 3}), F32({3}, {10, 20, 30})},
-               [](FunctionBuilder& b, P p) { return b.Select(p[0], p[1], p[2]); }, F32({3}, {1, 20, 3})});
-  c.push_back({"compare_select_relu", Op::kSelect, {F32({4}, {-1, 2, 0.5f, -3})},
+  c.push_back({"select",
+               Op::kSelect,
+               {Bool({3}, {true, false, true}), F32({3}, {1, 2, 3}), F32({3}, {10, 20, 30})},
+               [](FunctionBuilder& b, P p) { return b.Select(p[0], p[1], p[2]); },
+               F32({3}, {1, 20, 3})});
+  c.push_back({"compare_select_relu",
+               Op::kSelect,
+               {F32({4}, {-1, 2, 0.5f, -3})},
                [](FunctionBuilder& b, P p) {
                  const TensorType type = b.type(p[0]);  // a copy: Full() adds values
                  ValueId zero = b.Full(0.0, type);
@@ -189,53 +216,121 @@ std::vector<Case> AllCases() {
   c.push_back(ConvertCase("convert_i1_f32", Bool({2}, {true, false}), DType::kF32, F32({2}, {1, 0})));
   c.push_back(ConvertCase("convert_i64_i32", I64({2}, {(int64_t{1} << 32) + 5, -7}), DType::kI32, I32({2}, {5, -7})));
   // Layout.
-  c.push_back({"broadcast_row", Op::kBroadcastInDim, {F32({3}, {1, 2, 3})},
-               [](FunctionBuilder& b, P p) { return b.BroadcastInDim(p[0], {2, 3}, {1}); },
+  c.push_back({"broadcast_row",
+               Op::kBroadcastInDim,
+               {F32({3}, {1, 2, 3})},
+               [](FunctionBuilder& b, P p) {
+                 return b.BroadcastInDim(p[0], {2, 3}, {1});
+               },
                F32({2, 3}, {1, 2, 3, 1, 2, 3})});
-  c.push_back({"broadcast_column", Op::kBroadcastInDim, {F32({2}, {1, 2})},
-               [](FunctionBuilder& b, P p) { return b.BroadcastInDim(p[0], {2, 3}, {0}); },
+  c.push_back({"broadcast_column",
+               Op::kBroadcastInDim,
+               {F32({2}, {1, 2})},
+               [](FunctionBuilder& b, P p) {
+                 return b.BroadcastInDim(p[0], {2, 3}, {0});
+               },
                F32({2, 3}, {1, 1, 1, 2, 2, 2})});
-  c.push_back({"broadcast_size1_stretch", Op::kBroadcastInDim, {F32({1, 3}, {1, 2, 3})},
-               [](FunctionBuilder& b, P p) { return b.BroadcastInDim(p[0], {2, 2, 3}, {1, 2}); },
+  c.push_back({"broadcast_size1_stretch",
+               Op::kBroadcastInDim,
+               {F32({1, 3}, {1, 2, 3})},
+               [](FunctionBuilder& b, P p) {
+                 return b.BroadcastInDim(p[0], {2, 2, 3}, {1, 2});
+               },
                F32({2, 2, 3}, {1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3})});
-  c.push_back({"broadcast_size1_stretch_inner", Op::kBroadcastInDim, {F32({2, 1}, {5, 7})},
-               [](FunctionBuilder& b, P p) { return b.BroadcastInDim(p[0], {2, 3}, {0, 1}); },
+  c.push_back({"broadcast_size1_stretch_inner",
+               Op::kBroadcastInDim,
+               {F32({2, 1}, {5, 7})},
+               [](FunctionBuilder& b, P p) {
+                 return b.BroadcastInDim(p[0], {2, 3}, {0, 1});
+               },
                F32({2, 3}, {5, 5, 5, 7, 7, 7})});
-  c.push_back({"broadcast_scalar", Op::kBroadcastInDim, {F32({}, {4})},
-               [](FunctionBuilder& b, P p) { return b.BroadcastInDim(p[0], {2, 2}, {}); },
+  c.push_back({"broadcast_scalar",
+               Op::kBroadcastInDim,
+               {F32({}, {4})},
+               [](FunctionBuilder& b, P p) {
+                 return b.BroadcastInDim(p[0], {2, 2}, {});
+               },
                F32({2, 2}, {4, 4, 4, 4})});
-  c.push_back({"reshape", Op::kReshape, {F32({2, 3}, Range(6))},
-               [](FunctionBuilder& b, P p) { return b.Reshape(p[0], {3, 1, 2}); }, F32({3, 1, 2}, Range(6))});
-  c.push_back({"transpose_2d", Op::kTranspose, {F32({2, 3}, Range(6))},
-               [](FunctionBuilder& b, P p) { return b.Transpose(p[0], {1, 0}); },
+  c.push_back({"reshape",
+               Op::kReshape,
+               {F32({2, 3}, Range(6))},
+               [](FunctionBuilder& b, P p) {
+                 return b.Reshape(p[0], {3, 1, 2});
+               },
+               F32({3, 1, 2}, Range(6))});
+  c.push_back({"transpose_2d",
+               Op::kTranspose,
+               {F32({2, 3}, Range(6))},
+               [](FunctionBuilder& b, P p) {
+                 return b.Transpose(p[0], {1, 0});
+               },
                F32({3, 2}, {0, 3, 1, 4, 2, 5})});
   // result[i, j, k] = x[j, k, i] = 6j + 3k + i.
-  c.push_back({"transpose_rank3", Op::kTranspose, {F32({2, 2, 3}, Range(12))},
-               [](FunctionBuilder& b, P p) { return b.Transpose(p[0], {2, 0, 1}); },
+  c.push_back({"transpose_rank3",
+               Op::kTranspose,
+               {F32({2, 2, 3}, Range(12))},
+               [](FunctionBuilder& b, P p) {
+                 return b.Transpose(p[0], {2, 0, 1});
+               },
                F32({3, 2, 2}, {0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11})});
-  c.push_back({"slice_strided", Op::kSlice, {F32({3, 5}, Range(15))},
-               [](FunctionBuilder& b, P p) { return b.Slice(p[0], {0, 1}, {3, 5}, {2, 2}); },
+  c.push_back({"slice_strided",
+               Op::kSlice,
+               {F32({3, 5}, Range(15))},
+               [](FunctionBuilder& b, P p) {
+                 return b.Slice(p[0], {0, 1}, {3, 5}, {2, 2});
+               },
                F32({2, 2}, {1, 3, 11, 13})});
-  c.push_back({"slice_offset", Op::kSlice, {F32({3, 5}, Range(15))},
-               [](FunctionBuilder& b, P p) { return b.Slice(p[0], {1, 0}, {3, 5}, {1, 3}); },
+  c.push_back({"slice_offset",
+               Op::kSlice,
+               {F32({3, 5}, Range(15))},
+               [](FunctionBuilder& b, P p) {
+                 return b.Slice(p[0], {1, 0}, {3, 5}, {1, 3});
+               },
                F32({2, 2}, {5, 8, 10, 13})});
-  c.push_back({"concatenate_dim1", Op::kConcatenate, {F32({2, 1}, {1, 2}), F32({2, 2}, {3, 4, 5, 6})},
-               [](FunctionBuilder& b, P p) { return b.Concatenate({p[0], p[1]}, 1); },
+  c.push_back({"concatenate_dim1",
+               Op::kConcatenate,
+               {F32({2, 1}, {1, 2}), F32({2, 2}, {3, 4, 5, 6})},
+               [](FunctionBuilder& b, P p) {
+                 return b.Concatenate({p[0], p[1]}, 1);
+               },
                F32({2, 3}, {1, 3, 4, 2, 5, 6})});
-  c.push_back({"concatenate_three_i32", Op::kConcatenate, {I32({1}, {1}), I32({2}, {2, 3}), I32({1}, {4})},
-               [](FunctionBuilder& b, P p) { return b.Concatenate({p[0], p[1], p[2]}, 0); },
+  c.push_back({"concatenate_three_i32",
+               Op::kConcatenate,
+               {I32({1}, {1}), I32({2}, {2, 3}), I32({1}, {4})},
+               [](FunctionBuilder& b, P p) {
+                 return b.Concatenate({p[0], p[1], p[2]}, 0);
+               },
                I32({4}, {1, 2, 3, 4})});
   // reduce over [2, 2, 3] = 0..11.
-  c.push_back({"reduce_sum_dims_0_2", Op::kReduce, {F32({2, 2, 3}, Range(12))},
-               [](FunctionBuilder& b, P p) { return b.ReduceSum(p[0], {0, 2}); }, F32({2}, {24, 42})});
-  c.push_back({"reduce_sum_all", Op::kReduce, {F32({2, 2, 3}, Range(12))},
-               [](FunctionBuilder& b, P p) { return b.ReduceSum(p[0], {0, 1, 2}); }, F32({}, {66})});
-  c.push_back({"reduce_max_dim1", Op::kReduce, {F32({2, 2, 3}, Range(12))},
+  c.push_back({"reduce_sum_dims_0_2",
+               Op::kReduce,
+               {F32({2, 2, 3}, Range(12))},
+               [](FunctionBuilder& b, P p) {
+                 return b.ReduceSum(p[0], {0, 2});
+               },
+               F32({2}, {24, 42})});
+  c.push_back({"reduce_sum_all",
+               Op::kReduce,
+               {F32({2, 2, 3}, Range(12))},
+               [](FunctionBuilder& b, P p) {
+                 return b.ReduceSum(p[0], {0, 1, 2});
+               },
+               F32({}, {66})});
+  c.push_back({"reduce_max_dim1",
+               Op::kReduce,
+               {F32({2, 2, 3}, Range(12))},
                [](FunctionBuilder& b, P p) { return b.ReduceMax(p[0], {1}); },
                F32({2, 3}, {3, 4, 5, 9, 10, 11})});
-  c.push_back({"reduce_max_dims_0_1", Op::kReduce, {F32({2, 2, 3}, {0, 9, 2, 3, 4, -5, 6, 7, 8, -9, 10, 1})},
-               [](FunctionBuilder& b, P p) { return b.ReduceMax(p[0], {0, 1}); }, F32({3}, {6, 10, 8})});
-  c.push_back({"reduce_sum_init_counted_once", Op::kReduce, {F32({2, 2, 3}, Range(12))},
+  c.push_back({"reduce_max_dims_0_1",
+               Op::kReduce,
+               {F32({2, 2, 3}, {0, 9, 2, 3, 4, -5, 6, 7, 8, -9, 10, 1})},
+               [](FunctionBuilder& b, P p) {
+                 return b.ReduceMax(p[0], {0, 1});
+               },
+               F32({3}, {6, 10, 8})});
+  c.push_back({"reduce_sum_init_counted_once",
+               Op::kReduce,
+               {F32({2, 2, 3}, Range(12))},
                [](FunctionBuilder& b, P p) {
                  Attributes a;
                  a.dims = {0, 2};
@@ -243,44 +338,74 @@ std::vector<Case> AllCases() {
                },
                F32({2}, {124, 142})});
   // In f32 arithmetic 1e8 + 1 == 1e8, so only a double accumulator gets 2.
-  c.push_back({"reduce_sum_accumulates_in_double", Op::kReduce, {F32({4}, {1e8f, 1, -1e8f, 1})},
-               [](FunctionBuilder& b, P p) { return b.ReduceSum(p[0], {0}); }, F32({}, {2})});
-  c.push_back({"reduce_max_nan", Op::kReduce, {F32({3}, {1, kNaN, 3})},
-               [](FunctionBuilder& b, P p) { return b.ReduceMax(p[0], {0}); }, F32({}, {kNaN})});
-  c.push_back({"reduce_sum_i32", Op::kReduce, {I32({2, 2}, {1, 2, 3, 4})},
-               [](FunctionBuilder& b, P p) { return b.ReduceSum(p[0], {1}); }, I32({2}, {3, 7})});
-  c.push_back({"reduce_max_i64", Op::kReduce, {I64({2, 2}, {-1, -2, -3, -4})},
-               [](FunctionBuilder& b, P p) { return b.ReduceMax(p[0], {0}); }, I64({2}, {-1, -2})});
+  c.push_back({"reduce_sum_accumulates_in_double",
+               Op::kReduce,
+               {F32({4}, {1e8f, 1, -1e8f, 1})},
+               [](FunctionBuilder& b, P p) { return b.ReduceSum(p[0], {0}); },
+               F32({}, {2})});
+  c.push_back({"reduce_max_nan",
+               Op::kReduce,
+               {F32({3}, {1, kNaN, 3})},
+               [](FunctionBuilder& b, P p) { return b.ReduceMax(p[0], {0}); },
+               F32({}, {kNaN})});
+  c.push_back({"reduce_sum_i32",
+               Op::kReduce,
+               {I32({2, 2}, {1, 2, 3, 4})},
+               [](FunctionBuilder& b, P p) { return b.ReduceSum(p[0], {1}); },
+               I32({2}, {3, 7})});
+  c.push_back({"reduce_max_i64",
+               Op::kReduce,
+               {I64({2, 2}, {-1, -2, -3, -4})},
+               [](FunctionBuilder& b, P p) { return b.ReduceMax(p[0], {0}); },
+               I64({2}, {-1, -2})});
   // dot_general.
   Tensor l6 = F32({2, 3}, {1, 2, 3, 4, 5, 6}), r6 = F32({3, 2}, {1, -1, 2, 0.5f, 3, -2});
-  c.push_back({"dot_matmul", Op::kDotGeneral, {l6, r6},
-               [](FunctionBuilder& b, P p) { return b.MatMul(p[0], p[1]); }, F32({2, 2}, {14, -6, 32, -13.5f})});
-  c.push_back({"dot_two_contracting_dims", Op::kDotGeneral, {l6, r6},
-               [](FunctionBuilder& b, P p) { return b.DotGeneral(p[0], p[1], {{}, {}, {0, 1}, {1, 0}}); },
+  c.push_back({"dot_matmul",
+               Op::kDotGeneral,
+               {l6, r6},
+               [](FunctionBuilder& b, P p) { return b.MatMul(p[0], p[1]); },
+               F32({2, 2}, {14, -6, 32, -13.5f})});
+  c.push_back({"dot_two_contracting_dims",
+               Op::kDotGeneral,
+               {l6, r6},
+               [](FunctionBuilder& b, P p) {
+                 return b.DotGeneral(p[0], p[1], {{}, {}, {0, 1}, {1, 0}});
+               },
                F32({}, {0.5f})});
   // lhs [k=3, m=2, b=2], rhs [n=4, k=3, b=2]: batch and contracting dims in unusual places;
   // the result is [b, m, n].
   std::vector<float> rhs_values;
   for (int i = 0; i < 24; ++i) rhs_values.push_back(static_cast<float>(i % 5 - 2));
-  c.push_back({"dot_batch_and_contract_permuted", Op::kDotGeneral,
+  c.push_back({"dot_batch_and_contract_permuted",
+               Op::kDotGeneral,
                {F32({3, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}), F32({4, 3, 2}, rhs_values)},
-               [](FunctionBuilder& b, P p) { return b.DotGeneral(p[0], p[1], {{2}, {2}, {0}, {1}}); },
+               [](FunctionBuilder& b, P p) {
+                 return b.DotGeneral(p[0], p[1], {{2}, {2}, {0}, {1}});
+               },
                F32({2, 2, 4}, {16, -14, 1, -9, 16, -18, 3, -11, -16, 2, -10, 8, -20, 4, -12, 12})});
   // gather / scatter rows.
   Tensor table = F32({4, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
-  c.push_back({"gather_repeated", Op::kGather, {table, I32({3}, {2, 0, 2})},
+  c.push_back({"gather_repeated",
+               Op::kGather,
+               {table, I32({3}, {2, 0, 2})},
                [](FunctionBuilder& b, P p) { return b.Gather(p[0], p[1]); },
                F32({3, 2}, {20, 21, 0, 1, 20, 21})});
-  c.push_back({"gather_clamps_2d_indices", Op::kGather, {table, I64({2, 2}, {-1, 7, 1, 3})},
+  c.push_back({"gather_clamps_2d_indices",
+               Op::kGather,
+               {table, I64({2, 2}, {-1, 7, 1, 3})},
                [](FunctionBuilder& b, P p) { return b.Gather(p[0], p[1]); },
                F32({2, 2, 2}, {0, 1, 30, 31, 10, 11, 30, 31})});
-  c.push_back({"scatter_add_repeated_skips_out_of_range", Op::kScatter,
-               {F32({3, 2}, {1, 1, 1, 1, 1, 1}), I32({5}, {1, 1, 0, 5, -1}),
-                F32({5, 2}, {1, 2, 10, 20, 100, 200, 7, 7, 9, 9})},
+  c.push_back(
+      {"scatter_add_repeated_skips_out_of_range",
+       Op::kScatter,
+       {F32({3, 2}, {1, 1, 1, 1, 1, 1}), I32({5}, {1, 1, 0, 5, -1}), F32({5, 2}, {1, 2, 10, 20, 100, 200, 7, 7, 9, 9})},
+       [](FunctionBuilder& b, P p) { return b.ScatterAdd(p[0], p[1], p[2]); },
+       F32({3, 2}, {101, 201, 12, 23, 1, 1})});
+  c.push_back({"scatter_add_i32",
+               Op::kScatter,
+               {I32({2}, {0, 0}), I64({3}, {1, 0, 1}), I32({3}, {1, 2, 3})},
                [](FunctionBuilder& b, P p) { return b.ScatterAdd(p[0], p[1], p[2]); },
-               F32({3, 2}, {101, 201, 12, 23, 1, 1})});
-  c.push_back({"scatter_add_i32", Op::kScatter, {I32({2}, {0, 0}), I64({3}, {1, 0, 1}), I32({3}, {1, 2, 3})},
-               [](FunctionBuilder& b, P p) { return b.ScatterAdd(p[0], p[1], p[2]); }, I32({2}, {2, 4})});
+               I32({2}, {2, 4})});
   return c;
 }
 
@@ -375,8 +500,7 @@ TEST(InterpreterTest, HalfPrecisionComputeIsUnimplementedButLayoutWorks) {
   absl::StatusOr<std::vector<Tensor>> out = Interpret(*f, {h});
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(out.status().message().find("instruction 0 (stablehlo.exponential)"), std::string::npos)
-      << out.status();
+  EXPECT_NE(out.status().message().find("instruction 0 (stablehlo.exponential)"), std::string::npos) << out.status();
 
   Instruction broadcast{Op::kBroadcastInDim, {0}, 1, {}};
   broadcast.attrs.dims = {1};

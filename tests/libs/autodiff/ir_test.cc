@@ -59,17 +59,16 @@ TEST(OpListTest, ArityAndCategory) {
     OpCategory category;
   };
   const Expect expected[] = {
-      {Op::kConstant, 0, OpCategory::kSource},         {Op::kIota, 0, OpCategory::kSource},
-      {Op::kAdd, 2, OpCategory::kElementwise},         {Op::kPower, 2, OpCategory::kElementwise},
-      {Op::kNegate, 1, OpCategory::kElementwise},      {Op::kErf, 1, OpCategory::kElementwise},
-      {Op::kCompare, 2, OpCategory::kElementwise},     {Op::kSelect, 3, OpCategory::kElementwise},
-      {Op::kCeil, 1, OpCategory::kElementwise},        {Op::kClamp, 3, OpCategory::kElementwise},
-      {Op::kAnd, 2, OpCategory::kElementwise},         {Op::kOr, 2, OpCategory::kElementwise},
-      {Op::kNot, 1, OpCategory::kElementwise},
-      {Op::kConvert, 1, OpCategory::kElementwise},     {Op::kBroadcastInDim, 1, OpCategory::kLayout},
-      {Op::kConcatenate, kVariadic, OpCategory::kLayout}, {Op::kReduce, 2, OpCategory::kReduction},
-      {Op::kDotGeneral, 2, OpCategory::kContraction},  {Op::kGather, 2, OpCategory::kIndexing},
-      {Op::kScatter, 3, OpCategory::kIndexing},
+      {Op::kConstant, 0, OpCategory::kSource},       {Op::kIota, 0, OpCategory::kSource},
+      {Op::kAdd, 2, OpCategory::kElementwise},       {Op::kPower, 2, OpCategory::kElementwise},
+      {Op::kNegate, 1, OpCategory::kElementwise},    {Op::kErf, 1, OpCategory::kElementwise},
+      {Op::kCompare, 2, OpCategory::kElementwise},   {Op::kSelect, 3, OpCategory::kElementwise},
+      {Op::kCeil, 1, OpCategory::kElementwise},      {Op::kClamp, 3, OpCategory::kElementwise},
+      {Op::kAnd, 2, OpCategory::kElementwise},       {Op::kOr, 2, OpCategory::kElementwise},
+      {Op::kNot, 1, OpCategory::kElementwise},       {Op::kConvert, 1, OpCategory::kElementwise},
+      {Op::kBroadcastInDim, 1, OpCategory::kLayout}, {Op::kConcatenate, kVariadic, OpCategory::kLayout},
+      {Op::kReduce, 2, OpCategory::kReduction},      {Op::kDotGeneral, 2, OpCategory::kContraction},
+      {Op::kGather, 2, OpCategory::kIndexing},       {Op::kScatter, 3, OpCategory::kIndexing},
   };
   for (const Expect& e : expected) {
     EXPECT_EQ(OpArity(e.op), e.arity) << OpName(e.op);
@@ -99,8 +98,8 @@ TEST(OpListTest, ArityAndCategory) {
 // The property column, written out: the sets that type inference (float-only operands), the
 // CPU fusion's cost model (transcendental) and the integer/i1 rules (logical) read from it.
 TEST(OpListTest, PropertyColumn) {
-  const std::set<Op> float_only = {Op::kExponential, Op::kLog,  Op::kSqrt,  Op::kRsqrt, Op::kTanh,
-                                   Op::kLogistic,    Op::kErf,  Op::kPower, Op::kCeil};
+  const std::set<Op> float_only = {Op::kExponential, Op::kLog, Op::kSqrt,  Op::kRsqrt, Op::kTanh,
+                                   Op::kLogistic,    Op::kErf, Op::kPower, Op::kCeil};
   const std::set<Op> transcendental = {Op::kExponential, Op::kLog, Op::kTanh, Op::kLogistic, Op::kErf, Op::kPower};
   const std::set<Op> logical = {Op::kAnd, Op::kOr, Op::kNot};
   for (int i = 0; i < kNumOps; ++i) {
@@ -120,8 +119,8 @@ TEST(OpListTest, PropertyColumn) {
 TEST(OpListTest, DeclaredResultTypes) {
   for (int i = 0; i < kNumOps; ++i) {
     Op op = AllOps()[i];
-    bool want = op == Op::kConstant || op == Op::kIota || op == Op::kReshape || op == Op::kConvert ||
-                op == Op::kBroadcastInDim;
+    bool want =
+        op == Op::kConstant || op == Op::kIota || op == Op::kReshape || op == Op::kConvert || op == Op::kBroadcastInDim;
     EXPECT_EQ(ResultTypeIsDeclared(op), want) << OpName(op);
   }
 }
@@ -238,8 +237,8 @@ std::vector<InferCase> InferCases() {
   }
   c.push_back(Ok(Op::kPower, {f2, f2}, f2));
   c.push_back(Bad(Op::kPower, {i2, i2}, "needs a floating-point operand"));
-  c.push_back(Bad(Op::kAdd, {f2, f2}, "declared result type tensor<3xf32> but the operands give tensor<2xf32>", {},
-                  f3));
+  c.push_back(
+      Bad(Op::kAdd, {f2, f2}, "declared result type tensor<3xf32> but the operands give tensor<2xf32>", {}, f3));
   for (Op op : {Op::kExponential, Op::kLog, Op::kSqrt, Op::kRsqrt, Op::kTanh, Op::kLogistic, Op::kErf, Op::kCeil}) {
     c.push_back(Ok(op, {f2}, f2));
     c.push_back(Bad(op, {i2}, "needs a floating-point operand"));

@@ -179,12 +179,13 @@ TEST_F(MlirOptTest, LiteralsSurviveMlirOptBitExact) {
   ASSERT_TRUE(f.ok()) << f.status();
   Module m;
   m.functions.push_back(*std::move(f));
-  ExpectAcceptedAndReadBack(m);                                                 // lists
+  ExpectAcceptedAndReadBack(m);                                                       // lists
   ExpectAcceptedAndReadBack(m, {"--mlir-print-elementsattrs-with-hex-if-larger=1"});  // hex
 }
 
 TEST_F(MlirOptTest, ReportsErrorsForInvalidText) {
-  MlirOptResult r = RunMlirOpt(mlir_opt_, "\"builtin.module\"() ({\n  %0 = \"x.y\"(%1) : (tensor<f32>) -> tensor<f32>\n");
+  MlirOptResult r =
+      RunMlirOpt(mlir_opt_, "\"builtin.module\"() ({\n  %0 = \"x.y\"(%1) : (tensor<f32>) -> tensor<f32>\n");
   EXPECT_FALSE(r.status.ok());
   EXPECT_FALSE(r.stderr_text.empty());
 }

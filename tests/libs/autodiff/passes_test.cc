@@ -48,8 +48,8 @@ void ExpectSameResults(const Function& before, const Function& after, const std:
   ASSERT_EQ(a->size(), b->size());
   for (size_t i = 0; i < a->size(); ++i) {
     EXPECT_TRUE(BitwiseEqual((*a)[i], (*b)[i]))
-        << "result " << i << ": before " << ::testing::PrintToString(pcp::testing::ToDoubles((*a)[i]))
-        << ", after " << ::testing::PrintToString(pcp::testing::ToDoubles((*b)[i]));
+        << "result " << i << ": before " << ::testing::PrintToString(pcp::testing::ToDoubles((*a)[i])) << ", after "
+        << ::testing::PrintToString(pcp::testing::ToDoubles((*b)[i]));
   }
 }
 
@@ -92,7 +92,7 @@ TEST(DeadCodeTest, RemovesOnlyWhatNoResultNeeds) {
   FunctionBuilder b("dce");
   ValueId x = b.Parameter({DType::kF32, {3}}, "x");
   ValueId e = b.Exp(x);
-  b.Neg(b.Log(x));         // dead chain
+  b.Neg(b.Log(x));        // dead chain
   b.ScalarConstant(4.0);  // dead constant
   ValueId t = b.Tanh(e);
   b.Return({t, e});
@@ -296,7 +296,7 @@ TEST(IdentityTest, InexactLookalikesAreKept) {
   };
   // x + (+0) turns -0 into +0; x - (-0) likewise; 0 - x, 1 / x and x * 2 are not x.
   const Lookalike kept[] = {
-      {Op::kAdd, 0.0f, false}, {Op::kSubtract, -0.0f, false}, {Op::kSubtract, 0.0f, true},
+      {Op::kAdd, 0.0f, false},   {Op::kSubtract, -0.0f, false}, {Op::kSubtract, 0.0f, true},
       {Op::kDivide, 1.0f, true}, {Op::kMultiply, 2.0f, false},
   };
   for (const Lookalike& k : kept) {
@@ -470,7 +470,7 @@ Function Mlp() {
   ValueId w = b.Parameter({DType::kF32, {3, 5}}, "w");
   ValueId bias = b.Parameter({DType::kF32, {5}}, "b");
   ValueId h1 = b.BAdd(b.MatMul(x, w), bias);
-  ValueId h2 = b.BAdd(b.MatMul(x, w), bias);  // the same again
+  ValueId h2 = b.BAdd(b.MatMul(x, w), bias);       // the same again
   ValueId scale = b.Rsqrt(b.ScalarConstant(4.0));  // 0.5, constant
   ValueId act = b.Tanh(b.BMul(h1, scale));
   ValueId act_again = b.Tanh(b.BMul(h2, scale));

@@ -224,7 +224,8 @@ TEST(RematTest, KeepsAValueThatNeedsTwoFullInputsUnlessAllowed) {
   EXPECT_EQ(one->peak_after, one->peak_before);
 
   Function recomputed = before;
-  absl::StatusOr<RematStats> two = Rematerialize(recomputed, RematOptions{.max_big_leaves = 2, .min_reuse_bytes = kTiny.min_reuse_bytes});
+  absl::StatusOr<RematStats> two =
+      Rematerialize(recomputed, RematOptions{.max_big_leaves = 2, .min_reuse_bytes = kTiny.min_reuse_bytes});
   ASSERT_TRUE(two.ok()) << two.status();
   EXPECT_EQ(two->values, 1);
   EXPECT_EQ(Count(recomputed, Op::kMultiply), Count(before, Op::kMultiply) + 1);

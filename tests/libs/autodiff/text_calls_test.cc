@@ -178,8 +178,7 @@ TEST(TextCallsTest, ChecksBecomeResultsWithParseOptions) {
   EXPECT_THAT(main.result_names,
               ElementsAre("check.expect_almost_eq_const@5:5:lhs", "check.expect_almost_eq_const@5:5:rhs",
                           "check.expect_close@6:5:lhs", "check.expect_close@6:5:rhs", "check.expect_eq@7:5:lhs",
-                          "check.expect_eq@7:5:rhs", "check.expect_eq_const@8:5:lhs",
-                          "check.expect_eq_const@8:5:rhs"));
+                          "check.expect_eq@7:5:rhs", "check.expect_eq_const@8:5:lhs", "check.expect_eq_const@8:5:rhs"));
   absl::StatusOr<std::vector<Tensor>> out = Interpret(main, {});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(Floats((*out)[checks[0].lhs_result]), ElementsAre(2, 4));

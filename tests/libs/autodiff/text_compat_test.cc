@@ -38,7 +38,8 @@ constexpr char kMhlo[] = R"("builtin.module"() ({
 }) {torch.debug_module_name = "GraphModule"} : () -> ()
 )";
 
-constexpr char kStablehlo[] = R"(func.func @main(%arg0: tensor<2x3xf32>, %arg1: tensor<3x2xf32>) -> (tensor<2xf32>, tensor<2x3xi1>) {
+constexpr char kStablehlo[] =
+    R"(func.func @main(%arg0: tensor<2x3xf32>, %arg1: tensor<3x2xf32>) -> (tensor<2xf32>, tensor<2x3xi1>) {
   %0 = stablehlo.constant dense<1.0> : tensor<2x3xf32>
   %1 = stablehlo.add %arg0, %0 : tensor<2x3xf32>
   %2 = stablehlo.compare LT, %1, %0, FLOAT : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
@@ -72,9 +73,9 @@ TEST(TextCompatTest, MhloOpsAndAttributesReadAsStablehlo) {
 TEST(TextCompatTest, UnsupportedMhloOpsAreNamedAsWritten) {
   for (const char* line : {"%0 = \"mhlo.rng\"(%arg0, %arg0) : (tensor<f32>, tensor<f32>) -> tensor<f32>",
                            "%0 = mhlo.rng %arg0, %arg0 : tensor<f32>"}) {
-    absl::StatusOr<Module> m = ParseModule(
-        absl::StrCat("func.func @f(%arg0: tensor<f32>) -> tensor<f32> {\n  ", line, "\n  return %arg0 : tensor<f32>\n}\n"),
-        "rng.mlir");
+    absl::StatusOr<Module> m = ParseModule(absl::StrCat("func.func @f(%arg0: tensor<f32>) -> tensor<f32> {\n  ", line,
+                                                        "\n  return %arg0 : tensor<f32>\n}\n"),
+                                           "rng.mlir");
     ASSERT_FALSE(m.ok()) << line;
     EXPECT_TRUE(absl::StartsWith(m.status().message(), "rng.mlir:2:8: unsupported operation 'mhlo.rng' (PCP supports"))
         << m.status();
@@ -88,9 +89,10 @@ TEST(TextCompatTest, GenericModuleAttributesAndPropertiesAreReadPast) {
     "func.return"(%arg0) : (tensor<2xf32>) -> ()
   }) {function_type = (tensor<2xf32>) -> tensor<2xf32>, sym_name = "f"} : () -> ()
 }))";
-  for (const std::string& text :
-       {absl::StrCat("\"builtin.module\"() ", body, " {sym_name = \"m\", torch.debug_module_name = \"X\"} : () -> ()\n"),
-        absl::StrCat("\"builtin.module\"() <{sym_name = \"m\"}> ", body, " {mhlo.num_partitions = 1 : i32} : () -> ()\n")}) {
+  for (const std::string& text : {absl::StrCat("\"builtin.module\"() ", body,
+                                               " {sym_name = \"m\", torch.debug_module_name = \"X\"} : () -> ()\n"),
+                                  absl::StrCat("\"builtin.module\"() <{sym_name = \"m\"}> ", body,
+                                               " {mhlo.num_partitions = 1 : i32} : () -> ()\n")}) {
     absl::StatusOr<Module> m = ParseModule(text, "module.mlir");
     ASSERT_TRUE(m.ok()) << m.status() << "\n" << text;
     ASSERT_EQ(m->functions.size(), 1u);
@@ -98,18 +100,21 @@ TEST(TextCompatTest, GenericModuleAttributesAndPropertiesAreReadPast) {
   absl::StatusOr<Module> bad =
       ParseModule(absl::StrCat("\"builtin.module\"() ", body, " {foo.bar = 1} : () -> ()\n"), "module.mlir");
   ASSERT_FALSE(bad.ok());
-  EXPECT_TRUE(absl::StartsWith(bad.status().message(), "module.mlir:6:5: unsupported attribute 'foo.bar' on the module"))
+  EXPECT_TRUE(
+      absl::StartsWith(bad.status().message(), "module.mlir:6:5: unsupported attribute 'foo.bar' on the module"))
       << bad.status();
 }
 
 // tt-xla's module says which results alias which arguments: buffers, not values.
 TEST(TextCompatTest, InputOutputAliasOnTheModuleIsReadPast) {
-  absl::StatusOr<Module> m = ParseModule(R"(module @SyncTensorsGraph.5 attributes {mhlo.cross_program_prefetches = [], mhlo.input_output_alias = [], mhlo.is_dynamic = false} {
+  absl::StatusOr<Module> m = ParseModule(
+      R"(module @SyncTensorsGraph.5 attributes {mhlo.cross_program_prefetches = [], mhlo.input_output_alias = [], mhlo.is_dynamic = false} {
   func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {
     return %arg0 : tensor<2xf32>
   }
 }
-)", "alias.mlir");
+)",
+      "alias.mlir");
   ASSERT_TRUE(m.ok()) << m.status();
 }
 
@@ -137,7 +142,8 @@ TEST(TextCompatTest, LegacyDotIsDotGeneralOverLastAndFirstDimensions) {
     for (const std::string& op :
          {absl::StrCat("\"stablehlo.dot\"(%arg0, %arg1) : ", sig),
           absl::StrCat("\"mhlo.dot\"(%arg0, %arg1) {precision_config = [#mhlo<precision DEFAULT>, #mhlo<precision "
-                       "DEFAULT>]} : ", sig),
+                       "DEFAULT>]} : ",
+                       sig),
           absl::StrCat("stablehlo.dot %arg0, %arg1 : ", sig),
           absl::StrCat("stablehlo.dot %arg0, %arg1, precision = [DEFAULT, HIGHEST] : ", sig)}) {
       const std::string text = absl::StrCat("func.func @f(%arg0: ", c.lhs, ", %arg1: ", c.rhs, ") -> ", c.result,
@@ -170,15 +176,17 @@ TEST(TextCompatTest, LegacyDotErrors) {
        "dot.mlir:2:3: stablehlo.dot does not take attribute 'dot_dimension_numbers'"},
   };
   for (const Case& c : cases) {
-    const std::string text = absl::StrCat("func.func @f(%arg0: tensor<2x2x2xf32>, %arg1: tensor<2xf32>) -> tensor<2x2xf32> {\n  %0 = ",
-                                          c.op, "\n  return %0 : tensor<2x2xf32>\n}\n");
+    const std::string text =
+        absl::StrCat("func.func @f(%arg0: tensor<2x2x2xf32>, %arg1: tensor<2xf32>) -> tensor<2x2xf32> {\n  %0 = ", c.op,
+                     "\n  return %0 : tensor<2x2xf32>\n}\n");
     absl::StatusOr<Module> m = ParseModule(text, "dot.mlir");
     ASSERT_FALSE(m.ok()) << c.op;
     EXPECT_TRUE(absl::StartsWith(m.status().message(), c.error)) << m.status();
   }
 }
 
-constexpr char kLogicalReduce[] = R"(func.func @f(%arg0: tensor<2x3xi1>, %arg1: tensor<i1>) -> (tensor<2xi1>, tensor<2xi1>, tensor<3xi1>) {
+constexpr char kLogicalReduce[] =
+    R"(func.func @f(%arg0: tensor<2x3xi1>, %arg1: tensor<i1>) -> (tensor<2xi1>, tensor<2xi1>, tensor<3xi1>) {
   %0 = stablehlo.reduce(%arg0 init: %arg1) applies stablehlo.or across dimensions = [1] : (tensor<2x3xi1>, tensor<i1>) -> tensor<2xi1>
   %1 = stablehlo.reduce(%arg0 init: %arg1) across dimensions = [1] : (tensor<2x3xi1>, tensor<i1>) -> tensor<2xi1>
    reducer(%a: tensor<i1>, %b: tensor<i1>)  {
@@ -234,7 +242,8 @@ TEST(TextCompatTest, OtherReduceBodiesStayErrors) {
   for (const Case& c : cases) {
     const std::string text = absl::StrCat(
         "func.func @f(%arg0: tensor<2x3xi1>, %arg1: tensor<i1>, %arg2: tensor<2x3xi32>, %arg3: tensor<i32>) -> "
-        "tensor<i1> {\n  ", c.op, "\n  return %arg1 : tensor<i1>\n}\n");
+        "tensor<i1> {\n  ",
+        c.op, "\n  return %arg1 : tensor<i1>\n}\n");
     absl::StatusOr<Module> m = ParseModule(text, "t.mlir");
     ASSERT_FALSE(m.ok()) << c.op;
     EXPECT_TRUE(absl::StartsWith(m.status().message(), c.error)) << m.status();
@@ -248,14 +257,16 @@ TEST(TextCompatTest, GenericArithConstantAndMultiResultCustomCall) {
   %0 = "arith.constant"() {value = dense<[64, 256]> : tensor<2xi64>} : () -> tensor<2xi64>
   return %0 : tensor<2xi64>
 }
-)", "c.mlir");
+)",
+                                         "c.mlir");
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->functions[0].instructions[0].op, Op::kConstant);
   absl::StatusOr<Module> call = ParseModule(R"(func.func @f(%arg0: tensor<2xf32>) -> tensor<2xf32> {
   %0:2 = "mhlo.custom_call"(%arg0) {call_target_name = "byteir.layer_norm", has_side_effect = false} : (tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)
   return %arg0 : tensor<2xf32>
 }
-)", "c.mlir");
+)",
+                                            "c.mlir");
   ASSERT_FALSE(call.ok());
   EXPECT_TRUE(absl::StartsWith(call.status().message(), "c.mlir:2:3: custom_call @byteir.layer_norm is not supported"))
       << call.status();
@@ -272,7 +283,8 @@ TEST(TextCompatTest, IreeCheckSpelling) {
 )";
   absl::StatusOr<Module> refused = ParseModule(text, "iree.mlir");
   ASSERT_FALSE(refused.ok());
-  EXPECT_TRUE(absl::StartsWith(refused.status().message(), "iree.mlir:3:3: check.expect_almost_eq_const is not supported"))
+  EXPECT_TRUE(
+      absl::StartsWith(refused.status().message(), "iree.mlir:3:3: check.expect_almost_eq_const is not supported"))
       << refused.status();
   std::vector<ParsedCheck> checks;
   absl::StatusOr<Module> m = ParseModule(text, "iree.mlir", ParseOptions{.checks = &checks});
@@ -286,8 +298,11 @@ TEST(TextCompatTest, IreeCheckSpelling) {
   for (const char* bad : {"check.expect_eq_const(dense<1.0> : tensor<2xf32>, %0) : tensor<2xf32>",
                           "check.expect_eq_const(%0, dense<1.0> : tensor<2xf32>) : tensor<3xf32>"}) {
     std::string bad_text = text;
-    bad_text.replace(bad_text.find("check.expect_almost"), std::string("check.expect_almost_eq_const(%0, dense<[2.0, 4.0]> "
-                                                                       ": tensor<2xf32>) : tensor<2xf32>").size(), bad);
+    bad_text.replace(bad_text.find("check.expect_almost"),
+                     std::string("check.expect_almost_eq_const(%0, dense<[2.0, 4.0]> "
+                                 ": tensor<2xf32>) : tensor<2xf32>")
+                         .size(),
+                     bad);
     absl::StatusOr<Module> b = ParseModule(bad_text, "iree.mlir", ParseOptions{.checks = &checks});
     ASSERT_FALSE(b.ok()) << bad;
     EXPECT_TRUE(absl::StrContains(b.status().message(), "iree.mlir:3:")) << b.status();

@@ -59,7 +59,7 @@ TEST(TextDynamicSliceTest, StartsFromArgumentsAreClampedLikeTheSpec) {
   };
   const std::vector<Case> cases = {
       {1, 0, {3, 4, 6, 7}, {0, 1, 2, -1, -2, 5, 6, 7, 8, 9, 10, 11}},
-      {3, 1, {7, 8, 10, 11}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, -2}},    // slice clamped to row 2
+      {3, 1, {7, 8, 10, 11}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, -2}},   // slice clamped to row 2
       {-5, 9, {1, 2, 4, 5}, {0, -1, -2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},  // clamped to (0, 1)
   };
   for (const Case& c : cases) {
@@ -174,7 +174,8 @@ TEST(TextDynamicSliceTest, ScanOverStackedLayersComputesTheLoopAndItsGradient) {
 }
 
 TEST(TextDynamicSliceTest, ErrorsNameWhatAndWhere) {
-  const std::string head = "module {\n  func.func @main(%x: tensor<4x3xf32>, %s: tensor<i32>, %t: tensor<i64>) -> tensor<2x2xf32> {\n";
+  const std::string head =
+      "module {\n  func.func @main(%x: tensor<4x3xf32>, %s: tensor<i32>, %t: tensor<i64>) -> tensor<2x2xf32> {\n";
   const std::string tail = "\n    return %0 : tensor<2x2xf32>\n  }\n}\n";
   struct Case {
     std::string op, message;

@@ -36,7 +36,8 @@ TEST(TextImportOpsTest, LogicalAndCeilPrintInStableHloPrettyFormAndRoundTrip) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(PrintModule(*m, TextForm::kPretty), kLogicalPretty);
   const std::string generic = PrintModule(*m);
-  EXPECT_TRUE(absl::StrContains(generic, R"("stablehlo.and"(%arg0, %arg1) : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>)"))
+  EXPECT_TRUE(
+      absl::StrContains(generic, R"("stablehlo.and"(%arg0, %arg1) : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>)"))
       << generic;
   EXPECT_TRUE(absl::StrContains(generic, R"("stablehlo.not"(%0) : (tensor<4xi1>) -> tensor<4xi1>)")) << generic;
   absl::StatusOr<Module> again = ParseModule(generic, "generic.mlir");
@@ -54,10 +55,10 @@ TEST(TextImportOpsTest, LogicalAndCeilPrintInStableHloPrettyFormAndRoundTrip) {
 }
 
 TEST(TextImportOpsTest, LogicalOpsRejectFloatsAndCeilRejectsIntegers) {
-  for (const char* line : {"%0 = stablehlo.and %arg0, %arg0 : tensor<4xf32>", "%0 = stablehlo.not %arg0 : tensor<4xf32>",
-                           "%0 = stablehlo.ceil %arg1 : tensor<4xi32>"}) {
-    std::string text = absl::StrCat("func.func @f(%arg0: tensor<4xf32>, %arg1: tensor<4xi32>) -> tensor<4xf32> {\n  ", line,
-                                    "\n  return %arg0 : tensor<4xf32>\n}\n");
+  for (const char* line : {"%0 = stablehlo.and %arg0, %arg0 : tensor<4xf32>",
+                           "%0 = stablehlo.not %arg0 : tensor<4xf32>", "%0 = stablehlo.ceil %arg1 : tensor<4xi32>"}) {
+    std::string text = absl::StrCat("func.func @f(%arg0: tensor<4xf32>, %arg1: tensor<4xi32>) -> tensor<4xf32> {\n  ",
+                                    line, "\n  return %arg0 : tensor<4xf32>\n}\n");
     absl::StatusOr<Module> m = ParseModule(text, "bad.mlir");
     ASSERT_FALSE(m.ok()) << line;
     EXPECT_TRUE(absl::StartsWith(m.status().message(), "bad.mlir:2:3: stablehlo.")) << m.status();
@@ -65,17 +66,20 @@ TEST(TextImportOpsTest, LogicalOpsRejectFloatsAndCeilRejectsIntegers) {
 }
 
 TEST(TextImportOpsTest, ClampScalarBoundsAreBroadcast) {
-  for (const char* op : {"stablehlo.clamp %lo, %arg0, %hi : (tensor<f32>, tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>",
-                         "\"stablehlo.clamp\"(%lo, %arg0, %hi) : (tensor<f32>, tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>"}) {
+  for (const char* op :
+       {"stablehlo.clamp %lo, %arg0, %hi : (tensor<f32>, tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>",
+        "\"stablehlo.clamp\"(%lo, %arg0, %hi) : (tensor<f32>, tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>"}) {
     std::string text = absl::StrCat(
         "func.func @main(%arg0: tensor<2x2xf32>) -> tensor<2x2xf32> {\n"
         "  %lo = stablehlo.constant dense<-1.000000e+00> : tensor<f32>\n"
         "  %hi = stablehlo.constant dense<2.500000e-01> : tensor<f32>\n"
-        "  %0 = ", op, "\n  return %0 : tensor<2x2xf32>\n}\n");
+        "  %0 = ",
+        op, "\n  return %0 : tensor<2x2xf32>\n}\n");
     absl::StatusOr<Module> m = ParseModule(text, "clamp.mlir");
     ASSERT_TRUE(m.ok()) << m.status();
     const std::string pretty = PrintModule(*m, TextForm::kPretty);
-    EXPECT_TRUE(absl::StrContains(pretty, "stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<2x2xf32>"))
+    EXPECT_TRUE(
+        absl::StrContains(pretty, "stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<2x2xf32>"))
         << pretty;
     EXPECT_TRUE(absl::StrContains(pretty, "= stablehlo.clamp %2, %arg0, %3 : tensor<2x2xf32>")) << pretty;
     absl::StatusOr<Module> again = ParseModule(pretty, "again.mlir");
@@ -87,23 +91,30 @@ TEST(TextImportOpsTest, ClampScalarBoundsAreBroadcast) {
     EXPECT_EQ((*r)[0].ToVector<float>(), (std::vector<float>{-1.0f, 0.125f, 0.25f, -0.0f}));
   }
   // Bounds of another shape are an error (only scalars broadcast).
-  absl::StatusOr<Module> bad = ParseModule(R"(func.func @main(%arg0: tensor<2x2xf32>, %b: tensor<2xf32>) -> tensor<2x2xf32> {
+  absl::StatusOr<Module> bad =
+      ParseModule(R"(func.func @main(%arg0: tensor<2x2xf32>, %b: tensor<2xf32>) -> tensor<2x2xf32> {
   %0 = stablehlo.clamp %b, %arg0, %b : (tensor<2xf32>, tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
   return %0 : tensor<2x2xf32>
-})", "clamp.mlir");
+})",
+                  "clamp.mlir");
   ASSERT_FALSE(bad.ok());
-  EXPECT_TRUE(absl::StartsWith(bad.status().message(), "clamp.mlir:2:3: stablehlo.clamp: operand types differ")) << bad.status();
+  EXPECT_TRUE(absl::StartsWith(bad.status().message(), "clamp.mlir:2:3: stablehlo.clamp: operand types differ"))
+      << bad.status();
 }
 
 // jnp.where with a scalar condition: select's predicate is tensor<i1>.
 TEST(TextImportOpsTest, SelectScalarPredicateIsBroadcast) {
-  for (const char* op : {"stablehlo.select %p, %arg0, %arg1 : tensor<i1>, tensor<3xf32>",
-                         "\"stablehlo.select\"(%p, %arg0, %arg1) : (tensor<i1>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>"}) {
+  for (const char* op :
+       {"stablehlo.select %p, %arg0, %arg1 : tensor<i1>, tensor<3xf32>",
+        "\"stablehlo.select\"(%p, %arg0, %arg1) : (tensor<i1>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>"}) {
     for (bool pick : {true, false}) {
       std::string text = absl::StrCat(
           "func.func @main(%arg0: tensor<3xf32>, %arg1: tensor<3xf32>) -> tensor<3xf32> {\n"
-          "  %p = stablehlo.constant dense<", pick ? "true" : "false", "> : tensor<i1>\n"
-          "  %0 = ", op, "\n  return %0 : tensor<3xf32>\n}\n");
+          "  %p = stablehlo.constant dense<",
+          pick ? "true" : "false",
+          "> : tensor<i1>\n"
+          "  %0 = ",
+          op, "\n  return %0 : tensor<3xf32>\n}\n");
       absl::StatusOr<Module> m = ParseModule(text, "select.mlir");
       ASSERT_TRUE(m.ok()) << m.status();
       const Tensor a = Tensor::FromVector<float>({3}, {1, 2, 3}), b = Tensor::FromVector<float>({3}, {4, 5, 6});
@@ -157,16 +168,18 @@ TEST(TextImportOpsTest, DynamicIotaFromAParameterTrustsTheStaticType) {
     func.func @main(%arg0: tensor<2xi64>) -> tensor<2x5xi32> {
       %0 = stablehlo.dynamic_iota %arg0, dim = 1 : (tensor<2xi64>) -> tensor<2x5xi32>
       return %0 : tensor<2x5xi32>
-    })", "iota.mlir");
+    })",
+                                         "iota.mlir");
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_EQ(m->functions[0].instructions.size(), 1u);
   EXPECT_EQ(m->functions[0].instructions[0].op, Op::kIota);
 }
 
 std::string IotaLine(const std::string& line) {
-  return absl::StrCat("func.func @main(%arg0: tensor<2xf32>) -> tensor<4xi64> {\n"
-                      "  %c = stablehlo.constant dense<[4, 1]> : tensor<2xi64>\n  ",
-                      line, "\n  return %0 : tensor<4xi64>\n}\n");
+  return absl::StrCat(
+      "func.func @main(%arg0: tensor<2xf32>) -> tensor<4xi64> {\n"
+      "  %c = stablehlo.constant dense<[4, 1]> : tensor<2xi64>\n  ",
+      line, "\n  return %0 : tensor<4xi64>\n}\n");
 }
 
 TEST(TextImportOpsTest, DynamicIotaErrorsNameLineAndColumn) {
@@ -190,7 +203,8 @@ TEST(TextImportOpsTest, DynamicIotaErrorsNameLineAndColumn) {
        "t.mlir:3:34: expected ',' and dim = N after the operand of stablehlo.dynamic_iota, got ':'"},
       {IotaLine("%0 = \"stablehlo.dynamic_iota\"(%c) : (tensor<2xi64>) -> tensor<4x1xi64>"),
        "t.mlir:3:3: stablehlo.dynamic_iota needs attribute 'iota_dimension'"},
-      {IotaLine("%0 = \"stablehlo.dynamic_iota\"(%c, %c) {iota_dimension = 0 : i64} : (tensor<2xi64>) -> tensor<4xi64>"),
+      {IotaLine(
+           "%0 = \"stablehlo.dynamic_iota\"(%c, %c) {iota_dimension = 0 : i64} : (tensor<2xi64>) -> tensor<4xi64>"),
        "t.mlir:3:3: stablehlo.dynamic_iota expects 1 operands, got 2"},
   };
   for (const ErrorCase& c : cases) {

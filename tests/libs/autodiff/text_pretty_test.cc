@@ -102,10 +102,10 @@ TEST(TextPrettyTest, PrintsStablehloPrettySpellings) {
     ASSERT_TRUE(g.ok()) << g.status();
     text += PrintFunction(*g, TextForm::kPretty);
   }
-  for (const char* expected : {"= stablehlo.compare GE, %", "batching_dims = [0] x [0], contracting_dims = [2] x [1] : (",
-                               "= stablehlo.slice %", " [1:3, 0:6:2] : (", "= stablehlo.iota dim = 1 : tensor<",
-                               "= chlo.erf %", "= stablehlo.select %", "= stablehlo.convert %", ", dim = ",
-                               "= stablehlo.transpose %"}) {
+  for (const char* expected :
+       {"= stablehlo.compare GE, %", "batching_dims = [0] x [0], contracting_dims = [2] x [1] : (",
+        "= stablehlo.slice %", " [1:3, 0:6:2] : (", "= stablehlo.iota dim = 1 : tensor<", "= chlo.erf %",
+        "= stablehlo.select %", "= stablehlo.convert %", ", dim = ", "= stablehlo.transpose %"}) {
     EXPECT_TRUE(absl::StrContains(text, expected)) << expected << "\n" << text;
   }
 }
@@ -305,7 +305,8 @@ TEST(TextPrettyTest, GenericAndPrettyFormsMixInOneModule) {
 // Module, function, argument and result attributes that JAX and torch-mlir put on their
 // exports only shard, lay out or name things: they are read past.
 TEST(TextPrettyTest, ReadsPastExporterMetadata) {
-  absl::StatusOr<Module> m = ParseModule(R"(module @jit_f attributes {jax.uses_shape_polymorphism = false, mhlo.cross_program_prefetches = [], mhlo.is_dynamic = false, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32, mhlo.use_auto_spmd_partitioning = false} {
+  absl::StatusOr<Module> m = ParseModule(
+      R"(module @jit_f attributes {jax.uses_shape_polymorphism = false, mhlo.cross_program_prefetches = [], mhlo.is_dynamic = false, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32, mhlo.use_auto_spmd_partitioning = false} {
   func.func public @main(%arg0: tensor<1x7xi32> {jax.arg_info = "inputs['input_ids']", mhlo.layout_mode = "default", mhlo.sharding = "{replicated}"}) -> (tensor<1x7xf32> {jax.result_info = "[0]", mhlo.layout_mode = "default"}) {
     %0 = stablehlo.convert %arg0 {mhlo.frontend_attributes = {_xla_compute_type = "host"}} : (tensor<1x7xi32>) -> tensor<1x7xf32>
     return %0 : tensor<1x7xf32>
@@ -414,7 +415,8 @@ TEST(TextPrettyTest, NarrowAndUnsignedIntegersAreWidenedExactly) {
   ASSERT_FALSE(short_blob.ok());
   EXPECT_TRUE(absl::StrContains(short_blob.status().message(), "holds 3 bytes after its header but tensor<2xi32>"))
       << short_blob.status();
-  EXPECT_TRUE(absl::StrContains(short_blob.status().message(), "needs 4 (2 bytes per stored element)")) << short_blob.status();
+  EXPECT_TRUE(absl::StrContains(short_blob.status().message(), "needs 4 (2 bytes per stored element)"))
+      << short_blob.status();
 }
 
 // ---- Errors ------------------------------------------------------------------------------
@@ -428,8 +430,8 @@ struct ErrorCase {
 // A pretty-form function with parameters %x: tensor<2xf32>, %i: tensor<3xi32>,
 // %t: tensor<4x5xf32> whose line 3 is `op_line`; it returns %0 of type `result`.
 std::string PrettyErrorText(absl::string_view op_line, absl::string_view result = "tensor<2xf32>") {
-  return absl::StrCat("module {\n  func.func @f(%x: tensor<2xf32>, %i: tensor<3xi32>, %t: tensor<4x5xf32>) -> ",
-                      result, " {\n", op_line, "\n    return %0 : ", result, "\n  }\n}\n");
+  return absl::StrCat("module {\n  func.func @f(%x: tensor<2xf32>, %i: tensor<3xi32>, %t: tensor<4x5xf32>) -> ", result,
+                      " {\n", op_line, "\n    return %0 : ", result, "\n  }\n}\n");
 }
 
 TEST(TextPrettyTest, ErrorsNameLineColumnAndWhatIsUnsupported) {
@@ -448,30 +450,35 @@ TEST(TextPrettyTest, ErrorsNameLineColumnAndWhatIsUnsupported) {
       {"scalar type", PrettyErrorText("    %0 = arith.constant 1.0 : f32"),
        "t.mlir:3:25: scalar constants are not supported: PCP values are tensors (arith.constant dense<...> : "
        "tensor<...>)"},
-      {"reduce body", PrettyErrorText("    %z = stablehlo.constant dense<1.0> : tensor<f32>\n"
-                                      "    %0 = stablehlo.reduce(%t init: %z) applies stablehlo.multiply across "
-                                      "dimensions = [0] : (tensor<4x5xf32>, tensor<f32>) -> tensor<5xf32>",
-                                      "tensor<5xf32>"),
+      {"reduce body",
+       PrettyErrorText("    %z = stablehlo.constant dense<1.0> : tensor<f32>\n"
+                       "    %0 = stablehlo.reduce(%t init: %z) applies stablehlo.multiply across "
+                       "dimensions = [0] : (tensor<4x5xf32>, tensor<f32>) -> tensor<5xf32>",
+                       "tensor<5xf32>"),
        "t.mlir:4:48: unsupported body of stablehlo.reduce: expected stablehlo.add, stablehlo.maximum, or "
        "stablehlo.or / stablehlo.and over i1, got "
        "'stablehlo.multiply'"},
-      {"variadic reduce", PrettyErrorText("    %z = stablehlo.constant dense<1.0> : tensor<f32>\n"
-                                          "    %0 = stablehlo.reduce(%t init: %z), (%t init: %z) across dimensions = "
-                                          "[0] : (tensor<4x5xf32>, tensor<f32>) -> tensor<5xf32>",
-                                          "tensor<5xf32>"),
+      {"variadic reduce",
+       PrettyErrorText("    %z = stablehlo.constant dense<1.0> : tensor<f32>\n"
+                       "    %0 = stablehlo.reduce(%t init: %z), (%t init: %z) across dimensions = "
+                       "[0] : (tensor<4x5xf32>, tensor<f32>) -> tensor<5xf32>",
+                       "tensor<5xf32>"),
        "t.mlir:4:39: stablehlo.reduce with several inputs is not supported"},
-      {"dot algorithm", PrettyErrorText("    %0 = stablehlo.dot_general %x, %x, contracting_dims = [0] x [0], "
-                                        "algorithm = <lhs_precision_type = f32> : (tensor<2xf32>, tensor<2xf32>) -> "
-                                        "tensor<f32>",
-                                        "tensor<f32>"),
+      {"dot algorithm",
+       PrettyErrorText("    %0 = stablehlo.dot_general %x, %x, contracting_dims = [0] x [0], "
+                       "algorithm = <lhs_precision_type = f32> : (tensor<2xf32>, tensor<2xf32>) -> "
+                       "tensor<f32>",
+                       "tensor<f32>"),
        "t.mlir:3:70: unsupported stablehlo.dot_general attribute 'algorithm' (PCP takes batching_dims, "
        "contracting_dims and precision)"},
-      {"total order", PrettyErrorText("    %c = stablehlo.compare LT, %x, %x, TOTALORDER : (tensor<2xf32>, "
-                                      "tensor<2xf32>) -> tensor<2xi1>\n"
-                                      "    %0 = stablehlo.select %c, %x, %x : tensor<2xi1>, tensor<2xf32>"),
+      {"total order",
+       PrettyErrorText("    %c = stablehlo.compare LT, %x, %x, TOTALORDER : (tensor<2xf32>, "
+                       "tensor<2xf32>) -> tensor<2xi1>\n"
+                       "    %0 = stablehlo.select %c, %x, %x : tensor<2xi1>, tensor<2xf32>"),
        "t.mlir:3:40: comparison type TOTALORDER is not supported (PCP compares floats in IEEE partial order, FLOAT)"},
-      {"unsigned ints", PrettyErrorText("    %c = stablehlo.compare LT, %i, %i, UNSIGNED : (tensor<3xi32>, "
-                                        "tensor<3xi32>) -> tensor<3xi1>\n    %0 = stablehlo.add %x, %x : tensor<2xf32>"),
+      {"unsigned ints",
+       PrettyErrorText("    %c = stablehlo.compare LT, %i, %i, UNSIGNED : (tensor<3xi32>, "
+                       "tensor<3xi32>) -> tensor<3xi1>\n    %0 = stablehlo.add %x, %x : tensor<2xf32>"),
        "t.mlir:3:40: comparison type UNSIGNED is not supported for i32 operands (PCP compares them as SIGNED)"},
       {"gather pretty", PrettyErrorText("    %0 = stablehlo.gather %t, %i : tensor<2xf32>"),
        "t.mlir:3:10: stablehlo.gather has no pretty form; write it in the generic form (\"stablehlo.gather\"(...) "
@@ -481,27 +488,30 @@ TEST(TextPrettyTest, ErrorsNameLineColumnAndWhatIsUnsupported) {
        "large elements kept (e.g. without --mlir-elide-elementsattrs-if-larger)"},
       {"missing blob", PrettyErrorText("    %0 = stablehlo.constant dense_resource<w0> : tensor<2xf32>"),
        "t.mlir:3:44: dense_resource<w0> has no blob in the file's {-# dialect_resources: { builtin: ... } #-}"},
-      {"short blob", absl::StrCat(PrettyErrorText("    %0 = stablehlo.constant dense_resource<w0> : tensor<2xf32>"),
-                                  "{-# dialect_resources: { builtin: { w0: \"0x040000000000803F\" } } #-}\n"),
+      {"short blob",
+       absl::StrCat(PrettyErrorText("    %0 = stablehlo.constant dense_resource<w0> : tensor<2xf32>"),
+                    "{-# dialect_resources: { builtin: { w0: \"0x040000000000803F\" } } #-}\n"),
        "t.mlir:7:41: resource 'w0' holds 4 bytes after its header but tensor<2xf32> at t.mlir:3:44 needs 8"},
-      {"several partitions",
-       absl::StrCat("module attributes {mhlo.num_partitions = 2 : i32} {\n}\n"),
+      {"several partitions", absl::StrCat("module attributes {mhlo.num_partitions = 2 : i32} {\n}\n"),
        "t.mlir:1:42: mhlo.num_partitions = 2 is not supported (PCP runs one replica of one partition per program)"},
       {"attribute alias", absl::StrCat("#map = affine_map<(d0) -> (d0)>\n", valid),
        "t.mlir:1:1: attribute alias #map is not supported (only location aliases, #loc = loc(...))"},
-      {"return types", PrettyErrorText("    %0 = stablehlo.add %x, %x : tensor<2xf32>", "tensor<2xf32>")
-                           .replace(valid.find("return %0 : tensor<2xf32>") + 12, 13, "tensor<3xf32>"),
+      {"return types",
+       PrettyErrorText("    %0 = stablehlo.add %x, %x : tensor<2xf32>", "tensor<2xf32>")
+           .replace(valid.find("return %0 : tensor<2xf32>") + 12, 13, "tensor<3xf32>"),
        "t.mlir:4:17: the return's types (tensor<3xf32>) do not match its operands (tensor<2xf32>)"},
       {"result types", std::string(valid).replace(valid.find("-> tensor<2xf32>"), 16, "-> tensor<3xf32>"),
        "t.mlir:2:78: the result types (tensor<3xf32>) of func.func @f do not match its return, which has "
        "(tensor<2xf32>)"},
-      {"declared type", PrettyErrorText("    %0 = stablehlo.transpose %t, dims = [1, 0] : (tensor<4x5xf32>) -> "
-                                        "tensor<4x5xf32>",
-                                        "tensor<4x5xf32>"),
+      {"declared type",
+       PrettyErrorText("    %0 = stablehlo.transpose %t, dims = [1, 0] : (tensor<4x5xf32>) -> "
+                       "tensor<4x5xf32>",
+                       "tensor<4x5xf32>"),
        "t.mlir:3:5: stablehlo.transpose: declared result type tensor<4x5xf32> but the operands give tensor<5x4xf32>"},
       {"undefined value", PrettyErrorText("    %0 = stablehlo.add %x, %y : tensor<2xf32>"),
        "t.mlir:3:28: use of undefined value %y"},
-      {"truncated", valid.substr(0, valid.find("%x, %x") + 4), "t.mlir:3:28: expected an operand (%name), got end of input"},
+      {"truncated", valid.substr(0, valid.find("%x, %x") + 4),
+       "t.mlir:3:28: expected an operand (%name), got end of input"},
       {"unterminated location", PrettyErrorText("    %0 = stablehlo.add %x, %x : tensor<2xf32> loc(\"a\""),
        "t.mlir:3:47: expected an operation name, got unterminated location 'loc(\"a\"\\x0A    return %0 : tensor<2xf32>\\x0A  ...'"},
       {"declaration", "module {\n  func.func private @f(%x: tensor<2xf32>) -> tensor<2xf32>\n}\n",

@@ -86,17 +86,17 @@ TEST(TextTest, PrintsStablehloAttributes) {
     ASSERT_TRUE(f.ok()) << f.status();
     text += PrintFunction(*f);
   }
-  for (const char* expected : {
-           "{comparison_direction = #stablehlo<comparison_direction GE>}",
-           "{dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], "
-           "lhs_contracting_dimensions = [2], rhs_contracting_dimensions = [1]>}",
-           "{dimension_numbers = #stablehlo.gather<offset_dims = [2], collapsed_slice_dims = [0], start_index_map = "
-           "[0], index_vector_dim = 2>, slice_sizes = dense<[1, 8]> : tensor<2xi64>}",
-           "{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [2], inserted_window_dims = [0], "
-           "scatter_dims_to_operand_dims = [0], index_vector_dim = 2>}",
-           "{limit_indices = dense<[3, 6]> : tensor<2xi64>, start_indices = dense<[1, 0]> : tensor<2xi64>, "
-           "strides = dense<[1, 2]> : tensor<2xi64>}",
-           "{iota_dimension = 1 : i64}"}) {
+  for (const char* expected :
+       {"{comparison_direction = #stablehlo<comparison_direction GE>}",
+        "{dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], "
+        "lhs_contracting_dimensions = [2], rhs_contracting_dimensions = [1]>}",
+        "{dimension_numbers = #stablehlo.gather<offset_dims = [2], collapsed_slice_dims = [0], start_index_map = "
+        "[0], index_vector_dim = 2>, slice_sizes = dense<[1, 8]> : tensor<2xi64>}",
+        "{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [2], inserted_window_dims = [0], "
+        "scatter_dims_to_operand_dims = [0], index_vector_dim = 2>}",
+        "{limit_indices = dense<[3, 6]> : tensor<2xi64>, start_indices = dense<[1, 0]> : tensor<2xi64>, "
+        "strides = dense<[1, 2]> : tensor<2xi64>}",
+        "{iota_dimension = 1 : i64}"}) {
     EXPECT_TRUE(absl::StrContains(text, expected)) << expected << "\n" << text;
   }
 }
@@ -126,9 +126,9 @@ const std::vector<uint32_t> kSpecialF32 = {
 
 TEST(TextTest, SpecialFloatsRoundTripBitExact) {
   std::vector<Tensor> literals;
-  for (uint32_t bits : kSpecialF32) literals.push_back(F32Bits({bits}, {}));        // splats
+  for (uint32_t bits : kSpecialF32) literals.push_back(F32Bits({bits}, {}));             // splats
   literals.push_back(F32Bits(kSpecialF32, {static_cast<int64_t>(kSpecialF32.size())}));  // hex
-  literals.push_back(F32Bits({0x7F800000, 0x7F800000, 0x7F800000}, {3}));          // splat inf
+  literals.push_back(F32Bits({0x7F800000, 0x7F800000, 0x7F800000}, {3}));                // splat inf
   std::string text = PrintFunction(ConstantsFunction(literals));
   EXPECT_TRUE(absl::StrContains(text, "dense<0x7F800000> : tensor<f32>")) << text;
   EXPECT_TRUE(absl::StrContains(text, "dense<0xFF800000> : tensor<f32>")) << text;
@@ -159,8 +159,8 @@ TEST(TextTest, EveryF16AndBF16BitPatternRoundTrips) {
     literals.push_back(Bits16(dtype, all, {256, 256}));
     EXPECT_TRUE(RoundTrips(OneFunction(ConstantsFunction(literals)))) << MlirName(dtype);
   }
-  std::string text = PrintFunction(ConstantsFunction({Bits16(DType::kBF16, {0x3F80}, {}),
-                                                      Bits16(DType::kF16, {0x7C00, 0x7C00}, {2})}));
+  std::string text = PrintFunction(
+      ConstantsFunction({Bits16(DType::kBF16, {0x3F80}, {}), Bits16(DType::kF16, {0x7C00, 0x7C00}, {2})}));
   EXPECT_TRUE(absl::StrContains(text, "dense<1.000000e+00> : tensor<bf16>")) << text;
   EXPECT_TRUE(absl::StrContains(text, "dense<0x7C00> : tensor<2xf16>")) << text;
 }
@@ -171,7 +171,8 @@ TEST(TextTest, IntegerAndBoolLiteralsRoundTrip) {
   for (int i = 0; i < 13; ++i) mask.push_back(i % 3 == 0);
   std::vector<Tensor> literals = {
       Tensor::Scalar<int32_t>(-7),
-      Tensor::FromVector<int32_t>({4}, {std::numeric_limits<int32_t>::min(), -1, 0, std::numeric_limits<int32_t>::max()}),
+      Tensor::FromVector<int32_t>({4},
+                                  {std::numeric_limits<int32_t>::min(), -1, 0, std::numeric_limits<int32_t>::max()}),
       Tensor::FromVector<int32_t>({2, 2}, {5, 5, 5, 5}),
       Tensor::FromVector<int64_t>({3}, {kMin64, 0, kMax64}),
       Tensor::Scalar<int64_t>(kMin64),
@@ -182,10 +183,10 @@ TEST(TextTest, IntegerAndBoolLiteralsRoundTrip) {
   };
   Function f = ConstantsFunction(literals);
   std::string text = PrintFunction(f);
-  for (const char* expected : {"dense<-7> : tensor<i32>", "dense<\"0x00000080FFFFFFFF00000000FFFFFF7F\"> : tensor<4xi32>",
-                               "dense<5> : tensor<2x2xi32>", "dense<-9223372036854775808> : tensor<i64>",
-                               "dense<\"0x4912\"> : tensor<13xi1>", "dense<true> : tensor<3xi1>",
-                               "dense<false> : tensor<i1>", "dense<> : tensor<2x0xf32>"}) {
+  for (const char* expected :
+       {"dense<-7> : tensor<i32>", "dense<\"0x00000080FFFFFFFF00000000FFFFFF7F\"> : tensor<4xi32>",
+        "dense<5> : tensor<2x2xi32>", "dense<-9223372036854775808> : tensor<i64>", "dense<\"0x4912\"> : tensor<13xi1>",
+        "dense<true> : tensor<3xi1>", "dense<false> : tensor<i1>", "dense<> : tensor<2x0xf32>"}) {
     EXPECT_TRUE(absl::StrContains(text, expected)) << expected << "\n" << text;
   }
   EXPECT_TRUE(RoundTrips(OneFunction(f)));
@@ -202,7 +203,8 @@ TEST(TextTest, NamesAreEscapedAndRoundTrip) {
   std::string text = PrintFunction(*f);
   EXPECT_TRUE(absl::StrContains(text, R"({pcp.name = "quote\22 back\\slash\0Anewline\09tab \C3\A9"})")) << text;
   EXPECT_TRUE(absl::StrContains(text, R"(sym_name = "weird \22name\22\\")")) << text;
-  EXPECT_TRUE(absl::StrContains(text, R"(arg_attrs = [{pcp.name = "transformer.h.0.attn.c_attn.weight"}, {}, )")) << text;
+  EXPECT_TRUE(absl::StrContains(text, R"(arg_attrs = [{pcp.name = "transformer.h.0.attn.c_attn.weight"}, {}, )"))
+      << text;
   EXPECT_TRUE(RoundTrips(OneFunction(*f)));
 }
 
@@ -293,17 +295,22 @@ TEST(TextTest, ErrorsNameLineColumnAndWhatWasExpected) {
        "t.mlir:3:30: expected ')' to close the operand list, got end of input"},
       {"truncated in type", valid.substr(0, valid.find("tensor<2xf32>)") + 9),
        "t.mlir:3:59: expected an element type, got end of input"},
-      {"unknown op", ErrorText(R"(  %0 = "stablehlo.frobnicate"(%x, %x) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>)"),
+      {"unknown op",
+       ErrorText(R"(  %0 = "stablehlo.frobnicate"(%x, %x) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>)"),
        kUnsupportedFrobnicate},
-      {"bad element type", ErrorText(R"(  %0 = "stablehlo.add"(%x, %x) : (tensor<2xui64>, tensor<2xf32>) -> tensor<2xf32>)"),
+      {"bad element type",
+       ErrorText(R"(  %0 = "stablehlo.add"(%x, %x) : (tensor<2xui64>, tensor<2xf32>) -> tensor<2xf32>)"),
        "t.mlir:3:44: unsupported element type 'ui64' (PCP has f32, f64, f16, bf16, i32, i64 and i1, and reads i8, "
        "i16, ui8 and ui16 as i32 and ui32 as i64)"},
-      {"dynamic shape", ErrorText(R"(  %0 = "stablehlo.add"(%x, %x) : (tensor<?xf32>, tensor<2xf32>) -> tensor<2xf32>)"),
+      {"dynamic shape",
+       ErrorText(R"(  %0 = "stablehlo.add"(%x, %x) : (tensor<?xf32>, tensor<2xf32>) -> tensor<2xf32>)"),
        "t.mlir:3:42: dynamic dimensions are not supported"},
-      {"undefined value", ErrorText(R"(  %0 = "stablehlo.add"(%x, %y) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>)"),
+      {"undefined value",
+       ErrorText(R"(  %0 = "stablehlo.add"(%x, %y) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>)"),
        "t.mlir:3:28: use of undefined value %y"},
       {"wrong operand count",
-       ErrorText(R"(  %0 = "stablehlo.add"(%x, %x, %x) : (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>)"),
+       ErrorText(
+           R"(  %0 = "stablehlo.add"(%x, %x, %x) : (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>)"),
        "t.mlir:3:3: stablehlo.add expects 2 operands, got 3"},
       {"operand type differs from signature",
        ErrorText(R"(  %0 = "stablehlo.add"(%x, %i) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>)"),
@@ -312,15 +319,18 @@ TEST(TextTest, ErrorsNameLineColumnAndWhatWasExpected) {
        ErrorText(R"(  %0 = "stablehlo.add"(%x, %i) : (tensor<2xf32>, tensor<3xi32>) -> tensor<2xf32>)"),
        "t.mlir:3:3: stablehlo.add: operand types differ: tensor<2xf32> vs tensor<3xi32>"},
       {"declared result type",
-       ErrorText(R"(  %0 = "stablehlo.add"(%x, %x) : (tensor<2xf32>, tensor<2xf32>) -> tensor<3xf32>)", "tensor<3xf32>"),
+       ErrorText(R"(  %0 = "stablehlo.add"(%x, %x) : (tensor<2xf32>, tensor<2xf32>) -> tensor<3xf32>)",
+                 "tensor<3xf32>"),
        "t.mlir:3:3: stablehlo.add: declared result type tensor<3xf32> but the operands give tensor<2xf32>"},
       {"gather index_vector_dim outside the indices",
-       ErrorText(R"(  %0 = "stablehlo.gather"(%t, %i) {dimension_numbers = #stablehlo.gather<offset_dims = [0], collapsed_slice_dims = [1], start_index_map = [1], index_vector_dim = 2>, slice_sizes = dense<[4, 1]> : tensor<2xi64>} : (tensor<4x5xf32>, tensor<3xi32>) -> tensor<4x3xf32>)",
-                 "tensor<4x3xf32>"),
+       ErrorText(
+           R"(  %0 = "stablehlo.gather"(%t, %i) {dimension_numbers = #stablehlo.gather<offset_dims = [0], collapsed_slice_dims = [1], start_index_map = [1], index_vector_dim = 2>, slice_sizes = dense<[4, 1]> : tensor<2xi64>} : (tensor<4x5xf32>, tensor<3xi32>) -> tensor<4x3xf32>)",
+           "tensor<4x3xf32>"),
        "t.mlir:3:56: stablehlo.gather: index_vector_dim = 2 is outside [0, 1] for indices tensor<3xi32>"},
       {"gather result type differs from the spec's",
-       ErrorText(R"(  %0 = "stablehlo.gather"(%t, %i) {dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = dense<[1, 2]> : tensor<2xi64>} : (tensor<4x5xf32>, tensor<3xi32>) -> tensor<3x5xf32>)",
-                 "tensor<3x5xf32>"),
+       ErrorText(
+           R"(  %0 = "stablehlo.gather"(%t, %i) {dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = dense<[1, 2]> : tensor<2xi64>} : (tensor<4x5xf32>, tensor<3xi32>) -> tensor<3x5xf32>)",
+           "tensor<3x5xf32>"),
        "t.mlir:3:214: stablehlo.gather: the result type is tensor<3x5xf32> but the operands and dimension numbers "
        "give tensor<3x2xf32>"},
       {"unsupported reduce body",
@@ -335,20 +345,22 @@ TEST(TextTest, ErrorsNameLineColumnAndWhatWasExpected) {
        "\"stablehlo.or\" / \"stablehlo.and\" over i1, got "
        "\"stablehlo.multiply\""},
       {"unsupported scatter body",
-       ErrorText("  %u = \"stablehlo.constant\"() {value = dense<1.0> : tensor<3x5xf32>} : () -> tensor<3x5xf32>\n"
-                 "  %0 = \"stablehlo.scatter\"(%t, %i, %u) ({\n"
-                 "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
-                 "    %p = \"stablehlo.maximum\"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
-                 "    \"stablehlo.return\"(%p) : (tensor<f32>) -> ()\n"
-                 "  }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], "
-                 "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>} : (tensor<4x5xf32>, tensor<3xi32>, "
-                 "tensor<3x5xf32>) -> tensor<4x5xf32>",
-                 "tensor<4x5xf32>"),
+       ErrorText(
+           "  %u = \"stablehlo.constant\"() {value = dense<1.0> : tensor<3x5xf32>} : () -> tensor<3x5xf32>\n"
+           "  %0 = \"stablehlo.scatter\"(%t, %i, %u) ({\n"
+           "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+           "    %p = \"stablehlo.maximum\"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+           "    \"stablehlo.return\"(%p) : (tensor<f32>) -> ()\n"
+           "  }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], "
+           "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>} : (tensor<4x5xf32>, tensor<3xi32>, "
+           "tensor<3x5xf32>) -> tensor<4x5xf32>",
+           "tensor<4x5xf32>"),
        "t.mlir:6:10: unsupported body of stablehlo.scatter: expected \"stablehlo.add\", or stablehlo.return of the "
        "update (assign), got \"stablehlo.maximum\""},
       {"unknown dot field",
-       ErrorText(R"(  %0 = "stablehlo.dot_general"(%x, %x) {dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [0], rhs_contracting_dimensions = [0], precision = [1]>} : (tensor<2xf32>, tensor<2xf32>) -> tensor<f32>)",
-                 "tensor<f32>"),
+       ErrorText(
+           R"(  %0 = "stablehlo.dot_general"(%x, %x) {dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [0], rhs_contracting_dimensions = [0], precision = [1]>} : (tensor<2xf32>, tensor<2xf32>) -> tensor<f32>)",
+           "tensor<f32>"),
        "t.mlir:3:148: unknown field 'precision' in #stablehlo.dot (expected one of lhs_batching_dimensions, "
        "rhs_batching_dimensions, lhs_contracting_dimensions, rhs_contracting_dimensions)"},
       {"float literal without a dot",
@@ -361,7 +373,8 @@ TEST(TextTest, ErrorsNameLineColumnAndWhatWasExpected) {
        "t.mlir:3:33: stablehlo.add does not take attribute 'fast'"},
       {"redefinition", ErrorText(R"(  %x = "stablehlo.add"(%x, %x) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>)"),
        "t.mlir:3:3: redefinition of %x"},
-      {"invalid character", ErrorText(R"(  %0 = "stablehlo.add"(%x, &x) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>)"),
+      {"invalid character",
+       ErrorText(R"(  %0 = "stablehlo.add"(%x, &x) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>)"),
        "t.mlir:3:28: expected an operand (%name), got unexpected character '&'"},
       {"function type mismatch",
        ErrorText(kAdd, "tensor<2xf32>").replace(valid.find("-> tensor<2xf32>, sym"), 16, "-> tensor<3xf32>"),

@@ -79,53 +79,31 @@ absl::StatusOr<Function> SingleOpFunction(Op op) {
     case Op::kConstant:
       out = b.Constant(Tensor::FromVector<float>({2, 3}, {1.0f, -2.5f, 0.1f, 1e-30f, 3.0e38f, -0.0f}));
       break;
-    case Op::kIota:
-      out = b.Iota({DType::kI32, {4, 3}}, 1);
-      break;
-    case Op::kCompare:
-      out = b.Compare(b.Parameter(m23, "x"), b.Parameter(m23, "y"), ComparisonDirection::kGE);
-      break;
+    case Op::kIota: out = b.Iota({DType::kI32, {4, 3}}, 1); break;
+    case Op::kCompare: out = b.Compare(b.Parameter(m23, "x"), b.Parameter(m23, "y"), ComparisonDirection::kGE); break;
     case Op::kSelect: {
       ValueId p = b.Parameter({DType::kBool, {2, 3}}, "pred");
       out = b.Select(p, b.Parameter(m23, "x"), b.Parameter(m23, "y"));
       break;
     }
-    case Op::kConvert:
-      out = b.Convert(b.Parameter(m23, "x"), DType::kBF16);
-      break;
+    case Op::kConvert: out = b.Convert(b.Parameter(m23, "x"), DType::kBF16); break;
     case Op::kAnd:
     case Op::kOr:
       out = b.Emit(op, {b.Parameter({DType::kBool, {2, 3}}, "p"), b.Parameter({DType::kBool, {2, 3}}, "q")});
       break;
-    case Op::kNot:
-      out = b.Not(b.Parameter({DType::kI32, {2, 3}}, "x"));
-      break;
-    case Op::kClamp:
-      out = b.Clamp(b.Parameter(m23, "lo"), b.Parameter(m23, "x"), b.Parameter(m23, "hi"));
-      break;
-    case Op::kBroadcastInDim:
-      out = b.BroadcastInDim(b.Parameter(F32({3}), "x"), {2, 3}, {1});
-      break;
-    case Op::kReshape:
-      out = b.Reshape(b.Parameter(m23, "x"), {3, 2});
-      break;
-    case Op::kTranspose:
-      out = b.Transpose(b.Parameter(F32({2, 3, 4}), "x"), {2, 0, 1});
-      break;
-    case Op::kSlice:
-      out = b.Slice(b.Parameter(F32({4, 6}), "x"), {1, 0}, {3, 6}, {1, 2});
-      break;
+    case Op::kNot: out = b.Not(b.Parameter({DType::kI32, {2, 3}}, "x")); break;
+    case Op::kClamp: out = b.Clamp(b.Parameter(m23, "lo"), b.Parameter(m23, "x"), b.Parameter(m23, "hi")); break;
+    case Op::kBroadcastInDim: out = b.BroadcastInDim(b.Parameter(F32({3}), "x"), {2, 3}, {1}); break;
+    case Op::kReshape: out = b.Reshape(b.Parameter(m23, "x"), {3, 2}); break;
+    case Op::kTranspose: out = b.Transpose(b.Parameter(F32({2, 3, 4}), "x"), {2, 0, 1}); break;
+    case Op::kSlice: out = b.Slice(b.Parameter(F32({4, 6}), "x"), {1, 0}, {3, 6}, {1, 2}); break;
     case Op::kConcatenate: {
       ValueId x = b.Parameter(m23, "x"), y = b.Parameter(F32({2, 1}), "y"), z = b.Parameter(F32({2, 2}), "z");
       out = b.Concatenate({x, y, z}, 1);
       break;
     }
-    case Op::kReduce:
-      out = b.ReduceMax(b.Parameter(m23, "x"), {1});
-      break;
-    case Op::kDotGeneral:
-      out = b.MatMul(b.Parameter(F32({2, 3, 4}), "lhs"), b.Parameter(F32({2, 4, 5}), "rhs"));
-      break;
+    case Op::kReduce: out = b.ReduceMax(b.Parameter(m23, "x"), {1}); break;
+    case Op::kDotGeneral: out = b.MatMul(b.Parameter(F32({2, 3, 4}), "lhs"), b.Parameter(F32({2, 4, 5}), "rhs")); break;
     case Op::kGather:
       out = b.Gather(b.Parameter(F32({10, 8}), "table"), b.Parameter({DType::kI32, {3, 4}}, "ids"));
       break;
@@ -178,8 +156,8 @@ absl::StatusOr<Function> EdgeCaseFunction() {
   ValueId u = b.Parameter(F32({2}), "u");
   ValueId v = b.Parameter(F32({3}), "v");
   ValueId id = b.Parameter({DType::kI64, {}}, "id");  // rank-0 indices: index_vector_dim = 0
-  ValueId outer = b.DotGeneral(u, v, DotDims{});     // #stablehlo.dot<>
-  ValueId row = b.Gather(v, id);                     // rank-1 table: no offset_dims
+  ValueId outer = b.DotGeneral(u, v, DotDims{});      // #stablehlo.dot<>
+  ValueId row = b.Gather(v, id);                      // rank-1 table: no offset_dims
   ValueId acc = b.ScatterAdd(v, id, row);
   ValueId same = b.Reduce(b.Transpose(outer, {0, 1}), {}, ReduceKind::kSum);  // dimensions = dense<>
   ValueId empty = b.Slice(outer, {0, 0}, {0, 3});                             // tensor<0x3xf32>
@@ -274,8 +252,7 @@ absl::StatusOr<std::string> FindMlirOpt() {
       if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
     }
   }
-  return absl::NotFoundError(
-      "mlir-opt is not installed (apt-get install mlir-15-tools, or set PCP_MLIR_OPT)");
+  return absl::NotFoundError("mlir-opt is not installed (apt-get install mlir-15-tools, or set PCP_MLIR_OPT)");
 }
 
 namespace {

@@ -102,9 +102,8 @@ Function Parsed(const std::string& text) {
 }
 
 std::vector<float> Evaluate(const Function& f) {
-  absl::StatusOr<std::vector<Tensor>> out =
-      Interpret(f, {Tensor::FromVector<float>({4}, {0.5f, -1.0f, 2.0f, 0.0f}),
-                    Tensor::FromVector<float>({4}, {1.5f, 0.25f, -0.75f, 3.0f})});
+  absl::StatusOr<std::vector<Tensor>> out = Interpret(f, {Tensor::FromVector<float>({4}, {0.5f, -1.0f, 2.0f, 0.0f}),
+                                                          Tensor::FromVector<float>({4}, {1.5f, 0.25f, -0.75f, 3.0f})});
   EXPECT_TRUE(out.ok()) << out.status();
   return out.ok() ? out->at(0).ToVector<float>() : std::vector<float>{};
 }
@@ -127,9 +126,11 @@ std::string SumLoss(std::string text, const std::string& r) {
   const std::string ret = "    return " + r + " : tensor<4xf32>";
   text.replace(text.find(ret), ret.size(),
                "    %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
-               "    %loss = stablehlo.reduce(" + r + " init: %z) applies stablehlo.add across dimensions = [0] : "
-               "(tensor<4xf32>, tensor<f32>) -> tensor<f32>\n"
-               "    return %loss : tensor<f32>");
+               "    %loss = stablehlo.reduce(" +
+                   r +
+                   " init: %z) applies stablehlo.add across dimensions = [0] : "
+                   "(tensor<4xf32>, tensor<f32>) -> tensor<f32>\n"
+                   "    return %loss : tensor<f32>");
   const std::string sig = ") -> tensor<4xf32> {";
   text.replace(text.find(sig), sig.size(), ") -> tensor<f32> {");
   return text;
@@ -208,12 +209,14 @@ std::string LoopWith(const std::string& cond, const std::string& body_return) {
     %c0 = stablehlo.constant dense<0> : tensor<i64>
     %0:2 = stablehlo.while(%i = %c0, %h = %x) : tensor<i64>, tensor<2xf32>
     cond {
-)" + cond + R"(
+)" + cond +
+         R"(
     } do {
       %one = stablehlo.constant dense<1> : tensor<i64>
       %i2 = stablehlo.add %i, %one : tensor<i64>
       %h2 = stablehlo.exponential %h : tensor<2xf32>
-)" + body_return + R"(
+)" + body_return +
+         R"(
     }
     return %0#1 : tensor<2xf32>
   }

@@ -57,12 +57,10 @@ TEST(TrainStepTest, SignatureNamesAndTypes) {
   EXPECT_TRUE(Verify(*step).ok()) << Verify(*step);
   EXPECT_EQ(step->name, "train_step");
   EXPECT_EQ(NumModelParams(static_cast<int>(fwd.params.size())), 4);
-  EXPECT_THAT(ParamNames(*step),
-              ElementsAre("w1", "b1", "w2", "s", "m.w1", "m.b1", "m.w2", "m.s", "v.w1", "v.b1", "v.w2", "v.s",
-                          "step", "lr", "tokens", "targets"));
+  EXPECT_THAT(ParamNames(*step), ElementsAre("w1", "b1", "w2", "s", "m.w1", "m.b1", "m.w2", "m.s", "v.w1", "v.b1",
+                                             "v.w2", "v.s", "step", "lr", "tokens", "targets"));
   EXPECT_THAT(step->result_names,
-              ElementsAre("w1", "b1", "w2", "s", "m.w1", "m.b1", "m.w2", "m.s", "v.w1", "v.b1", "v.w2", "v.s",
-                          "loss"));
+              ElementsAre("w1", "b1", "w2", "s", "m.w1", "m.b1", "m.w2", "m.s", "v.w1", "v.b1", "v.w2", "v.s", "loss"));
   for (int i = 0; i < 4; ++i) {
     const TensorType& t = fwd.type(fwd.params[static_cast<size_t>(i)]);
     for (int k = 0; k < 3; ++k) {
@@ -148,8 +146,8 @@ Tensor ToTensor(const Shape& shape, const std::vector<double>& v) {
 struct StepCase {
   std::string name;
   AdamWConfig config;
-  double step;        // 1-based step number fed to train_step
-  bool zero_moments;  // m = v = 0 (a first step) or random moments (a later step)
+  double step;           // 1-based step number fed to train_step
+  bool zero_moments;     // m = v = 0 (a first step) or random moments (a later step)
   double clip_fraction;  // grad_clip = this * the gradient norm (0: no clipping)
 };
 

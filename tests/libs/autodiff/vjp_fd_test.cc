@@ -81,12 +81,17 @@ TensorType F32(Shape s) { return {DType::kF32, std::move(s)}; }
 TensorType I32(Shape s) { return {DType::kI32, std::move(s)}; }
 
 FdCase Unary(std::string name, Op op, Maker make = Uniform(-1.0, 1.0)) {
-  return {name, {op}, {{F32({2, 3}), make}},
-          [op](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Emit(op, {p[0]}); }};
+  return {name, {op}, {{F32({2, 3}), make}}, [op](FunctionBuilder& b, const std::vector<ValueId>& p) {
+            return b.Emit(op, {p[0]});
+          }};
 }
 FdCase Binary(std::string name, Op op, Maker lhs = Uniform(-1.0, 1.0), Maker rhs = Uniform(-1.0, 1.0)) {
-  return {name, {op}, {{F32({2, 3}), lhs}, {F32({2, 3}), rhs}},
-          [op](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Emit(op, {p[0], p[1]}); }};
+  return {name,
+          {op},
+          {{F32({2, 3}), lhs}, {F32({2, 3}), rhs}},
+          [op](FunctionBuilder& b, const std::vector<ValueId>& p) {
+            return b.Emit(op, {p[0], p[1]});
+          }};
 }
 
 std::vector<FdCase> Cases() {
@@ -108,87 +113,98 @@ std::vector<FdCase> Cases() {
   c.push_back(Unary("logistic", Op::kLogistic, Uniform(-3, 3)));
   c.push_back(Unary("abs", Op::kAbs, Spaced()));
   c.push_back(Unary("erf", Op::kErf, Uniform(-1.5, 1.5)));
-  c.push_back({"select_given_predicate", {Op::kSelect},
+  c.push_back({"select_given_predicate",
+               {Op::kSelect},
                {{F32({3, 4})}, {F32({3, 4})}, {{DType::kBool, {3, 4}}, Bools(7)}},
                [](FunctionBuilder& b, P p) { return b.Select(p[2], p[0], p[1]); }});
-  c.push_back({"select_on_compare", {Op::kSelect, Op::kCompare},
-               {{F32({3, 4}), Spaced()}},
-               [](FunctionBuilder& b, P p) {
-                 ValueId positive = b.Compare(p[0], b.Full(0.0, F32({3, 4})), ComparisonDirection::kGT);
-                 return b.Select(positive, b.Mul(p[0], p[0]), b.Neg(p[0]));
-               }});
-  c.push_back({"convert_f32_and_from_i32", {Op::kConvert, Op::kIota},
+  c.push_back(
+      {"select_on_compare", {Op::kSelect, Op::kCompare}, {{F32({3, 4}), Spaced()}}, [](FunctionBuilder& b, P p) {
+         ValueId positive = b.Compare(p[0], b.Full(0.0, F32({3, 4})), ComparisonDirection::kGT);
+         return b.Select(positive, b.Mul(p[0], p[0]), b.Neg(p[0]));
+       }});
+  c.push_back({"convert_f32_and_from_i32",
+               {Op::kConvert, Op::kIota},
                {{F32({2, 3})}, {I32({2, 3}), Ints({1, -2, 3, 0, 5, -1})}},
                [](FunctionBuilder& b, P p) {
                  ValueId iota = b.Convert(b.Iota(I32({2, 3}), 1), DType::kF32);
                  return b.Mul(b.Add(b.Convert(p[0], DType::kF32), iota), b.Convert(p[1], DType::kF32));
                }});
-  c.push_back({"convert_to_i32_cuts_gradient", {Op::kConvert},
-               {{F32({2, 3}), Floats({0.1f, 0.2f, 0.45f, 0.55f, 0.8f, 0.9f})}},
-               [](FunctionBuilder& b, P p) {
-                 // floor-like path through i32 has zero gradient; exp(x) carries the rest.
-                 ValueId through_int = b.Convert(b.Convert(b.Mul(p[0], b.Full(3.0, F32({2, 3}))), DType::kI32),
-                                                 DType::kF32);
-                 return b.Add(through_int, b.Exp(p[0]));
-               }});
+  c.push_back(
+      {"convert_to_i32_cuts_gradient",
+       {Op::kConvert},
+       {{F32({2, 3}), Floats({0.1f, 0.2f, 0.45f, 0.55f, 0.8f, 0.9f})}},
+       [](FunctionBuilder& b, P p) {
+         // floor-like path through i32 has zero gradient; exp(x) carries the rest.
+         ValueId through_int = b.Convert(b.Convert(b.Mul(p[0], b.Full(3.0, F32({2, 3}))), DType::kI32), DType::kF32);
+         return b.Add(through_int, b.Exp(p[0]));
+       }});
   // x on a grid in (-1, 1), bounds -0.4 / 0.6 at least 0.06 from it: every branch is taken.
-  c.push_back({"clamp", {Op::kClamp},
+  c.push_back({"clamp",
+               {Op::kClamp},
                {{F32({2, 3}), Floats({-0.4f, -0.4f, -0.4f, -0.4f, -0.4f, 0.7f})},
                 {F32({2, 3}), Spaced()},
                 {F32({2, 3}), Floats({0.6f, 0.6f, 0.6f, 0.6f, 0.6f, 0.9f})}},
                [](FunctionBuilder& b, P p) { return b.Clamp(p[0], p[1], p[2]); }});
-  c.push_back({"ceil_cuts_gradient", {Op::kCeil},
+  c.push_back({"ceil_cuts_gradient",
+               {Op::kCeil},
                {{F32({2, 3}), Floats({0.1f, 0.2f, 0.45f, 0.55f, 0.8f, -0.9f})}},
                [](FunctionBuilder& b, P p) {
                  // Away from integers (3x +- 3h never crosses one): d/dx ceil(3x) * x = ceil(3x).
                  return b.Mul(b.Emit(Op::kCeil, {b.Mul(p[0], b.Full(3.0, F32({2, 3})))}), p[0]);
                }});
-  c.push_back({"broadcast_new_and_stretched_dims", {Op::kBroadcastInDim},
-               {{F32({3, 1})}},
-               [](FunctionBuilder& b, P p) { return b.BroadcastInDim(p[0], {2, 3, 4}, {1, 2}); }});
-  c.push_back({"broadcast_size1_to_size1_and_trailing_new", {Op::kBroadcastInDim},
+  c.push_back({"broadcast_new_and_stretched_dims", {Op::kBroadcastInDim}, {{F32({3, 1})}}, [](FunctionBuilder& b, P p) {
+                 return b.BroadcastInDim(p[0], {2, 3, 4}, {1, 2});
+               }});
+  c.push_back({"broadcast_size1_to_size1_and_trailing_new",
+               {Op::kBroadcastInDim},
                {{F32({1, 3})}},
-               [](FunctionBuilder& b, P p) { return b.BroadcastInDim(p[0], {1, 3, 5}, {0, 1}); }});
-  c.push_back({"reshape", {Op::kReshape},
-               {{F32({2, 6})}},
-               [](FunctionBuilder& b, P p) { return b.Reshape(p[0], {3, 1, 4}); }});
-  c.push_back({"transpose", {Op::kTranspose},
-               {{F32({2, 3, 4})}},
-               [](FunctionBuilder& b, P p) { return b.Transpose(p[0], {2, 0, 1}); }});
-  c.push_back({"slice_contiguous", {Op::kSlice},
-               {{F32({4, 6})}},
-               [](FunctionBuilder& b, P p) { return b.Slice(p[0], {1, 2}, {3, 5}); }});
-  c.push_back({"slice_strided", {Op::kSlice},
-               {{F32({5, 7})}},
-               [](FunctionBuilder& b, P p) { return b.Slice(p[0], {1, 0}, {5, 7}, {2, 3}); }});
-  c.push_back({"slice_strided_trimmed_tail", {Op::kSlice},
+               [](FunctionBuilder& b, P p) {
+                 return b.BroadcastInDim(p[0], {1, 3, 5}, {0, 1});
+               }});
+  c.push_back({"reshape", {Op::kReshape}, {{F32({2, 6})}}, [](FunctionBuilder& b, P p) {
+                 return b.Reshape(p[0], {3, 1, 4});
+               }});
+  c.push_back({"transpose", {Op::kTranspose}, {{F32({2, 3, 4})}}, [](FunctionBuilder& b, P p) {
+                 return b.Transpose(p[0], {2, 0, 1});
+               }});
+  c.push_back({"slice_contiguous", {Op::kSlice}, {{F32({4, 6})}}, [](FunctionBuilder& b, P p) {
+                 return b.Slice(p[0], {1, 2}, {3, 5});
+               }});
+  c.push_back({"slice_strided", {Op::kSlice}, {{F32({5, 7})}}, [](FunctionBuilder& b, P p) {
+                 return b.Slice(p[0], {1, 0}, {5, 7}, {2, 3});
+               }});
+  c.push_back({"slice_strided_trimmed_tail",
+               {Op::kSlice},
                {{F32({2, 6})}},
                // dim 1: elements 1 and 4; the interleaved zeros would run past the end.
-               [](FunctionBuilder& b, P p) { return b.Slice(p[0], {0, 1}, {2, 6}, {1, 3}); }});
-  c.push_back({"concatenate_with_repeat", {Op::kConcatenate},
-               {{F32({2, 3})}, {F32({2, 1})}},
-               [](FunctionBuilder& b, P p) { return b.Concatenate({p[0], p[1], p[0]}, 1); }});
-  c.push_back({"reduce_sum", {Op::kReduce},
-               {{F32({2, 3, 4})}},
-               [](FunctionBuilder& b, P p) { return b.ReduceSum(p[0], {0, 2}); }});
-  c.push_back({"reduce_max_rows", {Op::kReduce},
-               {{F32({3, 4}), Spaced()}},
-               [](FunctionBuilder& b, P p) { return b.ReduceMax(p[0], {1}); }});
-  c.push_back({"reduce_max_all", {Op::kReduce},
-               {{F32({2, 3, 2}), Spaced()}},
-               [](FunctionBuilder& b, P p) { return b.ReduceMax(p[0], {0, 1, 2}); }});
-  c.push_back({"dot_matmul", {Op::kDotGeneral},
-               {{F32({2, 3})}, {F32({3, 4})}},
-               [](FunctionBuilder& b, P p) { return b.MatMul(p[0], p[1]); }});
-  c.push_back({"dot_transposed_contraction", {Op::kDotGeneral},
-               {{F32({3, 4})}, {F32({5, 3})}},
                [](FunctionBuilder& b, P p) {
-                 DotDims d;
-                 d.lhs_contract = {0};
-                 d.rhs_contract = {1};
-                 return b.DotGeneral(p[0], p[1], d);
+                 return b.Slice(p[0], {0, 1}, {2, 6}, {1, 3});
                }});
-  c.push_back({"dot_batch_and_two_contractions_in_odd_places", {Op::kDotGeneral},
+  c.push_back(
+      {"concatenate_with_repeat", {Op::kConcatenate}, {{F32({2, 3})}, {F32({2, 1})}}, [](FunctionBuilder& b, P p) {
+         return b.Concatenate({p[0], p[1], p[0]}, 1);
+       }});
+  c.push_back({"reduce_sum", {Op::kReduce}, {{F32({2, 3, 4})}}, [](FunctionBuilder& b, P p) {
+                 return b.ReduceSum(p[0], {0, 2});
+               }});
+  c.push_back({"reduce_max_rows", {Op::kReduce}, {{F32({3, 4}), Spaced()}}, [](FunctionBuilder& b, P p) {
+                 return b.ReduceMax(p[0], {1});
+               }});
+  c.push_back({"reduce_max_all", {Op::kReduce}, {{F32({2, 3, 2}), Spaced()}}, [](FunctionBuilder& b, P p) {
+                 return b.ReduceMax(p[0], {0, 1, 2});
+               }});
+  c.push_back({"dot_matmul", {Op::kDotGeneral}, {{F32({2, 3})}, {F32({3, 4})}}, [](FunctionBuilder& b, P p) {
+                 return b.MatMul(p[0], p[1]);
+               }});
+  c.push_back(
+      {"dot_transposed_contraction", {Op::kDotGeneral}, {{F32({3, 4})}, {F32({5, 3})}}, [](FunctionBuilder& b, P p) {
+         DotDims d;
+         d.lhs_contract = {0};
+         d.rhs_contract = {1};
+         return b.DotGeneral(p[0], p[1], d);
+       }});
+  c.push_back({"dot_batch_and_two_contractions_in_odd_places",
+               {Op::kDotGeneral},
                // lhs [c1=4, b=2, f=3, c2=5], rhs [c2=5, f=2, b=2, c1=4] -> [2, 3, 2]
                {{F32({4, 2, 3, 5})}, {F32({5, 2, 2, 4})}},
                [](FunctionBuilder& b, P p) {
@@ -199,7 +215,8 @@ std::vector<FdCase> Cases() {
                  d.rhs_contract = {0, 3};
                  return b.DotGeneral(p[0], p[1], d);
                }});
-  c.push_back({"dot_two_batch_dims_no_contraction", {Op::kDotGeneral},
+  c.push_back({"dot_two_batch_dims_no_contraction",
+               {Op::kDotGeneral},
                // lhs [f=2, b0=3, b1=2], rhs [b1=2, b0=3, f=3] -> [3, 2, 2, 3] (outer product)
                {{F32({2, 3, 2})}, {F32({2, 3, 3})}},
                [](FunctionBuilder& b, P p) {
@@ -208,25 +225,31 @@ std::vector<FdCase> Cases() {
                  d.rhs_batch = {1, 0};
                  return b.DotGeneral(p[0], p[1], d);
                }});
-  c.push_back({"gather_repeated_indices", {Op::kGather},
+  c.push_back({"gather_repeated_indices",
+               {Op::kGather},
                {{F32({5, 3})}, {I32({2, 3}), Ints({1, 3, 1, 0, 4, 1})}},
                [](FunctionBuilder& b, P p) { return b.Gather(p[0], p[1]); }});
-  c.push_back({"gather_out_of_range_clamps", {Op::kGather},
+  c.push_back({"gather_out_of_range_clamps",
+               {Op::kGather},
                {{F32({4, 2})}, {I32({4}), Ints({-3, 7, 3, 0})}},
                [](FunctionBuilder& b, P p) { return b.Gather(p[0], p[1]); }});
-  c.push_back({"scatter_add", {Op::kScatter},
+  c.push_back({"scatter_add",
+               {Op::kScatter},
                {{F32({5, 3})}, {I32({4}), Ints({0, 2, 2, 4})}, {F32({4, 3})}},
                [](FunctionBuilder& b, P p) { return b.ScatterAdd(p[0], p[1], p[2]); }});
-  c.push_back({"scatter_out_of_range_skipped", {Op::kScatter},
+  c.push_back({"scatter_out_of_range_skipped",
+               {Op::kScatter},
                {{F32({3, 2})}, {I32({2, 2}), Ints({-1, 1, 3, 1})}, {F32({2, 2, 2})}},
                [](FunctionBuilder& b, P p) { return b.Tanh(b.ScatterAdd(p[0], p[1], p[2])); }});
-  c.push_back({"fan_out", {Op::kMultiply, Op::kTanh, Op::kAdd},
-               {{F32({2, 3})}},
-               [](FunctionBuilder& b, P p) { return b.Add(b.Mul(b.Tanh(p[0]), p[0]), b.Mul(p[0], p[0])); }});
-  c.push_back({"mlp_with_bias_broadcast", {Op::kDotGeneral, Op::kBroadcastInDim, Op::kLogistic},
+  c.push_back({"fan_out", {Op::kMultiply, Op::kTanh, Op::kAdd}, {{F32({2, 3})}}, [](FunctionBuilder& b, P p) {
+                 return b.Add(b.Mul(b.Tanh(p[0]), p[0]), b.Mul(p[0], p[0]));
+               }});
+  c.push_back({"mlp_with_bias_broadcast",
+               {Op::kDotGeneral, Op::kBroadcastInDim, Op::kLogistic},
                {{F32({4, 3})}, {F32({3, 2})}, {F32({2})}},
                [](FunctionBuilder& b, P p) { return b.Logistic(b.BAdd(b.MatMul(p[0], p[1]), p[2])); }});
-  c.push_back({"softmax", {Op::kReduce, Op::kExponential, Op::kDivide, Op::kSubtract},
+  c.push_back({"softmax",
+               {Op::kReduce, Op::kExponential, Op::kDivide, Op::kSubtract},
                {{F32({2, 4}), Spaced()}},
                [](FunctionBuilder& b, P p) {
                  ValueId m = b.BroadcastInDim(b.ReduceMax(p[0], {1}), {2, 4}, {0});
@@ -235,33 +258,37 @@ std::vector<FdCase> Cases() {
                }});
   // The next three differ in whether the max is cut from the reverse pass (shift_invariance.h):
   // log-softmax and the masked softmax (tied maxima, -inf entries) cut it, the last does not.
-  c.push_back({"log_softmax", {Op::kReduce, Op::kExponential, Op::kLog, Op::kSubtract},
+  c.push_back({"log_softmax",
+               {Op::kReduce, Op::kExponential, Op::kLog, Op::kSubtract},
                {{F32({3, 4}), Spaced()}},
                [](FunctionBuilder& b, P p) {
                  ValueId z = b.Sub(p[0], b.BroadcastInDim(b.ReduceMax(p[0], {1}), {3, 4}, {0}));
                  ValueId lse = b.Log(b.ReduceSum(b.Exp(z), {1}));
                  return b.Sub(z, b.BroadcastInDim(lse, {3, 4}, {0}));
                }});
-  c.push_back({"masked_softmax_with_ties", {Op::kReduce, Op::kSelect, Op::kExponential, Op::kDivide},
-               {{F32({2, 4}), Floats({0.5f, 0.5f, -0.25f, 0.5f, 1.0f, -1.0f, 1.0f, 0.0f})}, {{DType::kBool, {2, 4}}, Bools(7)}},
-               [](FunctionBuilder& b, P p) {
-                 // Column 0 always kept, so no row is all -inf.
-                 ValueId keep = b.Or(p[1], b.Compare(b.Iota(I32({2, 4}), 1), b.Full(0, I32({2, 4})),
-                                                     ComparisonDirection::kEQ));
-                 ValueId s = b.Select(keep, p[0], b.Full(-std::numeric_limits<double>::infinity(), F32({2, 4})));
-                 ValueId e = b.Exp(b.Sub(s, b.BroadcastInDim(b.ReduceMax(s, {1}), {2, 4}, {0})));
-                 return b.Div(e, b.BroadcastInDim(b.ReduceSum(e, {1}), {2, 4}, {0}));
-               }});
+  c.push_back(
+      {"masked_softmax_with_ties",
+       {Op::kReduce, Op::kSelect, Op::kExponential, Op::kDivide},
+       {{F32({2, 4}), Floats({0.5f, 0.5f, -0.25f, 0.5f, 1.0f, -1.0f, 1.0f, 0.0f})}, {{DType::kBool, {2, 4}}, Bools(7)}},
+       [](FunctionBuilder& b, P p) {
+         // Column 0 always kept, so no row is all -inf.
+         ValueId keep = b.Or(p[1], b.Compare(b.Iota(I32({2, 4}), 1), b.Full(0, I32({2, 4})), ComparisonDirection::kEQ));
+         ValueId s = b.Select(keep, p[0], b.Full(-std::numeric_limits<double>::infinity(), F32({2, 4})));
+         ValueId e = b.Exp(b.Sub(s, b.BroadcastInDim(b.ReduceMax(s, {1}), {2, 4}, {0})));
+         return b.Div(e, b.BroadcastInDim(b.ReduceSum(e, {1}), {2, 4}, {0}));
+       }});
   // The softmax's exp and row sum also used outside it: the closed form covers only the
   // path through the quotient, their other uses go through their own rules.
-  c.push_back({"softmax_parts_reused", {Op::kReduce, Op::kExponential, Op::kDivide, Op::kMultiply},
+  c.push_back({"softmax_parts_reused",
+               {Op::kReduce, Op::kExponential, Op::kDivide, Op::kMultiply},
                {{F32({2, 4})}},
                [](FunctionBuilder& b, P p) {
                  ValueId e = b.Exp(p[0]);
                  ValueId s = b.BroadcastInDim(b.ReduceSum(e, {1}), {2, 4}, {0});
                  return b.Add(b.Div(e, s), b.Mul(e, b.Mul(s, b.Full(0.1, F32({2, 4})))));
                }});
-  c.push_back({"max_shift_not_normalized", {Op::kReduce, Op::kExponential, Op::kSubtract},
+  c.push_back({"max_shift_not_normalized",
+               {Op::kReduce, Op::kExponential, Op::kSubtract},
                {{F32({2, 4}), Spaced()}},
                [](FunctionBuilder& b, P p) {
                  return b.Exp(b.Sub(p[0], b.BroadcastInDim(b.ReduceMax(p[0], {1}), {2, 4}, {0})));

@@ -6,8 +6,7 @@ namespace pcp {
 namespace {
 
 TEST(BackoffTest, GrowsByTheMultiplierUpToTheCap) {
-  Backoff backoff({.initial = absl::Milliseconds(100), .multiplier = 2,
-                   .max = absl::Milliseconds(700), .jitter = 0});
+  Backoff backoff({.initial = absl::Milliseconds(100), .multiplier = 2, .max = absl::Milliseconds(700), .jitter = 0});
   EXPECT_EQ(backoff.Next(), absl::Milliseconds(100));
   EXPECT_EQ(backoff.Next(), absl::Milliseconds(200));
   EXPECT_EQ(backoff.Next(), absl::Milliseconds(400));
@@ -17,8 +16,7 @@ TEST(BackoffTest, GrowsByTheMultiplierUpToTheCap) {
 }
 
 TEST(BackoffTest, ResetStartsOver) {
-  Backoff backoff({.initial = absl::Seconds(1), .multiplier = 3, .max = absl::Seconds(60),
-                   .jitter = 0});
+  Backoff backoff({.initial = absl::Seconds(1), .multiplier = 3, .max = absl::Seconds(60), .jitter = 0});
   backoff.Next();
   backoff.Next();
   backoff.Reset();
@@ -26,8 +24,7 @@ TEST(BackoffTest, ResetStartsOver) {
 }
 
 TEST(BackoffTest, JitterStaysWithinItsBoundsAndVaries) {
-  Backoff backoff({.initial = absl::Seconds(10), .multiplier = 1, .max = absl::Seconds(20),
-                   .jitter = 0.25},
+  Backoff backoff({.initial = absl::Seconds(10), .multiplier = 1, .max = absl::Seconds(20), .jitter = 0.25},
                   /*seed=*/42);
   absl::Duration lo = absl::InfiniteDuration(), hi = absl::ZeroDuration();
   for (int i = 0; i < 1000; ++i) {
@@ -42,15 +39,12 @@ TEST(BackoffTest, JitterStaysWithinItsBoundsAndVaries) {
 }
 
 TEST(BackoffTest, JitterNeverExceedsTheCap) {
-  Backoff backoff({.initial = absl::Seconds(1), .multiplier = 10, .max = absl::Seconds(5),
-                   .jitter = 0.5},
-                  7);
+  Backoff backoff({.initial = absl::Seconds(1), .multiplier = 10, .max = absl::Seconds(5), .jitter = 0.5}, 7);
   for (int i = 0; i < 200; ++i) ASSERT_LE(backoff.Next(), absl::Seconds(5));
 }
 
 TEST(BackoffTest, ManyAttemptsDoNotOverflow) {
-  Backoff backoff({.initial = absl::Seconds(1), .multiplier = 10, .max = absl::Minutes(5),
-                   .jitter = 0});
+  Backoff backoff({.initial = absl::Seconds(1), .multiplier = 10, .max = absl::Minutes(5), .jitter = 0});
   for (int i = 0; i < 5000; ++i) backoff.Next();
   EXPECT_EQ(backoff.Next(), absl::Minutes(5));
 }

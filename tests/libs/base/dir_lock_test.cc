@@ -25,7 +25,8 @@ TEST_F(DirLockTest, ASecondHolderIsRefusedWithTheFirstOnesPid) {
   absl::StatusOr<DirLock> second = DirLock::Acquire(dir_, "state_dir");
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(second.status().message(), HasSubstr(absl::StrCat("state_dir '", dir_, "' is in use by process ", getpid())));
+  EXPECT_THAT(second.status().message(),
+              HasSubstr(absl::StrCat("state_dir '", dir_, "' is in use by process ", getpid())));
   first->Release();
   EXPECT_TRUE(DirLock::Acquire(dir_, "state_dir").ok());  // free again; the file stays
 }

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "pcp/testing/byte_pieces.h"
 #include "pcp/base/sum_of_squares.h"
+#include "pcp/testing/byte_pieces.h"
 
 namespace pcp {
 namespace {

@@ -60,8 +60,7 @@ TEST(JsonTest, IntegersAreExactBeyondDoublePrecision) {
 }
 
 TEST(JsonTest, DoublesRoundTripExactly) {
-  for (double d :
-       {0.1, -1.0 / 3.0, 1e300, 5e-324, 2.2250738585072014e-308, 123456.789, 1e16, -0.0}) {
+  for (double d : {0.1, -1.0 / 3.0, 1e300, 5e-324, 2.2250738585072014e-308, 123456.789, 1e16, -0.0}) {
     Json v(d);
     std::string text = v.Serialize();
     Json back = ParseOk(text);
@@ -76,8 +75,7 @@ TEST(JsonTest, DoublesRoundTripExactly) {
   // Underflow is zero, as in other parsers; overflow is an error.
   EXPECT_EQ(ParseOk("1e-400").number_value(), 0.0);
   EXPECT_TRUE(std::signbit(ParseOk("-0.000001e-400").number_value()));
-  EXPECT_THAT(std::string(Json::Parse("[1e400]").status().message()),
-              HasSubstr("1:2: number is too large"));
+  EXPECT_THAT(std::string(Json::Parse("[1e400]").status().message()), HasSubstr("1:2: number is too large"));
   EXPECT_THAT(std::string(Json::Parse("-123e307").status().message()), HasSubstr("too large"));
 }
 
@@ -100,8 +98,7 @@ TEST(JsonTest, StringEscapesRoundTrip) {
   std::string raw("q\"b\\s/\b\f\n\r\t\x01\x1f\x7f", 14);
   raw.append("\xC3\xA9\xF0\x9F\x98\x80");
   Json v(raw);
-  EXPECT_EQ(v.Serialize(),
-            "\"q\\\"b\\\\s/\\b\\f\\n\\r\\t\\u0001\\u001f\x7f\xC3\xA9\xF0\x9F\x98\x80\"");
+  EXPECT_EQ(v.Serialize(), "\"q\\\"b\\\\s/\\b\\f\\n\\r\\t\\u0001\\u001f\x7f\xC3\xA9\xF0\x9F\x98\x80\"");
   EXPECT_EQ(ParseOk(v.Serialize()).string_value(), raw);
   // \u escapes, including a surrogate pair, decode to UTF-8.
   EXPECT_EQ(ParseOk(R"("\u00e9\u20AC\ud83d\ude00\/\u0000")").string_value(),
@@ -186,8 +183,7 @@ TEST(JsonTest, NestingDepthIsLimited) {
   std::string deep(100000, '[');  // would overflow the stack without the limit
   absl::StatusOr<Json> v = Json::Parse(deep);
   ASSERT_FALSE(v.ok());
-  EXPECT_THAT(std::string(v.status().message()),
-              HasSubstr("1:513: arrays/objects nested deeper than 512"));
+  EXPECT_THAT(std::string(v.status().message()), HasSubstr("1:513: arrays/objects nested deeper than 512"));
 }
 
 TEST(JsonTest, TypeNames) {

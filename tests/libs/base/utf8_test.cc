@@ -26,10 +26,16 @@ TEST(Utf8Test, SequenceLengths) {
 TEST(Utf8Test, InvalidBytesBecomeReplacementCharacters) {
   const std::string valid = "ROMEO: caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80\n";
   EXPECT_EQ(ToValidUtf8(valid), valid);
-  EXPECT_EQ(ToValidUtf8("ab\xFF" "c"), "ab\xEF\xBF\xBD" "c");
+  EXPECT_EQ(ToValidUtf8("ab\xFF"
+                        "c"),
+            "ab\xEF\xBF\xBD"
+            "c");
   // Half a character at the end, and a lead byte followed by ASCII: one U+FFFD per byte.
   EXPECT_EQ(ToValidUtf8("x\xE2\x82"), "x\xEF\xBF\xBD\xEF\xBF\xBD");
-  EXPECT_EQ(ToValidUtf8("\xC3" "a"), "\xEF\xBF\xBD" "a");
+  EXPECT_EQ(ToValidUtf8("\xC3"
+                        "a"),
+            "\xEF\xBF\xBD"
+            "a");
   // Every byte value alone: the result is valid throughout.
   for (int b = 0; b < 256; ++b) {
     const std::string out = ToValidUtf8(std::string(1, static_cast<char>(b)));

@@ -109,8 +109,7 @@ INSTANTIATE_TEST_SUITE_P(Codecs, BlockwiseTest,
                          ::testing::Combine(::testing::Values(Codec::kInt8, Codec::kInt4),
                                             ::testing::Values(0, 32, 64, 256, 4096)),
                          [](const auto& info) {
-                           return absl::StrCat(CodecName(std::get<0>(info.param)), "_block",
-                                               std::get<1>(info.param));
+                           return absl::StrCat(CodecName(std::get<0>(info.param)), "_block", std::get<1>(info.param));
                          });
 
 TEST(EncodedTest, F32IsExactBitForBit) {
@@ -245,7 +244,7 @@ TEST(EncodedTest, TinyAndHugeBlocks) {
     std::vector<float> x(3 * block);
     for (size_t i = 0; i < block; ++i) x[i] = (i % 2 ? 1 : -1) * 1e-35f * static_cast<float>(i);  // absmax < 2^-100
     for (size_t i = block; i < 2 * block; ++i) x[i] = 0x1p-99f * static_cast<float>(i - block) / block;  // just above
-    for (size_t i = 2 * block; i < 3 * block; ++i) x[i] = (i % 2 ? 1 : -1) * 3e38f;  // near FLT_MAX
+    for (size_t i = 2 * block; i < 3 * block; ++i) x[i] = (i % 2 ? 1 : -1) * 3e38f;                      // near FLT_MAX
     const std::string bytes = Encode(codec, x);
     ExpectBlockwiseBound(codec, block, x, bytes);
     for (float v : DecodeAll(bytes)) EXPECT_TRUE(std::isfinite(v)) << CodecName(codec);

@@ -99,8 +99,8 @@ TEST(MalformedTest, HeaderFields) {
     b[4] = static_cast<char>(Codec::kInt4);
     ExpectRefused(b, n, "needs");
   }
-  for (uint64_t count : {uint64_t{n - 1}, uint64_t{n + 1}, uint64_t{1} << 40, uint64_t{1} << 63,
-                         std::numeric_limits<uint64_t>::max()}) {
+  for (uint64_t count :
+       {uint64_t{n - 1}, uint64_t{n + 1}, uint64_t{1} << 40, uint64_t{1} << 63, std::numeric_limits<uint64_t>::max()}) {
     std::string b = good;
     SetCount(b, count);
     ExpectRefused(b, n, "needs");

@@ -52,7 +52,7 @@ bool IsOther(absl::string_view name) { return name == "config" || name == "help"
 
 // Runs argv (without argv[0]) through Extract, then the file text, then every override.
 absl::StatusOr<Settings> Parse(std::vector<std::string> args, absl::string_view file = "",
-                             std::vector<std::string>* rest_out = nullptr) {
+                               std::vector<std::string>* rest_out = nullptr) {
   PCP_ASSIGN_OR_RETURN(KeyFlags flags, KeyFlags::Create(LeavesOf(Fields()), kAliases));
   args.insert(args.begin(), "prog");
   std::vector<char*> argv;

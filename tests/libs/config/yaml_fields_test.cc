@@ -122,13 +122,15 @@ TEST(YamlFieldsTest, MistakesNameFileLineColumnAndQualifiedKey) {
     const char* expected;
   };
   const Case cases[] = {
-      {"retry: {initail_ms: 5}\n", "s.yaml:1:9: unknown key 'initail_ms' in section 'retry' (did you mean 'initial_ms'?)"},
+      {"retry: {initail_ms: 5}\n",
+       "s.yaml:1:9: unknown key 'initail_ms' in section 'retry' (did you mean 'initial_ms'?)"},
       {"retry:\n  initial_ms: 0\n", "s.yaml:2:15: retry.initial_ms: must be >= 1, got 0"},
       {"timeout_ms: soon\n", "s.yaml:1:13: timeout_ms: expected an integer"},
       {"roots: data\n", "s.yaml:1:8: roots: expected a list of strings, got 'data'"},
       {"roots: [[a]]\n", "s.yaml:1:9: roots: expected a list of strings, got a sequence as an item"},
       {"tokens: {name: a}\n", "s.yaml:1:9: tokens: expected a list, got a mapping"},
-      {"tokens:\n  - {name: a, role: [x]}\n", "s.yaml:2:15: unknown key 'role' in section 'tokens[0]' (did you mean 'roles'?)"},
+      {"tokens:\n  - {name: a, role: [x]}\n",
+       "s.yaml:2:15: unknown key 'role' in section 'tokens[0]' (did you mean 'roles'?)"},
       {"listen: a\nlisten: b\n", "s.yaml:2:1: listen: duplicate key (first given at line 1)"},
       {"- a\n", "s.yaml:1:1: settings file: expected a mapping"},
       {"listen: [\n", "s.yaml:2:1: YAML syntax error"},

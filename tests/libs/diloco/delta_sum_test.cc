@@ -55,7 +55,8 @@ absl::Status Feed(DeltaSum::Contribution& c, const std::vector<std::vector<float
     for (size_t off = 0; off < delta[t].size(); off += chunk) {
       if (sent++ == max_chunks) return absl::OkStatus();
       const size_t n = std::min(chunk, delta[t].size() - off);
-      if (absl::Status s = c.Add(t, static_cast<int64_t>(off), absl::MakeConstSpan(delta[t].data() + off, n)); !s.ok()) {
+      if (absl::Status s = c.Add(t, static_cast<int64_t>(off), absl::MakeConstSpan(delta[t].data() + off, n));
+          !s.ok()) {
         return s;
       }
     }
@@ -133,7 +134,8 @@ TEST(DeltaSumTest, ANegativeOrNanDeclarationAllowsNothing) {
   Sums sums({2});
   DeltaSum sum(sums.spans());
   const std::vector<float> v = {1e30f, 1e30f};
-  for (double declared : {-1e305, -1.0, std::nan("")}) EXPECT_FALSE(sum.Begin("w", 1, 1.0, declared)->Add(0, 0, v).ok());
+  for (double declared : {-1e305, -1.0, std::nan("")})
+    EXPECT_FALSE(sum.Begin("w", 1, 1.0, declared)->Add(0, 0, v).ok());
   sum.Finish();
   EXPECT_THAT(sums.data[0], ::testing::ElementsAre(0, 0));
 }
@@ -273,21 +275,19 @@ TEST(DeltaSumTest, ValuesInPiecesAddTheSameBitsAsOneArray) {
   const std::vector<float> want = add([&](DeltaSum::Contribution& c) { return c.Add(0, offset, chunk); });
   const size_t stripe = (size_t{1} << 16) - static_cast<size_t>(offset);  // first element of stripe 1, in the chunk
   for (size_t r = 0; r < 4; ++r) {
-    const std::vector<size_t> cuts = {1 + r, 4 * (stripe - 1) + r, 4 * stripe + r, 4 * stripe + 3 + r,
-                                      4 * (n - 2) + r};
+    const std::vector<size_t> cuts = {1 + r, 4 * (stripe - 1) + r, 4 * stripe + r, 4 * stripe + 3 + r, 4 * (n - 2) + r};
     const Pieces pieces(chunk, cuts);
     EXPECT_TRUE(SameBits(add([&](DeltaSum::Contribution& c) { return c.Add(0, offset, pieces.values()); }), want))
         << "cuts at offset " << r << " within a value";
     // The norm given (as StreamTo's sink gets it) or summed by Add from the pieces: the same.
-    EXPECT_TRUE(SameBits(add([&](DeltaSum::Contribution& c) {
-                           return c.Add(0, offset, pieces.values(), SumOfSquares(chunk));
-                         }),
-                         want));
+    EXPECT_TRUE(
+        SameBits(add([&](DeltaSum::Contribution& c) { return c.Add(0, offset, pieces.values(), SumOfSquares(chunk)); }),
+                 want));
   }
   std::vector<size_t> tiny;  // pieces of 1, 2 and 3 bytes over the first values
   for (size_t at = 1; at < 200; at += 1 + at % 3) tiny.push_back(at);
-  EXPECT_TRUE(SameBits(add([&](DeltaSum::Contribution& c) { return c.Add(0, offset, Pieces(chunk, tiny).values()); }),
-                       want));
+  EXPECT_TRUE(
+      SameBits(add([&](DeltaSum::Contribution& c) { return c.Add(0, offset, Pieces(chunk, tiny).values()); }), want));
 }
 
 TEST(DeltaSumTest, AChunkInPiecesAboveTheDeclaredNormAddsNothingOfItself) {
@@ -303,7 +303,8 @@ TEST(DeltaSumTest, AChunkInPiecesAboveTheDeclaredNormAddsNothingOfItself) {
   EXPECT_THAT(s.message(), HasSubstr("above the declared 2.5"));
   EXPECT_TRUE(sum.tainted());
   EXPECT_THAT(sum.liars(), ::testing::ElementsAre("w"));
-  EXPECT_THAT(sums.data[0], ::testing::ElementsAre(1, 1, 1, 1, 0, 0, 0, 0));  // before Finish: nothing of the liar's chunk
+  EXPECT_THAT(sums.data[0],
+              ::testing::ElementsAre(1, 1, 1, 1, 0, 0, 0, 0));  // before Finish: nothing of the liar's chunk
   sum.Finish();
   EXPECT_EQ(sum.covered_elements(), 4);
 }

@@ -109,8 +109,8 @@ TEST(DeltaScreenTest, FewerThanThreeUseThePastRunningMedianOrOnlyTheCap) {
   EXPECT_EQ(screen.Judge(2e4, first).reason, RefusalReason::kMaxNorm);
   EXPECT_FALSE(screen.PastMedian().has_value());
 
-  screen.EndRound(std::vector<double>{10, 12});  // median 11
-  screen.EndRound(std::vector<double>{8});        // median 8
+  screen.EndRound(std::vector<double>{10, 12});      // median 11
+  screen.EndRound(std::vector<double>{8});           // median 8
   screen.EndRound(std::vector<double>{20, 20, 30});  // median 20
   EXPECT_EQ(*screen.PastMedian(), 11);
   ScreenThreshold later = screen.RoundThreshold(std::vector<double>{9, 5000});

@@ -186,13 +186,23 @@ std::vector<Case> ElementwiseCases() {
   for (DType d : {DType::kBool, DType::kI32, DType::kI64}) {
     TensorType t{d, {5, 103}};
     for (Op op : {Op::kAnd, Op::kOr}) {
-      cases.push_back({absl::StrCat(Short(op), "_", MlirName(d)), op, {t, t},
-                       [op](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Emit(op, {p[0], p[1]}); },
-                       0, 0, {{-1000, 1000}, {-1000, 1000}}});
+      cases.push_back({absl::StrCat(Short(op), "_", MlirName(d)),
+                       op,
+                       {t, t},
+                       [op](FunctionBuilder& b, const std::vector<ValueId>& p) {
+                         return b.Emit(op, {p[0], p[1]});
+                       },
+                       0,
+                       0,
+                       {{-1000, 1000}, {-1000, 1000}}});
     }
-    cases.push_back({absl::StrCat("not_", MlirName(d)), Op::kNot, {t},
+    cases.push_back({absl::StrCat("not_", MlirName(d)),
+                     Op::kNot,
+                     {t},
                      [](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Not(p[0]); },
-                     0, 0, {{-1000, 1000}}});
+                     0,
+                     0,
+                     {{-1000, 1000}}});
   }
   cases.push_back({"and_not_of_compares_into_select",
                    Op::kAnd,
@@ -204,22 +214,30 @@ std::vector<Case> ElementwiseCases() {
                      return b.Select(pred, p[0], p[1]);
                    }});
   for (const Shape& s : ElementwiseShapes()) {
-    cases.push_back({absl::StrCat("clamp_f32_", ShapeName(s)), Op::kClamp, {F32(s), F32(s), F32(s)},
+    cases.push_back({absl::StrCat("clamp_f32_", ShapeName(s)),
+                     Op::kClamp,
+                     {F32(s), F32(s), F32(s)},
                      [](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Clamp(p[0], p[1], p[2]); },
-                     0, 0, {{-1.0, 0.0}, {-2.0, 2.0}, {0.0, 1.0}}});
+                     0,
+                     0,
+                     {{-1.0, 0.0}, {-2.0, 2.0}, {0.0, 1.0}}});
   }
   for (DType d : {DType::kI32, DType::kI64}) {
     TensorType t{d, {3, 77}};
-    cases.push_back({absl::StrCat("clamp_", MlirName(d)), Op::kClamp, {t, t, t},
+    cases.push_back({absl::StrCat("clamp_", MlirName(d)),
+                     Op::kClamp,
+                     {t, t, t},
                      [](FunctionBuilder& b, const std::vector<ValueId>& p) { return b.Clamp(p[0], p[1], p[2]); },
-                     0, 0, {{-50, 0}, {-100, 100}, {0, 50}}});
+                     0,
+                     0,
+                     {{-50, 0}, {-100, 100}, {0, 50}}});
   }
-  cases.push_back({"clamp_scalar_bounds_f32", Op::kClamp, {F32({4, 33})},
-                   [](FunctionBuilder& b, const std::vector<ValueId>& p) {
-                     ValueId lo = b.BroadcastInDim(b.ScalarConstant(-0.25), {4, 33}, {});
-                     ValueId hi = b.BroadcastInDim(b.ScalarConstant(0.5), {4, 33}, {});
-                     return b.Clamp(lo, p[0], hi);
-                   }});
+  cases.push_back(
+      {"clamp_scalar_bounds_f32", Op::kClamp, {F32({4, 33})}, [](FunctionBuilder& b, const std::vector<ValueId>& p) {
+         ValueId lo = b.BroadcastInDim(b.ScalarConstant(-0.25), {4, 33}, {});
+         ValueId hi = b.BroadcastInDim(b.ScalarConstant(0.5), {4, 33}, {});
+         return b.Clamp(lo, p[0], hi);
+       }});
   // Converts between every pair of computing types; floats beyond the i32 range saturate.
   for (DType from : {DType::kF32, DType::kI32, DType::kI64, DType::kBool}) {
     for (DType to : {DType::kF32, DType::kI32, DType::kI64, DType::kBool}) {
@@ -744,7 +762,8 @@ TEST(BackendF64Test, RejectsF64AndRunsItLowered) {
   for (const auto& tb : TestBackends()) {
     absl::StatusOr<std::unique_ptr<Backend>> backend = tb.create();
     if (!backend.ok()) {
-      std::printf("%s unavailable, not checked: %s\n", tb.name.c_str(), std::string(backend.status().message()).c_str());
+      std::printf("%s unavailable, not checked: %s\n", tb.name.c_str(),
+                  std::string(backend.status().message()).c_str());
       continue;
     }
     absl::StatusOr<std::unique_ptr<Executable>> exe = (*backend)->Compile(*f);

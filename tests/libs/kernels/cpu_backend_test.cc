@@ -390,7 +390,8 @@ void RunTanhMlp(int64_t rows, int64_t width, int layers, std::vector<int64_t> su
   absl::StatusOr<Function> f = b.Build();
   ASSERT_TRUE(f.ok());
   std::vector<Tensor> args = {RandomTensor(F32({rows, width}), 7)};
-  for (int i = 0; i < layers; ++i) args.push_back(RandomTensor(F32({width, width}), 100 + i, -weight_scale, weight_scale));
+  for (int i = 0; i < layers; ++i)
+    args.push_back(RandomTensor(F32({width, width}), 100 + i, -weight_scale, weight_scale));
   std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 2});
   absl::StatusOr<std::vector<Tensor>> got = RunOnce(*cpu, *f, args, exe);
   ASSERT_TRUE(got.ok()) << got.status();
@@ -539,11 +540,12 @@ TEST(CpuBackendTest, ProductKernelAddsALinearLayersBias) {
     ASSERT_TRUE(got.ok()) << got.status();
     ExpectAllNear(*got, *Interpret(*f, args), 1e-4, 1e-4);
   }
-  for (const Case& c : {Case{100, 64, 96}, Case{67, 77, 97}, Case{100, 128, 33}, Case{5, 1, 17}, Case{67, 129, 96}, Case{67, 600, 40},
-                        Case{100, 300, 50}}) {
+  for (const Case& c : {Case{100, 64, 96}, Case{67, 77, 97}, Case{100, 128, 33}, Case{5, 1, 17}, Case{67, 129, 96},
+                        Case{67, 600, 40}, Case{100, 300, 50}}) {
     for (bool row_bias : {true, false}) {
-      SCOPED_TRACE(::testing::Message() << "[3, " << c.rows << ", " << c.k << "] x [" << c.n << ", " << c.k << "], "
-                                        << (row_bias ? "bias along columns" : "bias along rows (not a linear layer's)"));
+      SCOPED_TRACE(
+          ::testing::Message() << "[3, " << c.rows << ", " << c.k << "] x [" << c.n << ", " << c.k << "], "
+                               << (row_bias ? "bias along columns" : "bias along rows (not a linear layer's)"));
       absl::StatusOr<Function> fused = build(c, false, row_bias), separate = build(c, true, row_bias);
       ASSERT_TRUE(fused.ok() && separate.ok());
       const std::vector<Tensor> args = {RandomTensor(F32({3, c.rows, c.k}), 1), RandomTensor(F32({c.n, c.k}), 2),
@@ -551,8 +553,8 @@ TEST(CpuBackendTest, ProductKernelAddsALinearLayersBias) {
       for (int run = 0; run < 4; ++run) {
         const int threads = 1 + run % 2;
         const auto gemm = run < 2 ? CpuBackendOptions::Gemm::kOpenBlas : CpuBackendOptions::Gemm::kOwn;
-        SCOPED_TRACE(::testing::Message() << threads << " threads, "
-                                          << (run < 2 ? "OpenBLAS" : "own sgemm (OpenBLAS without AVX2+FMA)"));
+        SCOPED_TRACE(::testing::Message()
+                     << threads << " threads, " << (run < 2 ? "OpenBLAS" : "own sgemm (OpenBLAS without AVX2+FMA)"));
         // Without epilogues, so that the separate add stays a kernel of its own (a loop run
         // inside the product's kernel: LoopsAfterAProductRunOverItsBlocks).
         std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = threads, .epilogues = false, .gemm = gemm});
@@ -565,9 +567,9 @@ TEST(CpuBackendTest, ProductKernelAddsALinearLayersBias) {
         for (int i = 0; i < 2; ++i) EXPECT_TRUE(BitwiseEqual((*a)[i], (*sep)[i])) << "result " << i;
         const std::string schedule = AsCpu(fused_exe)->DescribeSchedule();
         EXPECT_EQ(schedule.find("+ bias") != std::string::npos, row_bias) << schedule;
-        EXPECT_EQ(AsCpu(fused_exe)->stats().num_kernels + (row_bias ? 1 : 0),
-                  AsCpu(separate_exe)->stats().num_kernels)
-            << schedule << "\nvs\n" << AsCpu(separate_exe)->DescribeSchedule();
+        EXPECT_EQ(AsCpu(fused_exe)->stats().num_kernels + (row_bias ? 1 : 0), AsCpu(separate_exe)->stats().num_kernels)
+            << schedule << "\nvs\n"
+            << AsCpu(separate_exe)->DescribeSchedule();
       }
     }
   }

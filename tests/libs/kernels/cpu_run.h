@@ -24,10 +24,10 @@ namespace pcp::testing {
 
 struct CpuRun {
   std::vector<Tensor> results;
-  std::string schedule;            // CpuExecutable::DescribeSchedule()
-  int fused_instructions = 0;      // CpuExecutableStats
+  std::string schedule;        // CpuExecutable::DescribeSchedule()
+  int fused_instructions = 0;  // CpuExecutableStats
   int kernels = 0;
-  absl::Status memory_plan;        // CpuExecutable::CheckMemoryPlan()
+  absl::Status memory_plan;  // CpuExecutable::CheckMemoryPlan()
 };
 
 inline CpuRun RunOnCpu(const Function& f, const std::vector<Tensor>& args, const CpuBackendOptions& options) {

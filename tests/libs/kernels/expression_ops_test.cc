@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <random>
@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "cpu_run.h"
 #include "gtest/gtest.h"
 #include "pcp/autodiff/builder.h"
 #include "pcp/autodiff/interpreter.h"
@@ -23,7 +24,6 @@
 #include "pcp/kernels/cpu_backend.h"
 #include "pcp/models/gpt.h"
 #include "pcp/testing/tensor_testing.h"
-#include "cpu_run.h"
 #include "train_step_args.h"
 
 namespace pcp {
@@ -114,10 +114,12 @@ class SignatureParser {
       return b_.Select(a, c, e);
     }
     ++pos_;  // ')'
-    const std::vector<std::pair<std::string, ComparisonDirection>> compares = {
-        {"cmp_eq", ComparisonDirection::kEQ}, {"cmp_ne", ComparisonDirection::kNE},
-        {"cmp_lt", ComparisonDirection::kLT}, {"cmp_le", ComparisonDirection::kLE},
-        {"cmp_gt", ComparisonDirection::kGT}, {"cmp_ge", ComparisonDirection::kGE}};
+    const std::vector<std::pair<std::string, ComparisonDirection>> compares = {{"cmp_eq", ComparisonDirection::kEQ},
+                                                                               {"cmp_ne", ComparisonDirection::kNE},
+                                                                               {"cmp_lt", ComparisonDirection::kLT},
+                                                                               {"cmp_le", ComparisonDirection::kLE},
+                                                                               {"cmp_gt", ComparisonDirection::kGT},
+                                                                               {"cmp_ge", ComparisonDirection::kGE}};
     for (const auto& [cmp, direction] : compares) {
       if (name == cmp) return b_.Compare(a, c, direction);
     }

@@ -5,13 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "cpu_run.h"
 #include "gtest/gtest.h"
 #include "pcp/autodiff/interpreter.h"
 #include "pcp/autodiff/train_step.h"
 #include "pcp/kernels/cpu_backend.h"
 #include "pcp/models/gpt.h"
 #include "pcp/testing/tensor_testing.h"
-#include "cpu_run.h"
 #include "test_backends.h"
 #include "train_step_args.h"
 
@@ -35,8 +35,9 @@ TEST_P(GptTrainStepTest, MatchesInterpreterOverSeveralInPlaceSteps) {
   const int64_t batch = 3;
   absl::StatusOr<Function> forward = BuildGptForwardLoss(config, batch, config.block_size);
   ASSERT_TRUE(forward.ok()) << forward.status();
-  absl::StatusOr<Function> step = BuildTrainStep(
-      *forward, AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
+  absl::StatusOr<Function> step =
+      BuildTrainStep(*forward,
+                     AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
   ASSERT_TRUE(step.ok()) << step.status();
   absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(config, 7);
   ASSERT_TRUE(init.ok()) << init.status();

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "cpu_run.h"
 #include "gtest/gtest.h"
 #include "pcp/autodiff/builder.h"
 #include "pcp/autodiff/interpreter.h"
 #include "pcp/testing/tensor_testing.h"
-#include "cpu_run.h"
 #include "test_backends.h"
 
 namespace pcp {
@@ -65,15 +65,9 @@ class GraphMaker {
     const int64_t rank = static_cast<int64_t>(shape.size());
     ValueId out = kNoValue;
     switch (Pick(0, 10)) {
-      case 0:
-        out = b_.Tanh(a);
-        break;
-      case 1:
-        out = b_.Exp(b_.Tanh(a));
-        break;
-      case 2:
-        out = b_.Emit(Pick(0, 1) ? Op::kLogistic : Op::kAbs, {a});
-        break;
+      case 0: out = b_.Tanh(a); break;
+      case 1: out = b_.Exp(b_.Tanh(a)); break;
+      case 2: out = b_.Emit(Pick(0, 1) ? Op::kLogistic : Op::kAbs, {a}); break;
       case 3: {
         const Op ops[] = {Op::kAdd, Op::kSubtract, Op::kMultiply, Op::kMaximum, Op::kMinimum};
         out = b_.Emit(ops[Pick(0, 4)], {a, WithShape(shape, a)});

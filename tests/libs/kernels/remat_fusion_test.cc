@@ -4,27 +4,27 @@
 // The pass is not GPT-specific: the exported PyTorch models in examples/stablehlo get it too.
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "cpu_run.h"
 #include "gtest/gtest.h"
 #include "pcp/autodiff/passes.h"
 #include "pcp/autodiff/remat.h"
 #include "pcp/autodiff/train_step.h"
 #include "pcp/kernels/cpu_backend.h"
 #include "pcp/models/stablehlo_model.h"
-#include "cpu_run.h"
 #include "train_step_args.h"
 
 namespace pcp {
 namespace {
 
 using ::pcp::testing::AllSameBitsOrBothNaN;
-using ::pcp::testing::CpuRun;
 using ::pcp::testing::CountOf;
+using ::pcp::testing::CpuRun;
 using ::pcp::testing::RunOnCpu;
 
 int64_t ArenaBytes(const Function& f) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_run.h"
 #include "gtest/gtest.h"
 #include "pcp/autodiff/builder.h"
 #include "pcp/autodiff/interpreter.h"
@@ -19,7 +20,6 @@
 #include "pcp/kernels/cpu_backend.h"
 #include "pcp/models/gpt.h"
 #include "pcp/testing/tensor_testing.h"
-#include "cpu_run.h"
 #include "train_step_args.h"
 
 namespace pcp {
@@ -41,8 +41,8 @@ RunResult CompileAndRun(const Function& f, const std::vector<Tensor>& args, bool
 
 int CountRowKernels(const std::string& schedule) {
   static const std::regex kRows(" rows of [0-9]+ ");
-  return static_cast<int>(std::distance(std::sregex_iterator(schedule.begin(), schedule.end(), kRows),
-                                        std::sregex_iterator()));
+  return static_cast<int>(
+      std::distance(std::sregex_iterator(schedule.begin(), schedule.end(), kRows), std::sregex_iterator()));
 }
 
 // LayerNorm statistics as the GPT model builds them (libs/models/src/gpt.cc).
@@ -84,7 +84,8 @@ Function LayerNormBackward(int64_t c) {
   ValueId inv_c = b.ScalarConstant(1.0 / static_cast<double>(c));
   ValueId mean_g = b.BMul(b.ReduceSum(g, {2}), inv_c);
   ValueId mean_gx = b.BMul(b.ReduceSum(b.Mul(g, xhat), {2}), inv_c);
-  ValueId inner = b.Sub(b.Sub(g, b.BroadcastInDim(mean_g, s, {0, 1})), b.Mul(xhat, b.BroadcastInDim(mean_gx, s, {0, 1})));
+  ValueId inner =
+      b.Sub(b.Sub(g, b.BroadcastInDim(mean_g, s, {0, 1})), b.Mul(xhat, b.BroadcastInDim(mean_gx, s, {0, 1})));
   b.Return({b.Mul(inner, rstd)});
   return *b.Build();
 }

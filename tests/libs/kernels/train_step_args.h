@@ -25,8 +25,8 @@
 
 namespace pcp::testing {
 
-inline std::vector<Tensor> TrainStepArgs(const std::vector<NamedTensor>& init, float lr, int64_t batch,
-                                         int64_t block, int64_t vocab, uint64_t seed) {
+inline std::vector<Tensor> TrainStepArgs(const std::vector<NamedTensor>& init, float lr, int64_t batch, int64_t block,
+                                         int64_t vocab, uint64_t seed) {
   std::vector<Tensor> args;
   for (const NamedTensor& p : init) args.push_back(p.tensor);
   for (int k = 0; k < 2; ++k) {
@@ -49,11 +49,12 @@ struct GptTrainStep {
 // initialised with `init_seed`, its arguments as TrainStepArgs gives them (lr 3e-3, data seed
 // `data_seed`).
 inline absl::StatusOr<GptTrainStep> GptTrainStepFor(const GPTConfig& config, int64_t batch, uint64_t init_seed,
-                                                     uint64_t data_seed) {
+                                                    uint64_t data_seed) {
   absl::StatusOr<Function> forward = BuildGptForwardLoss(config, batch, config.block_size);
   if (!forward.ok()) return forward.status();
-  absl::StatusOr<Function> step = BuildTrainStep(
-      *forward, AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
+  absl::StatusOr<Function> step =
+      BuildTrainStep(*forward,
+                     AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
   if (!step.ok()) return step.status();
   absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(config, init_seed);
   if (!init.ok()) return init.status();

@@ -29,7 +29,7 @@ using ::pcp::testing::MaxRelativeError;
 using ::pcp::testing::RandomTensor;
 using ::pcp::testing::TrainStepArgs;
 
-#define PCP_VULKAN_OR_SKIP(var, options)                                    \
+#define PCP_VULKAN_OR_SKIP(var, options)                                       \
   absl::StatusOr<std::unique_ptr<Backend>> var = CreateVulkanBackend(options); \
   if (!var.ok()) GTEST_SKIP() << "no Vulkan device: " << var.status()
 
@@ -71,8 +71,9 @@ TEST(VulkanBackendTest, GptTrainStepMatchesCpuBackend) {
   // ignores them), so both backends compute rounding noise (~1e-13) there, which Adam with
   // eps 1e-8 turns into steps of up to lr in either direction. The CPU backend differs from
   // the reference interpreter by as much there (1e-4..3e-3 of the tensor's scale).
-  absl::StatusOr<Function> step = BuildTrainStep(
-      *forward, AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.1, .grad_clip = 1.0});
+  absl::StatusOr<Function> step =
+      BuildTrainStep(*forward,
+                     AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.1, .grad_clip = 1.0});
   ASSERT_TRUE(step.ok()) << step.status();
   absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(config, 11);
   ASSERT_TRUE(init.ok()) << init.status();
@@ -100,10 +101,10 @@ TEST(VulkanBackendTest, GptTrainStepMatchesCpuBackend) {
     worst = std::max(worst, err);
     EXPECT_LE(err, 1e-4) << step->result_names[i];
   }
-  std::printf("GPT train step, 3 steps: losses cpu %.7f %.7f %.7f vulkan %.7f %.7f %.7f; max relative error "
-              "params %.3g, moments %.3g\n",
-              cpu_losses[0], cpu_losses[1], cpu_losses[2], vk_losses[0], vk_losses[1], vk_losses[2], worst_param,
-              worst_moment);
+  std::printf(
+      "GPT train step, 3 steps: losses cpu %.7f %.7f %.7f vulkan %.7f %.7f %.7f; max relative error "
+      "params %.3g, moments %.3g\n",
+      cpu_losses[0], cpu_losses[1], cpu_losses[2], vk_losses[0], vk_losses[1], vk_losses[2], worst_param, worst_moment);
 }
 
 // dot_general shapes that take the matmul kernel's vec4 tile loads (plain row-major
@@ -360,7 +361,8 @@ TEST(VulkanNoDeviceTest, UnavailableAndAutoFallsBackToCpu) {
         }
         if (!automatic.ok() || (*automatic)->Name() != "cpu") {
           std::fprintf(stderr, "auto without a driver: %s\n",
-                       automatic.ok() ? std::string((*automatic)->Name()).c_str() : automatic.status().ToString().c_str());
+                       automatic.ok() ? std::string((*automatic)->Name()).c_str()
+                                      : automatic.status().ToString().c_str());
           ++failures;
         }
         std::exit(failures);

@@ -1,8 +1,8 @@
 // The metrics wrapper: declared metrics appear in a scrape with their help text and type,
 // handles update the series, and the HTTP server serves them (port 0, bad addresses, a port
 // in use).
-#include <sys/socket.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <string>
@@ -10,12 +10,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "pcp/base/file.h"
 #include "pcp/metrics/catalog.h"
 #include "pcp/metrics/metrics_server.h"
 #include "pcp/metrics/registry.h"
-#include "pcp/base/file.h"
-#include "pcp/testing/temp_dir.h"
 #include "pcp/testing/metrics_scrape.h"
+#include "pcp/testing/temp_dir.h"
 
 namespace pcp::metrics {
 namespace {
@@ -40,7 +40,8 @@ TEST(CatalogTest, EveryMetricHasNameTypeAndHelp) {
   EXPECT_EQ(labels[0].name, "kind");
   EXPECT_EQ(labels[0].values, (std::vector<std::string>{"theta_full", "theta_update", "program", "shard", "control"}));
   EXPECT_EQ(labels[1].name, "codec");
-  EXPECT_EQ(labels[1].values, (std::vector<std::string>{"none", "f32", "bf16", "int8", "int4", "topk2", "topk4", "topk8"}));
+  EXPECT_EQ(labels[1].values,
+            (std::vector<std::string>{"none", "f32", "bf16", "int8", "int4", "topk2", "topk4", "topk8"}));
 }
 
 TEST(CatalogTest, MarkdownHasOneRowPerMetric) {
@@ -78,9 +79,11 @@ TEST(RegistryTest, DeclaredMetricsAppearWithHelpTypeAndFixedSeries) {
   text = registry.Scrape();
   for (Metric m : MetricsOf(Service::kShepherd)) {
     const MetricInfo& info = InfoOf(m);
-    EXPECT_TRUE(absl::StrContains(text, absl::StrCat("# HELP ", info.name, " ", info.help))) << info.name << "\n" << text;
+    EXPECT_TRUE(absl::StrContains(text, absl::StrCat("# HELP ", info.name, " ", info.help))) << info.name << "\n"
+                                                                                             << text;
     EXPECT_TRUE(absl::StrContains(text, absl::StrCat("# TYPE ", info.name, " ", TypeName(info.type))))
-        << info.name << "\n" << text;
+        << info.name << "\n"
+        << text;
   }
   // No worker or supervisor metric in a shepherd.
   EXPECT_FALSE(absl::StrContains(text, "pcp_worker_"));

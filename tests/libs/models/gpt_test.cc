@@ -180,7 +180,8 @@ TEST(GptForwardTest, LogitsAgreeWithForwardAndAreCausal) {
   // Larger weights than nanoGPT's init so every position attends non-uniformly.
   std::vector<NamedTensor> params = *InitGptParams(c, 3);
   for (size_t i = 0; i < params.size(); ++i) {
-    if (params[i].tensor.rank() == 2) params[i].tensor = RandomTensor({DType::kF32, params[i].tensor.shape()}, i, -0.5, 0.5);
+    if (params[i].tensor.rank() == 2)
+      params[i].tensor = RandomTensor({DType::kF32, params[i].tensor.shape()}, i, -0.5, 0.5);
   }
   const TensorType ids{DType::kI32, {B, T}};
   Tensor tokens = RandomTensor(ids, 5, 0, V), targets = RandomTensor(ids, 6, 0, V);

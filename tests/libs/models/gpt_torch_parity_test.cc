@@ -12,13 +12,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "function_runners.h"
 #include "gtest/gtest.h"
 #include "pcp/autodiff/train_step.h"
 #include "pcp/autodiff/verifier.h"
 #include "pcp/autodiff/vjp.h"
 #include "pcp/models/gpt.h"
 #include "pcp/testing/tensor_testing.h"
-#include "function_runners.h"
 #include "torch_oracle.h"
 
 namespace pcp {
@@ -28,8 +28,8 @@ using ::pcp::testing::ErrorLog;
 using ::pcp::testing::kPython;
 using ::pcp::testing::PythonCanImport;
 using ::pcp::testing::RandomTensor;
-using ::pcp::testing::RunPythonOracle;
 using ::pcp::testing::Runners;
+using ::pcp::testing::RunPythonOracle;
 
 constexpr double kUpdateTolerance = 1e-3;
 constexpr int64_t kBatch = 3;
@@ -130,8 +130,8 @@ TEST_P(GptTorchParityTest, ThreeClippedAdamWSteps) {
   // noise ~1e-10, and Adam's per-element normalisation turns noise into steps of
   // lr * |noise| / (|noise| + eps). eps = 1e-6 bounds those to ~1e-4 lr; without biases the
   // default eps = 1e-8 is used.
-  const AdamWConfig opt{.beta1 = 0.9, .beta2 = 0.95, .eps = config.bias ? 1e-6 : 1e-8,
-                        .weight_decay = 0.1, .grad_clip = 0.5};
+  const AdamWConfig opt{
+      .beta1 = 0.9, .beta2 = 0.95, .eps = config.bias ? 1e-6 : 1e-8, .weight_decay = 0.1, .grad_clip = 0.5};
   const std::vector<double> lrs = {1e-3, 2e-3, 5e-4};  // a schedule: lr is fed per step
   constexpr int kSteps = 3;
   absl::StatusOr<Function> forward = BuildGptForwardLoss(config, kBatch, kLen);
@@ -146,10 +146,10 @@ TEST_P(GptTorchParityTest, ThreeClippedAdamWSteps) {
     inputs.push_back({absl::StrCat("tokens.", k), Tokens(200 + k)});
     inputs.push_back({absl::StrCat("targets.", k), Tokens(300 + k)});
   }
-  const std::string extra = absl::StrCat(", \"steps\": ", kSteps, ", \"lrs\": [", absl::StrJoin(lrs, ", "),
-                                         "], \"beta1\": ", opt.beta1, ", \"beta2\": ", opt.beta2,
-                                         ", \"eps\": ", opt.eps, ", \"weight_decay\": ", opt.weight_decay,
-                                         ", \"grad_clip\": ", opt.grad_clip);
+  const std::string extra =
+      absl::StrCat(", \"steps\": ", kSteps, ", \"lrs\": [", absl::StrJoin(lrs, ", "), "], \"beta1\": ", opt.beta1,
+                   ", \"beta2\": ", opt.beta2, ", \"eps\": ", opt.eps, ", \"weight_decay\": ", opt.weight_decay,
+                   ", \"grad_clip\": ", opt.grad_clip);
   absl::StatusOr<SafetensorsContents> ref = RunReference("train", inputs, ConfigJson(config, extra));
   ASSERT_TRUE(ref.ok()) << ref.status();
   for (int k = 0; k < kSteps; ++k) {
@@ -210,15 +210,13 @@ TEST_P(GptTorchParityTest, ThreeClippedAdamWSteps) {
               << " AdamW steps (grad norms " << ref->Find("grad_norm.0")->data<float>()[0] << ", "
               << ref->Find("grad_norm.1")->data<float>()[0] << ", " << ref->Find("grad_norm.2")->data<float>()[0]
               << " > clip " << opt.grad_clip << "): max relative error over losses and " << n << " parameters "
-              << log.max_error << " (" << log.worst << "); of the updates p3 - p0: " << delta_log.max_error
-              << " (" << delta_log.worst << ")\n";
+              << log.max_error << " (" << log.worst << "); of the updates p3 - p0: " << delta_log.max_error << " ("
+              << delta_log.worst << ")\n";
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Bias, GptTorchParityTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? "WithBias" : "NoBias";
-                         });
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "WithBias" : "NoBias"; });
 
 }  // namespace
 }  // namespace pcp

@@ -154,8 +154,8 @@ TEST(StableHloModelTest, FrozenValueIsUsed) {
 
 TEST(StableHloModelTest, I32DataAndDataArgsByNameAndIndex) {
   const Tensor w = Range({kV, kC}, 0.1f), rope = Range({kC}, 1.0f);
-  for (std::vector<std::string> data : {std::vector<std::string>{"tokens", "targets"},
-                                        std::vector<std::string>{"%arg2", "3"}}) {
+  for (std::vector<std::string> data :
+       {std::vector<std::string>{"tokens", "targets"}, std::vector<std::string>{"%arg2", "3"}}) {
     StableHloImportOptions o = WithParams(w, rope);
     o.data_args = data;
     absl::StatusOr<ImportedModel> m = ImportStableHloModel(ToyModule(DType::kI32), "toy.mlir", o);
@@ -201,7 +201,8 @@ TEST(StableHloModelTest, InitRuleWithoutParamsFile) {
 // As JAX prints a jitted loss (jax.jit(f).lower(...).as_text()): a named module with
 // attributes, public main, unnamed arguments with sharding attributes, results with
 // jax.result_info, locations, i64 data and an extra result.
-constexpr char kJaxStyle[] = R"(module @jit_loss attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+constexpr char kJaxStyle[] =
+    R"(module @jit_loss attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%arg0: tensor<5x3xf32> {mhlo.sharding = "{replicated}"}, %arg1: tensor<3xf32>, %arg2: tensor<2x4xi64>, %arg3: tensor<2x4xi64>) -> (tensor<f32> {jax.result_info = "[0]"}, tensor<5xf32> {jax.result_info = "[1]"}) {
     %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32> loc(#loc1)
     %0 = stablehlo.multiply %arg0, %arg0 : tensor<5x3xf32> loc(#loc2)
@@ -252,18 +253,19 @@ TEST(StableHloModelTest, JaxStyleModule) {
 // rounded to f32 once: no warning), and, with `f64_math`, arithmetic on a parameter in f64
 // (computed in f32 with a warning, since no backend has f64).
 std::string F64Module(bool f64_math) {
-  return absl::StrCat(R"(func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<2x4xi64>, %arg2: tensor<2x4xi64>) -> tensor<f32> {
+  return absl::StrCat(
+      R"(func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<2x4xi64>, %arg2: tensor<2x4xi64>) -> tensor<f32> {
   %c = stablehlo.constant dense<3.000000e+00> : tensor<f64>
   %s = stablehlo.sqrt %c : tensor<f64>
   %sf = stablehlo.convert %s : (tensor<f64>) -> tensor<f32>
 )",
-                      f64_math ? R"(  %x = stablehlo.convert %arg0 : (tensor<4xf32>) -> tensor<4xf64>
+      f64_math ? R"(  %x = stablehlo.convert %arg0 : (tensor<4xf32>) -> tensor<4xf64>
   %y = stablehlo.multiply %x, %x : tensor<4xf64>
   %yf = stablehlo.convert %y : (tensor<4xf64>) -> tensor<4xf32>
 )"
-                               : R"(  %yf = stablehlo.multiply %arg0, %arg0 : tensor<4xf32>
+               : R"(  %yf = stablehlo.multiply %arg0, %arg0 : tensor<4xf32>
 )",
-                      R"(  %b = stablehlo.broadcast_in_dim %sf, dims = [] : (tensor<f32>) -> tensor<4xf32>
+      R"(  %b = stablehlo.broadcast_in_dim %sf, dims = [] : (tensor<f32>) -> tensor<4xf32>
   %z = stablehlo.multiply %yf, %b : tensor<4xf32>
   %init = stablehlo.constant dense<0.000000e+00> : tensor<f32>
   %r = stablehlo.reduce(%z init: %init) applies stablehlo.add across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
@@ -341,19 +343,40 @@ TEST(StableHloModelTest, OptionErrorsNameTheirKey) {
   };
   const std::vector<Case> cases = {
       {"unknown frozen", [](auto& o) { o.frozen = {"nope"}; }, "model.frozen: 'nope' is not an argument", "wte"},
-      {"frozen without value", [](auto& o) { o.params.reset(); o.frozen = {"rope"}; }, "model.frozen: 'rope' (%arg1", "needs a value"},
+      {"frozen without value",
+       [](auto& o) {
+         o.params.reset();
+         o.frozen = {"rope"};
+       },
+       "model.frozen: 'rope' (%arg1", "needs a value"},
       {"frozen data arg", [](auto& o) { o.frozen = {"tokens"}; }, "model.frozen: 'tokens' is a data argument", ""},
       {"names count", [](auto& o) { o.names = {"a"}; }, "model.names: 1 names for the 2 non-data", ""},
-      {"names not in file", [](auto& o) { o.names = {"wte", "rope"}; o.frozen = {}; },
+      {"names not in file",
+       [](auto& o) {
+         o.names = {"wte", "rope"};
+         o.frozen = {};
+       },
        "model.params: toy.safetensors has no tensor 'rope'", "%arg1 'rope'"},
-      {"wrong shape", [&](auto& o) { (*o.params)[0].tensor = Range({kC, kV}, 1.0f); },
+      {"wrong shape",
+       [&](auto& o) {
+         (*o.params)[0].tensor = Range({kC, kV}, 1.0f);
+       },
        "model.params: toy.safetensors: tensor 'wte' is tensor<3x5xf32>", "takes tensor<5x3xf32>"},
-      {"file count", [&](auto& o) { o.params->pop_back(); }, "model.params: toy.safetensors has 1 tensors for the 2", ""},
-      {"data arg dtype", [](auto& o) { o.data_args = {"w", "tokens"}; },
+      {"file count", [&](auto& o) { o.params->pop_back(); }, "model.params: toy.safetensors has 1 tensors for the 2",
+       ""},
+      {"data arg dtype",
+       [](auto& o) {
+         o.data_args = {"w", "tokens"};
+       },
        "model.data_args: tokens argument %arg0 'w' tensor<5x3xf32>", "i32 or i64 [B, T]"},
-      {"data arg index", [](auto& o) { o.data_args = {"%arg9", "tokens"}; }, "model.data_args: '%arg9': main has 4", ""},
+      {"data arg index",
+       [](auto& o) {
+         o.data_args = {"%arg9", "tokens"};
+       },
+       "model.data_args: '%arg9': main has 4", ""},
       {"data arg count", [](auto& o) { o.data_args = {"tokens"}; }, "model.data_args: expected two arguments", ""},
-      {"function", [](auto& o) { o.function = "loss_fn"; }, "model.function: no function 'loss_fn' in toy.mlir", "main"},
+      {"function", [](auto& o) { o.function = "loss_fn"; }, "model.function: no function 'loss_fn' in toy.mlir",
+       "main"},
   };
   for (const Case& c : cases) {
     StableHloImportOptions o = WithParams(w, rope);
@@ -376,12 +399,14 @@ TEST(StableHloModelTest, ModuleErrorsGiveLineAndColumn) {
   int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
   const size_t line_start = text.rfind('\n', at);
   const int col = static_cast<int>(at - (line_start == std::string::npos ? 0 : line_start + 1)) + 1;
-  EXPECT_THAT(Message(m.status()), StartsWith(absl::StrCat("toy.mlir:", line, ":", col, ": function 'main' returns "
+  EXPECT_THAT(Message(m.status()), StartsWith(absl::StrCat("toy.mlir:", line, ":", col,
+                                                           ": function 'main' returns "
                                                            "tensor<5xf32> first")));
   // Text the parser refuses keeps ParseModule's position.
-  absl::StatusOr<ImportedModel> bad = ImportStableHloModel("func.func @main(%arg0: tensor<2xf32>) -> tensor<f32> {\n"
-                                                           "  %0 = stablehlo.frobnicate %arg0 : tensor<2xf32>\n}\n",
-                                                           "bad.mlir", {});
+  absl::StatusOr<ImportedModel> bad = ImportStableHloModel(
+      "func.func @main(%arg0: tensor<2xf32>) -> tensor<f32> {\n"
+      "  %0 = stablehlo.frobnicate %arg0 : tensor<2xf32>\n}\n",
+      "bad.mlir", {});
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(Message(bad.status()), StartsWith("bad.mlir:2:"));
   // A trainable argument that is not f32.

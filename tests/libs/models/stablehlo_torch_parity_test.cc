@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "function_runners.h"
 #include "gtest/gtest.h"
 #include "pcp/autodiff/interpreter.h"
 #include "pcp/autodiff/passes.h"
@@ -27,7 +28,6 @@
 #include "pcp/base/status_macros.h"
 #include "pcp/tensor/safetensors.h"
 #include "pcp/testing/tensor_testing.h"
-#include "function_runners.h"
 #include "torch_oracle.h"
 
 namespace pcp {
@@ -39,9 +39,7 @@ using ::pcp::testing::RandomTensor;
 
 constexpr int64_t kVocab = 65;
 
-std::string ExamplePath(const std::string& file) {
-  return std::string(PCP_SOURCE_DIR) + "/examples/stablehlo/" + file;
-}
+std::string ExamplePath(const std::string& file) { return std::string(PCP_SOURCE_DIR) + "/examples/stablehlo/" + file; }
 
 absl::StatusOr<std::string> ReadText(const std::string& path) {
   std::ifstream in(path);

@@ -38,8 +38,8 @@ absl::StatusOr<SafetensorsContents> RunPythonOracle(const std::string& script, c
   std::string cmd = absl::StrCat(kPython, " ", script, " ", leading_args, " ", in, " ", out);
   if (!trailing_args.empty()) absl::StrAppend(&cmd, " ", trailing_args);
   if (int rc = std::system(cmd.c_str()); rc != 0) {
-    return absl::InternalError(absl::StrCat(std::filesystem::path(script).filename().string(), " failed (", rc,
-                                            "): ", cmd));
+    return absl::InternalError(
+        absl::StrCat(std::filesystem::path(script).filename().string(), " failed (", rc, "): ", cmd));
   }
   return ReadSafetensorsFile(out);
 }

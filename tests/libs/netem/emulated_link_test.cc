@@ -24,12 +24,12 @@ TEST(EmulatedLinkTest, BadValuesNameTheFlag) {
     EmulatedLink link;
     const char* expected;
   };
-  for (const Case& c : {Case{{.up_mbit = -1}, "--link_up_mbit=-1: must be 0 (unlimited) or from 0.01 to 100000"},
-                        Case{{.down_mbit = 0.001}, "--link_down_mbit=0.001"},
-                        Case{{.down_mbit = 1e6}, "--link_down_mbit=1e+06"},
-                        Case{{.up_mbit = nan}, "--link_up_mbit=nan"},
-                        Case{{.up_mbit = 10, .rtt_ms = -5}, "--link_rtt_ms=-5: must be from 0 (none) to 10000 ms"},
-                        Case{{.rtt_ms = inf}, "--link_rtt_ms=inf"}}) {
+  for (const Case& c :
+       {Case{{.up_mbit = -1}, "--link_up_mbit=-1: must be 0 (unlimited) or from 0.01 to 100000"},
+        Case{{.down_mbit = 0.001}, "--link_down_mbit=0.001"}, Case{{.down_mbit = 1e6}, "--link_down_mbit=1e+06"},
+        Case{{.up_mbit = nan}, "--link_up_mbit=nan"},
+        Case{{.up_mbit = 10, .rtt_ms = -5}, "--link_rtt_ms=-5: must be from 0 (none) to 10000 ms"},
+        Case{{.rtt_ms = inf}, "--link_rtt_ms=inf"}}) {
     absl::Status s = ValidateEmulatedLink(c.link, "--link_");
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(s.message(), HasSubstr(c.expected));

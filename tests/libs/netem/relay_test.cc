@@ -25,9 +25,7 @@ std::unique_ptr<Relay> MakeRelay(const std::string& target, LinkShape up = {}, L
   return relay.ok() ? *std::move(relay) : nullptr;
 }
 
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double SecondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Sends `payload` through `address` to an echo server (writing and reading at once) and
 // returns what came back before EOF.
@@ -114,7 +112,8 @@ TEST(RelayTest, HalfCloseReachesTheServerAndRepliesStillFlow) {
 TEST(RelayTest, ServerCloseReachesTheClientAfterItsBytes) {
   std::unique_ptr<PeerServer> greeter = PeerServer::Start(PeerServer::Mode::kGreetAndClose, "hello");
   ASSERT_NE(greeter, nullptr);
-  std::unique_ptr<Relay> relay = MakeRelay(greeter->address(), {}, {.rate_bytes_per_s = 1e6, .delay = milliseconds(10)});
+  std::unique_ptr<Relay> relay =
+      MakeRelay(greeter->address(), {}, {.rate_bytes_per_s = 1e6, .delay = milliseconds(10)});
   ASSERT_NE(relay, nullptr);
   const int fd = ConnectTo(relay->address());
   ASSERT_GE(fd, 0);
@@ -166,7 +165,7 @@ TEST(RelayTest, StopsWithConnectionsOpenAndLeaksNoDescriptors) {
       ASSERT_TRUE(SendAll(clients.back(), payload.data(), payload.size()));
     }
     std::this_thread::sleep_for(milliseconds(100));  // connections established and pumping
-    relay.reset();                                    // must return: closes and joins everything
+    relay.reset();                                   // must return: closes and joins everything
     for (int fd : clients) {
       std::string rest;
       RecvToEof(fd, &rest);  // ends (EOF or reset) rather than hanging

@@ -95,9 +95,9 @@ TEST(ShaperTest, WaitsForAWholeQuantumNotOneByte) {
 }
 
 TEST(ShaperTest, DefaultsAreSane) {
-  EXPECT_EQ(DefaultBurstBytes(1.25e6), 16384u);           // 10 Mbit/s: 16 KiB
-  EXPECT_EQ(DefaultBurstBytes(125e6), 625'000u);          // 1 Gbit/s: 5 ms
-  EXPECT_EQ(BufferBytes({}), 16u << 20);                  // unlimited
+  EXPECT_EQ(DefaultBurstBytes(1.25e6), 16384u);   // 10 Mbit/s: 16 KiB
+  EXPECT_EQ(DefaultBurstBytes(125e6), 625'000u);  // 1 Gbit/s: 5 ms
+  EXPECT_EQ(BufferBytes({}), 16u << 20);          // unlimited
   EXPECT_EQ(BufferBytes({.rate_bytes_per_s = 1.25e6, .delay = milliseconds(25)}), 1u << 20);
   EXPECT_GT(BufferBytes({.rate_bytes_per_s = 125e6, .delay = milliseconds(25)}), 6'250'000u);  // 2 BDP
 }

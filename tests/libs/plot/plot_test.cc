@@ -16,7 +16,8 @@ namespace pcp::plot {
 namespace {
 
 uint32_t U32(const std::string& s, size_t at) {
-  return static_cast<uint32_t>(static_cast<uint8_t>(s[at])) << 24 | static_cast<uint32_t>(static_cast<uint8_t>(s[at + 1])) << 16 |
+  return static_cast<uint32_t>(static_cast<uint8_t>(s[at])) << 24 |
+         static_cast<uint32_t>(static_cast<uint8_t>(s[at + 1])) << 16 |
          static_cast<uint32_t>(static_cast<uint8_t>(s[at + 2])) << 8 | static_cast<uint8_t>(s[at + 3]);
 }
 
@@ -29,16 +30,16 @@ TEST(FontTest, EveryPrintableCharacterHasItsOwnGlyph) {
     EXPECT_TRUE(seen.insert(bits).second) << c << " looks like another character";
   }
   EXPECT_EQ(&GlyphFor('\x01'), &GlyphFor('?'));
-  EXPECT_TRUE(GlyphFor('1').Pixel(2, 0));   // the top of the 1's stem
+  EXPECT_TRUE(GlyphFor('1').Pixel(2, 0));  // the top of the 1's stem
   EXPECT_FALSE(GlyphFor('1').Pixel(0, 0));
 }
 
 TEST(CanvasTest, TextAndLinesDrawInkAndClip) {
   Canvas c(60, 30, kWhite);
   c.DrawText(2, 2, "Hi", kBlack, 2);
-  EXPECT_EQ(c.At(2, 2), kBlack);   // H's top-left pixel, 2x2
+  EXPECT_EQ(c.At(2, 2), kBlack);  // H's top-left pixel, 2x2
   EXPECT_EQ(c.At(3, 3), kBlack);
-  EXPECT_EQ(c.At(4, 2), kWhite);   // H's second column is empty on top
+  EXPECT_EQ(c.At(4, 2), kWhite);  // H's second column is empty on top
   EXPECT_EQ(Canvas::TextWidth("Hi", 2), 22);
   c.DrawLine(-1000, 20, 1000, 20, Rgb{255, 0, 0}, 1);  // clipped, not looped over
   EXPECT_EQ(c.At(0, 20), (Rgb{255, 0, 0}));
@@ -69,7 +70,8 @@ TEST(LineChartTest, TicksAreNiceAndLabelsShort) {
 TEST(LineChartTest, SeriesColoursAppearInTheirPanels) {
   const Rgb red{200, 0, 0}, blue{0, 0, 200};
   Panel left{.title = "left", .x_label = "x", .series = {{.name = "a", .color = red, .points = {{0, 1}, {10, 2}}}}};
-  Panel right{.title = "right", .x_label = "x",
+  Panel right{.title = "right",
+              .x_label = "x",
               .series = {{.name = "b", .color = blue, .points = {{0, 5}, {1, 4}, {2, 3}}, .markers = true}}};
   absl::StatusOr<Canvas> c = RenderCharts({left, right}, {.width = 800, .height = 300, .title = "t"});
   ASSERT_TRUE(c.ok()) << c.status();

@@ -72,7 +72,8 @@ std::map<int, uint32_t> ServerSettings(int port) {
         if (read_exactly(reinterpret_cast<uint8_t*>(body.data()), length)) {
           for (size_t i = 0; i + 6 <= length; i += 6) {
             const auto* b = reinterpret_cast<const uint8_t*>(body.data() + i);
-            settings[(b[0] << 8) | b[1]] = (uint32_t{b[2]} << 24) | (uint32_t{b[3]} << 16) | (uint32_t{b[4]} << 8) | b[5];
+            settings[(b[0] << 8) | b[1]] =
+                (uint32_t{b[2]} << 24) | (uint32_t{b[3]} << 16) | (uint32_t{b[4]} << 8) | b[5];
           }
         }
       }
@@ -148,7 +149,8 @@ TEST(ApplyStreamServerOptionsTest, ASmallWindowStillCarriesLargeMessages) {
 
   grpc::ChannelArguments args;
   ApplyStreamChannelOptions(&args);
-  auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), args);
+  auto channel =
+      grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), args);
   grpc::GenericStub stub(channel);
   const std::string payload(2 << 20, 'x');
   for (int i = 0; i < 3; ++i) {

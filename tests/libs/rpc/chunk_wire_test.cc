@@ -5,18 +5,16 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pcp/testing/tensor_testing.h"
 #include "pcp/rpc/crc32c.h"
 #include "pcp/rpc/tensor_list.h"
+#include "pcp/testing/tensor_testing.h"
 
 namespace pcp {
 namespace {
 
 using ::testing::HasSubstr;
 
-Tensor RandomF32(Shape shape, uint32_t seed) {
-  return testing::RandomTensor({DType::kF32, std::move(shape)}, seed);
-}
+Tensor RandomF32(Shape shape, uint32_t seed) { return testing::RandomTensor({DType::kF32, std::move(shape)}, seed); }
 
 std::string Flatten(const grpc::ByteBuffer& buffer) {
   std::vector<grpc::Slice> slices;
@@ -112,8 +110,7 @@ TEST(ChunkWireTest, TakenPayloadOutlivesBufferAndNextParse) {
     ChunkPayload payload;
     chunker->Next(head.mutable_parameter_chunk()->mutable_chunk(), &payload);
     // Tiny slices are stored inline in grpc_slice itself: the views must survive the move.
-    grpc::ByteBuffer received =
-        Fragmented(Flatten(SerializeWithPayload(head, kParameterChunkDataPath, payload)), 7);
+    grpc::ByteBuffer received = Fragmented(Flatten(SerializeWithPayload(head, kParameterChunkDataPath, payload)), 7);
     v1::ShepherdMessage msg;
     ASSERT_TRUE(parser.Parse(&received, kParameterChunkDataPath, &msg).ok());
     queued.emplace_back(std::move(msg), parser.TakePayload());
@@ -215,12 +212,11 @@ TEST(ChunkWireTest, MalformedBytesAreInvalidArgument) {
   const std::string good = head.SerializeAsString();
   ChunkMessageParser parser;
   v1::WorkerMessage msg;
-  for (const std::string& bad :
-       {good.substr(0, good.size() - 1),            // truncated payload
-        good.substr(0, 2),                          // truncated length
-        std::string("\x0b\x00", 2),                 // a group (wire type 3)
-        std::string("\x00\x01", 2),                 // field number 0
-        std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11)}) {  // varint overflow
+  for (const std::string& bad : {good.substr(0, good.size() - 1),  // truncated payload
+                                 good.substr(0, 2),                // truncated length
+                                 std::string("\x0b\x00", 2),       // a group (wire type 3)
+                                 std::string("\x00\x01", 2),       // field number 0
+                                 std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11)}) {  // varint overflow
     grpc::ByteBuffer buf = Fragmented(bad, 7);
     const absl::Status s = parser.Parse(&buf, kResultChunkDataPath, &msg);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);

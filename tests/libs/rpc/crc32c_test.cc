@@ -57,8 +57,8 @@ TEST(Crc32cTest, KnownVectors) {
 TEST(Crc32cTest, ImplementationsAgree) {
   if (!crc32c_internal::HasSse42()) GTEST_SKIP() << "no SSE4.2 on this CPU";
   const std::string data = RandomBytes(3 * 8192 * 2 + 1000, 1);
-  std::vector<size_t> sizes = {0, 1, 7, 8, 9, 63, 64, 767, 768, 769, 3 * 8192 - 1, 3 * 8192,
-                               3 * 8192 + 1, 3 * 8192 + 768 + 13, 2 * 3 * 8192};
+  std::vector<size_t> sizes = {
+      0, 1, 7, 8, 9, 63, 64, 767, 768, 769, 3 * 8192 - 1, 3 * 8192, 3 * 8192 + 1, 3 * 8192 + 768 + 13, 2 * 3 * 8192};
   for (size_t size : sizes) {
     for (size_t align = 0; align < 8; ++align) {
       const char* p = data.data() + align;
@@ -75,8 +75,8 @@ TEST(Crc32cTest, ImplementationsAgree) {
 TEST(Crc32cTest, ClmulAgreesWithTheTable) {
   if (!crc32c_internal::HasClmul()) GTEST_SKIP() << "no AVX-512 VPCLMULQDQ on this CPU";
   const std::string data = RandomBytes((1 << 20) + 1000, 3);
-  std::vector<size_t> sizes = {0, 1, 15, 16, 17, 63, 64, 255, 256, 257, 319, 320, 321, 383, 384,
-                               511, 512, 513, 767, 768, 1000, 4096, 4099, 65536 + 77, 1 << 20};
+  std::vector<size_t> sizes = {0,   1,   15,  16,  17,  63,  64,  255,  256,  257,  319,        320,    321,
+                               383, 384, 511, 512, 513, 767, 768, 1000, 4096, 4099, 65536 + 77, 1 << 20};
   for (size_t s = 257; s < 1100; s += 37) sizes.push_back(s);
   for (size_t size : sizes) {
     for (size_t align = 0; align < 64; align += 3) {
@@ -102,8 +102,7 @@ TEST(Crc32cTest, ExtendEqualsWhole) {
 TEST(Crc32cTest, CombineEqualsWhole) {
   const std::string data = RandomBytes(3 << 20, 3);
   const uint32_t whole = Crc32c(data);
-  for (size_t split : {size_t{0}, size_t{1}, size_t{1000}, size_t{1} << 20, data.size() - 1,
-                       data.size()}) {
+  for (size_t split : {size_t{0}, size_t{1}, size_t{1000}, size_t{1} << 20, data.size() - 1, data.size()}) {
     const uint32_t a = Crc32c(data.data(), split);
     const uint32_t b = Crc32c(data.data() + split, data.size() - split);
     EXPECT_EQ(Crc32cCombine(a, b, data.size() - split), whole) << "split " << split;

@@ -14,11 +14,11 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pcp/testing/tensor_testing.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/rpc/chunk_wire.h"
 #include "pcp/rpc/grpc_status.h"
 #include "pcp/rpc/tensor_list.h"
+#include "pcp/testing/tensor_testing.h"
 #include "pcp/v1/training.grpc.pb.h"
 
 namespace pcp {
@@ -26,20 +26,16 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Tensor RandomF32(Shape shape, uint32_t seed) {
-  return testing::RandomTensor({DType::kF32, std::move(shape)}, seed);
-}
+Tensor RandomF32(Shape shape, uint32_t seed) { return testing::RandomTensor({DType::kF32, std::move(shape)}, seed); }
 
 // Receives one tensor list as ResultChunks, then sends it back as ParameterChunks of the
 // next round. Records the largest message it saw each way.
 class EchoTraining final : public v1::Training::Service {
  public:
-  explicit EchoTraining(std::optional<std::vector<TensorSpec>> expected)
-      : expected_(std::move(expected)) {}
+  explicit EchoTraining(std::optional<std::vector<TensorSpec>> expected) : expected_(std::move(expected)) {}
 
-  grpc::Status Connect(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<v1::ShepherdMessage, v1::WorkerMessage>* stream) override {
+  grpc::Status Connect(grpc::ServerContext* context,
+                       grpc::ServerReaderWriter<v1::ShepherdMessage, v1::WorkerMessage>* stream) override {
     return ToGrpcStatus(Echo(stream));
   }
 
@@ -60,11 +56,9 @@ class EchoTraining final : public v1::Training::Service {
         return absl::InvalidArgumentError("expected a result_chunk");
       }
       round = in.result_chunk().round();
-      PCP_RETURN_IF_ERROR(assembler.Add(in.result_chunk().chunk()),
-                          _ << "result of round " << round);
+      PCP_RETURN_IF_ERROR(assembler.Add(in.result_chunk().chunk()), _ << "result of round " << round);
     }
-    PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> list, assembler.Take(),
-                         _ << "stream ended early");
+    PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> list, assembler.Take(), _ << "stream ended early");
     PCP_ASSIGN_OR_RETURN(TensorListChunker chunker, TensorListChunker::Create(std::move(list)));
     v1::ShepherdMessage out;
     while (!chunker.done()) {
@@ -83,11 +77,9 @@ class EchoTraining final : public v1::Training::Service {
 
 // The same echo on the raw ByteBuffer API with a callback reactor and the zero-copy helpers
 // of chunk_wire.h, for the interop test: its peer is the ordinary typed client.
-class RawEchoTraining final
-    : public v1::Training::WithRawCallbackMethod_Connect<v1::Training::Service> {
+class RawEchoTraining final : public v1::Training::WithRawCallbackMethod_Connect<v1::Training::Service> {
  public:
-  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Connect(
-      grpc::CallbackServerContext*) override {
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Connect(grpc::CallbackServerContext*) override {
     return new Reactor();
   }
 
@@ -136,8 +128,7 @@ class RawEchoTraining final
 class GrpcStreamTest : public ::testing::Test {
  protected:
   void StartRawServer() { StartServer(std::nullopt, /*raw=*/true); }
-  void StartServer(std::optional<std::vector<TensorSpec>> expected = std::nullopt,
-                   bool raw = false) {
+  void StartServer(std::optional<std::vector<TensorSpec>> expected = std::nullopt, bool raw = false) {
     service_ = std::make_unique<EchoTraining>(std::move(expected));
     raw_service_ = std::make_unique<RawEchoTraining>();
     grpc::ServerBuilder builder;
@@ -155,8 +146,8 @@ class GrpcStreamTest : public ::testing::Test {
     ASSERT_GT(port_, 0);
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(static_cast<int>(kMaxChunkMessageBytes));
-    auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port_),
-                                             grpc::InsecureChannelCredentials(), args);
+    auto channel =
+        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port_), grpc::InsecureChannelCredentials(), args);
     stub_ = v1::Training::NewStub(channel);
   }
   void TearDown() override {
@@ -194,14 +185,16 @@ class GrpcStreamTest : public ::testing::Test {
     ex.status = FromGrpcStatus(stream->Finish());
     if (ex.status.ok()) {
       auto list = assembler.Take();
-      if (list.ok()) ex.received = *std::move(list);
-      else ex.status = list.status();
+      if (list.ok())
+        ex.received = *std::move(list);
+      else
+        ex.status = list.status();
     }
     return ex;
   }
 
-  static std::vector<v1::WorkerMessage> ResultMessages(std::vector<NamedTensor> list,
-                                                       ChunkOptions options, uint64_t round) {
+  static std::vector<v1::WorkerMessage> ResultMessages(std::vector<NamedTensor> list, ChunkOptions options,
+                                                       uint64_t round) {
     auto chunker = TensorListChunker::Create(std::move(list), options);
     EXPECT_TRUE(chunker.ok()) << chunker.status();
     std::vector<v1::WorkerMessage> messages;
@@ -222,14 +215,12 @@ class GrpcStreamTest : public ::testing::Test {
 
 TEST_F(GrpcStreamTest, Streams20MBTensorBothWays) {
   // 20 MB of f32 plus a small tensor behind it.
-  std::vector<NamedTensor> list = {{"big", RandomF32({5, 1000000}, 1)},
-                                   {"bias", RandomF32({128}, 2)}};
+  std::vector<NamedTensor> list = {{"big", RandomF32({5, 1000000}, 1)}, {"bias", RandomF32({128}, 2)}};
   StartServer(SpecsOf(list));
   for (int64_t chunk_bytes : {kMinChunkBytes, kMaxChunkBytes}) {
     SCOPED_TRACE(chunk_bytes);
     const auto messages = ResultMessages(list, ChunkOptions{chunk_bytes}, 3);
-    EXPECT_EQ(static_cast<int64_t>(messages.size()),
-              (20000000 + chunk_bytes - 1) / chunk_bytes + 1);
+    EXPECT_EQ(static_cast<int64_t>(messages.size()), (20000000 + chunk_bytes - 1) / chunk_bytes + 1);
     Exchange ex = Run(messages);
     ASSERT_TRUE(ex.status.ok()) << ex.status;
     EXPECT_EQ(ex.round, 4u);
@@ -276,11 +267,9 @@ TEST_F(GrpcStreamTest, ZeroCopyServiceInteroperatesWithOrdinaryClient) {
 }
 
 TEST_F(GrpcStreamTest, WrongShapeDeltaGetsInvalidArgumentNamingTheTensor) {
-  std::vector<NamedTensor> expected = {{"wte", RandomF32({65, 128}, 1)},
-                                       {"lm_head", RandomF32({65, 128}, 2)}};
+  std::vector<NamedTensor> expected = {{"wte", RandomF32({65, 128}, 1)}, {"lm_head", RandomF32({65, 128}, 2)}};
   StartServer(SpecsOf(expected));
-  std::vector<NamedTensor> wrong = {{"wte", RandomF32({65, 128}, 1)},
-                                    {"lm_head", RandomF32({64, 128}, 2)}};
+  std::vector<NamedTensor> wrong = {{"wte", RandomF32({65, 128}, 1)}, {"lm_head", RandomF32({64, 128}, 2)}};
   Exchange ex = Run(ResultMessages(wrong, {}, 9));
   EXPECT_EQ(ex.status.code(), absl::StatusCode::kInvalidArgument) << ex.status;
   EXPECT_THAT(std::string(ex.status.message()),

@@ -1,9 +1,9 @@
 #include <map>
 #include <string>
 
+#include <grpc/grpc.h>
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include <grpc/grpc.h>
 
 #include "pcp/rpc/channel_options.h"
 #include "pcp/rpc/grpc_status.h"
@@ -26,18 +26,13 @@ TEST(GrpcStatusTest, EveryCodeRoundTrips) {
 }
 
 TEST(GrpcStatusTest, MeaningfulCodesMapByName) {
-  EXPECT_EQ(ToGrpcStatus(absl::InvalidArgumentError("x")).error_code(),
-            grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(ToGrpcStatus(absl::FailedPreconditionError("x")).error_code(),
-            grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_EQ(ToGrpcStatus(absl::UnavailableError("x")).error_code(),
-            grpc::StatusCode::UNAVAILABLE);
-  EXPECT_EQ(FromGrpcStatus(grpc::Status(grpc::StatusCode::NOT_FOUND, "job-9")),
-            absl::NotFoundError("job-9"));
+  EXPECT_EQ(ToGrpcStatus(absl::InvalidArgumentError("x")).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(ToGrpcStatus(absl::FailedPreconditionError("x")).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(ToGrpcStatus(absl::UnavailableError("x")).error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(FromGrpcStatus(grpc::Status(grpc::StatusCode::NOT_FOUND, "job-9")), absl::NotFoundError("job-9"));
   // A code past the last one (16). 20 still fits the enum's range (0..31): 42 would not, and
   // making such a grpc::StatusCode is undefined behaviour (UBSan's invalid-enum-load).
-  EXPECT_EQ(FromGrpcStatus(grpc::Status(static_cast<grpc::StatusCode>(20), "odd")),
-            absl::UnknownError("odd"));
+  EXPECT_EQ(FromGrpcStatus(grpc::Status(static_cast<grpc::StatusCode>(20), "odd")), absl::UnknownError("odd"));
 }
 
 TEST(GrpcStatusTest, OnlyUnavailableIsRetryable) {
@@ -64,18 +59,15 @@ TEST(ChannelOptionsTest, StreamChannelsStartLargeAndProbeTheBandwidthDelayProduc
 }
 
 TEST(TensorProtoTest, DTypesRoundTrip) {
-  for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64,
-                  DType::kBool, DType::kF64}) {
+  for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kBool, DType::kF64}) {
     auto back = DTypeFromProto(DTypeToProto(d));
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, d);
   }
   EXPECT_EQ(DTypeToProto(DType::kBF16), v1::DTYPE_BF16);
   EXPECT_EQ(DTypeToProto(DType::kF64), v1::DTYPE_F64);
-  EXPECT_THAT(DTypeFromProto(v1::DTYPE_UNSPECIFIED).status().message(),
-              HasSubstr("unspecified"));
-  EXPECT_THAT(DTypeFromProto(static_cast<v1::DType>(77)).status().message(),
-              HasSubstr("unknown dtype 77"));
+  EXPECT_THAT(DTypeFromProto(v1::DTYPE_UNSPECIFIED).status().message(), HasSubstr("unspecified"));
+  EXPECT_THAT(DTypeFromProto(static_cast<v1::DType>(77)).status().message(), HasSubstr("unknown dtype 77"));
 }
 
 TEST(TensorProtoTest, TensorSpecRoundTripAndValidation) {

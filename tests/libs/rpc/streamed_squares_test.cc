@@ -15,10 +15,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pcp/testing/byte_pieces.h"
 #include "pcp/base/sum_of_squares.h"
 #include "pcp/diloco/delta_sum.h"
 #include "pcp/rpc/tensor_chunks.h"
+#include "pcp/testing/byte_pieces.h"
 
 namespace pcp {
 namespace {
@@ -77,7 +77,8 @@ TEST(StreamedSquaresTest, EqualsSumOfSquaresForTwoPiecesSplitAtEveryByte) {
     Received got;
     ASSERT_TRUE(Stream(chunk, CutBytes(chunk.data(), {cut}), &got).ok()) << "cut at byte " << cut;
     ASSERT_EQ(got.calls, 1);
-    ASSERT_TRUE(SameBits(got.sum_of_squares, want)) << "cut at byte " << cut << ": " << got.sum_of_squares << " vs " << want;
+    ASSERT_TRUE(SameBits(got.sum_of_squares, want))
+        << "cut at byte " << cut << ": " << got.sum_of_squares << " vs " << want;
     ASSERT_EQ(std::memcmp(got.values.data(), t.data<float>(), 1001 * 4), 0) << "cut at byte " << cut;
   }
 }
@@ -90,11 +91,12 @@ TEST(StreamedSquaresTest, EqualsSumOfSquaresForManyPiecesAcrossCopyBlocks) {
   const v1::TensorChunk chunk = OneChunk(t);
   const double want = SumOfSquares(absl::MakeConstSpan(t.data<float>(), static_cast<size_t>(n)));
   for (size_t shift = 0; shift < 9; ++shift) {
-    const std::vector<size_t> cuts = {1 + shift, 32767 + shift, 32768 + 3 + shift, 65536 - 5 + shift,
-                                      98304 + 2 + shift, 200001 + shift};
+    const std::vector<size_t> cuts = {1 + shift,         32767 + shift,     32768 + 3 + shift,
+                                      65536 - 5 + shift, 98304 + 2 + shift, 200001 + shift};
     Received got;
     ASSERT_TRUE(Stream(chunk, CutBytes(chunk.data(), cuts), &got).ok()) << "shift " << shift;
-    EXPECT_TRUE(SameBits(got.sum_of_squares, want)) << "shift " << shift << ": " << got.sum_of_squares << " vs " << want;
+    EXPECT_TRUE(SameBits(got.sum_of_squares, want))
+        << "shift " << shift << ": " << got.sum_of_squares << " vs " << want;
     EXPECT_EQ(std::memcmp(got.values.data(), t.data<float>(), static_cast<size_t>(n) * 4), 0) << "shift " << shift;
   }
 }
@@ -247,7 +249,11 @@ TEST(StreamedSquaresTest, ACrcMismatchAddsNothing) {
     absl::Status s;
     bool tainted = true;
     const std::vector<float> got = StreamIntoSum(
-        t, chunks, [](const std::string& d) { return CutBytes(d, {5, 2003}); }, Norm(t), &s, &tainted);
+        t, chunks,
+        [](const std::string& d) {
+          return CutBytes(d, {5, 2003});
+        },
+        Norm(t), &s, &tainted);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_THAT(s.message(), HasSubstr("crc32c mismatch"));
     EXPECT_FALSE(tainted);
@@ -265,7 +271,11 @@ TEST(StreamedSquaresTest, AChunkBreakingTheDeclaredNormAddsNothingOfItself) {
   absl::Status s;
   bool tainted = false;
   const std::vector<float> got = StreamIntoSum(
-      t, chunks, [](const std::string& d) { return CutBytes(d, {4097, 70001}); }, first_norm, &s, &tainted);
+      t, chunks,
+      [](const std::string& d) {
+        return CutBytes(d, {4097, 70001});
+      },
+      first_norm, &s, &tainted);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(s.message(), HasSubstr("above the declared"));
   EXPECT_TRUE(tainted);

@@ -26,8 +26,7 @@ Tensor RandomBytesTensor(DType dtype, Shape shape, uint32_t seed) {
   return t;
 }
 
-std::vector<v1::TensorChunk> ChunkAll(const std::string& name, const Tensor& t,
-                                      int64_t chunk_bytes) {
+std::vector<v1::TensorChunk> ChunkAll(const std::string& name, const Tensor& t, int64_t chunk_bytes) {
   auto chunker = TensorChunker::Create(name, t, ChunkOptions{chunk_bytes});
   EXPECT_TRUE(chunker.ok()) << chunker.status();
   std::vector<v1::TensorChunk> chunks;
@@ -36,8 +35,7 @@ std::vector<v1::TensorChunk> ChunkAll(const std::string& name, const Tensor& t,
   return chunks;
 }
 
-absl::StatusOr<Tensor> AssembleAll(const std::vector<v1::TensorChunk>& chunks,
-                                   AssemblyLimits limits = {},
+absl::StatusOr<Tensor> AssembleAll(const std::vector<v1::TensorChunk>& chunks, AssemblyLimits limits = {},
                                    std::optional<TensorSpec> expect = std::nullopt) {
   TensorAssembler assembler(limits);
   if (expect) assembler.Expect(*expect);
@@ -86,19 +84,16 @@ constexpr int64_t k1M = 1 << 20;
 
 INSTANTIATE_TEST_SUITE_P(
     Sizes, RoundTripTest,
-    ::testing::Values(
-        RoundTripCase{DType::kF32, {0}, k1M},                 // no elements: one empty chunk
-        RoundTripCase{DType::kF32, {3, 0, 2}, k256K},
-        RoundTripCase{DType::kF32, {}, k1M},                  // scalar
-        RoundTripCase{DType::kBool, {k256K - 1}, k256K},      // 1 byte under a boundary
-        RoundTripCase{DType::kBool, {k256K}, k256K},          // exactly one chunk
-        RoundTripCase{DType::kBool, {k256K + 1}, k256K},      // 1 byte over: 2 chunks
-        RoundTripCase{DType::kF32, {k1M / 4 + 1}, k1M},       // 1 element over
-        RoundTripCase{DType::kF16, {3, 131071}, 512 << 10},
-        RoundTripCase{DType::kBF16, {65, 128}, k256K},
-        RoundTripCase{DType::kI32, {1000, 1000}, k1M},
-        RoundTripCase{DType::kI64, {7, 50000}, 300000},       // chunk size not a power of 2
-        RoundTripCase{DType::kF32, {2500000}, k1M}));         // 10 MB
+    ::testing::Values(RoundTripCase{DType::kF32, {0}, k1M},  // no elements: one empty chunk
+                      RoundTripCase{DType::kF32, {3, 0, 2}, k256K}, RoundTripCase{DType::kF32, {}, k1M},  // scalar
+                      RoundTripCase{DType::kBool, {k256K - 1}, k256K},  // 1 byte under a boundary
+                      RoundTripCase{DType::kBool, {k256K}, k256K},      // exactly one chunk
+                      RoundTripCase{DType::kBool, {k256K + 1}, k256K},  // 1 byte over: 2 chunks
+                      RoundTripCase{DType::kF32, {k1M / 4 + 1}, k1M},   // 1 element over
+                      RoundTripCase{DType::kF16, {3, 131071}, 512 << 10}, RoundTripCase{DType::kBF16, {65, 128}, k256K},
+                      RoundTripCase{DType::kI32, {1000, 1000}, k1M},
+                      RoundTripCase{DType::kI64, {7, 50000}, 300000},  // chunk size not a power of 2
+                      RoundTripCase{DType::kF32, {2500000}, k1M}));    // 10 MB
 
 TEST(ChunkBytesForPeerTest, ClampsTheAcceptedSizeToTheSendingRange) {
   EXPECT_EQ(ChunkBytesForPeer(0), kDefaultChunkBytes);  // no limit stated
@@ -112,8 +107,7 @@ TEST(TensorChunkerTest, RejectsBadArguments) {
   const Tensor t(DType::kF32, {4});
   EXPECT_THAT(TensorChunker::Create("w", t, ChunkOptions{kMinChunkBytes - 1}).status().message(),
               HasSubstr("outside [131072, 1048576]"));
-  EXPECT_THAT(TensorChunker::Create("w", t, ChunkOptions{k1M + 1}).status().message(),
-              HasSubstr("outside"));
+  EXPECT_THAT(TensorChunker::Create("w", t, ChunkOptions{k1M + 1}).status().message(), HasSubstr("outside"));
   EXPECT_THAT(TensorChunker::Create("", t).status().message(), HasSubstr("name"));
   EXPECT_THAT(TensorChunker::Create("w", Tensor()).status().message(), HasSubstr("no storage"));
   EXPECT_THAT(TensorChunker::Create("w", t, {}, 2, 2).status().message(),
@@ -165,20 +159,15 @@ void FixCrc(v1::TensorChunk& c) { c.set_crc32c(Crc32c(c.data())); }
 std::vector<BadCase> BadCases() {
   return {
       {"control: no mutation", [](Chunks&) {}, ""},
-      {"crc mismatch",
-       [](Chunks& c) { (*c[1].mutable_data())[10] ^= 1; },
+      {"crc mismatch", [](Chunks& c) { (*c[1].mutable_data())[10] ^= 1; },
        "tensor 'w' (index 0) at offset 262144: crc32c mismatch"},
-      {"duplicate chunk",
-       [](Chunks& c) { c.insert(c.begin() + 2, c[1]); },
+      {"duplicate chunk", [](Chunks& c) { c.insert(c.begin() + 2, c[1]); },
        "at offset 262144: duplicate or out-of-order chunk (expected offset 524288)"},
-      {"missing chunk",
-       [](Chunks& c) { c.erase(c.begin() + 1); },
+      {"missing chunk", [](Chunks& c) { c.erase(c.begin() + 1); },
        "at offset 524288: chunks are not contiguous (expected offset 262144)"},
-      {"swapped chunks",
-       [](Chunks& c) { std::swap(c[1], c[2]); },
+      {"swapped chunks", [](Chunks& c) { std::swap(c[1], c[2]); },
        "at offset 524288: chunks are not contiguous (expected offset 262144)"},
-      {"first chunk not at 0",
-       [](Chunks& c) { c.erase(c.begin()); },
+      {"first chunk not at 0", [](Chunks& c) { c.erase(c.begin()); },
        "at offset 262144: chunks are not contiguous (expected offset 0)"},
       {"oversized chunk",
        [](Chunks& c) {
@@ -186,16 +175,12 @@ std::vector<BadCase> BadCases() {
          FixCrc(c[0]);
        },
        "at offset 0: chunk of 1048577 bytes exceeds the limit of 1048576 bytes"},
-      {"chunk over the limit configured",
-       [](Chunks&) {},
-       "chunk of 262144 bytes exceeds the limit of 100000 bytes",
+      {"chunk over the limit configured", [](Chunks&) {}, "chunk of 262144 bytes exceeds the limit of 100000 bytes",
        AssemblyLimits{.max_chunk_bytes = 100000}},
-      {"tensor over the limit",
-       [](Chunks&) {},
+      {"tensor over the limit", [](Chunks&) {},
        "at offset 0: tensor of 1200000 bytes exceeds the limit of 1000000 bytes",
        AssemblyLimits{.max_tensor_bytes = 1000000}},
-      {"total_bytes disagrees with shape",
-       [](Chunks& c) { c[0].set_total_bytes(1200004); },
+      {"total_bytes disagrees with shape", [](Chunks& c) { c[0].set_total_bytes(1200004); },
        "total_bytes 1200004 does not match f32[3x100000] (1200000 bytes)"},
       {"data past the end",
        [](Chunks& c) {
@@ -211,38 +196,30 @@ std::vector<BadCase> BadCases() {
          c.insert(c.begin() + 1, e);
        },
        "at offset 262144: empty chunk"},
-      {"whole-tensor crc wrong",
-       [](Chunks& c) { c.back().set_tensor_crc32c(c.back().tensor_crc32c() ^ 0x80); },
+      {"whole-tensor crc wrong", [](Chunks& c) { c.back().set_tensor_crc32c(c.back().tensor_crc32c() ^ 0x80); },
        "crc32c of the whole"},
-      {"chunk after complete",
-       [](Chunks& c) { c.push_back(c.back()); },
-       "chunk after the tensor was complete"},
-      {"later chunk renamed",
-       [](Chunks& c) { c[2].set_name("v"); },
+      {"chunk after complete", [](Chunks& c) { c.push_back(c.back()); }, "chunk after the tensor was complete"},
+      {"later chunk renamed", [](Chunks& c) { c[2].set_name("v"); },
        "tensor 'w' (index 0) at offset 524288: chunk's name differs from the tensor's first chunk"},
-      {"later chunk dtype",
-       [](Chunks& c) { c[2].set_dtype(v1::DTYPE_I32); },
+      {"later chunk dtype", [](Chunks& c) { c[2].set_dtype(v1::DTYPE_I32); },
        "at offset 524288: chunk's dtype differs"},
-      {"later chunk shape",
-       [](Chunks& c) { c[3].mutable_shape()->Set(1, 99999); },
+      {"later chunk shape", [](Chunks& c) { c[3].mutable_shape()->Set(1, 99999); },
        "at offset 786432: chunk's shape differs"},
-      {"later chunk total",
-       [](Chunks& c) { c[1].set_total_bytes(1300000); },
-       "chunk's total_bytes differs"},
+      {"later chunk total", [](Chunks& c) { c[1].set_total_bytes(1300000); }, "chunk's total_bytes differs"},
       {"later chunk index",
-       [](Chunks& c) { c[1].set_index(1); c[1].set_count(2); },
+       [](Chunks& c) {
+         c[1].set_index(1);
+         c[1].set_count(2);
+       },
        "chunk's index differs"},
-      {"unspecified dtype",
-       [](Chunks& c) { c[0].set_dtype(v1::DTYPE_UNSPECIFIED); },
+      {"unspecified dtype", [](Chunks& c) { c[0].set_dtype(v1::DTYPE_UNSPECIFIED); },
        "at offset 0: dtype is unspecified"},
-      {"unknown dtype",
-       [](Chunks& c) { c[0].set_dtype(static_cast<v1::DType>(99)); },
-       "unknown dtype 99"},
-      {"negative dimension",
-       [](Chunks& c) { c[0].mutable_shape()->Set(1, -5); },
-       "shape dimension 1 is negative (-5)"},
+      {"unknown dtype", [](Chunks& c) { c[0].set_dtype(static_cast<v1::DType>(99)); }, "unknown dtype 99"},
+      {"negative dimension", [](Chunks& c) { c[0].mutable_shape()->Set(1, -5); }, "shape dimension 1 is negative (-5)"},
       {"rank too high",
-       [](Chunks& c) { for (int i = 0; i < 20; ++i) c[0].mutable_shape()->Add(1); },
+       [](Chunks& c) {
+         for (int i = 0; i < 20; ++i) c[0].mutable_shape()->Add(1);
+       },
        "shape has rank 22, more than 16"},
       {"element count overflows",
        [](Chunks& c) {
@@ -250,11 +227,12 @@ std::vector<BadCase> BadCases() {
          c[0].mutable_shape()->Set(1, int64_t{1} << 40);
        },
        "has too many elements"},
-      {"empty name",
-       [](Chunks& c) { c[0].clear_name(); },
-       "the name must have 1 to 1024 characters"},
+      {"empty name", [](Chunks& c) { c[0].clear_name(); }, "the name must have 1 to 1024 characters"},
       {"index not below count",
-       [](Chunks& c) { c[0].set_index(3); c[0].set_count(3); },
+       [](Chunks& c) {
+         c[0].set_index(3);
+         c[0].set_count(3);
+       },
        "(index 3) at offset 0: index is not below the list's count 3"},
       {"expected another name",
        [](Chunks&) {},

@@ -18,8 +18,8 @@
 namespace pcp {
 namespace {
 
-using ::testing::HasSubstr;
 using codec::Codec;
+using ::testing::HasSubstr;
 
 constexpr int64_t k256K = 256 << 10;
 constexpr int64_t k1M = 1 << 20;
@@ -42,8 +42,7 @@ ChunkOptions Options(Codec c, int64_t chunk_bytes = k1M, int block_size = 0) {
   return o;
 }
 
-std::vector<v1::TensorChunk> ChunkAll(const Tensor& t, const ChunkOptions& options,
-                                      const std::string& name = "wte") {
+std::vector<v1::TensorChunk> ChunkAll(const Tensor& t, const ChunkOptions& options, const std::string& name = "wte") {
   auto chunker = TensorChunker::Create(name, t, options);
   EXPECT_TRUE(chunker.ok()) << chunker.status();
   std::vector<v1::TensorChunk> chunks;
@@ -74,8 +73,7 @@ absl::Status AddAll(TensorAssembler& a, const std::vector<v1::TensorChunk>& chun
 }
 
 // A hand-made encoded tensor: one chunk per run of `counts`, shape [elements].
-std::vector<v1::TensorChunk> Handmade(Codec c, int64_t elements,
-                                      const std::vector<int64_t>& counts) {
+std::vector<v1::TensorChunk> Handmade(Codec c, int64_t elements, const std::vector<int64_t>& counts) {
   std::vector<v1::TensorChunk> chunks;
   uint64_t offset = 0;
   for (int64_t n : counts) {
@@ -125,11 +123,8 @@ class CodecRoundTripTest : public ::testing::TestWithParam<CodecCase> {};
 TEST_P(CodecRoundTripTest, ChunksAreEncodedRunsAndDecodeExactly) {
   const CodecCase& p = GetParam();
   const Tensor t = Values(p.shape, 11);
-  const std::vector<v1::TensorChunk> chunks =
-      ChunkAll(t, Options(p.codec, p.chunk_bytes, p.block_size));
-  const int block = codec::IsBlockwise(p.codec)
-                        ? (p.block_size ? p.block_size : codec::DefaultBlockSize(p.codec))
-                        : 1;
+  const std::vector<v1::TensorChunk> chunks = ChunkAll(t, Options(p.codec, p.chunk_bytes, p.block_size));
+  const int block = codec::IsBlockwise(p.codec) ? (p.block_size ? p.block_size : codec::DefaultBlockSize(p.codec)) : 1;
   Tensor expected(DType::kF32, p.shape);
   int64_t element = 0;
   uint64_t offset = 0;
@@ -217,25 +212,23 @@ TEST_P(CodecRoundTripTest, ZeroCopyPayloadsInOddPieces) {
 
 INSTANTIATE_TEST_SUITE_P(
     Codecs, CodecRoundTripTest,
-    ::testing::Values(
-        CodecCase{Codec::kInt8, {0}, k1M, 0},                    // empty: one chunk, no data
-        CodecCase{Codec::kInt4, {}, k1M, 0},                     // scalar
-        CodecCase{Codec::kBf16, {3, 1001}, k256K, 0},
-        CodecCase{Codec::kBf16, {k1M / 2 + 5}, 300001, 0},       // odd chunk size
-        CodecCase{Codec::kInt8, {1000, 1000}, k1M, 0},           // 1 MB of int8: 2 chunks
-        CodecCase{Codec::kInt8, {700001}, 300000, 0},            // chunk not a block multiple
-        CodecCase{Codec::kInt8, {300000}, k256K, 4096},
-        CodecCase{Codec::kInt8, {200000}, k256K, 65536},         // 3 blocks a chunk
-        CodecCase{Codec::kInt8, {200000}, kMinChunkBytes, 65536},  // the smallest: 1 block a chunk
-        CodecCase{Codec::kBf16, {100001}, kMinChunkBytes, 0},
-        CodecCase{Codec::kInt4, {2500001}, k1M, 0},              // 1.4 MB: 2 chunks
-        CodecCase{Codec::kInt4, {65, 12345}, 262147, 0},
-        CodecCase{Codec::kInt4, {900001}, k256K, 32},
-        // Sparse (sizes depend on the values; chunk elements from the largest encoding).
-        CodecCase{Codec::kTopk2, {0}, k1M, 0},
-        CodecCase{Codec::kTopk2, {3000001}, kMinChunkBytes, 0},  // 4 chunks
-        CodecCase{Codec::kTopk8, {7, 100001}, k256K, 1024},
-        CodecCase{Codec::kTopk4, {65, 12345}, 262147, 32}));
+    ::testing::Values(CodecCase{Codec::kInt8, {0}, k1M, 0},  // empty: one chunk, no data
+                      CodecCase{Codec::kInt4, {}, k1M, 0},   // scalar
+                      CodecCase{Codec::kBf16, {3, 1001}, k256K, 0},
+                      CodecCase{Codec::kBf16, {k1M / 2 + 5}, 300001, 0},  // odd chunk size
+                      CodecCase{Codec::kInt8, {1000, 1000}, k1M, 0},      // 1 MB of int8: 2 chunks
+                      CodecCase{Codec::kInt8, {700001}, 300000, 0},       // chunk not a block multiple
+                      CodecCase{Codec::kInt8, {300000}, k256K, 4096},
+                      CodecCase{Codec::kInt8, {200000}, k256K, 65536},           // 3 blocks a chunk
+                      CodecCase{Codec::kInt8, {200000}, kMinChunkBytes, 65536},  // the smallest: 1 block a chunk
+                      CodecCase{Codec::kBf16, {100001}, kMinChunkBytes, 0},
+                      CodecCase{Codec::kInt4, {2500001}, k1M, 0},  // 1.4 MB: 2 chunks
+                      CodecCase{Codec::kInt4, {65, 12345}, 262147, 0}, CodecCase{Codec::kInt4, {900001}, k256K, 32},
+                      // Sparse (sizes depend on the values; chunk elements from the largest encoding).
+                      CodecCase{Codec::kTopk2, {0}, k1M, 0},
+                      CodecCase{Codec::kTopk2, {3000001}, kMinChunkBytes, 0},  // 4 chunks
+                      CodecCase{Codec::kTopk8, {7, 100001}, k256K, 1024},
+                      CodecCase{Codec::kTopk4, {65, 12345}, 262147, 32}));
 
 TEST(TensorCodecTest, F32CodecIsTheRawPathUnchanged) {
   const Tensor t = Values({300000}, 2);
@@ -280,9 +273,7 @@ TEST(TensorCodecTest, ReuseBufferReceivesIntoIt) {
 }
 
 TEST(TensorCodecTest, ChunkerRejectsWhatItCannotEncode) {
-  EXPECT_THAT(TensorChunker::Create("ids", Tensor(DType::kI32, {4}), Options(Codec::kInt8))
-                  .status()
-                  .message(),
+  EXPECT_THAT(TensorChunker::Create("ids", Tensor(DType::kI32, {4}), Options(Codec::kInt8)).status().message(),
               HasSubstr("codec int8 encodes f32 tensors only, not i32[4]"));
   const Tensor t(DType::kF32, {4});
   EXPECT_EQ(TensorChunker::Create("w", t, Options(Codec::kInt8, k1M, 100)).status().code(),
@@ -321,8 +312,7 @@ TEST(TensorCodecTest, RefusesAnotherCodecThanExpected) {
 TEST(TensorCodecTest, RefusesAnUnknownCodecId) {
   auto chunks = ChunkAll(Values({1000}, 1), Options(Codec::kInt8));
   chunks[0].set_codec(static_cast<v1::Codec>(9));
-  EXPECT_THAT(Assemble(chunks).Message(),
-              HasSubstr("tensor 'wte' (index 0) at offset 0: unknown codec id 9"));
+  EXPECT_THAT(Assemble(chunks).Message(), HasSubstr("tensor 'wte' (index 0) at offset 0: unknown codec id 9"));
 }
 
 TEST(TensorCodecTest, RefusesMoreElementsThanRemain) {
@@ -332,9 +322,8 @@ TEST(TensorCodecTest, RefusesMoreElementsThanRemain) {
             "12 remain");
   // At a later chunk: 1000 + 1000 of 1500.
   const auto chunks = Handmade(Codec::kInt4, 1500, {1000, 1000});
-  EXPECT_EQ(Assemble(chunks).Message(),
-            absl::StrCat("tensor 'wte' (index 0) at offset ", chunks[1].offset(),
-                         ": codec int4 chunk holds 1000 elements, only 500 remain"));
+  EXPECT_EQ(Assemble(chunks).Message(), absl::StrCat("tensor 'wte' (index 0) at offset ", chunks[1].offset(),
+                                                     ": codec int4 chunk holds 1000 elements, only 500 remain"));
   // A header with no elements at all.
   EXPECT_THAT(Assemble(Handmade(Codec::kBf16, 10, {0})).Message(),
               HasSubstr("at offset 0: codec bf16 chunk holds 0 elements, only 10 remain"));
@@ -342,9 +331,8 @@ TEST(TensorCodecTest, RefusesMoreElementsThanRemain) {
 
 TEST(TensorCodecTest, RefusesAStreamThatEndsShort) {
   const auto chunks = Handmade(Codec::kInt8, 3000, {1024, 975});
-  EXPECT_EQ(Assemble(chunks).Message(),
-            absl::StrCat("tensor 'wte' (index 0) at offset ", chunks[1].offset(),
-                         ": codec int8 stream ends after 1999 of 3000 elements"));
+  EXPECT_EQ(Assemble(chunks).Message(), absl::StrCat("tensor 'wte' (index 0) at offset ", chunks[1].offset(),
+                                                     ": codec int8 stream ends after 1999 of 3000 elements"));
 }
 
 TEST(TensorCodecTest, RefusesAHeaderOfAnotherCodec) {
@@ -358,8 +346,7 @@ TEST(TensorCodecTest, RefusesAMalformedBuffer) {
   auto chunks = Handmade(Codec::kInt8, 2000, {1000, 1000});
   (*chunks[1].mutable_data())[0] = 'X';  // the magic
   FixCrcs(chunks);
-  EXPECT_THAT(Assemble(chunks).Message(),
-              HasSubstr(absl::StrCat("at offset ", chunks[1].offset(), ": ")));
+  EXPECT_THAT(Assemble(chunks).Message(), HasSubstr(absl::StrCat("at offset ", chunks[1].offset(), ": ")));
   // A buffer cut short (its header says more than it holds).
   chunks = Handmade(Codec::kInt4, 1000, {1000});
   chunks[0].mutable_data()->resize(chunks[0].data().size() - 3);
@@ -373,16 +360,14 @@ TEST(TensorCodecTest, RefusesBadCrcsAndPositions) {
   ASSERT_GE(good.size(), 3u);
   auto chunks = good;
   (*chunks[1].mutable_data())[100] ^= 1;
-  EXPECT_THAT(Assemble(chunks).Message(),
-              HasSubstr(absl::StrCat("at offset ", good[1].offset(), ": crc32c mismatch")));
+  EXPECT_THAT(Assemble(chunks).Message(), HasSubstr(absl::StrCat("at offset ", good[1].offset(), ": crc32c mismatch")));
   chunks = good;
   chunks.back().set_tensor_crc32c(chunks.back().tensor_crc32c() ^ 1);
   EXPECT_THAT(Assemble(chunks).Message(), HasSubstr("crc32c of the whole"));
   chunks = good;
   std::swap(chunks[1], chunks[2]);
   EXPECT_THAT(Assemble(chunks).Message(),
-              HasSubstr(absl::StrCat("at offset ", good[2].offset(),
-                                     ": chunks are not contiguous")));
+              HasSubstr(absl::StrCat("at offset ", good[2].offset(), ": chunks are not contiguous")));
   chunks = good;
   chunks[1] = chunks[0];
   EXPECT_THAT(Assemble(chunks).Message(), HasSubstr("at offset 0: duplicate or out-of-order"));
@@ -399,8 +384,7 @@ TEST(TensorCodecTest, RefusesBadCrcsAndPositions) {
 TEST(TensorCodecTest, RefusesBadDescriptions) {
   auto chunks = Handmade(Codec::kInt8, 1000, {1000});
   chunks[0].set_dtype(v1::DTYPE_I32);
-  EXPECT_THAT(Assemble(chunks).Message(),
-              HasSubstr("at offset 0: codec int8 carries f32 tensors only, not i32[1000]"));
+  EXPECT_THAT(Assemble(chunks).Message(), HasSubstr("at offset 0: codec int8 carries f32 tensors only, not i32[1000]"));
   chunks = Handmade(Codec::kInt8, 1000, {1000});
   chunks[0].set_total_bytes(0);
   EXPECT_THAT(Assemble(chunks).Message(), HasSubstr("at offset 0: total_bytes 0 does not suit"));
@@ -469,11 +453,8 @@ TEST(TensorCodecTest, MixedListThroughInt4) {
   AssemblyLimits limits;
   limits.max_list_bytes = 8 << 20;
   TensorListAssembler bounded(limits);
-  EXPECT_THAT(std::string(bounded.Add(chunks[0]).message()),
-              HasSubstr("the list would exceed its limit"));
-  EXPECT_THAT(TensorListChunker::Create({{"ids", Tensor(DType::kI32, {3})}}, options)
-                  .status()
-                  .message(),
+  EXPECT_THAT(std::string(bounded.Add(chunks[0]).message()), HasSubstr("the list would exceed its limit"));
+  EXPECT_THAT(TensorListChunker::Create({{"ids", Tensor(DType::kI32, {3})}}, options).status().message(),
               HasSubstr("encodes f32 tensors only"));
 }
 

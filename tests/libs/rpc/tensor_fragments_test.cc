@@ -15,7 +15,9 @@ Tensor Iota(Shape shape, float start) {
 }
 
 TEST(TensorFragmentsTest, GatherThenScatterRoundTripsAndCopiesOnWrite) {
-  const std::vector<TensorSpec> specs = {{"wte", DType::kF32, {3, 4}}, {"ln", DType::kF32, {4}}, {"w", DType::kF32, {2, 2}}};
+  const std::vector<TensorSpec> specs = {{"wte", DType::kF32, {3, 4}},
+                                         {"ln", DType::kF32, {4}},
+                                         {"w", DType::kF32, {2, 2}}};
   std::vector<Tensor> theta = {Iota({3, 4}, 0), Iota({4}, 100), Iota({2, 2}, 200)};
   absl::StatusOr<diloco::FragmentPlan> plan = diloco::FragmentPlan::Create({12, 4, 4}, 3);  // 6, 7, 7 values
   ASSERT_TRUE(plan.ok());

@@ -8,27 +8,25 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pcp/testing/tensor_testing.h"
-#include "pcp/rpc/chunked_list.h"
-#include "pcp/rpc/crc32c.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/base/sum_of_squares.h"
+#include "pcp/rpc/chunked_list.h"
+#include "pcp/rpc/crc32c.h"
+#include "pcp/testing/tensor_testing.h"
 
 namespace pcp {
 namespace {
 
 using ::testing::HasSubstr;
 
-Tensor RandomF32(Shape shape, uint32_t seed) {
-  return testing::RandomTensor({DType::kF32, std::move(shape)}, seed);
-}
+Tensor RandomF32(Shape shape, uint32_t seed) { return testing::RandomTensor({DType::kF32, std::move(shape)}, seed); }
 
 // A small GPT-like parameter list: big, tiny, empty and scalar tensors.
 std::vector<NamedTensor> Params() {
-  return {{"transformer.wte.weight", RandomF32({65, 4096}, 1)},   // 1,064,960 bytes: 2 chunks
+  return {{"transformer.wte.weight", RandomF32({65, 4096}, 1)},  // 1,064,960 bytes: 2 chunks
           {"transformer.h.0.ln_1.weight", RandomF32({128}, 2)},
           {"empty", RandomF32({0, 3}, 3)},
-          {"lm_head.weight", RandomF32({300, 1000}, 4)},            // 1.2 MB: 2 chunks
+          {"lm_head.weight", RandomF32({300, 1000}, 4)},  // 1.2 MB: 2 chunks
           {"scale", RandomF32({}, 5)}};
 }
 
@@ -65,8 +63,7 @@ TEST(TensorListTest, RoundTrip) {
 TEST(TensorListTest, ChunkerRejectsBadLists) {
   EXPECT_THAT(TensorListChunker::Create({}).status().message(), HasSubstr("empty tensor list"));
   std::vector<NamedTensor> twice = {{"a", RandomF32({2}, 1)}, {"a", RandomF32({2}, 2)}};
-  EXPECT_THAT(TensorListChunker::Create(twice).status().message(),
-              HasSubstr("tensor name 'a' appears twice"));
+  EXPECT_THAT(TensorListChunker::Create(twice).status().message(), HasSubstr("tensor name 'a' appears twice"));
   std::vector<NamedTensor> unnamed = {{"", RandomF32({2}, 1)}};
   EXPECT_FALSE(TensorListChunker::Create(unnamed).ok());
 }
@@ -90,33 +87,31 @@ std::vector<BadCase> BadCases() {
   // Chunks: 0,1 = wte; 2 = ln_1; 3 = empty; 4,5 = lm_head; 6 = scale.
   return {
       {"control", [](Chunks&) {}, ""},
-      {"a Δ of the wrong shape", [](Chunks&) {},
+      {"a Δ of the wrong shape",
+       [](Chunks&) {},
        "tensor 'lm_head.weight' (index 3) at offset 0: expected f32[1000x300], got f32[300x1000]",
-       {}, true, wrong_shape},
-      {"count differs from the expected list", [](Chunks&) {},
-       "list of 5 tensors, expected 4", {}, true, fewer},
+       {},
+       true,
+       wrong_shape},
+      {"count differs from the expected list", [](Chunks&) {}, "list of 5 tensors, expected 4", {}, true, fewer},
       {"interleaved tensors", [](Chunks& c) { std::swap(c[1], c[2]); },
        "tensor 'transformer.h.0.ln_1.weight' (index 1): chunk of another tensor while tensor "
        "'transformer.wte.weight' (index 0) is incomplete"},
       {"tensor skipped", [](Chunks& c) { c.erase(c.begin() + 2); },
        "tensor 'empty' (index 2): tensor out of order (expected index 1)"},
-      {"tensor repeated", [](Chunks& c) { c.insert(c.begin() + 3, c[2]); },
-       "tensor out of order (expected index 2)"},
+      {"tensor repeated", [](Chunks& c) { c.insert(c.begin() + 3, c[2]); }, "tensor out of order (expected index 2)"},
       {"repeated name",
-       [](Chunks& c) {
-         c[3].set_name("transformer.h.0.ln_1.weight");
-       },
-       "(index 2): repeated tensor name", {}, false},
-      {"count changes", [](Chunks& c) { c[4].set_count(6); },
-       "list count 6 differs from the list's first chunk (5)"},
-      {"too many tensors", [](Chunks&) {}, "list count 5 is outside [1, 4]",
-       AssemblyLimits{.max_list_tensors = 4}},
+       [](Chunks& c) { c[3].set_name("transformer.h.0.ln_1.weight"); },
+       "(index 2): repeated tensor name",
+       {},
+       false},
+      {"count changes", [](Chunks& c) { c[4].set_count(6); }, "list count 6 differs from the list's first chunk (5)"},
+      {"too many tensors", [](Chunks&) {}, "list count 5 is outside [1, 4]", AssemblyLimits{.max_list_tensors = 4}},
       {"zero count", [](Chunks& c) { c[0].set_count(0); }, "list count 0 is outside"},
       {"list too large", [](Chunks&) {},
        "tensor 'lm_head.weight' (index 3): the list would exceed its limit of 2000000 bytes",
        AssemblyLimits{.max_list_bytes = 2000000}},
-      {"chunk after the list", [](Chunks& c) { c.push_back(c.back()); },
-       "chunk after the tensor list was complete"},
+      {"chunk after the list", [](Chunks& c) { c.push_back(c.back()); }, "chunk after the tensor list was complete"},
       {"bad chunk inside", [](Chunks& c) { (*c[5].mutable_data())[0] ^= 1; },
        "tensor 'lm_head.weight' (index 3) at offset 1048576: crc32c mismatch"},
   };
@@ -172,16 +167,19 @@ absl::Status StreamInto(const std::vector<v1::TensorChunk>& chunks, std::vector<
                         std::function<absl::Status(uint32_t, int64_t)> veto = {}) {
   TensorListAssembler assembler;
   if (codec) assembler.ExpectCodec(*codec);
-  assembler.StreamTo([&](uint32_t tensor, int64_t offset, const F32Pieces& values, double sum_of_squares) -> absl::Status {
-    const std::vector<float> v = values.ToVector();
-    if (sum_of_squares != SumOfSquares(v)) return absl::InternalError("the sink's sum of squares differs from SumOfSquares");
-    if (veto) PCP_RETURN_IF_ERROR(veto(tensor, offset));
-    if (out->size() <= tensor) out->resize(tensor + 1);
-    std::vector<float>& t = (*out)[tensor];
-    if (t.size() < static_cast<size_t>(offset) + values.size()) t.resize(static_cast<size_t>(offset) + values.size());
-    std::copy(v.begin(), v.end(), t.begin() + offset);
-    return absl::OkStatus();
-  });
+  assembler.StreamTo(
+      [&](uint32_t tensor, int64_t offset, const F32Pieces& values, double sum_of_squares) -> absl::Status {
+        const std::vector<float> v = values.ToVector();
+        if (sum_of_squares != SumOfSquares(v))
+          return absl::InternalError("the sink's sum of squares differs from SumOfSquares");
+        if (veto) PCP_RETURN_IF_ERROR(veto(tensor, offset));
+        if (out->size() <= tensor) out->resize(tensor + 1);
+        std::vector<float>& t = (*out)[tensor];
+        if (t.size() < static_cast<size_t>(offset) + values.size())
+          t.resize(static_cast<size_t>(offset) + values.size());
+        std::copy(v.begin(), v.end(), t.begin() + offset);
+        return absl::OkStatus();
+      });
   for (const v1::TensorChunk& c : chunks) PCP_RETURN_IF_ERROR(assembler.Add(c));
   if (!assembler.complete()) return absl::DataLossError("incomplete");
   PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> names, assembler.Take());

@@ -74,7 +74,7 @@ TEST(TrafficKindTest, DeltaCarriesItsCodec) {
     EXPECT_EQ(t.codec, codec::CodecName(c));
     EXPECT_EQ(t.f32_bytes, 7 * 3 * 4);
   }
-  EXPECT_EQ(TrafficOf(Delta(codec::Codec::kInt8, {})).f32_bytes, 4);     // a scalar: one element
+  EXPECT_EQ(TrafficOf(Delta(codec::Codec::kInt8, {})).f32_bytes, 4);      // a scalar: one element
   EXPECT_EQ(TrafficOf(Delta(codec::Codec::kInt8, {0, 5})).f32_bytes, 0);  // no elements
 }
 
@@ -84,8 +84,10 @@ TEST(TrafficKindTest, MessagesWithoutTensorDataHaveCodecNone) {
   shard.mutable_shard_chunk()->set_data("tokens");
   start.mutable_start_round()->set_round(1);
   heartbeat.mutable_heartbeat()->set_sequence(1);
-  const std::vector<std::pair<v1::ShepherdMessage, std::string>> cases = {
-      {program, "program"}, {shard, "shard"}, {start, "control"}, {heartbeat, "control"}};
+  const std::vector<std::pair<v1::ShepherdMessage, std::string>> cases = {{program, "program"},
+                                                                          {shard, "shard"},
+                                                                          {start, "control"},
+                                                                          {heartbeat, "control"}};
   for (const auto& [m, kind] : cases) {
     Traffic t = TrafficOf(m);
     EXPECT_EQ(t.kind, kind);

@@ -41,8 +41,7 @@ uint16_t ReferenceHalf(double f) {
   return ReferenceRound(f, 0x7C00, 65536.0, [](uint32_t b) { return HalfToFloat(b); });
 }
 uint16_t ReferenceBFloat16(double f) {
-  return ReferenceRound(f, 0x7F80, std::ldexp(1.0, 128),
-                        [](uint32_t b) { return BFloat16ToFloat(b); });
+  return ReferenceRound(f, 0x7F80, std::ldexp(1.0, 128), [](uint32_t b) { return BFloat16ToFloat(b); });
 }
 
 // Floats to check against the reference: a stride through all bit patterns, random ones
@@ -52,8 +51,8 @@ std::vector<float> SampleFloats() {
   for (uint64_t b = 0; b <= 0xFFFFFFFFu; b += 4099) out.push_back(FromBits(uint32_t(b)));
   std::mt19937 rng(1);
   for (int i = 0; i < 200000; ++i) out.push_back(FromBits(rng()));
-  for (uint32_t e : {0x00000000u, 0x33000000u, 0x33800000u, 0x38000000u, 0x38800000u, 0x3F800000u,
-                     0x477F0000u, 0x7F700000u}) {
+  for (uint32_t e :
+       {0x00000000u, 0x33000000u, 0x33800000u, 0x38000000u, 0x38800000u, 0x3F800000u, 0x477F0000u, 0x7F700000u}) {
     for (uint32_t m = 0; m < 0x800000u; m += 0x0FFFu) {
       for (uint32_t d : {0x0FFFu, 0x1000u, 0x1001u, 0x7FFFu, 0x8000u, 0x8001u}) {
         out.push_back(FromBits(e + ((m & ~0xFFFFu) | d)));
@@ -174,8 +173,8 @@ TEST(HalfTest, ExhaustiveRoundTripThroughFloat) {
       EXPECT_EQ(std::isnan(f), mantissa != 0) << std::hex << h;
       EXPECT_EQ(std::isinf(f), mantissa == 0) << std::hex << h;
     } else {
-      double expected = exponent == 0 ? std::ldexp(double(mantissa), -24)
-                                      : std::ldexp(double(1024 + mantissa), int(exponent) - 25);
+      double expected =
+          exponent == 0 ? std::ldexp(double(mantissa), -24) : std::ldexp(double(1024 + mantissa), int(exponent) - 25);
       ASSERT_EQ(double{f}, sign * expected) << std::hex << h;
       EXPECT_EQ(std::signbit(f), (h & 0x8000) != 0) << std::hex << h;
     }
@@ -193,7 +192,7 @@ TEST(HalfTest, MatchesNearestEvenReference) {
 // ---------------------------------------------------------------------------------------
 // ConvertTensor.
 
-const DType kAllDTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kI32,
+const DType kAllDTypes[] = {DType::kF32, DType::kF16,  DType::kBF16, DType::kI32,
                             DType::kI64, DType::kBool, DType::kF64};
 
 // Element i of t as a double (bool bytes as 0/1).
@@ -234,8 +233,7 @@ TEST(ConvertTensorTest, EveryPairOnValuesExactInAllTypes) {
       EXPECT_NE(out->raw_data(), src.raw_data());
       for (int64_t i = 0; i < 8; ++i) {
         double expected = to == DType::kBool ? (in[i] != 0) : in[i];
-        EXPECT_EQ(ValueAt(*out, i), expected)
-            << MlirName(from) << " -> " << MlirName(to) << " element " << i;
+        EXPECT_EQ(ValueAt(*out, i), expected) << MlirName(from) << " -> " << MlirName(to) << " element " << i;
       }
     }
   }
@@ -245,8 +243,8 @@ TEST(ConvertTensorTest, F64RoundsOnceToEveryFloatType) {
   const double kTieUp = 1.0 + 0x1p-11 + 0x1p-40;  // just above f16's tie between 1 and 1 + 2^-10
   Tensor d = Tensor::FromVector<double>({5}, {1.0 / 3.0, kTieUp, 1e300, -1e-300, 1.0 + 0x1p-8 + 0x1p-30});
   Tensor f = *ConvertTensor(d, DType::kF32);
-  EXPECT_EQ(f.ToVector<float>(), (std::vector<float>{static_cast<float>(1.0 / 3.0), 1.0f + 0x1p-11f, INFINITY,
-                                                      -0.0f, 1.0f + 0x1p-8f}));
+  EXPECT_EQ(f.ToVector<float>(),
+            (std::vector<float>{static_cast<float>(1.0 / 3.0), 1.0f + 0x1p-11f, INFINITY, -0.0f, 1.0f + 0x1p-8f}));
   EXPECT_TRUE(std::signbit(f.data<float>()[3]));
   // Through f32 these would tie and round to even (down); rounded once they go up.
   Tensor h = *ConvertTensor(d, DType::kF16);
@@ -269,14 +267,11 @@ TEST(ConvertTensorTest, F64ToIntegerTruncatesAndSaturates) {
 }
 
 TEST(ConvertTensorTest, FloatToIntegerTruncatesAndSaturates) {
-  Tensor f = Tensor::FromVector<float>(
-      {9}, {0.0f, 1.9f, -2.75f, 3e9f, NAN, -1e20f, 65520.0f, -0.5f, INFINITY});
+  Tensor f = Tensor::FromVector<float>({9}, {0.0f, 1.9f, -2.75f, 3e9f, NAN, -1e20f, 65520.0f, -0.5f, INFINITY});
   Tensor i32 = *ConvertTensor(f, DType::kI32);
-  EXPECT_EQ(i32.ToVector<int32_t>(),
-            (std::vector<int32_t>{0, 1, -2, INT32_MAX, 0, INT32_MIN, 65520, 0, INT32_MAX}));
+  EXPECT_EQ(i32.ToVector<int32_t>(), (std::vector<int32_t>{0, 1, -2, INT32_MAX, 0, INT32_MIN, 65520, 0, INT32_MAX}));
   Tensor i64 = *ConvertTensor(f, DType::kI64);
-  EXPECT_EQ(i64.ToVector<int64_t>(),
-            (std::vector<int64_t>{0, 1, -2, 3000000000, 0, INT64_MIN, 65520, 0, INT64_MAX}));
+  EXPECT_EQ(i64.ToVector<int64_t>(), (std::vector<int64_t>{0, 1, -2, 3000000000, 0, INT64_MIN, 65520, 0, INT64_MAX}));
   Tensor b = *ConvertTensor(f, DType::kBool);
   EXPECT_EQ(b.ToVector<uint8_t>(), (std::vector<uint8_t>{0, 1, 1, 1, 1, 1, 1, 1, 1}));
   Tensor h = *ConvertTensor(f, DType::kF16);
@@ -294,8 +289,7 @@ TEST(ConvertTensorTest, FloatToIntegerTruncatesAndSaturates) {
 }
 
 TEST(ConvertTensorTest, IntegerToFloatRoundsOnceToNearestEven) {
-  Tensor i = Tensor::FromVector<int64_t>(
-      {7}, {16777217, 16777219, 16973823, 65519, 65520, 2049, INT64_MIN});
+  Tensor i = Tensor::FromVector<int64_t>({7}, {16777217, 16777219, 16973823, 65519, 65520, 2049, INT64_MIN});
   Tensor f32 = *ConvertTensor(i, DType::kF32);
   EXPECT_EQ(f32.data<float>()[0], 16777216.0f);  // 2^24 + 1: tie, down to even
   EXPECT_EQ(f32.data<float>()[1], 16777220.0f);  // 2^24 + 3: tie, up to even
@@ -324,16 +318,13 @@ TEST(ConvertTensorTest, IntegerToFloatRoundsOnceToNearestEven) {
 
 TEST(ConvertTensorTest, NarrowingIntegersWrapAndBoolIsZeroOrOne) {
   Tensor i = Tensor::FromVector<int64_t>({4}, {0x100000005LL, -1, 0x80000000LL, 0});
-  EXPECT_EQ(ConvertTensor(i, DType::kI32)->ToVector<int32_t>(),
-            (std::vector<int32_t>{5, -1, INT32_MIN, 0}));
-  EXPECT_EQ(ConvertTensor(i, DType::kBool)->ToVector<uint8_t>(),
-            (std::vector<uint8_t>{1, 1, 1, 0}));
+  EXPECT_EQ(ConvertTensor(i, DType::kI32)->ToVector<int32_t>(), (std::vector<int32_t>{5, -1, INT32_MIN, 0}));
+  EXPECT_EQ(ConvertTensor(i, DType::kBool)->ToVector<uint8_t>(), (std::vector<uint8_t>{1, 1, 1, 0}));
   Tensor b(DType::kBool, {3});
   b.data<uint8_t>()[1] = 1;
   b.data<uint8_t>()[2] = 7;  // a nonzero byte that is not 1 still means true
   EXPECT_EQ(ConvertTensor(b, DType::kF32)->ToVector<float>(), (std::vector<float>{0, 1, 1}));
-  EXPECT_EQ(ConvertTensor(b, DType::kF16)->ToVector<uint16_t>(),
-            (std::vector<uint16_t>{0, 0x3C00, 0x3C00}));
+  EXPECT_EQ(ConvertTensor(b, DType::kF16)->ToVector<uint16_t>(), (std::vector<uint16_t>{0, 0x3C00, 0x3C00}));
 }
 
 TEST(ConvertTensorTest, BetweenFloatFormatsRoundsOnce) {
@@ -361,8 +352,7 @@ TEST(ConvertTensorTest, SameTypeIsDeepCopyAndScalarsAndEmptyWork) {
   Tensor e = *ConvertTensor(Tensor(DType::kI64, {0, 3}), DType::kF16);
   EXPECT_EQ(e.shape(), (Shape{0, 3}));
   EXPECT_EQ(e.num_elements(), 0);
-  EXPECT_EQ(ConvertTensor(Tensor(), DType::kF32).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ConvertTensor(Tensor(), DType::kF32).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -12,9 +12,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pcp/testing/temp_dir.h"
 #include "pcp/base/file.h"
 #include "pcp/tensor/convert.h"
+#include "pcp/testing/temp_dir.h"
 
 namespace pcp {
 namespace {
@@ -60,8 +60,7 @@ void ExpectSameTensors(const std::vector<NamedTensor>& got, const std::vector<Na
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(got[i].name, want[i].name);
     EXPECT_TRUE(BitwiseEqual(got[i].tensor, want[i].tensor))
-        << want[i].name << ": " << got[i].tensor.TypeString() << " vs "
-        << want[i].tensor.TypeString();
+        << want[i].name << ": " << got[i].tensor.TypeString() << " vs " << want[i].tensor.TypeString();
     EXPECT_EQ(reinterpret_cast<uintptr_t>(got[i].tensor.raw_data()) % kTensorAlignment, 0u);
   }
 }
@@ -83,15 +82,14 @@ TEST(SafetensorsTest, RoundTripsEveryDTypeInMemory) {
 }
 
 TEST(SafetensorsTest, HeaderLayoutMatchesTheReferenceImplementation) {
-  std::string bytes = SerializeSafetensors(
-      {{"w", Tensor::FromVector<float>({2}, {1, 2})}, {"b", Tensor::FromVector<bool>({1}, {true})}},
-      {{"k", "v"}});
+  std::string bytes = SerializeSafetensors({{"w", Tensor::FromVector<float>({2}, {1, 2})},
+                                            {"b", Tensor::FromVector<bool>({1}, {true})}},
+                                           {{"k", "v"}});
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
   EXPECT_EQ(n % 8, 0u);
-  const std::string json =
-      R"({"__metadata__":{"k":"v"},"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-      R"("b":{"dtype":"BOOL","shape":[1],"data_offsets":[8,9]}})";
+  const std::string json = R"({"__metadata__":{"k":"v"},"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                           R"("b":{"dtype":"BOOL","shape":[1],"data_offsets":[8,9]}})";
   std::string padded = json + std::string((8 - json.size() % 8) % 8, ' ');
   EXPECT_EQ(bytes.substr(8, n), padded);
   std::string data = bytes.substr(8 + n);
@@ -134,28 +132,21 @@ struct CorruptCase {
   const char* expected;
 };
 
-std::string F32Header(const std::string& shape, const std::string& offsets,
-                      const std::string& dtype = "\"F32\"") {
-  return R"({"t":{"dtype":)" + dtype + R"(,"shape":)" + shape + R"(,"data_offsets":)" + offsets +
-         "}}";
+std::string F32Header(const std::string& shape, const std::string& offsets, const std::string& dtype = "\"F32\"") {
+  return R"({"t":{"dtype":)" + dtype + R"(,"shape":)" + shape + R"(,"data_offsets":)" + offsets + "}}";
 }
 
 std::vector<CorruptCase> CorruptCases() {
   const std::string d24(24, '\0');
   return {
-      {"shorter than 8 bytes", std::string(5, '\0'),
-       "file is 5 bytes, too short for the 8-byte header length"},
-      {"header length beyond file", RawFile("{}", "", 1000),
-       "header length 1000 exceeds the 2 bytes that follow"},
-      {"header length absurd", RawFile("{}", "", uint64_t{1} << 62),
-       "exceeds the limit of 100000000 bytes"},
+      {"shorter than 8 bytes", std::string(5, '\0'), "file is 5 bytes, too short for the 8-byte header length"},
+      {"header length beyond file", RawFile("{}", "", 1000), "header length 1000 exceeds the 2 bytes that follow"},
+      {"header length absurd", RawFile("{}", "", uint64_t{1} << 62), "exceeds the limit of 100000000 bytes"},
       {"bad JSON", RawFile("{\"t\": {\"dtype\" \"F32\"}}"),
        "invalid JSON header: 1:16: expected ':' after an object key"},
-      {"bad JSON, line 2", RawFile("{\n  \"t\": [1,]}"),
-       "invalid JSON header: 2:11: expected a value"},
+      {"bad JSON, line 2", RawFile("{\n  \"t\": [1,]}"), "invalid JSON header: 2:11: expected a value"},
       {"header not an object", RawFile("[1, 2]  "), "header must be a JSON object, found array"},
-      {"entry not an object", RawFile(R"({"t": 3})"),
-       "tensor 't': expected an object, found number"},
+      {"entry not an object", RawFile(R"({"t": 3})"), "tensor 't': expected an object, found number"},
       {"unknown dtype", RawFile(F32Header("[3]", "[0,3]", "\"F8_E4M3\""), "abc"),
        "tensor 't': unsupported safetensors dtype 'F8_E4M3'"},
       {"dtype not a string", RawFile(F32Header("[3]", "[0,24]", "7"), d24),

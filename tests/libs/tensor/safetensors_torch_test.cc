@@ -227,10 +227,9 @@ print('wrote', len(tensors), 'tensors')
   ASSERT_TRUE(c.ok()) << c.status();
   std::vector<std::string> names;
   for (const NamedTensor& t : c->tensors) names.push_back(t.name);
-  EXPECT_THAT(names,
-              ::testing::ElementsAre("a_f32", "src_f32", "src_bf16", "src_f16", "bf16_as_f32",
-                                     "f16_as_f32", "ints", "ints_bf16", "ints_f16", "trunc",
-                                     "trunc_i32", "trunc_i64", "i64", "mask", "scalar", "empty"));
+  EXPECT_THAT(names, ::testing::ElementsAre("a_f32", "src_f32", "src_bf16", "src_f16", "bf16_as_f32", "f16_as_f32",
+                                            "ints", "ints_bf16", "ints_f16", "trunc", "trunc_i32", "trunc_i64", "i64",
+                                            "mask", "scalar", "empty"));
   ASSERT_EQ(c->metadata.size(), 1u);
   EXPECT_EQ(c->metadata[0].first, "writer");
   EXPECT_THAT(c->metadata[0].second, ::testing::StartsWith("torch "));
@@ -238,8 +237,7 @@ print('wrote', len(tensors), 'tensors')
   const Tensor& a = *c->Find("a_f32");
   ASSERT_EQ(a.shape(), (Shape{3, 4}));
   for (int i = 0; i < 12; ++i) EXPECT_EQ(a.data<float>()[i], i * 0.25f - 1) << i;
-  EXPECT_EQ(c->Find("i64")->ToVector<int64_t>(),
-            (std::vector<int64_t>{INT64_MIN, INT64_MAX, int64_t{1} << 40, -5}));
+  EXPECT_EQ(c->Find("i64")->ToVector<int64_t>(), (std::vector<int64_t>{INT64_MIN, INT64_MAX, int64_t{1} << 40, -5}));
   EXPECT_EQ(c->Find("mask")->ToVector<uint8_t>(), (std::vector<uint8_t>{1, 0, 1, 1}));
   const Tensor& scalar = *c->Find("scalar");
   EXPECT_EQ(scalar.rank(), 0);

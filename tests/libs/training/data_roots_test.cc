@@ -70,15 +70,15 @@ TEST_F(DataRootsTest, RefusesEscapesDevicesPseudoFilesAndFifosAlike) {
   const std::vector<std::string> refused = {
       "/etc/passwd",
       "/etc/no_such_file",
-      root_ + "/../secret.txt",           // ../ escape to a file that exists
-      root_ + "/../no_such_secret.txt",   // ... and to one that does not
-      root_ + "/link_out.txt",            // symlink out of the root
-      root_ + "/link_out_missing.txt",    // ... to a target that does not exist
+      root_ + "/../secret.txt",          // ../ escape to a file that exists
+      root_ + "/../no_such_secret.txt",  // ... and to one that does not
+      root_ + "/link_out.txt",           // symlink out of the root
+      root_ + "/link_out_missing.txt",   // ... to a target that does not exist
       "/dev/zero",
       "/proc/self/environ",
       root_ + "/fifo",
       root_ + "/no_such_file.txt",
-      root_,                              // a directory
+      root_,  // a directory
       "",
   };
   for (const std::string& path : refused) ExpectRefused(roots, path);
@@ -135,9 +135,9 @@ TEST_F(DataRootsTest, JobConfigRefusesDataOutsideTheRoots) {
     return ParseJobConfig("data:\n  path: " + path + "\n  format: text_byte\n", "job.yaml", root_, roots);
   };
   EXPECT_TRUE(parse("good.txt").ok());
-  for (const std::string& path : {std::string("/etc/passwd"), std::string("/etc/no_such_file"),
-                                  std::string("/proc/self/environ"), std::string("../secret.txt"),
-                                  std::string("../no_such_secret.txt"), std::string("fifo")}) {
+  for (const std::string& path :
+       {std::string("/etc/passwd"), std::string("/etc/no_such_file"), std::string("/proc/self/environ"),
+        std::string("../secret.txt"), std::string("../no_such_secret.txt"), std::string("fifo")}) {
     absl::StatusOr<JobConfig> job = parse(path);
     ASSERT_FALSE(job.ok()) << path;
     const std::string resolved = (fs::path(root_) / path).lexically_normal().string();

@@ -108,7 +108,8 @@ TEST(DatasetTest, LoadErrorsNameTheFileAndProblem) {
   ASSERT_FALSE(empty.ok());
   EXPECT_THAT(Message(empty.status()), HasSubstr("empty.bin: empty token file"));
 
-  absl::StatusOr<Dataset> missing = LoadDataset(DataFormat::kTextChar, dir + "/nope.txt", "", 8, DataRoots::Unconfined());
+  absl::StatusOr<Dataset> missing =
+      LoadDataset(DataFormat::kTextChar, dir + "/nope.txt", "", 8, DataRoots::Unconfined());
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(Message(missing.status()), HasSubstr(dir + "/nope.txt"));
@@ -124,8 +125,7 @@ TEST(DatasetTest, LoadErrorsNameTheFileAndProblem) {
       LoadDataset(DataFormat::kTextChar, dir + "/short.txt", "", 64, DataRoots::Unconfined());
   ASSERT_FALSE(short_data.ok());
   EXPECT_THAT(Message(short_data.status()), HasSubstr("short.txt"));
-  EXPECT_THAT(Message(short_data.status()),
-              HasSubstr("val split has 10 tokens, shorter than block_size + 1 = 65"));
+  EXPECT_THAT(Message(short_data.status()), HasSubstr("val split has 10 tokens, shorter than block_size + 1 = 65"));
   EXPECT_TRUE(LoadDataset(DataFormat::kTextChar, dir + "/short.txt", "", 9, DataRoots::Unconfined()).ok());
   EXPECT_FALSE(LoadDataset(DataFormat::kTextChar, dir + "/short.txt", "", 10, DataRoots::Unconfined()).ok());
 
@@ -171,10 +171,8 @@ TEST(BatchTest, OffsetsCoverNanoGptRangeInclusive) {
 
 TEST(BatchTest, PinnedOffsetsAreReproducibleFromSeedAndCursor) {
   // From an independent Python transcription of rng.h (see rng_test.cc).
-  EXPECT_EQ(*BatchOffsets(1003854, 4, 64, 1337, 0),
-            (std::vector<int64_t>{703371, 651925, 116579, 38680}));
-  EXPECT_EQ(*BatchOffsets(1003854, 4, 64, 1337, 7),
-            (std::vector<int64_t>{999844, 176982, 790272, 446496}));
+  EXPECT_EQ(*BatchOffsets(1003854, 4, 64, 1337, 0), (std::vector<int64_t>{703371, 651925, 116579, 38680}));
+  EXPECT_EQ(*BatchOffsets(1003854, 4, 64, 1337, 7), (std::vector<int64_t>{999844, 176982, 790272, 446496}));
 }
 
 TEST(BatchTest, SamplerResumesFromItsState) {
@@ -240,8 +238,7 @@ TEST(DatasetTest, CheckVocabFindsTooLargeIds) {
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(Message(s), HasSubstr("token id 50 at position 50 of the train split"));
   EXPECT_FALSE(TokenSequence::FromIds(std::vector<int32_t>{1, 65536}).ok());
-  EXPECT_EQ(TokenSequence::FromIds(std::vector<int32_t>{1, 65535})->ToVector(),
-            (std::vector<uint16_t>{1, 65535}));
+  EXPECT_EQ(TokenSequence::FromIds(std::vector<int32_t>{1, 65535})->ToVector(), (std::vector<uint16_t>{1, 65535}));
 }
 
 }  // namespace

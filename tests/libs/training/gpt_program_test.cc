@@ -62,7 +62,8 @@ TEST(GptProgramRematTest, RecomputesInTheBackwardWhenAsked) {
   EXPECT_EQ(plain->remat.values, 0);
   EXPECT_GE(remat->remat.values, 4 * 2);  // GELU's output and at least one LayerNorm's per layer
   EXPECT_LT(remat->remat.peak_after, remat->remat.peak_before);
-  EXPECT_EQ(remat->train_step.instructions.size(), plain->train_step.instructions.size() + remat->remat.instructions_added);
+  EXPECT_EQ(remat->train_step.instructions.size(),
+            plain->train_step.instructions.size() + remat->remat.instructions_added);
   ASSERT_TRUE(Verify(remat->train_step).ok());
   auto parsed = ParseModule(PrintFunction(remat->train_step), "train_step");
   ASSERT_TRUE(parsed.ok()) << parsed.status();

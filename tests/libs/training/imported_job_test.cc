@@ -81,8 +81,8 @@ std::string ImportedJob(const std::string& dir, const std::string& model = "") {
                       Training(dir + "/out_imported"));
 }
 std::string GptJob(const std::string& dir) {
-  return absl::StrCat("model:\n  block_size: 16\n  n_layer: 2\n  n_head: 2\n  n_embd: 16\n  bias: true\n", DataSection(),
-                      Training(dir + "/out_gpt"), "  batch_size: 4\n");
+  return absl::StrCat("model:\n  block_size: 16\n  n_layer: 2\n  n_head: 2\n  n_embd: 16\n  bias: true\n",
+                      DataSection(), Training(dir + "/out_gpt"), "  batch_size: 4\n");
 }
 
 absl::StatusOr<JobConfig> ParseIn(const std::string& dir, const std::string& yaml) {
@@ -112,7 +112,8 @@ Tensor ScalarOf(const TensorType& type, double value) {
 double MaxAbsDiff(const Tensor& a, const Tensor& b) {
   EXPECT_EQ(a.shape(), b.shape());
   double m = 0;
-  for (int64_t i = 0; i < a.num_elements(); ++i) m = std::max(m, std::abs(double{a.data<float>()[i]} - b.data<float>()[i]));
+  for (int64_t i = 0; i < a.num_elements(); ++i)
+    m = std::max(m, std::abs(double{a.data<float>()[i]} - b.data<float>()[i]));
   return m;
 }
 
@@ -218,9 +219,11 @@ TEST(ImportedJobTest, PcpLocalTrainsAndEvaluatesLikeTheBuiltInGpt) {
   ASSERT_EQ(RunCommand(kPcpLocal + " eval " + dir + "/imported.yaml", &e_imp), 0) << e_imp;
   EXPECT_EQ(e_imp, e_gpt);
   EXPECT_THAT(want[1], HasSubstr(e_gpt.substr(0, 5))) << "eval prints the first step's loss";
-  ASSERT_EQ(RunCommand(kPcpLocal + " eval " + dir + "/gpt.yaml --params=" + dir + "/out_gpt/ckpt.safetensors", &e_gpt), 0)
+  ASSERT_EQ(RunCommand(kPcpLocal + " eval " + dir + "/gpt.yaml --params=" + dir + "/out_gpt/ckpt.safetensors", &e_gpt),
+            0)
       << e_gpt;
-  ASSERT_EQ(RunCommand(kPcpLocal + " eval " + dir + "/imported.yaml --params=" + dir + "/out_imported/ckpt.safetensors", &e_imp),
+  ASSERT_EQ(RunCommand(kPcpLocal + " eval " + dir + "/imported.yaml --params=" + dir + "/out_imported/ckpt.safetensors",
+                       &e_imp),
             0)
       << e_imp;
   EXPECT_EQ(e_imp, e_gpt);
@@ -232,11 +235,15 @@ TEST(ImportedJobTest, PcpLocalTrainsAndEvaluatesLikeTheBuiltInGpt) {
     batch.push_back({name, Tensor::FromVector<int64_t>({kBatch, kGpt.block_size}, v)});
   }
   ASSERT_TRUE(WriteSafetensorsFile(dir + "/batch.safetensors", batch, {}).ok());
-  ASSERT_EQ(RunCommand(kPcpLocal + " eval " + dir + "/gpt.yaml --batch=" + dir + "/batch.safetensors", &e_gpt), 0) << e_gpt;
-  ASSERT_EQ(RunCommand(kPcpLocal + " eval " + dir + "/imported.yaml --batch=" + dir + "/batch.safetensors", &e_imp), 0) << e_imp;
+  ASSERT_EQ(RunCommand(kPcpLocal + " eval " + dir + "/gpt.yaml --batch=" + dir + "/batch.safetensors", &e_gpt), 0)
+      << e_gpt;
+  ASSERT_EQ(RunCommand(kPcpLocal + " eval " + dir + "/imported.yaml --batch=" + dir + "/batch.safetensors", &e_imp), 0)
+      << e_imp;
   EXPECT_EQ(e_imp, e_gpt);
   // A checkpoint of another model is refused.
-  EXPECT_NE(RunCommand(kPcpLocal + " eval " + dir + "/imported.yaml --params=" + dir + "/out_gpt/ckpt.safetensors", &e_imp), 0);
+  EXPECT_NE(RunCommand(kPcpLocal + " eval " + dir + "/imported.yaml --params=" + dir + "/out_gpt/ckpt.safetensors",
+                       &e_imp),
+            0);
   EXPECT_THAT(e_imp, HasSubstr("the checkpoint was written for model"));
   fs::remove_all(dir);
 }
@@ -313,7 +320,8 @@ TEST(ImportedJobTest, CheckpointModelSourceMustMatch) {
 TEST(ImportedJobTest, EffectiveYamlRoundTrips) {
   const std::string dir = TestDir();
   WriteGptExport(dir);
-  absl::StatusOr<JobConfig> job = ParseIn(dir, ImportedJob(dir, "  frozen: [transformer.wpe.weight]\n  init: {std: 0.01}\n"));
+  absl::StatusOr<JobConfig> job =
+      ParseIn(dir, ImportedJob(dir, "  frozen: [transformer.wpe.weight]\n  init: {std: 0.01}\n"));
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->model.block_size, 16);
   EXPECT_EQ(job->training.batch_size, kBatch);
@@ -340,15 +348,17 @@ TEST(ImportedJobTest, ForwardOnlyExportTrainsLikeTheBuiltInGptAndSamples) {
   m.functions.push_back(*logits);
   Write(dir + "/forward.mlir", PrintModule(m, TextForm::kPretty));
   Write(dir + "/gpt.yaml", GptJob(dir));
-  Write(dir + "/forward.yaml", absl::StrCat("model:\n  stablehlo: forward.mlir\n  logits: main\n  params: gpt.safetensors\n",
-                                            DataSection(), Training(dir + "/out_imported")));
+  Write(dir + "/forward.yaml",
+        absl::StrCat("model:\n  stablehlo: forward.mlir\n  logits: main\n  params: gpt.safetensors\n", DataSection(),
+                     Training(dir + "/out_imported")));
   std::string gpt_out, fwd_out;
   ASSERT_EQ(RunCommand(kPcpLocal + " train " + dir + "/gpt.yaml", &gpt_out), 0) << gpt_out;
   ASSERT_EQ(RunCommand(kPcpLocal + " train " + dir + "/forward.yaml", &fwd_out), 0) << fwd_out;
   EXPECT_EQ(LossLines(fwd_out), LossLines(gpt_out)) << fwd_out;
   EXPECT_THAT(fwd_out, HasSubstr("sample with: pcp-local sample"));
   std::string sample_out;
-  ASSERT_EQ(RunCommand(kPcpLocal + " sample " + dir + "/out_imported/ckpt.safetensors --prompt=ROMEO: --max_new_tokens=20",
+  ASSERT_EQ(RunCommand(kPcpLocal + " sample " + dir +
+                           "/out_imported/ckpt.safetensors --prompt=ROMEO: --max_new_tokens=20",
                        &sample_out),
             0)
       << sample_out;
@@ -397,17 +407,20 @@ TEST(ImportedJobTest, ErrorsAtTheirLineAndColumn) {
   const std::vector<Case> cases = {
       {"  n_layer: 2\n", "", "job.yaml:3:3: model.n_layer: not used with model.stablehlo"},
       {"  vocab_size: 65\n", "", "job.yaml:3:3: model.vocab_size: not used with model.stablehlo"},
-      {"  block_size: 8\n", "", "job.yaml:3:15: model.block_size: 8 does not match the module's data arguments [4, 16]"},
-      {"", "training:\n  batch_size: 3\n", "job.yaml:6:15: training.batch_size: 3 does not match the module's data "
-                                          "arguments [4, 16] (B = 4)"},
+      {"  block_size: 8\n", "",
+       "job.yaml:3:15: model.block_size: 8 does not match the module's data arguments [4, 16]"},
+      {"", "training:\n  batch_size: 3\n",
+       "job.yaml:6:15: training.batch_size: 3 does not match the module's data "
+       "arguments [4, 16] (B = 4)"},
       {"  frozen: [nope]\n", "", "job.yaml:3:11: model.frozen: 'nope' is not an argument of main"},
       {"  frozen: [transformer.wpe.weight]\n", "", "job.yaml:3:11: model.frozen: 'transformer.wpe.weight'"},
       {"  names: [a, b]\n", "", "job.yaml:3:10: model.names: 2 names for the"},
       {"  data_args: [transformer.wpe.weight, targets]\n", "",
        "job.yaml:3:14: model.data_args: tokens argument %arg1 'transformer.wpe.weight' tensor<16x16xf32>"},
-      {"  params: wrong.safetensors\n", "", "job.yaml:3:11: model.params: wrong.safetensors: tensor "
-                                            "'transformer.wpe.weight' is tensor<8x16xf32>"},
-      {"  params: gpt.safetensors\n  names: [" , "", ""},  // filled below
+      {"  params: wrong.safetensors\n", "",
+       "job.yaml:3:11: model.params: wrong.safetensors: tensor "
+       "'transformer.wpe.weight' is tensor<8x16xf32>"},
+      {"  params: gpt.safetensors\n  names: [", "", ""},  // filled below
       {"  function: loss\n", "", "job.yaml:3:13: model.function: no function 'loss' in gpt.mlir"},
       {"  params: nowhere.safetensors\n", "", "job.yaml:3:11: model.params:"},
   };
@@ -432,8 +445,9 @@ TEST(ImportedJobTest, ErrorsAtTheirLineAndColumn) {
   // The loss must be a scalar: the module's position comes after the job file's.
   absl::StatusOr<JobConfig> bad = ParseIn(dir, absl::StrCat("model:\n  stablehlo: bad.mlir\n", DataSection()));
   ASSERT_FALSE(bad.ok());
-  EXPECT_THAT(Message(bad.status()), StartsWith("job.yaml:2:14: model.stablehlo: bad.mlir:2:13: function 'main' returns "
-                                                "tensor<4xf32> first; the first result must be the loss"));
+  EXPECT_THAT(Message(bad.status()),
+              StartsWith("job.yaml:2:14: model.stablehlo: bad.mlir:2:13: function 'main' returns "
+                         "tensor<4xf32> first; the first result must be the loss"));
   // Import keys without model.stablehlo.
   absl::StatusOr<JobConfig> stray = ParseIn(dir, absl::StrCat("model:\n  n_layer: 2\n  frozen: [x]\n", DataSection()));
   ASSERT_FALSE(stray.ok());

@@ -25,9 +25,7 @@ const std::string kJobsDir = PCP_SOURCE_DIR "/config/jobs";
 // The lines every case below needs unless it tests them: 2 lines.
 const std::string kData = "data:\n  path: tiny_shakespeare.txt\n";
 
-std::string Normal(const std::string& path) {
-  return fs::absolute(path).lexically_normal().string();
-}
+std::string Normal(const std::string& path) { return fs::absolute(path).lexically_normal().string(); }
 
 std::string TestDir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -50,12 +48,8 @@ TEST(JobConfigTest, ShakespeareCharJobParses) {
   absl::StatusOr<JobConfig> job = LoadJobConfig(kJobsDir + "/shakespeare_char.yaml");
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->name, "shakespeare_char");
-  EXPECT_EQ(job->model, (ModelConfig{.vocab_size = 0,
-                                     .block_size = 64,
-                                     .n_layer = 4,
-                                     .n_head = 4,
-                                     .n_embd = 128,
-                                     .bias = false}));
+  EXPECT_EQ(job->model,
+            (ModelConfig{.vocab_size = 0, .block_size = 64, .n_layer = 4, .n_head = 4, .n_embd = 128, .bias = false}));
   EXPECT_EQ(job->data.path, Normal(kDataDir + "/tiny_shakespeare.txt"));
   EXPECT_EQ(job->data.format, DataFormat::kTextChar);
   EXPECT_EQ(job->optimizer.lr, 1e-3);
@@ -106,8 +100,7 @@ TEST(JobConfigTest, DefaultsAreNanoGptCpuSettings) {
   EXPECT_EQ(job->sample.top_k, 200);
 
   // Derived defaults follow the keys they derive from; explicit values win.
-  absl::StatusOr<JobConfig> derived =
-      Parse(kData + "training:\n  max_iters: 130\ndiloco:\n  inner_steps: 50\n");
+  absl::StatusOr<JobConfig> derived = Parse(kData + "training:\n  max_iters: 130\ndiloco:\n  inner_steps: 50\n");
   ASSERT_TRUE(derived.ok()) << derived.status();
   EXPECT_EQ(derived->optimizer.lr_decay_iters, 130);
   EXPECT_EQ(derived->diloco.rounds, 3);
@@ -143,10 +136,9 @@ TEST(JobConfigTest, ToYamlRoundTrips) {
   std::string yaml = ToYaml(*job);
   for (const std::string& key : JobConfigKeys()) {
     // An imported model's keys are printed only for imported jobs (imported_job_test.cc).
-    if (key.rfind("model.", 0) == 0 &&
-        (key == "model.stablehlo" || key == "model.function" || key == "model.logits" || key == "model.params" ||
-         key == "model.names" ||
-         key == "model.data_args" || key == "model.frozen" || key.rfind("model.init", 0) == 0)) {
+    if (key.rfind("model.", 0) == 0 && (key == "model.stablehlo" || key == "model.function" || key == "model.logits" ||
+                                        key == "model.params" || key == "model.names" || key == "model.data_args" ||
+                                        key == "model.frozen" || key.rfind("model.init", 0) == 0)) {
       EXPECT_THAT(yaml, Not(HasSubstr(key.substr(6) + ":"))) << key;
       continue;
     }
@@ -161,8 +153,7 @@ TEST(JobConfigTest, ToYamlRoundTrips) {
   // Every field away from its default, awkward strings and reals included.
   JobConfig odd = *job;
   odd.name = "odd.job-2";
-  odd.model = {
-      .vocab_size = 97, .block_size = 17, .n_layer = 3, .n_head = 3, .n_embd = 48, .bias = true};
+  odd.model = {.vocab_size = 97, .block_size = 17, .n_layer = 3, .n_head = 3, .n_embd = 48, .bias = true};
   odd.data.format = DataFormat::kTextByte;
   odd.data.shared = true;
   odd.optimizer = {.lr = 0.1 + 0.2,
@@ -223,8 +214,7 @@ TEST(JobConfigTest, BinDataFindsValBinBesideTrainBin) {
   absl::StatusOr<JobConfig> missing_val = LoadJobConfig(dir + "/job.yaml");
   ASSERT_FALSE(missing_val.ok());
   EXPECT_THAT(Message(missing_val.status()),
-              StartsWith(dir + "/job.yaml:2:9: data.val_path: file not found: " +
-                         Normal(dir + "/d/val.bin")));
+              StartsWith(dir + "/job.yaml:2:9: data.val_path: file not found: " + Normal(dir + "/d/val.bin")));
 
   WriteFile(dir + "/d/val.bin", std::string(200, '\x02'));
   absl::StatusOr<JobConfig> job = LoadJobConfig(dir + "/job.yaml");
@@ -249,8 +239,7 @@ TEST(JobConfigTest, BinDataFindsValBinBesideTrainBin) {
   WriteFile(dir + "/other.yaml", "data:\n  path: d/tokens.bin\n");
   absl::StatusOr<JobConfig> no_val = LoadJobConfig(dir + "/other.yaml");
   ASSERT_FALSE(no_val.ok());
-  EXPECT_THAT(Message(no_val.status()),
-              StartsWith(dir + "/other.yaml:2:9: data.val_path: required for format bin"));
+  EXPECT_THAT(Message(no_val.status()), StartsWith(dir + "/other.yaml:2:9: data.val_path: required for format bin"));
   WriteFile(dir + "/explicit.yaml", "data:\n  path: d/tokens.bin\n  val_path: d/val.bin\n");
   absl::StatusOr<JobConfig> explicit_val = LoadJobConfig(dir + "/explicit.yaml");
   ASSERT_TRUE(explicit_val.ok()) << explicit_val.status();
@@ -281,31 +270,15 @@ TEST(JobConfigTest, BadInputsGiveOneLineWithPositionAndKey) {
        "1:1",
        {"unknown top-level key 'modle' (did you mean 'model'?)",
         "valid keys: name, model, data, optimizer, training, diloco, sample"}},
-      {kData + "training:\n  max_iters: abc\n",
-       "4:14",
-       {"training.max_iters: expected an integer, got 'abc'"}},
-      {kData + "training:\n  batch_size: 1.5\n",
-       "4:15",
-       {"training.batch_size: expected an integer, got '1.5'"}},
-      {kData + "training:\n  max_iters: [1, 2]\n",
-       "4:14",
-       {"training.max_iters: expected an integer, got a sequence"}},
-      {kData + "training:\n  max_iters:\n",
-       "4:3",
-       {"training.max_iters: expected an integer, got nothing"}},
-      {kData + "training:\n  threads: -1\n",
-       "4:12",
-       {"training.threads: must be in [0, 4096], got -1"}},
-      {kData + "training:\n  seed: 1\n  seed: 2\n",
-       "5:3",
-       {"training.seed: duplicate key (first given at line 4)"}},
+      {kData + "training:\n  max_iters: abc\n", "4:14", {"training.max_iters: expected an integer, got 'abc'"}},
+      {kData + "training:\n  batch_size: 1.5\n", "4:15", {"training.batch_size: expected an integer, got '1.5'"}},
+      {kData + "training:\n  max_iters: [1, 2]\n", "4:14", {"training.max_iters: expected an integer, got a sequence"}},
+      {kData + "training:\n  max_iters:\n", "4:3", {"training.max_iters: expected an integer, got nothing"}},
+      {kData + "training:\n  threads: -1\n", "4:12", {"training.threads: must be in [0, 4096], got -1"}},
+      {kData + "training:\n  seed: 1\n  seed: 2\n", "5:3", {"training.seed: duplicate key (first given at line 4)"}},
       {kData + "optimizer:\n  lr: -0.1\n", "4:7", {"optimizer.lr: must be > 0.0, got -0.1"}},
-      {kData + "optimizer:\n  beta2: 1.0\n",
-       "4:10",
-       {"optimizer.beta2: must be in [0.0, 1.0), got 1.0"}},
-      {kData + "optimizer:\n  eps: nan\n",
-       "4:8",
-       {"optimizer.eps: expected a (finite) number, got 'nan'"}},
+      {kData + "optimizer:\n  beta2: 1.0\n", "4:10", {"optimizer.beta2: must be in [0.0, 1.0), got 1.0"}},
+      {kData + "optimizer:\n  eps: nan\n", "4:8", {"optimizer.eps: expected a (finite) number, got 'nan'"}},
       {kData + "optimizer:\n  schedule: linear\n",
        "4:13",
        {"optimizer.schedule: expected one of cosine, constant, got 'linear'"}},
@@ -315,18 +288,12 @@ TEST(JobConfigTest, BadInputsGiveOneLineWithPositionAndKey) {
       {kData + "model:\n  n_head: 3\n  n_embd: 128\n",
        "5:11",
        {"model.n_embd: 128 is not divisible by model.n_head (3)"}},
-      {kData + "model:\n  n_head: 5\n",
-       "4:11",
-       {"model.n_embd: 128 is not divisible by model.n_head (5)"}},
+      {kData + "model:\n  n_head: 5\n", "4:11", {"model.n_embd: 128 is not divisible by model.n_head (5)"}},
       {kData + "model:\n  dropout: 0.1\n",
        "4:12",
        {"model.dropout: must be 0 (PCP trains without dropout), got '0.1'"}},
-      {kData + "model:\n  vocab_size: 70000\n",
-       "4:15",
-       {"model.vocab_size: must be in [0, 65536], got 70000"}},
-      {kData + "model: 5\n",
-       "3:8",
-       {"model: expected a mapping with keys vocab_size, block_size, n_layer", "got '5'"}},
+      {kData + "model:\n  vocab_size: 70000\n", "4:15", {"model.vocab_size: must be in [0, 65536], got 70000"}},
+      {kData + "model: 5\n", "3:8", {"model: expected a mapping with keys vocab_size, block_size, n_layer", "got '5'"}},
       {"data:\n  path: nope/missing.txt\n",
        "2:9",
        {"data.path: file not found: " + Normal(kDataDir + "/nope/missing.txt")}},
@@ -348,15 +315,11 @@ TEST(JobConfigTest, BadInputsGiveOneLineWithPositionAndKey) {
       {kData + "diloco:\n  screening:\n    action: drop\n",
        "5:13",
        {"diloco.screening.action: expected one of reject, clip, got 'drop'"}},
-      {kData + "diloco:\n  screening:\n    norm_k: 0.5\n",
-       "5:13",
-       {"diloco.screening.norm_k: must be"}},
+      {kData + "diloco:\n  screening:\n    norm_k: 0.5\n", "5:13", {"diloco.screening.norm_k: must be"}},
       {kData + "diloco:\n  aggregation: streaming\n  screening:\n    trimmed_mean: 0.2\n",
        "4:16",
        {"diloco.aggregation: streaming cannot take a trimmed mean"}},
-      {kData + "diloco:\n  aggregation: streamed\n",
-       "4:16",
-       {"diloco.aggregation", "streamed"}},
+      {kData + "diloco:\n  aggregation: streamed\n", "4:16", {"diloco.aggregation", "streamed"}},
       {kData + "diloco:\n  screening:\n    trimmed_mean: 0.5\n",
        "5:19",
        {"diloco.screening.trimmed_mean: must be in [0.0, 0.5), got 0.5"}},
@@ -378,35 +341,37 @@ TEST(JobConfigTest, BadInputsGiveOneLineWithPositionAndKey) {
       {kData + "diloco:\n  inner_steps: 50\n  streaming: {fragments: 5, overlap_steps: 10}\n",
        "5:44",
        {"diloco.streaming.overlap_steps: 10 must be below diloco.inner_steps / fragments (10)"}},
-      {kData + "diloco:\n  streaming: {alpha: 1}\n",
-       "4:22",
-       {"diloco.streaming.alpha: must be in [0.0, 1.0), got 1"}},
+      {kData + "diloco:\n  streaming: {alpha: 1}\n", "4:22", {"diloco.streaming.alpha: must be in [0.0, 1.0), got 1"}},
       // Data follows the work and asynchronous rounds (issue 32).
-      {kData + "diloco:\n  orphan_slots: drop\n", "4:17",
+      {kData + "diloco:\n  orphan_slots: drop\n",
+       "4:17",
        {"diloco.orphan_slots: expected one of takeover, idle, got 'drop'"}},
       {kData + "diloco:\n  mode: asynch\n", "4:9", {"diloco.mode: expected one of sync, async, got 'asynch'"}},
-      {kData + "diloco:\n  async: {quorum: 5}\n", "4:19",
-       {"diloco.async.quorum: 5 is more than diloco.workers (2)"}},
-      {kData + "diloco:\n  async: {staleness: square}\n", "4:22",
+      {kData + "diloco:\n  async: {quorum: 5}\n", "4:19", {"diloco.async.quorum: 5 is more than diloco.workers (2)"}},
+      {kData + "diloco:\n  async: {staleness: square}\n",
+       "4:22",
        {"diloco.async.staleness: expected one of inverse, none, got 'square'"}},
-      {kData + "diloco:\n  mode: async\n  streaming: {fragments: 2}\n", "4:9",
+      {kData + "diloco:\n  mode: async\n  streaming: {fragments: 2}\n",
+       "4:9",
        {"diloco.mode: async cannot be streamed"}},
-      {kData + "diloco:\n  mode: async\n  aggregation: streaming\n", "4:9",
-       {"diloco.mode: async keeps each Δ whole"}},
-      {kData + "diloco:\n  outer_momentum: 1\n",
-       "4:19",
-       {"diloco.outer_momentum: must be in [0.0, 1.0), got 1"}},
+      {kData + "diloco:\n  mode: async\n  aggregation: streaming\n", "4:9", {"diloco.mode: async keeps each Δ whole"}},
+      {kData + "diloco:\n  outer_momentum: 1\n", "4:19", {"diloco.outer_momentum: must be in [0.0, 1.0), got 1"}},
       {kData + "sample:\n  temperature: 0\n", "4:16", {"sample.temperature: must be in (0.0, 1000.0], got 0"}},
       // Every number has an upper bound (issue 10).
-      {kData + "diloco:\n  inner_steps: 1000000000\n", "4:16",
+      {kData + "diloco:\n  inner_steps: 1000000000\n",
+       "4:16",
        {"diloco.inner_steps: must be in [1, 1000000], got 1000000000"}},
-      {kData + "diloco:\n  round_deadline_s: 1e18\n", "4:21",
+      {kData + "diloco:\n  round_deadline_s: 1e18\n",
+       "4:21",
        {"diloco.round_deadline_s: must be in (0.0, 604800.0], got 1e18"}},
-      {kData + "sample:\n  max_new_tokens: 1000000000\n", "4:19",
+      {kData + "sample:\n  max_new_tokens: 1000000000\n",
+       "4:19",
        {"sample.max_new_tokens: must be in [1, 10000], got 1000000000"}},
-      {kData + "training:\n  eval_iters: 1000000\n", "4:15",
+      {kData + "training:\n  eval_iters: 1000000\n",
+       "4:15",
        {"training.eval_iters: must be in [1, 100000], got 1000000"}},
-      {kData + "training:\n  max_iters: 1000000000\n", "4:14",
+      {kData + "training:\n  max_iters: 1000000000\n",
+       "4:14",
        {"diloco.rounds: ceil(training.max_iters × fragments / diloco.inner_steps) = 20000000 is more than 1000000"}},
       {"name: my job\n" + kData, "1:7", {"name: expected letters, digits"}},
       {kData + "model: {n_layer: 2\n", "4:1", {"YAML syntax error: end of map flow not found"}},
@@ -418,9 +383,7 @@ TEST(JobConfigTest, BadInputsGiveOneLineWithPositionAndKey) {
     ASSERT_FALSE(job.ok()) << "accepted:\n" << c.yaml;
     const std::string message = Message(job.status());
     EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument) << message;
-    EXPECT_THAT(message, StartsWith(absl::StrCat("job.yaml:", c.where, ": ", c.fragments[0])))
-        << "for:\n"
-        << c.yaml;
+    EXPECT_THAT(message, StartsWith(absl::StrCat("job.yaml:", c.where, ": ", c.fragments[0]))) << "for:\n" << c.yaml;
     for (const std::string& f : c.fragments) EXPECT_THAT(message, HasSubstr(f)) << c.yaml;
     EXPECT_THAT(message, Not(HasSubstr("\n"))) << "not one line: " << message;
   }
@@ -443,8 +406,7 @@ TEST(JobConfigTest, DamagedFilesNeverCrashAndErrorsStayOneLine) {
   for (size_t i = 0; i < good.size(); i += 7) {
     for (const std::string& damaged :
          {good.substr(0, i) + good.substr(i + 1), good.substr(0, i) + good[i] + good.substr(i),
-          good.substr(0, i) + ":" + good.substr(i + 1),
-          good.substr(0, i) + "\t" + good.substr(i + 1),
+          good.substr(0, i) + ":" + good.substr(i + 1), good.substr(0, i) + "\t" + good.substr(i + 1),
           good.substr(0, i) + "[" + good.substr(i + 1)}) {
       absl::StatusOr<JobConfig> job = ParseJobConfig(damaged, "job.yaml", kJobsDir, DataRoots::Unconfined());
       if (job.ok()) continue;

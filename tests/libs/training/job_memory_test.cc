@@ -25,8 +25,7 @@ int64_t RealParameterCount(const GPTConfig& c) {
 TEST(JobMemoryTest, ParameterCountIsTheModelsExactly) {
   for (bool bias : {false, true}) {
     JobConfig job;
-    job.model = ModelConfig{.vocab_size = 65, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32,
-                            .bias = bias};
+    job.model = ModelConfig{.vocab_size = 65, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32, .bias = bias};
     absl::StatusOr<JobMemoryEstimate> need = EstimateJobMemory(job);
     ASSERT_TRUE(need.ok()) << need.status();
     EXPECT_EQ(need->parameters, RealParameterCount(job.model.ToGPTConfig())) << "bias " << bias;
@@ -47,7 +46,7 @@ TEST(JobMemoryTest, StreamingAggregationHoldsOneSumInsteadOfADeltaPerWorker) {
   ASSERT_TRUE(buffered.ok() && streamed.ok());
   EXPECT_EQ(buffered->shepherd_bytes - streamed->shepherd_bytes, 4 * 63 * streamed->parameters);
   EXPECT_LT(streamed->shepherd_bytes, 6 * 4 * streamed->parameters);  // θ, momentum, snapshot, the sum, a batch
-  job.diloco.workers = 2;  // small enough to stay buffered under auto
+  job.diloco.workers = 2;                                             // small enough to stay buffered under auto
   job.model.n_layer = 1;
   job.model.vocab_size = 65;
   absl::StatusOr<JobMemoryEstimate> small = EstimateJobMemory(job);

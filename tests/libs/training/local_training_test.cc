@@ -137,11 +137,12 @@ TEST_F(LocalTrainingTest, PyTorchStrictlyLoadsTheCheckpoint) {
   }
   auto ckpt = ReadModelCheckpoint(result_->checkpoint_path);
   ASSERT_TRUE(ckpt.ok());
-  std::string script = absl::StrCat(
-      "import json,sys; sys.path.insert(0, '", PCP_SOURCE_DIR, "/tests/libs/models'); import gpt_reference as g\n",
-      "sd = g.read_safetensors('", result_->checkpoint_path, "')\n",
-      "c = json.loads('", ckpt->Meta("pcp.model"), "'); c['dtype'] = 'float32'\n",
-      "m = g.Gpt(c).float(); m.load_state_dict(sd, strict=True); print('loaded', len(sd))\n");
+  std::string script =
+      absl::StrCat("import json,sys; sys.path.insert(0, '", PCP_SOURCE_DIR,
+                   "/tests/libs/models'); import gpt_reference as g\n", "sd = g.read_safetensors('",
+                   result_->checkpoint_path, "')\n", "c = json.loads('", ckpt->Meta("pcp.model"),
+                   "'); c['dtype'] = 'float32'\n",
+                   "m = g.Gpt(c).float(); m.load_state_dict(sd, strict=True); print('loaded', len(sd))\n");
   std::string path = *out_dir_ + "/load.py";
   std::ofstream(path) << script;
   EXPECT_EQ(std::system(("/usr/bin/python3 " + path).c_str()), 0);
@@ -194,14 +195,14 @@ TEST(TextSamplerTest, DrawsOnlyIdsTheTokenizerHas) {
   ASSERT_TRUE(all.ok()) << all.status();
   EXPECT_EQ(all->back(), 6);  // no limit: the largest of the 8
   for (uint64_t seed = 0; seed < 20; ++seed) {
-    auto ids = (*sampler)->Generate({0}, {.max_new_tokens = 3, .temperature = 2.0, .top_k = 0, .seed = seed,
-                                          .vocab = 4});
+    auto ids =
+        (*sampler)->Generate({0}, {.max_new_tokens = 3, .temperature = 2.0, .top_k = 0, .seed = seed, .vocab = 4});
     ASSERT_TRUE(ids.ok()) << ids.status();
     for (int32_t id : *ids) EXPECT_LT(id, 4) << "seed " << seed;
   }
   auto greedy = (*sampler)->Generate({0}, {.max_new_tokens = 1, .top_k = 1, .vocab = 4});
   ASSERT_TRUE(greedy.ok()) << greedy.status();
-  EXPECT_EQ(greedy->back(), 2);  // the largest of the first 4
+  EXPECT_EQ(greedy->back(), 2);                                // the largest of the first 4
   EXPECT_FALSE((*sampler)->Generate({0}, {.vocab = 9}).ok());  // more tokens than outputs
   EXPECT_FALSE((*sampler)->Generate({5}, {.vocab = 4}).ok());  // a prompt id the tokenizer lacks
 }
@@ -210,8 +211,8 @@ TEST(TextSamplerTest, DrawsOnlyIdsTheTokenizerHas) {
 // block at most.
 TEST(SampleLogitsTest, ContextIsThePowerOfTwoThatHoldsTheSample) {
   const GPTConfig model{.vocab_size = 65, .block_size = 48, .n_layer = 1, .n_head = 2, .n_embd = 16};
-  for (auto [tokens, context] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 2}, {22, 32}, {32, 32}, {33, 48},
-                                                                         {500, 48}}) {
+  for (auto [tokens, context] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 2}, {22, 32}, {32, 32}, {33, 48}, {500, 48}}) {
     absl::StatusOr<Function> f = BuildSampleLogits(model, tokens);
     ASSERT_TRUE(f.ok()) << f.status();
     EXPECT_EQ(f->type(f->params.back()).shape, (Shape{1, context})) << tokens << " tokens";
@@ -259,8 +260,8 @@ TEST(CheckpointTest, ErrorsNameTheProblem) {
   EXPECT_FALSE(WriteModelCheckpoint(path, {"a"}, {}, {}).ok());
   EXPECT_FALSE(GptConfigFromJson("{").ok());
   EXPECT_FALSE(GptConfigFromJson(R"({"vocab_size":65})").ok());
-  auto bad_heads = GptConfigFromJson(
-      R"({"vocab_size":65,"block_size":8,"n_layer":1,"n_head":3,"n_embd":16,"bias":true})");
+  auto bad_heads =
+      GptConfigFromJson(R"({"vocab_size":65,"block_size":8,"n_layer":1,"n_head":3,"n_embd":16,"bias":true})");
   EXPECT_NE(bad_heads.status().message().find("divisible"), absl::string_view::npos);
   GPTConfig c{.vocab_size = 9, .block_size = 4, .n_layer = 2, .n_head = 2, .n_embd = 8, .bias = false};
   auto back = GptConfigFromJson(GptConfigToJson(c));
@@ -282,7 +283,9 @@ TEST(PcpLocalCliTest, BadJobIsOneLineWithFileAndLine) {
   std::getline(err, line);
   EXPECT_NE(line.find("bad.yaml:3:3"), std::string::npos) << line;
   EXPECT_NE(line.find("n_embed"), std::string::npos) << line;
-  EXPECT_EQ(std::system(absl::StrCat(PCP_BINARY_DIR, "/tools/pcp-local/pcp-local frobnicate x 2>/dev/null").c_str()) >> 8, 2);
+  EXPECT_EQ(std::system(absl::StrCat(PCP_BINARY_DIR, "/tools/pcp-local/pcp-local frobnicate x 2>/dev/null").c_str()) >>
+                8,
+            2);
   fs::remove_all(dir);
 }
 

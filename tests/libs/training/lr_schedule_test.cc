@@ -10,11 +10,8 @@ namespace pcp {
 namespace {
 
 // nanoGPT's shakespeare_char settings.
-constexpr LrSchedule kNanoGptCpu{.kind = LrScheduleKind::kCosine,
-                                 .lr = 1e-3,
-                                 .min_lr = 1e-4,
-                                 .warmup_iters = 100,
-                                 .lr_decay_iters = 2000};
+constexpr LrSchedule kNanoGptCpu{
+    .kind = LrScheduleKind::kCosine, .lr = 1e-3, .min_lr = 1e-4, .warmup_iters = 100, .lr_decay_iters = 2000};
 
 TEST(LrScheduleTest, NanoGptCosineAtKnownSteps) {
   // Expected values written out from nanoGPT's get_lr formulas.

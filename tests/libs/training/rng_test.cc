@@ -12,9 +12,8 @@ namespace {
 TEST(SplitMix64Test, MatchesPublishedSequence) {
   // Rosetta Code's "Pseudo-random numbers/Splitmix64" reference output for seed 1234567.
   uint64_t state = 1234567;
-  const std::vector<uint64_t> expected = {6457827717110365317ULL, 3203168211198807973ULL,
-                                          9817491932198370423ULL, 4593380528125082431ULL,
-                                          16408922859458223821ULL};
+  const std::vector<uint64_t> expected = {6457827717110365317ULL, 3203168211198807973ULL, 9817491932198370423ULL,
+                                          4593380528125082431ULL, 16408922859458223821ULL};
   for (uint64_t e : expected) EXPECT_EQ(SplitMix64(&state), e);
 }
 

@@ -46,8 +46,7 @@ TEST(RoundBudgetTest, WithoutABudgetRoundsAreTauStepsAtTheFixedRatesAndTheJobEnd
 }
 
 TEST(RoundBudgetTest, WithABudgetStepsAreBoundedCappedAtTheEndAndRatesFollowTheTokens) {
-  absl::StatusOr<JobConfig> c =
-      Parse(kJob + "  time_budget: {seconds: 2.5, min_steps: 2, max_steps: 12}\n");
+  absl::StatusOr<JobConfig> c = Parse(kJob + "  time_budget: {seconds: 2.5, min_steps: 2, max_steps: 12}\n");
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_TRUE(c->diloco.time_budget.enabled());
   EXPECT_EQ(c->diloco.max_steps_per_round(), 12);  // the Assignment's inner_steps
@@ -69,9 +68,9 @@ TEST(RoundBudgetTest, WithABudgetStepsAreBoundedCappedAtTheEndAndRatesFollowTheT
 TEST(RoundBudgetTest, BadBudgetsAreRefusedNamingTheKey) {
   absl::StatusOr<JobConfig> c = Parse("diloco:\n  time_budget: {seconds: 5, min_steps: 30, max_steps: 20}\n");
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(
-      c.status().message().find("diloco.time_budget.min_steps: 30 is more than diloco.time_budget.max_steps (20)"),
-      std::string::npos)
+  EXPECT_NE(c.status().message().find(
+                "diloco.time_budget.min_steps: 30 is more than diloco.time_budget.max_steps (20)"),
+            std::string::npos)
       << c.status();
   c = Parse("diloco:\n  time_budget: {seconds: 5}\n  streaming: {fragments: 2}\n");
   ASSERT_FALSE(c.ok());

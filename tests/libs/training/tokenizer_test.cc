@@ -101,8 +101,8 @@ TEST(TokenizerTest, SerializeRoundTrips) {
 }
 
 TEST(TokenizerTest, DeserializeRejectsMalformedText) {
-  for (const char* bad : {"", "v2:byte", "v1:word", "v1:char:", "v1:char:0a0", "v1:char:zz",
-                          "v1:char:6160", "v1:char:6161", "v1:byte:00"}) {
+  for (const char* bad : {"", "v2:byte", "v1:word", "v1:char:", "v1:char:0a0", "v1:char:zz", "v1:char:6160",
+                          "v1:char:6161", "v1:byte:00"}) {
     absl::StatusOr<Tokenizer> t = Tokenizer::Deserialize(bad);
     EXPECT_FALSE(t.ok()) << "accepted '" << bad << "'";
     EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);

@@ -65,10 +65,8 @@ class AdmissionTest : public ::testing::Test {
   // model section.
   std::string Job(const std::string& extra = "", const std::string& data = "",
                   const std::string& model = "{n_layer: 1, n_head: 2, n_embd: 16, block_size: 16}") const {
-    return absl::StrCat("model: ", model, "\n",
-                        "training: {batch_size: 2, eval_iters: 2}\n",
-                        "data: {path: ", data.empty() ? data_root_ + "/tiny_shakespeare.txt" : data,
-                        "}\n", extra);
+    return absl::StrCat("model: ", model, "\n", "training: {batch_size: 2, eval_iters: 2}\n",
+                        "data: {path: ", data.empty() ? data_root_ + "/tiny_shakespeare.txt" : data, "}\n", extra);
   }
   // The shepherd process still serves.
   void ExpectUp() {
@@ -163,10 +161,11 @@ TEST_F(AdmissionTest, TenThousandSubmitsHitTheQueueBound) {
     }
   }
   const int64_t rss_after = RssKiB(pid);
-  std::printf("10000 submits: %d accepted, %d RESOURCE_EXHAUSTED (%s), %d other; shepherd RSS %lld KiB before, "
-              "%lld KiB after\n",
-              accepted, exhausted, exhausted_message.c_str(), other, static_cast<long long>(rss_before),
-              static_cast<long long>(rss_after));
+  std::printf(
+      "10000 submits: %d accepted, %d RESOURCE_EXHAUSTED (%s), %d other; shepherd RSS %lld KiB before, "
+      "%lld KiB after\n",
+      accepted, exhausted, exhausted_message.c_str(), other, static_cast<long long>(rss_before),
+      static_cast<long long>(rss_after));
   EXPECT_EQ(accepted, 50);  // one running (it waits for workers) and 49 queued
   EXPECT_EQ(exhausted, 10000 - 50);
   EXPECT_TRUE(absl::StrContains(exhausted_message, "max_queued_jobs 50")) << exhausted_message;
@@ -284,10 +283,11 @@ TEST_F(AdmissionTest, FiveHundredSilentWatchersStayBounded) {
     }
   }
   const int64_t rss_after = RssKiB(pid);
-  std::printf("500 silent WatchJob streams: %d refused (RESOURCE_EXHAUSTED), %d served; shepherd RSS %lld KiB "
-              "before, %lld KiB with them open, %lld KiB after\n",
-              refused, served, static_cast<long long>(rss_before), static_cast<long long>(rss_open),
-              static_cast<long long>(rss_after));
+  std::printf(
+      "500 silent WatchJob streams: %d refused (RESOURCE_EXHAUSTED), %d served; shepherd RSS %lld KiB "
+      "before, %lld KiB with them open, %lld KiB after\n",
+      refused, served, static_cast<long long>(rss_before), static_cast<long long>(rss_open),
+      static_cast<long long>(rss_after));
   EXPECT_EQ(served, 64);
   EXPECT_EQ(refused, 500 - 64);
   EXPECT_LT(rss_open - rss_before, 128 * 1024);

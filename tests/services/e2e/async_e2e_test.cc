@@ -33,7 +33,7 @@ TEST(AsyncTest, FastWorkerTrainsMoreTasksAndTheJobConverges) {
   ASSERT_TRUE(dir.ok());
   ClusterHarness cluster(dir->path());
   ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(1).ok()) << cluster.Logs();                                 // node-1
+  ASSERT_TRUE(cluster.StartSupervisors(1).ok()) << cluster.Logs();                                  // node-1
   ASSERT_TRUE(cluster.StartSupervisors(1, "cpu", "--fault_slow_factor=4").ok()) << cluster.Logs();  // node-2
   ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(120)).ok()) << cluster.Logs();
 

@@ -172,10 +172,10 @@ class AuthE2eTest : public ::testing::Test {
 };
 
 TEST_F(AuthE2eTest, PlaintextOnANonLoopbackAddressIsRefusedBeforeBinding) {
-  absl::StatusOr<std::unique_ptr<Process>> shepherd = Process::Start(
-      {.binary = PCP_SHEPHERD_BINARY,
-       .args = {"--listen=0.0.0.0:0", absl::StrCat("--state_dir=", path("state")), "--metrics_listen="},
-       .log_path = path("refused.log")});
+  absl::StatusOr<std::unique_ptr<Process>> shepherd =
+      Process::Start({.binary = PCP_SHEPHERD_BINARY,
+                      .args = {"--listen=0.0.0.0:0", absl::StrCat("--state_dir=", path("state")), "--metrics_listen="},
+                      .log_path = path("refused.log")});
   ASSERT_TRUE(shepherd.ok()) << shepherd.status();
   absl::StatusOr<int> status = (*shepherd)->Wait(absl::Seconds(60));
   ASSERT_TRUE(status.ok()) << status.status();
@@ -200,17 +200,22 @@ TEST_F(AuthE2eTest, TlsWithTokensRefusesEveryMethodAndReloadsTheCertificate) {
   ASSERT_TRUE(WriteFileAtomic(path("shepherd.yaml"),
                               absl::StrCat("tls:\n  cert: ", path("shepherd.crt"), "\n  key: ", path("shepherd.key"),
                                            "\n  refresh_interval_s: 1\nauth:\n  tokens:\n"
-                                           "    - {name: ops, sha256: ", auth::TokenSha256(admin_token), ", roles: [admin]}\n"
-                                           "    - {name: grafana, sha256: ", auth::TokenSha256(viewer_token), ", roles: [viewer]}\n"
-                                           "    - {name: node-1, sha256: ", auth::TokenSha256(node_token), ", roles: [node]}\n"))
+                                           "    - {name: ops, sha256: ",
+                                           auth::TokenSha256(admin_token),
+                                           ", roles: [admin]}\n"
+                                           "    - {name: grafana, sha256: ",
+                                           auth::TokenSha256(viewer_token),
+                                           ", roles: [viewer]}\n"
+                                           "    - {name: node-1, sha256: ",
+                                           auth::TokenSha256(node_token), ", roles: [node]}\n"))
                   .ok());
   const int port = PickFreePort();
   const std::string target = absl::StrCat("127.0.0.1:", port);
-  absl::StatusOr<std::unique_ptr<Process>> shepherd = Process::Start(
-      {.binary = PCP_SHEPHERD_BINARY,
-       .args = {absl::StrCat("--config=", path("shepherd.yaml")), absl::StrCat("--listen=", target),
-                absl::StrCat("--state_dir=", path("state")), "--metrics_listen="},
-       .log_path = path("shepherd.log")});
+  absl::StatusOr<std::unique_ptr<Process>> shepherd =
+      Process::Start({.binary = PCP_SHEPHERD_BINARY,
+                      .args = {absl::StrCat("--config=", path("shepherd.yaml")), absl::StrCat("--listen=", target),
+                               absl::StrCat("--state_dir=", path("state")), "--metrics_listen="},
+                      .log_path = path("shepherd.log")});
   ASSERT_TRUE(shepherd.ok()) << shepherd.status();
   ASSERT_TRUE((*shepherd)->WaitForLog("listening on", absl::Seconds(60)).ok()) << (*shepherd)->LogTail();
   EXPECT_THAT((*shepherd)->Log(), HasSubstr("transport TLS; auth on (0 certificate identities, 3 tokens)"));
@@ -232,8 +237,7 @@ TEST_F(AuthE2eTest, TlsWithTokensRefusesEveryMethodAndReloadsTheCertificate) {
     EXPECT_THAT(status.error_message(), Not(HasSubstr(guess))) << name;
   }
   // A viewer: reads pass (or fail for their own reasons), every other call is PERMISSION_DENIED.
-  const std::set<std::string> reads = {"ListJobs", "GetJob", "WatchJob", "ListWorkers", "GetCluster",
-                                       "GetJobHistory"};
+  const std::set<std::string> reads = {"ListJobs", "GetJob", "WatchJob", "ListWorkers", "GetCluster", "GetJobHistory"};
   std::shared_ptr<grpc::Channel> viewer = Channel(target, {.tls = trust_first, .token = viewer_token});
   for (const auto& [name, status] : CallEveryAdminMethod(viewer.get())) {
     if (reads.count(name)) {
@@ -302,10 +306,10 @@ TEST_F(AuthE2eTest, TlsWithTokensRefusesEveryMethodAndReloadsTheCertificate) {
 // service="other"), the log lines that name them are bounded, and the shepherd keeps serving.
 TEST_F(AuthE2eTest, MadeUpMethodsCannotGrowTheMetrics) {
   const std::string admin_token = "adm-" + auth::TokenSha256(path("a")).substr(0, 24);
-  ASSERT_TRUE(WriteFileAtomic(path("shepherd.yaml"),
-                              absl::StrCat("auth:\n  tokens:\n    - {name: ops, sha256: ",
-                                           auth::TokenSha256(admin_token), ", roles: [admin]}\n"))
-                  .ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(path("shepherd.yaml"), absl::StrCat("auth:\n  tokens:\n    - {name: ops, sha256: ",
+                                                          auth::TokenSha256(admin_token), ", roles: [admin]}\n"))
+          .ok());
   const std::string target = absl::StrCat("127.0.0.1:", PickFreePort());
   const int metrics_port = PickFreePort();
   absl::StatusOr<std::unique_ptr<Process>> shepherd = Process::Start(
@@ -321,7 +325,8 @@ TEST_F(AuthE2eTest, MadeUpMethodsCannotGrowTheMetrics) {
     if (!metrics.ok()) return -1;
     *text = *metrics;
     int n = 0;
-    for (const auto& [key, value] : ParseSamples(*metrics)) n += absl::StartsWith(key, "pcp_shepherd_auth_refusals_total{");
+    for (const auto& [key, value] : ParseSamples(*metrics))
+      n += absl::StartsWith(key, "pcp_shepherd_auth_refusals_total{");
     return n;
   };
   std::string before_text, after_text;
@@ -344,7 +349,8 @@ TEST_F(AuthE2eTest, MadeUpMethodsCannotGrowTheMetrics) {
   }
   EXPECT_EQ(unauthenticated, 300);
   EXPECT_EQ(refusal_series(&after_text), before);
-  EXPECT_GE(SampleValue(after_text, "pcp_shepherd_auth_refusals_total", {{"service", "other"}, {"reason", "no_credential"}})
+  EXPECT_GE(SampleValue(after_text, "pcp_shepherd_auth_refusals_total",
+                        {{"service", "other"}, {"reason", "no_credential"}})
                 .value_or(0),
             150);
   EXPECT_GE(SampleValue(after_text, "pcp_shepherd_auth_refusals_total", {{"service", "other"}, {"reason", "bad_token"}})
@@ -361,8 +367,8 @@ TEST_F(AuthE2eTest, MadeUpMethodsCannotGrowTheMetrics) {
     grpc::Slice empty("");
     grpc::ByteBuffer request(&empty, 1), response;
     std::promise<grpc::Status> finished;
-    stub.UnaryCall(&context, "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", grpc::StubOptions(),
-                   &request, &response, [&](grpc::Status s) { finished.set_value(std::move(s)); });
+    stub.UnaryCall(&context, "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", grpc::StubOptions(), &request,
+                   &response, [&](grpc::Status s) { finished.set_value(std::move(s)); });
     EXPECT_EQ(finished.get_future().get().error_code(), grpc::StatusCode::UNIMPLEMENTED);
   }
   // Still serving.
@@ -396,7 +402,8 @@ TEST_F(AuthE2eTest, MtlsClusterWithRolesTrainsAndKeepsNodesApart) {
       "tls:\n  ca: ", ca_->cert(), "\n  cert: ", server.cert, "\n  key: ", server.key,
       "\nauth:\n  identities:\n    - {identity: node-1, roles: [node]}\n    - {identity: node-2, roles: [node]}\n"
       "    - {identity: ops-admin, roles: [admin]}\n    - {identity: watcher, roles: [viewer]}\n"
-      "  tokens:\n    - {name: node-1, sha256: ", auth::TokenSha256(node_token), ", roles: [node]}\n",
+      "  tokens:\n    - {name: node-1, sha256: ",
+      auth::TokenSha256(node_token), ", roles: [node]}\n",
       "    - {name: grafana, sha256: ", auth::TokenSha256(viewer_token), ", roles: [viewer]}\n");
   // node-1 presents its certificate and, read from its environment, its token.
   setenv("PCP_TEST_NODE_TOKEN", node_token.c_str(), 1);
@@ -425,7 +432,8 @@ TEST_F(AuthE2eTest, MtlsClusterWithRolesTrainsAndKeepsNodesApart) {
   ASSERT_TRUE(cluster.shepherd()->WaitForLog("round 1/12 complete", absl::Seconds(300)).ok()) << cluster.Logs();
   const size_t claimed_at = cluster.shepherd()->LogSize();
   // Refused on both streams; and a node may not use Admin at all.
-  std::shared_ptr<grpc::Channel> impostor = Channel(target, {.tls = {.ca = ca_->cert(), .cert = node2.cert, .key = node2.key}});
+  std::shared_ptr<grpc::Channel> impostor =
+      Channel(target, {.tls = {.ca = ca_->cert(), .cert = node2.cert, .key = node2.key}});
   grpc::Status join = ConnectAndJoin(impostor.get(), "node-1");
   EXPECT_EQ(join.error_code(), grpc::StatusCode::PERMISSION_DENIED) << join.error_message();
   EXPECT_THAT(join.error_message(), HasSubstr("'node-2' may not act as supervisor 'node-1'"));
@@ -441,24 +449,29 @@ TEST_F(AuthE2eTest, MtlsClusterWithRolesTrainsAndKeepsNodesApart) {
   EXPECT_EQ(ConnectAndJoin(rogue_channel.get(), "node-1").error_code(), grpc::StatusCode::UNAVAILABLE);
 
   // A viewer certificate: every mutation is PERMISSION_DENIED.
-  std::shared_ptr<grpc::Channel> viewer = Channel(target, {.tls = {.ca = ca_->cert(), .cert = watcher.cert, .key = watcher.key}});
+  std::shared_ptr<grpc::Channel> viewer =
+      Channel(target, {.tls = {.ca = ca_->cert(), .cert = watcher.cert, .key = watcher.key}});
   for (const auto& [name, status] : CallEveryAdminMethod(viewer.get())) {
-    if (name == "SubmitJob" || name == "CancelJob" || name == "RestartWorker" || name == "DrainWorker" || name == "Sample") {
+    if (name == "SubmitJob" || name == "CancelJob" || name == "RestartWorker" || name == "DrainWorker" ||
+        name == "Sample") {
       EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << name << ": " << status.error_message();
     }
   }
   // grpcurl's way, with a client certificate and a token: node-2's certificate gets through
   // the handshake, the viewer token gives the role.
-  ReflectionClient reflection(target, auth::ClientCredentials{.tls = {.ca = ca_->cert(), .cert = node2.cert, .key = node2.key},
-                                                              .token = viewer_token});
+  ReflectionClient reflection(target,
+                              auth::ClientCredentials{.tls = {.ca = ca_->cert(), .cert = node2.cert, .key = node2.key},
+                                                      .token = viewer_token});
   absl::StatusOr<std::vector<std::string>> services = reflection.ListServices();
   ASSERT_TRUE(services.ok()) << services.status();
   EXPECT_THAT(*services, ::testing::IsSupersetOf({"pcp.v1.Admin", "pcp.v1.Training", "pcp.v1.Control"}));
-  absl::StatusOr<std::string> job_json = reflection.CallUnary("pcp.v1.Admin/GetJob", absl::StrCat(R"({"jobId": ")", job_id, R"("})"));
+  absl::StatusOr<std::string> job_json =
+      reflection.CallUnary("pcp.v1.Admin/GetJob", absl::StrCat(R"({"jobId": ")", job_id, R"("})"));
   ASSERT_TRUE(job_json.ok()) << job_json.status();
   EXPECT_THAT(*job_json, HasSubstr(job_id));
-  EXPECT_EQ(reflection.CallUnary("pcp.v1.Admin/CancelJob", absl::StrCat(R"({"jobId": ")", job_id, R"("})")).status().code(),
-            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(
+      reflection.CallUnary("pcp.v1.Admin/CancelJob", absl::StrCat(R"({"jobId": ")", job_id, R"("})")).status().code(),
+      absl::StatusCode::kPermissionDenied);
   // pcpctl with the viewer token from a file (PCP_TOKEN_FILE works the same way).
   absl::StatusOr<CommandResult> jobs = cluster.Pcpctl({"jobs", absl::StrCat("--token_file=", path("viewer.token"))});
   ASSERT_TRUE(jobs.ok());
@@ -482,10 +495,12 @@ TEST_F(AuthE2eTest, MtlsClusterWithRolesTrainsAndKeepsNodesApart) {
   EXPECT_GE(SampleValue(*metrics, "pcp_shepherd_auth_refusals_total", {{"service", "Admin"}, {"reason", "wrong_role"}})
                 .value_or(0),
             6);
-  EXPECT_GE(SampleValue(*metrics, "pcp_shepherd_auth_refusals_total", {{"service", "Training"}, {"reason", "node_mismatch"}})
+  EXPECT_GE(SampleValue(*metrics, "pcp_shepherd_auth_refusals_total",
+                        {{"service", "Training"}, {"reason", "node_mismatch"}})
                 .value_or(0),
             1);
-  EXPECT_GE(SampleValue(*metrics, "pcp_shepherd_auth_refusals_total", {{"service", "Control"}, {"reason", "node_mismatch"}})
+  EXPECT_GE(SampleValue(*metrics, "pcp_shepherd_auth_refusals_total",
+                        {{"service", "Control"}, {"reason", "node_mismatch"}})
                 .value_or(0),
             1);
   // The rogue CA's certificate never became a call: its refused handshake is counted.

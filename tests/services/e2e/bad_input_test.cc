@@ -43,7 +43,6 @@ class BadInputTest : public ShepherdOnlyTest {
     EXPECT_TRUE(yaml.ok());
     return yaml.ok() ? *yaml : "";
   }
-
 };
 
 // "FILE:LINE:COL: " at the start of the message.
@@ -179,8 +178,7 @@ TEST_F(BadInputTest, MistakesGetClearStatusesAndTheQueueStaysIntact) {
     v1::CancelJobRequest request;
     request.set_job_id(second.job_id());
     v1::Job job;
-    EXPECT_EQ(cluster_->admin().CancelJob(&context, request, &job).error_code(),
-              grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_EQ(cluster_->admin().CancelJob(&context, request, &job).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   }
 
   // No accepted job is lost across a restart of the shepherd.

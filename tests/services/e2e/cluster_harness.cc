@@ -21,8 +21,7 @@ namespace pcp::testing {
 namespace {
 
 bool Finished(v1::JobState state) {
-  return state == v1::JOB_STATE_COMPLETED || state == v1::JOB_STATE_FAILED ||
-         state == v1::JOB_STATE_CANCELLED;
+  return state == v1::JOB_STATE_COMPLETED || state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED;
 }
 
 }  // namespace
@@ -73,9 +72,12 @@ absl::Status ClusterHarness::StartShepherd() {
     dead_.push_back(std::move(shepherd_));
   }
   ++shepherd_starts_;
-  std::vector<std::string> args = {absl::StrCat("--listen=", target_), absl::StrCat("--state_dir=", state_dir()),
-                                   "--heartbeat_interval_ms=250", "--heartbeat_timeout_ms=1500",
-                                   "--round_start_grace_ms=1000", "--eval_threads=1",
+  std::vector<std::string> args = {absl::StrCat("--listen=", target_),
+                                   absl::StrCat("--state_dir=", state_dir()),
+                                   "--heartbeat_interval_ms=250",
+                                   "--heartbeat_timeout_ms=1500",
+                                   "--round_start_grace_ms=1000",
+                                   "--eval_threads=1",
                                    absl::StrCat("--metrics_listen=127.0.0.1:", metrics_port_)};
   args.insert(args.end(), shepherd_flags_.begin(), shepherd_flags_.end());
   if (!security_.shepherd_yaml.empty()) {
@@ -118,22 +120,28 @@ absl::Status ClusterHarness::StartSupervisors(int n, const std::string& backend,
     std::filesystem::create_directories(state);
     supervisor_metrics_ports_.push_back(PickFreePort());
     worker_metrics_ports_.push_back(PickFreePort());
-    std::vector<std::string> args = {
-        absl::StrCat("--shepherd=", target_), absl::StrCat("--supervisor_id=", supervisor_id(i)),
-        absl::StrCat("--state_dir=", state), absl::StrCat("--worker_binary=", PCP_WORKER_BINARY),
-        absl::StrCat("--worker_args=--backend=", backend, ",--threads=1,--backoff_initial_ms=200,--backoff_max_ms=2000",
-                     ",--metrics_listen=127.0.0.1:", worker_metrics_ports_[i], worker_args.empty() ? "" : ",",
-                     worker_args),
-        absl::StrCat("--metrics_listen=127.0.0.1:", supervisor_metrics_ports_[i]), "--backoff_initial_ms=200",
-        "--backoff_max_ms=2000", "--reconnect_initial_ms=100", "--reconnect_max_ms=1000",
-        "--grace_ms=10000", "--worker_grace_ms=5000"};
+    std::vector<std::string> args = {absl::StrCat("--shepherd=", target_),
+                                     absl::StrCat("--supervisor_id=", supervisor_id(i)),
+                                     absl::StrCat("--state_dir=", state),
+                                     absl::StrCat("--worker_binary=", PCP_WORKER_BINARY),
+                                     absl::StrCat("--worker_args=--backend=", backend,
+                                                  ",--threads=1,--backoff_initial_ms=200,--backoff_max_ms=2000",
+                                                  ",--metrics_listen=127.0.0.1:", worker_metrics_ports_[i],
+                                                  worker_args.empty() ? "" : ",", worker_args),
+                                     absl::StrCat("--metrics_listen=127.0.0.1:", supervisor_metrics_ports_[i]),
+                                     "--backoff_initial_ms=200",
+                                     "--backoff_max_ms=2000",
+                                     "--reconnect_initial_ms=100",
+                                     "--reconnect_max_ms=1000",
+                                     "--grace_ms=10000",
+                                     "--worker_grace_ms=5000"};
     if (security_.supervisor_args) {
       for (std::string& a : security_.supervisor_args(i)) args.push_back(std::move(a));
     }
-    absl::StatusOr<std::unique_ptr<Process>> started = Process::Start(
-        {.binary = PCP_SUPERVISOR_BINARY,
-         .args = args,
-         .log_path = absl::StrCat(log_dir(), "/", supervisor_id(i), ".log")});
+    absl::StatusOr<std::unique_ptr<Process>> started =
+        Process::Start({.binary = PCP_SUPERVISOR_BINARY,
+                        .args = args,
+                        .log_path = absl::StrCat(log_dir(), "/", supervisor_id(i), ".log")});
     if (!started.ok()) return started.status();
     pids_seen_.insert((*started)->pid());
     supervisors_.push_back(*std::move(started));
@@ -206,15 +214,14 @@ absl::StatusOr<std::string> ClusterHarness::ScrapeMetrics(int port) const {
 std::string ClusterHarness::WriteJob(const E2eJob& job) {
   std::string yaml = absl::StrCat(
       "# Written by the e2e tests (cluster_harness.cc).\n"
-      "name: ", job.name, "\n",
-      job.model_yaml.empty()
-          ? absl::StrCat("model:\n  block_size: ", job.block_size, "\n  n_layer: ", job.n_layer,
-                         "\n  n_head: 2\n  n_embd: ", job.n_embd, "\n")
-          : job.model_yaml,
+      "name: ",
+      job.name, "\n",
+      job.model_yaml.empty() ? absl::StrCat("model:\n  block_size: ", job.block_size, "\n  n_layer: ", job.n_layer,
+                                            "\n  n_head: 2\n  n_embd: ", job.n_embd, "\n")
+                             : job.model_yaml,
       "data:\n  path: ", PCP_DATA_DIR, "/tiny_shakespeare.txt\n",
-      "optimizer:\n  lr: 3.0e-3\n  min_lr: 3.0e-4\n  warmup_iters: 5\n",
-      "training:\n  batch_size: ", job.batch_size, "\n  eval_iters: ", job.eval_iters,
-      "\n  seed: 1337\n  threads: 1\n  backend: cpu\n",
+      "optimizer:\n  lr: 3.0e-3\n  min_lr: 3.0e-4\n  warmup_iters: 5\n", "training:\n  batch_size: ", job.batch_size,
+      "\n  eval_iters: ", job.eval_iters, "\n  seed: 1337\n  threads: 1\n  backend: cpu\n",
       "diloco:\n  workers: ", job.workers, "\n  inner_steps: ", job.inner_steps, "\n  rounds: ", job.rounds,
       "\n  min_workers: ", job.min_workers, "\n  round_deadline_s: ", job.round_deadline_s,
       "\n  checkpoint_every: ", job.checkpoint_every, "\n  eval_every: 1\n", job.diloco_yaml,
@@ -225,8 +232,7 @@ std::string ClusterHarness::WriteJob(const E2eJob& job) {
   return path;
 }
 
-absl::StatusOr<CommandResult> ClusterHarness::Pcpctl(const std::vector<std::string>& args,
-                                                     absl::Duration timeout) {
+absl::StatusOr<CommandResult> ClusterHarness::Pcpctl(const std::vector<std::string>& args, absl::Duration timeout) {
   static int count = 0;
   std::vector<std::string> full = {absl::StrCat("--shepherd=", target_)};
   full.insert(full.end(), security_.pcpctl_args.begin(), security_.pcpctl_args.end());
@@ -239,8 +245,8 @@ absl::StatusOr<CommandResult> ClusterHarness::Pcpctl(const std::vector<std::stri
   absl::StatusOr<int> status = (*p)->Wait(timeout);
   if (!status.ok()) {
     (void)(*p)->Stop(absl::Seconds(1));
-    return absl::DeadlineExceededError(absl::StrCat("pcpctl ", absl::StrJoin(args, " "), ": ",
-                                                    status.status().message(), "; output:\n", (*p)->Log()));
+    return absl::DeadlineExceededError(
+        absl::StrCat("pcpctl ", absl::StrJoin(args, " "), ": ", status.status().message(), "; output:\n", (*p)->Log()));
   }
   return CommandResult{WIFEXITED(*status) ? WEXITSTATUS(*status) : -1, (*p)->Log()};
 }
@@ -261,8 +267,7 @@ absl::StatusOr<ClusterHarness::FinishedJob> ClusterHarness::RunJob(const E2eJob&
   return done;
 }
 
-absl::StatusOr<std::vector<v1::RoundRecord>> ClusterHarness::JobHistory(const std::string& job_id,
-                                                                          uint32_t page_size) {
+absl::StatusOr<std::vector<v1::RoundRecord>> ClusterHarness::JobHistory(const std::string& job_id, uint32_t page_size) {
   std::vector<v1::RoundRecord> records;
   v1::GetJobHistoryRequest request;
   request.set_job_id(job_id);
@@ -300,12 +305,12 @@ absl::StatusOr<v1::Job> ClusterHarness::WaitForJobEnd(const std::string& job_id,
     v1::Job job;
     grpc::Status status = admin().GetJob(&context, request, &job);
     if (status.ok() && Finished(job.state())) return job;
-    last = status.ok() ? absl::StrCat("state ", v1::JobState_Name(job.state()), ", round ",
-                                      job.progress().round(), "/", job.progress().total_rounds())
+    last = status.ok() ? absl::StrCat("state ", v1::JobState_Name(job.state()), ", round ", job.progress().round(), "/",
+                                      job.progress().total_rounds())
                        : status.error_message();
     if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(job_id, " did not finish in ",
-                                                      absl::FormatDuration(timeout), " (", last, ")\n", Logs()));
+      return absl::DeadlineExceededError(
+          absl::StrCat(job_id, " did not finish in ", absl::FormatDuration(timeout), " (", last, ")\n", Logs()));
     }
     absl::SleepFor(absl::Milliseconds(200));
   }

@@ -47,7 +47,8 @@ TEST(CompressionTest, Int8DeltasAndInt4UpdatesTrainAndKeepReplicasIdentical) {
   for (size_t i = 0; i < 4; ++i) {
     ASSERT_EQ(f32.history[i].participants_size(), 2) << "round " << i + 1;
     ASSERT_EQ(packed.history[i].participants_size(), 2) << "round " << i + 1;
-    const double up = static_cast<double>(packed.history[i].bytes_up()) / static_cast<double>(f32.history[i].bytes_up());
+    const double up =
+        static_cast<double>(packed.history[i].bytes_up()) / static_cast<double>(f32.history[i].bytes_up());
     const double down =
         static_cast<double>(packed.history[i].bytes_down()) / static_cast<double>(f32.history[i].bytes_down());
     std::printf("round %zu: bytes up %llu vs %llu (%.3f), down %llu vs %llu (%.3f)\n", i + 1,
@@ -86,9 +87,9 @@ TEST(CompressionTest, Int8DeltasAndInt4UpdatesTrainAndKeepReplicasIdentical) {
   const double ratio_int8 = delta_int8 / value(*page, "pcp_shepherd_bytes_received_total", "delta", "int8");
   const double ratio_int4 = value(*page, "pcp_shepherd_payload_f32_bytes_sent_total", "theta_update", "int4") /
                             value(*page, "pcp_shepherd_bytes_sent_total", "theta_update", "int4");
-  std::printf("compression ratios (f32 bytes / wire bytes): Δ f32 %.3f, Δ int8 %.3f, θ updates int4 %.3f\n",
-              ratio_f32, ratio_int8, ratio_int4);
-  EXPECT_GT(ratio_f32, 0.9);   // chunk headers only
+  std::printf("compression ratios (f32 bytes / wire bytes): Δ f32 %.3f, Δ int8 %.3f, θ updates int4 %.3f\n", ratio_f32,
+              ratio_int8, ratio_int4);
+  EXPECT_GT(ratio_f32, 0.9);  // chunk headers only
   EXPECT_LE(ratio_f32, 1.0);
   EXPECT_GT(ratio_int8, 3.0);  // 32 / 8.03 = 3.98 at best
   EXPECT_LT(ratio_int8, 3.99);
@@ -140,15 +141,16 @@ TEST(CompressionTest, SparseTopk2UpAndDownTrainAndKeepReplicasIdentical) {
   ClusterHarness cluster(dir->path());
   ASSERT_TRUE(cluster.StartCluster(2).ok()) << cluster.Logs();
   const TrainedJob f32 = Train(cluster, "f32_streams", "");
-  const TrainedJob sparse =
-      Train(cluster, "sparse_streams", "  compression: {up: topk2, down: topk2, density: 0.03, error_feedback: true}\n");
+  const TrainedJob sparse = Train(cluster, "sparse_streams",
+                                  "  compression: {up: topk2, down: topk2, density: 0.03, error_feedback: true}\n");
   ASSERT_EQ(f32.job.state(), v1::JOB_STATE_COMPLETED) << f32.job.reason() << cluster.Logs(40);
   ASSERT_EQ(sparse.job.state(), v1::JOB_STATE_COMPLETED) << sparse.job.reason() << cluster.Logs(40);
   EXPECT_LT(sparse.job.progress().val_loss(), 4.0);  // ln 65 = 4.17: it learned
   ASSERT_EQ(sparse.history.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
     ASSERT_EQ(sparse.history[i].participants_size(), 2) << "round " << i + 1;
-    const double up = static_cast<double>(sparse.history[i].bytes_up()) / static_cast<double>(f32.history[i].bytes_up());
+    const double up =
+        static_cast<double>(sparse.history[i].bytes_up()) / static_cast<double>(f32.history[i].bytes_up());
     const double down =
         static_cast<double>(sparse.history[i].bytes_down()) / static_cast<double>(f32.history[i].bytes_down());
     std::printf("round %zu: sparse bytes up %.4f, down %.4f of f32's\n", i + 1, up, down);
@@ -158,8 +160,8 @@ TEST(CompressionTest, SparseTopk2UpAndDownTrainAndKeepReplicasIdentical) {
   absl::StatusOr<std::string> page = cluster.ScrapeMetrics(cluster.shepherd_metrics_port());
   ASSERT_TRUE(page.ok()) << page.status();
   EXPECT_EQ(SampleValue(*page, "pcp_shepherd_replica_resyncs_total").value_or(-1), 0) << *page;
-  EXPECT_GT(SampleValue(*page, "pcp_shepherd_bytes_received_total", {{"kind", "delta"}, {"codec", "topk2"}}).value_or(-1),
-            0);
+  EXPECT_GT(
+      SampleValue(*page, "pcp_shepherd_bytes_received_total", {{"kind", "delta"}, {"codec", "topk2"}}).value_or(-1), 0);
   EXPECT_TRUE(absl::StrContains(cluster.supervisor(0)->Log(), "Δ topk2 with error feedback, θ updates topk2"))
       << cluster.Logs(40);
   ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();

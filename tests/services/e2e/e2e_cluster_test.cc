@@ -51,8 +51,7 @@ TEST(E2eClusterTest, TwoWorkersTrainTheTinyJobThroughPcpctl) {
   ClusterHarness cluster(dir->path());
   absl::Time t0 = absl::Now();
   ASSERT_TRUE(cluster.StartCluster(2).ok()) << cluster.Logs();
-  std::printf("cluster up (shepherd + 2 supervisors/workers) in %.2f s\n",
-              absl::ToDoubleSeconds(absl::Now() - t0));
+  std::printf("cluster up (shepherd + 2 supervisors/workers) in %.2f s\n", absl::ToDoubleSeconds(absl::Now() - t0));
 
   absl::StatusOr<CommandResult> workers = cluster.Pcpctl({"workers"});
   ASSERT_TRUE(workers.ok()) << workers.status();
@@ -116,8 +115,7 @@ TEST(E2eClusterTest, TwoWorkersTrainTheTinyJobThroughPcpctl) {
   ASSERT_FALSE(job.checkpoint_path().empty());
   EXPECT_TRUE(std::filesystem::exists(job.checkpoint_path())) << job.checkpoint_path();
   std::vector<std::string> names = SafetensorsNames(job.checkpoint_path());
-  EXPECT_NE(std::find(names.begin(), names.end(), "transformer.wte.weight"), names.end())
-      << job.checkpoint_path();
+  EXPECT_NE(std::find(names.begin(), names.end(), "transformer.wte.weight"), names.end()) << job.checkpoint_path();
   std::printf("checkpoint: %s (%zu tensors), val loss %.4f\n", job.checkpoint_path().c_str(), names.size(),
               job.progress().val_loss());
 
@@ -143,7 +141,6 @@ TEST(E2eClusterTest, TwoWorkersTrainTheTinyJobThroughPcpctl) {
   ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
   for (pid_t pid : pids) EXPECT_FALSE(PidAlive(pid)) << pid;
 }
-
 
 // Admin commands that reach a worker through its supervisor's Control stream.
 TEST(E2eClusterTest, RestartAndDrainThroughPcpctl) {
@@ -171,9 +168,7 @@ TEST(E2eClusterTest, RestartAndDrainThroughPcpctl) {
   pid_t second = wait_for_worker(first);
   EXPECT_GT(second, 0) << "no new worker process after restart";
   EXPECT_TRUE(WaitForPidGone(first, absl::Seconds(10)).ok());
-  ASSERT_TRUE(cluster.shepherd()
-                  ->WaitForLogRegex(R"(worker node-1 joined: .*incarnation 2)", absl::Seconds(60))
-                  .ok())
+  ASSERT_TRUE(cluster.shepherd()->WaitForLogRegex(R"(worker node-1 joined: .*incarnation 2)", absl::Seconds(60)).ok())
       << cluster.Logs();
 
   absl::StatusOr<CommandResult> drain = cluster.Pcpctl({"drain", "node-1"});

@@ -18,8 +18,7 @@ grpc::Status NoSuchJob(const std::string& id) {
 }
 
 bool Finished(v1::JobState state) {
-  return state == v1::JOB_STATE_COMPLETED || state == v1::JOB_STATE_FAILED ||
-         state == v1::JOB_STATE_CANCELLED;
+  return state == v1::JOB_STATE_COMPLETED || state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED;
 }
 
 }  // namespace
@@ -79,8 +78,7 @@ grpc::Status FakeAdminService::GetJob(grpc::ServerContext*, const v1::GetJobRequ
   return grpc::Status::OK;
 }
 
-grpc::Status FakeAdminService::CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* request,
-                                         v1::Job* job) {
+grpc::Status FakeAdminService::CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* request, v1::Job* job) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(request->job_id());
   if (it == jobs_.end()) return NoSuchJob(request->job_id());
@@ -192,8 +190,7 @@ grpc::Status FakeAdminService::ListWorkers(grpc::ServerContext*, const v1::ListW
 grpc::Status FakeAdminService::WorkerCommand(const v1::WorkerCommandRequest& request,
                                              v1::WorkerCommandResponse* response) {
   if (request.supervisor_id() != "node-a" && request.supervisor_id() != "node-b") {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        absl::StrCat("no supervisor '", request.supervisor_id(), "'"));
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no supervisor '", request.supervisor_id(), "'"));
   }
   std::lock_guard<std::mutex> lock(mu_);
   response->set_command_id(next_command_++);
@@ -212,8 +209,7 @@ grpc::Status FakeAdminService::DrainWorker(grpc::ServerContext*, const v1::Worke
   return WorkerCommand(*request, response);
 }
 
-grpc::Status FakeAdminService::GetCluster(grpc::ServerContext*, const v1::GetClusterRequest*,
-                                          v1::Cluster* cluster) {
+grpc::Status FakeAdminService::GetCluster(grpc::ServerContext*, const v1::GetClusterRequest*, v1::Cluster* cluster) {
   std::lock_guard<std::mutex> lock(mu_);
   cluster->set_shepherd_version("fake-0");
   cluster->set_started_unix_ms(absl::ToUnixMillis(absl::Now()) - 65000);

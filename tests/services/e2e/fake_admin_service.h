@@ -39,14 +39,11 @@ class FakeAdminService final : public v1::Admin::Service {
   grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*, v1::ListJobsResponse*) override;
   grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest*, v1::Job*) override;
   grpc::Status CancelJob(grpc::ServerContext*, const v1::CancelJobRequest*, v1::Job*) override;
-  grpc::Status WatchJob(grpc::ServerContext*, const v1::WatchJobRequest*,
-                        grpc::ServerWriter<v1::JobEvent>*) override;
-  grpc::Status ListWorkers(grpc::ServerContext*, const v1::ListWorkersRequest*,
-                           v1::ListWorkersResponse*) override;
+  grpc::Status WatchJob(grpc::ServerContext*, const v1::WatchJobRequest*, grpc::ServerWriter<v1::JobEvent>*) override;
+  grpc::Status ListWorkers(grpc::ServerContext*, const v1::ListWorkersRequest*, v1::ListWorkersResponse*) override;
   grpc::Status RestartWorker(grpc::ServerContext*, const v1::WorkerCommandRequest*,
                              v1::WorkerCommandResponse*) override;
-  grpc::Status DrainWorker(grpc::ServerContext*, const v1::WorkerCommandRequest*,
-                           v1::WorkerCommandResponse*) override;
+  grpc::Status DrainWorker(grpc::ServerContext*, const v1::WorkerCommandRequest*, v1::WorkerCommandResponse*) override;
   grpc::Status GetCluster(grpc::ServerContext*, const v1::GetClusterRequest*, v1::Cluster*) override;
   grpc::Status Sample(grpc::ServerContext*, const v1::SampleRequest*, v1::SampleResponse*) override;
   grpc::Status GetJobHistory(grpc::ServerContext*, const v1::GetJobHistoryRequest*,

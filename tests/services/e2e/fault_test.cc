@@ -93,8 +93,8 @@ TEST(FaultTest, WorkerKilledMidRoundRejoinsWithTheSameIdAndTheJobCompletes) {
   Process* shepherd = cluster.shepherd();
   const int victim = 1;  // node-2
   const std::string victim_id = cluster.supervisor_id(victim);
-  absl::StatusOr<std::string> started = shepherd->WaitForLogRegex(
-      absl::StrCat("job ", job_id, ": round 2/4 started with 2 workers"), absl::Seconds(300));
+  absl::StatusOr<std::string> started =
+      shepherd->WaitForLogRegex(absl::StrCat("job ", job_id, ": round 2/4 started with 2 workers"), absl::Seconds(300));
   ASSERT_TRUE(started.ok()) << started.status() << cluster.Logs();
   // Let it train a little: the kill lands mid-round, while both workers run inner steps.
   absl::SleepFor(absl::Milliseconds(300));
@@ -105,25 +105,28 @@ TEST(FaultTest, WorkerKilledMidRoundRejoinsWithTheSameIdAndTheJobCompletes) {
   ASSERT_EQ(kill(worker, SIGKILL), 0);
 
   // Detected: the shepherd notes the worker gone and drops it from the round.
-  absl::StatusOr<std::string> left = shepherd->WaitForLogRegex(
-      absl::StrCat("worker ", victim_id, " left"), absl::Seconds(30), from);
+  absl::StatusOr<std::string> left =
+      shepherd->WaitForLogRegex(absl::StrCat("worker ", victim_id, " left"), absl::Seconds(30), from);
   ASSERT_TRUE(left.ok()) << left.status();
   double detect_ms = MsUntilLogged(t_kill, *left);
   // Its supervisor restarts it; it rejoins under the same id as a new incarnation.
-  absl::StatusOr<std::string> joined = shepherd->WaitForLogRegex(
-      absl::StrCat("worker ", victim_id, R"( joined: .*incarnation 2)"), absl::Seconds(60), from);
+  absl::StatusOr<std::string> joined =
+      shepherd->WaitForLogRegex(absl::StrCat("worker ", victim_id, R"( joined: .*incarnation 2)"), absl::Seconds(60),
+                                from);
   ASSERT_TRUE(joined.ok()) << joined.status() << cluster.Logs();
   double rejoin_ms = MsUntilLogged(t_kill, *joined);
   // It is sent the round it was killed in (late, with the same θ and data), and that round
   // completes with both workers: nothing of the round is lost but the victim's partial work.
-  absl::StatusOr<std::string> late = shepherd->WaitForLogRegex(
-      absl::StrCat("job ", job_id, ": ", victim_id, R"( joins round (\d+) late)"), absl::Seconds(60), from);
+  absl::StatusOr<std::string> late =
+      shepherd->WaitForLogRegex(absl::StrCat("job ", job_id, ": ", victim_id, R"( joins round (\d+) late)"),
+                                absl::Seconds(60), from);
   ASSERT_TRUE(late.ok()) << late.status() << cluster.Logs();
   double late_join_ms = MsUntilLogged(t_kill, *late);
   const int killed_round = Capture(*late, R"(joins round (\d+) late)");
   EXPECT_EQ(killed_round, 2);
-  absl::StatusOr<std::string> closed = shepherd->WaitForLogRegex(
-      absl::StrCat("job ", job_id, ": round ", killed_round, "/4 complete: "), absl::Seconds(300), from);
+  absl::StatusOr<std::string> closed =
+      shepherd->WaitForLogRegex(absl::StrCat("job ", job_id, ": round ", killed_round, "/4 complete: "),
+                                absl::Seconds(300), from);
   ASSERT_TRUE(closed.ok()) << closed.status() << cluster.Logs();
   double closed_ms = MsUntilLogged(t_kill, *closed);
   EXPECT_TRUE(absl::StrContains(*closed, "complete: 2 workers")) << *closed;
@@ -172,16 +175,16 @@ TEST(FaultTest, ShepherdKilledMidJobResumesFromItsLastCheckpoint) {
   ASSERT_FALSE(job_id.empty());
 
   // A pcpctl watch that stays on across the shepherd's death and restart.
-  absl::StatusOr<std::unique_ptr<Process>> watch = Process::Start(
-      {.binary = PCPCTL_BINARY,
-       .args = {absl::StrCat("--shepherd=", cluster.admin_target()), "watch", job_id},
-       .log_path = cluster.log_dir() + "/pcpctl-watch-across-restart.log"});
+  absl::StatusOr<std::unique_ptr<Process>> watch =
+      Process::Start({.binary = PCPCTL_BINARY,
+                      .args = {absl::StrCat("--shepherd=", cluster.admin_target()), "watch", job_id},
+                      .log_path = cluster.log_dir() + "/pcpctl-watch-across-restart.log"});
   ASSERT_TRUE(watch.ok()) << watch.status();
 
   // Kill it after the checkpoint of round 2 and one more completed round (mid-round 4).
   Process* first = cluster.shepherd();
-  ASSERT_TRUE(first->WaitForLogRegex(absl::StrCat("job ", job_id, ": checkpoint of round 2 written"),
-                                     absl::Seconds(300)).ok())
+  ASSERT_TRUE(
+      first->WaitForLogRegex(absl::StrCat("job ", job_id, ": checkpoint of round 2 written"), absl::Seconds(300)).ok())
       << cluster.Logs();
   ASSERT_TRUE(first->WaitForLogRegex(absl::StrCat("job ", job_id, ": round 3/8 complete"), absl::Seconds(300)).ok())
       << cluster.Logs();
@@ -205,16 +208,17 @@ TEST(FaultTest, ShepherdKilledMidJobResumesFromItsLastCheckpoint) {
   ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
   double serving_ms = MsSince(t_restart);
   Process* second = cluster.shepherd();
-  absl::StatusOr<std::string> resumed = second->WaitForLogRegex(
-      absl::StrCat("job ", job_id, R"(: resuming from the checkpoint of round (\d+))"), absl::Seconds(60));
+  absl::StatusOr<std::string> resumed =
+      second->WaitForLogRegex(absl::StrCat("job ", job_id, R"(: resuming from the checkpoint of round (\d+))"),
+                              absl::Seconds(60));
   ASSERT_TRUE(resumed.ok()) << resumed.status() << cluster.Logs();
   int resumed_at = Capture(*resumed, R"(checkpoint of round (\d+))");
   double resumed_ms = MsUntilLogged(t_restart, *resumed);
   // Workers reconnect by themselves (nobody restarts them).
   ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(60)).ok()) << cluster.Logs();
   double reconnect_ms = MsSince(t_restart);
-  absl::StatusOr<std::string> next_round = second->WaitForLogRegex(
-      absl::StrCat("job ", job_id, R"(: round \d+/8 complete)"), absl::Seconds(300));
+  absl::StatusOr<std::string> next_round =
+      second->WaitForLogRegex(absl::StrCat("job ", job_id, R"(: round \d+/8 complete)"), absl::Seconds(300));
   ASSERT_TRUE(next_round.ok()) << next_round.status() << cluster.Logs();
   double first_round_ms = MsUntilLogged(t_restart, *next_round);
 
@@ -269,7 +273,6 @@ TEST(FaultTest, ShepherdKilledMidJobResumesFromItsLastCheckpoint) {
   ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
 }
 
-
 // A worker that stalls (SIGSTOP) keeps its TCP connection open: only missed heartbeats can
 // reveal it. The round must complete without it within seconds; once it runs again
 // (SIGCONT) it must find its way back, by itself or through its supervisor.
@@ -289,8 +292,9 @@ TEST(FaultTest, StalledWorkerIsDetectedByMissedHeartbeats) {
   Process* shepherd = cluster.shepherd();
   const int victim = 1;
   const std::string victim_id = cluster.supervisor_id(victim);
-  ASSERT_TRUE(shepherd->WaitForLogRegex(absl::StrCat("job ", job_id, ": round 2/5 started with 2 workers"),
-                                        absl::Seconds(300)).ok())
+  ASSERT_TRUE(
+      shepherd->WaitForLogRegex(absl::StrCat("job ", job_id, ": round 2/5 started with 2 workers"), absl::Seconds(300))
+          .ok())
       << cluster.Logs();
   absl::SleepFor(absl::Milliseconds(300));
   pid_t worker = cluster.WorkerPid(victim);
@@ -304,19 +308,21 @@ TEST(FaultTest, StalledWorkerIsDetectedByMissedHeartbeats) {
   if (!left.ok()) kill(worker, SIGCONT);
   ASSERT_TRUE(left.ok()) << left.status() << cluster.Logs();
   double detect_ms = MsUntilLogged(t_stop, *left);
-  absl::StatusOr<std::string> closed = shepherd->WaitForLogRegex(
-      absl::StrCat("job ", job_id, R"(: round \d+/5 complete: 1 workers)"), absl::Seconds(120), from);
+  absl::StatusOr<std::string> closed =
+      shepherd->WaitForLogRegex(absl::StrCat("job ", job_id, R"(: round \d+/5 complete: 1 workers)"),
+                                absl::Seconds(120), from);
   kill(worker, SIGCONT);
   ASSERT_TRUE(closed.ok()) << closed.status() << cluster.Logs();
   double closed_ms = MsUntilLogged(t_stop, *closed);
-  std::printf("worker %s (pid %d) stalled by SIGSTOP mid-round 2 (heartbeat timeout 1500 ms):\n",
-              victim_id.c_str(), worker);
+  std::printf("worker %s (pid %d) stalled by SIGSTOP mid-round 2 (heartbeat timeout 1500 ms):\n", victim_id.c_str(),
+              worker);
   std::printf("  time to detect (stop -> shepherd logs it left): %8.1f ms\n", detect_ms);
   std::printf("  round closed without it after:                 %8.1f ms\n", closed_ms);
   EXPECT_LT(detect_ms, 10000) << "detection by heartbeats should take seconds";
 
-  absl::StatusOr<std::string> both_again = shepherd->WaitForLogRegex(
-      absl::StrCat("job ", job_id, R"(: round \d+/5 complete: 2 workers)"), absl::Seconds(300), from);
+  absl::StatusOr<std::string> both_again =
+      shepherd->WaitForLogRegex(absl::StrCat("job ", job_id, R"(: round \d+/5 complete: 2 workers)"),
+                                absl::Seconds(300), from);
   EXPECT_TRUE(both_again.ok()) << both_again.status() << cluster.Logs();
   if (both_again.ok()) {
     std::printf("  back in a round with both workers after:       %8.1f ms\n", MsUntilLogged(t_stop, *both_again));

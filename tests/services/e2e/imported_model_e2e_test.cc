@@ -31,8 +31,8 @@ TEST(ImportedModelE2eTest, TwoWorkersTrainAnImportedModel) {
   spec.rounds = 4;
   spec.inner_steps = 10;
   spec.checkpoint_every = 2;
-  const GPTConfig gpt{.vocab_size = 65, .block_size = spec.block_size, .n_layer = 1, .n_head = 2, .n_embd = 16,
-                      .bias = false};
+  const GPTConfig gpt{
+      .vocab_size = 65, .block_size = spec.block_size, .n_layer = 1, .n_head = 2, .n_embd = 16, .bias = false};
   absl::StatusOr<Function> fwd = BuildGptForwardLoss(gpt, spec.batch_size, gpt.block_size);
   ASSERT_TRUE(fwd.ok()) << fwd.status();
   fwd->name = "main";
@@ -51,8 +51,8 @@ TEST(ImportedModelE2eTest, TwoWorkersTrainAnImportedModel) {
 
   ClusterHarness cluster(dir->path());
   // The module lives outside the example data: the shepherd's data roots must include it.
-  cluster.SetSecurity(ClusterSecurity{.shepherd_yaml = absl::StrCat("data_roots: [\"", PCP_DATA_DIR, "\", \"",
-                                                                    models, "\"]\n")});
+  cluster.SetSecurity(
+      ClusterSecurity{.shepherd_yaml = absl::StrCat("data_roots: [\"", PCP_DATA_DIR, "\", \"", models, "\"]\n")});
   ASSERT_TRUE(cluster.StartCluster(2).ok()) << cluster.Logs();
   absl::StatusOr<ClusterHarness::FinishedJob> run = cluster.RunJob(spec, absl::Seconds(600));
   ASSERT_TRUE(run.ok()) << run.status() << cluster.Logs();
@@ -66,7 +66,8 @@ TEST(ImportedModelE2eTest, TwoWorkersTrainAnImportedModel) {
     if (r.has_train_loss()) losses.push_back(r.train_loss());
   }
   ASSERT_GE(losses.size(), 3u);
-  std::printf("imported model: train loss %.4f -> %.4f over %zu rounds\n", losses.front(), losses.back(), losses.size());
+  std::printf("imported model: train loss %.4f -> %.4f over %zu rounds\n", losses.front(), losses.back(),
+              losses.size());
   EXPECT_LT(losses.back(), losses.front() - 0.1);
   EXPECT_TRUE(job.progress().has_val_loss());
 
@@ -101,8 +102,9 @@ TEST(ImportedModelE2eTest, TwoWorkersTrainAnImportedModel) {
   // the same text for the same seed.
   ASSERT_TRUE(cluster.shepherd()->Stop().ok()) << cluster.Logs();
   ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
-  absl::StatusOr<CommandResult> cli = cluster.Pcpctl(
-      {"sample", job.job_id(), "--max_new_tokens=30", "--prompt=ROMEO:", "--seed=7"}, absl::Seconds(120));
+  absl::StatusOr<CommandResult> cli =
+      cluster.Pcpctl({"sample", job.job_id(), "--max_new_tokens=30", "--prompt=ROMEO:", "--seed=7"},
+                     absl::Seconds(120));
   ASSERT_TRUE(cli.ok()) << cli.status();
   EXPECT_EQ(cli->exit_code, 0) << cli->output << cluster.Logs();
   EXPECT_TRUE(absl::StartsWith(cli->output, absl::StrCat("ROMEO:", response.text()))) << cli->output;

@@ -83,9 +83,9 @@ class JobStateTest : public ::testing::Test {
   }
   // A small valid job padded with comments to `bytes`.
   std::string Job(int64_t bytes) const {
-    std::string yaml = absl::StrCat("model: {n_layer: 1, n_head: 2, n_embd: 16, block_size: 16}\n",
-                                    "training: {batch_size: 2, eval_iters: 2}\n", "data: {path: ", data_root_,
-                                    "/small.txt}\n");
+    std::string yaml =
+        absl::StrCat("model: {n_layer: 1, n_head: 2, n_embd: 16, block_size: 16}\n",
+                     "training: {batch_size: 2, eval_iters: 2}\n", "data: {path: ", data_root_, "/small.txt}\n");
     const std::string line = "# " + std::string(1021, 'x') + "\n";  // 1 KiB
     while (static_cast<int64_t>(yaml.size() + line.size()) <= bytes) yaml += line;
     return yaml;
@@ -158,13 +158,14 @@ TEST_F(JobStateTest, SubmitCancelCyclesKeepStateBoundedAndRestartKeepsRecords) {
   ASSERT_TRUE(cluster_->StartShepherd().ok()) << cluster_->Logs();
   const double restart_s = absl::ToDoubleSeconds(absl::Now() - restart_start);
   const int64_t rss_restarted = RssKiB(cluster_->shepherd()->pid());
-  std::printf("%lld submit/cancel cycles of %lld KiB job files in %.1f s: shepherd RSS %lld KiB at start, %lld KiB "
-              "after; state folder %lld bytes in %lld files (%lld on disk); restart %.2f s to serving, RSS %lld KiB "
-              "after it\n",
-              static_cast<long long>(cycles), static_cast<long long>(yaml_bytes / 1024), load_s,
-              static_cast<long long>(rss_start), static_cast<long long>(rss_loaded),
-              static_cast<long long>(state.bytes), static_cast<long long>(state.files),
-              static_cast<long long>(state.disk_bytes), restart_s, static_cast<long long>(rss_restarted));
+  std::printf(
+      "%lld submit/cancel cycles of %lld KiB job files in %.1f s: shepherd RSS %lld KiB at start, %lld KiB "
+      "after; state folder %lld bytes in %lld files (%lld on disk); restart %.2f s to serving, RSS %lld KiB "
+      "after it\n",
+      static_cast<long long>(cycles), static_cast<long long>(yaml_bytes / 1024), load_s,
+      static_cast<long long>(rss_start), static_cast<long long>(rss_loaded), static_cast<long long>(state.bytes),
+      static_cast<long long>(state.files), static_cast<long long>(state.disk_bytes), restart_s,
+      static_cast<long long>(rss_restarted));
 
   // The restart keeps every record.
   EXPECT_EQ(CountJobs(), kept);

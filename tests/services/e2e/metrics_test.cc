@@ -78,8 +78,10 @@ TEST(MetricsTest, EveryServiceExportsItsCatalogAndTheSeriesMove) {
   const int shepherd = cluster.shepherd_metrics_port();
   std::string before = ScrapeUntil(
       cluster, shepherd,
-      [](const std::string& t) { return Value(t, "pcp_shepherd_workers", {{"state", "disconnected"}}) == 0 &&
-                                        Value(t, "pcp_shepherd_workers", {{"state", "idle"}}) == 2; },
+      [](const std::string& t) {
+        return Value(t, "pcp_shepherd_workers", {{"state", "disconnected"}}) == 0 &&
+               Value(t, "pcp_shepherd_workers", {{"state", "idle"}}) == 2;
+      },
       absl::Seconds(10));
   EXPECT_EQ(Value(before, "pcp_build_info", {{"service", "shepherd"}, {"version", "0.1.0"}}), 1.0) << before;
   EXPECT_EQ(Value(before, "pcp_shepherd_workers", {{"state", "idle"}}), 2.0) << before;
@@ -118,7 +120,10 @@ TEST(MetricsTest, EveryServiceExportsItsCatalogAndTheSeriesMove) {
   ASSERT_EQ(job->state(), v1::JOB_STATE_COMPLETED) << job->reason();
 
   const std::string after = ScrapeUntil(
-      cluster, shepherd, [](const std::string& t) { return Value(t, "pcp_shepherd_jobs", {{"state", "completed"}}) == 1; },
+      cluster, shepherd,
+      [](const std::string& t) {
+        return Value(t, "pcp_shepherd_jobs", {{"state", "completed"}}) == 1;
+      },
       absl::Seconds(10));
   std::printf("shepherd /metrics after the job (%zu bytes):\n%s\n", after.size(), after.c_str());
   ExpectCatalog(after, metrics::Service::kShepherd);  // per-job families included now
@@ -179,8 +184,9 @@ TEST(MetricsTest, EveryServiceExportsItsCatalogAndTheSeriesMove) {
   ASSERT_EQ(kill(worker, SIGKILL), 0);
   sup = ScrapeUntil(
       cluster, cluster.supervisor_metrics_port(0),
-      [](const std::string& t) { return Value(t, "pcp_supervisor_restarts_total") == 1 &&
-                                        Value(t, "pcp_supervisor_child_up") == 1; },
+      [](const std::string& t) {
+        return Value(t, "pcp_supervisor_restarts_total") == 1 && Value(t, "pcp_supervisor_child_up") == 1;
+      },
       absl::Seconds(30));
   EXPECT_EQ(Value(sup, "pcp_supervisor_restarts_total"), 1.0) << sup;
   EXPECT_EQ(Value(sup, "pcp_supervisor_child_up"), 1.0);

@@ -55,12 +55,14 @@ struct RunResult {
 absl::StatusOr<std::string> ReducedJob(const std::string& path) {
   YAML::Node job = YAML::LoadFile(path);
   const std::string base = std::filesystem::absolute(std::filesystem::path(path)).parent_path().string();
-  job["data"]["path"] = (std::filesystem::path(base) / job["data"]["path"].as<std::string>()).lexically_normal().string();
+  job["data"]["path"] =
+      (std::filesystem::path(base) / job["data"]["path"].as<std::string>()).lexically_normal().string();
   job["diloco"]["workers"] = 3;
   job["diloco"]["rounds"] = absl::GetFlag(FLAGS_rounds);
   job["diloco"]["inner_steps"] = absl::GetFlag(FLAGS_inner_steps);
-  const int max_iters = absl::GetFlag(FLAGS_max_iters) > 0 ? absl::GetFlag(FLAGS_max_iters)
-                                                           : absl::GetFlag(FLAGS_rounds) * absl::GetFlag(FLAGS_inner_steps);
+  const int max_iters = absl::GetFlag(FLAGS_max_iters) > 0
+                            ? absl::GetFlag(FLAGS_max_iters)
+                            : absl::GetFlag(FLAGS_rounds) * absl::GetFlag(FLAGS_inner_steps);
   job["training"]["max_iters"] = max_iters;
   job["optimizer"]["lr_decay_iters"] = max_iters;
   job["optimizer"]["warmup_iters"] = std::min(100, max_iters / 10);
@@ -119,7 +121,8 @@ RunResult Run(const std::string& label, const std::string& yaml, const std::stri
   absl::StatusOr<std::string> page = cluster.ScrapeMetrics(cluster.shepherd_metrics_port());
   if (page.ok()) {
     for (absl::string_view line : absl::StrSplit(*page, '\n')) {
-      if (absl::StartsWith(line, "pcp_shepherd_deltas_refused_total")) absl::StrAppend(&result.refused_metric, line, "\n");
+      if (absl::StartsWith(line, "pcp_shepherd_deltas_refused_total"))
+        absl::StrAppend(&result.refused_metric, line, "\n");
     }
   }
   if (absl::Status s = cluster.StopAll(); !s.ok()) return fail("stopping", s);
@@ -158,13 +161,15 @@ int Main() {
   bool quarantined = false;
   for (const v1::ScreenedWorker& w : p.screened_workers()) {
     std::printf("  %s: refusals %u, quarantined %s, last %s in round %llu\n", w.supervisor_id().c_str(), w.refusals(),
-                w.quarantined() ? "yes" : "no", w.last_reason().c_str(), static_cast<unsigned long long>(w.last_round()));
+                w.quarantined() ? "yes" : "no", w.last_reason().c_str(),
+                static_cast<unsigned long long>(w.last_round()));
     quarantined = quarantined || w.quarantined();
   }
   std::printf("\n== poisoned run: shepherd metric\n%s", poisoned.refused_metric.c_str());
   std::printf("\n== final val loss\n");
   std::printf("clean     %s  (%s, round %llu)\n", Loss(clean.job.progress()).c_str(),
-              v1::JobState_Name(clean.job.state()).c_str(), static_cast<unsigned long long>(clean.job.progress().round()));
+              v1::JobState_Name(clean.job.state()).c_str(),
+              static_cast<unsigned long long>(clean.job.progress().round()));
   std::printf("poisoned  %s  (%s, round %llu)\n", Loss(poisoned.job.progress()).c_str(),
               v1::JobState_Name(poisoned.job.state()).c_str(),
               static_cast<unsigned long long>(poisoned.job.progress().round()));

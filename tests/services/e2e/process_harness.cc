@@ -161,8 +161,7 @@ absl::StatusOr<int> Process::Wait(absl::Duration timeout) {
   absl::Time deadline = absl::Now() + timeout;
   while (Running()) {
     if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat(name(), " still running after ", absl::FormatDuration(timeout)));
+      return absl::DeadlineExceededError(absl::StrCat(name(), " still running after ", absl::FormatDuration(timeout)));
     }
     absl::SleepFor(absl::Milliseconds(10));
   }
@@ -201,8 +200,7 @@ std::string Process::LogTail(int lines) const {
 }
 
 absl::StatusOr<std::string> Process::WaitForLine(const std::function<bool(absl::string_view)>& match,
-                                                 absl::string_view what, absl::Duration timeout,
-                                                 size_t from) {
+                                                 absl::string_view what, absl::Duration timeout, size_t from) {
   absl::Time deadline = absl::Now() + timeout;
   while (true) {
     bool running = Running();  // before reading: a line written before exit is still seen
@@ -211,32 +209,27 @@ absl::StatusOr<std::string> Process::WaitForLine(const std::function<bool(absl::
       if (match(line)) return std::string(line);
     }
     if (!running) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          name(), " ", DescribeWaitStatus(*exit_status_), " before logging ", what, "; log tail:\n",
-          LogTail()));
+      return absl::FailedPreconditionError(absl::StrCat(name(), " ", DescribeWaitStatus(*exit_status_),
+                                                        " before logging ", what, "; log tail:\n", LogTail()));
     }
     if (absl::Now() >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat("no ", what, " from ", name(), " within ",
-                                                      absl::FormatDuration(timeout), "; log tail:\n",
-                                                      LogTail()));
+                                                      absl::FormatDuration(timeout), "; log tail:\n", LogTail()));
     }
     absl::SleepFor(absl::Milliseconds(20));
   }
 }
 
-absl::StatusOr<std::string> Process::WaitForLog(absl::string_view needle, absl::Duration timeout,
-                                                size_t from) {
+absl::StatusOr<std::string> Process::WaitForLog(absl::string_view needle, absl::Duration timeout, size_t from) {
   std::string n(needle);
   return WaitForLine([&n](absl::string_view line) { return absl::StrContains(line, n); },
                      absl::StrCat("'", needle, "'"), timeout, from);
 }
 
-absl::StatusOr<std::string> Process::WaitForLogRegex(const std::string& pattern,
-                                                     absl::Duration timeout, size_t from) {
+absl::StatusOr<std::string> Process::WaitForLogRegex(const std::string& pattern, absl::Duration timeout, size_t from) {
   std::regex re(pattern);
-  return WaitForLine(
-      [&re](absl::string_view line) { return std::regex_search(line.begin(), line.end(), re); },
-      absl::StrCat("a line matching /", pattern, "/"), timeout, from);
+  return WaitForLine([&re](absl::string_view line) { return std::regex_search(line.begin(), line.end(), re); },
+                     absl::StrCat("a line matching /", pattern, "/"), timeout, from);
 }
 
 int PickFreePort() {
@@ -274,8 +267,8 @@ absl::Status WaitForPort(int port, absl::Duration timeout) {
     if (fd >= 0) close(fd);
     if (ok) return absl::OkStatus();
     if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat("nothing listens on 127.0.0.1:", port,
-                                                      " after ", absl::FormatDuration(timeout)));
+      return absl::DeadlineExceededError(
+          absl::StrCat("nothing listens on 127.0.0.1:", port, " after ", absl::FormatDuration(timeout)));
     }
     absl::SleepFor(absl::Milliseconds(20));
   }
@@ -348,8 +341,7 @@ std::string DescribeWaitStatus(int status) {
 
 absl::StatusOr<TempDir> TempDir::Create(absl::string_view prefix) {
   const char* base = std::getenv("TEST_TMPDIR");
-  std::string pattern = absl::StrCat(base != nullptr && base[0] != '\0' ? base : "/tmp", "/", prefix,
-                                     "-XXXXXX");
+  std::string pattern = absl::StrCat(base != nullptr && base[0] != '\0' ? base : "/tmp", "/", prefix, "-XXXXXX");
   if (mkdtemp(pattern.data()) == nullptr) return ErrnoError(absl::StrCat("mkdtemp ", pattern), errno);
   return TempDir(pattern);
 }

@@ -79,11 +79,9 @@ class Process {
   std::string Log() const;
   // Waits until a log line (starting at byte `from`) contains `needle`; returns that line.
   // Fails early when the process exits before it appears, quoting the log's tail.
-  absl::StatusOr<std::string> WaitForLog(absl::string_view needle, absl::Duration timeout,
-                                         size_t from = 0);
+  absl::StatusOr<std::string> WaitForLog(absl::string_view needle, absl::Duration timeout, size_t from = 0);
   // As WaitForLog, for the first line matching an ECMAScript regular expression.
-  absl::StatusOr<std::string> WaitForLogRegex(const std::string& pattern, absl::Duration timeout,
-                                              size_t from = 0);
+  absl::StatusOr<std::string> WaitForLogRegex(const std::string& pattern, absl::Duration timeout, size_t from = 0);
   // Bytes logged so far (pass as `from` to wait only for lines written after now).
   size_t LogSize() const;
   // The last `lines` lines of the log, for failure messages.
@@ -91,9 +89,8 @@ class Process {
 
  private:
   Process(ProcessOptions options, pid_t pid) : options_(std::move(options)), pid_(pid) {}
-  absl::StatusOr<std::string> WaitForLine(const std::function<bool(absl::string_view)>& match,
-                                          absl::string_view what, absl::Duration timeout,
-                                          size_t from);
+  absl::StatusOr<std::string> WaitForLine(const std::function<bool(absl::string_view)>& match, absl::string_view what,
+                                          absl::Duration timeout, size_t from);
 
   ProcessOptions options_;
   pid_t pid_;

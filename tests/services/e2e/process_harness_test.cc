@@ -16,10 +16,9 @@
 namespace pcp::testing {
 namespace {
 
-std::unique_ptr<Process> StartShell(const TempDir& dir, const std::string& script,
-                                    const std::string& name = "sh") {
-  absl::StatusOr<std::unique_ptr<Process>> process = Process::Start(
-      {.binary = "/bin/sh", .args = {"-c", script}, .log_path = dir.path() + "/" + name + ".log"});
+std::unique_ptr<Process> StartShell(const TempDir& dir, const std::string& script, const std::string& name = "sh") {
+  absl::StatusOr<std::unique_ptr<Process>> process =
+      Process::Start({.binary = "/bin/sh", .args = {"-c", script}, .log_path = dir.path() + "/" + name + ".log"});
   EXPECT_TRUE(process.ok()) << process.status();
   return process.ok() ? *std::move(process) : nullptr;
 }
@@ -42,10 +41,10 @@ TEST(ProcessHarnessTest, PassesEnvironmentAndWorkingDirectory) {
   absl::StatusOr<TempDir> dir = TempDir::Create();
   ASSERT_TRUE(dir.ok());
   absl::StatusOr<std::unique_ptr<Process>> p = Process::Start({.binary = "/bin/sh",
-                                                              .args = {"-c", "echo \"$PCP_X $(pwd)\""},
-                                                              .log_path = dir->path() + "/env.log",
-                                                              .env = {{"PCP_X", "hello"}},
-                                                              .working_dir = dir->path()});
+                                                               .args = {"-c", "echo \"$PCP_X $(pwd)\""},
+                                                               .log_path = dir->path() + "/env.log",
+                                                               .env = {{"PCP_X", "hello"}},
+                                                               .working_dir = dir->path()});
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_TRUE((*p)->Wait(absl::Seconds(10)).ok());
   EXPECT_EQ((*p)->Log(), absl::StrCat("hello ", dir->path(), "\n"));

@@ -1,8 +1,8 @@
 #include "reflection_client.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <utility>
@@ -115,7 +115,8 @@ ReflectionClient::ReflectionClient(const std::string& target, absl::Duration tim
 
 ReflectionClient::ReflectionClient(const std::string& target, const auth::ClientCredentials& credentials,
                                    absl::Duration timeout) {
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = auth::MakeChannel(target, credentials, grpc::ChannelArguments());
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      auth::MakeChannel(target, credentials, grpc::ChannelArguments());
   // A refused combination (a token in clear text to a remote host) is a test's mistake.
   if (!channel.ok()) std::abort();
   impl_ = std::make_unique<Impl>(target, timeout, *std::move(channel));
@@ -145,15 +146,13 @@ absl::StatusOr<std::vector<std::string>> ReflectionClient::ListMethods(absl::str
   return names;
 }
 
-absl::StatusOr<std::string> ReflectionClient::CallUnary(absl::string_view method_name,
-                                                        absl::string_view request_json,
+absl::StatusOr<std::string> ReflectionClient::CallUnary(absl::string_view method_name, absl::string_view request_json,
                                                         absl::Duration timeout) {
   // "pkg.Service/Method" (grpcurl's usual form) or "pkg.Service.Method".
   size_t split = method_name.rfind('/');
   if (split == absl::string_view::npos) split = method_name.rfind('.');
   if (split == absl::string_view::npos || split == 0 || split + 1 == method_name.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("method '", method_name, "': expected package.Service/Method"));
+    return absl::InvalidArgumentError(absl::StrCat("method '", method_name, "': expected package.Service/Method"));
   }
   std::string service_name(method_name.substr(0, split));
   std::string short_name(method_name.substr(split + 1));
@@ -179,15 +178,13 @@ absl::StatusOr<std::string> ReflectionClient::CallUnary(absl::string_view method
   grpc::ByteBuffer response_buffer;
 
   grpc::ClientContext context;
-  context.set_deadline(
-      absl::ToChronoTime(absl::Now() + (timeout > absl::ZeroDuration() ? timeout : impl_->timeout)));
+  context.set_deadline(absl::ToChronoTime(absl::Now() + (timeout > absl::ZeroDuration() ? timeout : impl_->timeout)));
   std::mutex mu;
   std::condition_variable done_cv;
   bool done = false;
   grpc::Status call_status;
-  impl_->generic.UnaryCall(&context, absl::StrCat("/", service->full_name(), "/", method->name()),
-                           grpc::StubOptions(), &request_buffer, &response_buffer,
-                           [&](grpc::Status status) {
+  impl_->generic.UnaryCall(&context, absl::StrCat("/", service->full_name(), "/", method->name()), grpc::StubOptions(),
+                           &request_buffer, &response_buffer, [&](grpc::Status status) {
                              std::lock_guard<std::mutex> lock(mu);
                              call_status = std::move(status);
                              done = true;

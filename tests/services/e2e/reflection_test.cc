@@ -52,18 +52,17 @@ std::string CheckAdminThroughReflection(const std::string& target, const std::st
   absl::StatusOr<std::vector<std::string>> services = client.ListServices();
   EXPECT_TRUE(services.ok()) << services.status();
   if (!services.ok()) return "";
-  EXPECT_THAT(*services, IsSupersetOf({"pcp.v1.Admin", "grpc.reflection.v1alpha.ServerReflection",
-                                       "grpc.health.v1.Health"}));
+  EXPECT_THAT(*services,
+              IsSupersetOf({"pcp.v1.Admin", "grpc.reflection.v1alpha.ServerReflection", "grpc.health.v1.Health"}));
   // grpcurl -plaintext HOST:PORT list pcp.v1.Admin
   absl::StatusOr<std::vector<std::string>> methods = client.ListMethods("pcp.v1.Admin");
   EXPECT_TRUE(methods.ok()) << methods.status();
   if (methods.ok()) {
-    EXPECT_THAT(*methods, IsSupersetOf({"pcp.v1.Admin.SubmitJob", "pcp.v1.Admin.ListJobs",
-                                        "pcp.v1.Admin.GetJob", "pcp.v1.Admin.CancelJob",
-                                        "pcp.v1.Admin.WatchJob", "pcp.v1.Admin.ListWorkers",
-                                        "pcp.v1.Admin.RestartWorker", "pcp.v1.Admin.DrainWorker",
-                                        "pcp.v1.Admin.GetCluster", "pcp.v1.Admin.Sample",
-                                        "pcp.v1.Admin.GetJobHistory"}));
+    EXPECT_THAT(*methods,
+                IsSupersetOf({"pcp.v1.Admin.SubmitJob", "pcp.v1.Admin.ListJobs", "pcp.v1.Admin.GetJob",
+                              "pcp.v1.Admin.CancelJob", "pcp.v1.Admin.WatchJob", "pcp.v1.Admin.ListWorkers",
+                              "pcp.v1.Admin.RestartWorker", "pcp.v1.Admin.DrainWorker", "pcp.v1.Admin.GetCluster",
+                              "pcp.v1.Admin.Sample", "pcp.v1.Admin.GetJobHistory"}));
   }
 
   // grpcurl -plaintext -d @ HOST:PORT pcp.v1.Admin/SubmitJob
@@ -75,7 +74,8 @@ std::string CheckAdminThroughReflection(const std::string& target, const std::st
   EXPECT_FALSE(job_id.empty()) << *submitted;
 
   // grpcurl -plaintext -d '{"jobId": "..."}' HOST:PORT pcp.v1.Admin/GetJob
-  absl::StatusOr<std::string> job = client.CallUnary("pcp.v1.Admin/GetJob", absl::StrCat(R"({"jobId": ")", job_id, R"("})"));
+  absl::StatusOr<std::string> job =
+      client.CallUnary("pcp.v1.Admin/GetJob", absl::StrCat(R"({"jobId": ")", job_id, R"("})"));
   EXPECT_TRUE(job.ok()) << job.status();
   if (job.ok()) {
     Json parsed = ParseOrDie(*job);
@@ -100,12 +100,9 @@ std::string CheckAdminThroughReflection(const std::string& target, const std::st
   // And the client's own mistakes are named.
   EXPECT_EQ(client.CallUnary("pcp.v1.Admin/GetJob", R"({"no_such_field": 1})").status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(client.CallUnary("pcp.v1.Admin/NoSuchMethod", "{}").status().code(),
-            absl::StatusCode::kNotFound);
-  EXPECT_EQ(client.CallUnary("pcp.v1.NoSuchService/Get", "{}").status().code(),
-            absl::StatusCode::kNotFound);
-  EXPECT_EQ(client.CallUnary("pcp.v1.Admin/WatchJob", "{}").status().code(),
-            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(client.CallUnary("pcp.v1.Admin/NoSuchMethod", "{}").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client.CallUnary("pcp.v1.NoSuchService/Get", "{}").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client.CallUnary("pcp.v1.Admin/WatchJob", "{}").status().code(), absl::StatusCode::kUnimplemented);
   return job_id;
 }
 
@@ -113,9 +110,10 @@ TEST(ReflectionTest, FakeAdminServerLikeGrpcurl) {
   absl::StatusOr<TempDir> dir = TempDir::Create();
   ASSERT_TRUE(dir.ok()) << dir.status();
   int port = PickFreePort();
-  absl::StatusOr<std::unique_ptr<Process>> server = Process::Start(
-      {.binary = FAKE_ADMIN_SERVER, .args = {absl::StrCat("--port=", port)},
-       .log_path = dir->path() + "/fake_admin_server.log"});
+  absl::StatusOr<std::unique_ptr<Process>> server =
+      Process::Start({.binary = FAKE_ADMIN_SERVER,
+                      .args = {absl::StrCat("--port=", port)},
+                      .log_path = dir->path() + "/fake_admin_server.log"});
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_TRUE((*server)->WaitForLog("listening on", absl::Seconds(20)).ok()) << (*server)->LogTail();
   std::string target = absl::StrCat("127.0.0.1:", port);
@@ -147,8 +145,7 @@ TEST(ReflectionTest, ShepherdLikeGrpcurl) {
   ASSERT_TRUE(cluster.StartCluster(1, absl::Seconds(60)).ok()) << cluster.Logs();
   absl::StatusOr<std::string> yaml = ReadFile(cluster.TinyJobPath());
   ASSERT_TRUE(yaml.ok()) << yaml.status();
-  std::string job_id = CheckAdminThroughReflection(cluster.admin_target(), *yaml, "tiny_e2e.yaml",
-                                                   cluster.job_dir());
+  std::string job_id = CheckAdminThroughReflection(cluster.admin_target(), *yaml, "tiny_e2e.yaml", cluster.job_dir());
   EXPECT_FALSE(job_id.empty());
   ReflectionClient client(cluster.admin_target());
   absl::StatusOr<std::string> workers = client.CallUnary("pcp.v1.Admin/ListWorkers", "{}");

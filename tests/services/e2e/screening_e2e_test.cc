@@ -141,10 +141,13 @@ TEST(ScreeningTest, StreamingAggregationJudgesDeclaredNormsAndRedoesARoundALiarT
   ClusterHarness cluster(dir->path());
   ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
   ASSERT_TRUE(cluster.StartSupervisors(2).ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(1, "cpu", "--fault_delta=none/scale:1000/lie:1.1/noise:20").ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartSupervisors(1, "cpu", "--fault_delta=none/scale:1000/lie:1.1/noise:20").ok())
+      << cluster.Logs();
   ASSERT_TRUE(cluster.WaitForWorkers(3, absl::Seconds(120)).ok()) << cluster.Logs();
-  const std::string job_id = SubmitJob(
-      cluster, {.name = "streamed_screening_e2e", .rounds = 8, .workers = 3, .diloco_yaml = "  aggregation: streaming\n"});
+  const std::string job_id = SubmitJob(cluster, {.name = "streamed_screening_e2e",
+                                                 .rounds = 8,
+                                                 .workers = 3,
+                                                 .diloco_yaml = "  aggregation: streaming\n"});
   ASSERT_FALSE(job_id.empty());
   absl::StatusOr<v1::Job> job = cluster.WaitForJobEnd(job_id, absl::Minutes(8));
   ASSERT_TRUE(job.ok()) << job.status() << cluster.Logs();
@@ -191,7 +194,7 @@ TEST(ScreeningTest, RoundsWithEveryDeltaRefusedRollBackAndFailTheJob) {
   EXPECT_EQ(job->state(), v1::JOB_STATE_FAILED);
   EXPECT_TRUE(absl::StrContains(job->reason(), "2 rounds in a row rolled back")) << job->reason();
   EXPECT_TRUE(absl::StrContains(job->reason(), "every Δ of the round was refused")) << job->reason();
-  EXPECT_EQ(job->progress().round(), 0u);  // nothing was applied
+  EXPECT_EQ(job->progress().round(), 0u);               // nothing was applied
   EXPECT_EQ(job->progress().rounds_rolled_back(), 2u);  // the one that failed it included
   ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
 }
@@ -212,11 +215,13 @@ TEST(ScreeningTest, RefusalsAndQuarantineSurviveAShepherdRestart) {
 
   // node-2's first Δ quarantines it; the shepherd is SIGKILLed a round later.
   Process* first = cluster.shepherd();
-  absl::StatusOr<std::string> quarantined = first->WaitForLogRegex(
-      absl::StrCat("job ", job_id, ": worker node-2 is quarantined after 1 refused"), absl::Seconds(300));
+  absl::StatusOr<std::string> quarantined =
+      first->WaitForLogRegex(absl::StrCat("job ", job_id, ": worker node-2 is quarantined after 1 refused"),
+                             absl::Seconds(300));
   ASSERT_TRUE(quarantined.ok()) << quarantined.status() << cluster.Logs();
-  ASSERT_TRUE(first->WaitForLogRegex(absl::StrCat("job ", job_id, R"(: round [1-5]/6 complete)"), absl::Seconds(300),
-                                     first->LogSize())
+  ASSERT_TRUE(first
+                  ->WaitForLogRegex(absl::StrCat("job ", job_id, R"(: round [1-5]/6 complete)"), absl::Seconds(300),
+                                    first->LogSize())
                   .ok())
       << cluster.Logs();
   ASSERT_TRUE(first->Signal(SIGKILL).ok());

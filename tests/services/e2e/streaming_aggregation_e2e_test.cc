@@ -190,7 +190,8 @@ TEST(StreamingAggregationTest, FragmentRoundsRefuseARejectedDeltaAndSkipTheRound
   // "every Δ of the round was refused", though the honest workers' Δs had been accepted).
   EXPECT_EQ(p.rounds_rolled_back(), 1u) << log;
   EXPECT_FALSE(absl::StrContains(log, "every Δ of the round was refused")) << log;
-  const std::regex rolled_back(R"(round (\d+) rolled back \(a streamed Δ broke its header after some of its chunks were summed\): its fragment and momentum stay as they were; 1 of 3 in a row)");
+  const std::regex rolled_back(
+      R"(round (\d+) rolled back \(a streamed Δ broke its header after some of its chunks were summed\): its fragment and momentum stay as they were; 1 of 3 in a row)");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(log, m, rolled_back)) << log;
   // Round 4 normally; 5 if node-3 was still compiling when round 1 started without it (its

@@ -37,7 +37,8 @@ TEST(StreamingTest, FragmentsSyncInTurnWithOverlapAndCompression) {
   const TrainedJob plain = Train(cluster, "plain", 4, "");
   const TrainedJob streamed = Train(cluster, "streamed", 16, "  streaming: {fragments: 4, overlap_steps: 2}\n");
   const TrainedJob packed =
-      Train(cluster, "streamed_int4", 16, "  streaming: {fragments: 2, overlap_steps: 1}\n  compression: {up: int4, down: int4}\n");
+      Train(cluster, "streamed_int4", 16,
+            "  streaming: {fragments: 2, overlap_steps: 1}\n  compression: {up: int4, down: int4}\n");
   for (const TrainedJob* j : {&plain, &streamed, &packed}) {
     ASSERT_EQ(j->job.state(), v1::JOB_STATE_COMPLETED) << j->job.name() << ": " << j->job.reason() << cluster.Logs(60);
     ASSERT_TRUE(j->job.progress().has_val_loss());
@@ -66,7 +67,8 @@ TEST(StreamingTest, FragmentsSyncInTurnWithOverlapAndCompression) {
   double plain_down = 0, streamed_down = 0;
   for (const v1::RoundRecord& r : plain.history) plain_down += static_cast<double>(r.bytes_down());
   for (const v1::RoundRecord& r : streamed.history) streamed_down += static_cast<double>(r.bytes_down());
-  std::printf("θ bytes down: streamed %.0f, plain %.0f (%.3f)\n", streamed_down, plain_down, streamed_down / plain_down);
+  std::printf("θ bytes down: streamed %.0f, plain %.0f (%.3f)\n", streamed_down, plain_down,
+              streamed_down / plain_down);
   EXPECT_NEAR(streamed_down / plain_down, 1.22, 0.05);
   // Every sync carries at most ⌈|θ|/4⌉ values: the fragments are balanced to one value.
   const std::string worker_log = cluster.supervisor(0)->Log();

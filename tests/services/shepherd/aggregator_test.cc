@@ -16,8 +16,8 @@ namespace pcp::shepherd {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::Pointwise;
 using ::testing::FloatNear;
+using ::testing::Pointwise;
 
 Tensor Vec(std::vector<float> v) { return Tensor::FromVector<float>({static_cast<int64_t>(v.size())}, v); }
 
@@ -38,7 +38,8 @@ std::vector<WeightedDelta> Plain() {
 
 void AddAll(Aggregator& agg, uint64_t round) {
   for (size_t i = 0; i < kDeltas.size(); ++i) {
-    ASSERT_TRUE(agg.Add(round, Contribution{{Vec(kDeltas[i])}, kWeights[i], Accept(), 0, "w" + std::to_string(i)}).ok());
+    ASSERT_TRUE(
+        agg.Add(round, Contribution{{Vec(kDeltas[i])}, kWeights[i], Accept(), 0, "w" + std::to_string(i)}).ok());
   }
 }
 
@@ -123,7 +124,8 @@ TEST(AggregatorTest, StreamingSumMatchesTheWeightedAverage) {
     for (float v : kDeltas[i]) ss += double{v} * v;
     const diloco::ScreenVerdict v = Screen(sink->screen, sink->threshold, DeltaNorm::Declared(std::sqrt(ss) * 1.01));
     ASSERT_TRUE(Admitted(v));
-    std::unique_ptr<diloco::DeltaSum::Contribution> c = sink->sum.Begin("w" + std::to_string(i), kWeights[i], v.scale, std::sqrt(ss) * 1.01);
+    std::unique_ptr<diloco::DeltaSum::Contribution> c =
+        sink->sum.Begin("w" + std::to_string(i), kWeights[i], v.scale, std::sqrt(ss) * 1.01);
     // Two chunks of two values each.
     ASSERT_TRUE(c->Add(0, 2, absl::MakeConstSpan(kDeltas[i]).subspan(2, 2)).ok());
     ASSERT_TRUE(c->Add(0, 0, absl::MakeConstSpan(kDeltas[i]).subspan(0, 2)).ok());

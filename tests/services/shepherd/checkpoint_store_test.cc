@@ -21,7 +21,10 @@ DilocoCheckpoint Make(uint64_t round, float v) {
   DilocoCheckpoint c;
   c.state.round = round;
   c.state.program_hash = "sha256:abc";
-  c.state.slots = {{.supervisor_id = "node-1", .sampler_seed = 0xfedcba9876543210ULL, .sampler_cursor = round * 10, .rounds_done = round},
+  c.state.slots = {{.supervisor_id = "node-1",
+                    .sampler_seed = 0xfedcba9876543210ULL,
+                    .sampler_cursor = round * 10,
+                    .rounds_done = round},
                    {.supervisor_id = "", .sampler_seed = 7, .sampler_cursor = 0, .rounds_done = 0}};
   c.state.tokens_processed = round * 1280;
   c.state.train_loss = 3.25;
@@ -69,9 +72,11 @@ TEST(CheckpointStoreTest, MismatchesAreErrors) {
   EXPECT_FALSE(missing.ok());
   EXPECT_THAT(std::string(missing.message()), HasSubstr("other"));
   // A state file of another round than the parameters: refused.
-  ASSERT_TRUE(WriteFileAtomic(dir->path() + "/checkpoints/round-000003/state.json",
-                              "{\"round\":\"9\",\"program_hash\":\"x\",\"slots\":[],\"tokens_processed\":\"0\",\"val_round\":\"0\"}")
-                  .ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(
+          dir->path() + "/checkpoints/round-000003/state.json",
+          "{\"round\":\"9\",\"program_hash\":\"x\",\"slots\":[],\"tokens_processed\":\"0\",\"val_round\":\"0\"}")
+          .ok());
   absl::Status mixed = ReadLatestDilocoCheckpoint(dir->path(), kNames).status();
   EXPECT_EQ(mixed.code(), absl::StatusCode::kDataLoss);
   // A state written before screening kept its history reads with none; a malformed one is refused.

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "fake_worker.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pcp/base/file.h"
 #include "pcp/tensor/safetensors.h"
-#include "fake_worker.h"
 #include "pcp/v1/admin.grpc.pb.h"
 #include "process_harness.h"
 
@@ -49,14 +49,16 @@ struct Cluster {
   std::unique_ptr<v1::Admin::Stub> admin;
 
   absl::Status StartShepherd(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {absl::StrCat("--listen=", target), absl::StrCat("--state_dir=", dir->path(), "/state"),
-                                     "--heartbeat_interval_ms=250", "--heartbeat_timeout_ms=1500", "--log_level=debug",
+    std::vector<std::string> args = {absl::StrCat("--listen=", target),
+                                     absl::StrCat("--state_dir=", dir->path(), "/state"),
+                                     "--heartbeat_interval_ms=250",
+                                     "--heartbeat_timeout_ms=1500",
+                                     "--log_level=debug",
                                      "--metrics_listen="};  // no fixed port: tests run in parallel
     args.insert(args.end(), extra.begin(), extra.end());
     const size_t n = shepherd ? 2 : 1;
-    absl::StatusOr<std::unique_ptr<Process>> s =
-        Process::Start({.binary = PCP_SHEPHERD_BINARY, .args = args,
-                        .log_path = absl::StrCat(dir->path(), "/shepherd-", n, ".log")});
+    absl::StatusOr<std::unique_ptr<Process>> s = Process::Start(
+        {.binary = PCP_SHEPHERD_BINARY, .args = args, .log_path = absl::StrCat(dir->path(), "/shepherd-", n, ".log")});
     if (!s.ok()) return s.status();
     shepherd = *std::move(s);
     absl::StatusOr<std::string> up = shepherd->WaitForLog("listening on " + target, absl::Seconds(60));
@@ -67,11 +69,11 @@ struct Cluster {
   absl::Status StartWorkers(int n) {
     for (int i = 1; i <= n; ++i) {
       const std::string id = absl::StrCat("w", i);
-      absl::StatusOr<std::unique_ptr<Process>> w = Process::Start(
-          {.binary = PCP_WORKER_BINARY,
-           .args = {absl::StrCat("--shepherd=", target), absl::StrCat("--supervisor_id=", id), "--threads=1",
-                    "--backoff_initial_ms=100", "--backoff_max_ms=1000"},
-           .log_path = absl::StrCat(dir->path(), "/worker-", id, ".log")});
+      absl::StatusOr<std::unique_ptr<Process>> w =
+          Process::Start({.binary = PCP_WORKER_BINARY,
+                          .args = {absl::StrCat("--shepherd=", target), absl::StrCat("--supervisor_id=", id),
+                                   "--threads=1", "--backoff_initial_ms=100", "--backoff_max_ms=1000"},
+                          .log_path = absl::StrCat(dir->path(), "/worker-", id, ".log")});
       if (!w.ok()) return w.status();
       workers.push_back(*std::move(w));
     }
@@ -131,12 +133,12 @@ TEST(ClusterTest, ShepherdAndTwoWorkersTrainTheTinyJob) {
   ASSERT_TRUE(dir.ok()) << dir.status();
   const int port = PickFreePort();
   const std::string target = absl::StrCat("127.0.0.1:", port);
-  absl::StatusOr<std::unique_ptr<Process>> shepherd = Process::Start(
-      {.binary = PCP_SHEPHERD_BINARY,
-       .args = {absl::StrCat("--listen=", target), absl::StrCat("--state_dir=", dir->path(), "/state"),
-                "--heartbeat_interval_ms=250", "--heartbeat_timeout_ms=1500", "--round_start_grace_ms=20000",
-                "--log_level=debug"},
-       .log_path = dir->path() + "/shepherd.log"});
+  absl::StatusOr<std::unique_ptr<Process>> shepherd =
+      Process::Start({.binary = PCP_SHEPHERD_BINARY,
+                      .args = {absl::StrCat("--listen=", target), absl::StrCat("--state_dir=", dir->path(), "/state"),
+                               "--heartbeat_interval_ms=250", "--heartbeat_timeout_ms=1500",
+                               "--round_start_grace_ms=20000", "--log_level=debug"},
+                      .log_path = dir->path() + "/shepherd.log"});
   ASSERT_TRUE(shepherd.ok()) << shepherd.status();
   ASSERT_TRUE((*shepherd)->WaitForLog("listening on " + target, absl::Seconds(60)).ok()) << (*shepherd)->LogTail();
 
@@ -179,11 +181,11 @@ TEST(ClusterTest, ShepherdAndTwoWorkersTrainTheTinyJob) {
     ASSERT_TRUE(reader->Read(&event));
     saw_snapshot = event.has_snapshot();
     for (const char* id : {"w1", "w2"}) {
-      absl::StatusOr<std::unique_ptr<Process>> w = Process::Start(
-          {.binary = PCP_WORKER_BINARY,
-           .args = {absl::StrCat("--shepherd=", target), absl::StrCat("--supervisor_id=", id), "--threads=1",
-                    absl::StrCat("--cache_dir=", dir->path(), "/cache-", id)},
-           .log_path = absl::StrCat(dir->path(), "/worker-", id, ".log")});
+      absl::StatusOr<std::unique_ptr<Process>> w =
+          Process::Start({.binary = PCP_WORKER_BINARY,
+                          .args = {absl::StrCat("--shepherd=", target), absl::StrCat("--supervisor_id=", id),
+                                   "--threads=1", absl::StrCat("--cache_dir=", dir->path(), "/cache-", id)},
+                          .log_path = absl::StrCat(dir->path(), "/worker-", id, ".log")});
       ASSERT_TRUE(w.ok()) << w.status();
       workers.push_back(*std::move(w));
     }
@@ -193,13 +195,14 @@ TEST(ClusterTest, ShepherdAndTwoWorkersTrainTheTinyJob) {
     while (reader->Read(&event)) {
       if (event.has_progress()) {
         by_round[event.progress().round()] = event.progress();
-        std::printf("round %llu/%llu: train loss %.4f, val loss %s, %u workers, %.2f s\n",
-                    (unsigned long long)event.progress().round(), (unsigned long long)event.progress().total_rounds(),
-                    event.progress().train_loss(),
-                    event.progress().has_val_loss()
-                        ? absl::StrCat(event.progress().val_loss(), " (round ", event.progress().val_round(), ")").c_str()
-                        : "-",
-                    event.progress().workers_in_last_round(), event.progress().round_time_s());
+        std::printf(
+            "round %llu/%llu: train loss %.4f, val loss %s, %u workers, %.2f s\n",
+            (unsigned long long)event.progress().round(), (unsigned long long)event.progress().total_rounds(),
+            event.progress().train_loss(),
+            event.progress().has_val_loss()
+                ? absl::StrCat(event.progress().val_loss(), " (round ", event.progress().val_round(), ")").c_str()
+                : "-",
+            event.progress().workers_in_last_round(), event.progress().round_time_s());
       }
       if (event.has_checkpoint()) saw_checkpoint = true;
       if (event.has_round_record()) records[event.round_record().round()] = event.round_record();
@@ -210,8 +213,7 @@ TEST(ClusterTest, ShepherdAndTwoWorkersTrainTheTinyJob) {
   }
   std::vector<v1::JobProgress> rounds;
   for (auto& [r, p] : by_round) rounds.push_back(p);
-  std::printf("job finished in %.1f s\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  std::printf("job finished in %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   EXPECT_TRUE(saw_snapshot);
   EXPECT_TRUE(saw_checkpoint);
   ASSERT_EQ(result.state(), v1::JOB_STATE_COMPLETED) << result.reason() << "\n" << (*shepherd)->LogTail(60);
@@ -298,7 +300,8 @@ TEST(ClusterTest, StalledWorkerIsLeftBehindAtTheRoundDeadline) {
   // Rounds wait up to 30 s for both workers, so each round starts with both.
   ASSERT_TRUE(c.StartShepherd({"--round_start_grace_ms=30000"}).ok()) << c.shepherd->LogTail();
   ASSERT_TRUE(c.StartWorkers(1).ok());
-  absl::StatusOr<std::string> job = c.Submit(SmallJob(3, 5, ", min_workers: 1, round_deadline_s: 2, checkpoint_every: 10"));
+  absl::StatusOr<std::string> job =
+      c.Submit(SmallJob(3, 5, ", min_workers: 1, round_deadline_s: 2, checkpoint_every: 10"));
   ASSERT_TRUE(job.ok()) << job.status();
 
   auto channel = grpc::CreateChannel(c.target, grpc::InsecureChannelCredentials());

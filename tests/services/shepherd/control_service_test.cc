@@ -27,8 +27,6 @@
 namespace pcp::shepherd {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using supervisor::ChildProcess;
 using supervisor::ExitInfo;
 using supervisor_testing::kSupervisorPath;
@@ -37,6 +35,8 @@ using supervisor_testing::MakeTempDir;
 using supervisor_testing::ProcessAlive;
 using supervisor_testing::StartedPids;
 using supervisor_testing::WaitUntil;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr absl::Duration kWait = absl::Seconds(15);
 
@@ -87,21 +87,18 @@ class ControlServiceTest : public ::testing::Test {
   // `grants`: with any, the shepherd's authorization interceptor guards the service.
   void StartShepherd(int port, auth::AuthGrants grants = {}) {
     registry_ = std::make_unique<ControlRegistry>();
-    service_ = std::make_unique<ControlService>(
-        registry_.get(), ControlServiceOptions{.heartbeat_interval_ms = 100,
-                                               .heartbeat_timeout_ms = 1000,
-                                               .version = "test-shepherd"});
+    service_ = std::make_unique<ControlService>(registry_.get(), ControlServiceOptions{.heartbeat_interval_ms = 100,
+                                                                                       .heartbeat_timeout_ms = 1000,
+                                                                                       .version = "test-shepherd"});
     grpc::ServerBuilder builder;
     if (!grants.empty()) {
       authenticator_ = std::make_unique<auth::Authenticator>(std::move(grants));
       std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
       interceptors.push_back(auth::MakeAuthorizationInterceptorFactory(
-          {.authenticator = authenticator_.get(),
-           .rules = {{"/pcp.v1.Control/Supervise", {auth::Role::kNode}}}}));
+          {.authenticator = authenticator_.get(), .rules = {{"/pcp.v1.Control/Supervise", {auth::Role::kNode}}}}));
       builder.experimental().SetInterceptorCreators(std::move(interceptors));
     }
-    builder.AddListeningPort(absl::StrCat("127.0.0.1:", port), grpc::InsecureServerCredentials(),
-                             &port_);
+    builder.AddListeningPort(absl::StrCat("127.0.0.1:", port), grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
@@ -141,8 +138,7 @@ class ControlServiceTest : public ::testing::Test {
   }
 
   // Waits until `id` is connected and `predicate` holds for what the registry knows.
-  SupervisorInfo WaitForInfo(const std::string& id,
-                             const std::function<bool(const SupervisorInfo&)>& predicate,
+  SupervisorInfo WaitForInfo(const std::string& id, const std::function<bool(const SupervisorInfo&)>& predicate,
                              const std::string& what) {
     SupervisorInfo last;
     EXPECT_TRUE(WaitUntil(
@@ -164,8 +160,7 @@ class ControlServiceTest : public ::testing::Test {
     SupervisorInfo info = WaitForInfo(
         s.id,
         [](const SupervisorInfo& i) {
-          return i.connected && i.worker.state() == v1::WORKER_PROCESS_STATE_RUNNING &&
-                 i.worker.pid() != 0;
+          return i.connected && i.worker.state() == v1::WORKER_PROCESS_STATE_RUNNING && i.worker.pid() != 0;
         },
         "a connected supervisor with a running worker");
     EXPECT_TRUE(WaitUntil(
@@ -199,8 +194,7 @@ class ControlServiceTest : public ::testing::Test {
   }
 
   // Sends `first` on a fresh stream; returns the welcome's rejection and the RPC's status.
-  std::pair<v1::Error, grpc::Status> RejectedHello(const v1::SupervisorMessage& first,
-                                                   const std::string& token = "") {
+  std::pair<v1::Error, grpc::Status> RejectedHello(const v1::SupervisorMessage& first, const std::string& token = "") {
     std::unique_ptr<RawStream> raw = OpenRaw(token);
     // A stream refused by authorization may be over before the hello is written.
     const bool wrote = raw->stream->Write(first);
@@ -247,8 +241,7 @@ TEST_F(ControlServiceTest, HandshakeRegistersTheStableIdAndHeartbeatsTrackTheWor
   info = WaitForInfo(
       s.id,
       [&](const SupervisorInfo& i) {
-        return i.worker.state() == v1::WORKER_PROCESS_STATE_RUNNING && i.worker.pid() != first &&
-               i.worker.pid() != 0;
+        return i.worker.state() == v1::WORKER_PROCESS_STATE_RUNNING && i.worker.pid() != first && i.worker.pid() != 0;
       },
       "the restarted worker");
   EXPECT_EQ(info.worker.incarnation(), 2u);
@@ -261,8 +254,7 @@ TEST_F(ControlServiceTest, HandshakeRegistersTheStableIdAndHeartbeatsTrackTheWor
 TEST_F(ControlServiceTest, RestartWorkerIsCarriedOutAndAcknowledged) {
   Supervisor& s = StartSupervisor("node-restart");
   const pid_t old_pid = WaitConnectedWithWorker(s).worker.pid();
-  absl::StatusOr<v1::CommandAck> ack =
-      registry_->SendCommandAndWait(s.id, MakeRestartWorker("test restart", 0), kWait);
+  absl::StatusOr<v1::CommandAck> ack = registry_->SendCommandAndWait(s.id, MakeRestartWorker("test restart", 0), kWait);
   ASSERT_TRUE(ack.ok()) << ack.status();
   EXPECT_EQ(ack->code(), 0) << ack->message();
   const pid_t new_pid = NthWorker(s, 2);
@@ -278,8 +270,7 @@ TEST_F(ControlServiceTest, RestartWorkerIsCarriedOutAndAcknowledged) {
 TEST_F(ControlServiceTest, DrainWorkerStopsItUntilARestart) {
   Supervisor& s = StartSupervisor("node-drain");
   const pid_t pid = WaitConnectedWithWorker(s).worker.pid();
-  absl::StatusOr<v1::CommandAck> ack =
-      registry_->SendCommandAndWait(s.id, MakeDrainWorker("test drain", 0), kWait);
+  absl::StatusOr<v1::CommandAck> ack = registry_->SendCommandAndWait(s.id, MakeDrainWorker("test drain", 0), kWait);
   ASSERT_TRUE(ack.ok()) << ack.status();
   EXPECT_EQ(ack->code(), 0) << ack->message();
   EXPECT_THAT(ack->message(), HasSubstr(absl::StrCat("worker ", pid, " exited")));
@@ -309,8 +300,7 @@ TEST_F(ControlServiceTest, DrainWorkerStopsItUntilARestart) {
 TEST_F(ControlServiceTest, ShutdownStopsTheWorkerAndTheSupervisor) {
   Supervisor& s = StartSupervisor("node-shutdown");
   const pid_t pid = WaitConnectedWithWorker(s).worker.pid();
-  absl::StatusOr<v1::CommandAck> ack =
-      registry_->SendCommandAndWait(s.id, MakeShutdown("test shutdown", 0), kWait);
+  absl::StatusOr<v1::CommandAck> ack = registry_->SendCommandAndWait(s.id, MakeShutdown("test shutdown", 0), kWait);
   ASSERT_TRUE(ack.ok()) << ack.status();
   EXPECT_EQ(ack->code(), 0) << ack->message();
   EXPECT_THAT(ack->message(), HasSubstr("supervisor exiting"));
@@ -327,8 +317,7 @@ TEST_F(ControlServiceTest, ShutdownStopsTheWorkerAndTheSupervisor) {
 }
 
 TEST_F(ControlServiceTest, UnknownSupervisorIsNotFound) {
-  absl::StatusOr<v1::CommandAck> ack =
-      registry_->SendCommandAndWait("nobody", MakeRestartWorker("x", 0), kWait);
+  absl::StatusOr<v1::CommandAck> ack = registry_->SendCommandAndWait("nobody", MakeRestartWorker("x", 0), kWait);
   EXPECT_EQ(ack.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(ack.status().message()), HasSubstr("nobody"));
 }
@@ -370,9 +359,7 @@ TEST_F(ControlServiceTest, ASecondSupervisorClaimingALiveIdIsRefused) {
 
   // A second real supervisor with the same id keeps being refused (and keeps its own worker).
   Supervisor& twin = StartSupervisor("node-dup");
-  EXPECT_TRUE(WaitUntil([&] { return ReadAll(twin.stderr).find("already connected") !=
-                                     std::string::npos; },
-                        kWait))
+  EXPECT_TRUE(WaitUntil([&] { return ReadAll(twin.stderr).find("already connected") != std::string::npos; }, kWait))
       << ReadAll(twin.stderr);
   EXPECT_EQ(registry_->GetSupervisor("node-dup")->worker.pid(), pid);
 }
@@ -402,9 +389,10 @@ TEST_F(ControlServiceTest, BadHellosGetClearStatuses) {
 TEST_F(ControlServiceTest, ANodeCredentialIsRequiredAndBoundToItsId) {
   const int port = port_;
   StopShepherd();
-  StartShepherd(port, {.tokens = {{.name = "node-t", .sha256 = auth::TokenSha256("t-secret"), .roles = {auth::Role::kNode}},
-                                  {.name = "node-u", .sha256 = auth::TokenSha256("u-secret"), .roles = {auth::Role::kNode}},
-                                  {.name = "ops", .sha256 = auth::TokenSha256("ops-secret"), .roles = {auth::Role::kAdmin}}}});
+  StartShepherd(
+      port, {.tokens = {{.name = "node-t", .sha256 = auth::TokenSha256("t-secret"), .roles = {auth::Role::kNode}},
+                        {.name = "node-u", .sha256 = auth::TokenSha256("u-secret"), .roles = {auth::Role::kNode}},
+                        {.name = "ops", .sha256 = auth::TokenSha256("ops-secret"), .roles = {auth::Role::kAdmin}}}});
   auto [r0, none] = RejectedHello(HelloMessage("node-t"));
   EXPECT_EQ(none.error_code(), grpc::StatusCode::UNAUTHENTICATED) << none.error_message();
   auto [r1, wrong] = RejectedHello(HelloMessage("node-t"), "wrong-secret");

@@ -65,9 +65,7 @@ class FakeWorker {
   }
   // After the JoinAck: takes the Assignment with its program and shard, answers
   // AssignmentReady, takes θ; returns StartRound's round (0 if the stream ended).
-  uint64_t RunToStartRound(v1::Assignment* assignment) {
-    return TakeAssignment(assignment) ? NextStartRound() : 0;
-  }
+  uint64_t RunToStartRound(v1::Assignment* assignment) { return TakeAssignment(assignment) ? NextStartRound() : 0; }
   // The first half of that: the Assignment, its program and shard, AssignmentReady.
   bool TakeAssignment(v1::Assignment* assignment) {
     v1::ShepherdMessage m;

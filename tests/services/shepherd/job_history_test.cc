@@ -76,7 +76,8 @@ TEST_F(JobHistoryTest, ATornLastRecordIsDroppedOnOpen) {
   // A crash in the middle of appending round 4: its size prefix promises more bytes than follow.
   std::string record4;
   ASSERT_TRUE(Record(4).SerializeToString(&record4));
-  ASSERT_TRUE(AppendFile(path_, std::string(1, static_cast<char>(record4.size())) + record4.substr(0, 5), /*sync=*/false).ok());
+  ASSERT_TRUE(
+      AppendFile(path_, std::string(1, static_cast<char>(record4.size())) + record4.substr(0, 5), /*sync=*/false).ok());
   JobHistory h = Open();
   EXPECT_EQ(Rounds(h), (std::vector<uint64_t>{1, 2, 3}));
   ASSERT_TRUE(h.Put(Record(4)).ok());

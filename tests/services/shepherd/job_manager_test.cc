@@ -425,7 +425,7 @@ TEST_F(JobManagerTest, JobFilesAndRecordStringsAreBounded) {
   absl::StatusOr<v1::Job> cancelled = jobs_->Cancel("job-0001", "x" + reason);
   ASSERT_TRUE(cancelled.ok()) << cancelled.status();
   EXPECT_EQ(cancelled->reason(), "x" + reason.substr(0, 1022));  // 1,023 bytes: no half character
-  Reopen();  // and it still parses from state.pb
+  Reopen();                                                      // and it still parses from state.pb
   EXPECT_EQ(jobs_->Get("job-0001")->reason(), "x" + reason.substr(0, 1022));
 }
 

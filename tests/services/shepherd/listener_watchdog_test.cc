@@ -82,8 +82,11 @@ TEST(ListenerWatchdogTest, AfterTheFailuresOnWedgedRunsOnceWithTheReason) {
   std::atomic<int> calls{0};
   std::string why;
   {
-    ListenerWatchdog watchdog({.target = listener.target(), .tls = true, .interval = absl::Milliseconds(50),
-                               .timeout = absl::Milliseconds(100), .failures = 2},
+    ListenerWatchdog watchdog({.target = listener.target(),
+                               .tls = true,
+                               .interval = absl::Milliseconds(50),
+                               .timeout = absl::Milliseconds(100),
+                               .failures = 2},
                               [&](std::string reason) {
                                 why = std::move(reason);
                                 ++calls;

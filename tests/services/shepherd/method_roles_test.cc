@@ -52,9 +52,9 @@ TEST(MethodRolesTest, EveryMethodHasARowWithTheRolesOfItsKind) {
   }
   EXPECT_FALSE(auth::FindMethodRule(ShepherdMethodRules(), "/pcp.v1.Admin/Sample")->roles.Contains(Role::kViewer));
   EXPECT_TRUE(auth::FindMethodRule(ShepherdMethodRules(), "/grpc.health.v1.Health/Check")->roles.empty());
-  EXPECT_TRUE(auth::FindMethodRule(ShepherdMethodRules(),
-                                   "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
-                  ->roles.empty());
+  EXPECT_TRUE(
+      auth::FindMethodRule(ShepherdMethodRules(), "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
+          ->roles.empty());
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "fake_worker.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pcp/base/file.h"
@@ -18,7 +19,6 @@
 #include "pcp/shepherd/shepherd.h"
 #include "pcp/v1/admin.grpc.pb.h"
 #include "pcp/v1/training.grpc.pb.h"
-#include "fake_worker.h"
 #include "process_harness.h"
 
 namespace pcp::shepherd {

@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "pcp/autodiff/text.h"
 #include "pcp/base/utf8.h"
 #include "pcp/kernels/backend_factory.h"
-#include "pcp/autodiff/text.h"
 #include "pcp/models/gpt.h"
 #include "pcp/models/stablehlo_model.h"
 #include "pcp/training/model_program.h"

@@ -40,10 +40,12 @@ TEST(ShepherdConfigTest, DefaultsAndKeys) {
 
 TEST(ShepherdConfigTest, ErrorsNameFileLineAndKey) {
   absl::Status unknown = ParseShepherdConfig("listen: a:1\nstatedir: x\n", "s.yaml").status();
-  EXPECT_THAT(std::string(unknown.message()), HasSubstr("s.yaml:2:1: unknown top-level key 'statedir' (did you mean 'state_dir'?)"));
+  EXPECT_THAT(std::string(unknown.message()),
+              HasSubstr("s.yaml:2:1: unknown top-level key 'statedir' (did you mean 'state_dir'?)"));
   absl::Status number = ParseShepherdConfig("heartbeat_interval_ms: soon\n", "s.yaml").status();
   EXPECT_THAT(std::string(number.message()), HasSubstr("s.yaml:1:24: heartbeat_interval_ms: expected an integer"));
-  absl::Status order = ParseShepherdConfig("heartbeat_interval_ms: 500\nheartbeat_timeout_ms: 400\n", "s.yaml").status();
+  absl::Status order =
+      ParseShepherdConfig("heartbeat_interval_ms: 500\nheartbeat_timeout_ms: 400\n", "s.yaml").status();
   EXPECT_THAT(std::string(order.message()), HasSubstr("s.yaml:2:23: heartbeat_timeout_ms: must be greater"));
   absl::Status syntax = ParseShepherdConfig("listen: [\n", "s.yaml").status();
   EXPECT_EQ(syntax.code(), absl::StatusCode::kInvalidArgument);
@@ -59,7 +61,8 @@ TEST(ShepherdConfigTest, TlsAndAuthSections) {
       "tls:\n  ca: /etc/pcp/ca.crt\n  cert: credential:shepherd.crt\n  key: credential:shepherd.key\n"
       "  refresh_interval_s: 2\ninsecure: false\nauth:\n  identities:\n"
       "    - {identity: node-1, roles: [node]}\n    - {identity: ops, roles: [viewer, admin]}\n"
-      "  tokens:\n    - {name: ci, sha256: " + hash + ", roles: [viewer]}\n",
+      "  tokens:\n    - {name: ci, sha256: " +
+          hash + ", roles: [viewer]}\n",
       "s.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->tls.ca, "/etc/pcp/ca.crt");
@@ -71,10 +74,12 @@ TEST(ShepherdConfigTest, TlsAndAuthSections) {
   ASSERT_EQ(c->auth.tokens.size(), 1u);
   EXPECT_EQ(c->auth.tokens[0].sha256, hash);
 
-  absl::Status role = ParseShepherdConfig("auth:\n  identities:\n    - {identity: a, roles: [root]}\n", "s.yaml").status();
+  absl::Status role =
+      ParseShepherdConfig("auth:\n  identities:\n    - {identity: a, roles: [root]}\n", "s.yaml").status();
   EXPECT_THAT(std::string(role.message()), HasSubstr("s.yaml:3:"));
   EXPECT_THAT(std::string(role.message()), HasSubstr("auth.identities[0].roles: unknown role 'root'"));
-  absl::Status sha = ParseShepherdConfig("auth:\n  tokens:\n    - {name: a, sha256: s3cret, roles: [admin]}\n", "s.yaml").status();
+  absl::Status sha =
+      ParseShepherdConfig("auth:\n  tokens:\n    - {name: a, sha256: s3cret, roles: [admin]}\n", "s.yaml").status();
   EXPECT_THAT(std::string(sha.message()), HasSubstr("auth.tokens[0].sha256: expected the token's SHA-256"));
   EXPECT_THAT(std::string(sha.message()), Not(HasSubstr("s3cret")));
   absl::Status mtls = ParseShepherdConfig("tls: {ca: a, cert: b, key: c}\n", "s.yaml").status();
@@ -100,8 +105,9 @@ TEST(ShepherdConfigTest, AdmissionKeys) {
   EXPECT_EQ(defaults->data_roots, std::vector<std::string>{DefaultDataRoot()});
   EXPECT_EQ(defaults->max_queued_jobs, 100);
   EXPECT_GT(defaults->EffectiveMemoryBudgets().worker_bytes, 0);  // half of the machine
-  absl::StatusOr<ShepherdConfig> c = ParseShepherdConfig(
-      "data_roots: [/srv/a, b]\nmax_jobs: 10\nmax_queued_jobs: 5\nworker_memory_bytes: 1024\n", "s.yaml");
+  absl::StatusOr<ShepherdConfig> c =
+      ParseShepherdConfig("data_roots: [/srv/a, b]\nmax_jobs: 10\nmax_queued_jobs: 5\nworker_memory_bytes: 1024\n",
+                          "s.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->data_roots, (std::vector<std::string>{"/srv/a", "b"}));
   EXPECT_EQ(c->EffectiveMemoryBudgets().worker_bytes, 1024);
@@ -141,8 +147,8 @@ TEST(ShepherdConfigTest, TransportBudgetGivesTheAcceptedChunkSize) {
   // At least kMinChunkBytes (128 KiB), at most max_chunk_bytes.
   EXPECT_EQ(ParseShepherdConfig("transport_workers: 100000\n", "s.yaml")->AcceptedChunkBytes(), int64_t{128} << 10);
   EXPECT_EQ(ParseShepherdConfig("transport_workers: 1\n", "s.yaml")->AcceptedChunkBytes(), int64_t{1} << 20);
-  absl::StatusOr<ShepherdConfig> capped = ParseShepherdConfig(
-      "chunk_bytes: 262144\nmax_chunk_bytes: 393216\ntransport_workers: 2\n", "s.yaml");
+  absl::StatusOr<ShepherdConfig> capped =
+      ParseShepherdConfig("chunk_bytes: 262144\nmax_chunk_bytes: 393216\ntransport_workers: 2\n", "s.yaml");
   ASSERT_TRUE(capped.ok()) << capped.status();
   EXPECT_EQ(capped->AcceptedChunkBytes(), 393216);
 }
@@ -175,15 +181,15 @@ absl::StatusOr<ShepherdConfig> FromCommandLine(const std::string& config_path, s
 
 TEST(ShepherdFlagsTest, EveryKeyIsAFlagOfItsName) {
   // The flags the units, scripts, tests and docs use, each a key of the same name.
-  for (const char* flag : {"listen", "state_dir", "heartbeat_interval_ms", "heartbeat_timeout_ms", "round_start_grace_ms",
-                           "eval_threads", "log_level", "metrics_listen", "data_roots", "max_data_file_bytes",
-                           "worker_memory_bytes", "shepherd_memory_bytes", "max_jobs", "max_queued_jobs",
-                           "max_job_start_attempts", "max_admin_calls", "max_watch_streams", "max_watch_queue",
-                           "max_job_yaml_bytes", "max_finished_job_yamls",
-                           "transport_receive_bytes", "transport_workers",
-                           // keys that had no flag before
-                           "chunk_bytes", "max_chunk_bytes", "max_streams_per_connection", "grpc_memory_bytes",
-                           "forget_supervisors_after_s", "insecure", "max_metadata_bytes"}) {
+  for (const char* flag :
+       {"listen", "state_dir", "heartbeat_interval_ms", "heartbeat_timeout_ms", "round_start_grace_ms", "eval_threads",
+        "log_level", "metrics_listen", "data_roots", "max_data_file_bytes", "worker_memory_bytes",
+        "shepherd_memory_bytes", "max_jobs", "max_queued_jobs", "max_job_start_attempts", "max_admin_calls",
+        "max_watch_streams", "max_watch_queue", "max_job_yaml_bytes", "max_finished_job_yamls",
+        "transport_receive_bytes", "transport_workers",
+        // keys that had no flag before
+        "chunk_bytes", "max_chunk_bytes", "max_streams_per_connection", "grpc_memory_bytes",
+        "forget_supervisors_after_s", "insecure", "max_metadata_bytes"}) {
     EXPECT_EQ(ShepherdKeyFlags().KeyOf(flag), flag);
   }
   EXPECT_EQ(ShepherdKeyFlags().KeyOf("tls_ca"), "tls.ca");
@@ -210,8 +216,8 @@ TEST(ShepherdFlagsTest, FlagsOverrideTheFile) {
   EXPECT_EQ(config->max_jobs, 50);
   EXPECT_EQ(config->data_roots, std::vector<std::string>{"/srv/a"});
 
-  config = FromCommandLine(path, {"--max_jobs=40", "--set", "max_queued_jobs=10", "--data_roots=/srv/b,/srv/c",
-                                  "--set", "tls.refresh_interval_s=7", "--metrics_listen=", "--insecure"});
+  config = FromCommandLine(path, {"--max_jobs=40", "--set", "max_queued_jobs=10", "--data_roots=/srv/b,/srv/c", "--set",
+                                  "tls.refresh_interval_s=7", "--metrics_listen=", "--insecure"});
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->max_jobs, 40);
   EXPECT_EQ(config->max_queued_jobs, 10);

@@ -5,8 +5,8 @@
 
 #include <future>
 #include <mutex>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -49,8 +49,7 @@ class ProcessManagerTest : public ::testing::Test {
     options.spawn.path = kTestChildPath;
     options.spawn.args = {absl::StrCat("--log=", log_)};
     for (auto& a : extra_args) options.spawn.args.push_back(a);
-    options.backoff = {.initial = absl::Milliseconds(100), .multiplier = 2,
-                       .max = absl::Seconds(5), .jitter = 0};
+    options.backoff = {.initial = absl::Milliseconds(100), .multiplier = 2, .max = absl::Seconds(5), .jitter = 0};
     options.healthy_after = absl::Seconds(30);
     options.grace = absl::Seconds(5);
     return options;
@@ -105,8 +104,8 @@ TEST_F(ProcessManagerTest, SigkilledWorkerIsRestartedWithGrowingBackoff) {
     const pid_t pid = s.pid;
     ASSERT_EQ(kill(pid, SIGKILL), 0);
     WorkerStatus backoff;
-    ASSERT_TRUE(m.WaitFor([](const WorkerStatus& st) { return st.state == WorkerState::kBackoff; },
-                          absl::Seconds(5), &backoff));
+    ASSERT_TRUE(m.WaitFor([](const WorkerStatus& st) { return st.state == WorkerState::kBackoff; }, absl::Seconds(5),
+                          &backoff));
     EXPECT_EQ(backoff.pid, 0);
     EXPECT_TRUE(backoff.exited_before);
     EXPECT_EQ(backoff.last_exit.signal, SIGKILL);
@@ -118,8 +117,8 @@ TEST_F(ProcessManagerTest, SigkilledWorkerIsRestartedWithGrowingBackoff) {
     EXPECT_EQ(s.incarnation, static_cast<uint64_t>(i + 2));
     EXPECT_EQ(s.restarts, static_cast<uint32_t>(i + 1));
   }
-  EXPECT_EQ(delays, (std::vector<absl::Duration>{absl::Milliseconds(100), absl::Milliseconds(200),
-                                                 absl::Milliseconds(400)}));
+  EXPECT_EQ(delays,
+            (std::vector<absl::Duration>{absl::Milliseconds(100), absl::Milliseconds(200), absl::Milliseconds(400)}));
   std::vector<std::string> starts = LogLines(log_, "start ");
   ASSERT_EQ(starts.size(), 4u);
   EXPECT_EQ(Field(starts[3], 2), "4");  // PCP_WORKER_INCARNATION
@@ -134,8 +133,8 @@ TEST_F(ProcessManagerTest, BackoffResetsAfterAHealthyPeriod) {
   auto kill_and_get_delay = [&](pid_t pid) {
     EXPECT_EQ(kill(pid, SIGKILL), 0);
     WorkerStatus st;
-    EXPECT_TRUE(m.WaitFor([](const WorkerStatus& x) { return x.state == WorkerState::kBackoff; },
-                          absl::Seconds(5), &st));
+    EXPECT_TRUE(
+        m.WaitFor([](const WorkerStatus& x) { return x.state == WorkerState::kBackoff; }, absl::Seconds(5), &st));
     return st.backoff_delay;
   };
   WorkerStatus s = WaitRunningNot(m, 0);
@@ -144,8 +143,7 @@ TEST_F(ProcessManagerTest, BackoffResetsAfterAHealthyPeriod) {
   EXPECT_EQ(kill_and_get_delay(s.pid), absl::Milliseconds(200));
   s = WaitRunningNot(m, s.pid);
   // Now stay up past healthy_after: the next crash backs off from the start again.
-  ASSERT_TRUE(m.WaitFor([](const WorkerStatus& x) { return x.uptime > absl::Milliseconds(700); },
-                        absl::Seconds(5)));
+  ASSERT_TRUE(m.WaitFor([](const WorkerStatus& x) { return x.uptime > absl::Milliseconds(700); }, absl::Seconds(5)));
   EXPECT_EQ(kill_and_get_delay(s.pid), absl::Milliseconds(100));
 }
 
@@ -188,8 +186,7 @@ TEST_F(ProcessManagerTest, WorkerThatMadeProgressRestartsAtOnceAndResetsTheBacko
   EXPECT_TRUE(backoff_seen_after(2));
   ASSERT_EQ(s.incarnation, 3u);
   WorkerStatus progressed;
-  ASSERT_TRUE(m.WaitFor([](const WorkerStatus& x) { return x.progress_reports == 1; }, absl::Seconds(10),
-                        &progressed));
+  ASSERT_TRUE(m.WaitFor([](const WorkerStatus& x) { return x.progress_reports == 1; }, absl::Seconds(10), &progressed));
   EXPECT_EQ(progressed.pid, s.pid);
   // The child logs "progress" right after its report; let it, before the kill.
   ASSERT_TRUE(WaitUntil([&] { return LogLines(log_, "progress ").size() == 1; }, absl::Seconds(5)));
@@ -214,9 +211,9 @@ TEST_F(ProcessManagerTest, WorkerThatNeverReportsProgressBacksOffEveryTime) {
   auto manager = ProcessManager::Start(options);
   ASSERT_TRUE(manager.ok()) << manager.status();
   WorkerStatus s;
-  ASSERT_TRUE((*manager)->WaitFor(
-      [](const WorkerStatus& x) { return x.incarnation == 2 && x.state == WorkerState::kBackoff; },
-      absl::Seconds(10), &s));
+  ASSERT_TRUE(
+      (*manager)->WaitFor([](const WorkerStatus& x) { return x.incarnation == 2 && x.state == WorkerState::kBackoff; },
+                          absl::Seconds(10), &s));
   EXPECT_EQ(s.backoff_delay, absl::Seconds(50));
   EXPECT_EQ(s.last_exit.exit_code, 1);
   EXPECT_TRUE(LogLines(log_, "progress ").empty());
@@ -226,18 +223,16 @@ TEST_F(ProcessManagerTest, ExitCodeIsReportedAndCleanExitsAreRestartedToo) {
   auto manager = ProcessManager::Start(Options({"--exit_after_ms=50", "--exit_code=3"}));
   ASSERT_TRUE(manager.ok()) << manager.status();
   WorkerStatus s;
-  ASSERT_TRUE((*manager)->WaitFor(
-      [](const WorkerStatus& st) { return st.exited_before && st.incarnation >= 2; },
-      absl::Seconds(10), &s));
+  ASSERT_TRUE((*manager)->WaitFor([](const WorkerStatus& st) { return st.exited_before && st.incarnation >= 2; },
+                                  absl::Seconds(10), &s));
   EXPECT_EQ(s.last_exit.exit_code, 3);
   EXPECT_EQ(s.last_exit.signal, 0);
   manager->reset();
 
   auto clean = ProcessManager::Start(Options({"--exit_after_ms=50", "--exit_code=0"}));
   ASSERT_TRUE(clean.ok()) << clean.status();
-  ASSERT_TRUE((*clean)->WaitFor(
-      [](const WorkerStatus& st) { return st.exited_before && st.incarnation >= 2; },
-      absl::Seconds(10), &s));
+  ASSERT_TRUE((*clean)->WaitFor([](const WorkerStatus& st) { return st.exited_before && st.incarnation >= 2; },
+                                absl::Seconds(10), &s));
   EXPECT_EQ(s.last_exit.exit_code, 0);
 }
 
@@ -300,8 +295,7 @@ TEST_F(ProcessManagerTest, RestartReplacesTheWorkerWithoutBackoff) {
 
   // A worker waiting in backoff is started at once too.
   ASSERT_EQ(kill(s.pid, SIGKILL), 0);
-  ASSERT_TRUE(m.WaitFor([](const WorkerStatus& x) { return x.state == WorkerState::kBackoff; },
-                        absl::Seconds(5)));
+  ASSERT_TRUE(m.WaitFor([](const WorkerStatus& x) { return x.state == WorkerState::kBackoff; }, absl::Seconds(5)));
   AckWaiter from_backoff;
   m.Restart(absl::ZeroDuration(), from_backoff.Callback());
   EXPECT_TRUE(from_backoff.Get().status.ok());

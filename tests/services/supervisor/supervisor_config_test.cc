@@ -98,7 +98,8 @@ TEST(SupervisorConfigTest, MetricsListen) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("m.yaml:1:17: metrics_listen: expected HOST:PORT"));
   SupervisorConfig flagged = *defaults;
   flagged.metrics_listen = "localhost";  // as from a flag, after parsing
-  EXPECT_THAT(std::string(ValidateSupervisorConfig(flagged).message()), HasSubstr("metrics_listen: expected HOST:PORT"));
+  EXPECT_THAT(std::string(ValidateSupervisorConfig(flagged).message()),
+              HasSubstr("metrics_listen: expected HOST:PORT"));
 }
 
 struct BadCase {
@@ -108,7 +109,8 @@ struct BadCase {
 
 TEST(SupervisorConfigTest, MistakesNameFileLineAndColumn) {
   const BadCase cases[] = {
-      {"shepherd: a:1\nworker:\n  binay: x\n", "s.yaml:3:3: unknown key 'binay' in section 'worker' (did you mean 'binary'?)"},
+      {"shepherd: a:1\nworker:\n  binay: x\n",
+       "s.yaml:3:3: unknown key 'binay' in section 'worker' (did you mean 'binary'?)"},
       {"shepherd: a:1\nshepherd: b:2\n", "s.yaml:2:1: shepherd: duplicate key"},
       {"worker:\n  grace_ms: soon\n", "s.yaml:2:13: worker.grace_ms: expected an integer"},
       {"worker:\n  grace_ms: -5\n", "s.yaml:2:13: worker.grace_ms: must be >= 0, got -5"},
@@ -165,26 +167,41 @@ absl::StatusOr<SupervisorConfig> FromCommandLine(const std::string& config_path,
 
 TEST(SupervisorFlagsTest, EveryFlagTheUnitsScriptsAndTestsUseSetsItsKey) {
   const std::pair<const char*, const char*> flags[] = {
-      {"shepherd", "shepherd"}, {"supervisor_id", "supervisor_id"}, {"state_dir", "state_dir"},
-      {"tls_ca", "tls.ca"}, {"tls_cert", "tls.cert"}, {"tls_key", "tls.key"}, {"token_source", "token"},
-      {"worker_binary", "worker.binary"}, {"worker_args", "worker.args"}, {"grace_ms", "grace_ms"},
-      {"worker_grace_ms", "worker.grace_ms"}, {"healthy_after_ms", "worker.healthy_after_ms"},
-      {"backoff_initial_ms", "worker.backoff.initial_ms"}, {"backoff_multiplier", "worker.backoff.multiplier"},
-      {"backoff_max_ms", "worker.backoff.max_ms"}, {"backoff_jitter", "worker.backoff.jitter"},
-      {"reconnect_initial_ms", "reconnect.backoff.initial_ms"}, {"reconnect_max_ms", "reconnect.backoff.max_ms"},
+      {"shepherd", "shepherd"},
+      {"supervisor_id", "supervisor_id"},
+      {"state_dir", "state_dir"},
+      {"tls_ca", "tls.ca"},
+      {"tls_cert", "tls.cert"},
+      {"tls_key", "tls.key"},
+      {"token_source", "token"},
+      {"worker_binary", "worker.binary"},
+      {"worker_args", "worker.args"},
+      {"grace_ms", "grace_ms"},
+      {"worker_grace_ms", "worker.grace_ms"},
+      {"healthy_after_ms", "worker.healthy_after_ms"},
+      {"backoff_initial_ms", "worker.backoff.initial_ms"},
+      {"backoff_multiplier", "worker.backoff.multiplier"},
+      {"backoff_max_ms", "worker.backoff.max_ms"},
+      {"backoff_jitter", "worker.backoff.jitter"},
+      {"reconnect_initial_ms", "reconnect.backoff.initial_ms"},
+      {"reconnect_max_ms", "reconnect.backoff.max_ms"},
       {"metrics_listen", "metrics_listen"},
       // Generated from keys that had no flag before.
-      {"reconnect_connect_timeout_ms", "reconnect.connect_timeout_ms"}, {"tls_refresh_interval_s", "tls.refresh_interval_s"},
+      {"reconnect_connect_timeout_ms", "reconnect.connect_timeout_ms"},
+      {"tls_refresh_interval_s", "tls.refresh_interval_s"},
   };
   for (const auto& [flag, key] : flags) EXPECT_EQ(SupervisorKeyFlags().KeyOf(flag), key) << flag;
-  EXPECT_THAT(SupervisorFlagsHelp(), HasSubstr("--worker_backoff_max_ms sets worker.backoff.max_ms; also --backoff_max_ms"));
+  EXPECT_THAT(SupervisorFlagsHelp(),
+              HasSubstr("--worker_backoff_max_ms sets worker.backoff.max_ms; also --backoff_max_ms"));
 }
 
 TEST(SupervisorFlagsTest, FlagsOverrideTheFile) {
   const std::string dir = supervisor_testing::MakeTempDir("supervisor_flags");
   const std::string path = dir + "/s.yaml";
-  ASSERT_TRUE(WriteFileAtomic(path, "worker:\n  binary: /bin/true\n  backoff: {initial_ms: 10, max_ms: 900}\n"
-                              "reconnect:\n  connect_timeout_ms: 700\n").ok());
+  ASSERT_TRUE(WriteFileAtomic(path,
+                              "worker:\n  binary: /bin/true\n  backoff: {initial_ms: 10, max_ms: 900}\n"
+                              "reconnect:\n  connect_timeout_ms: 700\n")
+                  .ok());
   absl::StatusOr<SupervisorConfig> config = FromCommandLine(path, {});
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->worker.backoff.max, absl::Milliseconds(900));
@@ -213,7 +230,8 @@ TEST(SupervisorFlagsTest, FlagsOverrideTheFile) {
 
 TEST(SupervisorFlagsTest, BadKeysAndValuesAreRefusedNamingThem) {
   const BadCase cases[] = {
-      {"--set=worker.binay=x", "--set=worker.binay=x: unknown key 'binay' in section 'worker' (did you mean 'binary'?)"},
+      {"--set=worker.binay=x",
+       "--set=worker.binay=x: unknown key 'binay' in section 'worker' (did you mean 'binary'?)"},
       {"--worker_binay=x", "unknown flag --worker_binay (did you mean --worker_binary?)"},
       {"--set=grace=5", "--set=grace=5: unknown top-level key 'grace'; valid keys: shepherd, supervisor_id"},
       {"--worker_grace_ms=soon", "--worker_grace_ms=soon: worker.grace_ms: expected an integer, got 'soon'"},
@@ -232,7 +250,8 @@ TEST(SupervisorFlagsTest, BadKeysAndValuesAreRefusedNamingThem) {
 }
 
 TEST(SupervisorFlagsTest, TheBinaryRefusesABadKeyWithExitCode2) {
-  const std::string command = absl::StrCat(supervisor_testing::kSupervisorPath, " --worker_binary=/bin/true --set worker.binay=x 2>&1");
+  const std::string command =
+      absl::StrCat(supervisor_testing::kSupervisorPath, " --worker_binary=/bin/true --set worker.binay=x 2>&1");
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;
@@ -247,10 +266,8 @@ TEST(SupervisorIdTest, ConfiguredIdWinsAndIsValidated) {
   auto id = ResolveSupervisorId("node-1", "", "host");
   ASSERT_TRUE(id.ok()) << id.status();
   EXPECT_EQ(*id, "node-1");
-  EXPECT_EQ(ResolveSupervisorId("no spaces", "", "host").status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ResolveSupervisorId(std::string(129, 'a'), "", "host").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveSupervisorId("no spaces", "", "host").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveSupervisorId(std::string(129, 'a'), "", "host").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(ValidateSupervisorId(std::string(128, 'a')).ok());
   EXPECT_TRUE(ValidateSupervisorId("a.b_c:d-9").ok());
 }

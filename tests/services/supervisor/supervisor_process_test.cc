@@ -18,7 +18,6 @@
 namespace pcp::supervisor {
 namespace {
 
-using ::testing::HasSubstr;
 using supervisor_testing::kSupervisorPath;
 using supervisor_testing::kTestChildPath;
 using supervisor_testing::LogLines;
@@ -28,6 +27,7 @@ using supervisor_testing::ProcessAlive;
 using supervisor_testing::StartedPids;
 using supervisor_testing::StartProcess;
 using supervisor_testing::WaitUntil;
+using ::testing::HasSubstr;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
@@ -66,8 +66,7 @@ class SupervisorProcessTest : public ::testing::Test {
 };
 
 TEST_F(SupervisorProcessTest, SigtermIsForwardedToTheWorkerAndTheSupervisorExitsZero) {
-  auto supervisor = StartProcess(Argv({"--supervisor_id=node-t"}, ",--term_delay_ms=200"),
-                                 stderr_);
+  auto supervisor = StartProcess(Argv({"--supervisor_id=node-t"}, ",--term_delay_ms=200"), stderr_);
   ASSERT_TRUE(supervisor.ok()) << supervisor.status();
   const pid_t worker = WaitForWorker(1);
   ASSERT_TRUE(ProcessAlive(worker));
@@ -98,8 +97,7 @@ TEST_F(SupervisorProcessTest, SigintStopsItToo) {
 }
 
 TEST_F(SupervisorProcessTest, AWorkerIgnoringSigtermIsKilledAfterTheGracePeriod) {
-  auto supervisor = StartProcess(
-      Argv({"--supervisor_id=node-g", "--grace_ms=300"}, ",--ignore_sigterm"), stderr_);
+  auto supervisor = StartProcess(Argv({"--supervisor_id=node-g", "--grace_ms=300"}, ",--ignore_sigterm"), stderr_);
   ASSERT_TRUE(supervisor.ok()) << supervisor.status();
   const pid_t worker = WaitForWorker(1);
   const absl::Time start = absl::Now();
@@ -186,9 +184,9 @@ TEST_F(SupervisorProcessTest, AMetricsPortInUseIsNamed) {
   const std::string second_stderr = dir_ + "/second.stderr";
   auto second = StartProcess(Argv({"--supervisor_id=node-m2", "--metrics_listen=" + address}), second_stderr);
   ASSERT_TRUE(second.ok()) << second.status();
-  EXPECT_TRUE(WaitUntil([&] { return ReadAll(second_stderr).find("cannot serve metrics on " + address) !=
-                                     std::string::npos; },
-                        absl::Seconds(15)))
+  EXPECT_TRUE(
+      WaitUntil([&] { return ReadAll(second_stderr).find("cannot serve metrics on " + address) != std::string::npos; },
+                absl::Seconds(15)))
       << ReadAll(second_stderr);
   for (auto* p : {&*first, &*second}) {
     ASSERT_EQ(kill(p->pid(), SIGTERM), 0);
@@ -199,10 +197,10 @@ TEST_F(SupervisorProcessTest, AMetricsPortInUseIsNamed) {
 // The real binary passes the progress pipe through exec: a worker that reported a completed
 // round is restarted at once, even with a one-minute backoff.
 TEST_F(SupervisorProcessTest, AWorkerThatReportedProgressIsRestartedAtOnce) {
-  auto supervisor = StartProcess(Argv({"--supervisor_id=node-p", "--backoff_initial_ms=60000",
-                                       "--backoff_max_ms=60000"},
-                                      ",--progress_incarnation=0"),
-                                 stderr_);
+  auto supervisor =
+      StartProcess(Argv({"--supervisor_id=node-p", "--backoff_initial_ms=60000", "--backoff_max_ms=60000"},
+                        ",--progress_incarnation=0"),
+                   stderr_);
   ASSERT_TRUE(supervisor.ok()) << supervisor.status();
   const pid_t worker = WaitForWorker(1);
   ASSERT_TRUE(WaitUntil([&] { return LogLines(log_, "progress ").size() == 1; }, absl::Seconds(10)));
@@ -246,7 +244,8 @@ TEST_F(SupervisorProcessTest, ConfigMistakesExitWithTwoAndOneClearLine) {
   std::optional<ExitInfo> exit = supervisor->WaitFor(absl::Seconds(10));
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->exit_code, 2);
-  EXPECT_THAT(ReadAll(stderr_), HasSubstr(config + ":3:3: unknown key 'binay' in section 'worker' (did you mean 'binary'?)"));
+  EXPECT_THAT(ReadAll(stderr_),
+              HasSubstr(config + ":3:3: unknown key 'binay' in section 'worker' (did you mean 'binary'?)"));
 }
 
 // The token given where its source belongs (--token=TOKEN, read as a file path): one line,
@@ -265,9 +264,8 @@ TEST_F(SupervisorProcessTest, ATokenGivenAsItsPathIsNeverPrinted) {
 }
 
 TEST_F(SupervisorProcessTest, AMissingWorkerBinaryIsAClearError) {
-  auto supervisor = StartProcess({kSupervisorPath, "--supervisor_id=x",
-                                  "--worker_binary=" + dir_ + "/no-such-worker"},
-                                 stderr_);
+  auto supervisor =
+      StartProcess({kSupervisorPath, "--supervisor_id=x", "--worker_binary=" + dir_ + "/no-such-worker"}, stderr_);
   ASSERT_TRUE(supervisor.ok()) << supervisor.status();
   std::optional<ExitInfo> exit = supervisor->WaitFor(absl::Seconds(10));
   ASSERT_TRUE(exit.has_value());
@@ -279,11 +277,10 @@ TEST_F(SupervisorProcessTest, FlagsOverrideTheConfigFile) {
   const std::string config = dir_ + "/s.yaml";
   std::ofstream(config) << "shepherd: 127.0.0.1:1\nsupervisor_id: from-file\nworker:\n"
                            "  binary: /nonexistent\n  args: [--from-file]\n";
-  auto supervisor =
-      StartProcess({kSupervisorPath, "--config=" + config, "--supervisor_id=from-flag",
-                    "--worker_binary=" + std::string(kTestChildPath),
-                    "--worker_args=--log=" + log_, "--metrics_listen="},
-                   stderr_);
+  auto supervisor = StartProcess({kSupervisorPath, "--config=" + config, "--supervisor_id=from-flag",
+                                  "--worker_binary=" + std::string(kTestChildPath), "--worker_args=--log=" + log_,
+                                  "--metrics_listen="},
+                                 stderr_);
   ASSERT_TRUE(supervisor.ok()) << supervisor.status();
   WaitForWorker(1);
   const std::string start = LogLines(log_, "start ")[0];

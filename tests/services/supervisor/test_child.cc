@@ -66,19 +66,25 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string value;
     args += std::string(" ") + argv[i];
-    if (Flag(argv[i], "--log", &value)) log_path = value;
-    else if (Flag(argv[i], "--exit_after_ms", &value)) exit_after_ms = std::atol(value.c_str());
-    else if (Flag(argv[i], "--exit_code", &value)) exit_code = std::atoi(value.c_str());
-    else if (Flag(argv[i], "--ignore_sigterm", &value)) ignore_sigterm = true;
-    else if (Flag(argv[i], "--term_delay_ms", &value)) term_delay_ms = std::atol(value.c_str());
-    else if (Flag(argv[i], "--progress_incarnation", &value)) progress_incarnation = std::atol(value.c_str());
+    if (Flag(argv[i], "--log", &value))
+      log_path = value;
+    else if (Flag(argv[i], "--exit_after_ms", &value))
+      exit_after_ms = std::atol(value.c_str());
+    else if (Flag(argv[i], "--exit_code", &value))
+      exit_code = std::atoi(value.c_str());
+    else if (Flag(argv[i], "--ignore_sigterm", &value))
+      ignore_sigterm = true;
+    else if (Flag(argv[i], "--term_delay_ms", &value))
+      term_delay_ms = std::atol(value.c_str());
+    else if (Flag(argv[i], "--progress_incarnation", &value))
+      progress_incarnation = std::atol(value.c_str());
   }
   // Handler first, then "start": a test that saw "start" may signal at once.
   signal(SIGTERM, ignore_sigterm ? SIG_IGN : OnSigterm);
   const char* incarnation = std::getenv("PCP_WORKER_INCARNATION");
   Log("start " + std::to_string(getpid()) + " " + (incarnation ? incarnation : "0") + args);
-  if (progress_incarnation == 0 || (progress_incarnation > 0 && incarnation != nullptr &&
-                                    std::atol(incarnation) == progress_incarnation)) {
+  if (progress_incarnation == 0 ||
+      (progress_incarnation > 0 && incarnation != nullptr && std::atol(incarnation) == progress_incarnation)) {
     pcp::ReportProgress();
     Log("progress " + std::to_string(getpid()));
   }
@@ -91,8 +97,7 @@ int main(int argc, char** argv) {
       Log("exit " + std::to_string(getpid()) + " 0");
       return 0;
     }
-    if (exit_after_ms >= 0 &&
-        std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(exit_after_ms)) {
+    if (exit_after_ms >= 0 && std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(exit_after_ms)) {
       Log("exit " + std::to_string(getpid()) + " " + std::to_string(exit_code));
       return exit_code;
     }

@@ -67,7 +67,8 @@ TEST(DeltaFaultTest, EmptyAndBadSpecs) {
   EXPECT_TRUE(none->empty());
   std::vector<Tensor> d = Delta();
   EXPECT_EQ(none->ApplyNext(&d), "");
-  for (const char* bad : {"scale", "scale:x", "scale:-1", "noise:inf", "explode:3", "lie:0", "nan:2", "scale:2//none"}) {
+  for (const char* bad :
+       {"scale", "scale:x", "scale:-1", "noise:inf", "explode:3", "lie:0", "nan:2", "scale:2//none"}) {
     absl::StatusOr<DeltaFault> f = DeltaFault::Parse(bad);
     ASSERT_FALSE(f.ok()) << bad;
     EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument);

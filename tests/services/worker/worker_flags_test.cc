@@ -31,13 +31,29 @@ absl::StatusOr<WorkerSettings> FromCommandLine(std::vector<std::string> args) {
 
 TEST(WorkerFlagsTest, EveryFlagTheSupervisorAndTestsPassSetsItsOption) {
   unsetenv("PCP_WORKER_INCARNATION");
-  absl::StatusOr<WorkerSettings> s = FromCommandLine(
-      {"--shepherd=10.0.0.5:7070", "--supervisor_id=node-1", "--incarnation=3", "--backend=auto", "--threads=2",
-       "--cache_dir=/tmp/c", "--tls_ca=ca.pem", "--tls_cert=n.pem", "--tls_key=n.key", "--tls_refresh_s=7",
-       "--token_source=env:T", "--backoff_initial_ms=100", "--backoff_max_ms=1000", "--data_roots=/a,/b",
-       "--max_data_file_bytes=99", "--log_level=debug", "--metrics_listen=127.0.0.1:0", "--metrics_address_file=m",
-       "--link_up_mbit=1", "--link_down_mbit=100", "--link_rtt_ms=50", "--fault_delta=scale:2",
-       "--fault_slow_factor=3"});
+  absl::StatusOr<WorkerSettings> s = FromCommandLine({"--shepherd=10.0.0.5:7070",
+                                                      "--supervisor_id=node-1",
+                                                      "--incarnation=3",
+                                                      "--backend=auto",
+                                                      "--threads=2",
+                                                      "--cache_dir=/tmp/c",
+                                                      "--tls_ca=ca.pem",
+                                                      "--tls_cert=n.pem",
+                                                      "--tls_key=n.key",
+                                                      "--tls_refresh_s=7",
+                                                      "--token_source=env:T",
+                                                      "--backoff_initial_ms=100",
+                                                      "--backoff_max_ms=1000",
+                                                      "--data_roots=/a,/b",
+                                                      "--max_data_file_bytes=99",
+                                                      "--log_level=debug",
+                                                      "--metrics_listen=127.0.0.1:0",
+                                                      "--metrics_address_file=m",
+                                                      "--link_up_mbit=1",
+                                                      "--link_down_mbit=100",
+                                                      "--link_rtt_ms=50",
+                                                      "--fault_delta=scale:2",
+                                                      "--fault_slow_factor=3"});
   ASSERT_TRUE(s.ok()) << s.status();
   const WorkerOptions& o = s->options;
   EXPECT_EQ(o.shepherd, "10.0.0.5:7070");
@@ -75,8 +91,8 @@ TEST(WorkerFlagsTest, DefaultsLaterFlagsAndSet) {
   EXPECT_EQ(s->metrics_listen, "");
   unsetenv("PCP_WORKER_INCARNATION");
 
-  s = FromCommandLine({"--threads=2", "--set", "threads=3", "--set", "link.rtt_ms=20", "--data_roots=",
-                       "--backoff_max_ms=1", "--set", "join_timeout_ms=700"});
+  s = FromCommandLine({"--threads=2", "--set", "threads=3", "--set", "link.rtt_ms=20",
+                       "--data_roots=", "--backoff_max_ms=1", "--set", "join_timeout_ms=700"});
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->options.threads, 3);
   EXPECT_DOUBLE_EQ(s->options.link.rtt_ms, 20);

@@ -164,8 +164,14 @@ TEST(RoundRunnerTest, DeltaIsStartMinusEndOfTheSameStepsRunByHand) {
   ASSERT_FALSE(theta.empty());
   const TokenSequence shard = TinyShard();
 
-  RoundInput in{.round = 4, .theta = theta, .reset_optimizer = true, .learning_rates = {1e-2f, 2e-2f, 3e-2f},
-                .sampler_seed = 99, .sampler_cursor = 10, .batch_size = 2, .block_size = 8};
+  RoundInput in{.round = 4,
+                .theta = theta,
+                .reset_optimizer = true,
+                .learning_rates = {1e-2f, 2e-2f, 3e-2f},
+                .sampler_seed = 99,
+                .sampler_cursor = 10,
+                .batch_size = 2,
+                .block_size = 8};
   absl::StatusOr<std::unique_ptr<InnerLoop>> loop = InnerLoop::Create(**backend, tiny.program.train_step);
   ASSERT_TRUE(loop.ok());
   absl::StatusOr<RoundOutput> out = RunRound(**loop, shard, in, [](uint32_t) { return true; });
@@ -232,9 +238,9 @@ TEST(RoundRunnerTest, TakeAnotherStepRunsMinStepsThenWhatFitsTheBudget) {
   // Below min_steps: whatever the time.
   EXPECT_TRUE(TakeAnotherStep(100, 2, 5, 1, 1e6));
   // Past it: the next step (at the mean so far) must end within the budget.
-  EXPECT_TRUE(TakeAnotherStep(100, 2, 5, 2, 60));    // 60 + 30 <= 100
-  EXPECT_FALSE(TakeAnotherStep(100, 2, 5, 2, 80));   // 80 + 40 > 100
-  EXPECT_FALSE(TakeAnotherStep(1e9, 2, 5, 5, 10));   // never past max_steps
+  EXPECT_TRUE(TakeAnotherStep(100, 2, 5, 2, 60));   // 60 + 30 <= 100
+  EXPECT_FALSE(TakeAnotherStep(100, 2, 5, 2, 80));  // 80 + 40 > 100
+  EXPECT_FALSE(TakeAnotherStep(1e9, 2, 5, 5, 10));  // never past max_steps
 }
 
 TEST(RoundRunnerTest, TimeBudgetStopsAtMinStepsOrRunsToMaxAndSlowFactorStretchesSteps) {
@@ -248,9 +254,15 @@ TEST(RoundRunnerTest, TimeBudgetStopsAtMinStepsOrRunsToMaxAndSlowFactorStretches
   ASSERT_TRUE(loop.ok());
 
   // A budget spent by the first step: exactly min_steps run, and the round is complete.
-  RoundInput in{.round = 1, .theta = theta, .reset_optimizer = true,
+  RoundInput in{.round = 1,
+                .theta = theta,
+                .reset_optimizer = true,
                 .learning_rates = {1e-2f, 1e-2f, 1e-2f, 1e-2f, 1e-2f},
-                .sampler_seed = 5, .sampler_cursor = 7, .batch_size = 2, .block_size = 8, .budget_ms = 1e-9,
+                .sampler_seed = 5,
+                .sampler_cursor = 7,
+                .batch_size = 2,
+                .block_size = 8,
+                .budget_ms = 1e-9,
                 .min_steps = 2};
   absl::StatusOr<RoundOutput> out = RunRound(**loop, shard, in, [](uint32_t) { return true; });
   ASSERT_TRUE(out.ok()) << out.status();

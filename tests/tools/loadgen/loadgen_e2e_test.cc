@@ -19,11 +19,10 @@ class LoadgenE2eTest : public ShepherdOnlyTest {
   // Runs pcp-loadgen to its end; its exit code (-1: killed) and log.
   std::pair<int, std::string> RunLoadgen(const std::string& name, std::vector<std::string> args) {
     std::vector<std::string> all = {absl::StrCat("--shepherd=", cluster_->admin_target()),
-                                    absl::StrCat("--shepherd_pid=", cluster_->shepherd()->pid()),
-                                    "--max_seconds=40"};
+                                    absl::StrCat("--shepherd_pid=", cluster_->shepherd()->pid()), "--max_seconds=40"};
     all.insert(all.end(), args.begin(), args.end());
-    absl::StatusOr<std::unique_ptr<Process>> p =
-        Process::Start({.binary = PCP_LOADGEN_BINARY, .args = all, .log_path = absl::StrCat(dir_->path(), "/", name, ".log")});
+    absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(
+        {.binary = PCP_LOADGEN_BINARY, .args = all, .log_path = absl::StrCat(dir_->path(), "/", name, ".log")});
     if (!p.ok()) return {-1, std::string(p.status().message())};
     absl::StatusOr<int> status = (*p)->Wait(absl::Seconds(60));
     if (!status.ok()) {
@@ -35,8 +34,13 @@ class LoadgenE2eTest : public ShepherdOnlyTest {
 };
 
 TEST_F(LoadgenE2eTest, FourSimulatedWorkersCompleteTwoRoundsAndTheReportHasEveryFigure) {
-  const std::string job = cluster_->WriteJob({.name = "loadgen_e2e", .rounds = 2, .inner_steps = 5, .workers = 4,
-                                              .min_workers = 4, .checkpoint_every = 100, .eval_iters = 1});
+  const std::string job = cluster_->WriteJob({.name = "loadgen_e2e",
+                                              .rounds = 2,
+                                              .inner_steps = 5,
+                                              .workers = 4,
+                                              .min_workers = 4,
+                                              .checkpoint_every = 100,
+                                              .eval_iters = 1});
   const std::string json_path = dir_->path() + "/report.json";
   auto [code, log] = RunLoadgen("loadgen", {"--workers=4", absl::StrCat("--job=", job), "--compute_s=0.3",
                                             absl::StrCat("--json=", json_path)});
@@ -72,7 +76,6 @@ TEST_F(LoadgenE2eTest, FourSimulatedWorkersCompleteTwoRoundsAndTheReportHasEvery
   EXPECT_GE(rounds.array_items()[0].Find("overhead_s")->number_value(), 0.0);
   EXPECT_LT(rounds.array_items()[0].Find("overhead_s")->number_value(), 10.0);
   EXPECT_TRUE(rounds.array_items()[1].Find("overhead_s")->is_null());
-
 }
 
 // Streaming DiLoCo (P = 4 fragments, τ_o = 1, 2 steps a round) with streaming aggregation:
@@ -81,8 +84,13 @@ TEST_F(LoadgenE2eTest, FourSimulatedWorkersCompleteTwoRoundsAndTheReportHasEvery
 // worker, each Δ is a quarter of θ, and no replica needed θ again.
 TEST_F(LoadgenE2eTest, StreamingDilocoFragmentsRoundByRoundWithEveryWorker) {
   const std::string job =
-      cluster_->WriteJob({.name = "loadgen_streaming", .rounds = 8, .inner_steps = 8, .workers = 4, .min_workers = 4,
-                          .checkpoint_every = 100, .eval_iters = 1,
+      cluster_->WriteJob({.name = "loadgen_streaming",
+                          .rounds = 8,
+                          .inner_steps = 8,
+                          .workers = 4,
+                          .min_workers = 4,
+                          .checkpoint_every = 100,
+                          .eval_iters = 1,
                           .diloco_yaml = "  streaming: {fragments: 4, overlap_steps: 1}\n  aggregation: streaming\n"});
   const std::string json_path = dir_->path() + "/streaming.json";
   auto [code, log] = RunLoadgen("loadgen-streaming", {"--workers=4", absl::StrCat("--job=", job), "--compute_s=0.2",
@@ -121,8 +129,14 @@ TEST_F(LoadgenE2eTest, StreamingDilocoFragmentsRoundByRoundWithEveryWorker) {
 // again or the next one) and a stall: every round still completes.
 TEST_F(LoadgenE2eTest, StreamingDilocoSurvivesDropsAndAStall) {
   const std::string job =
-      cluster_->WriteJob({.name = "loadgen_streaming_faults", .rounds = 8, .inner_steps = 8, .workers = 4,
-                          .min_workers = 1, .checkpoint_every = 100, .round_deadline_s = 10, .eval_iters = 1,
+      cluster_->WriteJob({.name = "loadgen_streaming_faults",
+                          .rounds = 8,
+                          .inner_steps = 8,
+                          .workers = 4,
+                          .min_workers = 1,
+                          .checkpoint_every = 100,
+                          .round_deadline_s = 10,
+                          .eval_iters = 1,
                           .diloco_yaml = "  streaming: {fragments: 4, overlap_steps: 1}\n  aggregation: streaming\n"});
   const std::string json_path = dir_->path() + "/streaming-faults.json";
   auto [code, log] = RunLoadgen("loadgen-streaming-faults",
@@ -146,15 +160,20 @@ TEST_F(LoadgenE2eTest, StreamingDilocoSurvivesDropsAndAStall) {
 }
 
 TEST_F(LoadgenE2eTest, DropsStallsAndSlowSendersStillCompleteEveryRound) {
-  const std::string job = cluster_->WriteJob({.name = "loadgen_faults", .rounds = 3, .inner_steps = 5, .workers = 4,
-                                              .min_workers = 4, .checkpoint_every = 100, .eval_iters = 1});
+  const std::string job = cluster_->WriteJob({.name = "loadgen_faults",
+                                              .rounds = 3,
+                                              .inner_steps = 5,
+                                              .workers = 4,
+                                              .min_workers = 4,
+                                              .checkpoint_every = 100,
+                                              .eval_iters = 1});
   const std::string json_path = dir_->path() + "/faults.json";
   // Every worker drops its stream in about half the rounds (and comes back with a new
   // incarnation); the last one stalls 1 s in round 2; the first sends its Δ at 2 Mbit/s.
-  auto [code, log] = RunLoadgen("loadgen-faults", {"--workers=4", absl::StrCat("--job=", job), "--compute_s=0.2",
-                                                   "--drop_rate=0.5", "--reconnect_ms=100", "--seed=3",
-                                                   "--stall_rounds=2", "--stall_s=1", "--slow_senders=1",
-                                                   "--slow_mbit=2", absl::StrCat("--json=", json_path)});
+  auto [code, log] =
+      RunLoadgen("loadgen-faults", {"--workers=4", absl::StrCat("--job=", job), "--compute_s=0.2", "--drop_rate=0.5",
+                                    "--reconnect_ms=100", "--seed=3", "--stall_rounds=2", "--stall_s=1",
+                                    "--slow_senders=1", "--slow_mbit=2", absl::StrCat("--json=", json_path)});
   ASSERT_EQ(code, 0) << log << cluster_->Logs();
   absl::StatusOr<std::string> text = ReadFile(json_path);
   ASSERT_TRUE(text.ok()) << text.status();
@@ -175,13 +194,17 @@ TEST_F(LoadgenE2eTest, DropsStallsAndSlowSendersStillCompleteEveryRound) {
 
 TEST_F(LoadgenE2eTest, AttachesToAJobSubmittedElsewhereAndStopsAfterItsRounds) {
   // Submitted with pcpctl; the loadgen learns the job from its workers' Assignment.
-  absl::StatusOr<std::string> job_id = cluster_->SubmitJob(
-      {.name = "loadgen_attach", .rounds = 6, .inner_steps = 5, .workers = 3, .min_workers = 3,
-       .checkpoint_every = 100, .eval_iters = 1});
+  absl::StatusOr<std::string> job_id = cluster_->SubmitJob({.name = "loadgen_attach",
+                                                            .rounds = 6,
+                                                            .inner_steps = 5,
+                                                            .workers = 3,
+                                                            .min_workers = 3,
+                                                            .checkpoint_every = 100,
+                                                            .eval_iters = 1});
   ASSERT_TRUE(job_id.ok()) << job_id.status();
   const std::string json_path = dir_->path() + "/attach.json";
-  auto [code, log] = RunLoadgen("loadgen-attach", {"--workers=3", "--rounds=2", "--compute_s=0.2",
-                                                   absl::StrCat("--json=", json_path)});
+  auto [code, log] = RunLoadgen("loadgen-attach",
+                                {"--workers=3", "--rounds=2", "--compute_s=0.2", absl::StrCat("--json=", json_path)});
   ASSERT_EQ(code, 0) << log << cluster_->Logs();
   absl::StatusOr<std::string> text = ReadFile(json_path);
   ASSERT_TRUE(text.ok()) << text.status();

@@ -15,9 +15,19 @@ LoadgenReport Report() {
   r.compute_s = 2;
   r.shepherd_pid = 42;
   r.end_reason = "3 rounds done";
-  RoundRow a{.round = 1, .workers = 32, .sent = 32, .drops = 1, .overhead_s = 0.25, .outer_step_ms = 120.5,
-             .round_s = 4.5, .rss_bytes = int64_t{1536} << 20, .hwm_bytes = int64_t{2048} << 20, .cpu_s = 3.5,
-             .window_s = 2.0, .bytes_in = 100000000, .bytes_out = 50000000};
+  RoundRow a{.round = 1,
+             .workers = 32,
+             .sent = 32,
+             .drops = 1,
+             .overhead_s = 0.25,
+             .outer_step_ms = 120.5,
+             .round_s = 4.5,
+             .rss_bytes = int64_t{1536} << 20,
+             .hwm_bytes = int64_t{2048} << 20,
+             .cpu_s = 3.5,
+             .window_s = 2.0,
+             .bytes_in = 100000000,
+             .bytes_out = 50000000};
   RoundRow b{.round = 2, .sent = 31};  // unknown figures
   r.rows = {a, b};
   return r;

@@ -12,7 +12,8 @@ namespace {
 
 std::vector<TensorSpec> Specs() {
   // Big enough for several chunks per tensor (1 MiB each): 300k and 70k f32 values.
-  return {{"transformer.wte.weight", DType::kF32, {600, 500}}, {"lm_head.bias", DType::kF32, {70000}},
+  return {{"transformer.wte.weight", DType::kF32, {600, 500}},
+          {"lm_head.bias", DType::kF32, {70000}},
           {"ln_f.weight", DType::kF32, {3}}};
 }
 

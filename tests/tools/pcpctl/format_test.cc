@@ -97,7 +97,8 @@ TEST(FormatTest, Screening) {
   e.set_norm(12345.6);
   e.set_threshold(10000);
   e.set_refusals(1);
-  EXPECT_EQ(FormatScreeningEvent(e), "round 2: Δ of node-3 clipped (max_norm: norm 1.235e+04, threshold 1e+04), refusal 1");
+  EXPECT_EQ(FormatScreeningEvent(e),
+            "round 2: Δ of node-3 clipped (max_norm: norm 1.235e+04, threshold 1e+04), refusal 1");
   e.set_kind(v1::ScreeningEvent::WORKER_QUARANTINED);
   EXPECT_EQ(FormatScreeningEvent(e), "round 2: worker node-3 QUARANTINED after 1 refused Δs");
   e.set_kind(v1::ScreeningEvent::ROUND_ROLLED_BACK);

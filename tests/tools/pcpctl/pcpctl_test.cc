@@ -287,9 +287,10 @@ TEST_F(PcpctlTest, MalformedTokenIsAnErrorThatNeverShowsTheToken) {
   int n = 0;
   for (const std::string& source : {two_lines, token, "file:" + token}) {
     const std::string log = absl::StrCat("token", n++, ".log");
-    absl::StatusOr<std::unique_ptr<testing::Process>> p = testing::Process::Start(
-        {.binary = PCPCTL_BINARY, .args = {"--shepherd=" + options_.shepherd, "--token_file=" + source, "jobs"},
-         .log_path = dir_->path() + "/" + log});
+    absl::StatusOr<std::unique_ptr<testing::Process>> p =
+        testing::Process::Start({.binary = PCPCTL_BINARY,
+                                 .args = {"--shepherd=" + options_.shepherd, "--token_file=" + source, "jobs"},
+                                 .log_path = dir_->path() + "/" + log});
     ASSERT_TRUE(p.ok()) << p.status();
     absl::StatusOr<int> status = (*p)->Wait(absl::Seconds(30));
     ASSERT_TRUE(status.ok());
@@ -347,9 +348,9 @@ TEST_F(PcpctlTest, PlotWritesAPng) {
   ASSERT_EQ(r.code, kExitOk) << r.err;
   ASSERT_TRUE(WriteFileAtomic(dir_->path() + "/history.jsonl", r.out).ok());
   const std::string py_png = dir_->path() + "/py.png";
-  const std::string command = absl::StrCat("/usr/bin/python3 ", PCP_SOURCE_DIR, "/scripts/plot-loss.py --history ",
-                                           dir_->path(), "/history.jsonl --out ", py_png, " > ", dir_->path(),
-                                           "/py.log 2>&1");
+  const std::string command =
+      absl::StrCat("/usr/bin/python3 ", PCP_SOURCE_DIR, "/scripts/plot-loss.py --history ", dir_->path(),
+                   "/history.jsonl --out ", py_png, " > ", dir_->path(), "/py.log 2>&1");
   EXPECT_EQ(std::system(command.c_str()), 0) << *ReadFile(dir_->path() + "/py.log");
   absl::StatusOr<std::string> py = ReadFile(py_png);
   ASSERT_TRUE(py.ok()) << py.status();

@@ -97,11 +97,15 @@ TEST(StablehloConformanceTest, CloseCountsUlpsAsTheCheckDialectDoes) {
   close.kind = ParsedCheck::Kind::kClose;
   close.custom_call = true;  // 0..3 ULP
   const float one_up = std::nextafter(std::nextafter(1.0f, 2.0f), 2.0f);
-  EXPECT_TRUE(CompareCheck(close, Tensor::FromVector<float>({2}, {1.0f, NAN}), Tensor::FromVector<float>({2}, {one_up, NAN})).passed);
-  CheckOutcome far = CompareCheck(close, Tensor::FromVector<float>({1}, {1.0f}), Tensor::FromVector<float>({1}, {1.001f}));
+  EXPECT_TRUE(
+      CompareCheck(close, Tensor::FromVector<float>({2}, {1.0f, NAN}), Tensor::FromVector<float>({2}, {one_up, NAN}))
+          .passed);
+  CheckOutcome far =
+      CompareCheck(close, Tensor::FromVector<float>({1}, {1.0f}), Tensor::FromVector<float>({1}, {1.001f}));
   EXPECT_FALSE(far.passed);
   EXPECT_THAT(far.detail, HasSubstr("allowed 0..3 ULP"));
-  EXPECT_FALSE(CompareCheck(close, Tensor::FromVector<float>({1}, {INFINITY}), Tensor::FromVector<float>({1}, {3e38f})).passed);
+  EXPECT_FALSE(
+      CompareCheck(close, Tensor::FromVector<float>({1}, {INFINITY}), Tensor::FromVector<float>({1}, {3e38f})).passed);
   ParsedCheck eq;  // IEEE equality: NaN never equals
   EXPECT_FALSE(CompareCheck(eq, Tensor::FromVector<float>({1}, {NAN}), Tensor::FromVector<float>({1}, {NAN})).passed);
   EXPECT_TRUE(CompareCheck(eq, Tensor::FromVector<float>({1}, {-0.0f}), Tensor::FromVector<float>({1}, {0.0f})).passed);

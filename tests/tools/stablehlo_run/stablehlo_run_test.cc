@@ -2,12 +2,12 @@
 // file's tensors, matched by argument name or in order, on the interpreter and the CPU
 // backend; the results written as safetensors named after the module's results; bad input
 // is an error naming the argument, never a crash.
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -67,7 +67,7 @@ class StablehloRunTest : public ::testing::Test {
     absl::StatusOr<SafetensorsContents> out = ReadSafetensorsFile(out_path);
     ASSERT_TRUE(out.ok()) << out.status();
     ASSERT_EQ(out->tensors.size(), 2u);
-    EXPECT_EQ(out->tensors[0].name, "y");       // pcp.name
+    EXPECT_EQ(out->tensors[0].name, "y");        // pcp.name
     EXPECT_EQ(out->tensors[1].name, "result1");  // unnamed
     const float* y = out->tensors[0].tensor.data<float>();
     const std::vector<float> want_y = {1 + 1 * 10, 1 + 2 * 20, 1 + 3 * 30, 1 + 4 * 10, 1 + 5 * 20, 1 + 6 * 30};
@@ -82,8 +82,8 @@ class StablehloRunTest : public ::testing::Test {
 
 TEST_F(StablehloRunTest, MatchesArgumentsByNameOnEveryEvaluator) {
   // Named w first: matched by name, not by position.
-  ASSERT_TRUE(WriteSafetensorsFile(Path("in.safetensors"), {{"w", F32({3}, {10, 20, 30})},
-                                                            {"x", F32({2, 3}, {1, 2, 3, 4, 5, 6})}})
+  ASSERT_TRUE(WriteSafetensorsFile(Path("in.safetensors"),
+                                   {{"w", F32({3}, {10, 20, 30})}, {"x", F32({2, 3}, {1, 2, 3, 4, 5, 6})}})
                   .ok());
   for (const char* backend : {"interpreter", "cpu"}) {
     SCOPED_TRACE(backend);
@@ -94,26 +94,24 @@ TEST_F(StablehloRunTest, MatchesArgumentsByNameOnEveryEvaluator) {
                   &output),
               0)
         << output;
-    EXPECT_TRUE(absl::StrContains(output, absl::StrCat("@main on ", backend, ": 2 arguments, 2 results")))
-        << output;
+    EXPECT_TRUE(absl::StrContains(output, absl::StrCat("@main on ", backend, ": 2 arguments, 2 results"))) << output;
     ExpectResults(out);
   }
 }
 
 TEST_F(StablehloRunTest, TakesTensorsInOrderWhenNamesDoNotMatch) {
-  ASSERT_TRUE(WriteSafetensorsFile(Path("in.safetensors"), {{"a", F32({2, 3}, {1, 2, 3, 4, 5, 6})},
-                                                            {"b", F32({3}, {10, 20, 30})}})
+  ASSERT_TRUE(WriteSafetensorsFile(Path("in.safetensors"),
+                                   {{"a", F32({2, 3}, {1, 2, 3, 4, 5, 6})}, {"b", F32({3}, {10, 20, 30})}})
                   .ok());
   std::string output;
-  ASSERT_EQ(Run(absl::StrCat("--inputs=", Path("in.safetensors"), " --outputs=", Path("out.safetensors")), &output),
-            0)
+  ASSERT_EQ(Run(absl::StrCat("--inputs=", Path("in.safetensors"), " --outputs=", Path("out.safetensors")), &output), 0)
       << output;
   ExpectResults(Path("out.safetensors"));
 }
 
 TEST_F(StablehloRunTest, BadInputIsAnErrorNamingWhat) {
-  ASSERT_TRUE(WriteSafetensorsFile(Path("wrong_type.safetensors"), {{"x", F32({2, 3}, {1, 2, 3, 4, 5, 6})},
-                                                                    {"w", F32({2}, {1, 2})}})
+  ASSERT_TRUE(WriteSafetensorsFile(Path("wrong_type.safetensors"),
+                                   {{"x", F32({2, 3}, {1, 2, 3, 4, 5, 6})}, {"w", F32({2}, {1, 2})}})
                   .ok());
   ASSERT_TRUE(WriteSafetensorsFile(Path("one.safetensors"), {{"a", F32({3}, {1, 2, 3})}}).ok());
   struct Case {

@@ -12,7 +12,9 @@ namespace {
 
 constexpr auto kCallTimeout = std::chrono::seconds(30);
 
-void SetDeadline(grpc::ClientContext* context) { context->set_deadline(std::chrono::system_clock::now() + kCallTimeout); }
+void SetDeadline(grpc::ClientContext* context) {
+  context->set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+}
 
 absl::Status Called(const grpc::Status& s, const std::string& what) {
   if (s.ok()) return absl::OkStatus();

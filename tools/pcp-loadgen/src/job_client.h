@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
 #include "absl/status/statusor.h"
 #include "pcp/auth/tls_credentials.h"
-#include <grpcpp/grpcpp.h>
 
 #include "pcp/v1/admin.grpc.pb.h"
 

@@ -5,16 +5,16 @@
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "delta_source.h"
-#include "pcp/base/absl_fmt.h"
 #include "job_client.h"
+#include "pcp/base/absl_fmt.h"
 #include "pcp/loadgen/proc_stats.h"
 #include "pcp/rpc/channel_options.h"
 #include "round_timeline.h"
@@ -89,7 +89,8 @@ class Monitor {
       absl::StatusOr<ProcMemory> m = ReadProcMemory(static_cast<int>(o_.shepherd_pid));
       absl::StatusOr<double> c = ReadProcCpuSeconds(static_cast<int>(o_.shepherd_pid));
       if (!m.ok() || !c.ok()) {
-        return absl::StrCat("the shepherd (pid ", o_.shepherd_pid, ") is gone: ", (m.ok() ? c.status() : m.status()).message());
+        return absl::StrCat("the shepherd (pid ", o_.shepherd_pid,
+                            ") is gone: ", (m.ok() ? c.status() : m.status()).message());
       }
       mem = *m;
       cpu = *c;

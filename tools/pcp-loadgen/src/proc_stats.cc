@@ -73,7 +73,8 @@ absl::StatusOr<double> ParseProcStatCpuSeconds(absl::string_view text, int64_t t
       absl::StrSplit(text.substr(close + 1), absl::ByAnyChar(" \n"), absl::SkipEmpty());
   constexpr size_t kUtime = 14 - 3, kStime = 15 - 3;
   if (fields.size() <= kStime) {
-    return absl::InvalidArgumentError(absl::StrCat("only ", fields.size() + 2, " fields, utime and stime are 14 and 15"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("only ", fields.size() + 2, " fields, utime and stime are 14 and 15"));
   }
   int64_t utime = 0, stime = 0;
   if (!absl::SimpleAtoi(fields[kUtime], &utime) || !absl::SimpleAtoi(fields[kStime], &stime) || utime < 0 ||

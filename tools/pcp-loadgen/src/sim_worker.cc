@@ -433,9 +433,7 @@ bool SimWorker::Handle(const v1::ShepherdMessage& m, int64_t payload_bytes) {
       ctx_->timers->After(std::chrono::milliseconds(heartbeat_ms_), [this, gen] { Heartbeat(gen); });
       return false;
     }
-    case v1::ShepherdMessage::kAssignment:
-      OnAssignment(m.assignment());
-      return false;
+    case v1::ShepherdMessage::kAssignment: OnAssignment(m.assignment()); return false;
     case v1::ShepherdMessage::kProgramChunk:
       if (EndsBlob(m.program_chunk())) program_done_ = true;
       MaybeReady();
@@ -483,22 +481,21 @@ bool SimWorker::Handle(const v1::ShepherdMessage& m, int64_t payload_bytes) {
     case v1::ShepherdMessage::kStartRound: {
       const v1::StartRound& start = m.start_round();
       if (!assignment_ || !ready_sent_) {
-        ctx_->Fail(absl::FailedPreconditionError(absl::StrCat(id_, ": StartRound ", start.round(),
-                                                               " before the assignment was ready")));
+        ctx_->Fail(absl::FailedPreconditionError(
+            absl::StrCat(id_, ": StartRound ", start.round(), " before the assignment was ready")));
         return true;
       }
       if (streaming()) return OnStreamingStart(start);
       // What the worker checks too: θ came in full first, one learning rate per inner step.
       if (theta_complete_round_ != start.round()) {
-        ctx_->Fail(absl::FailedPreconditionError(absl::StrCat(id_, ": StartRound ", start.round(),
-                                                               " before its θ was complete")));
+        ctx_->Fail(absl::FailedPreconditionError(
+            absl::StrCat(id_, ": StartRound ", start.round(), " before its θ was complete")));
         return true;
       }
       if (start.learning_rates_size() != static_cast<int>(assignment_->hyperparameters().inner_steps())) {
-        ctx_->Fail(absl::InvalidArgumentError(absl::StrCat(id_, ": StartRound ", start.round(), ": ",
-                                                           start.learning_rates_size(), " learning rates for ",
-                                                           assignment_->hyperparameters().inner_steps(),
-                                                           " inner steps")));
+        ctx_->Fail(absl::InvalidArgumentError(
+            absl::StrCat(id_, ": StartRound ", start.round(), ": ", start.learning_rates_size(), " learning rates for ",
+                         assignment_->hyperparameters().inner_steps(), " inner steps")));
         return true;
       }
       if (drop_at_ == DropAt::kTheta) {  // θ (an update) was smaller than the drop point
@@ -509,13 +506,16 @@ bool SimWorker::Handle(const v1::ShepherdMessage& m, int64_t payload_bytes) {
       round_ = start.round();
       steps_ = static_cast<uint32_t>(start.learning_rates_size());
       cursor_ = start.sampler_cursor();
-      network_wait_ms_ = last_delta_sent_ ? std::chrono::duration<double, std::milli>(now - *last_delta_sent_).count() : 0;
+      network_wait_ms_ =
+          last_delta_sent_ ? std::chrono::duration<double, std::milli>(now - *last_delta_sent_).count() : 0;
       const uint64_t gen = generation_, r = round_;
-      auto compute = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(ctx_->options->compute_s));
+      auto compute =
+          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(ctx_->options->compute_s));
       if (behaviour_.stall_rounds.count(r) != 0) {
         // Stalled: nothing is read or sent (heartbeats neither) for stall_s, then it computes.
         paused_ = true;
-        const auto stall = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(ctx_->options->stall_s));
+        const auto stall =
+            std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(ctx_->options->stall_s));
         ctx_->timers->After(stall, [this, gen] { Resume(gen); });
         compute += stall;
       }
@@ -542,10 +542,8 @@ bool SimWorker::Handle(const v1::ShepherdMessage& m, int64_t payload_bytes) {
       spdlog::warn("{}: the shepherd reports an error (code {}, round {}): {}", id_, m.error().code(),
                    m.error().round(), m.error().message());
       return false;
-    case v1::ShepherdMessage::kHeartbeat:
-      return false;
-    case v1::ShepherdMessage::KIND_NOT_SET:
-      break;
+    case v1::ShepherdMessage::kHeartbeat: return false;
+    case v1::ShepherdMessage::KIND_NOT_SET: break;
   }
   ctx_->Fail(absl::InvalidArgumentError(absl::StrCat(id_, ": a ShepherdMessage with no message set")));
   return true;
@@ -629,7 +627,7 @@ void SimWorker::MaybeReady() {
   r->set_compile_ms(0);
   const v1::DataShard& shard = a.shard();
   r->set_shard_tokens(shard.has_inline_tokens() ? shard.inline_tokens().num_tokens()
-                                                 : shard.shared_file().end_token() - shard.shared_file().begin_token());
+                                                : shard.shared_file().end_token() - shard.shared_file().begin_token());
   Enqueue(m, Kind::kControl);
   ready_sent_ = true;
 }

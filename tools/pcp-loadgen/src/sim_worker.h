@@ -77,8 +77,8 @@ struct FleetContext {
 
 // The faults this worker plays (LoadgenOptions).
 struct Behaviour {
-  double slow_mbit = 0;            // > 0: send Δ at this rate
-  std::set<uint64_t> stall_rounds; // stall after these rounds' StartRound
+  double slow_mbit = 0;             // > 0: send Δ at this rate
+  std::set<uint64_t> stall_rounds;  // stall after these rounds' StartRound
 };
 
 class SimWorker {
@@ -176,8 +176,8 @@ class SimWorker {
 
   // The current stream (nullptr between streams) and its state.
   Stream* stream_ = nullptr;
-  bool finishing_ = false;  // reads failed: no new operations
-  bool paused_ = false;     // stalled: no reads, writes or heartbeats
+  bool finishing_ = false;    // reads failed: no new operations
+  bool paused_ = false;       // stalled: no reads, writes or heartbeats
   bool read_parked_ = false;  // a read is due once the stall ends
   std::deque<Item> queue_;
   bool writing_ = false;
@@ -214,19 +214,19 @@ class SimWorker {
   // Streaming DiLoCo.
   std::optional<diloco::FragmentPlan> plan_;
   int64_t overlap_steps_ = 0;
-  uint32_t theta_fragment_ = 0;          // ParameterChunk.fragment of the θ message arriving
-  int64_t theta_bytes_expected_ = 0;     // its size as f32 (the drop point is a share of it)
-  uint64_t held_round_ = 0;              // the round whose θ the replica holds (0: none)
+  uint32_t theta_fragment_ = 0;       // ParameterChunk.fragment of the θ message arriving
+  int64_t theta_bytes_expected_ = 0;  // its size as f32 (the drop point is a share of it)
+  uint64_t held_round_ = 0;           // the round whose θ the replica holds (0: none)
   struct QueuedStart {
     uint64_t round = 0;
     uint32_t steps = 0;
     uint64_t cursor = 0;
   };
-  std::deque<QueuedStart> starts_;      // StartRounds not begun (they come one round ahead)
+  std::deque<QueuedStart> starts_;  // StartRounds not begun (they come one round ahead)
   bool computing_ = false;
-  bool merge_wait_ = false;              // computing round round_ stopped at overlap_steps
+  bool merge_wait_ = false;  // computing round round_ stopped at overlap_steps
   Clock::time_point merge_wait_since_;
-  Clock::duration merge_rest_{};         // its compute left after the merge
+  Clock::duration merge_rest_{};                  // its compute left after the merge
   std::optional<Clock::time_point> compute_end_;  // the last round's compute end
 };
 

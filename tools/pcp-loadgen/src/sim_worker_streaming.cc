@@ -16,7 +16,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Clock::duration SecondsOf(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
+Clock::duration SecondsOf(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
 
 }  // namespace
 
@@ -80,9 +82,9 @@ bool SimWorker::OnStreamingStart(const v1::StartRound& start) {
   }
   const int inner_steps = static_cast<int>(assignment_->hyperparameters().inner_steps());
   if (start.learning_rates_size() < 1 || start.learning_rates_size() > inner_steps) {
-    ctx_->Fail(absl::InvalidArgumentError(absl::StrCat(id_, ": StartRound ", start.round(), ": ",
-                                                       start.learning_rates_size(),
-                                                       " learning rates; a streaming round has 1 to ", inner_steps)));
+    ctx_->Fail(
+        absl::InvalidArgumentError(absl::StrCat(id_, ": StartRound ", start.round(), ": ", start.learning_rates_size(),
+                                                " learning rates; a streaming round has 1 to ", inner_steps)));
     return true;
   }
   starts_.push_back(QueuedStart{.round = start.round(),

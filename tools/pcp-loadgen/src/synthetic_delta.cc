@@ -23,8 +23,8 @@ uint64_t NextRandom(uint64_t* state) {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const SyntheticDelta>> SyntheticDelta::Create(const std::vector<TensorSpec>& specs,
-                                                                              codec::Codec codec,
-                                                                              SyntheticDeltaOptions options) {
+                                                                             codec::Codec codec,
+                                                                             SyntheticDeltaOptions options) {
   if (specs.empty()) return absl::InvalidArgumentError("synthetic Δ: the parameter list is empty");
   if (!(options.scale > 0) || !std::isfinite(options.scale)) {
     return absl::InvalidArgumentError(absl::StrCat("synthetic Δ: scale must be finite and > 0, got ", options.scale));
@@ -51,7 +51,8 @@ absl::StatusOr<std::shared_ptr<const SyntheticDelta>> SyntheticDelta::Create(con
     named.push_back({spec.name, std::move(t)});
   }
   delta->norm_ = std::sqrt(sum_squares);
-  absl::StatusOr<TensorListChunker> chunker = TensorListChunker::Create(std::move(named), ChunkOptions{.chunk_bytes = options.chunk_bytes, .codec = codec});
+  absl::StatusOr<TensorListChunker> chunker =
+      TensorListChunker::Create(std::move(named), ChunkOptions{.chunk_bytes = options.chunk_bytes, .codec = codec});
   if (!chunker.ok()) return absl::InvalidArgumentError(absl::StrCat("synthetic Δ: ", chunker.status().message()));
   double decoded_squares = 0;
   std::vector<float> scratch;

@@ -89,10 +89,11 @@ CheckOutcome CompareCheck(const ParsedCheck& check, const Tensor& actual, const 
     double error;
     if (exact_bytes) {
       error = std::fabs(ElementAsDouble(actual, i) - ElementAsDouble(expected, i));
-      ok = actual.dtype() == DType::kBool ? (actual.data<uint8_t>()[i] != 0) == (expected.data<uint8_t>()[i] != 0)
-                                          : std::memcmp(static_cast<const char*>(actual.raw_data()) + i * SizeOf(actual.dtype()),
-                                                        static_cast<const char*>(expected.raw_data()) + i * SizeOf(actual.dtype()),
-                                                        static_cast<size_t>(SizeOf(actual.dtype()))) == 0;
+      ok = actual.dtype() == DType::kBool
+               ? (actual.data<uint8_t>()[i] != 0) == (expected.data<uint8_t>()[i] != 0)
+               : std::memcmp(static_cast<const char*>(actual.raw_data()) + i * SizeOf(actual.dtype()),
+                             static_cast<const char*>(expected.raw_data()) + i * SizeOf(actual.dtype()),
+                             static_cast<size_t>(SizeOf(actual.dtype()))) == 0;
     } else {
       const double a = ElementAsDouble(actual, i), e = ElementAsDouble(expected, i);
       error = std::isnan(a) && std::isnan(e) ? 0 : std::fabs(a - e);
@@ -120,16 +121,17 @@ CheckOutcome CompareCheck(const ParsedCheck& check, const Tensor& actual, const 
   }
   const bool ulps = check.kind == ParsedCheck::Kind::kClose && f32;
   std::string limit = ulps ? absl::StrCat(" (allowed ", min_ulp, "..", max_ulp, " ULP)")
-                    : check.kind == ParsedCheck::Kind::kAlmostEq && !exact_bytes ? absl::StrCat(" (tolerance ", tolerance, ")")
-                                                                                 : "";
+                      : check.kind == ParsedCheck::Kind::kAlmostEq && !exact_bytes
+                          ? absl::StrCat(" (tolerance ", tolerance, ")")
+                          : "";
   std::string max_error = worst_error == std::numeric_limits<double>::infinity() ||
                                   worst_error >= static_cast<double>(std::numeric_limits<uint64_t>::max())
                               ? "non-finite"
                               : absl::StrCat(worst_error);
-  out.detail = absl::StrCat(mismatches, " of ", n, " elements differ", limit, ", max error ", max_error,
-                            ulps ? " ULP" : "", " at ", Index(actual.shape(), worst), ": ",
-                            FormatElement(actual, worst), " (computed) vs ", FormatElement(expected, worst),
-                            " (expected)");
+  out.detail =
+      absl::StrCat(mismatches, " of ", n, " elements differ", limit, ", max error ", max_error, ulps ? " ULP" : "",
+                   " at ", Index(actual.shape(), worst), ": ", FormatElement(actual, worst), " (computed) vs ",
+                   FormatElement(expected, worst), " (expected)");
   return out;
 }
 

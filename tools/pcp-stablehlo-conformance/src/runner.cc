@@ -19,10 +19,9 @@ namespace pcp::conformance {
 namespace {
 
 // The element-type words of JAX's test file names (abs_float32_20_20.mlir).
-constexpr absl::string_view kTypeWords[] = {
-    "bool",    "int4",    "int8",    "int16",   "int32",    "int64",     "uint4",     "uint8",   "uint16",
-    "uint32",  "uint64",  "float8",  "float16", "bfloat16", "float32",   "float64",   "complex64",
-    "complex128"};
+constexpr absl::string_view kTypeWords[] = {"bool",    "int4",     "int8",    "int16",   "int32",     "int64",
+                                            "uint4",   "uint8",    "uint16",  "uint32",  "uint64",    "float8",
+                                            "float16", "bfloat16", "float32", "float64", "complex64", "complex128"};
 
 absl::StatusOr<std::vector<Tensor>> RunOnBackend(Backend& backend, const Function& f) {
   PCP_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, backend.Compile(f));
@@ -46,7 +45,8 @@ absl::StatusOr<std::vector<Tensor>> RunOnBackend(Backend& backend, const Functio
 std::string FailedCheck(const std::vector<ParsedCheck>& checks, const Function& f, const std::vector<Tensor>& values) {
   for (const ParsedCheck& c : checks) {
     if (c.function != f.name) continue;
-    CheckOutcome o = CompareCheck(c, values[static_cast<size_t>(c.lhs_result)], values[static_cast<size_t>(c.rhs_result)]);
+    CheckOutcome o =
+        CompareCheck(c, values[static_cast<size_t>(c.lhs_result)], values[static_cast<size_t>(c.rhs_result)]);
     if (o.passed) continue;
     // The lhs result's name is "check.KIND@LINE:COL:lhs"; the message names the check so.
     absl::string_view name = f.result_names[static_cast<size_t>(c.lhs_result)];

@@ -20,11 +20,21 @@ namespace {
 
 // Structure and checks PCP reads besides the ops of its op list.
 constexpr absl::string_view kStructureOps[] = {
-    "func.func",          "func.return",           "func.call",
-    "stablehlo.return",   "arith.constant",        "stablehlo.dynamic_iota",
-    "builtin.module",     "stablehlo.custom_call", "check.expect_eq",
-    "check.expect_eq_const", "check.expect_almost_eq", "check.expect_almost_eq_const",
-    "check.expect_close",    "stablehlo.while",       "stablehlo.dynamic_slice",
+    "func.func",
+    "func.return",
+    "func.call",
+    "stablehlo.return",
+    "arith.constant",
+    "stablehlo.dynamic_iota",
+    "builtin.module",
+    "stablehlo.custom_call",
+    "check.expect_eq",
+    "check.expect_eq_const",
+    "check.expect_almost_eq",
+    "check.expect_almost_eq_const",
+    "check.expect_close",
+    "stablehlo.while",
+    "stablehlo.dynamic_slice",
     "stablehlo.dynamic_update_slice",
 };
 constexpr absl::string_view kCheckTargets[] = {"check.expect_eq", "check.expect_almost_eq", "check.expect_close"};
@@ -150,7 +160,8 @@ class Scanner {
     std::string type(inner.substr(0, k));
     if (type[0] == '!') type = type.substr(0, type.find('<'));  // !quant.uniform<i8:f32, 0.5:-128>
     if (std::find(std::begin(kElementTypes), std::end(kElementTypes), type) == std::end(kElementTypes)) {
-      const bool widened = std::find(std::begin(kWidenedTypes), std::end(kWidenedTypes), type) != std::end(kWidenedTypes);
+      const bool widened =
+          std::find(std::begin(kWidenedTypes), std::end(kWidenedTypes), type) != std::end(kWidenedTypes);
       Lack(type == "f64" ? "type f64 (PCP computes f64 in f32)"
            : widened     ? absl::StrCat("type ", type, " (read widened; wraparound not modelled)")
                          : absl::StrCat("type ", type));
@@ -229,7 +240,8 @@ class Scanner {
     }
     if (types.empty()) return;
     absl::string_view type = types[o == pcp::Op::kSelect && types.size() > 1 ? 1 : 0];
-    while (!type.empty() && (std::isdigit(static_cast<unsigned char>(type[0])) || type[0] == 'x')) type.remove_prefix(1);
+    while (!type.empty() && (std::isdigit(static_cast<unsigned char>(type[0])) || type[0] == 'x'))
+      type.remove_prefix(1);
     const absl::string_view name = type.substr(0, type.find_first_of(">,"));
     DType dtype;
     if (name == "f32") {

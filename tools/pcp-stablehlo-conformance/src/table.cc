@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cctype>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 
@@ -23,9 +23,7 @@ std::string Top(const std::map<std::string, int>& m, size_t count) {
   return absl::StrJoin(parts, "; ");
 }
 
-std::string Percent(int part, int whole) {
-  return whole == 0 ? "-" : absl::StrFormat("%.1f %%", 100.0 * part / whole);
-}
+std::string Percent(int part, int whole) { return whole == 0 ? "-" : absl::StrFormat("%.1f %%", 100.0 * part / whole); }
 
 std::string Cell(std::string s) { return absl::StrReplaceAll(s, {{"|", "\\|"}, {"\n", " "}}); }
 
@@ -66,9 +64,10 @@ std::string ReasonClass(const std::string& reason) {
     for (size_t i = 0; i < w.size();) {
       const bool boundary = i == 0 || !std::isalnum(static_cast<unsigned char>(w[i - 1]));
       if (boundary && std::isdigit(static_cast<unsigned char>(w[i]))) {
-        while (i < w.size() && (std::isdigit(static_cast<unsigned char>(w[i])) || w[i] == '.' || w[i] == 'e' ||
-                                w[i] == '-' || w[i] == '+' ||
-                                (w[i] == 'x' && i + 1 < w.size() && std::isdigit(static_cast<unsigned char>(w[i + 1]))))) {
+        while (i < w.size() &&
+               (std::isdigit(static_cast<unsigned char>(w[i])) || w[i] == '.' || w[i] == 'e' || w[i] == '-' ||
+                w[i] == '+' ||
+                (w[i] == 'x' && i + 1 < w.size() && std::isdigit(static_cast<unsigned char>(w[i + 1]))))) {
           ++i;
         }
         out += 'N';
@@ -114,8 +113,8 @@ std::string Table::Markdown(const std::vector<std::string>& header_lines) const 
   }
   if (!failures_.empty()) {
     constexpr size_t kMaxListed = 300;
-    absl::StrAppend(&md, "\n## Failed cases", failures_.size() > kMaxListed ? absl::StrCat(" (first ", kMaxListed, ")") : "",
-                    "\n\n");
+    absl::StrAppend(&md, "\n## Failed cases",
+                    failures_.size() > kMaxListed ? absl::StrCat(" (first ", kMaxListed, ")") : "", "\n\n");
     for (size_t i = 0; i < failures_.size() && i < kMaxListed; ++i) {
       absl::StrAppend(&md, "- `", failures_[i].first, "`: ", Cell(failures_[i].second.substr(0, 300)), "\n");
     }

@@ -52,18 +52,14 @@ std::string ProcessSummary(const v1::WorkerProcess& process) {
 
 }  // namespace
 
-std::string JobStateName(v1::JobState state) {
-  return ShortEnumName(v1::JobState_Name(state), "JOB_STATE_");
-}
+std::string JobStateName(v1::JobState state) { return ShortEnumName(v1::JobState_Name(state), "JOB_STATE_"); }
 std::string WorkerPhaseName(v1::WorkerPhase phase) {
   return ShortEnumName(v1::WorkerPhase_Name(phase), "WORKER_PHASE_");
 }
 std::string WorkerProcessStateName(v1::WorkerProcessState state) {
   return ShortEnumName(v1::WorkerProcessState_Name(state), "WORKER_PROCESS_STATE_");
 }
-std::string BackendName(v1::Backend backend) {
-  return ShortEnumName(v1::Backend_Name(backend), "BACKEND_");
-}
+std::string BackendName(v1::Backend backend) { return ShortEnumName(v1::Backend_Name(backend), "BACKEND_"); }
 
 std::string FormatRate(double per_second) {
   if (!std::isfinite(per_second) || per_second < 0) return "-";
@@ -73,14 +69,11 @@ std::string FormatRate(double per_second) {
   return absl::StrFormat("%.2fG", per_second / 1e9);
 }
 
-std::string FormatLoss(bool has_value, double value) {
-  return has_value ? absl::StrFormat("%.4f", value) : "-";
-}
+std::string FormatLoss(bool has_value, double value) { return has_value ? absl::StrFormat("%.4f", value) : "-"; }
 
 std::string FormatUnixMs(int64_t unix_ms) {
   if (unix_ms <= 0) return "-";
-  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(unix_ms),
-                          absl::LocalTimeZone());
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(unix_ms), absl::LocalTimeZone());
 }
 
 std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
@@ -109,9 +102,8 @@ std::string FormatJobsTable(const v1::ListJobsResponse& response) {
   for (const v1::Job& job : response.jobs()) {
     const v1::JobProgress& p = job.progress();
     rows.push_back({job.job_id(), job.name(), JobStateName(job.state()), RoundOf(p),
-                    FormatLoss(p.has_train_loss(), p.train_loss()),
-                    FormatLoss(p.has_val_loss(), p.val_loss()), FormatUnixMs(job.submitted_unix_ms()),
-                    OrDash(job.reason())});
+                    FormatLoss(p.has_train_loss(), p.train_loss()), FormatLoss(p.has_val_loss(), p.val_loss()),
+                    FormatUnixMs(job.submitted_unix_ms()), OrDash(job.reason())});
   }
   return FormatTable(rows);
 }
@@ -135,21 +127,20 @@ std::string FormatJobDetails(const v1::Job& job, bool include_yaml) {
   rows.push_back({"val loss", val});
   rows.push_back({"tokens", absl::StrCat(p.tokens_processed(), " (", FormatRate(p.tokens_per_second()),
                                          " tok/s in the last round)")});
-  rows.push_back({"round time", absl::StrCat(FormatDuration(p.round_time_s()), ", ETA ",
-                                             job.state() == v1::JOB_STATE_RUNNING
-                                                 ? FormatDuration(p.eta_s())
-                                                 : std::string("-"))});
+  rows.push_back({"round time",
+                  absl::StrCat(FormatDuration(p.round_time_s()), ", ETA ",
+                               job.state() == v1::JOB_STATE_RUNNING ? FormatDuration(p.eta_s()) : std::string("-"))});
   rows.push_back({"workers", absl::StrCat(p.workers_in_last_round(), " in the last round")});
   if (p.deltas_refused() > 0 || p.rounds_rolled_back() > 0) {
-    rows.push_back({"screening", absl::StrCat(p.deltas_refused(), " Δs refused, ", p.rounds_rolled_back(),
-                                              " rounds rolled back")});
+    rows.push_back({"screening",
+                    absl::StrCat(p.deltas_refused(), " Δs refused, ", p.rounds_rolled_back(), " rounds rolled back")});
     for (const v1::ScreenedWorker& w : p.screened_workers()) {
       rows.push_back({"", FormatScreenedWorker(w)});
     }
   }
   rows.push_back({"checkpoint", OrDash(job.checkpoint_path())});
-  rows.push_back({"history", absl::StrCat(job.history_records(), " round records (at most ",
-                                          job.history_max_records(), "; pcpctl history ", job.job_id(), ")")});
+  rows.push_back({"history", absl::StrCat(job.history_records(), " round records (at most ", job.history_max_records(),
+                                          "; pcpctl history ", job.job_id(), ")")});
   std::string out = FormatKeyValues(rows);
   if (include_yaml && !job.effective_yaml().empty()) {
     absl::StrAppend(&out, "\neffective configuration:\n", job.effective_yaml());
@@ -160,18 +151,16 @@ std::string FormatJobDetails(const v1::Job& job, bool include_yaml) {
 
 std::string FormatWorkersTable(const v1::ListWorkersResponse& response) {
   if (response.workers().empty()) return "no workers\n";
-  std::vector<std::vector<std::string>> rows = {
-      {"SUPERVISOR", "HOST", "LINKS", "PROCESS", "RESTARTS", "PHASE", "BACKEND", "JOB", "ROUND",
-       "ROUNDS DONE", "TOK/S", "MS/STEP", "STEPS", "STALE", "IDLE", "LAST SEEN"}};
+  std::vector<std::vector<std::string>> rows = {{"SUPERVISOR", "HOST", "LINKS", "PROCESS", "RESTARTS", "PHASE",
+                                                 "BACKEND", "JOB", "ROUND", "ROUNDS DONE", "TOK/S", "MS/STEP", "STEPS",
+                                                 "STALE", "IDLE", "LAST SEEN"}};
   for (const v1::WorkerInfo& w : response.workers()) {
     // "sw" = supervisor and worker streams both up; '-' marks a missing one.
-    std::string links = absl::StrCat(w.supervisor_connected() ? "s" : "-",
-                                     w.worker_connected() ? "w" : "-");
+    std::string links = absl::StrCat(w.supervisor_connected() ? "s" : "-", w.worker_connected() ? "w" : "-");
     rows.push_back({w.supervisor_id(), OrDash(w.host()), links, ProcessSummary(w.process()),
-                    absl::StrCat(w.process().restarts()), WorkerPhaseName(w.phase()),
-                    BackendName(w.backend()), OrDash(w.job_id()),
-                    w.round() == 0 ? "-" : absl::StrCat(w.round()), absl::StrCat(w.rounds_completed()),
-                    FormatRate(w.tokens_per_second()),
+                    absl::StrCat(w.process().restarts()), WorkerPhaseName(w.phase()), BackendName(w.backend()),
+                    OrDash(w.job_id()), w.round() == 0 ? "-" : absl::StrCat(w.round()),
+                    absl::StrCat(w.rounds_completed()), FormatRate(w.tokens_per_second()),
                     // (From its last delivered round; '-' before one.)
                     w.round_steps() == 0 ? "-" : absl::StrFormat("%.1f", w.step_time_ms()),
                     w.round_steps() == 0 ? "-" : absl::StrCat(w.round_steps()),
@@ -183,25 +172,24 @@ std::string FormatWorkersTable(const v1::ListWorkersResponse& response) {
 }
 
 std::string FormatCluster(const v1::Cluster& c) {
-  double uptime_s = c.started_unix_ms() > 0
-                        ? absl::ToDoubleSeconds(absl::Now() - absl::FromUnixMillis(c.started_unix_ms()))
-                        : -1;
+  double uptime_s =
+      c.started_unix_ms() > 0 ? absl::ToDoubleSeconds(absl::Now() - absl::FromUnixMillis(c.started_unix_ms())) : -1;
   return FormatKeyValues({
-      {"shepherd", absl::StrCat(OrDash(c.shepherd_version()), ", up ", FormatDuration(uptime_s),
-                                " (since ", FormatUnixMs(c.started_unix_ms()), ")")},
+      {"shepherd", absl::StrCat(OrDash(c.shepherd_version()), ", up ", FormatDuration(uptime_s), " (since ",
+                                FormatUnixMs(c.started_unix_ms()), ")")},
       {"state dir", OrDash(c.state_dir())},
       {"supervisors", absl::StrCat(c.supervisors_connected(), " connected")},
-      {"workers", absl::StrCat(c.workers_connected(), " connected, ", c.workers_in_round(),
-                               " in the current round")},
+      {"workers", absl::StrCat(c.workers_connected(), " connected, ", c.workers_in_round(), " in the current round")},
       {"active job", OrDash(c.active_job_id())},
-      {"jobs", absl::StrCat(c.jobs_queued(), " queued, ", c.jobs_completed(), " completed, ",
-                            c.jobs_failed(), " failed, ", c.jobs_cancelled(), " cancelled")},
+      {"jobs", absl::StrCat(c.jobs_queued(), " queued, ", c.jobs_completed(), " completed, ", c.jobs_failed(),
+                            " failed, ", c.jobs_cancelled(), " cancelled")},
   });
 }
 
 std::string FormatScreenedWorker(const v1::ScreenedWorker& w) {
-  return absl::StrCat(w.supervisor_id(), ": ", w.refusals(), w.refusals() == 1 ? " Δ" : " Δs", " refused (last: ",
-                      w.last_reason(), ", round ", w.last_round(), ")", w.quarantined() ? ", QUARANTINED" : "");
+  return absl::StrCat(w.supervisor_id(), ": ", w.refusals(), w.refusals() == 1 ? " Δ" : " Δs",
+                      " refused (last: ", w.last_reason(), ", round ", w.last_round(), ")",
+                      w.quarantined() ? ", QUARANTINED" : "");
 }
 
 std::string FormatScreeningEvent(const v1::ScreeningEvent& e) {
@@ -215,21 +203,18 @@ std::string FormatScreeningEvent(const v1::ScreeningEvent& e) {
     case v1::ScreeningEvent::WORKER_QUARANTINED:
       return absl::StrCat("round ", e.round(), ": worker ", e.supervisor_id(), " QUARANTINED after ", e.refusals(),
                           " refused Δs");
-    case v1::ScreeningEvent::ROUND_ROLLED_BACK:
-      return absl::StrCat("round ", e.round(), " rolled back: ", e.reason());
-    default:
-      return absl::StrCat("screening event ", static_cast<int>(e.kind()), " in round ", e.round());
+    case v1::ScreeningEvent::ROUND_ROLLED_BACK: return absl::StrCat("round ", e.round(), " rolled back: ", e.reason());
+    default: return absl::StrCat("screening event ", static_cast<int>(e.kind()), " in round ", e.round());
   }
 }
 
 std::string FormatProgressLine(const v1::JobProgress& p) {
-  std::string line = absl::StrCat("round ", RoundOf(p), "  train ",
-                                  FormatLoss(p.has_train_loss(), p.train_loss()), "  val ",
-                                  FormatLoss(p.has_val_loss(), p.val_loss()));
+  std::string line = absl::StrCat("round ", RoundOf(p), "  train ", FormatLoss(p.has_train_loss(), p.train_loss()),
+                                  "  val ", FormatLoss(p.has_val_loss(), p.val_loss()));
   if (p.has_val_loss()) absl::StrAppend(&line, " (r", p.val_round(), ")");
-  absl::StrAppend(&line, "  ", FormatRate(p.tokens_per_second()), " tok/s  ",
-                  p.workers_in_last_round(), p.workers_in_last_round() == 1 ? " worker" : " workers",
-                  "  ", FormatDuration(p.round_time_s()), "/round  ETA ", FormatDuration(p.eta_s()));
+  absl::StrAppend(&line, "  ", FormatRate(p.tokens_per_second()), " tok/s  ", p.workers_in_last_round(),
+                  p.workers_in_last_round() == 1 ? " worker" : " workers", "  ", FormatDuration(p.round_time_s()),
+                  "/round  ETA ", FormatDuration(p.eta_s()));
   if (p.deltas_refused() > 0) {
     int quarantined = 0;
     for (const v1::ScreenedWorker& w : p.screened_workers()) quarantined += w.quarantined() ? 1 : 0;
@@ -247,14 +232,13 @@ std::string FormatHistoryTable(const std::vector<v1::RoundRecord>& records) {
   for (const v1::RoundRecord& r : records) {
     std::vector<std::string> refused;
     for (const v1::RefusedWorker& w : r.refused()) refused.push_back(w.supervisor_id());
-    rows.push_back({absl::StrCat(r.round()), FormatUnixMs(r.end_unix_ms()),
-                    FormatLoss(r.has_train_loss(), r.train_loss()), FormatLoss(r.has_val_loss(), r.val_loss()),
-                    absl::StrCat(r.tokens_total()), FormatDuration(r.round_s()), FormatDuration(r.outer_step_s()),
-                    r.has_network_wait_s() ? FormatDuration(r.network_wait_s()) : "-",
-                    FormatRate(static_cast<double>(r.bytes_down())) + "B",
-                    FormatRate(static_cast<double>(r.bytes_up())) + "B", absl::StrFormat("%.3g", r.inner_lr()),
-                    absl::StrCat(r.participants_size()), OrDash(absl::StrJoin(r.missing(), ",")),
-                    OrDash(absl::StrJoin(refused, ","))});
+    rows.push_back(
+        {absl::StrCat(r.round()), FormatUnixMs(r.end_unix_ms()), FormatLoss(r.has_train_loss(), r.train_loss()),
+         FormatLoss(r.has_val_loss(), r.val_loss()), absl::StrCat(r.tokens_total()), FormatDuration(r.round_s()),
+         FormatDuration(r.outer_step_s()), r.has_network_wait_s() ? FormatDuration(r.network_wait_s()) : "-",
+         FormatRate(static_cast<double>(r.bytes_down())) + "B", FormatRate(static_cast<double>(r.bytes_up())) + "B",
+         absl::StrFormat("%.3g", r.inner_lr()), absl::StrCat(r.participants_size()),
+         OrDash(absl::StrJoin(r.missing(), ",")), OrDash(absl::StrJoin(refused, ","))});
   }
   return FormatTable(rows);
 }
@@ -262,10 +246,9 @@ std::string FormatHistoryTable(const std::vector<v1::RoundRecord>& records) {
 std::string FormatJobResult(absl::string_view job_id, const v1::JobResult& r) {
   std::string out = absl::StrCat(job_id, " ", JobStateName(r.state()));
   if (!r.reason().empty()) absl::StrAppend(&out, " (", r.reason(), ")");
-  absl::StrAppend(&out, ": ", r.rounds_completed(), " rounds in ", FormatDuration(r.duration_s()),
-                  ", train loss ", FormatLoss(r.has_final_train_loss(), r.final_train_loss()),
-                  ", val loss ", FormatLoss(r.has_final_val_loss(), r.final_val_loss()), ", ",
-                  r.tokens_processed(), " tokens\n");
+  absl::StrAppend(&out, ": ", r.rounds_completed(), " rounds in ", FormatDuration(r.duration_s()), ", train loss ",
+                  FormatLoss(r.has_final_train_loss(), r.final_train_loss()), ", val loss ",
+                  FormatLoss(r.has_final_val_loss(), r.final_val_loss()), ", ", r.tokens_processed(), " tokens\n");
   if (!r.checkpoint_path().empty()) absl::StrAppend(&out, "checkpoint: ", r.checkpoint_path(), "\n");
   return out;
 }
@@ -290,8 +273,8 @@ void WatchPrinter::OnEvent(const v1::JobEvent& event) {
   switch (event.kind_case()) {
     case v1::JobEvent::kSnapshot: {
       const v1::Job& job = event.snapshot();
-      std::string line = absl::StrCat(job.job_id(), " (", job.name(), "): ", JobStateName(job.state()),
-                                      ", round ", RoundOf(job.progress()));
+      std::string line = absl::StrCat(job.job_id(), " (", job.name(), "): ", JobStateName(job.state()), ", round ",
+                                      RoundOf(job.progress()));
       if (!job.reason().empty()) absl::StrAppend(&line, " (", job.reason(), ")");
       PrintLine(line);
       break;
@@ -310,19 +293,15 @@ void WatchPrinter::OnEvent(const v1::JobEvent& event) {
     }
     case v1::JobEvent::kStateChange: {
       const v1::JobStateChange& change = event.state_change();
-      std::string line = absl::StrCat("state: ", JobStateName(change.from()), " -> ",
-                                      JobStateName(change.to()));
+      std::string line = absl::StrCat("state: ", JobStateName(change.from()), " -> ", JobStateName(change.to()));
       if (!change.reason().empty()) absl::StrAppend(&line, " (", change.reason(), ")");
       PrintLine(line);
       break;
     }
     case v1::JobEvent::kCheckpoint:
-      PrintLine(absl::StrCat("checkpoint after round ", event.checkpoint().round(), ": ",
-                             event.checkpoint().path()));
+      PrintLine(absl::StrCat("checkpoint after round ", event.checkpoint().round(), ": ", event.checkpoint().path()));
       break;
-    case v1::JobEvent::kScreening:
-      PrintLine(FormatScreeningEvent(event.screening()));
-      break;
+    case v1::JobEvent::kScreening: PrintLine(FormatScreeningEvent(event.screening())); break;
     case v1::JobEvent::kResult: {
       has_result_ = true;
       result_ = event.result();
@@ -332,8 +311,7 @@ void WatchPrinter::OnEvent(const v1::JobEvent& event) {
       break;
     }
     case v1::JobEvent::kRoundRecord:  // the progress line shows the round; `pcpctl history` the records
-    case v1::JobEvent::KIND_NOT_SET:
-      break;
+    case v1::JobEvent::KIND_NOT_SET: break;
   }
 }
 

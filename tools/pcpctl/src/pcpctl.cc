@@ -55,9 +55,7 @@ constexpr char kUsage[] =
     "sent as 'authorization: Bearer ...' and never read from the command line.\n"
     "Every call has a deadline (--timeout=SECONDS, default 30).\n";
 
-std::chrono::system_clock::time_point DeadlineAfter(absl::Duration d) {
-  return absl::ToChronoTime(absl::Now() + d);
-}
+std::chrono::system_clock::time_point DeadlineAfter(absl::Duration d) { return absl::ToChronoTime(absl::Now() + d); }
 
 class Cli {
  public:
@@ -74,18 +72,15 @@ class Cli {
       int (Cli::*run)(const std::vector<std::string>&);
     };
     static constexpr Entry kCommands[] = {
-        {"submit", 1, 1, &Cli::Submit},   {"jobs", 0, 0, &Cli::Jobs},
-        {"status", 1, 1, &Cli::Status},   {"cancel", 1, 1, &Cli::Cancel},
-        {"watch", 1, 1, &Cli::Watch},     {"workers", 0, 0, &Cli::Workers},
-        {"restart", 1, 1, &Cli::Restart}, {"drain", 1, 1, &Cli::Drain},
-        {"sample", 0, 1, &Cli::Sample},   {"cluster", 0, 0, &Cli::ClusterInfo},
-        {"history", 1, 1, &Cli::History}, {"plot", 1, 1, &Cli::Plot},
+        {"submit", 1, 1, &Cli::Submit},       {"jobs", 0, 0, &Cli::Jobs},       {"status", 1, 1, &Cli::Status},
+        {"cancel", 1, 1, &Cli::Cancel},       {"watch", 1, 1, &Cli::Watch},     {"workers", 0, 0, &Cli::Workers},
+        {"restart", 1, 1, &Cli::Restart},     {"drain", 1, 1, &Cli::Drain},     {"sample", 0, 1, &Cli::Sample},
+        {"cluster", 0, 0, &Cli::ClusterInfo}, {"history", 1, 1, &Cli::History}, {"plot", 1, 1, &Cli::Plot},
     };
     for (const Entry& entry : kCommands) {
       if (command != entry.name) continue;
       if (operands.size() < entry.min_operands || operands.size() > entry.max_operands) {
-        std::fprintf(err_, "pcpctl %s: expected %s, got %zu argument(s); see pcpctl --help\n",
-                     command.c_str(),
+        std::fprintf(err_, "pcpctl %s: expected %s, got %zu argument(s); see pcpctl --help\n", command.c_str(),
                      entry.max_operands == 0   ? "no arguments"
                      : entry.min_operands == 0 ? "at most one argument"
                                                : "one argument",
@@ -101,8 +96,7 @@ class Cli {
  private:
   // Runs one unary Admin call with the configured deadline.
   template <typename Request, typename Response>
-  absl::Status Call(grpc::Status (v1::Admin::Stub::*method)(grpc::ClientContext*, const Request&,
-                                                            Response*),
+  absl::Status Call(grpc::Status (v1::Admin::Stub::*method)(grpc::ClientContext*, const Request&, Response*),
                     const Request& request, Response* response) {
     grpc::ClientContext context;
     context.set_deadline(DeadlineAfter(options_.timeout));
@@ -112,8 +106,7 @@ class Cli {
   // One line on `err`: the shepherd's message as is, plus a hint where one helps.
   int Fail(const absl::Status& status) {
     std::string message(status.message());
-    if (status.code() == absl::StatusCode::kUnavailable &&
-        channel_->GetState(false) != GRPC_CHANNEL_READY) {
+    if (status.code() == absl::StatusCode::kUnavailable && channel_->GetState(false) != GRPC_CHANNEL_READY) {
       // A refused connection or TLS handshake says which; anything else keeps the old hint.
       const std::string why =
           auth::DescribeConnectFailure(message, options_.credentials.tls.enabled(), options_.shepherd);
@@ -121,8 +114,8 @@ class Cli {
                                            "); is it running? Set --shepherd or $", kShepherdEnv)
                             : absl::StrCat("cannot connect: ", why, " (gRPC: ", message, ")");
     } else if (status.code() == absl::StatusCode::kDeadlineExceeded) {
-      message = absl::StrCat(message, " (no answer within ", absl::FormatDuration(options_.timeout),
-                             "; see --timeout)");
+      message =
+          absl::StrCat(message, " (no answer within ", absl::FormatDuration(options_.timeout), "; see --timeout)");
     } else if (message.empty()) {
       message = absl::StatusCodeToString(status.code());
     }
@@ -217,8 +210,7 @@ class Cli {
       if (printer.has_result()) break;
       if (status.ok()) {
         printer.Finish();
-        return Fail(absl::InternalError(
-            absl::StrCat("the watch stream of ", operands[0], " ended without a result")));
+        return Fail(absl::InternalError(absl::StrCat("the watch stream of ", operands[0], " ended without a result")));
       }
       if (!IsRetryable(status) || !connected_once || absl::Now() >= deadline) {
         printer.Finish();
@@ -235,19 +227,15 @@ class Cli {
       backoff = std::min(backoff * 2, absl::Seconds(2));
     }
     switch (printer.result().state()) {
-      case v1::JOB_STATE_COMPLETED:
-        return kExitOk;
-      case v1::JOB_STATE_CANCELLED:
-        return kExitJobCancelled;
-      default:
-        return kExitJobFailed;
+      case v1::JOB_STATE_COMPLETED: return kExitOk;
+      case v1::JOB_STATE_CANCELLED: return kExitJobCancelled;
+      default: return kExitJobFailed;
     }
   }
 
   int Workers(const std::vector<std::string>&) {
     v1::ListWorkersResponse response;
-    if (absl::Status s = Call(&v1::Admin::Stub::ListWorkers, v1::ListWorkersRequest(), &response);
-        !s.ok()) {
+    if (absl::Status s = Call(&v1::Admin::Stub::ListWorkers, v1::ListWorkersRequest(), &response); !s.ok()) {
       return Fail(s);
     }
     Print(options_.json ? FormatJson(response) : FormatWorkersTable(response));
@@ -266,8 +254,7 @@ class Cli {
       return Fail(absl::Status(static_cast<absl::StatusCode>(response.code()),
                                absl::StrCat("supervisor ", supervisor_id, ": ", response.message())));
     }
-    Print(absl::StrCat(supervisor_id, ": ", drain ? "drained" : "restarted", " (command ",
-                       response.command_id(), ")",
+    Print(absl::StrCat(supervisor_id, ": ", drain ? "drained" : "restarted", " (command ", response.command_id(), ")",
                        response.message().empty() ? "" : ": ", response.message(), "\n"));
     return kExitOk;
   }
@@ -288,8 +275,7 @@ class Cli {
     }
     if (options_.top_k.has_value()) {
       if (*options_.top_k < 0 || *options_.top_k > UINT32_MAX) {
-        std::fprintf(err_, "pcpctl sample: --top_k must be >= 0, got %lld\n",
-                     static_cast<long long>(*options_.top_k));
+        std::fprintf(err_, "pcpctl sample: --top_k must be >= 0, got %lld\n", static_cast<long long>(*options_.top_k));
         return kExitUsage;
       }
       request.set_top_k(static_cast<uint32_t>(*options_.top_k));
@@ -394,8 +380,7 @@ std::string DefaultShepherdAddress() {
 
 const char* UsageText() { return kUsage; }
 
-int RunPcpctl(const std::vector<std::string>& args, const PcpctlOptions& options, std::FILE* out,
-              std::FILE* err) {
+int RunPcpctl(const std::vector<std::string>& args, const PcpctlOptions& options, std::FILE* out, std::FILE* err) {
   if (args.empty()) {
     std::fprintf(err, "pcpctl: %s", kUsage);
     return kExitUsage;

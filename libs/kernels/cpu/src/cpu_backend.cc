@@ -65,8 +65,7 @@ absl::Status CheckInstruction(const Function& f, const Instruction& inst) {
         return unsupported(result);
       }
       return absl::OkStatus();
-    case OpCategory::kLayout:
-      return absl::OkStatus();
+    case OpCategory::kLayout: return absl::OkStatus();
   }
   return absl::OkStatus();
 }
@@ -156,12 +155,9 @@ class CpuBackend final : public Backend {
 bool UsesOwnGemm(CpuBackendOptions::Gemm choice) {
   if (!cpu::GemmAvailable()) return false;
   switch (choice) {
-    case CpuBackendOptions::Gemm::kOwn:
-      return true;
-    case CpuBackendOptions::Gemm::kOpenBlas:
-      return false;
-    case CpuBackendOptions::Gemm::kAuto:
-      break;
+    case CpuBackendOptions::Gemm::kOwn: return true;
+    case CpuBackendOptions::Gemm::kOpenBlas: return false;
+    case CpuBackendOptions::Gemm::kAuto: break;
   }
   __builtin_cpu_init();
   return !__builtin_cpu_supports("avx512f");

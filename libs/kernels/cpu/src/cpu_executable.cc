@@ -8,9 +8,9 @@
 #include <new>
 
 #include "absl/strings/str_cat.h"
-#include "pcp/tensor/tensor.h"
 #include "cpu_buffer.h"
 #include "memory_plan.h"
+#include "pcp/tensor/tensor.h"
 
 namespace pcp::cpu {
 namespace {

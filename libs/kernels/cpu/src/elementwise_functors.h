@@ -198,10 +198,10 @@ struct Clamp {
 // ElementFn<op>: op's functor (undefined for ops without one).
 template <Op op>
 struct ElementFn;
-#define PCP_CPU_ELEMENT_FN_(e, F)            \
-  template <>                                \
-  struct ElementFn<Op::e> : functors::F {    \
-    static_assert(IsElementwise(Op::e));     \
+#define PCP_CPU_ELEMENT_FN_(e, F)         \
+  template <>                             \
+  struct ElementFn<Op::e> : functors::F { \
+    static_assert(IsElementwise(Op::e));  \
   };
 PCP_CPU_ELEMENTWISE_FUNCTORS(PCP_CPU_ELEMENT_FN_)
 #undef PCP_CPU_ELEMENT_FN_
@@ -213,8 +213,7 @@ constexpr bool HasElementFn(Op op) {
     PCP_CPU_ELEMENTWISE_FUNCTORS(PCP_CPU_HAS_ELEMENT_FN_)
 #undef PCP_CPU_HAS_ELEMENT_FN_
     return true;
-    default:
-      return false;
+    default: return false;
   }
 }
 

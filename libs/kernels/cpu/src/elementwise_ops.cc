@@ -17,7 +17,9 @@ namespace {
 template <ComparisonDirection D>
 struct CompareOp {
   template <typename T>
-  static Pred Apply(T a, T b) { return CompareValues<D>(a, b); }
+  static Pred Apply(T a, T b) {
+    return CompareValues<D>(a, b);
+  }
 };
 
 template <typename To, typename From>
@@ -103,30 +105,22 @@ template <typename T>
 ElementwiseFn TableFn(Op op) {
   switch (op) {
 #define PCP_CPU_TABLE_CASE_(e, F) \
-  case Op::e:                     \
-    return TableLoop<Op::e, T>();
+  case Op::e: return TableLoop<Op::e, T>();
     PCP_CPU_ELEMENTWISE_FUNCTORS(PCP_CPU_TABLE_CASE_)
 #undef PCP_CPU_TABLE_CASE_
-    default:
-      return nullptr;
+    default: return nullptr;
   }
 }
 
 template <typename T>
 ElementwiseFn CompareFn(ComparisonDirection d) {
   switch (d) {
-    case ComparisonDirection::kEQ:
-      return &BinaryLoop<T, Pred, CompareOp<ComparisonDirection::kEQ>>;
-    case ComparisonDirection::kNE:
-      return &BinaryLoop<T, Pred, CompareOp<ComparisonDirection::kNE>>;
-    case ComparisonDirection::kLT:
-      return &BinaryLoop<T, Pred, CompareOp<ComparisonDirection::kLT>>;
-    case ComparisonDirection::kLE:
-      return &BinaryLoop<T, Pred, CompareOp<ComparisonDirection::kLE>>;
-    case ComparisonDirection::kGT:
-      return &BinaryLoop<T, Pred, CompareOp<ComparisonDirection::kGT>>;
-    case ComparisonDirection::kGE:
-      return &BinaryLoop<T, Pred, CompareOp<ComparisonDirection::kGE>>;
+    case ComparisonDirection::kEQ: return &BinaryLoop<T, Pred, CompareOp<ComparisonDirection::kEQ>>;
+    case ComparisonDirection::kNE: return &BinaryLoop<T, Pred, CompareOp<ComparisonDirection::kNE>>;
+    case ComparisonDirection::kLT: return &BinaryLoop<T, Pred, CompareOp<ComparisonDirection::kLT>>;
+    case ComparisonDirection::kLE: return &BinaryLoop<T, Pred, CompareOp<ComparisonDirection::kLE>>;
+    case ComparisonDirection::kGT: return &BinaryLoop<T, Pred, CompareOp<ComparisonDirection::kGT>>;
+    case ComparisonDirection::kGE: return &BinaryLoop<T, Pred, CompareOp<ComparisonDirection::kGE>>;
   }
   return nullptr;
 }
@@ -134,16 +128,11 @@ ElementwiseFn CompareFn(ComparisonDirection d) {
 template <typename From>
 ElementwiseFn ConvertFrom(DType to) {
   switch (to) {
-    case DType::kF32:
-      return &ConvertLoop<float, From>;
-    case DType::kI32:
-      return &ConvertLoop<int32_t, From>;
-    case DType::kI64:
-      return &ConvertLoop<int64_t, From>;
-    case DType::kBool:
-      return &ConvertLoop<Pred, From>;
-    default:
-      return nullptr;
+    case DType::kF32: return &ConvertLoop<float, From>;
+    case DType::kI32: return &ConvertLoop<int32_t, From>;
+    case DType::kI64: return &ConvertLoop<int64_t, From>;
+    case DType::kBool: return &ConvertLoop<Pred, From>;
+    default: return nullptr;
   }
 }
 
@@ -151,16 +140,11 @@ ElementwiseFn ConvertFrom(DType to) {
 template <typename Fn>
 ElementwiseFn ByType(DType d, Fn&& fn) {
   switch (d) {
-    case DType::kF32:
-      return fn(float{});
-    case DType::kI32:
-      return fn(int32_t{});
-    case DType::kI64:
-      return fn(int64_t{});
-    case DType::kBool:
-      return fn(Pred{});
-    default:
-      return nullptr;
+    case DType::kF32: return fn(float{});
+    case DType::kI32: return fn(int32_t{});
+    case DType::kI64: return fn(int64_t{});
+    case DType::kBool: return fn(Pred{});
+    default: return nullptr;
   }
 }
 
@@ -168,39 +152,34 @@ ElementwiseFn ByType(DType d, Fn&& fn) {
 
 ElementwiseFn GetElementwiseFn(Op op, DType operand, DType result, ComparisonDirection direction) {
   switch (op) {
-    case Op::kCompare:
-      return ByType(operand, [&](auto t) { return CompareFn<decltype(t)>(direction); });
-    case Op::kConvert:
-      return ByType(operand, [&](auto t) { return ConvertFrom<decltype(t)>(result); });
+    case Op::kCompare: return ByType(operand, [&](auto t) { return CompareFn<decltype(t)>(direction); });
+    case Op::kConvert: return ByType(operand, [&](auto t) { return ConvertFrom<decltype(t)>(result); });
     case Op::kSelect:
       // Moves bits, so any element size works (f16/bf16 included).
       switch (result) {
-        case DType::kBool:
-          return &SelectLoop<uint8_t>;
+        case DType::kBool: return &SelectLoop<uint8_t>;
         case DType::kF16:
-        case DType::kBF16:
-          return &SelectLoop<uint16_t>;
+        case DType::kBF16: return &SelectLoop<uint16_t>;
         case DType::kF32:
-        case DType::kI32:
-          return &SelectLoop<uint32_t>;
+        case DType::kI32: return &SelectLoop<uint32_t>;
         case DType::kI64:
-        case DType::kF64:
-          return &SelectLoop<uint64_t>;
+        case DType::kF64: return &SelectLoop<uint64_t>;
       }
       return nullptr;
-    default:
-      return ByType(operand, [&](auto t) { return TableFn<decltype(t)>(op); });
+    default: return ByType(operand, [&](auto t) { return TableFn<decltype(t)>(op); });
   }
 }
 
 // Every elementwise op has a loop: compare, select and convert above, the others in the table.
-static_assert([] {
-  for (int i = 0; i < kNumOps; ++i) {
-    const Op op = static_cast<Op>(i);
-    const bool own_loop = op == Op::kCompare || op == Op::kSelect || op == Op::kConvert;
-    if (IsElementwise(op) && !own_loop && !HasElementFn(op)) return false;
-  }
-  return true;
-}(), "an elementwise op of PCP_OP_LIST has no row in PCP_CPU_ELEMENTWISE_FUNCTORS (elementwise_functors.h)");
+static_assert(
+    [] {
+      for (int i = 0; i < kNumOps; ++i) {
+        const Op op = static_cast<Op>(i);
+        const bool own_loop = op == Op::kCompare || op == Op::kSelect || op == Op::kConvert;
+        if (IsElementwise(op) && !own_loop && !HasElementFn(op)) return false;
+      }
+      return true;
+    }(),
+    "an elementwise op of PCP_OP_LIST has no row in PCP_CPU_ELEMENTWISE_FUNCTORS (elementwise_functors.h)");
 
 }  // namespace pcp::cpu

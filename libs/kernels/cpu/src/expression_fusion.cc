@@ -15,8 +15,8 @@ constexpr size_t kMaxTreeNodes = 13;  // the root and 12 more: at most 4096 subt
 
 struct TreeNode {
   int op = -1;
-  int parent = -1;                  // index in the tree
-  int child[kMaxOperands] = {};     // per operand: its node's index in the tree, or -1
+  int parent = -1;               // index in the tree
+  int child[kMaxOperands] = {};  // per operand: its node's index in the tree, or -1
 };
 
 bool Reports() {
@@ -29,8 +29,8 @@ bool Reports() {
 
 // Appends the signature of the subtree of `tree` below node `t` made of the nodes in `mask`,
 // collecting its leaves (registers) in order of first appearance.
-void Sign(const std::vector<FusedOp>& ops, const std::vector<std::string_view>& node,
-          const std::vector<TreeNode>& tree, int t, uint32_t mask, std::string& out, std::vector<int32_t>& leaves) {
+void Sign(const std::vector<FusedOp>& ops, const std::vector<std::string_view>& node, const std::vector<TreeNode>& tree,
+          int t, uint32_t mask, std::string& out, std::vector<int32_t>& leaves) {
   const FusedOp& op = ops[tree[t].op];
   out += node[tree[t].op];
   out += '(';

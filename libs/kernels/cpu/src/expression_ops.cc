@@ -30,24 +30,24 @@ constexpr std::string_view CompareNodeName(ComparisonDirection d) {
 constexpr std::string_view NodeName(Op op) {
   switch (op) {
 #define PCP_CPU_NODE_NAME_(e, name) \
-  case Op::e:                       \
-    return name;
+  case Op::e: return name;
     PCP_CPU_EXPRESSION_NODES(PCP_CPU_NODE_NAME_)
 #undef PCP_CPU_NODE_NAME_
-    default:
-      return {};
+    default: return {};
   }
 }
 
 // Nodes compute on f32 through the one-op loops' functors (elementwise_functors.h): the same
 // bits as those loops.
-static_assert([] {
-  for (int i = 0; i < kNumOps; ++i) {
-    const Op op = static_cast<Op>(i);
-    if (!NodeName(op).empty() && (!HasElementFn(op) || IsLogical(op) || OpArity(op) > 2)) return false;
-  }
-  return true;
-}(), "PCP_CPU_EXPRESSION_NODES: a node must be a unary or binary f32 op of PCP_CPU_ELEMENTWISE_FUNCTORS");
+static_assert(
+    [] {
+      for (int i = 0; i < kNumOps; ++i) {
+        const Op op = static_cast<Op>(i);
+        if (!NodeName(op).empty() && (!HasElementFn(op) || IsLogical(op) || OpArity(op) > 2)) return false;
+      }
+      return true;
+    }(),
+    "PCP_CPU_EXPRESSION_NODES: a node must be a unary or binary f32 op of PCP_CPU_ELEMENTWISE_FUNCTORS");
 
 // Appends a node's signature: "name(operand,operand...)".
 template <typename First, typename... Rest>
@@ -94,9 +94,7 @@ struct Binary {
 template <ComparisonDirection D, typename A, typename B>
 struct Compare {
   static constexpr int kLeaves = std::max(A::kLeaves, B::kLeaves);
-  static bool Eval(const void* const* s, int64_t i) {
-    return CompareValues<D>(A::Eval(s, i), B::Eval(s, i));
-  }
+  static bool Eval(const void* const* s, int64_t i) { return CompareValues<D>(A::Eval(s, i), B::Eval(s, i)); }
   static void Name(std::string& out) { AppendCall<A, B>(out, CompareNodeName(D)); }
 };
 

@@ -95,7 +95,8 @@ FusedKernel::FusedKernel(int64_t n, std::vector<FusedLoad> loads, std::vector<Fu
   // A load reads element i only for output element i if it is contiguous from the start of
   // its storage (or, with a single element, reads that element before the one store).
   auto same_index = [&](const FusedLoad& l) {
-    return l.access.layout.offset == 0 && !l.per_row && (l.mode == FusedLoad::Mode::kContiguous || (n_ == 1 && !reduce_));
+    return l.access.layout.offset == 0 && !l.per_row &&
+           (l.mode == FusedLoad::Mode::kContiguous || (n_ == 1 && !reduce_));
   };
   std::vector<int> contiguous_only;
   for (const FusedLoad& l : loads_) {
@@ -136,18 +137,10 @@ void** FusedKernel::SetUpThread(const KernelContext& ctx, int thread) {
     const uint8_t* src = ctx.storage[l.access.storage] + l.access.layout.offset * l.elem_size;
     uint8_t* dst = static_cast<uint8_t*>(regs[l.reg]);
     switch (l.elem_size) {
-      case 1:
-        std::fill_n(dst, fill, *src);
-        break;
-      case 2:
-        std::fill_n(reinterpret_cast<uint16_t*>(dst), fill, *reinterpret_cast<const uint16_t*>(src));
-        break;
-      case 4:
-        std::fill_n(reinterpret_cast<uint32_t*>(dst), fill, *reinterpret_cast<const uint32_t*>(src));
-        break;
-      default:
-        std::fill_n(reinterpret_cast<uint64_t*>(dst), fill, *reinterpret_cast<const uint64_t*>(src));
-        break;
+      case 1: std::fill_n(dst, fill, *src); break;
+      case 2: std::fill_n(reinterpret_cast<uint16_t*>(dst), fill, *reinterpret_cast<const uint16_t*>(src)); break;
+      case 4: std::fill_n(reinterpret_cast<uint32_t*>(dst), fill, *reinterpret_cast<const uint32_t*>(src)); break;
+      default: std::fill_n(reinterpret_cast<uint64_t*>(dst), fill, *reinterpret_cast<const uint64_t*>(src)); break;
     }
   }
   return regs;

@@ -179,7 +179,7 @@ class FusedKernel : public Kernel {
   // Per store, for the current Run: the op writes straight into the output buffer (which
   // then shares no memory with any input); otherwise into scratch, copied after the block.
   std::vector<uint8_t> direct_store_;
-  uint64_t run_ = 0;                 // Runs so far
+  uint64_t run_ = 0;                  // Runs so far
   std::vector<uint64_t> thread_run_;  // per pool thread: the Run its registers were set up for
   std::string description_;
 };

@@ -11,12 +11,9 @@ namespace pcp::cpu {
 
 bool IsKernelOp(Op op) {
   switch (GetOpCategory(op)) {
-    case OpCategory::kSource:
-      return false;
-    case OpCategory::kLayout:
-      return op == Op::kConcatenate;
-    default:
-      return true;
+    case OpCategory::kSource: return false;
+    case OpCategory::kLayout: return op == Op::kConcatenate;
+    default: return true;
   }
 }
 
@@ -405,14 +402,14 @@ class Fuser {
   std::vector<std::vector<int>> members_;
   std::vector<int> min_pos_, max_pos_;
   std::vector<bool> has_reduce_;
-  std::vector<int64_t> row_len_;     // per group: > 0 for a row group
-  std::vector<int64_t> reduce_len_;  // per group: 0 no reduction, L all row reductions of L, -1 other
-  std::vector<int64_t> reduce_n_;    // per group: its row reductions' input size, 0 if none
+  std::vector<int64_t> row_len_;             // per group: > 0 for a row group
+  std::vector<int64_t> reduce_len_;          // per group: 0 no reduction, L all row reductions of L, -1 other
+  std::vector<int64_t> reduce_n_;            // per group: its row reductions' input size, 0 if none
   std::vector<std::vector<int64_t>> sizes_;  // per group: its members' element counts (and inputs')
   std::vector<uint32_t> stamp_;
   uint32_t generation_ = 0;
-  std::vector<int> twin_;        // per instruction, see FindTwins
-  std::vector<bool> has_twin_;   // per instruction: it has a twin or is one
+  std::vector<int> twin_;       // per instruction, see FindTwins
+  std::vector<bool> has_twin_;  // per instruction: it has a twin or is one
 };
 
 }  // namespace

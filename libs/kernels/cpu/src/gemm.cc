@@ -232,8 +232,8 @@ void Tile(int64_t kc, const float* __restrict a, const float* __restrict b, floa
 
 // A tile cut short by the edge of C (h < kMr rows or w < kNr columns): computed in a full
 // tile of its own and copied out; the bias added on the way out (the same single rounding).
-void EdgeTile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t h, int64_t w,
-              bool accumulate, const float* bias) {
+void EdgeTile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t h, int64_t w, bool accumulate,
+              const float* bias) {
   alignas(32) float tile[kMr * kNr];
   if (accumulate) {
     for (int64_t r = 0; r < h; ++r) std::memcpy(tile + r * kNr, c + r * ldc, static_cast<size_t>(w) * sizeof(float));
@@ -292,8 +292,8 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
     }
     return;
   }
-  float* const pack_a = workspace;                // kMc x kKc
-  float* const pack_b = workspace + kMc * kKc;    // kKc x RoundUp(min(n, kNc), kNr)
+  float* const pack_a = workspace;              // kMc x kKc
+  float* const pack_b = workspace + kMc * kKc;  // kKc x RoundUp(min(n, kNc), kNr)
   for (int64_t j0 = 0; j0 < n; j0 += kNc) {
     const int64_t nc = std::min(kNc, n - j0);
     for (int64_t p0 = 0; p0 < k; p0 += kKc) {

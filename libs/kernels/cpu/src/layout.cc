@@ -308,14 +308,10 @@ void StridedCopyT(T* dst, const Layout& dst_layout, const T* src, const Layout& 
 
 void ReadLinear(const void* base, const Layout& layout, int64_t elem_size, int64_t start, int64_t n, void* dst) {
   switch (elem_size) {
-    case 1:
-      return ReadLinearT(static_cast<const uint8_t*>(base), layout, start, n, static_cast<uint8_t*>(dst));
-    case 2:
-      return ReadLinearT(static_cast<const uint16_t*>(base), layout, start, n, static_cast<uint16_t*>(dst));
-    case 4:
-      return ReadLinearT(static_cast<const uint32_t*>(base), layout, start, n, static_cast<uint32_t*>(dst));
-    default:
-      return ReadLinearT(static_cast<const uint64_t*>(base), layout, start, n, static_cast<uint64_t*>(dst));
+    case 1: return ReadLinearT(static_cast<const uint8_t*>(base), layout, start, n, static_cast<uint8_t*>(dst));
+    case 2: return ReadLinearT(static_cast<const uint16_t*>(base), layout, start, n, static_cast<uint16_t*>(dst));
+    case 4: return ReadLinearT(static_cast<const uint32_t*>(base), layout, start, n, static_cast<uint32_t*>(dst));
+    default: return ReadLinearT(static_cast<const uint64_t*>(base), layout, start, n, static_cast<uint64_t*>(dst));
   }
 }
 

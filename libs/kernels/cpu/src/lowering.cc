@@ -27,15 +27,9 @@ Tensor MakeIota(const TensorType& type, int64_t dimension) {
   for (int64_t i = 0; i < n; ++i) {
     const int64_t v = (i / stride) % size;
     switch (type.dtype) {
-      case DType::kF32:
-        t.data<float>()[i] = static_cast<float>(v);
-        break;
-      case DType::kI32:
-        t.data<int32_t>()[i] = static_cast<int32_t>(v);
-        break;
-      default:
-        t.data<int64_t>()[i] = v;
-        break;
+      case DType::kF32: t.data<float>()[i] = static_cast<float>(v); break;
+      case DType::kI32: t.data<int32_t>()[i] = static_cast<int32_t>(v); break;
+      default: t.data<int64_t>()[i] = v; break;
     }
   }
   return t;
@@ -130,8 +124,7 @@ class Lowerer {
         a.layout = SliceLayout(a.layout, inst.attrs.start, inst.attrs.stride, t.shape);
         break;
       }
-      default:
-        return absl::InternalError(absl::StrCat(ValueName(v), " is used before its kernel"));
+      default: return absl::InternalError(absl::StrCat(ValueName(v), " is used before its kernel"));
     }
     access_[v] = a;
     return a;
@@ -214,7 +207,8 @@ class Lowerer {
     // the rows where the ops on whole rows read their broadcasts.
     int64_t row_n = 0;
     for (int m : members) {
-      if (row > 0 && f_.instructions[m].op == Op::kReduce) row_n = f_.type(f_.instructions[m].operands[0]).num_elements();
+      if (row > 0 && f_.instructions[m].op == Op::kReduce)
+        row_n = f_.type(f_.instructions[m].operands[0]).num_elements();
     }
     auto per_row = [&](ValueId v) {
       const int64_t c = f_.type(v).num_elements();
@@ -352,9 +346,9 @@ class Lowerer {
     }
     loads = std::move(live_loads);
     if (options_.expression_ops) ops = FuseExpressionTrees(std::move(ops), stores, reduce, num_regs, n);
-    std::string description = absl::StrCat("fused n=", n, row > 0 ? absl::StrCat(" rows of ", row) : "", " [",
-                                           absl::StrJoin(names, " "), "] ops ", ops.size(), " loads ", loads.size(),
-                                           " stores ", stores.size());
+    std::string description =
+        absl::StrCat("fused n=", n, row > 0 ? absl::StrCat(" rows of ", row) : "", " [", absl::StrJoin(names, " "),
+                     "] ops ", ops.size(), " loads ", loads.size(), " stores ", stores.size());
     Emit(std::make_unique<FusedKernel>(n, std::move(loads), std::move(ops), std::move(stores), std::move(reduce),
                                        num_regs, std::move(description), row));
     if (options_.epilogues) MoveIntoProduct();
@@ -475,7 +469,8 @@ class Lowerer {
     const TensorType& t = f_.type(add.result);
     PCP_ASSIGN_OR_RETURN(Access bias, GetAccess(bias_value));
     const Layout row = Simplify(bias.layout);
-    auto k = NewDot(lhs, rhs, inst.attrs.dot, Layout::Contiguous(f_.type(inst.result).shape), out, description + " + bias");
+    auto k =
+        NewDot(lhs, rhs, inst.attrs.dot, Layout::Contiguous(f_.type(inst.result).shape), out, description + " + bias");
     const int64_t n = t.shape.empty() ? 1 : t.shape.back();
     const bool repeated_row = (row.shape == Shape{t.num_elements() / std::max<int64_t>(n, 1), n} &&
                                row.strides == std::vector<int64_t>{0, 1}) ||
@@ -570,8 +565,7 @@ class Lowerer {
         access_[inst.result] = Access{out, Layout::Contiguous(t.shape)};
         return absl::OkStatus();
       }
-      default:
-        return absl::InternalError(absl::StrCat("no kernel for ", OpName(inst.op)));
+      default: return absl::InternalError(absl::StrCat("no kernel for ", OpName(inst.op)));
     }
   }
 
@@ -582,7 +576,7 @@ class Lowerer {
       const ValueId v = f_.results[i];
       PCP_ASSIGN_OR_RETURN(Access a, GetAccess(v));  // may add storages
       claimed.resize(p_.storages.size(), false);
-      const Storage s = p_.storages[a.storage];       // a copy: NewArena below may move it
+      const Storage s = p_.storages[a.storage];  // a copy: NewArena below may move it
       const TensorType& t = f_.type(v);
       if (s.kind == StorageKind::kArena && !s.temporary && !claimed[a.storage] && a.layout.offset == 0 &&
           a.layout.IsContiguous() && s.elements == t.num_elements()) {
@@ -629,14 +623,9 @@ class Lowerer {
           ++st.num_fused_kernels;
           st.num_fused_instructions += kernel.num_instructions;
           break;
-        case Kernel::Kind::kDot:
-          ++st.num_dot_kernels;
-          break;
-        case Kernel::Kind::kCopy:
-          ++st.num_copy_kernels;
-          break;
-        default:
-          break;
+        case Kernel::Kind::kDot: ++st.num_dot_kernels; break;
+        case Kernel::Kind::kCopy: ++st.num_copy_kernels; break;
+        default: break;
       }
     }
     for (const Storage& s : p_.storages) {

@@ -158,12 +158,9 @@ void ScatterKernel::Run(const KernelContext& ctx) {
               ctx.pool);
   if (row_size_ == 0) return;
   switch (dtype_) {
-    case DType::kF32:
-      return AddRows(ctx, reinterpret_cast<float*>(out));
-    case DType::kI32:
-      return AddRows(ctx, reinterpret_cast<int32_t*>(out));
-    default:
-      return AddRows(ctx, reinterpret_cast<int64_t*>(out));
+    case DType::kF32: return AddRows(ctx, reinterpret_cast<float*>(out));
+    case DType::kI32: return AddRows(ctx, reinterpret_cast<int32_t*>(out));
+    default: return AddRows(ctx, reinterpret_cast<int64_t*>(out));
   }
 }
 

@@ -132,14 +132,10 @@ void RowExpandLoop(const FusedOp& op, void* const* regs, int64_t n) {
 
 ElementwiseFn GetRowExpandFn(int64_t elem_size) {
   switch (elem_size) {
-    case 1:
-      return &RowExpandLoop<uint8_t>;
-    case 2:
-      return &RowExpandLoop<uint16_t>;
-    case 4:
-      return &RowExpandLoop<uint32_t>;
-    default:
-      return &RowExpandLoop<uint64_t>;
+    case 1: return &RowExpandLoop<uint8_t>;
+    case 2: return &RowExpandLoop<uint16_t>;
+    case 4: return &RowExpandLoop<uint32_t>;
+    default: return &RowExpandLoop<uint64_t>;
   }
 }
 
@@ -225,12 +221,10 @@ void FusedKernel::PlanReduce() {
 void FusedKernel::RunReduce(const KernelContext& ctx) {
   const bool sum = reduce_->kind == ReduceKind::kSum;
   switch (reduce_->dtype) {
-    case DType::kF32:
-      return sum ? RunReduceT<float, ReduceKind::kSum>(ctx) : RunReduceT<float, ReduceKind::kMax>(ctx);
+    case DType::kF32: return sum ? RunReduceT<float, ReduceKind::kSum>(ctx) : RunReduceT<float, ReduceKind::kMax>(ctx);
     case DType::kI32:
       return sum ? RunReduceT<int32_t, ReduceKind::kSum>(ctx) : RunReduceT<int32_t, ReduceKind::kMax>(ctx);
-    default:
-      return sum ? RunReduceT<int64_t, ReduceKind::kSum>(ctx) : RunReduceT<int64_t, ReduceKind::kMax>(ctx);
+    default: return sum ? RunReduceT<int64_t, ReduceKind::kSum>(ctx) : RunReduceT<int64_t, ReduceKind::kMax>(ctx);
   }
 }
 

@@ -2,8 +2,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "pcp/kernels/cpu_backend.h"
 #include "spdlog/spdlog.h"
 #ifdef PCP_HAVE_VULKAN

@@ -26,8 +26,8 @@ namespace pcp::vulkan {
 struct DeviceBuffer {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
-  VkDeviceSize size = 0;      // bytes usable (the rounded request)
-  void* mapped = nullptr;     // host-visible buffers only: persistently mapped
+  VkDeviceSize size = 0;   // bytes usable (the rounded request)
+  void* mapped = nullptr;  // host-visible buffers only: persistently mapped
 };
 
 class BufferPool {

@@ -49,7 +49,7 @@ const char* GlslType(DType d) {
     case DType::kI64: return "int64_t";
     case DType::kBool: return "bool";
     case DType::kF16:
-    case DType::kBF16: return "uint";  // only moved: the bits, widened
+    case DType::kBF16: return "uint";   // only moved: the bits, widened
     case DType::kF64: return "double";  // never reached: CheckSupported rejects f64
   }
   return "float";
@@ -69,8 +69,7 @@ std::string GlslLiteral(const Tensor& t, int64_t i) {
       return absl::StrFormat("uintBitsToFloat(0x%08xu)", bits);
     }
     case DType::kI32: return absl::StrFormat("int(0x%08xu)", static_cast<uint32_t>(t.data<int32_t>()[i]));
-    case DType::kI64:
-      return absl::StrFormat("int64_t(0x%016xul)", static_cast<uint64_t>(t.data<int64_t>()[i]));
+    case DType::kI64: return absl::StrFormat("int64_t(0x%016xul)", static_cast<uint64_t>(t.data<int64_t>()[i]));
     case DType::kBool: return static_cast<const uint8_t*>(t.raw_data())[i] ? "true" : "false";
     case DType::kF16:
     case DType::kBF16: return absl::StrFormat("0x%04xu", static_cast<const uint16_t*>(t.raw_data())[i]);
@@ -82,7 +81,8 @@ std::string Linearize(const std::vector<std::string>& idx, const Shape& shape) {
   std::vector<std::string> terms;
   int64_t stride = 1;
   for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-    if (shape[d] != 1) terms.push_back(stride == 1 ? absl::StrCat("(", idx[d], ")") : absl::StrCat("(", idx[d], ") * ", stride));
+    if (shape[d] != 1)
+      terms.push_back(stride == 1 ? absl::StrCat("(", idx[d], ")") : absl::StrCat("(", idx[d], ") * ", stride));
     stride *= shape[d];
   }
   if (terms.empty()) return "0";
@@ -96,7 +96,8 @@ std::vector<std::string> ExprCodegen::Delinearize(const std::string& linear, con
     if (shape[d] != 1) {
       const std::string name = NewName("c");
       const bool first = [&] {
-        for (int e = 0; e < d; ++e) if (shape[e] != 1) return false;
+        for (int e = 0; e < d; ++e)
+          if (shape[e] != 1) return false;
         return true;
       }();
       if (first) {

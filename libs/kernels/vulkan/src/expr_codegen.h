@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "pcp/autodiff/ir.h"
 #include "kernel_plan.h"
+#include "pcp/autodiff/ir.h"
 
 namespace pcp::vulkan {
 

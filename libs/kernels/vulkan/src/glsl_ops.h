@@ -22,40 +22,38 @@
 namespace pcp::vulkan {
 
 // V(op, f32, i32, i64, i1)
-#define PCP_VULKAN_ELEMENTWISE_GLSL(V)                                                            \
-  V(kAdd, "($0 + $1)", "($0 + $1)", "($0 + $1)", "")                                              \
-  V(kSubtract, "($0 - $1)", "($0 - $1)", "($0 - $1)", "")                                         \
-  V(kMultiply, "($0 * $1)", "($0 * $1)", "($0 * $1)", "")                                         \
-  V(kDivide, "($0 / $1)", "pcp_idiv($0, $1)", "pcp_ldiv($0, $1)", "")                             \
-  V(kMaximum, "pcp_max($0, $1)", "($0 > $1 ? $0 : $1)", "($0 > $1 ? $0 : $1)", "")                \
-  V(kMinimum, "pcp_min($0, $1)", "($0 < $1 ? $0 : $1)", "($0 < $1 ? $0 : $1)", "")                \
-  V(kPower, "pcp_pow($0, $1)", "", "", "")                                                        \
-  V(kNegate, "(-$0)", "(-$0)", "(-$0)", "")                                                       \
-  V(kExponential, "pcp_exp($0)", "", "", "")                                                      \
-  V(kLog, "pcp_log($0)", "", "", "")                                                              \
-  V(kSqrt, "sqrt($0)", "", "", "")                                                                \
-  V(kRsqrt, "pcp_rsqrt($0)", "", "", "")                                                          \
-  V(kTanh, "pcp_tanh($0)", "", "", "")                                                            \
-  V(kLogistic, "pcp_logistic($0)", "", "", "")                                                    \
-  V(kAbs, "abs($0)", "($0 < 0 ? -$0 : $0)", "($0 < 0 ? -$0 : $0)", "")                            \
-  V(kCeil, "ceil($0)", "", "", "")                                                                \
-  V(kErf, "pcp_erf($0)", "", "", "")                                                              \
-  V(kAnd, "", "($0 & $1)", "($0 & $1)", "($0 && $1)")                                             \
-  V(kOr, "", "($0 | $1)", "($0 | $1)", "($0 || $1)")                                              \
+#define PCP_VULKAN_ELEMENTWISE_GLSL(V)                                             \
+  V(kAdd, "($0 + $1)", "($0 + $1)", "($0 + $1)", "")                               \
+  V(kSubtract, "($0 - $1)", "($0 - $1)", "($0 - $1)", "")                          \
+  V(kMultiply, "($0 * $1)", "($0 * $1)", "($0 * $1)", "")                          \
+  V(kDivide, "($0 / $1)", "pcp_idiv($0, $1)", "pcp_ldiv($0, $1)", "")              \
+  V(kMaximum, "pcp_max($0, $1)", "($0 > $1 ? $0 : $1)", "($0 > $1 ? $0 : $1)", "") \
+  V(kMinimum, "pcp_min($0, $1)", "($0 < $1 ? $0 : $1)", "($0 < $1 ? $0 : $1)", "") \
+  V(kPower, "pcp_pow($0, $1)", "", "", "")                                         \
+  V(kNegate, "(-$0)", "(-$0)", "(-$0)", "")                                        \
+  V(kExponential, "pcp_exp($0)", "", "", "")                                       \
+  V(kLog, "pcp_log($0)", "", "", "")                                               \
+  V(kSqrt, "sqrt($0)", "", "", "")                                                 \
+  V(kRsqrt, "pcp_rsqrt($0)", "", "", "")                                           \
+  V(kTanh, "pcp_tanh($0)", "", "", "")                                             \
+  V(kLogistic, "pcp_logistic($0)", "", "", "")                                     \
+  V(kAbs, "abs($0)", "($0 < 0 ? -$0 : $0)", "($0 < 0 ? -$0 : $0)", "")             \
+  V(kCeil, "ceil($0)", "", "", "")                                                 \
+  V(kErf, "pcp_erf($0)", "", "", "")                                               \
+  V(kAnd, "", "($0 & $1)", "($0 & $1)", "($0 && $1)")                              \
+  V(kOr, "", "($0 | $1)", "($0 | $1)", "($0 || $1)")                               \
   V(kNot, "", "(~$0)", "(~$0)", "(!$0)")
 
 // The GLSL of `op` on operands of type `d`; "" for ops without a row and types the op is not
 // defined on (and for f16 / bf16 / f64, which the backend only moves or rejects).
 constexpr std::string_view GlslOf(Op op, DType d) {
   switch (op) {
-#define PCP_VULKAN_GLSL_CASE_(e, f32, i32, i64, i1)                                      \
-  case Op::e:                                                                            \
-    return d == DType::kF32 ? f32 : d == DType::kI32 ? i32 : d == DType::kI64 ? i64 \
-                                  : d == DType::kBool ? i1 : "";
+#define PCP_VULKAN_GLSL_CASE_(e, f32, i32, i64, i1) \
+  case Op::e:                                       \
+    return d == DType::kF32 ? f32 : d == DType::kI32 ? i32 : d == DType::kI64 ? i64 : d == DType::kBool ? i1 : "";
     PCP_VULKAN_ELEMENTWISE_GLSL(PCP_VULKAN_GLSL_CASE_)
 #undef PCP_VULKAN_GLSL_CASE_
-    default:
-      return "";
+    default: return "";
   }
 }
 
@@ -65,8 +63,7 @@ static_assert(
     [] {
       for (int i = 0; i < kNumOps; ++i) {
         const Op op = static_cast<Op>(i);
-        if (!IsElementwise(op) || op == Op::kCompare || op == Op::kSelect || op == Op::kClamp ||
-            op == Op::kConvert) {
+        if (!IsElementwise(op) || op == Op::kCompare || op == Op::kSelect || op == Op::kClamp || op == Op::kConvert) {
           continue;
         }
         const bool f32 = !IsLogical(op), integers = !IsFloatOnly(op), i1 = IsLogical(op);

@@ -113,7 +113,9 @@ const std::vector<Function>& Functions() {
   return isnan(x) ? x : result;
 }
 )GLSL"},
-      {"pcp_pow", {"pcp_exp", "pcp_log"}, R"GLSL(// pow through exp(b * log|a|) with the product's rounding error carried (fma), so the
+      {"pcp_pow",
+       {"pcp_exp", "pcp_log"},
+       R"GLSL(// pow through exp(b * log|a|) with the product's rounding error carried (fma), so the
 // error stays a few ulp; negative bases give results only for integer exponents.
 float pcp_pow(float a, float b) {
   if (b == 0.0) return 1.0;

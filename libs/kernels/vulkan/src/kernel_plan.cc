@@ -36,8 +36,9 @@ absl::Status CheckSupported(const Function& f, bool half_moves) {
     const bool moves = GetOpCategory(inst.op) == OpCategory::kLayout || inst.op == Op::kConstant ||
                        (inst.op == Op::kGather && !IsHalf(f.type(inst.operands[1]).dtype));
     if (half && (!moves || !half_moves)) {
-      return absl::UnimplementedError(absl::StrCat("vulkan backend: ", OpName(inst.op), " on ", MlirName(d),
-                                                   moves ? " (needs 16-bit storage)" : " (f16/bf16 values are only moved)"));
+      return absl::UnimplementedError(
+          absl::StrCat("vulkan backend: ", OpName(inst.op), " on ", MlirName(d),
+                       moves ? " (needs 16-bit storage)" : " (f16/bf16 values are only moved)"));
     }
   }
   for (const Instruction& inst : f.instructions) {

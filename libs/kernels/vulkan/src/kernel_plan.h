@@ -24,8 +24,8 @@ enum class KernelKind { kMap, kReduce, kDot, kScatter };
 
 struct PlannedKernel {
   KernelKind kind = KernelKind::kMap;
-  ValueId value = kNoValue;  // the materialized value it writes
-  int instruction = -1;      // index of the instruction producing `value`
+  ValueId value = kNoValue;    // the materialized value it writes
+  int instruction = -1;        // index of the instruction producing `value`
   int fused_instructions = 1;  // instructions computed inline by this kernel (for profiles)
 };
 

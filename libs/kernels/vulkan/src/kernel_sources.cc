@@ -84,8 +84,7 @@ KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const
   absl::StrAppend(&element, "acc = ", combine("acc", x), ";\n");
   std::string init_body;
   const std::string init = gen.Emit(inst.operands[1], {}, &init_body);
-  const std::string finish =
-      absl::StrCat(init_body, ExprCodegen::Store(d, "o", combine(init, "acc")));
+  const std::string finish = absl::StrCat(init_body, ExprCodegen::Store(d, "o", combine(init, "acc")));
 
   KernelSource k;
   k.name = absl::StrCat("reduce_", sum ? "sum_" : "max_", inst.result);
@@ -97,21 +96,20 @@ KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const
     const std::string shared = absl::StrCat("shared ", type, " partial[64];\n");
     const std::string main_body = absl::StrCat(
         "  int lane = int(gl_LocalInvocationID.x);\n"
-        "  for (int o = int(gl_WorkGroupID.x); o < ", outputs, "; o += int(gl_NumWorkGroups.x)) {\n",
-        "    ", type, " acc = ", identity, ";\n",
+        "  for (int o = int(gl_WorkGroupID.x); o < ",
+        outputs, "; o += int(gl_NumWorkGroups.x)) {\n", "    ", type, " acc = ", identity, ";\n",
         "    for (int r = lane; r < ", rn, "; r += 64) {\n", element, "    }\n",
-        "    partial[lane] = acc;\n    barrier();\n",
-        "    for (int s = 32; s > 0; s >>= 1) {\n",
+        "    partial[lane] = acc;\n    barrier();\n", "    for (int s = 32; s > 0; s >>= 1) {\n",
         "      if (lane < s) partial[lane] = ", combine("partial[lane]", "partial[lane + s]"), ";\n",
-        "      barrier();\n    }\n",
-        "    if (lane == 0) {\n      acc = partial[0];\n", finish, "    }\n    barrier();\n  }\n");
+        "      barrier();\n    }\n", "    if (lane == 0) {\n      acc = partial[0];\n", finish,
+        "    }\n    barrier();\n  }\n");
     k.glsl = Assemble(gen, d, 64, shared, main_body);
     k.groups[0] = GroupsFor(outputs, 1);
   } else {
-    const std::string main_body = absl::StrCat(
-        "  for (int o = int(gl_GlobalInvocationID.x); o < ", outputs, "; o += int(gl_NumWorkGroups.x) * 64) {\n",
-        "    ", type, " acc = ", identity, ";\n",
-        "    for (int r = 0; r < ", rn, "; ++r) {\n", element, "    }\n", finish, "  }\n");
+    const std::string main_body =
+        absl::StrCat("  for (int o = int(gl_GlobalInvocationID.x); o < ", outputs,
+                     "; o += int(gl_NumWorkGroups.x) * 64) {\n", "    ", type, " acc = ", identity, ";\n",
+                     "    for (int r = 0; r < ", rn, "; ++r) {\n", element, "    }\n", finish, "  }\n");
     k.glsl = Assemble(gen, d, 64, "", main_body);
     k.groups[0] = GroupsFor(outputs, 64);
   }
@@ -138,12 +136,11 @@ KernelSource ScatterKernelSource(const Function& f, const KernelPlan& plan, cons
   std::vector<std::string> uidx = iidx;
   uidx.insert(uidx.end(), idx.begin() + 1, idx.end());
   const std::string u = gen.Emit(inst.operands[2], uidx, &add);
-  absl::StrAppend(&body, "for (int i = 0; i < ", ni, "; ++i) {\n", loop, "if (", k, " == ",
-                  GlslType(indices.dtype), "(", idx[0], ")) {\n", add, "acc += ", u, ";\n}\n}\n",
-                  ExprCodegen::Store(rt.dtype, "gid", "acc"));
+  absl::StrAppend(&body, "for (int i = 0; i < ", ni, "; ++i) {\n", loop, "if (", k, " == ", GlslType(indices.dtype),
+                  "(", idx[0], ")) {\n", add, "acc += ", u, ";\n}\n}\n", ExprCodegen::Store(rt.dtype, "gid", "acc"));
   KernelSource ks;
   ks.name = absl::StrCat("scatter_", inst.result);
-  ks.glsl = Assemble(gen, rt.dtype, 64,"",
+  ks.glsl = Assemble(gen, rt.dtype, 64, "",
                      absl::StrCat("  for (int gid = int(gl_GlobalInvocationID.x); gid < ", n,
                                   "; gid += int(gl_NumWorkGroups.x) * 64) {\n", body, "  }\n"));
   ks.inputs = gen.inputs();

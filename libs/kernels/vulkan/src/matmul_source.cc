@@ -97,15 +97,15 @@ KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const In
     std::string body;
     const std::vector<std::string> idx = OperandIndex(gen, ls, dd.lhs_batch, dd.lhs_contract, "b", "m", "k", &body);
     const std::string a = gen.Emit(inst.operands[0], idx, &body);
-    absl::StrAppend(&loaders, "float loadA(int b, int m, int k) {\n  if (m >= ", m, " || k >= ", kk,
-                    ") return 0.0;\n", body, "  return ", a, ";\n}\n");
+    absl::StrAppend(&loaders, "float loadA(int b, int m, int k) {\n  if (m >= ", m, " || k >= ", kk, ") return 0.0;\n",
+                    body, "  return ", a, ";\n}\n");
   }
   if (!b_vec4) {
     std::string body;
     const std::vector<std::string> idx = OperandIndex(gen, rs, dd.rhs_batch, dd.rhs_contract, "b", "n", "k", &body);
     const std::string b = gen.Emit(inst.operands[1], idx, &body);
-    absl::StrAppend(&loaders, "float loadB(int b, int k, int n) {\n  if (n >= ", n, " || k >= ", kk,
-                    ") return 0.0;\n", body, "  return ", b, ";\n}\n");
+    absl::StrAppend(&loaders, "float loadB(int b, int k, int n) {\n  if (n >= ", n, " || k >= ", kk, ") return 0.0;\n",
+                    body, "  return ", b, ";\n}\n");
   }
   absl::StrAppend(&loaders, "shared float As[16][65];\nshared float Bs[16][65];\n");
 
@@ -115,30 +115,29 @@ KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const In
   if (a_vec4) {
     const int bind = gen.Vec4Binding(inst.operands[0]);
     a_vec_load = absl::StrCat(
-        "    {\n      int am = tid >> 2, ak = (tid & 3) * 4;\n      vec4 v = vec4(0.0);\n",
-        "      if (m0 + am < ", m, " && k0 + ak < ", kk, ") v = in", bind, ".d[((b * ", m, " + m0 + am) * ", kk,
-        " + k0 + ak) >> 2];\n",
+        "    {\n      int am = tid >> 2, ak = (tid & 3) * 4;\n      vec4 v = vec4(0.0);\n", "      if (m0 + am < ", m,
+        " && k0 + ak < ", kk, ") v = in", bind, ".d[((b * ", m, " + m0 + am) * ", kk, " + k0 + ak) >> 2];\n",
         "      As[ak][am] = v.x; As[ak + 1][am] = v.y; As[ak + 2][am] = v.z; As[ak + 3][am] = v.w;\n    }\n");
     a_tile.clear();
   }
   if (b_vec4) {
     const int bind = gen.Vec4Binding(inst.operands[1]);
     b_vec_load = absl::StrCat(
-        "    {\n      int bk = tid >> 4, bn = (tid & 15) * 4;\n      vec4 v = vec4(0.0);\n",
-        "      if (k0 + bk < ", kk, " && n0 + bn < ", n, ") v = in", bind, ".d[((b * ", kk, " + k0 + bk) * ", n,
-        " + n0 + bn) >> 2];\n",
+        "    {\n      int bk = tid >> 4, bn = (tid & 15) * 4;\n      vec4 v = vec4(0.0);\n", "      if (k0 + bk < ", kk,
+        " && n0 + bn < ", n, ") v = in", bind, ".d[((b * ", kk, " + k0 + bk) * ", n, " + n0 + bn) >> 2];\n",
         "      Bs[bk][bn] = v.x; Bs[bk][bn + 1] = v.y; Bs[bk][bn + 2] = v.z; Bs[bk][bn + 3] = v.w;\n    }\n");
     b_tile.clear();
   }
   const std::string main_body = absl::StrCat(
-      "  for (int b = int(gl_WorkGroupID.z); b < ", batch, "; b += int(gl_NumWorkGroups.z)) {\n"
+      "  for (int b = int(gl_WorkGroupID.z); b < ", batch,
+      "; b += int(gl_NumWorkGroups.z)) {\n"
       "  int m0 = int(gl_WorkGroupID.y) * 64, n0 = int(gl_WorkGroupID.x) * 64;\n"
       "  int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);\n"
       "  int tid = ty * 16 + tx;\n"
       "  float acc[4][4];\n"
       "  for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;\n"
-      "  for (int k0 = 0; k0 < ", kk, "; k0 += 16) {\n",
-      a_vec_load, b_vec_load,
+      "  for (int k0 = 0; k0 < ",
+      kk, "; k0 += 16) {\n", a_vec_load, b_vec_load,
       a_tile.empty() && b_tile.empty() ? "" : "    for (int i = 0; i < 4; ++i) {\n      int e = tid + i * 256;\n",
       a_tile, b_tile, a_tile.empty() && b_tile.empty() ? "" : "    }\n",
       "    barrier();\n"
@@ -152,13 +151,16 @@ KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const In
       "  }\n"
       "  for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) {\n"
       "    int mm = m0 + ty + 16 * i, nn = n0 + tx + 16 * j;\n"
-      "    if (mm < ", m, " && nn < ", n, ") out_.d[(b * ", m, " + mm) * ", n, " + nn] = acc[i][j];\n"
+      "    if (mm < ",
+      m, " && nn < ", n, ") out_.d[(b * ", m, " + mm) * ", n,
+      " + nn] = acc[i][j];\n"
       "  }\n"
       "  }\n");
   KernelSource k;
   k.name = absl::StrCat("dot_", m, "x", n, "x", kk, (batch > 1 ? absl::StrCat("_b", batch) : ""), "_", inst.result);
-  const std::string rest = absl::StrCat("\nlayout(local_size_x = 16, local_size_y = 16) in;\n",
-                                        gen.BufferDeclarations(DType::kF32), loaders, "\nvoid main() {\n", main_body, "}\n");
+  const std::string rest =
+      absl::StrCat("\nlayout(local_size_x = 16, local_size_y = 16) in;\n", gen.BufferDeclarations(DType::kF32), loaders,
+                   "\nvoid main() {\n", main_body, "}\n");
   k.glsl = GlslPreludeFor(rest) + rest;
   k.inputs = gen.inputs();
   k.groups[0] = static_cast<uint32_t>((n + 63) / 64);

@@ -32,7 +32,7 @@ class ShaderCompiler {
   // InvalidArgument with shaderc's messages and the numbered source when GLSL does not compile.
   absl::StatusOr<std::vector<uint32_t>> Compile(const std::string& glsl, absl::string_view name);
 
-  int compiled() const { return compiled_; }       // shaderc invocations
+  int compiled() const { return compiled_; }  // shaderc invocations
   int disk_hits() const { return disk_hits_; }
   double compile_seconds() const { return compile_seconds_; }  // inside shaderc
 

@@ -65,8 +65,8 @@ class VulkanBackend : public Backend {
   absl::StatusOr<Tensor> CopyOut(const Buffer& source) override {
     PCP_ASSIGN_OR_RETURN(VulkanBuffer * src, Own(const_cast<Buffer*>(&source)));
     Tensor t(src->type().dtype, src->type().shape);
-    PCP_RETURN_IF_ERROR(vulkan::DownloadFromBuffer(*pool_, src->device_buffer(), static_cast<VkDeviceSize>(src->bytes()),
-                                                   t.raw_data()));
+    PCP_RETURN_IF_ERROR(vulkan::DownloadFromBuffer(*pool_, src->device_buffer(),
+                                                   static_cast<VkDeviceSize>(src->bytes()), t.raw_data()));
     return t;
   }
 

@@ -91,9 +91,12 @@ VulkanDeviceInfo Describe(VkPhysicalDevice pd, int index) {
     info.why_unusable = "needs Vulkan 1.1";
   } else {
     vkGetPhysicalDeviceFeatures2(pd, &f2);
-    if (ComputeQueueFamily(pd) < 0) info.why_unusable = "no compute queue";
-    else if (!f2.features.shaderInt64) info.why_unusable = "no shaderInt64";
-    else if (!s8.storageBuffer8BitAccess) info.why_unusable = "no storageBuffer8BitAccess";
+    if (ComputeQueueFamily(pd) < 0)
+      info.why_unusable = "no compute queue";
+    else if (!f2.features.shaderInt64)
+      info.why_unusable = "no shaderInt64";
+    else if (!s8.storageBuffer8BitAccess)
+      info.why_unusable = "no storageBuffer8BitAccess";
   }
   info.usable = info.why_unusable.empty();
   return info;
@@ -156,12 +159,14 @@ absl::StatusOr<std::shared_ptr<VulkanContext>> VulkanContext::Create(const Vulka
       if (d.usable && (chosen < 0 || Rank(d.kind) < Rank(infos[chosen].kind))) chosen = d.index;
     }
     if (chosen < 0) {
-      return absl::UnavailableError(absl::StrCat("no usable Vulkan device (", infos[0].name, ": ", infos[0].why_unusable, ")"));
+      return absl::UnavailableError(
+          absl::StrCat("no usable Vulkan device (", infos[0].name, ": ", infos[0].why_unusable, ")"));
     }
   }
   ctx->info_ = infos[chosen];
   if (!ctx->info_.usable) {
-    return absl::FailedPreconditionError(absl::StrCat("Vulkan device ", ctx->info_.name, ": ", ctx->info_.why_unusable));
+    return absl::FailedPreconditionError(
+        absl::StrCat("Vulkan device ", ctx->info_.name, ": ", ctx->info_.why_unusable));
   }
   ctx->physical_ = devices[chosen];
   ctx->queue_family_ = static_cast<uint32_t>(ComputeQueueFamily(ctx->physical_));

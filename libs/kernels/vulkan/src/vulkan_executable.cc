@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <cstdio>
+#include <map>
 #include <numeric>
 
 #include "absl/container/flat_hash_map.h"
@@ -112,9 +112,8 @@ absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile) {
     cpci.stage.module = p.module;
     cpci.stage.pName = "main";
     cpci.layout = p.layout;
-    PCP_RETURN_IF_ERROR(
-        VkCheck(vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &cpci, nullptr, &p.pipeline),
-                absl::StrCat("vkCreateComputePipelines(", k.src.name, ")").c_str()));
+    PCP_RETURN_IF_ERROR(VkCheck(vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &cpci, nullptr, &p.pipeline),
+                                absl::StrCat("vkCreateComputePipelines(", k.src.name, ")").c_str()));
     pipeline_seconds_ += SecondsSince(start);
     k.pipeline = static_cast<int>(pipelines_.size());
     by_source[k.src.glsl] = k.pipeline;
@@ -130,7 +129,8 @@ absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile) {
     dpci.maxSets = static_cast<uint32_t>(kernels_.size());
     dpci.poolSizeCount = 1;
     dpci.pPoolSizes = &size;
-    PCP_RETURN_IF_ERROR(VkCheck(vkCreateDescriptorPool(dev, &dpci, nullptr, &descriptor_pool_), "vkCreateDescriptorPool"));
+    PCP_RETURN_IF_ERROR(
+        VkCheck(vkCreateDescriptorPool(dev, &dpci, nullptr, &descriptor_pool_), "vkCreateDescriptorPool"));
     for (Kernel& k : kernels_) {
       VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
       ai.descriptorPool = descriptor_pool_;
@@ -194,7 +194,8 @@ VulkanExecutable::~VulkanExecutable() {
   if (queries_ != VK_NULL_HANDLE && runs_ > 0) {
     std::vector<size_t> order(kernels_.size());
     std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return kernels_[a].total_ms > kernels_[b].total_ms; });
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return kernels_[a].total_ms > kernels_[b].total_ms; });
     double total = 0;
     for (const Kernel& k : kernels_) total += k.total_ms;
     std::fprintf(stderr,
@@ -309,7 +310,8 @@ absl::Status VulkanExecutable::Run(absl::Span<Buffer* const> args, absl::Span<Bu
   auto get = [&](Buffer* b, const TensorType& want, const char* what, size_t i) -> absl::StatusOr<VkBuffer> {
     auto* vb = dynamic_cast<VulkanBuffer*>(b);
     if (vb == nullptr || vb->pool() != pool_.get()) {
-      return absl::InvalidArgumentError(absl::StrCat(f_.name, ": ", what, " ", i, " is not a buffer of this Vulkan backend"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(f_.name, ": ", what, " ", i, " is not a buffer of this Vulkan backend"));
     }
     if (vb->type() != want) {
       return absl::InvalidArgumentError(absl::StrCat(f_.name, ": ", what, " ", i, " has type ", vb->type().ToString(),

@@ -25,10 +25,10 @@ namespace pcp::vulkan {
 
 struct VulkanExecutableStats {
   int num_instructions = 0;
-  int num_kernels = 0;        // dispatches per Run
-  int num_pipelines = 0;      // distinct kernel sources
-  int64_t buffer_bytes = 0;    // executable-owned device memory (values and constants)
-  int64_t unshared_bytes = 0;  // what kernel outputs would take without sharing buffers
+  int num_kernels = 0;          // dispatches per Run
+  int num_pipelines = 0;        // distinct kernel sources
+  int64_t buffer_bytes = 0;     // executable-owned device memory (values and constants)
+  int64_t unshared_bytes = 0;   // what kernel outputs would take without sharing buffers
   double codegen_seconds = 0;   // planning and GLSL generation
   double shaderc_seconds = 0;   // GLSL -> SPIR-V (0 for sources found in the caches)
   double pipeline_seconds = 0;  // vkCreateComputePipelines (the driver's compiler)
@@ -37,7 +37,7 @@ struct VulkanExecutableStats {
 class VulkanExecutable : public Executable {
  public:
   static absl::StatusOr<std::unique_ptr<VulkanExecutable>> Create(const Function& f, std::shared_ptr<BufferPool> pool,
-                                                                   ShaderCompiler& compiler, bool profile);
+                                                                  ShaderCompiler& compiler, bool profile);
   ~VulkanExecutable() override;
 
   const Function& function() const override { return f_; }
@@ -74,10 +74,10 @@ class VulkanExecutable : public Executable {
   KernelPlan plan_;
   std::vector<Pipeline> pipelines_;
   std::vector<Kernel> kernels_;
-  std::vector<DeviceBuffer> value_buffers_;   // per value; empty for params and inlined values
-  std::vector<DeviceBuffer> owned_buffers_;   // distinct buffers behind value_buffers_
-  std::vector<DeviceBuffer> result_temps_;    // per result whose value is a parameter
-  std::vector<int> param_index_;              // per value: parameter position or -1
+  std::vector<DeviceBuffer> value_buffers_;  // per value; empty for params and inlined values
+  std::vector<DeviceBuffer> owned_buffers_;  // distinct buffers behind value_buffers_
+  std::vector<DeviceBuffer> result_temps_;   // per result whose value is a parameter
+  std::vector<int> param_index_;             // per value: parameter position or -1
   VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cb_ = VK_NULL_HANDLE;
   VkQueryPool queries_ = VK_NULL_HANDLE;

@@ -71,8 +71,7 @@ class Authenticator {
   // `authorization`: the call's "authorization" metadata ("" if none). `peer_identities`:
   // the verified certificate's identities (empty without a client certificate).
   // On refusal, *reason (if given) is set to one of the kReason* constants.
-  absl::StatusOr<Principal> Authenticate(absl::string_view authorization,
-                                         absl::Span<const std::string> peer_identities,
+  absl::StatusOr<Principal> Authenticate(absl::string_view authorization, absl::Span<const std::string> peer_identities,
                                          absl::string_view* reason = nullptr) const;
 
  private:

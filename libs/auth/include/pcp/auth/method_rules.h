@@ -38,8 +38,8 @@ const MethodRule* FindMethodRule(absl::Span<const MethodRule> rules, absl::strin
 
 // OK when `principal` may call `method` under `rule` (null: no rule). With auth off every
 // call passes. On refusal *reason is a kReason* constant (pcp/auth/authenticator.h).
-absl::Status Authorize(const MethodRule* rule, absl::string_view method, const Principal& principal,
-                       bool auth_enabled, absl::string_view* reason);
+absl::Status Authorize(const MethodRule* rule, absl::string_view method, const Principal& principal, bool auth_enabled,
+                       absl::string_view* reason);
 
 // "pcp.v1.Admin/GetJob" -> "Admin" (the `service` label of refusal metrics); "" if malformed.
 absl::string_view ServiceLabel(absl::string_view method);

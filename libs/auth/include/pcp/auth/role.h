@@ -21,7 +21,7 @@
 namespace pcp::auth {
 
 // V(enumerator, name)
-#define PCP_ROLE_LIST(V)                                                        \
+#define PCP_ROLE_LIST(V)                                                       \
   V(kNode, "node")     /* a supervisor or worker: Training.Connect, Control */ \
   V(kViewer, "viewer") /* Admin reads */                                       \
   V(kAdmin, "admin")   /* every Admin call */

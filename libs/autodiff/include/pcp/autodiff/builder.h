@@ -34,8 +34,7 @@ class FunctionBuilder {
   ValueId Parameter(TensorType type, std::string name = "");
 
   // Generic, checked emission: `declared` is needed for ops listed by ResultTypeIsDeclared.
-  ValueId Emit(Op op, std::vector<ValueId> operands, Attributes attrs = {},
-               const TensorType* declared = nullptr);
+  ValueId Emit(Op op, std::vector<ValueId> operands, Attributes attrs = {}, const TensorType* declared = nullptr);
 
   // Sources.
   ValueId Constant(Tensor literal);

@@ -32,9 +32,7 @@ struct TensorType {
   int64_t num_elements() const { return NumElements(shape); }
   // MLIR spelling: "tensor<2x3xf32>", "tensor<f32>" for a scalar.
   std::string ToString() const;
-  friend bool operator==(const TensorType& a, const TensorType& b) {
-    return a.dtype == b.dtype && a.shape == b.shape;
-  }
+  friend bool operator==(const TensorType& a, const TensorType& b) { return a.dtype == b.dtype && a.shape == b.shape; }
   friend bool operator!=(const TensorType& a, const TensorType& b) { return !(a == b); }
 };
 
@@ -60,14 +58,14 @@ struct DotDims {
 // Attributes of an instruction. Each op reads only the fields named for it; the builder and
 // the parser leave the rest at their defaults, so CSE can compare whole structs.
 struct Attributes {
-  Tensor literal;                          // constant: the value (type = result type)
-  int64_t dimension = 0;                   // iota: iota_dimension; concatenate: dimension
-  std::vector<int64_t> dims;               // broadcast_in_dim: broadcast_dimensions;
-                                           // transpose: permutation; reduce: dimensions
-  std::vector<int64_t> start, limit, stride;  // slice
-  DotDims dot;                             // dot_general
+  Tensor literal;                                             // constant: the value (type = result type)
+  int64_t dimension = 0;                                      // iota: iota_dimension; concatenate: dimension
+  std::vector<int64_t> dims;                                  // broadcast_in_dim: broadcast_dimensions;
+                                                              // transpose: permutation; reduce: dimensions
+  std::vector<int64_t> start, limit, stride;                  // slice
+  DotDims dot;                                                // dot_general
   ComparisonDirection comparison = ComparisonDirection::kEQ;  // compare
-  ReduceKind reduce_kind = ReduceKind::kSum;                   // reduce; scatter is always add
+  ReduceKind reduce_kind = ReduceKind::kSum;                  // reduce; scatter is always add
 };
 // Equality of attributes, comparing literals by value.
 bool AttributesEqual(const Attributes& a, const Attributes& b);
@@ -90,10 +88,10 @@ struct Function {
   // Type of every value, indexed by ValueId.
   std::vector<TensorType> value_types;
   std::vector<ValueId> params;
-  std::vector<std::string> param_names;    // one per param; may be empty strings
-  std::vector<Instruction> instructions;   // operands defined before use
+  std::vector<std::string> param_names;   // one per param; may be empty strings
+  std::vector<Instruction> instructions;  // operands defined before use
   std::vector<ValueId> results;
-  std::vector<std::string> result_names;   // one per result; may be empty strings
+  std::vector<std::string> result_names;  // one per result; may be empty strings
 
   const TensorType& type(ValueId v) const { return value_types[static_cast<size_t>(v)]; }
   int64_t num_values() const { return static_cast<int64_t>(value_types.size()); }
@@ -101,8 +99,7 @@ struct Function {
   ValueId AddParameter(TensorType type, std::string name = "");
   // Appends an instruction with a new result value of `result_type`; no checking here (see
   // FunctionBuilder for checked construction and Verify for whole-function checks).
-  ValueId AddInstruction(Op op, std::vector<ValueId> operands, TensorType result_type,
-                         Attributes attrs = {});
+  ValueId AddInstruction(Op op, std::vector<ValueId> operands, TensorType result_type, Attributes attrs = {});
   // Index of the parameter named `name`, or -1.
   int FindParam(absl::string_view name) const;
   int FindResult(absl::string_view name) const;

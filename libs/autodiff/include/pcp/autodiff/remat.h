@@ -44,15 +44,15 @@
 namespace pcp {
 
 struct RematOptions {
-  int max_ops = 12;         // elementwise ops in one value's cone (views are free)
-  int max_big_leaves = 1;   // leaves read in full (see above)
+  int max_ops = 12;                   // elementwise ops in one value's cone (views are free)
+  int max_big_leaves = 1;             // leaves read in full (see above)
   int64_t min_reuse_bytes = 2 << 20;  // a far use (see above)
 };
 
 struct RematStats {
-  int values = 0;               // tensors recomputed for their far uses
-  int instructions_added = 0;   // the copies
-  int64_t peak_before = 0;      // the peak of bytes alive, in the model above
+  int values = 0;              // tensors recomputed for their far uses
+  int instructions_added = 0;  // the copies
+  int64_t peak_before = 0;     // the peak of bytes alive, in the model above
   int64_t peak_after = 0;
 };
 

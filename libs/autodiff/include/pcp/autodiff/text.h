@@ -153,12 +153,12 @@ struct ParsedCheck {
   enum class Kind { kEq, kAlmostEq, kClose };
   std::string function;
   Kind kind = Kind::kEq;
-  std::string op;              // as written: "check.expect_eq_const", "custom_call @check.expect_close"
-  bool custom_call = false;    // the custom_call form (whose tolerances its runner picks)
-  std::string location;        // "source:line:col" of the op
-  int lhs_result = -1;         // index into the function's results: the computed value
-  int rhs_result = -1;         // and the expected one
-  std::optional<double> tolerance;      // expect_almost_eq's `tolerance = X`, if written
+  std::string op;                            // as written: "check.expect_eq_const", "custom_call @check.expect_close"
+  bool custom_call = false;                  // the custom_call form (whose tolerances its runner picks)
+  std::string location;                      // "source:line:col" of the op
+  int lhs_result = -1;                       // index into the function's results: the computed value
+  int rhs_result = -1;                       // and the expected one
+  std::optional<double> tolerance;           // expect_almost_eq's `tolerance = X`, if written
   std::optional<uint64_t> min_ulp, max_ulp;  // expect_close's limits, if written
 };
 
@@ -168,8 +168,7 @@ struct ParseOptions {
   std::vector<ParsedCheck>* checks = nullptr;
 };
 
-absl::StatusOr<Module> ParseModule(absl::string_view text, absl::string_view source_name,
-                                   const ParseOptions& options);
+absl::StatusOr<Module> ParseModule(absl::string_view text, absl::string_view source_name, const ParseOptions& options);
 
 }  // namespace pcp
 

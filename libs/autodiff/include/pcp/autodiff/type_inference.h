@@ -20,8 +20,7 @@ bool ResultTypeIsDeclared(Op op);
 // Returns the result type of `op` over operands of `operand_types` with `attrs`, or
 // InvalidArgument naming the op and the rule broken. If `declared` is not null, it must be
 // consistent with (for inferable ops: equal to) the inferred type.
-absl::StatusOr<TensorType> InferResultType(Op op, absl::Span<const TensorType> operand_types,
-                                           const Attributes& attrs,
+absl::StatusOr<TensorType> InferResultType(Op op, absl::Span<const TensorType> operand_types, const Attributes& attrs,
                                            const TensorType* declared = nullptr);
 
 }  // namespace pcp

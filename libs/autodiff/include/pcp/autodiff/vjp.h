@@ -29,8 +29,7 @@ namespace pcp {
 // A VJP rule: given the instruction and the gradient `g` of its result (a value in `b`),
 // emits IR for the gradient of each operand and returns them, one per operand, kNoValue
 // where an operand receives no gradient (not differentiable).
-using VjpRule = absl::StatusOr<std::vector<ValueId>> (*)(FunctionBuilder& b, const Instruction& inst,
-                                                        ValueId g);
+using VjpRule = absl::StatusOr<std::vector<ValueId>> (*)(FunctionBuilder& b, const Instruction& inst, ValueId g);
 
 // How an op is differentiated: by a rule, or declared to have no gradient at all (its
 // result does not depend differentiably on any operand: constant, iota, compare).
@@ -45,13 +44,11 @@ VjpEntry GetVjpEntry(Op op);
 // function under construction in `builder`. `seed` is d(final)/d(output) (default: 1.0).
 // A value in `wrt` that `output` does not depend on gets a zero tensor.
 absl::StatusOr<std::vector<ValueId>> AppendGradients(FunctionBuilder& builder, ValueId output,
-                                                     absl::Span<const ValueId> wrt,
-                                                     ValueId seed = kNoValue);
+                                                     absl::Span<const ValueId> wrt, ValueId seed = kNoValue);
 
 // A new function with `forward`'s parameters, its results, then d(result[loss_result])/d(param)
 // for each parameter index in `wrt`, named "grad.<param name>".
-absl::StatusOr<Function> BuildGradientFunction(const Function& forward, absl::Span<const int> wrt,
-                                               int loss_result = 0);
+absl::StatusOr<Function> BuildGradientFunction(const Function& forward, absl::Span<const int> wrt, int loss_result = 0);
 
 }  // namespace pcp
 

@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include <type_traits>
 #include <string_view>
+#include <type_traits>
 
 #include "absl/strings/string_view.h"
 

@@ -32,8 +32,7 @@ struct BackoffOptions {
 
 // INVALID_ARGUMENT naming the offending field (prefixed by `what`, e.g. "worker_backoff")
 // when the options are out of range.
-[[nodiscard]] absl::Status ValidateBackoffOptions(const BackoffOptions& options,
-                                                  absl::string_view what);
+[[nodiscard]] absl::Status ValidateBackoffOptions(const BackoffOptions& options, absl::string_view what);
 
 class Backoff {
  public:

@@ -31,8 +31,7 @@ namespace pcp {
 
 // As WriteFileAtomic, with the content given as consecutive pieces (written in order, not
 // copied into one buffer first), e.g. a header followed by large tensor payloads.
-[[nodiscard]] absl::Status WriteFileAtomicParts(absl::string_view path,
-                                                absl::Span<const absl::string_view> parts);
+[[nodiscard]] absl::Status WriteFileAtomicParts(absl::string_view path, absl::Span<const absl::string_view> parts);
 
 // Creates directory `path` and any missing parents (like `mkdir -p`, mode 0755 & ~umask).
 // Succeeds if it already exists as a directory; fails if a component exists and is not one.

@@ -53,8 +53,7 @@ class Json {
   Json(std::nullptr_t) {}      // NOLINT: implicit, like the other scalar constructors.
   Json(bool b) : value_(b) {}  // NOLINT
   // Integers are stored exactly (unsigned values above INT64_MAX become doubles).
-  template <typename T,
-            std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
   Json(T i) {  // NOLINT
     if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(int64_t)) {
       if (i > static_cast<T>(INT64_MAX)) {

@@ -58,25 +58,24 @@ inline absl::Status Annotate(const absl::Status& status, absl::string_view conte
 #define PCP_STATUS_CONCAT_(a, b) PCP_STATUS_CONCAT_INNER_(a, b)
 
 // PCP_RETURN_IF_ERROR(expr [, _ << "context"]): returns the status of `expr` if not ok.
-#define PCP_RETURN_IF_ERROR(expr, ...)                                           \
-  do {                                                                           \
-    ::absl::Status pcp_status_ = (expr);                                         \
-    if (!pcp_status_.ok()) {                                                     \
-      [[maybe_unused]] ::pcp::StatusContext _(std::move(pcp_status_));          \
-      return (__VA_OPT__((__VA_ARGS__), ) _);                                    \
-    }                                                                            \
+#define PCP_RETURN_IF_ERROR(expr, ...)                                 \
+  do {                                                                 \
+    ::absl::Status pcp_status_ = (expr);                               \
+    if (!pcp_status_.ok()) {                                           \
+      [[maybe_unused]] ::pcp::StatusContext _(std::move(pcp_status_)); \
+      return (__VA_OPT__((__VA_ARGS__), ) _);                          \
+    }                                                                  \
   } while (0)
 
 // PCP_ASSIGN_OR_RETURN(lhs, statusor_expr [, _ << "context"]).
-#define PCP_ASSIGN_OR_RETURN(lhs, expr, ...)                                     \
-  PCP_ASSIGN_OR_RETURN_IMPL_(PCP_STATUS_CONCAT_(pcp_statusor_, __LINE__), lhs,   \
-                             expr __VA_OPT__(, ) __VA_ARGS__)
-#define PCP_ASSIGN_OR_RETURN_IMPL_(var, lhs, expr, ...)                          \
-  auto var = (expr);                                                             \
-  if (!var.ok()) {                                                               \
-    [[maybe_unused]] ::pcp::StatusContext _(std::move(var).status());           \
-    return (__VA_OPT__((__VA_ARGS__), ) _);                                      \
-  }                                                                              \
+#define PCP_ASSIGN_OR_RETURN(lhs, expr, ...) \
+  PCP_ASSIGN_OR_RETURN_IMPL_(PCP_STATUS_CONCAT_(pcp_statusor_, __LINE__), lhs, expr __VA_OPT__(, ) __VA_ARGS__)
+#define PCP_ASSIGN_OR_RETURN_IMPL_(var, lhs, expr, ...)               \
+  auto var = (expr);                                                  \
+  if (!var.ok()) {                                                    \
+    [[maybe_unused]] ::pcp::StatusContext _(std::move(var).status()); \
+    return (__VA_OPT__((__VA_ARGS__), ) _);                           \
+  }                                                                   \
   lhs = std::move(var).value()
 
 #endif  // PCP_BASE_STATUS_MACROS_H_

@@ -37,8 +37,8 @@ class ErrorFeedback {
   // the same number of values (InvalidArgument otherwise, residual unchanged), as must an
   // invalid block size.
   // `density`: a sparse codec's (0: the default; encoded.h).
-  absl::StatusOr<std::string> EncodeWithFeedback(Codec codec, absl::Span<const float> delta,
-                                                 int block_size = 0, double density = 0);
+  absl::StatusOr<std::string> EncodeWithFeedback(Codec codec, absl::Span<const float> delta, int block_size = 0,
+                                                 double density = 0);
 
   // For a sender that encodes elsewhere, e.g. a chunked stream (pcp/rpc/tensor_chunks.h)
   // whose chunks hold block-aligned runs of the buffer and so produce the same blocks as one

@@ -50,8 +50,7 @@ class Context {
  public:
   // `file` starts every message; `document` names the top level in messages about it
   // ("job file: expected a mapping ...").
-  explicit Context(absl::string_view file, absl::string_view document = "file")
-      : file_(file), document_(document) {}
+  explicit Context(absl::string_view file, absl::string_view document = "file") : file_(file), document_(document) {}
   // For text that did not come from a file (a command-line flag): messages begin with
   // `source` ("--set tls.ca=x: ...") and carry no line and column.
   static Context WithoutPositions(absl::string_view source) {
@@ -142,8 +141,7 @@ inline constexpr RealRange kUnitHalfOpen{0.0, 1.0, false, true};  // [0, 1)
 
 // Scalar readers: the error names v.qkey and what was expected ("expected an integer, got
 // 'abc'").
-absl::StatusOr<std::string> ReadScalar(const Value& v, const Context& ctx,
-                                       absl::string_view expected);
+absl::StatusOr<std::string> ReadScalar(const Value& v, const Context& ctx, absl::string_view expected);
 absl::StatusOr<int64_t> ReadInt(const Value& v, const Context& ctx, IntRange range);
 absl::StatusOr<double> ReadReal(const Value& v, const Context& ctx, RealRange range);
 absl::StatusOr<bool> ReadBool(const Value& v, const Context& ctx);
@@ -217,31 +215,28 @@ Field<S> StringField(absl::string_view key, std::string S::*member, bool allow_e
 
 // An enum spelled by the names in `names` (one of the k...Names tables).
 template <typename S, typename E>
-Field<S> EnumField(absl::string_view key, E S::*member,
-                   absl::Span<const std::pair<E, absl::string_view>> names) {
+Field<S> EnumField(absl::string_view key, E S::*member, absl::Span<const std::pair<E, absl::string_view>> names) {
   return {key,
           [member, names](const Value& v, Context& ctx, S& out) -> absl::Status {
             std::string choices;
             for (const auto& [e, name] : names) {
               absl::StrAppend(&choices, choices.empty() ? "" : ", ", name);
             }
-            PCP_ASSIGN_OR_RETURN(std::string s,
-                                 ReadScalar(v, ctx, absl::StrCat("one of ", choices)));
+            PCP_ASSIGN_OR_RETURN(std::string s, ReadScalar(v, ctx, absl::StrCat("one of ", choices)));
             for (const auto& [e, name] : names) {
               if (s == name) {
                 out.*member = e;
                 return absl::OkStatus();
               }
             }
-            return ctx.Error(v.mark, absl::StrCat(v.qkey, ": expected one of ", choices, ", got ",
-                                                  Describe(v.node)));
+            return ctx.Error(v.mark, absl::StrCat(v.qkey, ": expected one of ", choices, ", got ", Describe(v.node)));
           },
           [member, names](const S& in, int) { return absl::StrCat(" ", NameOf(names, in.*member)); }};
 }
 
 template <typename S>
-absl::Status ParseMapping(const Value& v, absl::string_view section,
-                          const std::vector<Field<S>>& fields, Context& ctx, S& out);
+absl::Status ParseMapping(const Value& v, absl::string_view section, const std::vector<Field<S>>& fields, Context& ctx,
+                          S& out);
 
 template <typename S>
 std::vector<absl::string_view> KeysOf(const std::vector<Field<S>>& fields) {
@@ -292,8 +287,7 @@ Field<S> Lift(Sub S::*member, Field<Sub> field) {
 
 // A nested section: `key:` followed by a mapping parsed with `fields` into `in.*member`.
 template <typename S, typename Sub>
-Field<S> SectionField(absl::string_view key, Sub S::*member,
-                      const std::vector<Field<Sub>>* fields) {
+Field<S> SectionField(absl::string_view key, Sub S::*member, const std::vector<Field<Sub>>* fields) {
   return {key,
           [member, fields](const Value& v, Context& ctx, S& out) -> absl::Status {
             // v.qkey is the section's qualified name ("diloco.screening" when nested).
@@ -316,9 +310,7 @@ Field<S> MillisField(absl::string_view key, absl::Duration S::*member, IntRange 
             out.*member = absl::Milliseconds(ms);
             return absl::OkStatus();
           },
-          [member](const S& in, int) {
-            return absl::StrCat(" ", absl::ToInt64Milliseconds(in.*member));
-          }};
+          [member](const S& in, int) { return absl::StrCat(" ", absl::ToInt64Milliseconds(in.*member)); }};
 }
 
 // A sequence of strings, e.g. `roots: [data, /srv/pcp]`; null reads as empty.
@@ -340,24 +332,22 @@ Field<S> StringListField(absl::string_view key, std::vector<std::string> S::*mem
 // A sequence of mappings, each parsed with `fields` into one Item; items are named
 // "key[i]" in messages ("auth.tokens[1].sha256: ...").
 template <typename S, typename Item>
-Field<S> ListField(absl::string_view key, std::vector<Item> S::*member,
-                   const std::vector<Field<Item>>* fields);
+Field<S> ListField(absl::string_view key, std::vector<Item> S::*member, const std::vector<Field<Item>>* fields);
 
 // ----------------------------------------------------------------------- mapping walker
 
 // Parses the mapping `v.node` (null reads as empty) with `fields`; keys of a nested section
 // are recorded in `ctx` as "section.key", top-level ones (section "") as "key".
 template <typename S>
-absl::Status ParseMapping(const Value& v, absl::string_view section,
-                          const std::vector<Field<S>>& fields, Context& ctx, S& out) {
+absl::Status ParseMapping(const Value& v, absl::string_view section, const std::vector<Field<S>>& fields, Context& ctx,
+                          S& out) {
   const std::vector<absl::string_view> valid = KeysOf(fields);
   if (v.node.IsNull()) return absl::OkStatus();
   if (!v.node.IsMap()) {
     std::string keys;
     for (absl::string_view k : valid) absl::StrAppend(&keys, keys.empty() ? "" : ", ", k);
-    return ctx.Error(
-        v.mark, absl::StrCat(section.empty() ? ctx.document() : section,
-                             ": expected a mapping with keys ", keys, "; got ", Describe(v.node)));
+    return ctx.Error(v.mark, absl::StrCat(section.empty() ? ctx.document() : section, ": expected a mapping with keys ",
+                                          keys, "; got ", Describe(v.node)));
   }
   std::map<std::string, YAML::Mark> seen;
   for (const auto& kv : v.node) {
@@ -377,8 +367,8 @@ absl::Status ParseMapping(const Value& v, absl::string_view section,
     }
     std::string qkey = section.empty() ? name : absl::StrCat(section, ".", name);
     if (auto it = seen.find(name); it != seen.end()) {
-      return ctx.Error(key.Mark(), absl::StrCat(qkey, ": duplicate key (first given at line ",
-                                                it->second.line + 1, ")"));
+      return ctx.Error(key.Mark(),
+                       absl::StrCat(qkey, ": duplicate key (first given at line ", it->second.line + 1, ")"));
     }
     seen[name] = key.Mark();
     Value field_value{value, value.IsNull() ? key.Mark() : value.Mark(), qkey};
@@ -393,55 +383,50 @@ template <typename S>
 std::string EmitMapping(const std::vector<Field<S>>& fields, const S& in, int indent) {
   std::string text;
   for (const Field<S>& f : fields) {
-    absl::StrAppend(&text, text.empty() ? "" : "\n", std::string(indent, ' '), f.key, ":",
-                    f.emit(in, indent));
+    absl::StrAppend(&text, text.empty() ? "" : "\n", std::string(indent, ' '), f.key, ":", f.emit(in, indent));
   }
   return text;
 }
 
 template <typename S, typename Item>
-Field<S> ListField(absl::string_view key, std::vector<Item> S::*member,
-                   const std::vector<Field<Item>>* fields) {
-  return {key,
-          [member, fields](const Value& v, Context& ctx, S& out) -> absl::Status {
-            std::vector<Item> items;
-            if (!v.node.IsNull()) {
-              if (!v.node.IsSequence()) {
-                return ctx.Error(v.mark, absl::StrCat(v.qkey, ": expected a list, got ",
-                                                      Describe(v.node)));
-              }
-              for (size_t i = 0; i < v.node.size(); ++i) {
-                const YAML::Node item = v.node[i];
-                const std::string qkey = absl::StrCat(v.qkey, "[", i, "]");
-                ctx.Record(qkey, item.Mark(), item.Mark());
-                PCP_RETURN_IF_ERROR(
-                    ParseMapping(Value{item, item.Mark(), qkey}, qkey, *fields, ctx, items.emplace_back()));
-              }
-            }
-            out.*member = std::move(items);
-            return absl::OkStatus();
-          },
-          [member, fields](const S& in, int indent) {
-            if ((in.*member).empty()) return std::string(" []");
-            std::string text;
-            for (const Item& item : in.*member) {
-              // "- " then the item's keys, the first on the dash's line.
-              std::string body = EmitMapping(*fields, item, indent + 4);
-              body.replace(0, indent + 4, std::string(indent + 2, ' ') + "- ");
-              absl::StrAppend(&text, "\n", body);
-            }
-            return text;
-          },
-          LeafKeysOf(*fields),
-          Form::kList};
+Field<S> ListField(absl::string_view key, std::vector<Item> S::*member, const std::vector<Field<Item>>* fields) {
+  return {
+      key,
+      [member, fields](const Value& v, Context& ctx, S& out) -> absl::Status {
+        std::vector<Item> items;
+        if (!v.node.IsNull()) {
+          if (!v.node.IsSequence()) {
+            return ctx.Error(v.mark, absl::StrCat(v.qkey, ": expected a list, got ", Describe(v.node)));
+          }
+          for (size_t i = 0; i < v.node.size(); ++i) {
+            const YAML::Node item = v.node[i];
+            const std::string qkey = absl::StrCat(v.qkey, "[", i, "]");
+            ctx.Record(qkey, item.Mark(), item.Mark());
+            PCP_RETURN_IF_ERROR(ParseMapping(Value{item, item.Mark(), qkey}, qkey, *fields, ctx, items.emplace_back()));
+          }
+        }
+        out.*member = std::move(items);
+        return absl::OkStatus();
+      },
+      [member, fields](const S& in, int indent) {
+        if ((in.*member).empty()) return std::string(" []");
+        std::string text;
+        for (const Item& item : in.*member) {
+          // "- " then the item's keys, the first on the dash's line.
+          std::string body = EmitMapping(*fields, item, indent + 4);
+          body.replace(0, indent + 4, std::string(indent + 2, ' ') + "- ");
+          absl::StrAppend(&text, "\n", body);
+        }
+        return text;
+      },
+      LeafKeysOf(*fields), Form::kList};
 }
 
 // Loads a whole YAML document and parses its top-level mapping with `fields` into `out`
 // (an empty document leaves `out` as it is). Syntax errors come back as InvalidArgument
 // "FILE:LINE:COL: YAML syntax error: ..."; yaml-cpp's exceptions never escape.
 template <typename S>
-absl::Status ParseDocument(absl::string_view yaml_text, const std::vector<Field<S>>& fields,
-                           Context& ctx, S& out) {
+absl::Status ParseDocument(absl::string_view yaml_text, const std::vector<Field<S>>& fields, Context& ctx, S& out) {
   try {
     YAML::Node root = YAML::Load(std::string(yaml_text));
     return ParseMapping(Value{root, root.Mark(), ""}, "", fields, ctx, out);

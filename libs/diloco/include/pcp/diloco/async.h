@@ -41,8 +41,8 @@ inline constexpr std::pair<StalenessRule, absl::string_view> kStalenessRuleNames
 };
 
 struct AsyncOptions {
-  int64_t quorum = 1;      // Δs that open a group; [1, workers]
-  int64_t grace_ms = 0;    // after the quorum, how long to wait for more Δs of the group
+  int64_t quorum = 1;    // Δs that open a group; [1, workers]
+  int64_t grace_ms = 0;  // after the quorum, how long to wait for more Δs of the group
   StalenessRule staleness = StalenessRule::kInverse;
   bool operator==(const AsyncOptions&) const = default;
 };

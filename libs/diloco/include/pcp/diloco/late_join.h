@@ -26,10 +26,10 @@
 namespace pcp::diloco {
 
 struct LateJoinQuestion {
-  double elapsed_s = 0;                 // since the round started
-  std::optional<double> round_s;        // a worker's time for one round (RoundTimeEstimate)
-  size_t others = 0;                    // workers whose Δ the round gets anyway
-  double until_deadline_s = 0;          // until the round's deadline
+  double elapsed_s = 0;           // since the round started
+  std::optional<double> round_s;  // a worker's time for one round (RoundTimeEstimate)
+  size_t others = 0;              // workers whose Δ the round gets anyway
+  double until_deadline_s = 0;    // until the round's deadline
 };
 
 // True when the worker should join the open round now (see the rule above).

@@ -54,8 +54,8 @@ inline constexpr std::pair<ScreenAction, absl::string_view> kScreenActionNames[]
 
 // A job's screening settings (job YAML section diloco.screening).
 struct ScreeningOptions {
-  double norm_k = 5.0;        // refuse above norm_k × the median norm; >= 1
-  double max_norm = 1e4;      // absolute cap on a Δ's L2 norm; 0 = no cap
+  double norm_k = 5.0;    // refuse above norm_k × the median norm; >= 1
+  double max_norm = 1e4;  // absolute cap on a Δ's L2 norm; 0 = no cap
   ScreenAction action = ScreenAction::kReject;
   int64_t quarantine_after = 3;  // refusals before a worker is quarantined; 0 = never
   int64_t max_rollbacks = 3;     // consecutive rolled-back rounds before the job fails; >= 1

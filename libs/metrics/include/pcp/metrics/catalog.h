@@ -199,11 +199,16 @@ inline constexpr std::array<MetricInfo, kNumMetrics> kMetrics = {{
 }};
 
 // Typed ids, so that a counter cannot be fetched as a gauge: kShepherdJobs is a GaugeId.
-struct CounterId { Metric metric; };
-struct GaugeId { Metric metric; };
-struct HistogramId { Metric metric; };
-#define PCP_METRIC_TYPED_ID(id, service, type, name, labels, buckets, help) \
-  inline constexpr type##Id id{Metric::id};
+struct CounterId {
+  Metric metric;
+};
+struct GaugeId {
+  Metric metric;
+};
+struct HistogramId {
+  Metric metric;
+};
+#define PCP_METRIC_TYPED_ID(id, service, type, name, labels, buckets, help) inline constexpr type##Id id{Metric::id};
 PCP_METRIC_LIST(PCP_METRIC_TYPED_ID)
 #undef PCP_METRIC_TYPED_ID
 

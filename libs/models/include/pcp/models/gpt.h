@@ -68,12 +68,11 @@ struct GptBuildOptions {
 
 // "forward_loss"(params..., tokens: i32[B, T], targets: i32[B, T]) -> (loss: f32[] [, logits]).
 // Errors: invalid config, batch_size < 1, block_len < 1 or block_len > config.block_size.
-absl::StatusOr<Function> BuildGptForwardLoss(const GPTConfig& config, int64_t batch_size,
-                                             int64_t block_len, const GptBuildOptions& options = {});
+absl::StatusOr<Function> BuildGptForwardLoss(const GPTConfig& config, int64_t batch_size, int64_t block_len,
+                                             const GptBuildOptions& options = {});
 
 // "logits"(params..., tokens: i32[B, T]) -> (logits: f32[B, T, V]) for every position.
-absl::StatusOr<Function> BuildGptLogits(const GPTConfig& config, int64_t batch_size,
-                                        int64_t block_len);
+absl::StatusOr<Function> BuildGptLogits(const GPTConfig& config, int64_t batch_size, int64_t block_len);
 
 // nanoGPT's initialisation, in parameter order with the names above: Linear and Embedding
 // weights ~ N(0, 0.02), except every c_proj.weight ~ N(0, 0.02 / sqrt(2 * n_layer)); Linear

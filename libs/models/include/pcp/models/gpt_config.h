@@ -25,13 +25,13 @@ struct GPTConfig {
   // Checks the sizes are positive and n_embd divides by n_head.
   absl::Status Validate() const {
     if (vocab_size <= 0 || block_size <= 0 || n_layer <= 0 || n_head <= 0 || n_embd <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "GPT sizes must be positive (vocab_size ", vocab_size, ", block_size ", block_size,
-          ", n_layer ", n_layer, ", n_head ", n_head, ", n_embd ", n_embd, ")"));
+      return absl::InvalidArgumentError(absl::StrCat("GPT sizes must be positive (vocab_size ", vocab_size,
+                                                     ", block_size ", block_size, ", n_layer ", n_layer, ", n_head ",
+                                                     n_head, ", n_embd ", n_embd, ")"));
     }
     if (n_embd % n_head != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("n_embd (", n_embd,
-                                                     ") must be divisible by n_head (", n_head, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("n_embd (", n_embd, ") must be divisible by n_head (", n_head, ")"));
     }
     return absl::OkStatus();
   }

@@ -83,12 +83,12 @@ struct ImportedModel {
   Function forward;                // "forward_loss", PCP's convention (above), verified
   std::vector<std::string> names;  // the trainable parameters, in forward's order
   std::vector<TensorType> types;
-  std::vector<Tensor> initial;     // their initial values
+  std::vector<Tensor> initial;      // their initial values
   std::vector<std::string> frozen;  // the frozen arguments' names
-  int64_t batch_size = 0;          // B and T of the data arguments
+  int64_t batch_size = 0;           // B and T of the data arguments
   int64_t block_size = 0;
-  int64_t num_params = 0;          // elements of the trainable parameters
-  int64_t value_elements = 0;      // elements of every value of forward (a memory bound)
+  int64_t num_params = 0;      // elements of the trainable parameters
+  int64_t value_elements = 0;  // elements of every value of forward (a memory bound)
   // "logits" (params..., tokens i32[1, T]) -> logits f32[1, T, V] when options.logits is set:
   // the logits function over one sequence (copied to the export's B rows; row 0's logits), the
   // frozen arguments as constants, for TextSampler (text_sampler.h).

@@ -20,9 +20,9 @@
 
 namespace pcp::netem {
 
-inline constexpr double kMinLinkMbit = 0.01;        // 10 kbit/s
-inline constexpr double kMaxLinkMbit = 100'000;     // 100 Gbit/s
-inline constexpr double kMaxLinkRttMs = 10'000;     // 10 s
+inline constexpr double kMinLinkMbit = 0.01;     // 10 kbit/s
+inline constexpr double kMaxLinkMbit = 100'000;  // 100 Gbit/s
+inline constexpr double kMaxLinkRttMs = 10'000;  // 10 s
 
 struct EmulatedLink {
   double up_mbit = 0;    // client → target, Mbit/s; 0 = unlimited

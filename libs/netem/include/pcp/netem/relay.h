@@ -48,10 +48,10 @@ struct RelayOptions {
 
 // Counters since Create; safe to read from any thread.
 struct RelayStats {
-  uint64_t connections = 0;   // accepted
+  uint64_t connections = 0;    // accepted
   uint64_t dial_failures = 0;  // the target did not answer (the client's connection is reset)
-  uint64_t bytes_up = 0;      // written to the target
-  uint64_t bytes_down = 0;    // written to clients
+  uint64_t bytes_up = 0;       // written to the target
+  uint64_t bytes_down = 0;     // written to clients
 };
 
 class Relay {

@@ -35,9 +35,9 @@ struct Panel {
 };
 
 struct ChartOptions {
-  int width = 1400;   // the whole image, in pixels
+  int width = 1400;  // the whole image, in pixels
   int height = 560;
-  std::string title;  // on top of the image; empty = none
+  std::string title;   // on top of the image; empty = none
   int text_scale = 2;  // font pixels per glyph pixel (2: 10x14-pixel characters)
 };
 

@@ -40,18 +40,18 @@
 namespace pcp {
 
 // Field numbers from a message's top level down to its chunk's `data` field.
-inline constexpr std::array<int, 3> kResultChunkDataPath = {
-    v1::WorkerMessage::kResultChunkFieldNumber, v1::ResultChunk::kChunkFieldNumber,
-    v1::TensorChunk::kDataFieldNumber};
-inline constexpr std::array<int, 3> kParameterChunkDataPath = {
-    v1::ShepherdMessage::kParameterChunkFieldNumber, v1::ParameterChunk::kChunkFieldNumber,
-    v1::TensorChunk::kDataFieldNumber};
+inline constexpr std::array<int, 3> kResultChunkDataPath = {v1::WorkerMessage::kResultChunkFieldNumber,
+                                                            v1::ResultChunk::kChunkFieldNumber,
+                                                            v1::TensorChunk::kDataFieldNumber};
+inline constexpr std::array<int, 3> kParameterChunkDataPath = {v1::ShepherdMessage::kParameterChunkFieldNumber,
+                                                               v1::ParameterChunk::kChunkFieldNumber,
+                                                               v1::TensorChunk::kDataFieldNumber};
 
 // `head` (whose chunk data is empty) serialized, followed by `payload` as the bytes field at
 // `path`, which must name embedded-message fields and end at a bytes field. The buffer
 // references payload.data and holds payload.owner / payload.encoded until gRPC releases it.
-grpc::ByteBuffer SerializeWithPayload(const google::protobuf::MessageLite& head,
-                                      absl::Span<const int> path, const ChunkPayload& payload);
+grpc::ByteBuffer SerializeWithPayload(const google::protobuf::MessageLite& head, absl::Span<const int> path,
+                                      const ChunkPayload& payload);
 
 // Parses all of `buffer` into `msg` (cleared first). InvalidArgument for bytes that are not
 // a valid message of that type.
@@ -80,8 +80,7 @@ class ChunkMessageParser {
  public:
   // InvalidArgument for bytes that are not a valid message of that type. The payload views
   // stay valid until the next Parse or the parser's destruction.
-  absl::Status Parse(grpc::ByteBuffer* buffer, absl::Span<const int> path,
-                     google::protobuf::MessageLite* msg);
+  absl::Status Parse(grpc::ByteBuffer* buffer, absl::Span<const int> path, google::protobuf::MessageLite* msg);
   DataPieces payload() const { return pieces_; }
   // The last parsed message's payload, kept alive past the next Parse (the parser's views
   // are left empty).

@@ -119,9 +119,8 @@ class TensorChunker {
   // Chunks `tensor` (sharing its storage: do not modify it until done()) as tensor `index`
   // of a list of `count`. Errors: invalid options, an invalid tensor, a codec other than
   // kF32 for a tensor that is not f32, index >= count.
-  static absl::StatusOr<TensorChunker> Create(std::string name, Tensor tensor,
-                                              ChunkOptions options = {}, uint32_t index = 0,
-                                              uint32_t count = 1);
+  static absl::StatusOr<TensorChunker> Create(std::string name, Tensor tensor, ChunkOptions options = {},
+                                              uint32_t index = 0, uint32_t count = 1);
 
   // True once every chunk has been produced (a tensor always has at least one chunk).
   bool done() const { return done_; }
@@ -202,8 +201,8 @@ class TensorAssembler {
   // norm check without another pass over the values: for raw chunks it is summed in the one
   // read-only pass that checks the chunk's CRC, each block while in cache; an encoded chunk's
   // decoded values are summed after decoding.
-  using ValuesSink = std::function<absl::Status(int64_t element_offset, const F32Pieces& values,
-                                                double sum_of_squares)>;
+  using ValuesSink =
+      std::function<absl::Status(int64_t element_offset, const F32Pieces& values, double sum_of_squares)>;
   void StreamTo(ValuesSink sink) { sink_ = std::move(sink); }
 
   // Validates and copies (an encoded chunk: decodes) one chunk. InvalidArgument naming the
@@ -237,16 +236,13 @@ class TensorAssembler {
 
  private:
   absl::Status Start(const v1::TensorChunk& chunk, DataPieces data);
-  absl::Status CopyIn(const std::string& where, const v1::TensorChunk& chunk, DataPieces data,
-                      int64_t size);
-  absl::Status DecodeIn(const std::string& where, const v1::TensorChunk& chunk, DataPieces data,
-                        int64_t size);
+  absl::Status CopyIn(const std::string& where, const v1::TensorChunk& chunk, DataPieces data, int64_t size);
+  absl::Status DecodeIn(const std::string& where, const v1::TensorChunk& chunk, DataPieces data, int64_t size);
   absl::Status Fail(const absl::Status& status);
   std::string Where(uint64_t offset) const;
   // StreamTo: hands `values` (element `offset` on) and their sum of squares to the sink;
   // errors name `where`.
-  absl::Status Emit(const std::string& where, int64_t offset, const F32Pieces& values,
-                    double sum_of_squares);
+  absl::Status Emit(const std::string& where, int64_t offset, const F32Pieces& values, double sum_of_squares);
 
   AssemblyLimits limits_;
   std::optional<TensorSpec> expected_;
@@ -279,8 +275,7 @@ class BlobChunker {
  public:
   // Chunks `data`, which must stay alive and unchanged until done(). `name` says what the
   // blob is (e.g. a program's content hash, "shard").
-  static absl::StatusOr<BlobChunker> Create(std::string name, absl::string_view data,
-                                            ChunkOptions options = {});
+  static absl::StatusOr<BlobChunker> Create(std::string name, absl::string_view data, ChunkOptions options = {});
   bool done() const { return done_; }
   int64_t num_chunks() const;
   // Overwrites every field of *chunk with the next chunk. Requires !done().

@@ -18,7 +18,8 @@
 namespace pcp {
 
 // Fragment p's segments as 1-D f32 specs, named after `params` (the full list's specs).
-std::vector<TensorSpec> FragmentSpecs(const diloco::FragmentPlan& plan, int64_t p, const std::vector<TensorSpec>& params);
+std::vector<TensorSpec> FragmentSpecs(const diloco::FragmentPlan& plan, int64_t p,
+                                      const std::vector<TensorSpec>& params);
 
 // Copies fragment p's segments out of `full` (f32 tensors of the plan's sizes).
 std::vector<Tensor> GatherFragment(const diloco::FragmentPlan& plan, int64_t p, const std::vector<Tensor>& full);

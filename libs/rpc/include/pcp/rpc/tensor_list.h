@@ -51,8 +51,7 @@ class TensorListChunker {
   // Chunks every tensor of `tensors` in order (sharing their storage: do not modify them
   // until done()), each with `options` (its codec too). Errors: invalid options, an empty
   // list, an invalid tensor, a tensor the codec cannot encode, an empty or repeated name.
-  static absl::StatusOr<TensorListChunker> Create(std::vector<NamedTensor> tensors,
-                                                  ChunkOptions options = {});
+  static absl::StatusOr<TensorListChunker> Create(std::vector<NamedTensor> tensors, ChunkOptions options = {});
 
   bool done() const { return next_ >= tensors_.size(); }
   // Total chunks and bytes (on the wire: encoded, for an encoded list) of the whole list.

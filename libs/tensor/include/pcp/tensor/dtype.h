@@ -18,13 +18,13 @@ namespace pcp {
 // f64 exists so imported StableHLO (which computes shapes and scales in f64) can be read and
 // constant-folded exactly; the IR lowers surviving f64 values to f32 (LowerF64ToF32 in
 // pcp/autodiff/passes.h) and the backends never compute on it.
-#define PCP_DTYPE_LIST(V)             \
-  V(kF32, "f32", "F32", 4, true)      \
-  V(kF16, "f16", "F16", 2, true)      \
-  V(kBF16, "bf16", "BF16", 2, true)   \
-  V(kI32, "i32", "I32", 4, false)     \
-  V(kI64, "i64", "I64", 8, false)     \
-  V(kBool, "i1", "BOOL", 1, false)    \
+#define PCP_DTYPE_LIST(V)           \
+  V(kF32, "f32", "F32", 4, true)    \
+  V(kF16, "f16", "F16", 2, true)    \
+  V(kBF16, "bf16", "BF16", 2, true) \
+  V(kI32, "i32", "I32", 4, false)   \
+  V(kI64, "i64", "I64", 8, false)   \
+  V(kBool, "i1", "BOOL", 1, false)  \
   V(kF64, "f64", "F64", 8, true)
 
 enum class DType : uint8_t {

@@ -64,16 +64,14 @@ inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 
 // The complete file contents. Requires ValidateSafetensorsInput(...) to pass (asserted in
 // debug builds); WriteSafetensorsFile checks it and returns the error instead.
-std::string SerializeSafetensors(const std::vector<NamedTensor>& tensors,
-                                 const SafetensorsMetadata& metadata = {});
+std::string SerializeSafetensors(const std::vector<NamedTensor>& tensors, const SafetensorsMetadata& metadata = {});
 
 // Parses complete file contents held in memory.
 [[nodiscard]] absl::StatusOr<SafetensorsContents> ParseSafetensors(absl::string_view bytes);
 
 // Validates, then writes atomically (WriteFileAtomic: the old file, if any, stays intact
 // until the new one is complete and durable). Tensor bytes are not copied into one buffer.
-[[nodiscard]] absl::Status WriteSafetensorsFile(const std::string& path,
-                                                const std::vector<NamedTensor>& tensors,
+[[nodiscard]] absl::Status WriteSafetensorsFile(const std::string& path, const std::vector<NamedTensor>& tensors,
                                                 const SafetensorsMetadata& metadata = {});
 
 // Reads and parses `path`; tensor bytes are read straight into the tensors' storage.

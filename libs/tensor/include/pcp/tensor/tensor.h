@@ -113,12 +113,18 @@ bool AdviseHugePages(void* data, size_t bytes);
 template <typename T>
 Tensor Tensor::FromVector(Shape shape, const std::vector<T>& values) {
   DType d;
-  if constexpr (std::is_same_v<T, float>) d = DType::kF32;
-  else if constexpr (std::is_same_v<T, double>) d = DType::kF64;
-  else if constexpr (std::is_same_v<T, int32_t>) d = DType::kI32;
-  else if constexpr (std::is_same_v<T, int64_t>) d = DType::kI64;
-  else if constexpr (std::is_same_v<T, bool>) d = DType::kBool;
-  else static_assert(sizeof(T) == 0, "use f32, f64, i32, i64 or bool");
+  if constexpr (std::is_same_v<T, float>)
+    d = DType::kF32;
+  else if constexpr (std::is_same_v<T, double>)
+    d = DType::kF64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    d = DType::kI32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    d = DType::kI64;
+  else if constexpr (std::is_same_v<T, bool>)
+    d = DType::kBool;
+  else
+    static_assert(sizeof(T) == 0, "use f32, f64, i32, i64 or bool");
   Tensor t(d, std::move(shape));
   assert(static_cast<int64_t>(values.size()) == t.num_elements());
   if constexpr (std::is_same_v<T, bool>) {

@@ -88,17 +88,15 @@ absl::Status WriteTokenBin(const std::string& path, const TokenSequence& tokens)
 class Dataset {
  public:
   // Tokenizes `text` with `tokenizer` and splits it 90/10. `name` is for messages.
-  static absl::StatusOr<Dataset> FromText(absl::string_view text, const Tokenizer& tokenizer,
-                                          absl::string_view name);
+  static absl::StatusOr<Dataset> FromText(absl::string_view text, const Tokenizer& tokenizer, absl::string_view name);
   // Reads a text file; kChar builds the vocabulary from the whole file (as nanoGPT).
-  static absl::StatusOr<Dataset> LoadTextFile(const std::string& path, TokenizerKind kind,
-                                              const DataRoots& roots);
+  static absl::StatusOr<Dataset> LoadTextFile(const std::string& path, TokenizerKind kind, const DataRoots& roots);
   // Reads a text file with a given tokenizer (e.g. the one saved in a checkpoint).
   static absl::StatusOr<Dataset> LoadTextFile(const std::string& path, const Tokenizer& tokenizer,
                                               const DataRoots& roots);
   // Reads nanoGPT's train.bin and val.bin.
-  static absl::StatusOr<Dataset> LoadBinFiles(const std::string& train_path,
-                                              const std::string& val_path, const DataRoots& roots);
+  static absl::StatusOr<Dataset> LoadBinFiles(const std::string& train_path, const std::string& val_path,
+                                              const DataRoots& roots);
   // From ready token sequences (vocab_size: the tokenizer's, or max token + 1 without one).
   Dataset(TokenSequence train, TokenSequence val, std::optional<Tokenizer> tokenizer);
 
@@ -127,9 +125,8 @@ class Dataset {
 // Loads `path` in `format` (`val_path` only for kBin) and checks both splits against
 // `block_size`. Errors name the file: refused by `roots` (data_roots.h), empty, odd byte
 // count, too short.
-absl::StatusOr<Dataset> LoadDataset(DataFormat format, const std::string& path,
-                                    const std::string& val_path, int64_t block_size,
-                                    const DataRoots& roots);
+absl::StatusOr<Dataset> LoadDataset(DataFormat format, const std::string& path, const std::string& val_path,
+                                    int64_t block_size, const DataRoots& roots);
 
 // One batch: inputs and next-token targets, both i32 [batch_size, block_size].
 struct Batch {
@@ -140,13 +137,12 @@ struct Batch {
 // nanoGPT's get_batch offsets for batch number `cursor`: batch_size values, each uniform in
 // [0, data_size - block_size - 1] (torch.randint(len(data) - block_size, (B,))), drawn with
 // UniformBelow from Xoshiro256ss::FromSeed(MixSeed(seed, cursor)) (see rng.h).
-absl::StatusOr<std::vector<int64_t>> BatchOffsets(int64_t data_size, int64_t batch_size,
-                                                  int64_t block_size, uint64_t seed,
-                                                  uint64_t cursor);
+absl::StatusOr<std::vector<int64_t>> BatchOffsets(int64_t data_size, int64_t batch_size, int64_t block_size,
+                                                  uint64_t seed, uint64_t cursor);
 // x[b] = data[i_b : i_b + block_size], y[b] = data[i_b + 1 : i_b + block_size + 1], with
 // i_b = BatchOffsets(...)[b]. A pure function of its arguments.
-absl::StatusOr<Batch> GetBatch(const TokenSequence& data, int64_t batch_size, int64_t block_size,
-                               uint64_t seed, uint64_t cursor);
+absl::StatusOr<Batch> GetBatch(const TokenSequence& data, int64_t batch_size, int64_t block_size, uint64_t seed,
+                               uint64_t cursor);
 
 // Walks the batch sequence of one seed: Next() returns GetBatch(..., seed, cursor) and
 // advances the cursor. Its whole state is two integers.

@@ -94,7 +94,7 @@ class Evaluator {
   explicit Evaluator(Backend& backend) : backend_(backend) {}
   absl::Status Compile(const Function& forward_loss);
   Backend& backend_;
-  std::vector<Buffer*> params_;                     // the loop's, or own_params_
+  std::vector<Buffer*> params_;  // the loop's, or own_params_
   std::vector<std::unique_ptr<Buffer>> own_params_;
   std::vector<TensorType> own_types_;  // made with a Backend: its parameters' types
   std::unique_ptr<Executable> exe_;

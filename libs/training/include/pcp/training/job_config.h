@@ -121,10 +121,10 @@ struct ModelConfig {
   // An imported model (model.stablehlo set; pcp/models/stablehlo_model.h says what the
   // import does). Then n_layer, n_head, n_embd, bias and vocab_size are not used (an error
   // in the file), and block_size and training.batch_size come from the data arguments.
-  std::string stablehlo;  // absolute, normalized; "" = the built-in GPT
-  std::string function = "main";  // "" (only with logits): the loss is formed from the logits
-  std::string logits;             // "" = none: the model cannot be sampled
-  std::string params;  // absolute, normalized, or "": the safetensors file of initial values
+  std::string stablehlo;               // absolute, normalized; "" = the built-in GPT
+  std::string function = "main";       // "" (only with logits): the loss is formed from the logits
+  std::string logits;                  // "" = none: the model cannot be sampled
+  std::string params;                  // absolute, normalized, or "": the safetensors file of initial values
   std::vector<std::string> names;      // one per non-data argument (optional)
   std::vector<std::string> data_args;  // [tokens, targets] by name or index; empty: the last two
   std::vector<std::string> frozen;     // arguments that are inputs, not trained (values from params)
@@ -171,11 +171,8 @@ struct OptimizerConfig {
   LrScheduleKind schedule = LrScheduleKind::kCosine;
 
   LrSchedule Schedule() const {
-    return LrSchedule{.kind = schedule,
-                      .lr = lr,
-                      .min_lr = min_lr,
-                      .warmup_iters = warmup_iters,
-                      .lr_decay_iters = lr_decay_iters};
+    return LrSchedule{
+        .kind = schedule, .lr = lr, .min_lr = min_lr, .warmup_iters = warmup_iters, .lr_decay_iters = lr_decay_iters};
   }
   bool operator==(const OptimizerConfig&) const = default;
 };
@@ -198,8 +195,8 @@ struct TrainingConfig {
 // round's Δs are averaged weighted by their tokens; the job ends at the tokens a fixed-τ run
 // would train (pcp/training/round_budget.h). Off with seconds 0: every round is inner_steps.
 struct TimeBudgetConfig {
-  double seconds = 0;     // a worker's training time per round
-  int64_t min_steps = 1;  // steps run whatever the worker's speed
+  double seconds = 0;       // a worker's training time per round
+  int64_t min_steps = 1;    // steps run whatever the worker's speed
   int64_t max_steps = 200;  // steps run at most; default 4 × inner_steps
   bool enabled() const { return seconds > 0; }
   bool operator==(const TimeBudgetConfig&) const = default;
@@ -214,12 +211,12 @@ struct DiLoCoConfig {
   int64_t rounds = 40;      // default: the rounds that cover training.max_iters steps
   int64_t min_workers = 1;  // <= workers: results needed to close a round
   double round_deadline_s = 600.0;
-  int64_t checkpoint_every = 5;  // rounds
-  int64_t eval_every = 1;        // rounds
-  diloco::ScreeningOptions screening;  // Δ screening, rollback, trimmed mean
+  int64_t checkpoint_every = 5;           // rounds
+  int64_t eval_every = 1;                 // rounds
+  diloco::ScreeningOptions screening;     // Δ screening, rollback, trimmed mean
   codec::CompressionOptions compression;  // codecs of Δ (up) and θ updates (down)
-  diloco::StreamingOptions streaming;      // fragments synced in turn, overlap, merge α
-  TimeBudgetConfig time_budget;            // rounds of a time budget instead of τ steps
+  diloco::StreamingOptions streaming;     // fragments synced in turn, overlap, merge α
+  TimeBudgetConfig time_budget;           // rounds of a time budget instead of τ steps
   // How the shepherd combines the Δs (pcp/diloco/delta_sum.h): streaming sums them as they
   // arrive in O(|θ|) memory; auto streams once workers × |Δ| passes 256 MiB.
   diloco::Aggregation aggregation = diloco::Aggregation::kAuto;

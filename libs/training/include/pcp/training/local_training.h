@@ -23,22 +23,22 @@ namespace pcp {
 // log_interval steps and the last; train_loss = mean loss of those steps) and one per
 // evaluation (val_loss of the parameters after `step` steps).
 struct LocalRecord {
-  int64_t step = 0;          // steps done (the record's "round")
+  int64_t step = 0;  // steps done (the record's "round")
   int64_t start_unix_ms = 0, end_unix_ms = 0;
   int64_t tokens = 0;        // tokens in the steps since the previous log line
   int64_t tokens_total = 0;  // step x batch_size x block_size
   std::optional<double> train_loss, val_loss;
-  double seconds = 0;        // wall time of those steps (evaluations excluded)
-  double lr = 0;             // the learning rate of the last of them
+  double seconds = 0;  // wall time of those steps (evaluations excluded)
+  double lr = 0;       // the learning rate of the last of them
 };
 
 struct LocalTrainingResult {
   int64_t iters = 0;
   float final_train_loss = 0;  // estimate over eval_iters batches after the last step
   float final_val_loss = 0;
-  double mean_step_ms = 0;     // excluding the first step (compilation warm-up) and evals
+  double mean_step_ms = 0;  // excluding the first step (compilation warm-up) and evals
   std::string checkpoint_path;
-  bool has_logits = true;      // false: an imported model, which cannot be sampled
+  bool has_logits = true;  // false: an imported model, which cannot be sampled
 };
 
 // `job` must come from LoadJobConfig/ParseJobConfig (paths resolved). Progress goes to `out`.

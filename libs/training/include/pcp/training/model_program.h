@@ -39,7 +39,7 @@ struct ModelProgram {
   std::vector<std::string> param_names;
   std::vector<TensorType> param_types;
   std::vector<Tensor> initial_params;
-  int64_t num_params = 0;  // elements of the parameters
+  int64_t num_params = 0;             // elements of the parameters
   std::vector<std::string> warnings;  // for the caller's log (e.g. an import's f64 lowered to f32)
 };
 

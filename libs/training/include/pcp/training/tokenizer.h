@@ -45,9 +45,7 @@ class Tokenizer {
   static absl::StatusOr<Tokenizer> FromChars(absl::string_view chars);
 
   TokenizerKind kind() const { return kind_; }
-  int64_t vocab_size() const {
-    return kind_ == TokenizerKind::kByte ? 256 : static_cast<int64_t>(chars_.size());
-  }
+  int64_t vocab_size() const { return kind_ == TokenizerKind::kByte ? 256 : static_cast<int64_t>(chars_.size()); }
   // The char vocabulary in id order (empty for the byte tokenizer).
   const std::string& chars() const { return chars_; }
 
@@ -66,9 +64,7 @@ class Tokenizer {
   // Inverse of Serialize (hex digits of either case); anything else is InvalidArgument.
   static absl::StatusOr<Tokenizer> Deserialize(absl::string_view text);
 
-  bool operator==(const Tokenizer& other) const {
-    return kind_ == other.kind_ && chars_ == other.chars_;
-  }
+  bool operator==(const Tokenizer& other) const { return kind_ == other.kind_ && chars_ == other.chars_; }
 
  private:
   template <typename Id>

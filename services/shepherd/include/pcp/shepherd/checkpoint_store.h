@@ -62,15 +62,13 @@ struct DilocoCheckpoint {
 // Writes round `ckpt.state.round`'s folder, then points LATEST at it. `metadata` goes into
 // ckpt.safetensors besides pcp.round (pcp.model, pcp.job, pcp.tokenizer, ...). Returns the
 // path of ckpt.safetensors.
-absl::StatusOr<std::string> WriteDilocoCheckpoint(const std::string& job_dir,
-                                                  const std::vector<std::string>& names,
-                                                  const DilocoCheckpoint& ckpt,
-                                                  SafetensorsMetadata metadata);
+absl::StatusOr<std::string> WriteDilocoCheckpoint(const std::string& job_dir, const std::vector<std::string>& names,
+                                                  const DilocoCheckpoint& ckpt, SafetensorsMetadata metadata);
 
 // The checkpoint LATEST names, with tensors in `names` order; nullopt when the job has none.
 // Errors for a checkpoint that exists but is unreadable or does not match `names`.
-absl::StatusOr<std::optional<DilocoCheckpoint>> ReadLatestDilocoCheckpoint(
-    const std::string& job_dir, const std::vector<std::string>& names);
+absl::StatusOr<std::optional<DilocoCheckpoint>> ReadLatestDilocoCheckpoint(const std::string& job_dir,
+                                                                           const std::vector<std::string>& names);
 
 // Path of the params file of the latest checkpoint, or "" when none.
 std::string LatestCheckpointPath(const std::string& job_dir);

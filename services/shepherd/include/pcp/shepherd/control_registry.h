@@ -65,11 +65,11 @@ struct SupervisorInfo {
   v1::WorkerProcess worker;
   // Time since anything was last received from it.
   absl::Duration last_seen;
-  int64_t connected_unix_ms = 0;      // when its current (or last) stream was accepted
-  int64_t disconnected_unix_ms = 0;   // when that stream ended; 0 while connected
-  std::string disconnect_reason;      // why it ended
-  uint64_t connections = 0;           // streams accepted so far
-  uint64_t heartbeats = 0;            // heartbeats received on the current stream
+  int64_t connected_unix_ms = 0;     // when its current (or last) stream was accepted
+  int64_t disconnected_unix_ms = 0;  // when that stream ended; 0 while connected
+  std::string disconnect_reason;     // why it ended
+  uint64_t connections = 0;          // streams accepted so far
+  uint64_t heartbeats = 0;           // heartbeats received on the current stream
   uint64_t last_heartbeat_sequence = 0;
 };
 
@@ -102,11 +102,10 @@ class ControlRegistry {
 
   // Sends `command` (its command_id is assigned here) and calls `done` with the outcome
   // listed at the top of this file. Never blocks.
-  void SendCommand(absl::string_view supervisor_id, v1::ControlCommand command,
-                   absl::Duration timeout, CommandCallback done);
+  void SendCommand(absl::string_view supervisor_id, v1::ControlCommand command, absl::Duration timeout,
+                   CommandCallback done);
   // SendCommand, then waits for the outcome.
-  absl::StatusOr<v1::CommandAck> SendCommandAndWait(absl::string_view supervisor_id,
-                                                    v1::ControlCommand command,
+  absl::StatusOr<v1::CommandAck> SendCommandAndWait(absl::string_view supervisor_id, v1::ControlCommand command,
                                                     absl::Duration timeout);
 
   // ---- for the Control service
@@ -118,8 +117,7 @@ class ControlRegistry {
   absl::StatusOr<uint64_t> Connect(const v1::SupervisorHello& hello, ControlSession* session);
   // Something was received on the stream (anything, for liveness).
   void Touch(absl::string_view supervisor_id, uint64_t token);
-  void Heartbeat(absl::string_view supervisor_id, uint64_t token,
-                 const v1::SupervisorHeartbeat& heartbeat);
+  void Heartbeat(absl::string_view supervisor_id, uint64_t token, const v1::SupervisorHeartbeat& heartbeat);
   void Acknowledge(absl::string_view supervisor_id, uint64_t token, const v1::CommandAck& ack);
   // The stream ended; its pending commands fail with UNAVAILABLE. Idempotent.
   void Disconnect(absl::string_view supervisor_id, uint64_t token, const absl::Status& why);

@@ -74,7 +74,7 @@ struct RunnableJob {
   std::string yaml;
   std::string file_name;
   std::string base_dir;
-  std::string dir;  // the job's folder (checkpoints go below it)
+  std::string dir;       // the job's folder (checkpoints go below it)
   bool resumed = false;  // it was running when the shepherd last stopped
   // Its last reported progress (a resumed job's screening counts and quarantines come back
   // from here).
@@ -96,8 +96,7 @@ class JobManager {
   using WatchFn = std::function<void(const v1::JobEvent&)>;
 
   // Loads every job under state_dir (creating the folder if needed).
-  static absl::StatusOr<std::unique_ptr<JobManager>> Open(const std::string& state_dir,
-                                                          AdmissionPolicy policy);
+  static absl::StatusOr<std::unique_ptr<JobManager>> Open(const std::string& state_dir, AdmissionPolicy policy);
 
   const AdmissionPolicy& policy() const { return policy_; }
 

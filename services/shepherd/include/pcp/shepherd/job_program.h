@@ -17,8 +17,8 @@
 #include "absl/status/statusor.h"
 #include "pcp/rpc/tensor_proto.h"
 #include "pcp/training/dataset.h"
-#include "pcp/training/model_program.h"
 #include "pcp/training/job_config.h"
+#include "pcp/training/model_program.h"
 #include "pcp/v1/training.pb.h"
 
 namespace pcp::shepherd {

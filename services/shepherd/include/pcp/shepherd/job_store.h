@@ -30,12 +30,12 @@ namespace pcp::shepherd {
 
 // A job as the shepherd remembers it.
 struct StoredJob {
-  v1::Job job;            // effective_yaml left empty on disk
-  std::string yaml;       // as submitted; empty once dropped
+  v1::Job job;                // effective_yaml left empty on disk
+  std::string yaml;           // as submitted; empty once dropped
   bool yaml_dropped = false;  // a finished job whose job.yaml is no longer kept (DropYaml)
-  std::string file_name;  // for messages ("tiny.yaml")
-  std::string base_dir;   // relative data paths resolve against it
-  int64_t seq = 0;        // 7 for "job-0007"
+  std::string file_name;      // for messages ("tiny.yaml")
+  std::string base_dir;       // relative data paths resolve against it
+  int64_t seq = 0;            // 7 for "job-0007"
 };
 
 // "job-0007".

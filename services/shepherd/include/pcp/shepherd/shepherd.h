@@ -38,7 +38,6 @@ class Shepherd {
 
   void Shutdown();
 
-
  private:
   struct Impl;
   explicit Shepherd(std::unique_ptr<Impl> impl);

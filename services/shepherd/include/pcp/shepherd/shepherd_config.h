@@ -153,8 +153,7 @@ struct ShepherdConfig {
 };
 
 // Parses YAML text; `file_name` is used in messages. Unknown keys are errors.
-absl::StatusOr<ShepherdConfig> ParseShepherdConfig(absl::string_view yaml_text,
-                                                   absl::string_view file_name);
+absl::StatusOr<ShepherdConfig> ParseShepherdConfig(absl::string_view yaml_text, absl::string_view file_name);
 absl::StatusOr<ShepherdConfig> LoadShepherdConfig(const std::string& path);
 
 // The flags of every key of shepherd.yaml (pcp/config/command_line.h).

@@ -34,8 +34,7 @@ struct ValidatedJob {
 // `data`, when not null, receives the data it read (the coordinator keeps it; admission drops it).
 absl::StatusOr<ValidatedJob> ValidateJob(absl::string_view yaml, absl::string_view file_name,
                                          const std::string& base_dir, const DataRoots& data_roots,
-                                         const MemoryBudgets& budgets,
-                                         std::optional<Dataset>* data = nullptr);
+                                         const MemoryBudgets& budgets, std::optional<Dataset>* data = nullptr);
 
 }  // namespace pcp::shepherd
 

@@ -49,8 +49,8 @@ struct ExitInfo {
 };
 
 struct SpawnOptions {
-  std::string path;                // executable; used as argv[0]
-  std::vector<std::string> args;   // argv[1..]
+  std::string path;               // executable; used as argv[0]
+  std::vector<std::string> args;  // argv[1..]
   // Added to (or replacing entries of) the supervisor's own environment.
   std::vector<std::pair<std::string, std::string>> env;
   // Descriptors of the supervisor that the child inherits, under the same numbers (every

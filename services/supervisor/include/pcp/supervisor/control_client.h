@@ -39,32 +39,33 @@
 namespace pcp::supervisor {
 
 struct ControlClientOptions {
-  std::string shepherd;        // host:port
-  std::string supervisor_id;   // validated, stable
-  std::string host;            // this node's name
+  std::string shepherd;                 // host:port
+  std::string supervisor_id;            // validated, stable
+  std::string host;                     // this node's name
   auth::ClientCredentials credentials;  // TLS files (resolved) and bearer token
-  BackoffOptions reconnect{.initial = absl::Milliseconds(500), .multiplier = 2,
-                           .max = absl::Seconds(10), .jitter = 0.2};
+  BackoffOptions reconnect{.initial = absl::Milliseconds(500),
+                           .multiplier = 2,
+                           .max = absl::Seconds(10),
+                           .jitter = 0.2};
   // Time allowed to connect and receive the welcome.
   absl::Duration connect_timeout = absl::Seconds(5);
 };
 
 // Counters for logs and tests.
 struct ControlClientStats {
-  bool connected = false;      // a welcomed stream is open now
-  uint64_t welcomes = 0;       // streams the shepherd accepted
-  uint64_t attempts = 0;       // connection attempts
+  bool connected = false;  // a welcomed stream is open now
+  uint64_t welcomes = 0;   // streams the shepherd accepted
+  uint64_t attempts = 0;   // connection attempts
   uint64_t heartbeats_sent = 0;
-  uint64_t commands = 0;       // commands received
-  std::string last_error;      // why the last stream ended or was refused
+  uint64_t commands = 0;   // commands received
+  std::string last_error;  // why the last stream ended or was refused
 };
 
 class ControlClient {
  public:
   // Starts connecting in the background. `manager` must outlive the client. `on_shutdown`
   // runs once, on the client's thread, after a Shutdown command has stopped the worker.
-  static std::unique_ptr<ControlClient> Start(ControlClientOptions options,
-                                              ProcessManager* manager,
+  static std::unique_ptr<ControlClient> Start(ControlClientOptions options, ProcessManager* manager,
                                               std::function<void(std::string)> on_shutdown);
   ~ControlClient();
 

@@ -68,17 +68,17 @@ absl::string_view WorkerStateName(WorkerState state);
 // A snapshot of the worker process, as reported in heartbeats.
 struct WorkerStatus {
   WorkerState state = WorkerState::kStopped;
-  pid_t pid = 0;                    // the live worker; 0 when none
-  uint64_t incarnation = 0;         // processes started so far (1 for the first)
-  uint32_t restarts = 0;            // incarnation - 1, or 0 before the first start
-  bool exited_before = false;       // false until a worker has exited
-  ExitInfo last_exit;               // how the previous worker ended
-  absl::Duration uptime;            // of the live worker; 0 when none
-  uint64_t progress_reports = 0;    // rounds the live worker reported done; 0 when none
-  absl::Duration backoff_left;      // BACKOFF: time until the next start
-  absl::Duration backoff_delay;     // BACKOFF: the whole delay chosen for this wait
-  std::string last_spawn_error;     // why the last start failed; empty if it did not
-  uint64_t changes = 0;             // +1 on every state change (for waiting on changes)
+  pid_t pid = 0;                  // the live worker; 0 when none
+  uint64_t incarnation = 0;       // processes started so far (1 for the first)
+  uint32_t restarts = 0;          // incarnation - 1, or 0 before the first start
+  bool exited_before = false;     // false until a worker has exited
+  ExitInfo last_exit;             // how the previous worker ended
+  absl::Duration uptime;          // of the live worker; 0 when none
+  uint64_t progress_reports = 0;  // rounds the live worker reported done; 0 when none
+  absl::Duration backoff_left;    // BACKOFF: time until the next start
+  absl::Duration backoff_delay;   // BACKOFF: the whole delay chosen for this wait
+  std::string last_spawn_error;   // why the last start failed; empty if it did not
+  uint64_t changes = 0;           // +1 on every state change (for waiting on changes)
 };
 
 struct ProcessManagerOptions {
@@ -109,16 +109,15 @@ class ProcessManager {
 
   // Validates the options (the binary must exist and be executable), starts the loop
   // thread and, unless start_stopped, the first worker.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<ProcessManager>> Start(
-      ProcessManagerOptions options);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<ProcessManager>> Start(ProcessManagerOptions options);
   // Shutdown(options.grace).
   ~ProcessManager();
 
   WorkerStatus Status() const;
   // Waits until `predicate(Status())` holds or `timeout` passes; returns the last status
   // and whether the predicate held.
-  bool WaitFor(const std::function<bool(const WorkerStatus&)>& predicate,
-               absl::Duration timeout, WorkerStatus* last = nullptr) const;
+  bool WaitFor(const std::function<bool(const WorkerStatus&)>& predicate, absl::Duration timeout,
+               WorkerStatus* last = nullptr) const;
 
   // Stops the worker (if one runs) and starts a new one at once, without backoff; also
   // starts a drained or backing-off worker. `done` runs once the new process runs. A later

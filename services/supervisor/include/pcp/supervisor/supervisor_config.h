@@ -62,13 +62,11 @@ struct WorkerConfig {
   std::vector<std::string> args;
   absl::Duration grace = absl::Seconds(10);
   absl::Duration healthy_after = absl::Seconds(60);
-  BackoffOptions backoff{.initial = absl::Seconds(1), .multiplier = 2,
-                         .max = absl::Seconds(30), .jitter = 0.2};
+  BackoffOptions backoff{.initial = absl::Seconds(1), .multiplier = 2, .max = absl::Seconds(30), .jitter = 0.2};
 };
 
 struct ReconnectConfig {
-  BackoffOptions backoff{.initial = absl::Milliseconds(500), .multiplier = 2,
-                         .max = absl::Seconds(10), .jitter = 0.2};
+  BackoffOptions backoff{.initial = absl::Milliseconds(500), .multiplier = 2, .max = absl::Seconds(10), .jitter = 0.2};
   absl::Duration connect_timeout = absl::Seconds(5);
 };
 

@@ -27,8 +27,7 @@ inline constexpr absl::string_view kSupervisorIdFile = "supervisor_id";
 // `configured` if non-empty (validated), else the id kept in `state_dir` (validated), else a
 // new id "<host>-<random hex>" written there atomically (the directory is created).
 // INVALID_ARGUMENT when there is neither a configured id nor a state directory.
-[[nodiscard]] absl::StatusOr<std::string> ResolveSupervisorId(absl::string_view configured,
-                                                              absl::string_view state_dir,
+[[nodiscard]] absl::StatusOr<std::string> ResolveSupervisorId(absl::string_view configured, absl::string_view state_dir,
                                                               absl::string_view host);
 
 // This machine's host name ("localhost" if it cannot be read).

@@ -45,16 +45,15 @@ struct RoundInput {
 // With a time budget: whether a round that has run `steps_done` steps in `elapsed_ms` takes
 // another, given `max_steps` learning rates: always below min_steps, never at max_steps,
 // else if the next step (at the mean so far) ends within budget_ms.
-bool TakeAnotherStep(double budget_ms, uint32_t min_steps, uint32_t max_steps, uint32_t steps_done,
-                     double elapsed_ms);
+bool TakeAnotherStep(double budget_ms, uint32_t min_steps, uint32_t max_steps, uint32_t steps_done, double elapsed_ms);
 
 struct RoundOutput {
   // All τ steps ran (with a budget: the steps the budget allowed, at least min_steps, and
   // nothing stopped the round); else (or without θ_start) `delta` is empty.
   bool complete = false;
-  std::vector<Tensor> delta;   // θ_start − θ_end (f32), in θ's order
-  v1::RoundResult result;      // steps, tokens, losses, timing, sampler cursor after the round
-  double compute_ms = 0;       // inside the steps themselves (result's step time adds the slowdown)
+  std::vector<Tensor> delta;  // θ_start − θ_end (f32), in θ's order
+  v1::RoundResult result;     // steps, tokens, losses, timing, sampler cursor after the round
+  double compute_ms = 0;      // inside the steps themselves (result's step time adds the slowdown)
 };
 
 // `keep_going(steps_done)` is asked before every step; false stops the round early (a

@@ -172,9 +172,7 @@ void PeerServer::Serve(int fd) {
       SendAll(fd, "k", 1);
       break;
     }
-    case Mode::kGreetAndClose:
-      SendAll(fd, greeting_.data(), greeting_.size());
-      break;
+    case Mode::kGreetAndClose: SendAll(fd, greeting_.data(), greeting_.size()); break;
     case Mode::kReadThenReset: {
       if (recv(fd, buf, 1, 0) == 1) bytes_received_ += 1;
       linger l{.l_onoff = 1, .l_linger = 0};

@@ -25,8 +25,7 @@ const char* const kSupervisorPath = PCP_SUPERVISOR_PATH;
 std::string MakeTempDir(absl::string_view name) {
   static std::atomic<int> counter{0};
   const char* base = std::getenv("TEST_TMPDIR");
-  std::string dir = absl::StrCat(base != nullptr ? base : "/tmp", "/pcp_", name, "_", getpid(),
-                                 "_", counter++);
+  std::string dir = absl::StrCat(base != nullptr ? base : "/tmp", "/pcp_", name, "_", getpid(), "_", counter++);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

@@ -24,8 +24,7 @@ namespace pcp::testing {
 
 // The body of GET http://host:port/path (a socket, no proxy). Errors: UNAVAILABLE when nothing
 // answers, INTERNAL for a status other than 200 (with the status line).
-absl::StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path,
-                                    int timeout_ms = 5000);
+absl::StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path, int timeout_ms = 5000);
 
 using Samples = std::map<std::string, double>;
 // Every sample line of an exposition-format text (comments skipped).

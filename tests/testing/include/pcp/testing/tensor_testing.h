@@ -22,8 +22,7 @@ Tensor RandomTensor(const TensorType& type, uint64_t seed, double lo = -1.0, dou
 
 // Every element satisfies |a - b| <= atol + rtol * |b| (NaNs equal only to NaNs); dtype and
 // shape must match. On failure the message names the first offending index and both values.
-::testing::AssertionResult TensorsNear(const Tensor& actual, const Tensor& expected, double rtol,
-                                       double atol);
+::testing::AssertionResult TensorsNear(const Tensor& actual, const Tensor& expected, double rtol, double atol);
 
 // max_i |a_i - b_i| / max(max_j |b_j|, floor): the error relative to the tensor's scale,
 // as used for gradient parity checks. Infinite when either side holds a NaN or infinity.

@@ -52,27 +52,27 @@ namespace pcp::loadgen {
 
 struct LoadgenOptions {
   std::string shepherd = "127.0.0.1:7070";  // HOST:PORT of Training and Admin
-  auth::ClientCredentials credentials;       // as the worker's --tls_* / --token_source
-  int64_t workers = 4;                       // M simulated workers, 1..4096
-  std::string id_prefix = "loadgen";         // supervisor ids "<prefix>-0001", ...
-  double compute_s = 2.0;                    // simulated compute per round, >= 0
-  int64_t rounds = 0;                        // stop after this many rounds; 0 = at the job's end
-  double max_seconds = 600;                  // stop after this long in any case, > 0
-  std::string job_file;                      // submit this job (YAML); empty = attach
-  std::string job_id;                        // attach: report this job (default: the assigned one)
-  bool cancel_at_end = true;                 // cancel a submitted job left unfinished
-  int64_t shepherd_pid = 0;                  // read /proc/PID for RSS and CPU; 0 = none
-  double max_shepherd_rss_gib = 0;           // stop when the shepherd's VmRSS passes this; 0 = no limit
+  auth::ClientCredentials credentials;      // as the worker's --tls_* / --token_source
+  int64_t workers = 4;                      // M simulated workers, 1..4096
+  std::string id_prefix = "loadgen";        // supervisor ids "<prefix>-0001", ...
+  double compute_s = 2.0;                   // simulated compute per round, >= 0
+  int64_t rounds = 0;                       // stop after this many rounds; 0 = at the job's end
+  double max_seconds = 600;                 // stop after this long in any case, > 0
+  std::string job_file;                     // submit this job (YAML); empty = attach
+  std::string job_id;                       // attach: report this job (default: the assigned one)
+  bool cancel_at_end = true;                // cancel a submitted job left unfinished
+  int64_t shepherd_pid = 0;                 // read /proc/PID for RSS and CPU; 0 = none
+  double max_shepherd_rss_gib = 0;          // stop when the shepherd's VmRSS passes this; 0 = no limit
   uint64_t seed = 1;
-  float delta_scale = 1e-4f;                 // synthetic Δ values uniform in [-scale, scale]
-  double drop_rate = 0;                      // [0, 1]
+  float delta_scale = 1e-4f;  // synthetic Δ values uniform in [-scale, scale]
+  double drop_rate = 0;       // [0, 1]
   int64_t reconnect_ms = 500;
   int64_t slow_senders = 0;
-  double slow_mbit = 0;                      // > 0 when slow_senders > 0
+  double slow_mbit = 0;  // > 0 when slow_senders > 0
   std::vector<uint64_t> stall_rounds;
   double stall_s = 0;
   int64_t stall_workers = 1;
-  std::FILE* progress = stdout;              // a line per round as it ends; nullptr = quiet
+  std::FILE* progress = stdout;  // a line per round as it ends; nullptr = quiet
   // When set and true: stop now, as at any other end (main: SIGTERM / SIGINT), and report.
   const std::atomic<bool>* interrupt = nullptr;
 };

@@ -56,13 +56,13 @@ struct RoundRow {
 struct LoadgenReport {
   std::string shepherd;
   std::string job_id;
-  int64_t workers = 0;          // simulated workers (streams)
-  int64_t parameters = 0;       // |θ|, from the assignment
-  int64_t delta_bytes = 0;      // one Δ on the wire
+  int64_t workers = 0;      // simulated workers (streams)
+  int64_t parameters = 0;   // |θ|, from the assignment
+  int64_t delta_bytes = 0;  // one Δ on the wire
   double compute_s = 0;
-  int64_t shepherd_pid = 0;     // 0: no /proc figures
-  std::string end_reason;       // why the run stopped
-  std::string error;            // set when the run failed (a protocol error, a refused Join, ...)
+  int64_t shepherd_pid = 0;  // 0: no /proc figures
+  std::string end_reason;    // why the run stopped
+  std::string error;         // set when the run failed (a protocol error, a refused Join, ...)
   std::vector<RoundRow> rows;
 };
 

@@ -34,7 +34,7 @@ namespace pcp::loadgen {
 
 struct SyntheticDeltaOptions {
   uint64_t seed = 1;
-  float scale = 1e-4f;  // values uniform in [-scale, scale]; > 0 and finite
+  float scale = 1e-4f;                       // values uniform in [-scale, scale]; > 0 and finite
   int64_t chunk_bytes = kDefaultChunkBytes;  // data per chunk (what the shepherd accepts)
 };
 

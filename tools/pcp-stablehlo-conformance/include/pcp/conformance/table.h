@@ -39,8 +39,8 @@ class Table {
  private:
   Tally total_;
   std::map<std::string, Tally> suites_;
-  std::map<std::pair<std::string, std::string>, Tally> ops_;          // (suite, op)
-  std::vector<std::pair<std::string, std::string>> failures_;         // (case, reason)
+  std::map<std::pair<std::string, std::string>, Tally> ops_;   // (suite, op)
+  std::vector<std::pair<std::string, std::string>> failures_;  // (case, reason)
 };
 
 }  // namespace pcp::conformance

@@ -69,7 +69,7 @@ struct PcpctlOptions {
   uint32_t grace_ms = 0;   // restart, drain: SIGTERM -> SIGKILL grace (0 = supervisor default)
 
   // sample
-  std::string prompt;  // empty = the job's prompt
+  std::string prompt;           // empty = the job's prompt
   uint32_t max_new_tokens = 0;  // 0 = the job's sample.max_new_tokens
   std::optional<double> temperature;
   std::optional<int64_t> top_k;
@@ -86,8 +86,7 @@ struct PcpctlOptions {
 std::string DefaultShepherdAddress();
 
 // Runs one command; `args` = {command, operands...}. Returns the exit code (above).
-int RunPcpctl(const std::vector<std::string>& args, const PcpctlOptions& options, std::FILE* out,
-              std::FILE* err);
+int RunPcpctl(const std::vector<std::string>& args, const PcpctlOptions& options, std::FILE* out, std::FILE* err);
 
 // The usage text (commands and flags), for --help and usage errors.
 const char* UsageText();

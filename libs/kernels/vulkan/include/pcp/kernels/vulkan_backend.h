@@ -39,8 +39,8 @@
 namespace pcp {
 
 struct VulkanBackendOptions {
-  int device_index = -1;        // index in ListVulkanDevices(); -1 = best by kind
-  std::string device_name;      // case-insensitive substring of the device name; wins if set
+  int device_index = -1;         // index in ListVulkanDevices(); -1 = best by kind
+  std::string device_name;       // case-insensitive substring of the device name; wins if set
   std::string shader_cache_dir;  // "" = $XDG_CACHE_HOME/pcp/spirv or ~/.cache/pcp/spirv;
                                  // "none" disables the disk cache
 };

@@ -63,7 +63,7 @@ class PeerServer {
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> bytes_received_{0};
   std::mutex mu_;
-  std::vector<int> open_fds_;  // guarded by mu_
+  std::vector<int> open_fds_;         // guarded by mu_
   std::vector<std::thread> threads_;  // guarded by mu_
   std::thread accept_thread_;
 };
