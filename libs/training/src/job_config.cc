@@ -240,6 +240,7 @@ const std::vector<Field<diloco::AsyncOptions>>* AsyncFields() {
       IntField("quorum", &AsyncOptions::quorum, IntRange{1, 1 << 16}),
       IntField("grace_ms", &AsyncOptions::grace_ms, IntRange{0, 3600 * 1000}),
       EnumField("staleness", &AsyncOptions::staleness, absl::MakeConstSpan(diloco::kStalenessRuleNames)),
+      EnumField("momentum", &AsyncOptions::momentum, absl::MakeConstSpan(diloco::kAsyncMomentumNames)),
   };
   return fields;
 }

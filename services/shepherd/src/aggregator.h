@@ -54,6 +54,9 @@ struct Combined {
   // The tensors are the aggregator's own buffers, read by nothing after this: the outer step
   // may write θ' into them (OuterOptimizer::StepInPlaceIfFinite) instead of allocating.
   bool scratch = false;
+  // The fraction of a round's worth of Δs it holds: 1 for a round, n / workers for an
+  // asynchronous group of n (the delayed Nesterov step counts them, delayed_nesterov_step.h).
+  double share = 1;
 };
 
 // What the round's streams left behind once sealed.

@@ -14,7 +14,7 @@ void JobRun::ChooseAggregation() {
   for (const TensorSpec& spec : prepared_->param_specs) delta_elements += NumElements(spec.shape);
   const int64_t fragments = c.diloco.streaming.fragments;
   delta_elements = (delta_elements + fragments - 1) / fragments;
-  if (async()) {
+  if (c.diloco.mode == diloco::RoundMode::kAsync) {
     // Asynchronous groups keep their Δs whole: a Δ's group is known only as it arrives.
     JobConfig buffered = c;
     buffered.diloco.aggregation = diloco::Aggregation::kBuffered;

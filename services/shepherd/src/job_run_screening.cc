@@ -9,13 +9,13 @@
 
 namespace pcp::shepherd {
 
-void JobRun::Refuse(const std::string& id, uint64_t round, const diloco::ScreenVerdict& verdict) {
+void JobRun::Refuse(const std::string& id, uint64_t round, const diloco::ScreenVerdict& verdict, Round* record) {
   v1::JobProgress& progress = publisher_->progress();
   const absl::string_view reason = diloco::RefusalReasonName(verdict.reason);
   const bool clipped = verdict.action == diloco::ScreenVerdict::kClip;
   const bool quarantine = refusals_->Refuse(id);
   // A rejected Δ is listed in the round's history record (a clipped one took part).
-  if (!clipped && round_.has_value()) round_->refused_ids.emplace_back(id, std::string(reason));
+  if (!clipped && record != nullptr) record->refused_ids.emplace_back(id, std::string(reason));
   const int64_t count = refusals_->refusals(id);
   metrics::Get(metrics::kShepherdDeltasRefusedTotal, {reason}).Increment();
   progress.set_deltas_refused(progress.deltas_refused() + 1);
@@ -77,8 +77,8 @@ std::optional<JobRun::Outcome> JobRun::CountRollBack(uint64_t round, const std::
   progress.set_rounds_rolled_back(progress.rounds_rolled_back() + 1);
   const int64_t limit = prepared_->config.diloco.screening.max_rollbacks;
   spdlog::error("job {}: round {} rolled back ({}): {}; {} of {} in a row", job_.id, round, why,
-                streaming() ? "its fragment and momentum stay as they were"
-                            : "θ and the outer momentum are as before it",
+                fragments_.has_value() ? "its fragment and momentum stay as they were"
+                                       : "θ and the outer momentum are as before it",
                 rollbacks_in_a_row_, limit);
   v1::ScreeningEvent event;
   event.set_kind(v1::ScreeningEvent::ROUND_ROLLED_BACK);
@@ -92,21 +92,6 @@ std::optional<JobRun::Outcome> JobRun::CountRollBack(uint64_t round, const std::
                              limit, "); the last, round ", round, ": ", why));
   }
   return std::nullopt;
-}
-
-JobRun::Outcome JobRun::RollBack(uint64_t round, const std::string& why) {
-  std::optional<Outcome> failed = CountRollBack(round, why);
-  round_.reset();
-  waiting_since_ = Clock::now();
-  return failed.has_value() ? *failed : Advance(Clock::now());
-}
-
-size_t JobRun::ActiveSlots() const {
-  size_t n = 0;
-  for (const SlotState& slot : state_.slots) {
-    if (!refusals_->quarantined(slot.supervisor_id)) ++n;
-  }
-  return n;
 }
 
 }  // namespace pcp::shepherd

@@ -26,7 +26,7 @@
 
 namespace pcp::shepherd {
 
-// One closed round, as CloseRound leaves it.
+// One outer update (a closed round, or an asynchronous group), as its RoundSchedule leaves it.
 struct RoundSummary {
   uint64_t round = 0;
   bool last = false;                 // the job's last round

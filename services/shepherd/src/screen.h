@@ -2,7 +2,7 @@
 // (thresholds, medians, the history); every path of the round engine asks here, so the
 // accept / clip / reject decision is made in one place:
 //   - a streamed Δ as its header arrives (worker_session.cc), on the norm it declares;
-//   - a buffered Δ that is not finite as it arrives (job_run.cc, OnResult);
+//   - a buffered Δ that is not finite as it arrives (the round schedules' OnResult);
 //   - every buffered Δ as its round closes, against the round's own median too;
 //   - a streamed Δ whose chunks broke the norm its header declared (pcp/diloco/delta_sum.h).
 // The verdict is applied in one place too: by the round's Aggregator (aggregator.h), which
@@ -16,7 +16,10 @@
 #ifndef PCP_SHEPHERD_SRC_SCREEN_H_
 #define PCP_SHEPHERD_SRC_SCREEN_H_
 
+#include <vector>
+
 #include "pcp/diloco/screening.h"
+#include "pcp/tensor/tensor.h"
 
 namespace pcp::shepherd {
 
@@ -35,6 +38,10 @@ struct DeltaNorm {
   // The norm is not known (the sum stopped adding at the chunk that broke it): 0.
   static DeltaNorm BrokeDeclaration() { return {0, Source::kBrokeDeclaration}; }
 };
+
+// A buffered Δ's L2 norm as it arrives: +inf when its sender's mean loss is not finite (its
+// values are not read then).
+double MeasureDeltaNorm(const std::vector<Tensor>& delta, double mean_loss);
 
 // The threshold for a Δ judged before its round closes (a streamed Δ's header, a Δ that is not
 // finite): past rounds' running median and the cap; the round's own median is not known yet.

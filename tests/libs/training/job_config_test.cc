@@ -423,7 +423,7 @@ TEST(JobConfigTest, KeysAreListedOnce) {
   EXPECT_EQ(keys.front(), "name");
   EXPECT_EQ(keys.size(), 1u + (7 + 7 + 2) + 4 + 10 + 9 + (11 + 6 + 3 + 3) + 4 + 3 /* diloco.time_budget */ +
                              1 /* diloco.compression.density */ +
-                             5 /* diloco.orphan_slots, mode, async.{quorum, grace_ms, staleness} */);
+                             6 /* diloco.orphan_slots, mode, async.{quorum, grace_ms, staleness, momentum} */);
   EXPECT_NE(std::find(keys.begin(), keys.end(), "model.init.ones"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.aggregation"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.screening.norm_k"), keys.end());

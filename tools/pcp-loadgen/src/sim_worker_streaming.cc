@@ -1,5 +1,5 @@
 // SimWorker's Streaming DiLoCo rounds (sim_worker.h; the worker's side is
-// services/worker/src/streaming_rounds.cc, the shepherd's job_run_streaming.cc).
+// services/worker/src/streaming_rounds.cc, the shepherd's round_schedule_streaming.cc).
 //
 // The shepherd sends θ in full once, then StartRound r together with StartRound r + 1 (one
 // round ahead), and as round r closes the fragment it synced (ParameterChunk.fragment, for

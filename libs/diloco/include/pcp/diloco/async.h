@@ -40,10 +40,23 @@ inline constexpr std::pair<StalenessRule, absl::string_view> kStalenessRuleNames
     {StalenessRule::kNone, "none"},
 };
 
+// When the outer momentum takes the Δs (job YAML diloco.async.momentum).
+//   delayed:     each group moves θ at once by its gradient part, lr·Δ; the momentum takes a
+//                round's worth of Δs at a time (Liu et al. 2024's delayed Nesterov), so a stale
+//                Δ is not amplified by a momentum it never saw (services/shepherd/src/
+//                delayed_nesterov_step.h);
+//   every_group: the job's outer step (Nesterov) on every group.
+enum class AsyncMomentum { kDelayed, kEveryGroup };
+inline constexpr std::pair<AsyncMomentum, absl::string_view> kAsyncMomentumNames[] = {
+    {AsyncMomentum::kDelayed, "delayed"},
+    {AsyncMomentum::kEveryGroup, "every_group"},
+};
+
 struct AsyncOptions {
   int64_t quorum = 1;    // Δs that open a group; [1, workers]
   int64_t grace_ms = 0;  // after the quorum, how long to wait for more Δs of the group
   StalenessRule staleness = StalenessRule::kInverse;
+  AsyncMomentum momentum = AsyncMomentum::kDelayed;
   bool operator==(const AsyncOptions&) const = default;
 };
 
