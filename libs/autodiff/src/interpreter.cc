@@ -10,6 +10,7 @@
 #include "pcp/autodiff/type_inference.h"
 #include "pcp/autodiff/verifier.h"
 #include "pcp/base/status_macros.h"
+#include "pcp/tensor/convert.h"
 
 // Every op is written as a loop over a row-major multi-index. Layout ops only move bytes, so
 // they work for every dtype (f16/bf16 included); ops that compute support f32, f64, i32, i64
@@ -307,6 +308,10 @@ To ConvertElement(From v) {
 }
 
 absl::StatusOr<Tensor> EvalConvert(const Instruction& inst, const TensorType& rt, const Tensor& in) {
+  // bf16 / f16 (mixed precision's roundings, pcp/autodiff/mixed_precision.h): convert.h's
+  // conversions, round to nearest even, the same rules as below otherwise.
+  auto half = [](DType d) { return d == DType::kBF16 || d == DType::kF16; };
+  if (half(in.dtype()) || half(rt.dtype)) return ConvertTensor(in, rt.dtype);
   Tensor out(rt.dtype, rt.shape);
   const int64_t n = rt.num_elements();
   PCP_RETURN_IF_ERROR(Dispatch(inst.op, in.dtype(), [&](auto from_tag) -> absl::Status {

@@ -1,6 +1,7 @@
 #include "pcp/autodiff/train_step.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,9 +67,17 @@ ValueId OneMinusPow(FunctionBuilder& b, double beta, ValueId step) {
 
 }  // namespace
 
-absl::StatusOr<Function> BuildTrainStep(const Function& forward_loss, const AdamWConfig& config) {
+absl::StatusOr<Function> BuildTrainStep(const Function& forward_loss, const AdamWConfig& config,
+                                        const TrainStepOptions& options) {
   const Function& f = forward_loss;
   PCP_RETURN_IF_ERROR(CheckForward(f, config));
+  const double scale = options.loss_scale;
+  int exponent = 0;
+  if (!(scale > 0) || !std::isfinite(scale) || std::frexp(scale, &exponent) != 0.5) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("BuildTrainStep: loss_scale must be a positive power of two, got ", scale));
+  }
+  const bool scaled = scale != 1.0;
   const size_t n = static_cast<size_t>(NumModelParams(static_cast<int>(f.params.size())));
 
   FunctionBuilder b("train_step");
@@ -96,12 +105,19 @@ absl::StatusOr<Function> BuildTrainStep(const Function& forward_loss, const Adam
   PCP_RETURN_IF_ERROR(b.status(), _ << "BuildTrainStep: inlining '" << f.name << "'");
   ValueId loss = map[static_cast<size_t>(f.results[0])];
 
-  PCP_ASSIGN_OR_RETURN(std::vector<ValueId> grads, AppendGradients(b, loss, params),
+  ValueId seed = scaled ? b.Mul(loss, b.ScalarConstant(scale)) : loss;
+  PCP_ASSIGN_OR_RETURN(std::vector<ValueId> grads, AppendGradients(b, seed, params),
                        _ << "BuildTrainStep: differentiating '" << f.name << "'");
+  if (scaled) {
+    ValueId inverse = b.ScalarConstant(1.0 / scale);
+    for (ValueId& g : grads) {
+      const Shape shape = b.type(g).shape;
+      g = b.Mul(g, Splat(b, inverse, shape));
+    }
+  }
 
-  // torch.nn.utils.clip_grad_norm_: total = ||all grads||_2; g *= min(clip / (total + 1e-6), 1).
-  if (config.grad_clip > 0) {
-    ValueId sum_sq = kNoValue;
+  ValueId sum_sq = kNoValue;  // of all gradients: for clipping and the finiteness check
+  if (config.grad_clip > 0 || scaled) {
     for (ValueId g : grads) {
       std::vector<int64_t> all(static_cast<size_t>(b.type(g).rank()));
       for (size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int64_t>(d);
@@ -109,6 +125,14 @@ absl::StatusOr<Function> BuildTrainStep(const Function& forward_loss, const Adam
       ValueId s = all.empty() ? sq : b.ReduceSum(sq, std::move(all));
       sum_sq = sum_sq == kNoValue ? s : b.Add(sum_sq, s);
     }
+  }
+  // finite: sum_sq <= FLT_MAX (false for inf and NaN).
+  ValueId finite =
+      scaled ? b.Compare(sum_sq, b.ScalarConstant(std::numeric_limits<float>::max()), ComparisonDirection::kLE)
+             : kNoValue;
+
+  // torch.nn.utils.clip_grad_norm_: total = ||all grads||_2; g *= min(clip / (total + 1e-6), 1).
+  if (config.grad_clip > 0) {
     ValueId total_norm = b.Sqrt(sum_sq);
     ValueId coef = b.Div(b.ScalarConstant(config.grad_clip), b.Add(total_norm, b.ScalarConstant(1e-6)));
     coef = b.Min(coef, b.ScalarConstant(1.0));
@@ -140,6 +164,12 @@ absl::StatusOr<Function> BuildTrainStep(const Function& forward_loss, const Adam
     new_v[i] = b.Add(b.Mul(v[i], constant(config.beta2)), b.Mul(b.Mul(g, g), constant(1.0 - config.beta2)));
     ValueId denom = b.Add(b.Div(b.Sqrt(new_v[i]), splat(bc2_sqrt)), constant(config.eps));
     new_p[i] = b.Add(p, b.Mul(splat(neg_step_size), b.Div(new_m[i], denom)));
+    if (finite != kNoValue) {  // an overflowed step changes nothing
+      ValueId keep = shape.empty() ? finite : b.BroadcastInDim(finite, shape, {});
+      new_p[i] = b.Select(keep, new_p[i], params[i]);
+      new_m[i] = b.Select(keep, new_m[i], m[i]);
+      new_v[i] = b.Select(keep, new_v[i], v[i]);
+    }
   }
 
   std::vector<ValueId> results;

@@ -187,6 +187,7 @@ const std::vector<Field<TrainingConfig>>* TrainingFields() {
       StringField("out_dir", &TrainingConfig::out_dir, /*allow_empty=*/false),
       IntField("threads", &TrainingConfig::threads, IntRange{0, 4096}),
       EnumField("backend", &TrainingConfig::backend, absl::MakeConstSpan(kBackendChoiceNames)),
+      EnumField("precision", &TrainingConfig::precision, absl::MakeConstSpan(kPrecisionNames)),
   };
   return fields;
 }

@@ -41,7 +41,9 @@ AdamWConfig AdamWOf(const OptimizerConfig& o) {
 }
 
 absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoots& roots,
-                                             const GptProgramOptions& options) {
+                                             const GptProgramOptions& caller_options) {
+  GptProgramOptions options = caller_options;
+  options.precision = job.training.precision;  // the job file decides
   ModelProgram p;
   p.summary = ModelSummary(job.model);
   p.batch_size = job.training.batch_size;
@@ -68,16 +70,20 @@ absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoo
     return absl::FailedPreconditionError(absl::StrCat(job.model.stablehlo, " changed since the job was parsed (",
                                                       import.sha256, ", was ", job.model.stablehlo_sha256, ")"));
   }
-  PCP_ASSIGN_OR_RETURN(p.train_step, BuildTrainStep(import.model.forward, AdamWOf(job.optimizer)),
+  PCP_ASSIGN_OR_RETURN(p.train_step,
+                       BuildTrainStep(import.model.forward, AdamWOf(job.optimizer), TrainStepOptionsOf(options)),
                        _ << "building the train step of " << job.model.stablehlo);
   p.train_step.name = "train_step";
+  PCP_RETURN_IF_ERROR(ApplyProgramPrecision(p.train_step, options.precision));
   PCP_RETURN_IF_ERROR(RunStandardPasses(p.train_step), _ << "optimizing train_step");
   if (options.rematerialize) {
     PCP_RETURN_IF_ERROR(Rematerialize(p.train_step).status(), _ << "rematerialising in train_step");
   }
   p.logits = std::move(import.model.logits);
+  if (p.logits.has_value()) PCP_RETURN_IF_ERROR(ApplyProgramPrecision(*p.logits, options.precision));
   p.eval_loss = std::move(import.model.forward);
   p.eval_loss.name = "eval_loss";
+  PCP_RETURN_IF_ERROR(ApplyProgramPrecision(p.eval_loss, options.precision));
   p.initial_params = std::move(import.model.initial);
   p.warnings = std::move(import.model.warnings);
   PCP_RETURN_IF_ERROR(FillParams(p));

@@ -7,6 +7,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -258,6 +259,35 @@ std::vector<Case> ElementwiseCases() {
                    0,
                    0,
                    {{-3, 3}}});
+  // Mixed precision's roundings (pcp/autodiff/mixed_precision.h): f32 -> bf16 / f16 -> f32,
+  // bit for bit (round to nearest even), over ordinary values, f16's overflow to inf and its
+  // subnormals; then a product of rounded operands whose result is rounded.
+  for (DType half : {DType::kBF16, DType::kF16}) {
+    for (const auto& [range_name, r] : {std::pair<const char*, Range>{"", Range{-3, 3}},
+                                        {"_wide", Range{-1e5, 1e5}},
+                                        {"_tiny", Range{-2e-7, 2e-7}}}) {
+      cases.push_back({absl::StrCat("round_", MlirName(half), range_name),
+                       Op::kConvert,
+                       {F32({5, 131})},
+                       [half](FunctionBuilder& b, const std::vector<ValueId>& p) {
+                         return b.Convert(b.Convert(p[0], half), DType::kF32);
+                       },
+                       0,
+                       0,
+                       {r}});
+    }
+    cases.push_back({absl::StrCat("dot_rounded_", MlirName(half)),
+                     Op::kDotGeneral,
+                     {F32({33, 70}), F32({70, 65})},
+                     [half](FunctionBuilder& b, const std::vector<ValueId>& p) {
+                       auto round = [&](ValueId v) { return b.Convert(b.Convert(v, half), DType::kF32); };
+                       return round(b.MatMul(round(p[0]), round(p[1])));
+                     },
+                     // One ulp of the 16-bit type: the f32 sums may differ in order and land
+                     // on the other side of a rounding boundary.
+                     half == DType::kBF16 ? 1.0 / 128 : 1.0 / 1024,
+                     1e-5});
+  }
   return cases;
 }
 

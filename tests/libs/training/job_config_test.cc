@@ -421,8 +421,8 @@ TEST(JobConfigTest, DamagedFilesNeverCrashAndErrorsStayOneLine) {
 TEST(JobConfigTest, KeysAreListedOnce) {
   std::vector<std::string> keys = JobConfigKeys();
   EXPECT_EQ(keys.front(), "name");
-  EXPECT_EQ(keys.size(), 1u + (7 + 7 + 2) + 4 + 10 + 9 + (11 + 6 + 3 + 3) + 4 + 3 /* diloco.time_budget */ +
-                             1 /* diloco.compression.density */ +
+  EXPECT_EQ(keys.size(), 1u + (7 + 7 + 2) + 4 + 10 + 10 /* training, precision included */ + (11 + 6 + 3 + 3) + 4 +
+                             3 /* diloco.time_budget */ + 1 /* diloco.compression.density */ +
                              6 /* diloco.orphan_slots, mode, async.{quorum, grace_ms, staleness, momentum} */);
   EXPECT_NE(std::find(keys.begin(), keys.end(), "model.init.ones"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.aggregation"), keys.end());
@@ -435,6 +435,26 @@ TEST(JobConfigTest, KeysAreListedOnce) {
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.async.staleness"), keys.end());
   EXPECT_EQ(BackendChoiceName(BackendChoice::kAuto), "auto");
   EXPECT_EQ(DataFormatName(DataFormat::kTextByte), "text_byte");
+}
+
+// training.precision (pcp/autodiff/mixed_precision.h): f32 by default, bf16 and f16 parse,
+// anything else is one line naming the key, the position and the accepted values.
+TEST(JobConfigTest, PrecisionParsesAndBadValuesNameTheKey) {
+  absl::StatusOr<JobConfig> plain = Parse(kData);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->training.precision, Precision::kF32);
+  for (Precision p : {Precision::kBF16, Precision::kF16, Precision::kF32}) {
+    absl::StatusOr<JobConfig> job = Parse(kData + "training:\n  precision: " + std::string(PrecisionName(p)) + "\n");
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(job->training.precision, p);
+    absl::StatusOr<JobConfig> back = ParseJobConfig(ToYaml(*job), "effective.yaml", "/", DataRoots::Unconfined());
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->training.precision, p);
+  }
+  absl::StatusOr<JobConfig> bad = Parse(kData + "training:\n  precision: fp8\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(Message(bad.status()), HasSubstr("job.yaml:4:14"));
+  EXPECT_THAT(Message(bad.status()), HasSubstr("training.precision: expected one of f32, bf16, f16, got 'fp8'"));
 }
 
 }  // namespace

@@ -111,6 +111,32 @@ TEST_F(LocalTrainingTest, PrintsProgressAndLossFalls) {
   EXPECT_EQ(result_->iters, 60);
 }
 
+// The same job with training.precision: bf16 and f16 (pcp/autodiff/mixed_precision.h):
+// its program rounds the products, and it learns as the f32 run above does (same data, seed
+// and schedule; 16-bit products move the final loss by a little, not by learning less).
+TEST_F(LocalTrainingTest, MixedPrecisionJobsLearnAsF32Does) {
+  ASSERT_NE(result_, nullptr);
+  for (Precision p : {Precision::kBF16, Precision::kF16}) {
+    const std::string dir = TempDir(absl::StrCat("tiny_", PrecisionName(p)));
+    auto job = LoadJobConfig(std::string(PCP_SOURCE_DIR) + "/config/jobs/tiny.yaml");
+    ASSERT_TRUE(job.ok()) << job.status();
+    job->training.out_dir = dir;
+    job->training.max_iters = 60;
+    job->training.eval_interval = 30;
+    job->training.eval_iters = 5;
+    job->training.precision = p;
+    auto backend = CreateCpuBackend({.threads = 1});
+    std::FILE* log = std::tmpfile();
+    auto result = RunLocalTraining(*job, *backend, log, nullptr);
+    std::fclose(log);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_LT(result->final_val_loss, 3.9f) << PrecisionName(p);
+    EXPECT_NEAR(result->final_val_loss, result_->final_val_loss, 0.05) << PrecisionName(p);
+    EXPECT_NE(result->final_val_loss, result_->final_val_loss) << PrecisionName(p) << ": the rounding must show";
+    fs::remove_all(dir);
+  }
+}
+
 TEST_F(LocalTrainingTest, CheckpointHasNanoGptNamesAndMetadata) {
   ASSERT_NE(result_, nullptr);
   auto ckpt = ReadModelCheckpoint(result_->checkpoint_path);

@@ -46,6 +46,13 @@ absl::Status CheckInstruction(const Function& f, const Instruction& inst) {
   switch (GetOpCategory(inst.op)) {
     case OpCategory::kElementwise:
       if (inst.op == Op::kSelect) return absl::OkStatus();  // moves bits
+      if (inst.op == Op::kConvert) {                        // f32 <-> bf16 / f16: mixed precision's roundings
+        const DType from = f.type(inst.operands[0]).dtype;
+        auto half = [](DType d) { return d == DType::kF16 || d == DType::kBF16; };
+        if ((from == DType::kF32 && half(result.dtype)) || (half(from) && result.dtype == DType::kF32)) {
+          return absl::OkStatus();
+        }
+      }
       for (ValueId o : inst.operands) {
         if (!Computes(f.type(o).dtype)) return unsupported(f.type(o));
       }

@@ -4,11 +4,13 @@
 // convert have loops of their own here. Semantics follow the reference interpreter
 // (interpreter.cc); float -> integer converts truncate, saturate and map NaN to 0.
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
 #include "elementwise_functors.h"
 #include "fused_kernel.h"
+#include "pcp/tensor/convert.h"
 #include "vector_math.h"
 
 namespace pcp::cpu {
@@ -79,6 +81,38 @@ void ConvertLoop(const FusedOp& op, void* const* regs, int64_t n) {
   To* __restrict d = static_cast<To*>(regs[op.dst]);
   const From* a = static_cast<const From*>(regs[op.src[0]]);
   for (int64_t i = 0; i < n; ++i) d[i] = ConvertElement<To, From>(a[i]);
+}
+
+// f32 <-> bf16 / f16 (mixed precision's roundings, pcp/autodiff/mixed_precision.h): convert.h's
+// conversions, round to nearest even, the interpreter's bits.
+template <uint16_t (*ToHalf)(float)>
+void ToHalfLoop(const FusedOp& op, void* const* regs, int64_t n) {
+  uint16_t* __restrict d = static_cast<uint16_t*>(regs[op.dst]);
+  const float* a = static_cast<const float*>(regs[op.src[0]]);
+  for (int64_t i = 0; i < n; ++i) d[i] = ToHalf(a[i]);
+}
+
+template <float (*FromHalf)(uint16_t)>
+void FromHalfLoop(const FusedOp& op, void* const* regs, int64_t n) {
+  float* __restrict d = static_cast<float*>(regs[op.dst]);
+  const uint16_t* a = static_cast<const uint16_t*>(regs[op.src[0]]);
+  for (int64_t i = 0; i < n; ++i) d[i] = FromHalf(a[i]);
+}
+
+// bf16 -> f32 is a shift: inline, so the loop vectorises.
+inline float BF16BitsToFloat(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+ElementwiseFn HalfConvertFn(DType operand, DType result) {
+  if (operand == DType::kF32 && result == DType::kBF16) return &ToHalfLoop<&FloatToBFloat16>;
+  if (operand == DType::kF32 && result == DType::kF16) return &ToHalfLoop<&FloatToHalf>;
+  if (operand == DType::kBF16 && result == DType::kF32) return &FromHalfLoop<&BF16BitsToFloat>;
+  if (operand == DType::kF16 && result == DType::kF32) return &FromHalfLoop<&HalfToFloat>;
+  return nullptr;
 }
 
 // ---- Table ----------------------------------------------------------------------------
@@ -153,7 +187,9 @@ ElementwiseFn ByType(DType d, Fn&& fn) {
 ElementwiseFn GetElementwiseFn(Op op, DType operand, DType result, ComparisonDirection direction) {
   switch (op) {
     case Op::kCompare: return ByType(operand, [&](auto t) { return CompareFn<decltype(t)>(direction); });
-    case Op::kConvert: return ByType(operand, [&](auto t) { return ConvertFrom<decltype(t)>(result); });
+    case Op::kConvert:
+      if (ElementwiseFn half = HalfConvertFn(operand, result); half != nullptr) return half;
+      return ByType(operand, [&](auto t) { return ConvertFrom<decltype(t)>(result); });
     case Op::kSelect:
       // Moves bits, so any element size works (f16/bf16 included).
       switch (result) {

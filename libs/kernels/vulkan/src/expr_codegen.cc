@@ -31,6 +31,11 @@ const char* CompareOp(ComparisonDirection c) {
 
 std::string Convert(DType from, DType to, const std::string& a) {
   if (from == to) return a;
+  // f32 <-> bf16 / f16 (halves are their bits in a uint): glsl_prelude.cc's conversions.
+  if (from == DType::kF32 && to == DType::kBF16) return absl::StrCat("pcp_f2bf(", a, ")");
+  if (from == DType::kF32 && to == DType::kF16) return absl::StrCat("pcp_f2h(", a, ")");
+  if (from == DType::kBF16 && to == DType::kF32) return absl::StrCat("pcp_bf2f(", a, ")");
+  if (from == DType::kF16 && to == DType::kF32) return absl::StrCat("pcp_h2f(", a, ")");
   if (to == DType::kBool) {
     if (from == DType::kF32) return absl::StrCat("!(", a, " == 0.0)");  // NaN -> true
     return absl::StrCat("(", a, " != ", GlslType(from), "(0))");

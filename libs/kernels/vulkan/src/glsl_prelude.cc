@@ -163,6 +163,55 @@ float pcp_pow(float a, float b) {
   return int64_t(x);
 }
 )GLSL"},
+      // f32 <-> bf16 / f16 as bits (mixed precision's roundings): libs/tensor/src/convert.cc's
+      // integer code, round to nearest even, so every backend rounds alike.
+      {"pcp_f2bf", {}, R"GLSL(uint pcp_f2bf(float v) {
+  uint b = floatBitsToUint(v);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return (b >> 16) | 0x0040u;
+  return (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+}
+)GLSL"},
+      {"pcp_bf2f", {}, R"GLSL(float pcp_bf2f(uint h) { return uintBitsToFloat(h << 16); }
+)GLSL"},
+      {"pcp_f2h", {}, R"GLSL(uint pcp_f2h(float v) {
+  uint x = floatBitsToUint(v);
+  uint sign = (x >> 16) & 0x8000u;
+  x &= 0x7fffffffu;
+  if (x >= 0x7f800000u) {
+    if (x == 0x7f800000u) return sign | 0x7c00u;
+    uint payload = (x >> 13) & 0x3ffu;
+    return sign | 0x7c00u | (payload != 0u ? payload : 0x0200u);
+  }
+  if (x >= 0x477ff000u) return sign | 0x7c00u;
+  if (x < 0x38800000u) {
+    uint e = x >> 23;
+    if (e < 102u) return sign;
+    uint significand = (x & 0x7fffffu) | 0x800000u;
+    uint shift = 126u - e;
+    uint q = significand >> shift;
+    uint rem = significand & ((1u << shift) - 1u);
+    uint halfway = 1u << (shift - 1u);
+    if (rem > halfway || (rem == halfway && (q & 1u) != 0u)) ++q;
+    return sign | q;
+  }
+  uint h = (x >> 13) - (112u << 10);
+  uint rem = x & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u) != 0u)) ++h;
+  return sign | h;
+}
+)GLSL"},
+      {"pcp_h2f", {}, R"GLSL(float pcp_h2f(uint h) {
+  uint sign = (h & 0x8000u) << 16;
+  uint e = (h >> 10) & 0x1fu;
+  uint m = h & 0x3ffu;
+  if (e == 0x1fu) return uintBitsToFloat(sign | 0x7f800000u | (m << 13));
+  if (e != 0u) return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
+  if (m == 0u) return uintBitsToFloat(sign);
+  int lead = 9 - findMSB(m);
+  m = (m << uint(lead + 1)) & 0x3ffu;
+  return uintBitsToFloat(sign | (uint(112 - lead) << 23) | (m << 13));
+}
+)GLSL"},
       {"pcp_idiv", {}, R"GLSL(int pcp_idiv(int a, int b) {
   int d = (b == 0 || (a == int(0x80000000u) && b == -1)) ? 1 : b;
   return b == 0 ? -1 : a / d;

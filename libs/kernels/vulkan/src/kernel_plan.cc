@@ -33,8 +33,11 @@ absl::Status CheckSupported(const Function& f, bool half_moves) {
     const DType d = f.type(inst.result).dtype;
     bool half = IsHalf(d);
     for (ValueId o : inst.operands) half |= IsHalf(f.type(o).dtype);
+    // f32 <-> bf16 / f16 converts are mixed precision's roundings (mixed_precision.h).
+    const bool rounding =
+        inst.op == Op::kConvert && (d == DType::kF32 || f.type(inst.operands[0]).dtype == DType::kF32);
     const bool moves = GetOpCategory(inst.op) == OpCategory::kLayout || inst.op == Op::kConstant ||
-                       (inst.op == Op::kGather && !IsHalf(f.type(inst.operands[1]).dtype));
+                       (inst.op == Op::kGather && !IsHalf(f.type(inst.operands[1]).dtype)) || rounding;
     if (half && (!moves || !half_moves)) {
       return absl::UnimplementedError(
           absl::StrCat("vulkan backend: ", OpName(inst.op), " on ", MlirName(d),

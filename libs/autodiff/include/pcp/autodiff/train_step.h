@@ -38,7 +38,19 @@ struct AdamWConfig {
 // parameters (the two data parameters excluded).
 inline int NumModelParams(int num_forward_params) { return num_forward_params - 2; }
 
-absl::StatusOr<Function> BuildTrainStep(const Function& forward_loss, const AdamWConfig& config);
+struct TrainStepOptions {
+  // Static loss scaling, for gradients computed through 16-bit products (f16: see
+  // mixed_precision.h). With a scale other than 1 the backward starts from loss * loss_scale,
+  // every gradient is multiplied by 1 / loss_scale (exact: it must be a power of two) before
+  // clipping, and a step whose gradients are not all finite (an f16 overflow: the sum of their
+  // squares is inf or NaN) is skipped: parameters and moments come out unchanged (the caller's
+  // step count still advances, as torch.cuda.amp.GradScaler leaves the schedule running).
+  // The returned loss is the unscaled one. 1 (the default) builds exactly the plain step.
+  double loss_scale = 1.0;
+};
+
+absl::StatusOr<Function> BuildTrainStep(const Function& forward_loss, const AdamWConfig& config,
+                                        const TrainStepOptions& options = {});
 
 }  // namespace pcp
 

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "pcp/autodiff/ir.h"
+#include "pcp/autodiff/mixed_precision.h"
 #include "pcp/autodiff/remat.h"
 #include "pcp/autodiff/train_step.h"
 #include "pcp/models/gpt_config.h"
@@ -35,7 +36,20 @@ struct GptProgramOptions {
   // gives the same bits with a 6 MB smaller arena for the nanoGPT CPU step, but no speed-up
   // could be shown (bench/results/train_step.md, "remat").
   bool rematerialize = false;
+  // Mixed precision (pcp/autodiff/mixed_precision.h): every product of train_step, eval_loss
+  // and logits reads and writes values rounded to bf16 / f16; f32 leaves the programs as
+  // they were. A job's training.precision sets it (BuildJobProgram).
+  Precision precision = Precision::kF32;
+  // train_step's static loss scale (TrainStepOptions::loss_scale, a power of two); 0: 1024
+  // (kF16LossScale) for f16, 1 (none) otherwise.
+  double loss_scale = 0;
 };
+
+// The train-step options `options` implies (the loss scale resolved).
+TrainStepOptions TrainStepOptionsOf(const GptProgramOptions& options);
+
+// ApplyMixedPrecision(function, precision), its error naming the function.
+absl::Status ApplyProgramPrecision(Function& function, Precision precision);
 
 absl::StatusOr<GptProgram> BuildGptProgram(const GPTConfig& model, int64_t batch_size, const AdamWConfig& adamw,
                                            const GptProgramOptions& options = {});
