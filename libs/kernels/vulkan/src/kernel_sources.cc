@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "expr_codegen.h"
 #include "glsl_prelude.h"
+#include "pcp/autodiff/mixed_precision.h"
 
 namespace pcp::vulkan {
 namespace {
@@ -149,13 +150,27 @@ KernelSource ScatterKernelSource(const Function& f, const KernelPlan& plan, cons
   return ks;
 }
 
-absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan& plan, const PlannedKernel& k) {
+bool UsesCooperativeMatrix(const Function& f, const Instruction& inst, const DeviceKernelOptions& device) {
+  if (!device.cooperative_matrix_f16 || inst.op != Op::kDotGeneral || f.type(inst.result).dtype != DType::kF32) {
+    return false;
+  }
+  for (ValueId o : inst.operands) {
+    DType half = DType::kF32;
+    if (!IsRoundedThroughHalf(f, o, &half) || half != DType::kF16) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan& plan, const PlannedKernel& k,
+                                             const DeviceKernelOptions& device) {
   const Instruction& inst = f.instructions[static_cast<size_t>(k.instruction)];
   switch (k.kind) {
     case KernelKind::kMap: return MapKernelSource(f, plan, inst);
     case KernelKind::kReduce: return ReduceKernelSource(f, plan, inst);
     case KernelKind::kScatter: return ScatterKernelSource(f, plan, inst);
-    case KernelKind::kDot: return DotKernelSource(f, plan, inst);
+    case KernelKind::kDot:
+      return UsesCooperativeMatrix(f, inst, device) ? CoopDotKernelSource(f, plan, inst)
+                                                    : DotKernelSource(f, plan, inst);
   }
   return absl::InternalError("unknown kernel kind");
 }

@@ -25,13 +25,27 @@ struct KernelSource {
   bool empty = false;  // nothing to compute (zero elements): no dispatch
 };
 
-absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan& plan, const PlannedKernel& k);
+// What the device offers beyond the plain shaders (VulkanContext).
+struct DeviceKernelOptions {
+  bool cooperative_matrix_f16 = false;  // VK_NV_cooperative_matrix 16x16x16 f16*f16+f32, subgroups of 32
+};
+
+absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan& plan, const PlannedKernel& k,
+                                             const DeviceKernelOptions& device = {});
+
+// dot_general `inst` runs on cooperative matrices: the device has them and both operands are
+// f16-rounded (convert(convert(x, f16), f32): exact in f16, so the tensor cores compute the
+// program's own product, accumulating in f32).
+bool UsesCooperativeMatrix(const Function& f, const Instruction& inst, const DeviceKernelOptions& device);
 
 // One kernel family each (kernel_sources.cc, matmul_source.cc).
 KernelSource MapKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
 KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
 KernelSource ScatterKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
 KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
+// The same product on GL_NV_cooperative_matrix (f16 tiles in shared memory, f32 accumulators):
+// only for UsesCooperativeMatrix's products; compiles anywhere, runs on devices that have it.
+KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
 
 // Work-group count for `n` items of `per_group` each, capped at the portable limit (kernels
 // loop over the rest).

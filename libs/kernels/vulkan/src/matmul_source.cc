@@ -59,7 +59,14 @@ bool Consecutive(const std::vector<int64_t>& dims, int64_t first) {
 
 }  // namespace
 
-KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst) {
+// batch, m, n and k of a dot_general (see the top of the file).
+struct DotSizes {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+};
+
+namespace {
+
+DotSizes SizesOf(const Function& f, const Instruction& inst) {
   const DotDims& dd = inst.attrs.dot;
   const Shape& ls = f.type(inst.operands[0]).shape;
   const Shape& rs = f.type(inst.operands[1]).shape;
@@ -84,6 +91,41 @@ KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const In
       if (free) n *= rs[d];
     }
   }
+  return {batch, m, n, kk};
+}
+
+// loadA(b, m, k) and loadB(b, k, n): the operands through their fused index expressions,
+// 0 outside [0, m) x [0, k) and [0, k) x [0, n).
+std::string OperandLoaders(ExprCodegen& gen, const Function& f, const Instruction& inst, const DotSizes& z, bool load_a,
+                           bool load_b) {
+  const DotDims& dd = inst.attrs.dot;
+  std::string loaders;
+  if (load_a) {
+    std::string body;
+    const std::vector<std::string> idx =
+        OperandIndex(gen, f.type(inst.operands[0]).shape, dd.lhs_batch, dd.lhs_contract, "b", "m", "k", &body);
+    const std::string a = gen.Emit(inst.operands[0], idx, &body);
+    absl::StrAppend(&loaders, "float loadA(int b, int m, int k) {\n  if (m >= ", z.m, " || k >= ", z.k,
+                    ") return 0.0;\n", body, "  return ", a, ";\n}\n");
+  }
+  if (load_b) {
+    std::string body;
+    const std::vector<std::string> idx =
+        OperandIndex(gen, f.type(inst.operands[1]).shape, dd.rhs_batch, dd.rhs_contract, "b", "n", "k", &body);
+    const std::string b = gen.Emit(inst.operands[1], idx, &body);
+    absl::StrAppend(&loaders, "float loadB(int b, int k, int n) {\n  if (n >= ", z.n, " || k >= ", z.k,
+                    ") return 0.0;\n", body, "  return ", b, ";\n}\n");
+  }
+  return loaders;
+}
+
+}  // namespace
+
+KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst) {
+  const DotDims& dd = inst.attrs.dot;
+  const Shape& ls = f.type(inst.operands[0]).shape;
+  const DotSizes z = SizesOf(f, inst);
+  const int64_t batch = z.batch, m = z.m, n = z.n, kk = z.k;
   // vec4 fast paths (see the top of the file).
   const auto nb = static_cast<int64_t>(dd.lhs_batch.size());
   const bool a_vec4 = plan.materialized[static_cast<size_t>(inst.operands[0])] && kk % 4 == 0 && kk > 0 &&
@@ -92,21 +134,7 @@ KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const In
   const bool b_vec4 = plan.materialized[static_cast<size_t>(inst.operands[1])] && n % 4 == 0 && n > 0 &&
                       Consecutive(dd.rhs_batch, 0) && Consecutive(dd.rhs_contract, nb);
   ExprCodegen gen(f, plan);
-  std::string loaders;
-  if (!a_vec4) {
-    std::string body;
-    const std::vector<std::string> idx = OperandIndex(gen, ls, dd.lhs_batch, dd.lhs_contract, "b", "m", "k", &body);
-    const std::string a = gen.Emit(inst.operands[0], idx, &body);
-    absl::StrAppend(&loaders, "float loadA(int b, int m, int k) {\n  if (m >= ", m, " || k >= ", kk, ") return 0.0;\n",
-                    body, "  return ", a, ";\n}\n");
-  }
-  if (!b_vec4) {
-    std::string body;
-    const std::vector<std::string> idx = OperandIndex(gen, rs, dd.rhs_batch, dd.rhs_contract, "b", "n", "k", &body);
-    const std::string b = gen.Emit(inst.operands[1], idx, &body);
-    absl::StrAppend(&loaders, "float loadB(int b, int k, int n) {\n  if (n >= ", n, " || k >= ", kk, ") return 0.0;\n",
-                    body, "  return ", b, ";\n}\n");
-  }
+  std::string loaders = OperandLoaders(gen, f, inst, z, !a_vec4, !b_vec4);
   absl::StrAppend(&loaders, "shared float As[16][65];\nshared float Bs[16][65];\n");
 
   std::string a_tile = absl::StrCat("      As[e & 15][e >> 4] = loadA(b, m0 + (e >> 4), k0 + (e & 15));\n");
@@ -167,6 +195,81 @@ KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const In
   k.groups[1] = static_cast<uint32_t>((m + 63) / 64);
   k.groups[2] = GroupsFor(batch, 1);
   k.empty = batch * m * n == 0;
+  return k;
+}
+
+// Tensor cores: each 128-invocation work group (4 subgroups of 32) computes a 64x64 tile of
+// C; each subgroup a 32x32 quarter as 2x2 16x16 f32 accumulators. Per 32-deep step the group
+// loads A's 64x32 and B's 32x64 tiles through the loaders into shared memory as f16 (exact:
+// UsesCooperativeMatrix admits only f16-rounded operands), then each subgroup multiplies
+// 2 x 2 x 2 16x16x16 pieces. The accumulators go through shared memory to the output, so
+// edges need no special case. Row strides 40, 72 and 68 elements keep every matrix load and
+// store 16-byte aligned and spread the rows over shared-memory banks.
+KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst) {
+  const DotSizes z = SizesOf(f, inst);
+  ExprCodegen gen(f, plan);
+  std::string loaders = OperandLoaders(gen, f, inst, z, true, true);
+  absl::StrAppend(&loaders,
+                  "shared float16_t As[64 * 40];\n"
+                  "shared float16_t Bs[32 * 72];\n"
+                  "shared float Cs[64 * 68];\n");
+  const std::string main_body = absl::StrCat(
+      "  const int tid = int(gl_LocalInvocationID.x);\n"
+      "  const int wm = int(gl_SubgroupID >> 1) * 32, wn = int(gl_SubgroupID & 1u) * 32;\n"
+      "  for (int b = int(gl_WorkGroupID.z); b < ",
+      z.batch,
+      "; b += int(gl_NumWorkGroups.z)) {\n"
+      "  const int m0 = int(gl_WorkGroupID.y) * 64, n0 = int(gl_WorkGroupID.x) * 64;\n"
+      "  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[2][2];\n"
+      "  for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j)\n"
+      "    acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);\n"
+      "  for (int k0 = 0; k0 < ",
+      z.k,
+      "; k0 += 32) {\n"
+      "    for (int e = tid; e < 2048; e += 128) {\n"
+      "      As[(e >> 5) * 40 + (e & 31)] = float16_t(loadA(b, m0 + (e >> 5), k0 + (e & 31)));\n"
+      "      Bs[(e >> 6) * 72 + (e & 63)] = float16_t(loadB(b, k0 + (e >> 6), n0 + (e & 63)));\n"
+      "    }\n"
+      "    barrier();\n"
+      "    for (int kk = 0; kk < 32; kk += 16) {\n"
+      "      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[2];\n"
+      "      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> bm[2];\n"
+      "      for (int i = 0; i < 2; ++i) coopMatLoadNV(a[i], As, uint((wm + 16 * i) * 40 + kk), 40u, false);\n"
+      "      for (int j = 0; j < 2; ++j) coopMatLoadNV(bm[j], Bs, uint(kk * 72 + wn + 16 * j), 72u, false);\n"
+      "      for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j)\n"
+      "        acc[i][j] = coopMatMulAddNV(a[i], bm[j], acc[i][j]);\n"
+      "    }\n"
+      "    barrier();\n"
+      "  }\n"
+      "  for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j)\n"
+      "    coopMatStoreNV(acc[i][j], Cs, uint((wm + 16 * i) * 68 + wn + 16 * j), 68u, false);\n"
+      "  barrier();\n"
+      "  for (int e = tid; e < 4096; e += 128) {\n"
+      "    const int mm = m0 + (e >> 6), nn = n0 + (e & 63);\n"
+      "    if (mm < ",
+      z.m, " && nn < ", z.n, ") out_.d[(b * ", z.m, " + mm) * ", z.n,
+      " + nn] = Cs[(e >> 6) * 68 + (e & 63)];\n"
+      "  }\n"
+      "  barrier();\n"
+      "  }\n");
+  KernelSource k;
+  k.name = absl::StrCat("dot_coopmat_", z.m, "x", z.n, "x", z.k, (z.batch > 1 ? absl::StrCat("_b", z.batch) : ""), "_",
+                        inst.result);
+  const std::string rest = absl::StrCat("\nlayout(local_size_x = 128) in;\n", gen.BufferDeclarations(DType::kF32),
+                                        loaders, "\nvoid main() {\n", main_body, "}\n");
+  // The extensions go right after the header, before the prelude's functions.
+  std::string prelude = GlslPreludeFor(rest);
+  prelude.insert(GlslHeader().size(),
+                 "#extension GL_KHR_memory_scope_semantics : require\n"
+                 "#extension GL_NV_cooperative_matrix : require\n"
+                 "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n"
+                 "#extension GL_KHR_shader_subgroup_basic : require\n");
+  k.glsl = prelude + rest;
+  k.inputs = gen.inputs();
+  k.groups[0] = static_cast<uint32_t>((z.n + 63) / 64);
+  k.groups[1] = static_cast<uint32_t>((z.m + 63) / 64);
+  k.groups[2] = GroupsFor(z.batch, 1);
+  k.empty = z.batch * z.m * z.n == 0;
   return k;
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -75,6 +77,86 @@ int ComputeQueueFamily(VkPhysicalDevice pd) {
   return best;
 }
 
+bool HasExtension(VkPhysicalDevice pd, const char* name) {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> ext(n);
+  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, ext.data());
+  for (uint32_t i = 0; i < n; ++i) {
+    if (std::strcmp(ext[i].extensionName, name) == 0) return true;
+  }
+  return false;
+}
+
+bool CoopMatDisabledByEnv() {
+  const char* e = std::getenv("PCP_VULKAN_COOPMAT");
+  return e != nullptr && std::strcmp(e, "0") == 0;
+}
+
+const char* ComponentName(VkComponentTypeNV t) {
+  switch (t) {
+    case VK_COMPONENT_TYPE_FLOAT16_NV: return "f16";
+    case VK_COMPONENT_TYPE_FLOAT32_NV: return "f32";
+    case VK_COMPONENT_TYPE_FLOAT64_NV: return "f64";
+    case VK_COMPONENT_TYPE_SINT8_NV: return "s8";
+    case VK_COMPONENT_TYPE_UINT8_NV: return "u8";
+    case VK_COMPONENT_TYPE_SINT32_NV: return "s32";
+    case VK_COMPONENT_TYPE_UINT32_NV: return "u32";
+    default: return "?";
+  }
+}
+
+// Sets info.features and info.cooperative_matrix_f16 (see vulkan_backend.h).
+void DescribeFeatures(VkPhysicalDevice pd, const VkPhysicalDeviceProperties& p, VulkanDeviceInfo& info) {
+  VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  const bool has_coop_ext = HasExtension(pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  const bool has_f16_ext = p.apiVersion >= VK_API_VERSION_1_2 || HasExtension(pd, "VK_KHR_shader_float16_int8");
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &s16;
+  if (has_f16_ext) s16.pNext = &f16;
+  if (has_coop_ext) (has_f16_ext ? f16.pNext : s16.pNext) = &coop;
+  vkGetPhysicalDeviceFeatures2(pd, &f2);
+  VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &sub;
+  vkGetPhysicalDeviceProperties2(pd, &p2);
+  std::string coop_list = "none";
+  bool f16_16x16x16 = false;
+  if (has_coop_ext && coop.cooperativeMatrix) {
+    auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+        vkGetInstanceProcAddr(ProcessInstance().value_or(VK_NULL_HANDLE),
+                              "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+    uint32_t n = 0;
+    if (get != nullptr && get(pd, &n, nullptr) == VK_SUCCESS && n > 0) {
+      std::vector<VkCooperativeMatrixPropertiesNV> props(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+      get(pd, &n, props.data());
+      coop_list.clear();
+      for (uint32_t i = 0; i < n; ++i) {
+        const VkCooperativeMatrixPropertiesNV& c = props[i];
+        absl::StrAppend(&coop_list, i ? ", " : "", c.MSize, "x", c.NSize, "x", c.KSize, " ", ComponentName(c.AType),
+                        "*", ComponentName(c.BType), "+", ComponentName(c.CType), "->", ComponentName(c.DType));
+        f16_16x16x16 |= c.MSize == 16 && c.NSize == 16 && c.KSize == 16 && c.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                        c.BType == VK_COMPONENT_TYPE_FLOAT16_NV && c.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                        c.DType == VK_COMPONENT_TYPE_FLOAT32_NV && c.scope == VK_SCOPE_SUBGROUP_NV;
+      }
+    }
+  }
+  const bool subgroups = sub.subgroupSize == 32 && (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                         (sub.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+  info.cooperative_matrix_f16 =
+      info.usable && f16_16x16x16 && f16.shaderFloat16 && subgroups && !CoopMatDisabledByEnv();
+  info.features = absl::StrCat("16-bit storage ", s16.storageBuffer16BitAccess ? "yes" : "no", ", shaderFloat16 ",
+                               f16.shaderFloat16 ? "yes" : "no", ", subgroup size ", sub.subgroupSize,
+                               ", VK_NV_cooperative_matrix ",
+                               has_coop_ext ? (coop.cooperativeMatrix ? "yes" : "extension without the feature") : "no",
+                               " (", coop_list, "); f16 products on tensor cores: ",
+                               info.cooperative_matrix_f16 ? "yes"
+                               : CoopMatDisabledByEnv()    ? "no (PCP_VULKAN_COOPMAT=0)"
+                                                           : "no (plain f32 shaders)");
+}
+
 VulkanDeviceInfo Describe(VkPhysicalDevice pd, int index) {
   VkPhysicalDeviceProperties p;
   vkGetPhysicalDeviceProperties(pd, &p);
@@ -99,6 +181,7 @@ VulkanDeviceInfo Describe(VkPhysicalDevice pd, int index) {
       info.why_unusable = "no storageBuffer8BitAccess";
   }
   info.usable = info.why_unusable.empty();
+  if (p.apiVersion >= VK_API_VERSION_1_1) DescribeFeatures(pd, p, info);
   return info;
 }
 
@@ -201,19 +284,31 @@ absl::StatusOr<std::shared_ptr<VulkanContext>> VulkanContext::Create(const Vulka
   VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   s8.storageBuffer8BitAccess = VK_TRUE;
   s8.pNext = &s16;
+  // Tensor cores (DescribeFeatures decided): the extension, its feature and float16 arithmetic.
+  VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  if (ctx->info_.cooperative_matrix_f16) {
+    f16.shaderFloat16 = VK_TRUE;
+    coop.cooperativeMatrix = VK_TRUE;
+    f16.pNext = &coop;
+    s16.pNext = &f16;
+  }
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   f2.pNext = &s8;
   f2.features.shaderInt64 = VK_TRUE;
-  const char* extensions[] = {"VK_KHR_8bit_storage"};
+  std::vector<const char*> extensions;
+  // 8-bit storage and float16 are core in 1.2; name their extensions only for 1.1 devices.
+  if (props.apiVersion < VK_API_VERSION_1_2) extensions.push_back("VK_KHR_8bit_storage");
+  if (ctx->info_.cooperative_matrix_f16) {
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    if (props.apiVersion < VK_API_VERSION_1_2) extensions.push_back("VK_KHR_shader_float16_int8");
+  }
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &f2;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
-  // 8-bit storage is core in 1.2; name the extension only for 1.1 devices.
-  if (props.apiVersion < VK_API_VERSION_1_2) {
-    dci.enabledExtensionCount = 1;
-    dci.ppEnabledExtensionNames = extensions;
-  }
+  dci.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  dci.ppEnabledExtensionNames = extensions.empty() ? nullptr : extensions.data();
   PCP_RETURN_IF_ERROR(VkCheck(vkCreateDevice(ctx->physical_, &dci, nullptr, &ctx->device_), "vkCreateDevice"));
   vkGetDeviceQueue(ctx->device_, ctx->queue_family_, 0, &ctx->queue_);
   VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};

@@ -39,6 +39,8 @@ class VulkanContext {
   uint32_t max_shared_memory() const { return max_shared_memory_; }
   // storageBuffer16BitAccess is available and enabled (f16/bf16 buffers can be moved).
   bool storage_16bit() const { return storage_16bit_; }
+  // f16 x f16 -> f32 cooperative matrices are enabled (VulkanDeviceInfo::cooperative_matrix_f16).
+  bool cooperative_matrix_f16() const { return info_.cooperative_matrix_f16; }
 
   // A memory type with all `required` flags among `type_bits`.
   absl::StatusOr<uint32_t> FindMemoryType(uint32_t type_bits, VkMemoryPropertyFlags required) const;

@@ -72,7 +72,8 @@ absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile) {
   for (const PlannedKernel& pk : plan_.kernels) {
     Kernel k;
     auto start = std::chrono::steady_clock::now();
-    PCP_ASSIGN_OR_RETURN(k.src, KernelSourceFor(f_, plan_, pk));
+    PCP_ASSIGN_OR_RETURN(k.src,
+                         KernelSourceFor(f_, plan_, pk, {.cooperative_matrix_f16 = ctx->cooperative_matrix_f16()}));
     codegen_seconds_ += SecondsSince(start);
     k.value = pk.value;
     k.fused_instructions = pk.fused_instructions;

@@ -20,8 +20,10 @@
 // their own kernels. Shapes are compiled into the generated source as constants.
 //
 // Types: f32, i32, i64 and i1 (stored one byte per element) are computed as the CPU backend
-// computes them; f16/bf16 values are only moved (layout ops, gather rows), on devices with
-// 16-bit storage buffers; dot_general is f32.
+// computes them; f16/bf16 values are only moved (layout ops, gather rows) and converted to and
+// from f32 (mixed precision's roundings), on devices with 16-bit storage buffers; dot_general
+// is f32, on cooperative matrices (tensor cores) where its operands are f16-rounded and the
+// device has them (VulkanDeviceInfo::cooperative_matrix_f16).
 //
 // Profiling: with PCP_VULKAN_PROFILE=1 every kernel is timed with timestamp queries and each
 // executable prints its 40 heaviest kernels to stderr when destroyed.
@@ -55,6 +57,12 @@ struct VulkanDeviceInfo {
   std::string api_version;  // "1.3.230"
   bool usable = false;      // has what the backend needs (compute queue, int64, 8-bit storage)
   std::string why_unusable;
+  // Tensor cores through VK_NV_cooperative_matrix: the device offers a subgroup-scope
+  // 16x16x16 f16 x f16 + f32 -> f32 product, shaderFloat16 and 32-wide subgroups. Products of
+  // f16-rounded operands (pcp/autodiff/mixed_precision.h) then run on it; everything else on
+  // the plain f32 shaders. PCP_VULKAN_COOPMAT=0 turns it off.
+  bool cooperative_matrix_f16 = false;
+  std::string features;  // one line: 16-bit storage, float16, subgroup size, cooperative matrices
 };
 
 // Every physical device the loader reports; Unavailable if there is no Vulkan loader/driver.
