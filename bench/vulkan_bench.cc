@@ -6,10 +6,18 @@
 //   build/bench/pcp_vulkan_bench --large              # sgemm 1024..4096 and nanoGPT's
 //                                                     # 6-layer, 6-head, 384-wide, block-256 GPT
 //   build/bench/pcp_vulkan_bench --device=h100 --threads=16 --sizes=512,1024 --gpt=false
+//   build/bench/pcp_vulkan_bench --cpu=false --sizes=4096 --n_layer=12 --n_head=12 --n_embd=768
+//       --block_size=1024 --vocab_size=50304 --batch_size=12 --json=out.jsonl   (GPT-2 small)
+//
+// --json=FILE appends one JSON line per figure (bench/gpu/run.sh builds its table from them):
+//   {"kind": "matmul", "backend", "device", "precision", "n", "ms", "tflops"}
+//   {"kind": "gpt", "backend", "device", "precision", "n_layer", "n_head", "n_embd", "block_size",
+//    "vocab_size", "batch_size", "ms_per_step", "first_ms", "loss"}
 //
 // Without a usable Vulkan device it prints why and exits 0 after the CPU figures.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -19,8 +27,11 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "pcp/autodiff/builder.h"
+#include "pcp/autodiff/mixed_precision.h"
+#include "pcp/autodiff/passes.h"
 #include "pcp/kernels/cpu_backend.h"
 #include "pcp/kernels/vulkan_backend.h"
 #include "pcp/models/gpt.h"
@@ -31,12 +42,25 @@
 ABSL_FLAG(bool, large, false, "sgemm 1024,2048,4096 and the 6-layer/384-wide/block-256 GPT (for real GPUs)");
 ABSL_FLAG(std::string, sizes, "", "sgemm sizes, comma-separated (default 64,128,256; --large: 1024,2048,4096)");
 ABSL_FLAG(bool, gpt, true, "time the GPT train step");
+ABSL_FLAG(bool, sgemm, true, "time the sgemm sizes");
+ABSL_FLAG(bool, info, false, "print the Vulkan device's description and features first");
+ABSL_FLAG(std::string, workload, "", "a name for the GPT figures in --json (e.g. nanogpt, gpt2)");
 ABSL_FLAG(int, steps, 0, "timed GPT steps (default 3; --large: 10)");
 ABSL_FLAG(int, warmup, 1, "untimed GPT steps first (the first Vulkan run also compiles)");
 ABSL_FLAG(int64_t, batch_size, 0, "GPT batch (default 4; --large: 12)");
 ABSL_FLAG(int, threads, 0, "CPU backend threads (0 = all cores)");
 ABSL_FLAG(std::string, device, "", "Vulkan device: index or name substring (default: best)");
 ABSL_FLAG(bool, cpu, true, "also time the CPU backend");
+ABSL_FLAG(int64_t, n_layer, 0, "GPT layers (0: 2; --large: 6)");
+ABSL_FLAG(int64_t, n_head, 0, "GPT heads (0: 2; --large: 6)");
+ABSL_FLAG(int64_t, n_embd, 0, "GPT width (0: 64; --large: 384)");
+ABSL_FLAG(int64_t, block_size, 0, "GPT block (0: 32; --large: 256)");
+ABSL_FLAG(int64_t, vocab_size, 65, "GPT vocabulary (65: tiny_shakespeare's characters)");
+ABSL_FLAG(bool, bias, true, "biases in the GPT's linear layers and LayerNorms");
+ABSL_FLAG(std::string, json, "", "append one JSON line per figure to this file");
+ABSL_FLAG(std::string, precision, "f32",
+          "f32, bf16 or f16: products (sgemm and the GPT's) read and write values rounded to that type, f32 "
+          "accumulation and master weights (pcp/autodiff/mixed_precision.h)");
 
 namespace pcp {
 namespace {
@@ -45,14 +69,47 @@ using Clock = std::chrono::steady_clock;
 
 double MsSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
+// A JSON string literal of `s` (device names: printable ASCII; others escaped as \u00XX).
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c >= 0x7f) {
+      out += absl::StrFormat("\\u%04x", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string JsonNumber(double v) { return std::isfinite(v) ? absl::StrFormat("%.6g", v) : "null"; }
+
+// Appends `line` (one JSON object) to --json, if set.
+void AppendJson(const std::string& line) {
+  const std::string path = absl::GetFlag(FLAGS_json);
+  if (path.empty()) return;
+  FILE* f = std::fopen(path.c_str(), "a");
+  if (f == nullptr) {
+    std::fprintf(stderr, "vulkan_bench: cannot append to %s\n", path.c_str());
+    return;
+  }
+  std::fprintf(f, "%s\n", line.c_str());
+  std::fclose(f);
+}
+
 // ms per C = A @ B (n x n, f32) on `backend`: one untimed run, then runs for >= ~0.3 s (at
 // least 2, at most 50). Buffers stay on the device; only the run is timed.
-absl::StatusOr<double> TimeMatmul(Backend& backend, int64_t n) {
+absl::StatusOr<double> TimeMatmul(Backend& backend, int64_t n, Precision precision) {
   FunctionBuilder b("sgemm");
   ValueId x = b.Parameter({DType::kF32, {n, n}}), y = b.Parameter({DType::kF32, {n, n}});
   b.Return({b.MatMul(x, y)});
   absl::StatusOr<Function> f = b.Build();
   if (!f.ok()) return f.status();
+  if (absl::Status s = ApplyMixedPrecision(*f, precision).status(); !s.ok()) return s;
+  if (absl::Status s = RunStandardPasses(*f); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<Executable>> exe = backend.Compile(*f);
   if (!exe.ok()) return exe.status();
   std::vector<std::unique_ptr<Buffer>> bufs;
@@ -150,21 +207,43 @@ int Main() {
   } else {
     std::printf("vulkan: unavailable (%s); CPU figures only\n", vk.status().ToString().c_str());
   }
+  if (absl::GetFlag(FLAGS_info)) {
+    absl::StatusOr<std::vector<VulkanDeviceInfo>> devices = ListVulkanDevices();
+    if (!devices.ok()) std::printf("vulkan devices: %s\n", devices.status().ToString().c_str());
+    for (const VulkanDeviceInfo& d : devices.ok() ? *devices : std::vector<VulkanDeviceInfo>{}) {
+      std::printf("vulkan device %d: %s (%s, Vulkan %s)%s%s\n  %s\n", d.index, d.name.c_str(),
+                  std::string(VulkanDeviceKindName(d.kind)).c_str(), d.api_version.c_str(),
+                  d.usable ? "" : ": unusable, ", d.why_unusable.c_str(), d.features.c_str());
+    }
+  }
   const bool with_cpu = absl::GetFlag(FLAGS_cpu);
+  absl::StatusOr<Precision> parsed = ParsePrecision(absl::GetFlag(FLAGS_precision));
+  if (!parsed.ok()) return Fail("--precision", parsed.status());
+  const Precision precision = *parsed;
 
-  std::printf("\nsgemm C = A @ B (f32, n x n), GFLOPS:\n%8s %12s %12s %10s\n", "n", "cpu", "vulkan", "vk/cpu");
+  std::printf("\nsgemm C = A @ B (n x n, products in %s), GFLOPS:\n%8s %12s %12s %10s\n",
+              std::string(PrecisionName(precision)).c_str(), "n", "cpu", "vulkan", "vk/cpu");
   for (int64_t n : sizes) {
+    if (!absl::GetFlag(FLAGS_sgemm)) break;
     const double flop = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
     double cpu_gflops = 0, vk_gflops = 0;
+    auto record = [&](const Backend& backend, double ms) {
+      AppendJson(absl::StrCat(R"({"kind": "matmul", "backend": )", JsonString(backend.Name()), R"(, "device": )",
+                              JsonString(backend.DeviceDescription()), R"(, "precision": )",
+                              JsonString(std::string(PrecisionName(precision))), R"(, "n": )", n, R"(, "ms": )",
+                              JsonNumber(ms), R"(, "tflops": )", JsonNumber(flop / (ms * 1e9)), "}"));
+    };
     if (with_cpu) {
-      absl::StatusOr<double> ms = TimeMatmul(*cpu, n);
+      absl::StatusOr<double> ms = TimeMatmul(*cpu, n, precision);
       if (!ms.ok()) return Fail("cpu sgemm", ms.status());
       cpu_gflops = flop / (*ms * 1e6);
+      record(*cpu, *ms);
     }
     if (vk.ok()) {
-      absl::StatusOr<double> ms = TimeMatmul(**vk, n);
+      absl::StatusOr<double> ms = TimeMatmul(**vk, n, precision);
       if (!ms.ok()) return Fail("vulkan sgemm", ms.status());
       vk_gflops = flop / (*ms * 1e6);
+      record(**vk, *ms);
     }
     std::printf("%8lld %12.2f %12.2f %10.3f\n", static_cast<long long>(n), cpu_gflops, vk_gflops,
                 cpu_gflops > 0 ? vk_gflops / cpu_gflops : 0.0);
@@ -172,35 +251,54 @@ int Main() {
   }
 
   if (!absl::GetFlag(FLAGS_gpt)) return 0;
-  const GPTConfig m =
+  GPTConfig m =
       large ? GPTConfig{.vocab_size = 65, .block_size = 256, .n_layer = 6, .n_head = 6, .n_embd = 384, .bias = true}
             : GPTConfig{.vocab_size = 65, .block_size = 32, .n_layer = 2, .n_head = 2, .n_embd = 64, .bias = true};
+  if (absl::GetFlag(FLAGS_n_layer) > 0) m.n_layer = absl::GetFlag(FLAGS_n_layer);
+  if (absl::GetFlag(FLAGS_n_head) > 0) m.n_head = absl::GetFlag(FLAGS_n_head);
+  if (absl::GetFlag(FLAGS_n_embd) > 0) m.n_embd = absl::GetFlag(FLAGS_n_embd);
+  if (absl::GetFlag(FLAGS_block_size) > 0) m.block_size = absl::GetFlag(FLAGS_block_size);
+  if (absl::GetFlag(FLAGS_vocab_size) > 0) m.vocab_size = absl::GetFlag(FLAGS_vocab_size);
+  m.bias = absl::GetFlag(FLAGS_bias);
   const int64_t batch = absl::GetFlag(FLAGS_batch_size) > 0 ? absl::GetFlag(FLAGS_batch_size) : (large ? 12 : 4);
-  std::printf("\nGPT train step: n_layer %lld, n_head %lld, n_embd %lld, block %lld, batch %lld, vocab %lld\n",
-              static_cast<long long>(m.n_layer), static_cast<long long>(m.n_head), static_cast<long long>(m.n_embd),
-              static_cast<long long>(m.block_size), static_cast<long long>(batch),
-              static_cast<long long>(m.vocab_size));
+  std::printf("\nGPT train step (%s): n_layer %lld, n_head %lld, n_embd %lld, block %lld, batch %lld, vocab %lld\n",
+              std::string(PrecisionName(precision)).c_str(), static_cast<long long>(m.n_layer),
+              static_cast<long long>(m.n_head), static_cast<long long>(m.n_embd), static_cast<long long>(m.block_size),
+              static_cast<long long>(batch), static_cast<long long>(m.vocab_size));
   absl::StatusOr<GptProgram> program =
       BuildGptProgram(m, batch,
-                      AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
+                      AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0},
+                      GptProgramOptions{.precision = precision});
   if (!program.ok()) return Fail("GPT program", program.status());
   absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(m, 1337);
   if (!init.ok()) return Fail("GPT init", init.status());
   std::vector<Tensor> params;
   for (const NamedTensor& t : *init) params.push_back(t.tensor);
   GptTiming c, v;
+  auto record = [&](const Backend& backend, const GptTiming& t) {
+    AppendJson(
+        absl::StrCat(R"({"kind": "gpt", "workload": )", JsonString(absl::GetFlag(FLAGS_workload)), R"(, "backend": )",
+                     JsonString(backend.Name()), R"(, "device": )", JsonString(backend.DeviceDescription()),
+                     R"(, "precision": )", JsonString(std::string(PrecisionName(precision))), R"(, "n_layer": )",
+                     m.n_layer, R"(, "n_head": )", m.n_head, R"(, "n_embd": )", m.n_embd, R"(, "block_size": )",
+                     m.block_size, R"(, "vocab_size": )", m.vocab_size, R"(, "bias": )", m.bias ? "true" : "false",
+                     R"(, "batch_size": )", batch, R"(, "ms_per_step": )", JsonNumber(t.ms), R"(, "first_ms": )",
+                     JsonNumber(t.first_ms), R"(, "loss": )", JsonNumber(t.loss), "}"));
+  };
   if (with_cpu) {
     absl::StatusOr<GptTiming> t = TimeGpt(*cpu, *program, params);
     if (!t.ok()) return Fail("cpu GPT", t.status());
     c = *t;
     std::printf("cpu:    %10.2f ms/step (compile + first step %.0f ms), loss %.4f\n", c.ms, c.first_ms, c.loss);
     std::fflush(stdout);
+    record(*cpu, c);
   }
   if (vk.ok()) {
     absl::StatusOr<GptTiming> t = TimeGpt(**vk, *program, params);
     if (!t.ok()) return Fail("vulkan GPT", t.status());
     v = *t;
     std::printf("vulkan: %10.2f ms/step (compile + first step %.0f ms), loss %.4f\n", v.ms, v.first_ms, v.loss);
+    record(**vk, v);
   }
   if (with_cpu && vk.ok()) std::printf("cpu/vulkan time ratio: %.3f (> 1: Vulkan faster)\n", c.ms / v.ms);
   return 0;

@@ -102,7 +102,7 @@ class Gpt(nn.Module):
 
     def forward(self, tokens, targets):
         t = tokens.size(1)
-        pos = torch.arange(t, dtype=torch.long)
+        pos = torch.arange(t, dtype=torch.long, device=tokens.device)
         x = self.transformer.wte(tokens) + self.transformer.wpe(pos)
         for block in self.transformer.h:
             x = block(x)
