@@ -40,6 +40,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from chaos import Cluster  # noqa: E402
 
+SPARSELOCO_OUTER = "  outer_lr: 4.0\n  outer_momentum: 0.0\n"
+
 # mode -> (diloco YAML lines, emulated link?)
 MODES = {
     "compute-only": ("", False),
@@ -71,6 +73,18 @@ MODES = {
     "streaming P=4 topk2 3% up + int4 down (EF) overlap": (
         "  streaming: {fragments: 4, overlap_steps: 5}\n"
         "  compression: {up: topk2, down: int4, density: 0.03, error_feedback: true}\n", True),
+    # SparseLoCo (scheme: sparseloco, codec/compression.h): topk2 up with error feedback decayed by
+    # 0.95, outer step lr 4 without momentum, and down the exact support of the averaged sparse Δs
+    # (down_mode union, topk8 values, no shepherd error feedback). The default job names outer_lr
+    # and outer_momentum, which a scheme does not override: the modes set them as the scheme would.
+    "sparseloco 3%": (SPARSELOCO_OUTER + "  compression: {scheme: sparseloco, density: 0.03}\n", True),
+    "sparseloco 1.5%": (SPARSELOCO_OUTER + "  compression: {scheme: sparseloco, density: 0.015}\n", True),
+    "streaming P=4 sparseloco 3% overlap": (
+        SPARSELOCO_OUTER + "  streaming: {fragments: 4, overlap_steps: 5}\n"
+        "  compression: {scheme: sparseloco, density: 0.03}\n", True),
+    "streaming P=4 sparseloco 1.5% overlap": (
+        SPARSELOCO_OUTER + "  streaming: {fragments: 4, overlap_steps: 5}\n"
+        "  compression: {scheme: sparseloco, density: 0.015}\n", True),
 }
 
 
@@ -143,7 +157,13 @@ def run_mode(args, name, extra, link, base_text):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated, from: " + ", ".join(MODES))
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help="comma-separated, from: " + ", ".join(MODES).replace("%", "%%"))
+    ap.add_argument("--custom", action="append", default=[], metavar="NAME=YAML",
+                    help="an extra mode: NAME and its diloco YAML lines (\\n for newlines, two-space indent), "
+                         "e.g. 'b09=  compression: {scheme: sparseloco, ef_decay: 0.9}'; runs after --modes")
+    ap.add_argument("--no-link", action="store_true",
+                    help="no emulated link in any mode (losses and bytes only: exploratory runs)")
     ap.add_argument("--job", default=os.path.join(ROOT, "config/jobs/shakespeare_char.yaml"))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--link-mbit", type=float, default=10.0)
@@ -155,6 +175,12 @@ def main():
     with open(args.job) as f:
         base_text = f.read()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    for spec in args.custom:
+        name, sep, yaml_lines = spec.partition("=")
+        if not sep or not name.strip():
+            sys.exit(f"comm_table: --custom wants NAME=YAML, got '{spec}'")
+        MODES[name.strip()] = (yaml_lines.replace("\\n", "\n").rstrip("\n") + "\n", True)
+        modes.append(name.strip())
     for m in modes:
         if m not in MODES:
             sys.exit(f"comm_table: unknown mode '{m}' (modes: {', '.join(MODES)})")
@@ -163,7 +189,7 @@ def main():
     n_params = None
     for m in modes:
         extra, link = MODES[m]
-        row = run_mode(args, m, extra, link, base_text)
+        row = run_mode(args, m, extra, link and not args.no_link, base_text)
         if n_params is None:
             # |θ| from the checkpoint header's parameter count in the shepherd log.
             with open(os.path.join(row["state"], "logs", "shepherd.log"), errors="replace") as f:
@@ -179,6 +205,10 @@ def main():
         # headers and messages included.
         row["up_x_fewer_than_f32"] = row["deltas"] * n_params * 4 / p / max(1, row["bytes_up"])
         rows.append(row)
+        if args.json:  # after every mode, so that a run cut short keeps the rows it finished
+            with open(args.json, "w") as f:
+                json.dump({"n_params": n_params, "tau": int(re.search(r"(?m)^  inner_steps: (\d+)", base_text).group(1)),
+                           "rows": rows, "complete": False}, f, indent=1)
         print(f"   {m}: val {row['val_loss']:.4f}, {row['bytes_per_step']:.0f} B/worker/step "
               f"({row['x_fewer_than_dp']:.0f}x fewer than DP), wall {row['wall_s']:.1f} s, "
               f"network wait {100 * row['network_wait']:.1f}%", flush=True)
@@ -199,7 +229,7 @@ def main():
               f"| {100 * r['network_wait']:.1f} |")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"n_params": n_params, "tau": tau, "rows": rows}, f, indent=1)
+            json.dump({"n_params": n_params, "tau": tau, "rows": rows, "complete": True}, f, indent=1)
 
 
 if __name__ == "__main__":

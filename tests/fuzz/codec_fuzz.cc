@@ -3,7 +3,10 @@
 // re-encodes with the same codec and block size, and that decodes back: bit for bit for f32
 // and bf16 (NaN stays NaN), within half a step for int8/int4, and non-finite stays non-finite.
 // Sparse buffers (topk2/4/8): decode and decode-add agree, and the decoded values re-encoded
-// with every value kept (density 1) decode to the same non-zeros with the same signs.
+// with every value kept (density 1, as the shepherd's down_mode union sends an update) decode
+// to the same non-zeros with the same signs, and zeros stay zero. Error feedback with a decay
+// (SparseLoCo's β, from the buffer's last byte) over the decoded values twice keeps a finite
+// residual, zero where the input was not finite.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -11,6 +14,7 @@
 
 #include "fuzz_target.h"
 #include "pcp/codec/encoded.h"
+#include "pcp/codec/error_feedback.h"
 
 namespace {
 
@@ -30,6 +34,27 @@ void CheckSparseReencoded(const pcp::codec::EncodedHeader& header, const std::ve
       PCP_FUZZ_CHECK(!Finite(z[i]));
     } else if (finite && std::fabs(y[i]) >= 0x1p-90f) {  // a non-finite value makes its block NaN
       PCP_FUZZ_CHECK(z[i] != 0 && std::signbit(z[i]) == std::signbit(y[i]));
+    } else if (finite && y[i] == 0) {
+      PCP_FUZZ_CHECK(z[i] == 0);  // the support is kept exactly: nothing added
+    }
+  }
+}
+
+void CheckDecayedFeedback(const pcp::codec::EncodedHeader& header, const std::vector<float>& y, uint8_t beta_byte) {
+  if (y.size() > 2048) return;  // enough for the property; keeps executions fast
+  pcp::codec::ErrorFeedback feedback;
+  PCP_FUZZ_CHECK(feedback.set_decay((beta_byte + 1) / 256.0).ok());  // (0, 1]
+  for (int round = 0; round < 2; ++round) {
+    absl::StatusOr<std::string> sent = feedback.EncodeWithFeedback(header.codec, y, header.block_size, 0.03);
+    PCP_FUZZ_CHECK(sent.ok());
+    if (header.codec == Codec::kF32) {
+      PCP_FUZZ_CHECK(feedback.residual().empty());
+      continue;
+    }
+    PCP_FUZZ_CHECK(feedback.residual().size() == y.size());
+    for (float r : feedback.residual()) PCP_FUZZ_CHECK(Finite(r));
+    for (size_t i = 0; i < y.size(); ++i) {
+      if (!Finite(y[i])) PCP_FUZZ_CHECK(feedback.residual()[i] == 0.0f);
     }
   }
 }
@@ -95,5 +120,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (size_t i = 0; i < y.size(); ++i) PCP_FUZZ_CHECK(std::isnan(y[i]) ? std::isnan(acc[i]) : acc[i] == y[i]);
   CheckReencoded(*header, y);
+  CheckDecayedFeedback(*header, y, data[size - 1]);
   return 0;
 }

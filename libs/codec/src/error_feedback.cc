@@ -22,10 +22,15 @@ absl::StatusOr<std::string> ErrorFeedback::EncodeWithFeedback(Codec codec, absl:
   // becomes input − decoded by decoding with weight −1 (the same rounding as a subtraction).
   if (residual_.empty()) {
     residual_.assign(delta.begin(), delta.end());
-  } else {
+  } else if (decay_ == 1.0f) {
     float* __restrict r = residual_.data();
     const float* __restrict d = delta.data();
     for (size_t i = 0; i < delta.size(); ++i) r[i] += d[i];
+  } else {
+    const float beta = decay_;
+    float* __restrict r = residual_.data();
+    const float* __restrict d = delta.data();
+    for (size_t i = 0; i < delta.size(); ++i) r[i] = beta * r[i] + d[i];
   }
   absl::StatusOr<std::string> bytes = Encode(codec, residual_, block_size, density);
   if (!bytes.ok()) return bytes.status();  // not reached: the block size and density were checked above
@@ -50,12 +55,25 @@ absl::Status ErrorFeedback::Compensate(Codec codec, absl::Span<float> delta, int
     }
     float* __restrict d = delta.data();
     const float* __restrict r = residual_.data();
-    for (size_t i = 0; i < delta.size(); ++i) d[i] += r[i];
+    if (decay_ == 1.0f) {
+      for (size_t i = 0; i < delta.size(); ++i) d[i] += r[i];
+    } else {
+      const float beta = decay_;
+      for (size_t i = 0; i < delta.size(); ++i) d[i] += beta * r[i];
+    }
     residual_.clear();
   }
   // `delta` is now the input; with no residual kept, encoding it keeps input − decoded.
   absl::StatusOr<std::string> bytes = EncodeWithFeedback(codec, delta, block_size, density);
   return bytes.status();
+}
+
+absl::Status ErrorFeedback::set_decay(double decay) {
+  if (!(decay > 0 && decay <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("error feedback: decay must be in (0, 1], got ", decay));
+  }
+  decay_ = static_cast<float>(decay);
+  return absl::OkStatus();
 }
 
 }  // namespace pcp::codec

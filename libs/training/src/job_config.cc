@@ -212,6 +212,9 @@ const std::vector<Field<codec::CompressionOptions>>* CompressionFields() {
       EnumField("down", &CompressionOptions::down, absl::MakeConstSpan(codec::kCodecNames)),
       EnumField("error_feedback", &CompressionOptions::error_feedback, absl::MakeConstSpan(codec::kFeedbackModeNames)),
       RealField("density", &CompressionOptions::density, RealRange{codec::kMinDensity, 1.0, false, false}),
+      RealField("ef_decay", &CompressionOptions::ef_decay, RealRange{0.0, 1.0, true, false}),
+      EnumField("down_mode", &CompressionOptions::down_mode, absl::MakeConstSpan(codec::kDownModeNames)),
+      EnumField("scheme", &CompressionOptions::scheme, absl::MakeConstSpan(codec::kCompressionSchemeNames)),
   };
   return fields;
 }
@@ -393,6 +396,37 @@ absl::Status FinishImport(const Context& ctx, const std::string& base_dir, const
   return absl::OkStatus();
 }
 
+// diloco.compression.scheme: sparseloco (SparseLoCo, arXiv 2508.15706) gives every key the job
+// leaves out the scheme's value (pcp/codec/compression.h); then down_mode union's conditions.
+absl::Status FinishCompression(const Context& ctx, DiLoCoConfig& d) {
+  codec::CompressionOptions& c = d.compression;
+  if (c.scheme == codec::CompressionScheme::kSparseLoco) {
+    auto unset = [&ctx](absl::string_view key) { return !ctx.Has(absl::StrCat("diloco.", key)); };
+    if (unset("compression.up")) c.up = codec::Codec::kTopk2;
+    if (unset("compression.down")) c.down = codec::Codec::kTopk8;
+    if (unset("compression.down_mode")) c.down_mode = codec::DownMode::kUnion;
+    if (unset("compression.error_feedback")) c.error_feedback = codec::FeedbackMode::kOn;
+    if (unset("compression.density")) c.density = codec::kSparseLocoDensity;
+    if (unset("compression.ef_decay")) c.ef_decay = codec::kSparseLocoEfDecay;
+    if (unset("outer_momentum")) d.outer_momentum = 0;
+    if (unset("outer_lr")) d.outer_lr = codec::kSparseLocoOuterLr;
+  }
+  if (c.down_mode != codec::DownMode::kUnion) return absl::OkStatus();
+  if (!codec::IsSparse(c.down)) {
+    return ctx.Error(ctx.ValueMark({"diloco.compression.down", "diloco.compression.down_mode"}),
+                     absl::StrCat("diloco.compression.down_mode: union sends the update's nonzeros with a sparse "
+                                  "codec (topk2, topk4, topk8), not ",
+                                  codec::CodecName(c.down)));
+  }
+  if (d.outer_momentum != 0) {
+    return ctx.Error(ctx.ValueMark({"diloco.outer_momentum", "diloco.compression.down_mode"}),
+                     absl::StrCat("diloco.compression.down_mode: union needs diloco.outer_momentum 0 (with momentum ",
+                                  yaml_fields::EmitReal(d.outer_momentum),
+                                  " the update is dense); set diloco.outer_momentum: 0 or down_mode: feedback"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Finish(const Context& ctx, const std::string& base_dir, const DataRoots& roots, JobConfig& c) {
   PCP_RETURN_IF_ERROR(FinishData(ctx, base_dir, roots, c.data));
   if (!ctx.Has("model.stablehlo")) {
@@ -421,6 +455,7 @@ absl::Status Finish(const Context& ctx, const std::string& base_dir, const DataR
                      "diloco.aggregation: streaming cannot take a trimmed mean (it needs every Δ of a "
                      "coordinate at once); use buffered (or auto), or diloco.screening.trimmed_mean: 0");
   }
+  PCP_RETURN_IF_ERROR(FinishCompression(ctx, c.diloco));
   const diloco::StreamingOptions& streaming = c.diloco.streaming;
   if (streaming.fragments > c.diloco.inner_steps) {
     return ctx.Error(ctx.ValueMark({"diloco.streaming.fragments", "diloco.inner_steps"}),
@@ -460,10 +495,6 @@ absl::Status Finish(const Context& ctx, const std::string& base_dir, const DataR
   if (c.diloco.mode == diloco::RoundMode::kAsync && streaming.enabled()) {
     return ctx.Error(ctx.ValueMark({"diloco.mode", "diloco.streaming.fragments"}),
                      "diloco.mode: async cannot be streamed (diloco.streaming: fragments 1, overlap_steps 0)");
-  }
-  if (c.diloco.mode == diloco::RoundMode::kAsync && budget.enabled()) {
-    return ctx.Error(ctx.ValueMark({"diloco.mode", "diloco.time_budget.seconds"}),
-                     "diloco.mode: async runs tasks of inner_steps steps; it does not take diloco.time_budget");
   }
   if (c.diloco.mode == diloco::RoundMode::kAsync && c.diloco.aggregation == diloco::Aggregation::kStreaming) {
     return ctx.Error(ctx.ValueMark({"diloco.mode", "diloco.aggregation"}),

@@ -234,6 +234,7 @@ void JobRun::Assign(Member& m) {
   a->mutable_compression()->set_down(CodecToProto(compression.down));
   a->mutable_compression()->set_up_error_feedback(compression.FeedbackUp());
   a->mutable_compression()->set_density(compression.density);
+  a->mutable_compression()->set_ef_decay(compression.ef_decay);
   if (fragments_.has_value()) {
     const diloco::StreamingOptions& so = prepared_->config.diloco.streaming;
     a->mutable_streaming()->set_fragments(static_cast<uint32_t>(so.fragments));

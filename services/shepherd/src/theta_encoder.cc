@@ -75,7 +75,7 @@ absl::StatusOr<std::shared_ptr<const ChunkedList>> ThetaEncoder::ChunksOf(const 
   PCP_ASSIGN_OR_RETURN(std::shared_ptr<const ChunkedList> list,
                        ChunkedList::Create(std::move(named), ChunkOptions{.chunk_bytes = chunk_bytes_,
                                                                           .codec = codec,
-                                                                          .density = compression_.density}));
+                                                                          .density = compression_.DownDensity()}));
   metrics::CountCodecSeconds(metrics::kShepherdCodecSecondsTotal, codec, metrics::CodecOp::kEncode,
                              list->codec_seconds());
   return list;
@@ -95,12 +95,14 @@ absl::StatusOr<std::vector<Tensor>> ThetaEncoder::EncodeUpdate(const std::vector
     const float* from = before[i].data<float>();
     for (size_t k = 0; k < n; ++k) x[k] -= from[k];
     if (compression_.FeedbackDown()) {
-      PCP_RETURN_IF_ERROR((*feedback)[i].Compensate(compression_.down, absl::MakeSpan(x, n), 0, compression_.density));
+      PCP_RETURN_IF_ERROR(
+          (*feedback)[i].Compensate(compression_.down, absl::MakeSpan(x, n), 0, compression_.DownDensity()));
     }
     // What every worker will decode, applied here the same way (a sparse codec's blocks are
-    // encoded alone, so the whole tensor decodes as its chunks do).
+    // encoded alone, so the whole tensor decodes as its chunks do). down_mode union: density 1
+    // keeps every nonzero of the update (a sparse codec never keeps a zero), no error feedback.
     PCP_ASSIGN_OR_RETURN(const std::string bytes,
-                         codec::Encode(compression_.down, absl::MakeConstSpan(x, n), 0, compression_.density));
+                         codec::Encode(compression_.down, absl::MakeConstSpan(x, n), 0, compression_.DownDensity()));
     Tensor decoded(DType::kF32, input.shape());
     PCP_RETURN_IF_ERROR(codec::Decode(bytes, absl::MakeSpan(decoded.data<float>(), n)));
     Tensor replica = before[i].Clone();

@@ -2,7 +2,10 @@
 // once per θ (f32). When the job compresses θ updates (diloco.compression.down not f32), each
 // round's update from the last θ (of the whole θ, or with Streaming DiLoCo of the round's
 // fragment) is encoded after error feedback and applied to the shepherd's own θ exactly as
-// every replica applies it (pcp/diloco/replica.h), so that both stay bit-identical.
+// every replica applies it (pcp/diloco/replica.h), so that both stay bit-identical. With
+// compression.down_mode union (SparseLoCo: no outer momentum, so the update is sparse, its
+// support the union of the workers' Δs) every nonzero of the update goes down with the down
+// codec's levels and nothing is kept for later rounds.
 //
 //   ThetaEncoder enc(compression, chunk_bytes, param_specs, /*fragments=*/nullptr);
 //   PCP_ASSIGN_OR_RETURN(auto full, enc.Full(theta));                 // chunked once per θ

@@ -127,6 +127,11 @@ absl::Status MessageHandler::OnAssignment(const v1::Assignment& a) {
   if (absl::Status s = codec::ValidateDensity(next.up_density); !s.ok()) {
     return Annotate(s, "Assignment.compression.density");
   }
+  next.ef_decay = a.compression().ef_decay() == 0 ? 1.0 : a.compression().ef_decay();
+  if (!(next.ef_decay > 0 && next.ef_decay <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Assignment.compression.ef_decay: must be in (0, 1], got ", a.compression().ef_decay()));
+  }
   if (a.streaming().fragments() > 1 || a.streaming().overlap_steps() > 0) {
     const v1::Streaming& st = a.streaming();
     next.streaming = {.fragments = std::max<int64_t>(1, st.fragments()),
@@ -161,7 +166,11 @@ absl::Status MessageHandler::OnAssignment(const v1::Assignment& a) {
   spdlog::info("assignment: job {} ({}), slot {} of {}, program {} ({}), tau {}, batch {}x{}, Δ {}{}, θ updates {}{}",
                a.job_id(), a.job_name(), a.worker_rank(), a.world_size(), a.program_hash().substr(0, 19),
                a.program_follows() ? "arriving" : "cached", h.inner_steps(), h.batch_size(), h.block_size(),
-               codec::CodecName(next.up), next.up_feedback ? " with error feedback" : "", codec::CodecName(next.down),
+               codec::CodecName(next.up),
+               next.up_feedback ? (next.ef_decay == 1 ? std::string(" with error feedback")
+                                                      : absl::StrCat(" with error feedback decayed by ", next.ef_decay))
+                                : std::string(),
+               codec::CodecName(next.down),
                next.plan ? absl::StrCat(", streaming: ", next.streaming.fragments, " fragments, overlap ",
                                         next.streaming.overlap_steps, " steps, alpha ", next.streaming.alpha)
                          : std::string());
@@ -400,6 +409,7 @@ absl::Status MessageHandler::Compensate(std::vector<Tensor>& delta, std::vector<
   // What the codec loses this round goes out with the next Δ of the same tensors.
   feedback.resize(delta.size());
   for (size_t i = 0; i < delta.size(); ++i) {
+    PCP_RETURN_IF_ERROR(feedback[i].set_decay(a.ef_decay));  // checked with the assignment
     PCP_RETURN_IF_ERROR(feedback[i].Compensate(
         a.up, absl::MakeSpan(delta[i].data<float>(), static_cast<size_t>(delta[i].num_elements())), 0, a.up_density));
   }

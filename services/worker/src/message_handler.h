@@ -129,6 +129,7 @@ class MessageHandler {
     codec::Codec up = codec::Codec::kF32, down = codec::Codec::kF32;
     double up_density = 0;  // a sparse up codec's (Assignment.compression.density; 0: the default)
     bool up_feedback = false;
+    double ef_decay = 1;  // β of the Δ's error feedback (Assignment.compression.ef_decay)
     std::vector<codec::ErrorFeedback> feedback;
     // θ for a round: in full, or as an update to `held` when theta_update_from is set.
     uint64_t theta_round = 0;

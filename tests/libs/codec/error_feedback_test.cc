@@ -64,6 +64,62 @@ TEST(ErrorFeedbackTest, CompensateEqualsEncodeWithFeedback) {
   }
 }
 
+// SparseLoCo's decayed accumulator: e ← β·e + Δ, send Q(TopK(e)), e ← e − sent. Both forms
+// (EncodeWithFeedback and Compensate) compute input = Δ + β·residual, and β = 1 is plain error
+// feedback bit for bit.
+TEST(ErrorFeedbackTest, DecayScalesTheResidualBeforeItIsAdded) {
+  constexpr double kDensity = 0.03;
+  for (Codec codec : {Codec::kTopk2, Codec::kInt4}) {
+    ErrorFeedback decayed, compensating, plain, plain_default;
+    ASSERT_TRUE(decayed.set_decay(0.9).ok());
+    ASSERT_TRUE(compensating.set_decay(0.9).ok());
+    ASSERT_TRUE(plain.set_decay(1.0).ok());
+    EXPECT_EQ(decayed.decay(), 0.9f);
+    for (uint64_t round = 1; round <= 4; ++round) {
+      const std::vector<float> delta = DeltaLike(9000, round);
+      const std::vector<float> before(decayed.residual().begin(), decayed.residual().end());
+      // Compensate in place: the input is Δ + β·residual (within a rounding: the compiler may
+      // fuse the multiply-add), and encoding it gives EncodeWithFeedback's bytes.
+      std::vector<float> input = delta;
+      ASSERT_TRUE(compensating.Compensate(codec, absl::MakeSpan(input), 0, kDensity).ok());
+      for (size_t i = 0; i < before.size(); ++i) {
+        ASSERT_NEAR(input[i], 0.9f * before[i] + delta[i], 1e-6f * (1 + std::fabs(input[i]))) << i;
+      }
+      if (before.empty()) EXPECT_EQ(input, delta);
+      absl::StatusOr<std::string> got = decayed.EncodeWithFeedback(codec, delta, 0, kDensity);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(*got, *Encode(codec, input, 0, kDensity)) << CodecName(codec) << " round " << round;
+      // What is kept is the input less what was sent.
+      const std::vector<float> sent = DecodeAll(*got, input.size());
+      for (size_t i = 0; i < input.size(); ++i) {
+        ASSERT_NEAR(decayed.residual()[i], input[i] - sent[i], 1e-6f * (1 + std::fabs(input[i])))
+            << CodecName(codec) << " round " << round << " " << i;
+        ASSERT_NEAR(compensating.residual()[i], decayed.residual()[i], 1e-6f * (1 + std::fabs(input[i])));
+      }
+      // β = 1 set explicitly is the default.
+      absl::StatusOr<std::string> a = plain.EncodeWithFeedback(codec, delta, 0, kDensity);
+      absl::StatusOr<std::string> b = plain_default.EncodeWithFeedback(codec, delta, 0, kDensity);
+      ASSERT_TRUE(a.ok() && b.ok());
+      EXPECT_EQ(*a, *b);
+    }
+    // With β < 1 less waits in a sparse codec's residual than without decay.
+    if (codec != Codec::kTopk2) continue;
+    double decayed_norm = 0, plain_norm = 0;
+    for (float r : decayed.residual()) decayed_norm += double{r} * r;
+    for (float r : plain.residual()) plain_norm += double{r} * r;
+    EXPECT_LT(decayed_norm, plain_norm) << CodecName(codec);
+  }
+}
+
+TEST(ErrorFeedbackTest, DecayOutsideZeroToOneIsRefused) {
+  ErrorFeedback feedback;
+  for (double bad : {0.0, -0.5, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
+    absl::Status s = feedback.set_decay(bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(feedback.decay(), 1.0f);  // unchanged
+  }
+}
+
 TEST(ErrorFeedbackTest, F32KeepsNoResidual) {
   ErrorFeedback feedback;
   const std::vector<float> d = DeltaLike(100, 3);

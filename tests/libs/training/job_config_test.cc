@@ -194,7 +194,8 @@ TEST(JobConfigTest, ToYamlRoundTrips) {
                 .compression = {.up = codec::Codec::kTopk2,
                                 .down = codec::Codec::kBf16,
                                 .error_feedback = codec::FeedbackMode::kOff,
-                                .density = 0.015},
+                                .density = 0.015,
+                                .ef_decay = 0.125},
                 .streaming = {.fragments = 4, .overlap_steps = 3, .alpha = 0.25}};
   odd.sample = {.prompt = "He said: \"to be\\or\tnot\"\n\x01 caf\xc3\xa9",
                 .max_new_tokens = 1,
@@ -204,6 +205,54 @@ TEST(JobConfigTest, ToYamlRoundTrips) {
   absl::StatusOr<JobConfig> odd_back = ParseJobConfig(odd_yaml, "odd.yaml", "/", DataRoots::Unconfined());
   ASSERT_TRUE(odd_back.ok()) << odd_back.status() << "\n" << odd_yaml;
   EXPECT_EQ(*odd_back, odd) << odd_yaml;
+}
+
+// diloco.compression.scheme: sparseloco is SparseLoCo in one line: every key the job leaves out
+// takes the scheme's value (codec/compression.h), keys the job sets stay; the effective
+// configuration round-trips; without a scheme nothing changes.
+TEST(JobConfigTest, SparseLocoSchemeSetsWhatTheJobLeavesOut) {
+  absl::StatusOr<JobConfig> job = Parse(kData + "diloco:\n  compression: {scheme: sparseloco}\n");
+  ASSERT_TRUE(job.ok()) << job.status();
+  const codec::CompressionOptions& c = job->diloco.compression;
+  EXPECT_EQ(c.scheme, codec::CompressionScheme::kSparseLoco);
+  EXPECT_EQ(c.up, codec::Codec::kTopk2);
+  EXPECT_EQ(c.down, codec::Codec::kTopk8);
+  EXPECT_EQ(c.down_mode, codec::DownMode::kUnion);
+  EXPECT_EQ(c.error_feedback, codec::FeedbackMode::kOn);
+  EXPECT_EQ(c.density, codec::kSparseLocoDensity);
+  EXPECT_EQ(c.ef_decay, codec::kSparseLocoEfDecay);
+  EXPECT_EQ(job->diloco.outer_momentum, 0.0);
+  EXPECT_EQ(job->diloco.outer_lr, codec::kSparseLocoOuterLr);
+  EXPECT_TRUE(c.FeedbackUp());
+  EXPECT_FALSE(c.FeedbackDown());
+  EXPECT_EQ(c.DownDensity(), 1.0);
+  absl::StatusOr<JobConfig> back = ParseJobConfig(ToYaml(*job), "effective.yaml", "/", DataRoots::Unconfined());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, *job);
+
+  absl::StatusOr<JobConfig> own = Parse(kData +
+                                        "diloco:\n  outer_lr: 0.8\n  compression: {scheme: sparseloco, density: 0.015, "
+                                        "ef_decay: 0.9, down: topk4}\n");
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(own->diloco.outer_lr, 0.8);
+  EXPECT_EQ(own->diloco.outer_momentum, 0.0);
+  EXPECT_EQ(own->diloco.compression.density, 0.015);
+  EXPECT_EQ(own->diloco.compression.ef_decay, 0.9);
+  EXPECT_EQ(own->diloco.compression.down, codec::Codec::kTopk4);
+  EXPECT_EQ(own->diloco.compression.down_mode, codec::DownMode::kUnion);
+
+  // down_mode feedback is allowed with momentum (the scheme's other settings stay).
+  absl::StatusOr<JobConfig> momentum =
+      Parse(kData + "diloco:\n  outer_momentum: 0.9\n  compression: {scheme: sparseloco, down_mode: feedback}\n");
+  ASSERT_TRUE(momentum.ok()) << momentum.status();
+  EXPECT_EQ(momentum->diloco.compression.ef_decay, codec::kSparseLocoEfDecay);
+  EXPECT_TRUE(momentum->diloco.compression.FeedbackDown());
+
+  absl::StatusOr<JobConfig> plain = Parse(kData);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->diloco.compression, codec::CompressionOptions{});
+  EXPECT_EQ(plain->diloco.compression.ef_decay, 1.0);
+  EXPECT_EQ(plain->diloco.outer_momentum, 0.9);
 }
 
 TEST(JobConfigTest, BinDataFindsValBinBesideTrainBin) {
@@ -335,6 +384,21 @@ TEST(JobConfigTest, BadInputsGiveOneLineWithPositionAndKey) {
       {kData + "diloco:\n  compression:\n    error_feedback: yes\n",
        "5:21",
        {"diloco.compression.error_feedback: expected one of auto, true, false, got 'yes'"}},
+      // SparseLoCo's settings (issue 33).
+      {kData + "diloco:\n  compression: {ef_decay: 0}\n", "4:27", {"diloco.compression.ef_decay: must be in"}},
+      {kData + "diloco:\n  compression: {down: int4, down_mode: union}\n",
+       "4:23",
+       {"diloco.compression.down_mode: union sends the update's nonzeros with a sparse codec (topk2, topk4, topk8), "
+        "not int4"}},
+      {kData + "diloco:\n  compression: {up: topk2, down: topk8, down_mode: union}\n",
+       "4:52",
+       {"diloco.compression.down_mode: union needs diloco.outer_momentum 0 (with momentum 0.9 the update is dense)"}},
+      {kData + "diloco:\n  outer_momentum: 0.5\n  compression: {scheme: sparseloco}\n",
+       "4:19",
+       {"diloco.compression.down_mode: union needs diloco.outer_momentum 0"}},
+      {kData + "diloco:\n  compression: {scheme: sparse}\n",
+       "4:25",
+       {"diloco.compression.scheme: expected one of none, sparseloco, got 'sparse'"}},
       {kData + "diloco:\n  inner_steps: 50\n  streaming: {fragments: 51}\n",
        "5:26",
        {"diloco.streaming.fragments: 51 is more than diloco.inner_steps (50)"}},
@@ -423,6 +487,7 @@ TEST(JobConfigTest, KeysAreListedOnce) {
   EXPECT_EQ(keys.front(), "name");
   EXPECT_EQ(keys.size(), 1u + (7 + 7 + 2) + 4 + 10 + 10 /* training, precision included */ + (11 + 6 + 3 + 3) + 4 +
                              3 /* diloco.time_budget */ + 1 /* diloco.compression.density */ +
+                             3 /* diloco.compression.{ef_decay, down_mode, scheme} */ +
                              6 /* diloco.orphan_slots, mode, async.{quorum, grace_ms, staleness, momentum} */);
   EXPECT_NE(std::find(keys.begin(), keys.end(), "model.init.ones"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.aggregation"), keys.end());

@@ -9,8 +9,10 @@
 //     Send(bytes);
 //   }
 //
-// Each call encodes input = delta + residual and keeps residual = input − Decode(encoded)
-// (f32 rounding included). f32 loses nothing: its residual is zero and nothing is kept.
+// Each call encodes input = delta + β·residual and keeps residual = input − Decode(encoded)
+// (f32 rounding included). β (set_decay, default 1) is SparseLoCo's decay of the accumulator
+// (e ← β·e + Δ): what waits too long fades instead of arriving stale; β = 1 is plain error
+// feedback, computed exactly as before (delta + residual). f32 loses nothing: its residual is zero and nothing is kept.
 // Where the input or its decoded value is not finite (a NaN/inf Δ, or a bf16 overflow) the
 // residual is 0: that Δ is refused by the receiver, and a NaN kept here would poison every
 // later round.
@@ -51,9 +53,14 @@ class ErrorFeedback {
   absl::Span<const float> residual() const { return residual_; }
   // Drops the residual (e.g. after a full resync).
   void Reset() { residual_.clear(); }
+  // β in (0, 1] (InvalidArgument otherwise, unchanged): the residual is scaled by β before it is
+  // added to the next Δ.
+  absl::Status set_decay(double decay);
+  double decay() const { return decay_; }
 
  private:
   std::vector<float> residual_;
+  float decay_ = 1.0f;
 };
 
 }  // namespace pcp::codec

@@ -49,7 +49,10 @@
 //                          trimmed_mean: 0.0 (fraction trimmed at each end, [0, 0.5))},
 //              compression: {up: f32|bf16|int8|int4|topk2|topk4|topk8, down: (same),
 //                            error_feedback: auto|true|false, density: 0.02 (sparse
-//                            codecs: fraction of each block sent, [2^-16, 1])},
+//                            codecs: fraction of each block sent, [2^-16, 1]),
+//                            ef_decay: 1 ((0, 1]), down_mode: feedback|union (union:
+//                            sparse down, outer_momentum 0), scheme: none|sparseloco
+//                            (sets the keys left out: pcp/codec/compression.h)},
 //              streaming: {fragments: 1 (P <= inner_steps), overlap_steps: 0
 //                          (< inner_steps / P), alpha: 0.5 ([0, 1))},
 //              time_budget: {seconds: 0 (off), min_steps: 1, max_steps: (4 × inner_steps)}
