@@ -30,7 +30,7 @@ STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/bin" "$STAGE/lib"
 for t in $want; do
-  exe=$(find "$BUILD" -type f -name "$t" -perm -u+x | head -1)
+  exe=$(find "$BUILD" -type f -name "$t" -perm -u+x -print -quit)
   [ -n "$exe" ] || { echo "pack.sh: $t not built" >&2; exit 1; }
   strip -o "$STAGE/bin/$t" "$exe"
 done
@@ -43,7 +43,7 @@ done | sort -u | while read -r lib; do
   cp -L "$lib" "$STAGE/lib/"
 done
 for lib in libGLX.so.0 libGLdispatch.so.0; do
-  p=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+  p=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && p == "" {p = $NF} END {print p}')
   [ -n "$p" ] && cp -L "$p" "$STAGE/lib/" || echo "pack.sh: $lib not found here (NVIDIA's Vulkan driver may need it)" >&2
 done
 {

@@ -111,12 +111,24 @@ void DescribeFeatures(VkPhysicalDevice pd, const VkPhysicalDeviceProperties& p, 
   VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  // glslang compiles cooperative-matrix shaders for the Vulkan memory model (OpMemoryModel
+  // Logical Vulkan, capability VulkanMemoryModel), so the device must offer and enable it.
+  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
   const bool has_coop_ext = HasExtension(pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
-  const bool has_f16_ext = p.apiVersion >= VK_API_VERSION_1_2 || HasExtension(pd, "VK_KHR_shader_float16_int8");
+  const bool core12 = p.apiVersion >= VK_API_VERSION_1_2;
+  const bool has_f16_ext = core12 || HasExtension(pd, "VK_KHR_shader_float16_int8");
+  const bool has_mm_ext = core12 || HasExtension(pd, "VK_KHR_vulkan_memory_model");
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  f2.pNext = &s16;
-  if (has_f16_ext) s16.pNext = &f16;
-  if (has_coop_ext) (has_f16_ext ? f16.pNext : s16.pNext) = &coop;
+  void** next = &f2.pNext;
+  auto chain = [&next](auto& s) {
+    *next = &s;
+    next = &s.pNext;
+  };
+  chain(s16);
+  if (has_f16_ext) chain(f16);
+  if (has_coop_ext) chain(coop);
+  if (has_mm_ext) chain(memory_model);
   vkGetPhysicalDeviceFeatures2(pd, &f2);
   VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
@@ -145,10 +157,11 @@ void DescribeFeatures(VkPhysicalDevice pd, const VkPhysicalDeviceProperties& p, 
   }
   const bool subgroups = sub.subgroupSize == 32 && (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                          (sub.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
-  info.cooperative_matrix_f16 =
-      info.usable && f16_16x16x16 && f16.shaderFloat16 && subgroups && !CoopMatDisabledByEnv();
+  info.cooperative_matrix_f16 = info.usable && f16_16x16x16 && f16.shaderFloat16 && memory_model.vulkanMemoryModel &&
+                                subgroups && !CoopMatDisabledByEnv();
   info.features = absl::StrCat("16-bit storage ", s16.storageBuffer16BitAccess ? "yes" : "no", ", shaderFloat16 ",
-                               f16.shaderFloat16 ? "yes" : "no", ", subgroup size ", sub.subgroupSize,
+                               f16.shaderFloat16 ? "yes" : "no", ", vulkanMemoryModel ",
+                               memory_model.vulkanMemoryModel ? "yes" : "no", ", subgroup size ", sub.subgroupSize,
                                ", VK_NV_cooperative_matrix ",
                                has_coop_ext ? (coop.cooperativeMatrix ? "yes" : "extension without the feature") : "no",
                                " (", coop_list, "); f16 products on tensor cores: ",
@@ -287,9 +300,13 @@ absl::StatusOr<std::shared_ptr<VulkanContext>> VulkanContext::Create(const Vulka
   // Tensor cores (DescribeFeatures decided): the extension, its feature and float16 arithmetic.
   VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
   if (ctx->info_.cooperative_matrix_f16) {
     f16.shaderFloat16 = VK_TRUE;
     coop.cooperativeMatrix = VK_TRUE;
+    memory_model.vulkanMemoryModel = VK_TRUE;
+    coop.pNext = &memory_model;
     f16.pNext = &coop;
     s16.pNext = &f16;
   }
@@ -301,7 +318,10 @@ absl::StatusOr<std::shared_ptr<VulkanContext>> VulkanContext::Create(const Vulka
   if (props.apiVersion < VK_API_VERSION_1_2) extensions.push_back("VK_KHR_8bit_storage");
   if (ctx->info_.cooperative_matrix_f16) {
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
-    if (props.apiVersion < VK_API_VERSION_1_2) extensions.push_back("VK_KHR_shader_float16_int8");
+    if (props.apiVersion < VK_API_VERSION_1_2) {
+      extensions.push_back("VK_KHR_shader_float16_int8");
+      extensions.push_back("VK_KHR_vulkan_memory_model");
+    }
   }
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &f2;
