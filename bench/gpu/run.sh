@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU run of issue 34 in one script: the Vulkan conformance tests, PCP's matmul and GPT
 # train steps (f32, bf16, f16) and PyTorch's on the same GPU, every figure into one folder
-# (results.md: the table; figures.jsonl: every number; logs/: every step's output).
+# (results.md: the table; figures.jsonl: every number; logs/: every step's output, packed as
+# logs.tar.gz when the folder is the device tool's $OUT, which brings back at most 8 files).
 #
 #   bench/gpu/pack.sh                      # here (Debian 12): build + pack .gpu/pcp-gpu.tar.xz
 #   bench/gpu/run.sh                       # on the GPU machine (device tool: carry [".gpu"])
@@ -274,4 +275,8 @@ REPORT_PY="$PY"
 "$REPORT_PY" "$ROOT/bench/gpu/report.py" --out "$OUT_DIR" --gpu "${GPU_NAME:-}" $([ $SMOKE = 1 ] && echo --smoke)
 rc=$?
 note "total: $(($(date +%s) - START)) s of a ${BUDGET} s budget"
+# The device tool brings back at most 8 files from $OUT: there, the logs travel as one archive.
+if [ -n "${OUT:-}" ] && [ "$OUT_DIR" = "$(cd "$OUT" 2>/dev/null && pwd)" ]; then
+  tar -czf "$OUT_DIR/logs.tar.gz" -C "$OUT_DIR" logs && rm -rf "$LOGS"
+fi
 exit $rc
