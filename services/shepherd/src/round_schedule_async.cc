@@ -40,6 +40,21 @@ uint64_t AsyncSchedule::TasksUsed() const {
   return used;
 }
 
+bool AsyncSchedule::Done() const {
+  const JobConfig& c = host_.config();
+  if (c.diloco.time_budget.enabled()) return host_.state().tokens_processed >= JobTokenBudget(c);
+  return TasksUsed() >= TasksTotal();
+}
+
+bool AsyncSchedule::MoreTasksNeeded() const {
+  const JobConfig& c = host_.config();
+  if (!c.diloco.time_budget.enabled()) return TasksUsed() + arrivals_.size() + flights_.size() < TasksTotal();
+  uint64_t tokens = host_.state().tokens_processed;
+  for (const Arrival& a : arrivals_) tokens += a.res.result.tokens_processed();
+  for (const auto& [slot, f] : flights_) tokens += static_cast<uint64_t>(f.steps.min) * TokensPerStep(c);
+  return tokens < JobTokenBudget(c);
+}
+
 uint64_t AsyncSchedule::TotalRounds() const {
   const DiLoCoConfig& d = host_.config().diloco;
   return static_cast<uint64_t>((d.rounds * d.workers + d.async.quorum - 1) / d.async.quorum);
@@ -111,12 +126,10 @@ RunOutcome AsyncSchedule::Advance(Clock::time_point now) {
     }
   }
   // Every ready worker trains on from the newest θ, until the job's Δs are planned.
-  uint64_t planned = TasksUsed() + arrivals_.size() + flights_.size();
   for (auto& [key, m] : host_.members()) {
-    if (planned >= TasksTotal()) break;
+    if (!MoreTasksNeeded()) break;
     if (m.phase != MemberPhase::kReady || m.slot < 0 || flights_.count(m.slot) != 0) continue;
     SendTask(m);
-    ++planned;
   }
   return RunOutcome::kRunning;
 }
@@ -132,12 +145,16 @@ void AsyncSchedule::SendTask(Member& m) {
   const uint64_t cursor = next != next_cursor_.end() ? next->second : host_.state().slots[m.slot].sampler_cursor;
   // The inner learning rates follow the job's progress in tokens: those of the synchronous
   // round that would be running now.
+  // (With a time budget they follow the tokens trained, as in synchronous rounds.)
   const uint64_t schedule_round =
       std::min<uint64_t>(static_cast<uint64_t>(d.rounds), TasksUsed() / static_cast<uint64_t>(d.workers) + 1);
   host_.SendStart(m, r, cursor, host_.theta_crc(), schedule_round);
   m.phase = MemberPhase::kInRound;
-  flights_[m.slot] = Flight{.key = m.session.get(), .round = r, .start_cursor = cursor, .sent_at = Clock::now()};
-  next_cursor_[m.slot] = cursor + static_cast<uint64_t>(d.inner_steps);
+  flights_[m.slot] = Flight{.key = m.session.get(),
+                            .round = r,
+                            .start_cursor = cursor,
+                            .steps = StepsOfRound(host_.config(), schedule_round, host_.state().tokens_processed),
+                            .sent_at = Clock::now()};
   host_.registry().NoteActivity(s.supervisor_id(), host_.job_id(), r);
 }
 
@@ -156,19 +173,24 @@ void AsyncSchedule::OnResult(Member& m, uint64_t round, ReceivedDelta delta, con
     return;
   }
   host_.round_time().Add(Seconds(Clock::now() - flight.sent_at));
-  const uint64_t steps = static_cast<uint64_t>(c.diloco.inner_steps);
-  const uint64_t tokens_expected =
-      steps * static_cast<uint64_t>(c.training.batch_size) * static_cast<uint64_t>(c.model.block_size);
+  // τ steps, or with a time budget the steps the worker ran within the task's bounds.
+  const RoundSteps& bounds = flight.steps;
+  const bool steps_ok =
+      result.steps() >= static_cast<uint64_t>(bounds.min) && result.steps() <= static_cast<uint64_t>(bounds.max);
+  const uint64_t steps = steps_ok ? result.steps() : static_cast<uint64_t>(bounds.max);
+  const uint64_t tokens_expected = steps * TokensPerStep(c);
   const uint64_t cursor_expected = flight.start_cursor + steps;
-  if (result.steps() != steps || result.tokens_processed() != tokens_expected ||
-      result.sampler_cursor() != cursor_expected) {
+  if (!steps_ok || result.tokens_processed() != tokens_expected || result.sampler_cursor() != cursor_expected) {
     next_cursor_[m.slot] = flight.start_cursor;
     m.session->Close(absl::InvalidArgumentError(
-        absl::StrCat("RoundResult for round ", round, ": expected steps ", steps, ", tokens_processed ",
-                     tokens_expected, ", sampler_cursor ", cursor_expected, "; got ", result.steps(), ", ",
-                     result.tokens_processed(), ", ", result.sampler_cursor())));
+        absl::StrCat("RoundResult for round ", round, ": expected steps ",
+                     bounds.min == bounds.max ? absl::StrCat(bounds.min)
+                                              : absl::StrCat("in [", bounds.min, ", ", bounds.max, "]"),
+                     ", tokens_processed ", tokens_expected, ", sampler_cursor ", cursor_expected, "; got ",
+                     result.steps(), ", ", result.tokens_processed(), ", ", result.sampler_cursor())));
     return;
   }
+  next_cursor_[m.slot] = result.sampler_cursor();  // the slot's next task starts where this one ended
   const uint64_t staleness = host_.state().round - std::min(host_.state().round, round - 1);
   host_.registry().NoteRoundDelivered(id, result, staleness);
   const double norm = MeasureDeltaNorm(delta.tensors, result.mean_loss());
@@ -205,14 +227,23 @@ RunOutcome AsyncSchedule::ApplyGroup(Clock::time_point now) {
   std::vector<uint64_t> staleness;
   double weight = 0, loss_sum = 0;
   uint64_t tokens = 0;
-  // A group of n Δs moves θ by n / workers of a synchronous round (whose average is of
-  // `workers` Δs): with one outer step per Δ, the unscaled steps would be `workers` times a
-  // round's per token, with the outer learning rate and momentum tuned for rounds.
+  // A group moves θ by its share of a synchronous round (whose average is of `workers` Δs):
+  // n Δs are n / workers of a round, each weighed by its tokens against the job's mean Δ so far
+  // (fixed τ: all equal), so that a time-budgeted slow worker's short task weighs what it
+  // trained. Unscaled, one outer step per Δ would move θ `workers` times a round's per token,
+  // with the outer learning rate and momentum tuned for rounds.
+  uint64_t admitted_tokens = 0;
   size_t admitted = 0;
   for (const Arrival& a : group) {
-    admitted += Admitted(Screen(host_.screen(), threshold, DeltaNorm::Measured(a.res.norm))) ? 1 : 0;
+    if (Admitted(Screen(host_.screen(), threshold, DeltaNorm::Measured(a.res.norm)))) {
+      admitted_tokens += a.res.result.tokens_processed();
+      ++admitted;
+    }
   }
-  const double group_scale = static_cast<double>(admitted) / static_cast<double>(c.diloco.workers);
+  const double mean_tokens = static_cast<double>(host_.state().tokens_processed + admitted_tokens) /
+                             static_cast<double>(std::max<uint64_t>(1, used_before + admitted));
+  const double group_scale =
+      static_cast<double>(admitted_tokens) / (static_cast<double>(c.diloco.workers) * mean_tokens);
   for (size_t i = 0; i < group.size(); ++i) {
     Arrival& a = group[i];
     SlotState& slot = host_.state().slots[static_cast<size_t>(a.slot)];
@@ -226,7 +257,9 @@ RunOutcome AsyncSchedule::ApplyGroup(Clock::time_point now) {
     if (verdict.action == diloco::ScreenVerdict::kAccept) accepted_norms.push_back(a.res.norm);
     const uint64_t s = host_.state().round - std::min(host_.state().round, a.round - 1);
     staleness.push_back(s);
-    if (const double k = group_scale * diloco::StalenessScale(c.diloco.async.staleness, s); k != 1.0) {
+    if (const double k =
+            group_scale * diloco::StalenessScale(c.diloco.async.staleness, s, static_cast<uint64_t>(c.diloco.workers));
+        k != 1.0) {
       Scale(a.res.delta, k);
     }
     const double w = static_cast<double>(a.res.result.tokens_processed());
@@ -263,9 +296,10 @@ RunOutcome AsyncSchedule::ApplyGroup(Clock::time_point now) {
   const uint64_t per_eval =
       static_cast<uint64_t>(c.diloco.workers) * static_cast<uint64_t>(std::max<int64_t>(c.diloco.eval_every, 1));
   eval_due_ = TasksUsed() / per_eval != used_before / per_eval;
-  const bool last = TasksUsed() >= TasksTotal();
-  spdlog::info("job {}: outer update {} ({} of {} Δs used): {} Δs of staleness {}", host_.job_id(), r, TasksUsed(),
-               TasksTotal(), ids.size(), absl::StrJoin(staleness, ","));
+  const bool last = Done();
+  spdlog::info("job {}: outer update {} ({} Δs, {} of {} tokens used): {} Δs of staleness {}", host_.job_id(), r,
+               TasksUsed(), host_.state().tokens_processed, JobTokenBudget(c), ids.size(),
+               absl::StrJoin(staleness, ","));
   RoundSummary summary{.round = r,
                        .last = last,
                        .tokens = tokens,

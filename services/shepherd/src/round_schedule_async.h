@@ -5,7 +5,9 @@
 // job's outer step. θ version v (RunState::round) is θ after v outer updates; a task sent at
 // version v is "round v + 1" on the wire, so the θ update, CRC and Δ streams work as for
 // synchronous rounds. A task past diloco.round_deadline_s is cancelled and its batches handed
-// out again; a refused Δ's batches are used up.
+// out again; a refused Δ's batches are used up. With diloco.time_budget (dynamic local updates,
+// Liu et al. 2024) each task runs the steps its worker fits in the budget, so a slow worker's
+// Δs are as fresh as the others', and the job ends at the synchronous job's tokens.
 #ifndef PCP_SHEPHERD_SRC_ROUND_SCHEDULE_ASYNC_H_
 #define PCP_SHEPHERD_SRC_ROUND_SCHEDULE_ASYNC_H_
 
@@ -13,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "pcp/training/round_budget.h"
 #include "round_schedule.h"
 
 namespace pcp::shepherd {
@@ -22,7 +25,7 @@ class AsyncSchedule final : public RoundSchedule {
   explicit AsyncSchedule(RoundHost& host) : host_(host) {}
 
   uint64_t TotalRounds() const override;
-  bool Done() const override { return TasksUsed() >= TasksTotal(); }
+  bool Done() const override;
   RunOutcome Advance(Clock::time_point now) override;
   Clock::time_point NextWakeup() const override;
   void OnResult(Member& m, uint64_t round, ReceivedDelta delta, const v1::RoundResult& result) override;
@@ -34,9 +37,11 @@ class AsyncSchedule final : public RoundSchedule {
 
  private:
   // Δs the job uses in all (diloco.rounds × diloco.workers: the synchronous job's tokens), and
-  // so far (the slots' rounds_done).
+  // so far (the slots' rounds_done). With a time budget the job counts tokens instead.
   uint64_t TasksTotal() const;
   uint64_t TasksUsed() const;
+  // Whether the Δs in, waiting and in flight (at their fewest steps) fall short of the job.
+  bool MoreTasksNeeded() const;
   void SendTask(Member& m);
   // The group of Δs in: screened, scaled for staleness, averaged and applied; then Conclude.
   RunOutcome ApplyGroup(Clock::time_point now);
@@ -47,6 +52,7 @@ class AsyncSchedule final : public RoundSchedule {
     WorkerSession* key = nullptr;
     uint64_t round = 0;  // as sent: θ after round - 1 outer updates
     uint64_t start_cursor = 0;
+    RoundSteps steps;  // the steps it may run (τ, or a time budget's bounds)
     Clock::time_point sent_at;
   };
   struct Arrival {  // a Δ in, not applied yet

@@ -414,7 +414,7 @@ TEST(JobConfigTest, BadInputsGiveOneLineWithPositionAndKey) {
       {kData + "diloco:\n  async: {quorum: 5}\n", "4:19", {"diloco.async.quorum: 5 is more than diloco.workers (2)"}},
       {kData + "diloco:\n  async: {staleness: square}\n",
        "4:22",
-       {"diloco.async.staleness: expected one of inverse, none, got 'square'"}},
+       {"diloco.async.staleness: expected one of inverse, beyond_round, none, got 'square'"}},
       {kData + "diloco:\n  mode: async\n  streaming: {fragments: 2}\n",
        "4:9",
        {"diloco.mode: async cannot be streamed"}},

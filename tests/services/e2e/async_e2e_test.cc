@@ -73,5 +73,54 @@ TEST(AsyncTest, FastWorkerTrainsMoreTasksAndTheJobConverges) {
   ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
 }
 
+// Dynamic local updates: with a time budget each task runs the steps its worker fits in it, so
+// the slow worker's tasks are shorter (its Δs as fresh as the fast one's), and the job ends at
+// the synchronous job's tokens (rounds × τ × workers steps, the last tasks capped).
+TEST(AsyncTest, TimeBudgetedTasksRunTheStepsEachWorkerFits) {
+  absl::StatusOr<TempDir> dir = TempDir::Create();
+  ASSERT_TRUE(dir.ok());
+  ClusterHarness cluster(dir->path());
+  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartSupervisors(1).ok()) << cluster.Logs();                                  // node-1
+  ASSERT_TRUE(cluster.StartSupervisors(1, "cpu", "--fault_slow_factor=4").ok()) << cluster.Logs();  // node-2
+  ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(120)).ok()) << cluster.Logs();
+
+  E2eJob spec{.name = "async_budget_e2e", .rounds = kRounds, .inner_steps = kTau, .workers = 2};
+  spec.diloco_yaml =
+      "  mode: async\n  async: {quorum: 1, staleness: beyond_round}\n"
+      "  time_budget: {seconds: 0.1, min_steps: 1, max_steps: 40}\n";
+  absl::StatusOr<ClusterHarness::FinishedJob> run = cluster.RunJob(spec, absl::Minutes(8));
+  ASSERT_TRUE(run.ok()) << run.status() << cluster.Logs(60);
+  ASSERT_EQ(run->job.state(), v1::JOB_STATE_COMPLETED) << run->job.reason() << cluster.Logs(60);
+
+  absl::StatusOr<std::vector<CheckpointSlot>> slots = ReadCheckpointSlots(run->job.checkpoint_path());
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  ASSERT_EQ(slots->size(), 2u);
+  uint64_t steps = 0, fast_steps = 0, slow_steps = 0, fast_tasks = 0, slow_tasks = 0;
+  for (const CheckpointSlot& s : *slots) {
+    steps += s.sampler_cursor;  // each slot's batches, once each
+    const bool fast = s.supervisor_id == cluster.supervisor_id(0);
+    (fast ? fast_steps : slow_steps) += s.sampler_cursor;
+    (fast ? fast_tasks : slow_tasks) += s.rounds_done;
+  }
+  // The job's tokens: at least rounds × τ × workers steps, and less than one more task each over.
+  EXPECT_GE(steps, static_cast<uint64_t>(kRounds * kTau * 2));
+  EXPECT_LT(steps, static_cast<uint64_t>(kRounds * kTau * 2 + 2 * 40));
+  ASSERT_GT(fast_tasks, 0u);
+  ASSERT_GT(slow_tasks, 0u);
+  // The slow worker's tasks ran no more steps each (fewer unless both hit a bound).
+  EXPECT_LE(static_cast<double>(slow_steps) / slow_tasks, static_cast<double>(fast_steps) / fast_tasks);
+  uint64_t history_tokens = 0;
+  for (const v1::RoundRecord& rec : run->history) history_tokens += rec.tokens();
+  EXPECT_EQ(history_tokens, run->job.progress().tokens_processed());
+  ASSERT_TRUE(run->job.progress().has_val_loss());
+  EXPECT_LT(run->job.progress().val_loss(), 4.17);
+  const std::string log = ReadFile(cluster.log_dir() + "/shepherd-1.log");
+  EXPECT_FALSE(absl::StrContains(log, "does not match the shepherd's")) << cluster.Logs(60);
+  std::printf("async with a time budget: fast worker %lu tasks / %lu steps, slow %lu / %lu; val loss %.4f\n",
+              fast_tasks, fast_steps, slow_tasks, slow_steps, run->job.progress().val_loss());
+  ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
+}
+
 }  // namespace
 }  // namespace pcp::testing

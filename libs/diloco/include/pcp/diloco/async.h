@@ -10,7 +10,7 @@
 // The job ends when it has used diloco.rounds × diloco.workers Δs: the tokens of the
 // synchronous job.
 //
-//   const double k = StalenessScale(options.staleness, /*staleness=*/2);   // 1/3 for kInverse
+//   const double k = StalenessScale(options.staleness, /*staleness=*/2, /*workers=*/3);  // 1/3 for kInverse
 //   for (float& x : delta) x *= k;
 #ifndef PCP_DILOCO_ASYNC_H_
 #define PCP_DILOCO_ASYNC_H_
@@ -31,12 +31,17 @@ inline constexpr std::pair<RoundMode, absl::string_view> kRoundModeNames[] = {
     {RoundMode::kAsync, "async"},
 };
 
-// How a stale Δ is weighed (job YAML diloco.async.staleness).
-//   inverse: Δ × 1 / (1 + s) (Δs computed from an older θ move θ less);
-//   none:    every Δ as it is.
-enum class StalenessRule { kInverse, kNone };
+// How a stale Δ is weighed (job YAML diloco.async.staleness), s being the outer updates
+// applied since its θ was sent.
+//   inverse:      Δ × 1 / (1 + s) (Δs computed from an older θ move θ less);
+//   beyond_round: Δ × 1 / (1 + max(0, s − (workers − 1))): a synchronous round applies its
+//                 `workers` Δs as if one after another, the last workers − 1 updates behind
+//                 its θ, so only staleness past that is discounted;
+//   none:         every Δ as it is.
+enum class StalenessRule { kInverse, kBeyondRound, kNone };
 inline constexpr std::pair<StalenessRule, absl::string_view> kStalenessRuleNames[] = {
     {StalenessRule::kInverse, "inverse"},
+    {StalenessRule::kBeyondRound, "beyond_round"},
     {StalenessRule::kNone, "none"},
 };
 
@@ -55,13 +60,14 @@ inline constexpr std::pair<AsyncMomentum, absl::string_view> kAsyncMomentumNames
 struct AsyncOptions {
   int64_t quorum = 1;    // Δs that open a group; [1, workers]
   int64_t grace_ms = 0;  // after the quorum, how long to wait for more Δs of the group
-  StalenessRule staleness = StalenessRule::kInverse;
+  StalenessRule staleness = StalenessRule::kBeyondRound;
   AsyncMomentum momentum = AsyncMomentum::kDelayed;
   bool operator==(const AsyncOptions&) const = default;
 };
 
-// The factor a Δ of the given staleness is scaled by (1 for staleness 0).
-double StalenessScale(StalenessRule rule, uint64_t staleness);
+// The factor a Δ of the given staleness is scaled by in a job of `workers` slots (1 for
+// staleness 0).
+double StalenessScale(StalenessRule rule, uint64_t staleness, uint64_t workers);
 
 }  // namespace pcp::diloco
 
