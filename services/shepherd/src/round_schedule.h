@@ -18,7 +18,9 @@
 #include <memory>
 #include <optional>
 
+#include "absl/status/status.h"
 #include "pcp/diloco/streaming.h"
+#include "pcp/training/round_budget.h"
 #include "round_host.h"
 #include "worker_event.h"
 
@@ -52,6 +54,12 @@ class RoundSchedule {
   // rounds; asynchronous: every eval_every rounds' worth of Δs).
   virtual bool EvalDue(uint64_t r) const = 0;
 };
+
+// A worker's result for `round` against what its task allowed: steps within `bounds` (τ, or a
+// time budget's), tokens_processed = steps × tokens_per_step, sampler_cursor = start_cursor +
+// steps. InvalidArgument naming what was expected and what came (the session is closed with it).
+absl::Status CheckRoundResult(const v1::RoundResult& result, uint64_t round, const RoundSteps& bounds,
+                              uint64_t start_cursor, uint64_t tokens_per_step);
 
 // The job's schedule: asynchronous (diloco.mode: async), else synchronous, streamed when
 // `fragments` is given (diloco.streaming).

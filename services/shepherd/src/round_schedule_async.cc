@@ -174,20 +174,10 @@ void AsyncSchedule::OnResult(Member& m, uint64_t round, ReceivedDelta delta, con
   }
   host_.round_time().Add(Seconds(Clock::now() - flight.sent_at));
   // τ steps, or with a time budget the steps the worker ran within the task's bounds.
-  const RoundSteps& bounds = flight.steps;
-  const bool steps_ok =
-      result.steps() >= static_cast<uint64_t>(bounds.min) && result.steps() <= static_cast<uint64_t>(bounds.max);
-  const uint64_t steps = steps_ok ? result.steps() : static_cast<uint64_t>(bounds.max);
-  const uint64_t tokens_expected = steps * TokensPerStep(c);
-  const uint64_t cursor_expected = flight.start_cursor + steps;
-  if (!steps_ok || result.tokens_processed() != tokens_expected || result.sampler_cursor() != cursor_expected) {
+  if (absl::Status ok = CheckRoundResult(result, round, flight.steps, flight.start_cursor, TokensPerStep(c));
+      !ok.ok()) {
     next_cursor_[m.slot] = flight.start_cursor;
-    m.session->Close(absl::InvalidArgumentError(
-        absl::StrCat("RoundResult for round ", round, ": expected steps ",
-                     bounds.min == bounds.max ? absl::StrCat(bounds.min)
-                                              : absl::StrCat("in [", bounds.min, ", ", bounds.max, "]"),
-                     ", tokens_processed ", tokens_expected, ", sampler_cursor ", cursor_expected, "; got ",
-                     result.steps(), ", ", result.tokens_processed(), ", ", result.sampler_cursor())));
+    m.session->Close(ok);
     return;
   }
   next_cursor_[m.slot] = result.sampler_cursor();  // the slot's next task starts where this one ended

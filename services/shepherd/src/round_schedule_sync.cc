@@ -98,19 +98,11 @@ void SyncSchedule::OnResult(Member& m, uint64_t round, ReceivedDelta delta, cons
   }
   // τ steps, or with a time budget the steps the worker ran within its round's bounds.
   const RoundSteps bounds = StepsOfRound(c, round, host_.state().tokens_processed);
-  const bool steps_ok = result.steps() >= bounds.min && result.steps() <= bounds.max;
-  const uint64_t steps = steps_ok ? result.steps() : static_cast<uint64_t>(bounds.max);
-  const uint64_t tokens_expected = steps * TokensPerStep(c);
-  const uint64_t cursor_expected = round_->start_cursor[m.slot] + steps;
-  if (!steps_ok || result.tokens_processed() != tokens_expected || result.sampler_cursor() != cursor_expected) {
+  if (absl::Status ok = CheckRoundResult(result, round, bounds, round_->start_cursor[m.slot], TokensPerStep(c));
+      !ok.ok()) {
     // A streamed Δ is already in the round's sum: the round must be redone without it.
     if (delta.streamed) host_.aggregator().Taint(round);
-    session.Close(absl::InvalidArgumentError(
-        absl::StrCat("RoundResult for round ", round, ": expected steps ",
-                     bounds.min == bounds.max ? absl::StrCat(bounds.min)
-                                              : absl::StrCat("in [", bounds.min, ", ", bounds.max, "]"),
-                     ", tokens_processed ", tokens_expected, ", sampler_cursor ", cursor_expected, "; got ",
-                     result.steps(), ", ", result.tokens_processed(), ", ", result.sampler_cursor())));
+    session.Close(ok);
     return;
   }
   if (delta.streamed.has_value()) {
