@@ -5,7 +5,8 @@ model and data) with 3 workers on a local cluster once per row, under a mix of w
 "kills" rows, a SIGKILL of a random worker every ~15 s (its supervisor restarts it), and prints
 one table:
 
-  mode | speeds | wall time | time to val 1.90 | final val | worker idle % | goodput tok/s | rounds
+  mode | speeds | wall time | time to val 1.90 | time to sync 1,1,1's final val | final val |
+  worker idle % | goodput tok/s | rounds | tokens
 
 - Every row trains the same tokens: diloco.rounds x inner_steps x 3 workers x batch x block
   (fixed-tau rows by construction; time-budgeted rows end at that token budget,
@@ -14,6 +15,9 @@ one table:
   validation estimate after it is not included.
 - time to val 1.90: from the first round's start to the end of the first round whose val loss
   (evaluated every --eval-every rounds, in the background, in every row alike) is <= the target.
+- time to sync 1,1,1's final val: the same for the homogeneous synchronous row's final val (when
+  that row ran first), and that time over its wall time: issue 32's "reaches the homogeneous
+  run's final val in <= 1.4x its wall time".
 - worker idle %: 1 - (the worker's busy time: steps x ms/step from its "round N done" lines,
   the slowdown's sleep included) / wall, averaged over the 3 workers.
 - goodput: the tokens that went into θ (the history's per-round tokens) / wall.
@@ -148,11 +152,9 @@ def run_row(args, name, base_text, budget_s):
     start = min(int(h["start_unix_ms"]) for h in history) / 1000.0
     end_t = max(int(h["end_unix_ms"]) for h in history) / 1000.0
     wall = end_t - start
-    to_target = None
-    for h in sorted(history, key=lambda h: int(h["round"])):
-        if h.get("val_loss") is not None and float(h["val_loss"]) <= args.target:
-            to_target = int(h["end_unix_ms"]) / 1000.0 - start
-            break
+    # (seconds from the first round's start to the end of the round evaluated, val loss)
+    curve = [(int(h["end_unix_ms"]) / 1000.0 - start, float(h["val_loss"]))
+             for h in sorted(history, key=lambda h: int(h["round"])) if h.get("val_loss") is not None]
     idle, ms = [], {}
     for sid in ("node-1", "node-2", "node-3"):
         with open(os.path.join(state, "logs", f"{sid}.log"), errors="replace") as f:
@@ -160,19 +162,35 @@ def run_row(args, name, base_text, budget_s):
         idle.append(max(0.0, 1.0 - busy_seconds(text) / wall))
         ms[sid] = mean_ms_per_step(text)
     tokens = sum(int(h.get("tokens", 0)) for h in history)
-    row.update({"rounds": len(history), "wall_s": wall, "to_target_s": to_target,
+    row.update({"rounds": len(history), "wall_s": wall, "to_target_s": time_to(curve, args.target), "val_curve": curve,
                 "val_loss": status.get("progress", {}).get("val_loss"), "idle": sum(idle) / len(idle),
                 "tokens": tokens, "goodput": tokens / wall, "ms_per_step": ms})
     return row
 
 
-def fmt_row(r, target):
+def time_to(curve, target):
+    """Seconds until the first val estimate <= target, or None."""
+    return next((t for t, v in curve if v <= target), None)
+
+
+def fmt_row(r, target, reference):
+    """`reference`: the homogeneous sync row (sync-111) when it ran, for the columns that
+    compare with it: time to its final val, and that time over its wall time."""
     if "error" in r:
-        return f"| {r['label']} | {r['speeds']} | – | – | – | – | – | – | {r['error'][:100]} |"
-    t = f"{r['to_target_s']:.0f} s" if r["to_target_s"] is not None else f"not reached"
-    return (f"| {r['label']} | {r['speeds']} | {r['wall_s']:.0f} s | {t} | {r['val_loss']:.4f} | "
+        return f"| {r['label']} | {r['speeds']} | – | – | – | – | – | – | – | – | {r['error'][:100]} |"
+    t = f"{r['to_target_s']:.0f} s" if r["to_target_s"] is not None else "not reached"
+    ref = "–"
+    if reference and "error" not in reference:
+        to_ref = time_to(r["val_curve"], reference["val_loss"])
+        ref = (f"{to_ref:.0f} s = {to_ref / reference['wall_s']:.2f}×" if to_ref is not None
+               else f"not reached ({r['wall_s'] / reference['wall_s']:.2f}× wall)")
+    return (f"| {r['label']} | {r['speeds']} | {r['wall_s']:.0f} s | {t} | {ref} | {r['val_loss']:.4f} | "
             f"{100 * r['idle']:.1f} | {r['goodput']:,.0f} | {r['rounds']} | {r['tokens']:,}"
             + (f", {r['kills']} kills" if r.get("kills") else "") + " |")
+
+
+def reference(rows):
+    return next((r for r in rows if r["name"] == "sync-111"), None)
 
 
 def main():
@@ -211,15 +229,19 @@ def main():
             print(f"   time budget: {budget_s:.2f} s per round", flush=True)
         row = run_row(args, m, base_text, budget_s)
         rows.append(row)
-        print("   " + fmt_row(row, args.target), flush=True)
+        print("   " + fmt_row(row, args.target, reference(rows)), flush=True)
+        if args.json:  # after every row, so that a run cut short keeps the rows it finished
+            with open(args.json, "w") as f:
+                json.dump({"budget_s": budget_s, "rows": rows, "complete": False}, f, indent=1)
     lines = [f"3 workers, the default job's model and data, {tau} = τ, equal total tokens per row; "
              f"val every {args.eval_every} rounds; time budget {budget_s:.2f} s (min {args.min_steps}, "
              f"max {args.max_steps} steps)",
              "",
-             f"| mode | speeds | wall time | time to val {args.target:.2f} | final val | worker idle % "
+             f"| mode | speeds | wall time | time to val {args.target:.2f} "
+             "| time to sync 1,1,1's final val (÷ its wall time) | final val | worker idle % "
              "| goodput tok/s | rounds | tokens |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    lines += [fmt_row(r, args.target) for r in rows]
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [fmt_row(r, args.target, reference(rows)) for r in rows]
     loads = [f"{r['name']}: {r['load_start']:.1f} → {r['load_end']:.1f}" for r in rows if "load_start" in r]
     lines += ["", "1-minute load average at each row's start → end: " + "; ".join(loads)]
     print("\n" + "\n".join(lines))
@@ -228,7 +250,7 @@ def main():
             f.write("\n".join(lines) + "\n")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"budget_s": budget_s, "rows": rows}, f, indent=1)
+            json.dump({"budget_s": budget_s, "rows": rows, "complete": True}, f, indent=1)
 
 
 if __name__ == "__main__":

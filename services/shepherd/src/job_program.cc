@@ -36,10 +36,20 @@ absl::StatusOr<std::vector<Tensor>> TakeInitialParams(PreparedJob& job) {
   return std::move(p.initial_params);
 }
 
+bool SlotsSampleWholeData(const JobConfig& config) {
+  return config.diloco.time_budget.enabled() || config.diloco.mode == diloco::RoundMode::kAsync;
+}
+
 absl::StatusOr<ShardPlan> ShardForSlot(const PreparedJob& job, int64_t slot, int64_t world) {
   const int64_t block = job.config.model.block_size;
-  PCP_ASSIGN_OR_RETURN(TokenSequence tokens, job.data.Shard(slot, world, block),
-                       _ << "shard " << slot << " of " << world);
+  if (slot < 0 || slot >= world) {
+    return absl::InvalidArgumentError(absl::StrCat("slot ", slot, " of ", world, ": out of range"));
+  }
+  // The part of the training set the slot samples: shard `index` of `count`.
+  const bool whole = SlotsSampleWholeData(job.config);
+  const int64_t index = whole ? 0 : slot, count = whole ? 1 : world;
+  PCP_ASSIGN_OR_RETURN(TokenSequence tokens, job.data.Shard(index, count, block),
+                       _ << "shard " << index << " of " << count);
   ShardPlan plan;
   plan.num_tokens = static_cast<uint64_t>(tokens.size());
   if (!job.config.data.shared) {
@@ -58,8 +68,8 @@ absl::StatusOr<ShardPlan> ShardForSlot(const PreparedJob& job, int64_t slot, int
   const int64_t n = job.data.train().size();
   v1::SharedFileShard* shared = plan.shard.mutable_shared_file();
   shared->set_path(job.config.data.path);
-  shared->set_begin_token(static_cast<uint64_t>(n * slot / world));
-  shared->set_end_token(static_cast<uint64_t>(n * (slot + 1) / world));
+  shared->set_begin_token(static_cast<uint64_t>(n * index / count));
+  shared->set_end_token(static_cast<uint64_t>(n * (index + 1) / count));
   switch (job.config.data.format) {
     case DataFormat::kBin: shared->set_format(v1::SHARED_FILE_FORMAT_TOKENS_U16_LE); break;
     case DataFormat::kTextByte: shared->set_format(v1::SHARED_FILE_FORMAT_TEXT_BYTE); break;
