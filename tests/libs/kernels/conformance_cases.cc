@@ -488,6 +488,32 @@ std::vector<Case> ComputeCases() {
                    },
                    1e-6,
                    1e-6});
+  // A softmax and a LayerNorm over rows: one row kernel each on the Vulkan backend
+  // (libs/kernels/vulkan/src/row_kernel_plan.h), the softmax's rows longer than its work group.
+  cases.push_back({"reduce_softmax_rows",
+                   Op::kReduce,
+                   {F32({3, 5, 300})},
+                   [](FunctionBuilder& b, const std::vector<ValueId>& p) {
+                     const Shape s = {3, 5, 300};
+                     ValueId e = b.Exp(b.Sub(p[0], b.BroadcastInDim(b.ReduceMax(p[0], {2}), s, {0, 1})));
+                     return b.Div(e, b.BroadcastInDim(b.ReduceSum(e, {2}), s, {0, 1}));
+                   },
+                   1e-5,
+                   1e-6});
+  cases.push_back({"reduce_layer_norm_rows",
+                   Op::kReduce,
+                   {F32({7, 3, 45})},
+                   [](FunctionBuilder& b, const std::vector<ValueId>& p) {
+                     const Shape s = {7, 3, 45};
+                     ValueId inv = b.ScalarConstant(1.0 / 45);
+                     ValueId mean = b.BMul(b.ReduceSum(p[0], {2}), inv);
+                     ValueId c = b.Sub(p[0], b.BroadcastInDim(mean, s, {0, 1}));
+                     ValueId var = b.BMul(b.ReduceSum(b.Mul(c, c), {2}), inv);
+                     ValueId rstd = b.Rsqrt(b.BAdd(var, b.ScalarConstant(1e-5)));
+                     return b.Mul(c, b.BroadcastInDim(rstd, s, {0, 1}));
+                   },
+                   1e-5,
+                   1e-5});
   cases.push_back({"reduce_sum_of_transpose",
                    Op::kReduce,
                    {F32({30, 20, 3})},

@@ -151,6 +151,10 @@ std::string ExprCodegen::Load(ValueId v, const std::vector<std::string>& idx, st
 }
 
 std::string ExprCodegen::Emit(ValueId v, const std::vector<std::string>& idx, std::string* body) {
+  if (resolve_) {
+    std::string resolved = resolve_(v, idx, body);
+    if (!resolved.empty()) return resolved;
+  }
   if (plan_.materialized[static_cast<size_t>(v)]) return Load(v, idx, body);
   return EmitInstruction(f_.instructions[static_cast<size_t>(plan_.producer[static_cast<size_t>(v)])], idx, body);
 }
@@ -269,21 +273,28 @@ std::string ExprCodegen::EmitInstruction(const Instruction& inst, const std::vec
   return absl::StrCat("/* cannot inline ", OpName(inst.op), " */");
 }
 
-std::string ExprCodegen::BufferDeclarations(DType out_dtype) const {
+std::string ExprCodegen::InputDeclarations() const {
   std::string s;
   for (size_t i = 0; i < inputs_.size(); ++i) {
     absl::StrAppend(&s, "layout(std430, set = 0, binding = ", i, ") readonly buffer In", i, " { ",
                     vec4_[i] ? "vec4" : GlslStorageType(f_.type(inputs_[i]).dtype), " d[]; } in", i, ";\n");
   }
+  return s;
+}
+
+std::string ExprCodegen::BufferDeclarations(DType out_dtype) const {
+  std::string s = InputDeclarations();
   absl::StrAppend(&s, "layout(std430, set = 0, binding = ", inputs_.size(), ") writeonly buffer Out { ",
                   GlslStorageType(out_dtype), " d[]; } out_;\n");
   return s;
 }
 
-std::string ExprCodegen::Store(DType d, const std::string& index, const std::string& value) {
-  if (d == DType::kBool) return absl::StrCat("out_.d[", index, "] = uint8_t(", value, " ? 1u : 0u);\n");
-  if (d == DType::kF16 || d == DType::kBF16) return absl::StrCat("out_.d[", index, "] = uint16_t(", value, ");\n");
-  return absl::StrCat("out_.d[", index, "] = ", value, ";\n");
+std::string ExprCodegen::StoreTo(const std::string& buffer, DType d, const std::string& index,
+                                 const std::string& value) {
+  const std::string at = absl::StrCat(buffer, ".d[", index, "] = ");
+  if (d == DType::kBool) return absl::StrCat(at, "uint8_t(", value, " ? 1u : 0u);\n");
+  if (d == DType::kF16 || d == DType::kBF16) return absl::StrCat(at, "uint16_t(", value, ");\n");
+  return absl::StrCat(at, value, ";\n");
 }
 
 }  // namespace pcp::vulkan

@@ -13,6 +13,7 @@
 #define PCP_KERNELS_VULKAN_SRC_EXPR_CODEGEN_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,11 @@ class ExprCodegen {
   // Declares `int <names>` for the coordinates of linear index `linear` in `shape`.
   std::vector<std::string> Delinearize(const std::string& linear, const Shape& shape, std::string* body);
 
+  // Values the caller computes itself (a row kernel's members, row_kernel_source.h): Emit asks
+  // `resolve` first, which returns v's GLSL expression at `idx`, or "" to emit v as usual.
+  using Resolver = std::function<std::string(ValueId v, const std::vector<std::string>& idx, std::string* body)>;
+  void set_resolver(Resolver resolve) { resolve_ = std::move(resolve); }
+
   // A binding that reads materialized f32 value v as `vec4 d[]` (a second view of the same
   // buffer; the caller guarantees 16-byte aligned accesses). Returns the binding index.
   int Vec4Binding(ValueId v);
@@ -50,8 +56,14 @@ class ExprCodegen {
   // Storage-buffer declarations: inputs as bindings 0..n-1 (named in0..), the output as
   // binding n, named `out_`, holding `out_dtype`.
   std::string BufferDeclarations(DType out_dtype) const;
+  // The inputs' declarations alone (a kernel with several outputs declares them itself).
+  std::string InputDeclarations() const;
   // GLSL statement storing `value` (of dtype d) at `index` of the output buffer.
-  static std::string Store(DType d, const std::string& index, const std::string& value);
+  static std::string Store(DType d, const std::string& index, const std::string& value) {
+    return StoreTo("out_", d, index, value);
+  }
+  // The same into the output buffer named `buffer`.
+  static std::string StoreTo(const std::string& buffer, DType d, const std::string& index, const std::string& value);
   std::string NewName(const char* prefix = "t") { return prefix + std::to_string(counter_++); }
 
  private:
@@ -63,6 +75,7 @@ class ExprCodegen {
   std::vector<ValueId> inputs_;
   std::vector<bool> vec4_;  // per input: declared as vec4
   int counter_ = 0;
+  Resolver resolve_;
 };
 
 }  // namespace pcp::vulkan

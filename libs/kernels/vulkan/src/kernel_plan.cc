@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "pcp/autodiff/verifier.h"
 #include "pcp/base/status_macros.h"
+#include "row_kernel_plan.h"
 
 namespace pcp::vulkan {
 
@@ -13,6 +14,11 @@ namespace {
 bool IsHalf(DType d) { return d == DType::kF16 || d == DType::kBF16; }
 
 }  // namespace
+
+std::vector<ValueId> OutputsOf(const PlannedKernel& k) {
+  if (k.kind == KernelKind::kRow) return k.outputs;
+  return {k.value};
+}
 
 absl::Status CheckSupported(const Function& f, bool half_moves) {
   PCP_RETURN_IF_ERROR(Verify(f));
@@ -56,7 +62,7 @@ absl::Status CheckSupported(const Function& f, bool half_moves) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<KernelPlan> PlanKernels(const Function& f, bool half_moves) {
+absl::StatusOr<KernelPlan> PlanKernels(const Function& f, bool half_moves, bool row_kernels, int max_bindings) {
   PCP_RETURN_IF_ERROR(CheckSupported(f, half_moves));
   const size_t n = static_cast<size_t>(f.num_values());
   KernelPlan plan;
@@ -139,6 +145,7 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, bool half_moves) {
     }
     k.fused_instructions = c;
   }
+  if (row_kernels) FuseRowKernels(f, plan, max_bindings);
   return plan;
 }
 

@@ -6,6 +6,7 @@
 #include "expr_codegen.h"
 #include "glsl_prelude.h"
 #include "pcp/autodiff/mixed_precision.h"
+#include "row_kernel_source.h"
 
 namespace pcp::vulkan {
 namespace {
@@ -168,6 +169,7 @@ absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan
     case KernelKind::kMap: return MapKernelSource(f, plan, inst);
     case KernelKind::kReduce: return ReduceKernelSource(f, plan, inst);
     case KernelKind::kScatter: return ScatterKernelSource(f, plan, inst);
+    case KernelKind::kRow: return RowKernelSource(f, plan, k);
     case KernelKind::kDot:
       return UsesCooperativeMatrix(f, inst, device) ? CoopDotKernelSource(f, plan, inst)
                                                     : DotKernelSource(f, plan, inst);

@@ -38,7 +38,7 @@ absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan
 // program's own product, accumulating in f32).
 bool UsesCooperativeMatrix(const Function& f, const Instruction& inst, const DeviceKernelOptions& device);
 
-// One kernel family each (kernel_sources.cc, matmul_source.cc).
+// One kernel family each (kernel_sources.cc, matmul_source.cc; row kernels: row_kernel_source.h).
 KernelSource MapKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
 KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
 KernelSource ScatterKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);

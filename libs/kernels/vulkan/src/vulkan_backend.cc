@@ -21,10 +21,12 @@ using vulkan::VulkanContext;
 
 class VulkanBackend : public Backend {
  public:
-  VulkanBackend(std::shared_ptr<BufferPool> pool, std::string cache_dir)
-      : pool_(std::move(pool)), compiler_(std::move(cache_dir)) {
+  VulkanBackend(std::shared_ptr<BufferPool> pool, std::string cache_dir, bool row_kernels)
+      : pool_(std::move(pool)), compiler_(std::move(cache_dir)), row_kernels_(row_kernels) {
     const char* p = std::getenv("PCP_VULKAN_PROFILE");
     profile_ = p != nullptr && *p != '\0' && std::strcmp(p, "0") != 0;
+    const char* r = std::getenv("PCP_VULKAN_ROW_KERNELS");
+    if (r != nullptr && std::strcmp(r, "0") == 0) row_kernels_ = false;
   }
 
   std::string Name() const override { return "vulkan"; }
@@ -38,7 +40,7 @@ class VulkanBackend : public Backend {
 
   absl::StatusOr<std::unique_ptr<Executable>> Compile(const Function& function) override {
     PCP_ASSIGN_OR_RETURN(std::unique_ptr<vulkan::VulkanExecutable> exe,
-                         vulkan::VulkanExecutable::Create(function, pool_, compiler_, profile_));
+                         vulkan::VulkanExecutable::Create(function, pool_, compiler_, profile_, row_kernels_));
     return std::unique_ptr<Executable>(std::move(exe));
   }
 
@@ -81,6 +83,7 @@ class VulkanBackend : public Backend {
 
   std::shared_ptr<BufferPool> pool_;
   vulkan::ShaderCompiler compiler_;
+  bool row_kernels_ = true;
   bool profile_ = false;
 };
 
@@ -91,7 +94,15 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateVulkanBackend(VulkanBackendOption
   std::string cache_dir = options.shader_cache_dir;
   if (cache_dir.empty()) cache_dir = vulkan::ShaderCompiler::DefaultCacheDir();
   if (cache_dir == "none") cache_dir.clear();
-  return std::unique_ptr<Backend>(new VulkanBackend(std::make_shared<BufferPool>(std::move(ctx)), cache_dir));
+  return std::unique_ptr<Backend>(
+      new VulkanBackend(std::make_shared<BufferPool>(std::move(ctx)), cache_dir, options.row_kernels));
+}
+
+absl::StatusOr<VulkanSchedule> GetVulkanSchedule(const Executable& exe) {
+  const auto* vk = dynamic_cast<const vulkan::VulkanExecutable*>(&exe);
+  if (vk == nullptr) return absl::InvalidArgumentError("not an executable of the Vulkan backend");
+  const vulkan::VulkanExecutableStats s = vk->stats();
+  return VulkanSchedule{.dispatches = s.num_kernels, .row_kernels = s.num_row_kernels};
 }
 
 }  // namespace pcp

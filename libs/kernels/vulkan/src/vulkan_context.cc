@@ -271,6 +271,8 @@ absl::StatusOr<std::shared_ptr<VulkanContext>> VulkanContext::Create(const Vulka
   vkGetPhysicalDeviceProperties(ctx->physical_, &props);
   ctx->timestamp_period_ns_ = props.limits.timestampPeriod;
   ctx->max_shared_memory_ = props.limits.maxComputeSharedMemorySize;
+  ctx->max_storage_buffers_ =
+      std::min(props.limits.maxPerStageDescriptorStorageBuffers, props.limits.maxDescriptorSetStorageBuffers);
   {
     uint32_t n = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical_, &n, nullptr);

@@ -37,6 +37,8 @@ class VulkanContext {
   bool timestamps() const { return timestamp_valid_bits_ > 0; }
   double timestamp_period_ns() const { return timestamp_period_ns_; }
   uint32_t max_shared_memory() const { return max_shared_memory_; }
+  // Storage buffers one compute shader may bind (per stage and per set: 32 on lavapipe).
+  uint32_t max_storage_buffers() const { return max_storage_buffers_; }
   // storageBuffer16BitAccess is available and enabled (f16/bf16 buffers can be moved).
   bool storage_16bit() const { return storage_16bit_; }
   // f16 x f16 -> f32 cooperative matrices are enabled (VulkanDeviceInfo::cooperative_matrix_f16).
@@ -70,6 +72,7 @@ class VulkanContext {
   uint32_t timestamp_valid_bits_ = 0;
   double timestamp_period_ns_ = 1.0;
   uint32_t max_shared_memory_ = 16384;
+  uint32_t max_storage_buffers_ = 4;
   bool storage_16bit_ = false;
   std::recursive_mutex mu_;  // queue, command pool and recording into its buffers
 };

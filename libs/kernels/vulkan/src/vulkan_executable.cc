@@ -35,16 +35,18 @@ int64_t Bytes(const TensorType& t) { return t.num_elements() * SizeOf(t.dtype); 
 
 absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::Create(const Function& f,
                                                                            std::shared_ptr<BufferPool> pool,
-                                                                           ShaderCompiler& compiler, bool profile) {
+                                                                           ShaderCompiler& compiler, bool profile,
+                                                                           bool row_kernels) {
   std::unique_ptr<VulkanExecutable> exe(new VulkanExecutable(f, std::move(pool)));
-  PCP_RETURN_IF_ERROR(exe->Build(compiler, profile));
+  PCP_RETURN_IF_ERROR(exe->Build(compiler, profile, row_kernels));
   return exe;
 }
 
-absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile) {
+absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile, bool row_kernels) {
   const std::shared_ptr<VulkanContext>& ctx = pool_->context();
   VkDevice dev = ctx->device();
-  PCP_ASSIGN_OR_RETURN(plan_, PlanKernels(f_, ctx->storage_16bit()));
+  PCP_ASSIGN_OR_RETURN(plan_, PlanKernels(f_, ctx->storage_16bit(), row_kernels,
+                                          static_cast<int>(std::min<uint32_t>(ctx->max_storage_buffers(), 1 << 20))));
   param_index_.assign(static_cast<size_t>(f_.num_values()), -1);
   for (size_t i = 0; i < f_.params.size(); ++i) param_index_[static_cast<size_t>(f_.params[i])] = static_cast<int>(i);
 
@@ -75,9 +77,10 @@ absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile) {
     PCP_ASSIGN_OR_RETURN(k.src,
                          KernelSourceFor(f_, plan_, pk, {.cooperative_matrix_f16 = ctx->cooperative_matrix_f16()}));
     codegen_seconds_ += SecondsSince(start);
-    k.value = pk.value;
+    k.kind = pk.kind;
+    k.outputs = OutputsOf(pk);
     k.fused_instructions = pk.fused_instructions;
-    total_bindings += static_cast<uint32_t>(k.src.inputs.size() + 1);
+    total_bindings += static_cast<uint32_t>(k.src.inputs.size() + k.outputs.size());
     auto it = by_source.find(k.src.glsl);
     if (it != by_source.end()) {
       k.pipeline = it->second;
@@ -93,7 +96,7 @@ absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile) {
     smci.codeSize = spirv.size() * 4;
     smci.pCode = spirv.data();
     PCP_RETURN_IF_ERROR(VkCheck(vkCreateShaderModule(dev, &smci, nullptr, &p.module), "vkCreateShaderModule"));
-    std::vector<VkDescriptorSetLayoutBinding> bindings(k.src.inputs.size() + 1);
+    std::vector<VkDescriptorSetLayoutBinding> bindings(k.src.inputs.size() + k.outputs.size());
     for (size_t i = 0; i < bindings.size(); ++i) {
       bindings[i] = {static_cast<uint32_t>(i), VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT,
                      nullptr};
@@ -163,23 +166,27 @@ absl::Status VulkanExecutable::AssignBuffers() {
   for (ValueId r : f_.results) last[static_cast<size_t>(r)] = kForever;
   std::vector<std::vector<ValueId>> release_after(kernels_.size());
   for (size_t i = 0; i < kernels_.size(); ++i) {
-    const ValueId v = kernels_[i].value;
-    const int l = last[static_cast<size_t>(v)];
-    if (l == kForever) continue;
-    release_after[static_cast<size_t>(std::max(l, static_cast<int>(i)))].push_back(v);
+    for (ValueId v : kernels_[i].outputs) {
+      const int l = last[static_cast<size_t>(v)];
+      if (l == kForever) continue;
+      release_after[static_cast<size_t>(std::max(l, static_cast<int>(i)))].push_back(v);
+    }
   }
   std::multimap<VkDeviceSize, DeviceBuffer> free;
   for (size_t i = 0; i < kernels_.size(); ++i) {
-    const ValueId v = kernels_[i].value;
-    const VkDeviceSize bytes = static_cast<VkDeviceSize>(std::max<int64_t>(16, Bytes(f_.type(v))));
-    auto it = free.lower_bound(bytes);
-    if (it != free.end() && it->first <= 2 * bytes) {
-      value_buffers_[static_cast<size_t>(v)] = it->second;
-      free.erase(it);
-    } else {
-      PCP_ASSIGN_OR_RETURN(DeviceBuffer b, pool_->Acquire(bytes, false));
-      owned_buffers_.push_back(b);
-      value_buffers_[static_cast<size_t>(v)] = b;
+    // A kernel's outputs are all live while it runs: each gets its own buffer before any is
+    // released.
+    for (ValueId v : kernels_[i].outputs) {
+      const VkDeviceSize bytes = static_cast<VkDeviceSize>(std::max<int64_t>(16, Bytes(f_.type(v))));
+      auto it = free.lower_bound(bytes);
+      if (it != free.end() && it->first <= 2 * bytes) {
+        value_buffers_[static_cast<size_t>(v)] = it->second;
+        free.erase(it);
+      } else {
+        PCP_ASSIGN_OR_RETURN(DeviceBuffer b, pool_->Acquire(bytes, false));
+        owned_buffers_.push_back(b);
+        value_buffers_[static_cast<size_t>(v)] = b;
+      }
     }
     for (ValueId done : release_after[i]) {
       const DeviceBuffer& b = value_buffers_[static_cast<size_t>(done)];
@@ -236,12 +243,18 @@ absl::Status VulkanExecutable::Bind(const std::vector<VkBuffer>& args, const std
   std::vector<VkDescriptorBufferInfo> infos;
   std::vector<VkWriteDescriptorSet> writes;
   size_t total = 0;
-  for (const Kernel& k : kernels_) total += k.src.inputs.size() + 1;
+  for (const Kernel& k : kernels_) total += k.src.inputs.size() + k.outputs.size();
   infos.reserve(total);
   for (const Kernel& k : kernels_) {
-    for (size_t i = 0; i <= k.src.inputs.size(); ++i) {
-      const ValueId v = i < k.src.inputs.size() ? k.src.inputs[i] : k.value;
-      infos.push_back({BufferOf(v, args), 0, VK_WHOLE_SIZE});
+    for (size_t i = 0; i < k.src.inputs.size() + k.outputs.size(); ++i) {
+      const ValueId v = i < k.src.inputs.size() ? k.src.inputs[i] : k.outputs[i - k.src.inputs.size()];
+      const VkBuffer buffer = BufferOf(v, args);
+      // A planning error (a value read that no kernel writes) is reported, not handed to the driver.
+      if (buffer == VK_NULL_HANDLE) {
+        return absl::InternalError(
+            absl::StrCat(f_.name, ": kernel ", k.src.name, " binds value %", v, ", which has no buffer"));
+      }
+      infos.push_back({buffer, 0, VK_WHOLE_SIZE});
       VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
       w.dstSet = k.set;
       w.dstBinding = static_cast<uint32_t>(i);
@@ -357,9 +370,12 @@ VulkanExecutableStats VulkanExecutable::stats() const {
   VulkanExecutableStats s;
   s.num_instructions = static_cast<int>(f_.instructions.size());
   s.num_kernels = static_cast<int>(kernels_.size());
+  for (const Kernel& k : kernels_) s.num_row_kernels += k.kind == KernelKind::kRow ? 1 : 0;
   s.num_pipelines = static_cast<int>(pipelines_.size());
   for (const DeviceBuffer& b : owned_buffers_) s.buffer_bytes += static_cast<int64_t>(b.size);
-  for (const Kernel& k : kernels_) s.unshared_bytes += Bytes(f_.type(k.value));
+  for (const Kernel& k : kernels_) {
+    for (ValueId v : k.outputs) s.unshared_bytes += Bytes(f_.type(v));
+  }
   s.codegen_seconds = codegen_seconds_;
   s.shaderc_seconds = shaderc_seconds_;
   s.pipeline_seconds = pipeline_seconds_;
@@ -369,8 +385,9 @@ VulkanExecutableStats VulkanExecutable::stats() const {
 std::string VulkanExecutable::DescribeSchedule() const {
   std::string out;
   for (const Kernel& k : kernels_) {
-    absl::StrAppendFormat(&out, "%s: %d instructions, %zu inputs, groups %ux%ux%u\n", k.src.name, k.fused_instructions,
-                          k.src.inputs.size(), k.src.groups[0], k.src.groups[1], k.src.groups[2]);
+    absl::StrAppendFormat(&out, "%s: %d instructions, %zu inputs, %zu outputs, groups %ux%ux%u\n", k.src.name,
+                          k.fused_instructions, k.src.inputs.size(), k.outputs.size(), k.src.groups[0], k.src.groups[1],
+                          k.src.groups[2]);
   }
   return out;
 }

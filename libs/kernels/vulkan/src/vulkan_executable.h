@@ -26,6 +26,7 @@ namespace pcp::vulkan {
 struct VulkanExecutableStats {
   int num_instructions = 0;
   int num_kernels = 0;          // dispatches per Run
+  int num_row_kernels = 0;      // of which row kernels (row_kernel_plan.h)
   int num_pipelines = 0;        // distinct kernel sources
   int64_t buffer_bytes = 0;     // executable-owned device memory (values and constants)
   int64_t unshared_bytes = 0;   // what kernel outputs would take without sharing buffers
@@ -37,7 +38,8 @@ struct VulkanExecutableStats {
 class VulkanExecutable : public Executable {
  public:
   static absl::StatusOr<std::unique_ptr<VulkanExecutable>> Create(const Function& f, std::shared_ptr<BufferPool> pool,
-                                                                  ShaderCompiler& compiler, bool profile);
+                                                                  ShaderCompiler& compiler, bool profile,
+                                                                  bool row_kernels = true);
   ~VulkanExecutable() override;
 
   const Function& function() const override { return f_; }
@@ -55,7 +57,8 @@ class VulkanExecutable : public Executable {
   };
   struct Kernel {
     KernelSource src;
-    ValueId value = kNoValue;
+    KernelKind kind = KernelKind::kMap;
+    std::vector<ValueId> outputs;  // bindings src.inputs.size() + i
     int fused_instructions = 1;
     int pipeline = -1;
     VkDescriptorSet set = VK_NULL_HANDLE;
@@ -63,7 +66,7 @@ class VulkanExecutable : public Executable {
   };
 
   VulkanExecutable(Function f, std::shared_ptr<BufferPool> pool) : f_(std::move(f)), pool_(std::move(pool)) {}
-  absl::Status Build(ShaderCompiler& compiler, bool profile);
+  absl::Status Build(ShaderCompiler& compiler, bool profile, bool row_kernels);
   absl::Status AssignBuffers();
   absl::Status Bind(const std::vector<VkBuffer>& args, const std::vector<VkBuffer>& results);
   VkBuffer BufferOf(ValueId v, const std::vector<VkBuffer>& args) const;

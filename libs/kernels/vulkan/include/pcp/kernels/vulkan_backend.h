@@ -17,7 +17,11 @@
 // iota and gather instruction is fused into the kernel of the value that consumes it when
 // it has one use (or is cheap index arithmetic); reductions, dot_general (a tiled matmul
 // whose tile loaders read operands through their fused index expressions) and scatter get
-// their own kernels. Shapes are compiled into the generated source as constants.
+// their own kernels. Shapes are compiled into the generated source as constants. Row kernels:
+// a reduction over trailing dimensions, the per-row ops on its result and the elementwise ops
+// that read it broadcast back over its rows (and those it reads) are one kernel, a work group
+// per row, so a softmax, a LayerNorm and their gradients are one dispatch each
+// (VulkanBackendOptions::row_kernels; PCP_VULKAN_ROW_KERNELS=0 turns them off).
 //
 // Types: f32, i32, i64 and i1 (stored one byte per element) are computed as the CPU backend
 // computes them; f16/bf16 values are only moved (layout ops, gather rows) and converted to and
@@ -45,6 +49,7 @@ struct VulkanBackendOptions {
   std::string device_name;       // case-insensitive substring of the device name; wins if set
   std::string shader_cache_dir;  // "" = $XDG_CACHE_HOME/pcp/spirv or ~/.cache/pcp/spirv;
                                  // "none" disables the disk cache
+  bool row_kernels = true;       // row kernels (above); off also with PCP_VULKAN_ROW_KERNELS=0
 };
 
 enum class VulkanDeviceKind { kDiscreteGpu, kIntegratedGpu, kVirtualGpu, kCpu, kOther };
@@ -70,6 +75,14 @@ absl::StatusOr<std::vector<VulkanDeviceInfo>> ListVulkanDevices();
 
 // Unavailable (with the reason) when no usable device exists.
 absl::StatusOr<std::unique_ptr<Backend>> CreateVulkanBackend(VulkanBackendOptions options = {});
+
+// What one Run of a Vulkan executable dispatches.
+struct VulkanSchedule {
+  int dispatches = 0;   // kernels per Run
+  int row_kernels = 0;  // of which row kernels
+};
+// InvalidArgument if `exe` was not compiled by a Vulkan backend.
+absl::StatusOr<VulkanSchedule> GetVulkanSchedule(const Executable& exe);
 
 }  // namespace pcp
 

@@ -1,0 +1,54 @@
+// Row kernels: merges a KernelPlan's kernels around reductions over trailing dimensions into
+// one kernel each, so a softmax, a LayerNorm, their gradients and cross-entropy's row part
+// are one dispatch instead of one per reduction and per multi-use value between them.
+//
+//   PCP_ASSIGN_OR_RETURN(KernelPlan plan, PlanKernels(f, half_moves, /*row_kernels=*/false));
+//   FuseRowKernels(f, plan, 32);  // what PlanKernels(f, half_moves) does by default
+//
+// A row reduction reduces the trailing k dimensions of an f32 tensor of shape S (its
+// "element" shape; the kept leading dimensions R are the rows, the reduced ones a row of L
+// elements). A row kernel holds row reductions of one S and k, elementwise ops of shape S
+// (computed per element of a row), row broadcasts (below) and elementwise ops of shape R
+// (per-row ops on row values, such as LayerNorm's mean, variance and rstd). Its members read each other only "in place":
+// an element value at the element being computed, a row value (a row reduction's or a per-row
+// op's) at its own row, directly or broadcast back over the row (broadcast_in_dim of R to S
+// along the leading dimensions); anything else they read (through inlined expressions) comes
+// from memory. The kernel runs a work group per row (or several short rows per group): each
+// level of reductions is one pass over the row with a shared-memory tree, then the per-row ops
+// of that level, then one pass writes the element values that others read (row kernel_source.h).
+//
+// Kernels merge, consumers into their producers' groups in program order, when the merged
+// group has a row reduction, one S and k, at most kMaxRowReductions reductions and
+// `max_bindings` storage buffers, its members
+// read each other only in place, and no other kernel lies on a path between the two (which
+// would make a cycle). A member's value stays materialized (an output of the row kernel) only
+// if it is a result or another kernel reads it; the rest are computed in the row kernel alone.
+// A group of one kernel keeps its kernel. Kernels are then put in a topological order,
+// earliest first.
+#ifndef PCP_KERNELS_VULKAN_SRC_ROW_KERNEL_PLAN_H_
+#define PCP_KERNELS_VULKAN_SRC_ROW_KERNEL_PLAN_H_
+
+#include "kernel_plan.h"
+#include "pcp/autodiff/ir.h"
+
+namespace pcp::vulkan {
+
+// Reductions per row kernel (each holds a shared-memory array of the work group's size).
+inline constexpr int kMaxRowReductions = 8;
+
+// Whether `inst` is a row reduction: a reduce of a non-empty f32 tensor over its trailing
+// *reduced_dims (>= 1) dimensions.
+bool IsRowReduction(const Function& f, const Instruction& inst, int* reduced_dims);
+
+// Whether `inst` is broadcast_in_dim of a value of shape `rows` to `element`, along its
+// leading dimensions (each row value repeated over its row).
+bool IsRowBroadcast(const Function& f, const Instruction& inst, const Shape& rows, const Shape& element);
+
+// Merges `plan`'s kernels into row kernels (KernelKind::kRow) as described above, each binding
+// at most `max_bindings` storage buffers (inputs and outputs; the device's per-stage limit:
+// 32 on lavapipe); updates plan.materialized for the values they keep to themselves.
+void FuseRowKernels(const Function& f, KernelPlan& plan, int max_bindings);
+
+}  // namespace pcp::vulkan
+
+#endif  // PCP_KERNELS_VULKAN_SRC_ROW_KERNEL_PLAN_H_

@@ -1,0 +1,438 @@
+// The Vulkan backend's row kernels (libs/kernels/vulkan/src/row_kernel_plan.h): softmax (plain
+// and causally masked), LayerNorm forward and backward and cross-entropy rows, and the
+// gradients autodiff builds for them, against the reference interpreter, for rows of several
+// lengths (1, short rows several to a work group, lengths that are not multiples of the work
+// group, rows longer than one), with rows holding NaN, ±inf, all -0, huge and tiny values;
+// the same bits on a second run; fewer dispatches than without row kernels
+// (VulkanBackendOptions::row_kernels = false), softmax and LayerNorm forward and backward in
+// one; and the GPT train step and forward in fewer dispatches than without, results equal
+// within the Vulkan GPT test's tolerance. Cases skip without a Vulkan device.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "pcp/autodiff/builder.h"
+#include "pcp/autodiff/interpreter.h"
+#include "pcp/autodiff/passes.h"
+#include "pcp/autodiff/train_step.h"
+#include "pcp/autodiff/vjp.h"
+#include "pcp/kernels/vulkan_backend.h"
+#include "pcp/models/cross_entropy.h"
+#include "pcp/models/gpt.h"
+#include "pcp/testing/tensor_testing.h"
+#include "train_step_args.h"
+
+namespace pcp {
+namespace {
+
+using ::pcp::testing::MaxRelativeError;
+using ::pcp::testing::RandomTensor;
+using ::pcp::testing::TensorsNear;
+
+TensorType F32(Shape s) { return {DType::kF32, std::move(s)}; }
+
+constexpr int64_t kB = 3, kT = 37;  // 111 rows: not a multiple of any rows-per-group
+// 1: a row per lane; 3, 17: several rows per work group; 64: one group; 65, 100: not a power
+// of two; 700, 1500: longer than a work group of 256.
+constexpr int64_t kRowLengths[] = {1, 3, 17, 64, 65, 100, 700, 1500};
+
+struct Backends {
+  std::unique_ptr<Backend> rows, plain;  // with and without row kernels
+};
+
+absl::StatusOr<Backends> CreateBackends() {
+  Backends b;
+  absl::StatusOr<std::unique_ptr<Backend>> rows = CreateVulkanBackend({});
+  if (!rows.ok()) return rows.status();
+  absl::StatusOr<std::unique_ptr<Backend>> plain = CreateVulkanBackend({.row_kernels = false});
+  if (!plain.ok()) return plain.status();
+  b.rows = *std::move(rows);
+  b.plain = *std::move(plain);
+  return b;
+}
+
+#define PCP_BACKENDS_OR_SKIP(var)                  \
+  absl::StatusOr<Backends> var = CreateBackends(); \
+  if (!var.ok()) GTEST_SKIP() << "no Vulkan device: " << var.status()
+
+struct Compiled {
+  std::unique_ptr<Executable> exe;
+  VulkanSchedule schedule;
+};
+
+Compiled CompileOn(Backend& backend, const Function& f) {
+  Compiled c;
+  absl::StatusOr<std::unique_ptr<Executable>> exe = backend.Compile(f);
+  EXPECT_TRUE(exe.ok()) << f.name << ": " << exe.status();
+  if (!exe.ok()) return c;
+  absl::StatusOr<VulkanSchedule> schedule = GetVulkanSchedule(**exe);
+  EXPECT_TRUE(schedule.ok()) << schedule.status();
+  if (schedule.ok()) c.schedule = *schedule;
+  c.exe = *std::move(exe);
+  return c;
+}
+
+bool SameBits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].byte_size() != b[i].byte_size() || std::memcmp(a[i].raw_data(), b[i].raw_data(), a[i].byte_size()) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Runs `c` twice (the second run must give the same bits) and returns the results.
+std::vector<Tensor> RunTwice(Backend& backend, const Compiled& c, const std::vector<Tensor>& args) {
+  std::vector<Tensor> first;
+  if (c.exe == nullptr) return first;
+  const Function& f = c.exe->function();
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<Buffer*> in, out;
+  for (const Tensor& a : args) {
+    absl::StatusOr<std::unique_ptr<Buffer>> buf = backend.Allocate({a.dtype(), a.shape()});
+    EXPECT_TRUE(buf.ok() && backend.CopyIn(a, **buf).ok());
+    if (!buf.ok()) return first;
+    in.push_back(buf->get());
+    owned.push_back(*std::move(buf));
+  }
+  for (ValueId r : f.results) {
+    absl::StatusOr<std::unique_ptr<Buffer>> buf = backend.Allocate(f.type(r));
+    EXPECT_TRUE(buf.ok());
+    if (!buf.ok()) return first;
+    out.push_back(buf->get());
+    owned.push_back(*std::move(buf));
+  }
+  for (int r = 0; r < 2; ++r) {
+    absl::Status s = c.exe->Run(in, out);
+    EXPECT_TRUE(s.ok()) << s;
+    std::vector<Tensor> results;
+    for (Buffer* b : out) {
+      absl::StatusOr<Tensor> t = backend.CopyOut(*b);
+      EXPECT_TRUE(t.ok()) << t.status();
+      if (t.ok()) results.push_back(*std::move(t));
+    }
+    if (r == 0) {
+      first = std::move(results);
+    } else {
+      EXPECT_TRUE(SameBits(results, first)) << f.name << ": a second run gave other bits";
+    }
+  }
+  return first;
+}
+
+// Rows of random values, then rows holding NaN, +inf, -inf, both infinities, all -0, a huge
+// value (its square overflows) and tiny ones (squares underflow), all -inf (a fully masked row).
+Tensor Input(const Shape& s, uint64_t seed, bool special) {
+  Tensor t = RandomTensor(F32(s), seed, -3, 3);
+  if (!special) return t;
+  const int64_t c = s.back();
+  float* p = t.data<float>();
+  const float inf = std::numeric_limits<float>::infinity();
+  p[1 * c + c / 2] = std::numeric_limits<float>::quiet_NaN();
+  p[2 * c] = inf;
+  p[3 * c + c - 1] = -inf;
+  p[4 * c] = inf;
+  p[4 * c + (c > 1 ? 1 : 0)] = -inf;
+  for (int64_t j = 0; j < c; ++j) p[5 * c + j] = -0.0f;
+  p[6 * c + 3 % c] = 3e30f;
+  for (int64_t j = 0; j < c; ++j) p[7 * c + j] = 1e-30f * static_cast<float>(j % 3);
+  for (int64_t j = 0; j < c; ++j) p[8 * c + j] = -inf;
+  return t;
+}
+
+// f's arguments: the first (rows) from Input, the others random (integers in [0, 5)).
+std::vector<Tensor> Args(const Function& f, bool special) {
+  std::vector<Tensor> args;
+  for (size_t k = 0; k < f.params.size(); ++k) {
+    const TensorType& t = f.type(f.params[k]);
+    if (k == 0) {
+      args.push_back(Input(t.shape, 11, special));
+    } else if (t.dtype == DType::kF32) {
+      args.push_back(RandomTensor(t, 20 + k, -2, 2));
+    } else {
+      args.push_back(RandomTensor(t, 20 + k, 0, std::min<int64_t>(5, f.type(f.params[0]).shape.back())));
+    }
+  }
+  return args;
+}
+
+// With row kernels: near the interpreter (NaN where it has NaN, the same infinities), the
+// plain plan's results too; fewer dispatches than the plain plan, at most `max_dispatches`.
+void CheckRows(Backends& b, const Function& f, int max_dispatches) {
+  const Compiled rows = CompileOn(*b.rows, f);
+  const Compiled plain = CompileOn(*b.plain, f);
+  EXPECT_GE(rows.schedule.row_kernels, 1);
+  EXPECT_EQ(plain.schedule.row_kernels, 0);
+  EXPECT_LT(rows.schedule.dispatches, plain.schedule.dispatches);
+  EXPECT_LE(rows.schedule.dispatches, max_dispatches);
+  std::printf("%s: %d dispatches (%d row kernels), %d without row kernels\n", f.name.c_str(), rows.schedule.dispatches,
+              rows.schedule.row_kernels, plain.schedule.dispatches);
+  for (bool special : {false, true}) {
+    SCOPED_TRACE(special ? "special values" : "finite values");
+    const std::vector<Tensor> args = Args(f, special);
+    absl::StatusOr<std::vector<Tensor>> want = Interpret(f, args);
+    ASSERT_TRUE(want.ok()) << want.status();
+    const std::vector<Tensor> got = RunTwice(*b.rows, rows, args);
+    const std::vector<Tensor> got_plain = RunTwice(*b.plain, plain, args);
+    ASSERT_EQ(got.size(), want->size());
+    ASSERT_EQ(got_plain.size(), want->size());
+    for (size_t i = 0; i < want->size(); ++i) {
+      EXPECT_TRUE(TensorsNear(got[i], (*want)[i], 1e-4, 1e-5)) << "result " << i;
+      EXPECT_TRUE(TensorsNear(got_plain[i], (*want)[i], 1e-4, 1e-5)) << "result " << i << " without row kernels";
+    }
+  }
+}
+
+Function Built(FunctionBuilder& b) {
+  absl::StatusOr<Function> f = b.Build();
+  EXPECT_TRUE(f.ok()) << f.status();
+  Function out = f.ok() ? *std::move(f) : Function{};
+  EXPECT_TRUE(RunStandardPasses(out).ok());
+  return out;
+}
+
+ValueId SoftmaxRows(FunctionBuilder& b, ValueId x, const Shape& s) {
+  const int64_t r = static_cast<int64_t>(s.size()) - 1;
+  std::vector<int64_t> keep(static_cast<size_t>(r));
+  for (int64_t d = 0; d < r; ++d) keep[static_cast<size_t>(d)] = d;
+  ValueId e = b.Exp(b.Sub(x, b.BroadcastInDim(b.ReduceMax(x, {r}), s, keep)));
+  return b.Div(e, b.BroadcastInDim(b.ReduceSum(e, {r}), s, keep));
+}
+
+Function Softmax(int64_t c) {
+  FunctionBuilder b("softmax");
+  const Shape s = {kB, kT, c};
+  b.Return({SoftmaxRows(b, b.Parameter(F32(s)), s)});
+  return Built(b);
+}
+
+// Attention's softmax (libs/models/src/gpt.cc): scaled, causally masked with -inf, over
+// [B, H, T, T] rows.
+Function MaskedSoftmax(int64_t t) {
+  FunctionBuilder b("masked_softmax");
+  const Shape s = {2, 2, t, t};
+  ValueId x = b.Parameter(F32(s));
+  ValueId att = b.BMul(x, b.ScalarConstant(0.125));
+  ValueId rows = b.Iota(TensorType{DType::kI32, {t, t}}, 0);
+  ValueId cols = b.Iota(TensorType{DType::kI32, {t, t}}, 1);
+  ValueId causal = b.BroadcastInDim(b.Compare(cols, rows, ComparisonDirection::kLE), s, {2, 3});
+  att = b.Select(causal, att, b.Full(-std::numeric_limits<double>::infinity(), F32(s)));
+  b.Return({SoftmaxRows(b, att, s)});
+  return Built(b);
+}
+
+struct Stats {
+  ValueId centered, mean, rstd;
+};
+
+Stats LayerNormStats(FunctionBuilder& b, ValueId x, const Shape& s) {
+  ValueId inv_c = b.ScalarConstant(1.0 / static_cast<double>(s.back()));
+  ValueId mean = b.BMul(b.ReduceSum(x, {2}), inv_c);
+  ValueId centered = b.Sub(x, b.BroadcastInDim(mean, s, {0, 1}));
+  ValueId var = b.BMul(b.ReduceSum(b.Mul(centered, centered), {2}), inv_c);
+  ValueId rstd = b.Rsqrt(b.BAdd(var, b.ScalarConstant(1e-5)));
+  return {centered, mean, rstd};
+}
+
+// y = (x - mean) rstd w + b, with mean and rstd as results too (per-row outputs).
+Function LayerNormForward(int64_t c) {
+  FunctionBuilder b("layer_norm");
+  const Shape s = {kB, kT, c};
+  ValueId x = b.Parameter(F32(s)), w = b.Parameter(F32({c})), bias = b.Parameter(F32({c}));
+  const Stats st = LayerNormStats(b, x, s);
+  ValueId y = b.BMul(b.Mul(st.centered, b.BroadcastInDim(st.rstd, s, {0, 1})), w);
+  b.Return({b.BAdd(y, bias), st.mean, st.rstd});
+  return Built(b);
+}
+
+// dx of LayerNorm: rstd (g - mean(g) - xhat mean(g xhat)), g = dy w: four row sums in three
+// passes.
+Function LayerNormBackward(int64_t c) {
+  FunctionBuilder b("layer_norm_grad");
+  const Shape s = {kB, kT, c};
+  ValueId x = b.Parameter(F32(s)), dy = b.Parameter(F32(s)), w = b.Parameter(F32({c}));
+  const Stats st = LayerNormStats(b, x, s);
+  ValueId rstd = b.BroadcastInDim(st.rstd, s, {0, 1});
+  ValueId xhat = b.Mul(st.centered, rstd);
+  ValueId g = b.BMul(dy, w);
+  ValueId inv_c = b.ScalarConstant(1.0 / static_cast<double>(c));
+  ValueId mean_g = b.BMul(b.ReduceSum(g, {2}), inv_c);
+  ValueId mean_gx = b.BMul(b.ReduceSum(b.Mul(g, xhat), {2}), inv_c);
+  ValueId inner =
+      b.Sub(b.Sub(g, b.BroadcastInDim(mean_g, s, {0, 1})), b.Mul(xhat, b.BroadcastInDim(mean_gx, s, {0, 1})));
+  b.Return({b.Mul(inner, rstd)});
+  return Built(b);
+}
+
+// The mean cross-entropy of [B, T, V] logits (pcp/models/cross_entropy.h) and, with
+// `gradient`, also its gradient as autodiff builds it.
+Function CrossEntropy(int64_t v, bool gradient) {
+  FunctionBuilder b("cross_entropy");
+  ValueId logits = b.Parameter(F32({kB, kT, v}), "logits");
+  ValueId targets = b.Parameter({DType::kI32, {kB, kT}}, "targets");
+  b.Return({MeanCrossEntropy(b, logits, targets)});
+  Function f = Built(b);
+  if (!gradient) return f;
+  absl::StatusOr<Function> g = BuildGradientFunction(f, {0});
+  EXPECT_TRUE(g.ok()) << g.status();
+  Function out = g.ok() ? *std::move(g) : Function{};
+  EXPECT_TRUE(RunStandardPasses(out).ok());
+  return out;
+}
+
+// sum(w * layer_norm(x) or softmax(x)) and its gradient in x and w, as autodiff builds it.
+Function GradientOf(int64_t c, bool layer_norm) {
+  FunctionBuilder b(layer_norm ? "layer_norm_vjp" : "softmax_vjp");
+  const Shape s = {kB, kT, c};
+  ValueId x = b.Parameter(F32(s), "x"), w = b.Parameter(F32(s), "w");
+  ValueId y = kNoValue;
+  if (layer_norm) {
+    const Stats st = LayerNormStats(b, x, s);
+    y = b.Mul(st.centered, b.BroadcastInDim(st.rstd, s, {0, 1}));
+  } else {
+    y = SoftmaxRows(b, x, s);
+  }
+  b.Return({b.ReduceSum(b.Mul(y, w), {0, 1, 2})});
+  Function f = Built(b);
+  absl::StatusOr<Function> g = BuildGradientFunction(f, {0, 1});
+  EXPECT_TRUE(g.ok()) << g.status();
+  Function out = g.ok() ? *std::move(g) : Function{};
+  EXPECT_TRUE(RunStandardPasses(out).ok());
+  return out;
+}
+
+TEST(VulkanRowKernelTest, SoftmaxIsOneDispatch) {
+  PCP_BACKENDS_OR_SKIP(b);
+  for (int64_t c : kRowLengths) {
+    SCOPED_TRACE(::testing::Message() << "rows of " << c);
+    CheckRows(*b, Softmax(c), 1);
+  }
+}
+
+TEST(VulkanRowKernelTest, MaskedSoftmaxIsOneDispatch) {
+  PCP_BACKENDS_OR_SKIP(b);
+  for (int64_t t : {int64_t{9}, int64_t{33}, int64_t{300}}) {
+    SCOPED_TRACE(::testing::Message() << "rows of " << t);
+    CheckRows(*b, MaskedSoftmax(t), 1);
+  }
+}
+
+TEST(VulkanRowKernelTest, LayerNormForwardIsOneDispatch) {
+  PCP_BACKENDS_OR_SKIP(b);
+  for (int64_t c : kRowLengths) {
+    SCOPED_TRACE(::testing::Message() << "rows of " << c);
+    CheckRows(*b, LayerNormForward(c), 1);
+  }
+}
+
+TEST(VulkanRowKernelTest, LayerNormBackwardIsOneDispatch) {
+  PCP_BACKENDS_OR_SKIP(b);
+  for (int64_t c : kRowLengths) {
+    SCOPED_TRACE(::testing::Message() << "rows of " << c);
+    CheckRows(*b, LayerNormBackward(c), 1);
+  }
+}
+
+// The loss's row part (max, sum of exp) is one dispatch, the mean over all rows another.
+TEST(VulkanRowKernelTest, CrossEntropyRows) {
+  PCP_BACKENDS_OR_SKIP(b);
+  for (int64_t v : kRowLengths) {
+    SCOPED_TRACE(::testing::Message() << "vocabulary " << v);
+    CheckRows(*b, CrossEntropy(v, /*gradient=*/false), 2);
+  }
+}
+
+// Gradients as autodiff writes them (broadcasts' rules reduce, reductions' rules broadcast):
+// fewer dispatches than without row kernels, near the interpreter.
+TEST(VulkanRowKernelTest, AutodiffGradients) {
+  PCP_BACKENDS_OR_SKIP(b);
+  for (int64_t c : {int64_t{1}, int64_t{17}, int64_t{65}, int64_t{700}}) {
+    SCOPED_TRACE(::testing::Message() << "rows of " << c);
+    {
+      SCOPED_TRACE("cross-entropy");
+      CheckRows(*b, CrossEntropy(c, /*gradient=*/true), 8);
+    }
+    {
+      SCOPED_TRACE("softmax");
+      CheckRows(*b, GradientOf(c, /*layer_norm=*/false), 8);
+    }
+    {
+      SCOPED_TRACE("layer norm");
+      CheckRows(*b, GradientOf(c, /*layer_norm=*/true), 8);
+    }
+  }
+}
+
+// Relative to each tensor's scale, as GptTrainStepMatchesCpuBackend (vulkan_backend_test.cc).
+double ScaledError(const Tensor& got, const Tensor& want) {
+  double scale = 0;
+  for (double x : ::pcp::testing::ToDoubles(want)) scale = std::max(scale, std::abs(x));
+  return MaxRelativeError(got, want, scale);
+}
+
+// The GPT train step and its forward: fewer dispatches with row kernels than without, the
+// same results within the tolerance the Vulkan GPT test holds the backend to against the CPU.
+TEST(VulkanRowKernelTest, GptTrainStepInFewerDispatches) {
+  PCP_BACKENDS_OR_SKIP(b);
+  const GPTConfig config{.vocab_size = 65, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32, .bias = true};
+  const int64_t batch = 4;
+  absl::StatusOr<Function> forward = BuildGptForwardLoss(config, batch, config.block_size);
+  ASSERT_TRUE(forward.ok()) << forward.status();
+  // eps 1e-6: see GptTrainStepMatchesCpuBackend (Adam turns rounding noise in zero gradients
+  // into steps of +-lr with eps 1e-8).
+  absl::StatusOr<Function> step =
+      BuildTrainStep(*forward,
+                     AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.1, .grad_clip = 1.0});
+  ASSERT_TRUE(step.ok()) << step.status();
+  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(config, 11);
+  ASSERT_TRUE(init.ok()) << init.status();
+  const std::vector<Tensor> args =
+      ::pcp::testing::TrainStepArgs(*init, 1e-3f, batch, config.block_size, config.vocab_size, 3);
+
+  const Compiled rows = CompileOn(*b->rows, *step);
+  const Compiled plain = CompileOn(*b->plain, *step);
+  EXPECT_GT(rows.schedule.row_kernels, 0);
+  EXPECT_LT(rows.schedule.dispatches, plain.schedule.dispatches);
+  const std::vector<Tensor> got = RunTwice(*b->rows, rows, args);
+  const std::vector<Tensor> got_plain = RunTwice(*b->plain, plain, args);
+  ASSERT_EQ(got.size(), step->results.size());
+  ASSERT_EQ(got_plain.size(), step->results.size());
+  const float loss = got.back().data<float>()[0], plain_loss = got_plain.back().data<float>()[0];
+  EXPECT_NEAR(loss, plain_loss, 1e-4 * std::abs(plain_loss));
+  double worst = 0;
+  for (size_t i = 0; i + 1 < got.size(); ++i) {
+    const double err = ScaledError(got[i], got_plain[i]);
+    worst = std::max(worst, err);
+    EXPECT_LE(err, 1e-4) << step->result_names[i];
+  }
+
+  // The forward alone (the loss).
+  std::vector<Tensor> forward_args;
+  for (const NamedTensor& p : *init) forward_args.push_back(p.tensor);
+  forward_args.push_back(args[args.size() - 2]);
+  forward_args.push_back(args.back());
+  ASSERT_EQ(forward_args.size(), forward->params.size());
+  const Compiled rows_fwd = CompileOn(*b->rows, *forward);
+  const Compiled plain_fwd = CompileOn(*b->plain, *forward);
+  EXPECT_LT(rows_fwd.schedule.dispatches, plain_fwd.schedule.dispatches);
+  const std::vector<Tensor> got_fwd = RunTwice(*b->rows, rows_fwd, forward_args);
+  ASSERT_FALSE(got_fwd.empty());
+  absl::StatusOr<std::vector<Tensor>> want = Interpret(*forward, forward_args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_TRUE(TensorsNear(got_fwd[0], (*want)[0], 1e-4, 1e-5));
+  std::printf(
+      "GPT train step: %d dispatches with row kernels (%d of them row kernels), %d without; forward %d vs %d; "
+      "loss %.7f vs %.7f, max scaled difference of the updated state %.3g\n",
+      rows.schedule.dispatches, rows.schedule.row_kernels, plain.schedule.dispatches, rows_fwd.schedule.dispatches,
+      plain_fwd.schedule.dispatches, loss, plain_loss, worst);
+}
+
+}  // namespace
+}  // namespace pcp
