@@ -2,10 +2,11 @@
 """Communication table (issue 12): trains the default job (config/jobs/shakespeare_char.yaml:
 nanoGPT's CPU configuration, 2 workers, tau = 50, 2000 inner steps per worker) on a local
 cluster once per mode, each worker behind an emulated link (default 10 Mbit/s each way), and
-prints one table:
+prints one table per worker count:
 
-  mode | val loss | bytes up+down per worker per inner step | x fewer than data-parallel |
-  peak bytes per sync / (|theta| x 4 / P) | wall time | network wait %
+  mode | val loss | Δ val vs f32 | bytes up+down per worker per inner step |
+  x fewer than data-parallel | after the join | Δ up x fewer than f32 Δ |
+  peak bytes per sync / (|theta| x 4 / P) | wall time | ÷ compute-only | network wait %
 
 - bytes: the job's own history (every round's bytes_up + bytes_down at the shepherd: Δs in,
   θ / θ updates / fragments out), divided by workers and by max_iters.
@@ -24,6 +25,7 @@ training would take (loopback costs little).
 
   bench/comm_table.py                       # every mode, about 25 minutes on 2 cores
   bench/comm_table.py --modes f32,int4 --link-mbit 100 --json table.json
+  bench/comm_table.py --workers 2,4 --modes "compute-only,f32,sparseloco 3%"   # one table per count
 
 Loopback only; every process is started and stopped by PID (scripts/chaos.py's Cluster).
 """
@@ -165,7 +167,8 @@ def main():
     ap.add_argument("--no-link", action="store_true",
                     help="no emulated link in any mode (losses and bytes only: exploratory runs)")
     ap.add_argument("--job", default=os.path.join(ROOT, "config/jobs/shakespeare_char.yaml"))
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", default="2",
+                    help="worker counts, comma-separated (e.g. 2,4): one table each, in this order")
     ap.add_argument("--link-mbit", type=float, default=10.0)
     ap.add_argument("--link-rtt-ms", type=float, default=0.0)
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
@@ -184,9 +187,33 @@ def main():
     for m in modes:
         if m not in MODES:
             sys.exit(f"comm_table: unknown mode '{m}' (modes: {', '.join(MODES)})")
+    try:
+        counts = [int(w) for w in args.workers.split(",") if w.strip()]
+    except ValueError:
+        sys.exit(f"comm_table: --workers wants worker counts such as 2,4, got '{args.workers}'")
+    if not counts or min(counts) < 1:
+        sys.exit(f"comm_table: --workers wants worker counts >= 1, got '{args.workers}'")
+    tables = {}
+    for workers in counts:
+        args.workers = workers  # Cluster: CPU threads per worker; run_mode: the job's workers
+        tables[str(workers)] = run_table(args, modes, base_text, tables)
+    if args.json:
+        write_json(args.json, tables, complete=True)
+
+
+def write_json(path, tables, complete):
+    with open(path, "w") as f:
+        json.dump({"tables": tables, "complete": complete}, f, indent=1)
+
+
+def run_table(args, modes, base_text, tables):
+    """Every mode at args.workers workers; prints the table and returns its rows (the JSON's
+    tables[workers]); the JSON is rewritten after every mode, so a run cut short keeps them."""
     max_iters = int(re.search(r"(?m)^  max_iters: (\d+)", base_text).group(1))
+    tau = int(re.search(r"(?m)^  inner_steps: (\d+)", base_text).group(1))
     rows = []
     n_params = None
+    table = {"n_params": None, "tau": tau, "workers": args.workers, "rows": rows}
     for m in modes:
         extra, link = MODES[m]
         row = run_mode(args, m, extra, link and not args.no_link, base_text)
@@ -194,6 +221,7 @@ def main():
             # |θ| from the checkpoint header's parameter count in the shepherd log.
             with open(os.path.join(row["state"], "logs", "shepherd.log"), errors="replace") as f:
                 n_params = float(re.search(r"([\d.]+)M parameters", f.read()).group(1)) * 1e6
+            table["n_params"] = n_params
         p = int(re.search(r"fragments: (\d+)", extra).group(1)) if "fragments" in extra else 1
         row["bytes_per_step"] = (row["bytes_up"] + row["bytes_down"]) / args.workers / max_iters
         row["x_fewer_than_dp"] = 2 * n_params * 4 / row["bytes_per_step"]
@@ -205,32 +233,28 @@ def main():
         # headers and messages included.
         row["up_x_fewer_than_f32"] = row["deltas"] * n_params * 4 / p / max(1, row["bytes_up"])
         rows.append(row)
-        if args.json:  # after every mode, so that a run cut short keeps the rows it finished
-            with open(args.json, "w") as f:
-                json.dump({"n_params": n_params, "tau": int(re.search(r"(?m)^  inner_steps: (\d+)", base_text).group(1)),
-                           "rows": rows, "complete": False}, f, indent=1)
-        print(f"   {m}: val {row['val_loss']:.4f}, {row['bytes_per_step']:.0f} B/worker/step "
+        if args.json:
+            write_json(args.json, {**tables, str(args.workers): table}, complete=False)
+        print(f"   {args.workers} workers, {m}: val {row['val_loss']:.4f}, {row['bytes_per_step']:.0f} B/worker/step "
               f"({row['x_fewer_than_dp']:.0f}x fewer than DP), wall {row['wall_s']:.1f} s, "
               f"network wait {100 * row['network_wait']:.1f}%", flush=True)
     rows.sort(key=lambda r: list(MODES).index(r["mode"]))  # the table in MODES' order, whatever the run order
-    tau = int(re.search(r"(?m)^  inner_steps: (\d+)", base_text).group(1))
     print(f"\n|θ| = {n_params / 1e6:.3f}M parameters, tau = {tau}, {args.workers} workers, {max_iters} inner steps "
           f"each, link {args.link_mbit:g} Mbit/s each way" + (f", RTT {args.link_rtt_ms:g} ms" if args.link_rtt_ms else ""))
     compute_only = next((r["wall_s"] for r in rows if r["mode"] == "compute-only"), None)
-    print("| mode | val loss | bytes up+down per worker per inner step | × fewer than data-parallel "
-          "| the same after the join (θ in full once) | Δ up: × fewer than f32 Δ "
+    f32_val = next((r["val_loss"] for r in rows if r["mode"] == "f32"), None)
+    print("| mode | val loss | Δ val vs f32 | bytes up+down per worker per inner step | × fewer than data-parallel "
+          "| the same after the join (θ in full once): × fewer than f32 DiLoCo | Δ up: × fewer than f32 Δ "
           "| peak Δ bytes per sync ÷ (|θ|·4/P) | wall time | ÷ compute-only | network wait % |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['mode']} | {r['val_loss']:.4f} | {r['bytes_per_step']:,.0f} | {r['x_fewer_than_dp']:,.0f} "
+        dval = f"{r['val_loss'] - f32_val:+.4f}" if f32_val is not None else "–"
+        print(f"| {r['mode']} | {r['val_loss']:.4f} | {dval} | {r['bytes_per_step']:,.0f} | {r['x_fewer_than_dp']:,.0f} "
               f"= {r['x_fewer_than_dp'] / tau:.2f}τ | {r['bytes_per_step_after_join']:,.0f} B: "
-              f"{r['x_fewer_after_join'] / tau:.2f}τ | {r['up_x_fewer_than_f32']:,.1f} | {r['peak_share']:.3f} "
+              f"{r['x_fewer_after_join'] / tau:.1f} | {r['up_x_fewer_than_f32']:,.1f} | {r['peak_share']:.3f} "
               f"| {r['wall_s']:.1f} s | {r['wall_s'] / compute_only if compute_only else float('nan'):.3f} "
-              f"| {100 * r['network_wait']:.1f} |")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"n_params": n_params, "tau": tau, "rows": rows, "complete": True}, f, indent=1)
-
+              f"| {100 * r['network_wait']:.1f} |", flush=True)
+    return table
 
 if __name__ == "__main__":
     main()
