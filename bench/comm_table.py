@@ -77,7 +77,7 @@ MODES = {
         "  compression: {up: topk2, down: int4, density: 0.03, error_feedback: true}\n", True),
     # SparseLoCo (scheme: sparseloco, codec/compression.h): topk2 up with error feedback decayed by
     # 0.95, outer step lr 4 without momentum, and down the exact support of the averaged sparse Δs
-    # (down_mode union, topk8 values, no shepherd error feedback). The default job names outer_lr
+    # (down_mode union, topk2 values, no shepherd error feedback). The default job names outer_lr
     # and outer_momentum, which a scheme does not override: the modes set them as the scheme would.
     "sparseloco 3%": (SPARSELOCO_OUTER + "  compression: {scheme: sparseloco, density: 0.03}\n", True),
     "sparseloco 1.5%": (SPARSELOCO_OUTER + "  compression: {scheme: sparseloco, density: 0.015}\n", True),

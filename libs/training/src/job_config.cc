@@ -403,7 +403,7 @@ absl::Status FinishCompression(const Context& ctx, DiLoCoConfig& d) {
   if (c.scheme == codec::CompressionScheme::kSparseLoco) {
     auto unset = [&ctx](absl::string_view key) { return !ctx.Has(absl::StrCat("diloco.", key)); };
     if (unset("compression.up")) c.up = codec::Codec::kTopk2;
-    if (unset("compression.down")) c.down = codec::Codec::kTopk8;
+    if (unset("compression.down")) c.down = codec::Codec::kTopk2;
     if (unset("compression.down_mode")) c.down_mode = codec::DownMode::kUnion;
     if (unset("compression.error_feedback")) c.error_feedback = codec::FeedbackMode::kOn;
     if (unset("compression.density")) c.density = codec::kSparseLocoDensity;

@@ -216,7 +216,7 @@ TEST(JobConfigTest, SparseLocoSchemeSetsWhatTheJobLeavesOut) {
   const codec::CompressionOptions& c = job->diloco.compression;
   EXPECT_EQ(c.scheme, codec::CompressionScheme::kSparseLoco);
   EXPECT_EQ(c.up, codec::Codec::kTopk2);
-  EXPECT_EQ(c.down, codec::Codec::kTopk8);
+  EXPECT_EQ(c.down, codec::Codec::kTopk2);
   EXPECT_EQ(c.down_mode, codec::DownMode::kUnion);
   EXPECT_EQ(c.error_feedback, codec::FeedbackMode::kOn);
   EXPECT_EQ(c.density, codec::kSparseLocoDensity);

@@ -1,6 +1,6 @@
 // The shepherd's θ-update encoder (services/shepherd/src/theta_encoder.h) with
 // diloco.compression.down_mode union (SparseLoCo): after a plain averaged outer step (no
-// momentum) of two workers' sparse Δs, every nonzero of the update goes down and nothing else;
+// momentum) of two workers' sparse Δs, every nonzero of the update goes down and nothing else (with topk8, topk4 and topk2);
 // a replica that applies the chunks it receives ends bit-identical to the shepherd's θ; no
 // error feedback leaks into the next round; a damaged update is InvalidArgument.
 #include "theta_encoder.h"
@@ -57,9 +57,10 @@ std::vector<Tensor> SparseDelta(uint64_t seed) {
   return delta;
 }
 
-codec::CompressionOptions Union() {
+// SparseLoCo's settings with the union sent by `down` (topk8; topk2 is the scheme's default).
+codec::CompressionOptions Union(codec::Codec down = codec::Codec::kTopk8) {
   return {.up = codec::Codec::kTopk2,
-          .down = codec::Codec::kTopk8,
+          .down = down,
           .error_feedback = codec::FeedbackMode::kOn,
           .density = kDensity,
           .ef_decay = 0.95,
@@ -90,10 +91,16 @@ absl::StatusOr<std::vector<Tensor>> Replica(const std::vector<Tensor>& theta, co
 
 bool SameBits(float a, float b) { return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b); }
 
-TEST(ThetaEncoderTest, UnionSendsEveryNonzeroOfThePlainAverageAndReplicasMatchBitForBit) {
-  ThetaEncoder encoder(Union(), kDefaultChunkBytes, kSpecs, /*fragments=*/nullptr);
-  EXPECT_FALSE(Union().FeedbackDown());
-  EXPECT_EQ(Union().DownDensity(), 1.0);
+class UnionTest : public ::testing::TestWithParam<codec::Codec> {};
+
+TEST_P(UnionTest, SendsEveryNonzeroOfThePlainAverageAndReplicasMatchBitForBit) {
+  const codec::Codec down = GetParam();
+  // The codec's magnitude levels: 1..L of s = absmax/L (codec.h).
+  const int bits = down == codec::Codec::kTopk8 ? 8 : down == codec::Codec::kTopk4 ? 4 : 2;
+  const float levels = static_cast<float>(1 << (bits - 1));
+  ThetaEncoder encoder(Union(down), kDefaultChunkBytes, kSpecs, /*fragments=*/nullptr);
+  EXPECT_FALSE(Union(down).FeedbackDown());
+  EXPECT_EQ(Union(down).DownDensity(), 1.0);
   OuterOptimizer outer({.lr = 1.0, .momentum = 0.0, .nesterov = true}, kSpecs);
   std::vector<Tensor> theta = Theta();
   for (uint64_t round = 1; round <= 3; ++round) {
@@ -107,7 +114,7 @@ TEST(ThetaEncoderTest, UnionSendsEveryNonzeroOfThePlainAverageAndReplicasMatchBi
     ASSERT_TRUE(encoder.EncodeRound(round, theta, &next).ok());
     std::shared_ptr<const ChunkedList> update = encoder.UpdateFrom(round);
     ASSERT_NE(update, nullptr);
-    EXPECT_EQ(update->codec(), codec::Codec::kTopk8);
+    EXPECT_EQ(update->codec(), down);
 
     int64_t in_union = 0, total = 0;
     for (size_t i = 0; i < kSpecs.size(); ++i) {
@@ -128,15 +135,15 @@ TEST(ThetaEncoderTest, UnionSendsEveryNonzeroOfThePlainAverageAndReplicasMatchBi
           continue;
         }
         ++in_union;
-        // 8-bit levels s = the block's absmax/128 (≤ the tensor's): within s/2, or within s for a
-        // value under s/2, which still goes as one step (a kept value is never 0).
-        ASSERT_NEAR(got[k], want[k], absmax / 128 * 1.01 + 1e-6f) << "round " << round << " [" << k << "]";
+        // Levels s = the block's absmax/L (≤ the tensor's): within s/2, or within s for a value
+        // under s/2, which still goes as one step (a kept value is never 0).
+        ASSERT_NEAR(got[k], want[k], absmax / levels * 1.01f + 1e-6f) << "round " << round << " [" << k << "]";
       }
     }
     EXPECT_GT(in_union, static_cast<int64_t>(kDensity * static_cast<double>(total)));
     EXPECT_LE(in_union, static_cast<int64_t>(2 * (kDensity + 0.001) * static_cast<double>(total)));
-    // 8 bits per sent value plus positions (Rice gaps) and scales: under 20 bits a value.
-    EXPECT_LT(static_cast<double>(update->total_bytes()), 2.5 * static_cast<double>(in_union))
+    // `bits` per sent value plus positions (Rice gaps) and scales: under bits + 12 a value.
+    EXPECT_LT(static_cast<double>(update->total_bytes()), (bits + 12) / 8.0 * static_cast<double>(in_union))
         << update->total_bytes() << " bytes for " << in_union << " values";
 
     absl::StatusOr<std::vector<Tensor>> replica = Replica(theta, *update);
@@ -150,6 +157,12 @@ TEST(ThetaEncoderTest, UnionSendsEveryNonzeroOfThePlainAverageAndReplicasMatchBi
     theta = next;  // the shepherd's θ is what the replicas hold
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(DownCodecs, UnionTest,
+                         ::testing::Values(codec::Codec::kTopk8, codec::Codec::kTopk4, codec::Codec::kTopk2),
+                         [](const ::testing::TestParamInfo<codec::Codec>& info) {
+                           return std::string(codec::CodecName(info.param));
+                         });
 
 TEST(ThetaEncoderTest, FeedbackModeKeepsTheResidualAndSendsItLater) {
   // down_mode feedback (the default) with the same codec: what rounding lost in round 1 goes

@@ -22,7 +22,7 @@
 //     feedback; union sends every nonzero of the update (density 1: no value dropped), its
 //     values with `down`'s levels and no error feedback. With no outer momentum the update is
 //     −lr × the average of the workers' sparse Δs, so its support is the union of theirs; a
-//     sparse `down` codec only (topk8: 8-bit values, the rounding the only loss).
+//     sparse `down` codec only (topk2: 2-bit values per block, the rounding the only loss).
 #ifndef PCP_CODEC_COMPRESSION_H_
 #define PCP_CODEC_COMPRESSION_H_
 
@@ -55,7 +55,7 @@ inline constexpr std::pair<CompressionScheme, absl::string_view> kCompressionSch
     {CompressionScheme::kSparseLoco, "sparseloco"},
 };
 
-// What `scheme: sparseloco` sets, for each key the job leaves out: up topk2, down topk8 with
+// What `scheme: sparseloco` sets, for each key the job leaves out: up topk2, down topk2 with
 // down_mode union, error feedback on, these, and the outer step without momentum (outer_momentum
 // 0, outer_lr kSparseLocoOuterLr: θ ← θ − lr·mean(Δ̂)). The outer lr was tuned on the default
 // job (40 rounds of τ = 50; 2 and 4 workers): lr 1, the paper's plain average, ended 0.20
