@@ -1,8 +1,9 @@
 // The shepherd's θ-update encoder (services/shepherd/src/theta_encoder.h) with
 // diloco.compression.down_mode union (SparseLoCo): after a plain averaged outer step (no
-// momentum) of two workers' sparse Δs, every nonzero of the update goes down and nothing else (with topk8, topk4 and topk2);
-// a replica that applies the chunks it receives ends bit-identical to the shepherd's θ; no
-// error feedback leaks into the next round; a damaged update is InvalidArgument.
+// momentum) of two workers' sparse Δs, every nonzero of the update goes down and nothing else
+// (with topk8, topk4 and topk2); a replica that applies the chunks it receives ends
+// bit-identical to the shepherd's θ; no error feedback leaks into the next round; a damaged
+// update is InvalidArgument.
 #include "theta_encoder.h"
 
 #include <bit>
