@@ -59,7 +59,8 @@
 //                           (no streaming; pcp/training/round_budget.h),
 //              aggregation: auto|streaming|buffered (streaming: no trimmed_mean),
 //              orphan_slots: takeover|idle, mode: sync|async (async: no streaming),
-//              async: {quorum: 1 ([1, workers]), grace_ms: 0, staleness: inverse|none}}
+//              async: {quorum: 1 ([1, workers]), grace_ms: 0,
+//                      staleness: beyond_round|inverse|none, momentum: delayed|every_group}}
 //              (screening: see pcp/diloco/screening.h; compression: pcp/codec/compression.h;
 //              streaming: pcp/diloco/streaming.h; aggregation: pcp/diloco/delta_sum.h;
 //              orphan_slots: pcp/diloco/slot_takeover.h; mode and async: pcp/diloco/async.h. A
