@@ -278,15 +278,18 @@ class RowFuser {
     std::vector<int> kernels = a.kernels;
     kernels.insert(kernels.end(), b.kernels.begin(), b.kernels.end());
     std::sort(kernels.begin(), kernels.end());
+    // Few rows are few work groups: element ops, which a map kernel spreads over the whole
+    // device, join only when there are enough rows or little work.
+    const bool element_ops = NumElements(rows) >= kMinRowsForElementOps || NumElements(element) <= kSmallElementCount;
     for (int k : kernels) {
       const Instruction& inst = Root(k);
       if (inst.op == Op::kReduce) continue;
       if (inst.op == Op::kBroadcastInDim) {
-        if (!IsRowBroadcast(f_, inst, rows, element)) return false;
+        if (!element_ops || !IsRowBroadcast(f_, inst, rows, element)) return false;
         continue;
       }
       const Shape& s = f_.type(inst.result).shape;
-      if (s != element && s != rows) return false;
+      if (s != rows && (s != element || !element_ops)) return false;
     }
     if (Bindings(kernels) > max_bindings_) return false;
     if (!InPlace(kernels, element, rows)) return false;

@@ -19,7 +19,7 @@
 //
 // Kernels merge, consumers into their producers' groups in program order, when the merged
 // group has a row reduction, one S and k, at most kMaxRowReductions reductions and
-// `max_bindings` storage buffers, its members
+// `max_bindings` storage buffers, element ops only with enough rows (below), its members
 // read each other only in place, and no other kernel lies on a path between the two (which
 // would make a cycle). A member's value stays materialized (an output of the row kernel) only
 // if it is a result or another kernel reads it; the rest are computed in the row kernel alone.
@@ -28,6 +28,8 @@
 #ifndef PCP_KERNELS_VULKAN_SRC_ROW_KERNEL_PLAN_H_
 #define PCP_KERNELS_VULKAN_SRC_ROW_KERNEL_PLAN_H_
 
+#include <cstdint>
+
 #include "kernel_plan.h"
 #include "pcp/autodiff/ir.h"
 
@@ -35,6 +37,11 @@ namespace pcp::vulkan {
 
 // Reductions per row kernel (each holds a shared-memory array of the work group's size).
 inline constexpr int kMaxRowReductions = 8;
+// A row kernel has a work group per row: with fewer rows than this it takes element ops only
+// if they have at most kSmallElementCount elements (else a map kernel spread over the device
+// computes them; a gradient norm's one-row reduction does not absorb AdamW's update).
+inline constexpr int64_t kMinRowsForElementOps = 64;
+inline constexpr int64_t kSmallElementCount = 4096;
 
 // Whether `inst` is a row reduction: a reduce of a non-empty f32 tensor over its trailing
 // *reduced_dims (>= 1) dimensions.

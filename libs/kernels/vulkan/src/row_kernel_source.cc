@@ -23,9 +23,10 @@ struct Member {
   int reduction = 0;  // reductions: index of its accumulator and shared array
 };
 
-int64_t NextPowerOfTwo(int64_t n) {
+// The largest power of two <= n (n >= 1): every invocation of a row has an element, none idles.
+int64_t PowerOfTwoAtMost(int64_t n) {
   int64_t p = 1;
-  while (p < n) p <<= 1;
+  while (p * 2 <= n) p <<= 1;
   return p;
 }
 
@@ -48,7 +49,7 @@ KernelSource RowKernelSource(const Function& f, const KernelPlan& plan, const Pl
   const auto split = element.end() - reduced_dims;
   const Shape rows(element.begin(), split), row(split, element.end());
   const int64_t num_rows = NumElements(rows), length = NumElements(row);
-  const int64_t per_row = std::min<int64_t>(NextPowerOfTwo(length), 256);
+  const int64_t per_row = std::min<int64_t>(PowerOfTwoAtMost(length), 256);
   const int64_t local = std::max<int64_t>(per_row, 64);
   const int64_t rows_per_group = local / per_row;
 

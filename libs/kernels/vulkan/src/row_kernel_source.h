@@ -3,8 +3,8 @@
 //
 //   KernelSource src = RowKernelSource(f, plan, k);  // bindings: src.inputs, then k.outputs
 //
-// Each row of L elements is handled by P = min(next power of two >= L, 256) invocations of a
-// work group of max(P, 64), which so holds 64 / P rows when rows are short (one per lane for
+// Each row of L elements is handled by P = min(largest power of two <= L, 256) invocations of
+// a work group of max(P, 64), which so holds 64 / P rows when rows are short (one per lane for
 // L = 1); groups loop over rows beyond the dispatch's 65535 groups. Per row, in order:
 //   - per-row ops that read no reduction;
 //   - for each level of reductions (those that read no reduction of their level): one pass
