@@ -8,11 +8,15 @@
 //   build/bench/pcp_vulkan_bench --device=h100 --threads=16 --sizes=512,1024 --gpt=false
 //   build/bench/pcp_vulkan_bench --cpu=false --sizes=4096 --n_layer=12 --n_head=12 --n_embd=768
 //       --block_size=1024 --vocab_size=50304 --batch_size=12 --json=out.jsonl   (GPT-2 small)
+//   build/bench/pcp_vulkan_bench --cpu=false --sgemm=false --row_kernels=both --n_layer=4 --n_head=4
+//       --n_embd=128 --block_size=64 --batch_size=12 --bias=false   (the default job's model: dispatches
+//       per train step and forward, ms/step, with and without row kernels)
 //
 // --json=FILE appends one JSON line per figure (bench/gpu/run.sh builds its table from them):
 //   {"kind": "matmul", "backend", "device", "precision", "n", "ms", "tflops"}
 //   {"kind": "gpt", "backend", "device", "precision", "n_layer", "n_head", "n_embd", "block_size",
-//    "vocab_size", "batch_size", "ms_per_step", "first_ms", "loss"}
+//    "vocab_size", "batch_size", "ms_per_step", "first_ms", "loss", "row_kernels", "dispatches"}
+//   (dispatches: per train step, with --row_kernels=both; else null)
 //
 // Without a usable Vulkan device it prints why and exits 0 after the CPU figures.
 #include <algorithm>
@@ -58,6 +62,9 @@ ABSL_FLAG(int64_t, block_size, 0, "GPT block (0: 32; --large: 256)");
 ABSL_FLAG(int64_t, vocab_size, 65, "GPT vocabulary (65: tiny_shakespeare's characters)");
 ABSL_FLAG(bool, bias, true, "biases in the GPT's linear layers and LayerNorms");
 ABSL_FLAG(std::string, json, "", "append one JSON line per figure to this file");
+ABSL_FLAG(std::string, row_kernels, "on",
+          "Vulkan row kernels (a softmax or LayerNorm in one dispatch): on, off, or both (time the GPT step with "
+          "and without them and print the dispatches per train step and per forward of each)");
 ABSL_FLAG(std::string, precision, "f32",
           "f32, bf16 or f16: products (sgemm and the GPT's) read and write values rounded to that type, f32 "
           "accumulation and master weights (pcp/autodiff/mixed_precision.h)");
@@ -174,6 +181,13 @@ absl::StatusOr<GptTiming> TimeGpt(Backend& backend, const GptProgram& program, c
   return t;
 }
 
+// Dispatches per Run of `f` compiled by Vulkan backend `backend`.
+absl::StatusOr<VulkanSchedule> ScheduleOf(Backend& backend, const Function& f) {
+  absl::StatusOr<std::unique_ptr<Executable>> exe = backend.Compile(f);
+  if (!exe.ok()) return exe.status();
+  return GetVulkanSchedule(**exe);
+}
+
 int Fail(const std::string& what, const absl::Status& s) {
   std::fprintf(stderr, "vulkan_bench: %s: %s\n", what.c_str(), s.ToString().c_str());
   return 1;
@@ -200,7 +214,20 @@ int Main() {
       options.device_name = d;
     }
   }
+  const std::string row_kernels = absl::GetFlag(FLAGS_row_kernels);
+  if (row_kernels != "on" && row_kernels != "off" && row_kernels != "both") {
+    return Fail("--row_kernels",
+                absl::InvalidArgumentError(absl::StrCat("'", row_kernels, "': expected on, off or both")));
+  }
+  options.row_kernels = row_kernels != "off";
   absl::StatusOr<std::unique_ptr<Backend>> vk = CreateVulkanBackend(options);
+  absl::StatusOr<std::unique_ptr<Backend>> vk_plain = absl::UnavailableError("not asked for");
+  if (vk.ok() && row_kernels == "both") {
+    VulkanBackendOptions plain = options;
+    plain.row_kernels = false;
+    vk_plain = CreateVulkanBackend(plain);
+    if (!vk_plain.ok()) return Fail("vulkan backend without row kernels", vk_plain.status());
+  }
   std::printf("cpu:    %s\n", cpu->DeviceDescription().c_str());
   if (vk.ok()) {
     std::printf("vulkan: %s\n", (*vk)->DeviceDescription().c_str());
@@ -275,7 +302,8 @@ int Main() {
   std::vector<Tensor> params;
   for (const NamedTensor& t : *init) params.push_back(t.tensor);
   GptTiming c, v;
-  auto record = [&](const Backend& backend, const GptTiming& t) {
+  // rows: "true" / "false" for the Vulkan backend's row kernels, "null" for the CPU backend.
+  auto record = [&](const Backend& backend, const GptTiming& t, const char* rows = "null", int dispatches = -1) {
     AppendJson(
         absl::StrCat(R"({"kind": "gpt", "workload": )", JsonString(absl::GetFlag(FLAGS_workload)), R"(, "backend": )",
                      JsonString(backend.Name()), R"(, "device": )", JsonString(backend.DeviceDescription()),
@@ -283,7 +311,8 @@ int Main() {
                      m.n_layer, R"(, "n_head": )", m.n_head, R"(, "n_embd": )", m.n_embd, R"(, "block_size": )",
                      m.block_size, R"(, "vocab_size": )", m.vocab_size, R"(, "bias": )", m.bias ? "true" : "false",
                      R"(, "batch_size": )", batch, R"(, "ms_per_step": )", JsonNumber(t.ms), R"(, "first_ms": )",
-                     JsonNumber(t.first_ms), R"(, "loss": )", JsonNumber(t.loss), "}"));
+                     JsonNumber(t.first_ms), R"(, "loss": )", JsonNumber(t.loss), R"(, "row_kernels": )", rows,
+                     R"(, "dispatches": )", dispatches >= 0 ? absl::StrCat(dispatches) : "null", "}"));
   };
   if (with_cpu) {
     absl::StatusOr<GptTiming> t = TimeGpt(*cpu, *program, params);
@@ -294,11 +323,36 @@ int Main() {
     record(*cpu, c);
   }
   if (vk.ok()) {
-    absl::StatusOr<GptTiming> t = TimeGpt(**vk, *program, params);
-    if (!t.ok()) return Fail("vulkan GPT", t.status());
-    v = *t;
-    std::printf("vulkan: %10.2f ms/step (compile + first step %.0f ms), loss %.4f\n", v.ms, v.first_ms, v.loss);
-    record(**vk, v);
+    struct Variant {
+      Backend* backend;
+      bool rows;
+      const char* label;
+    };
+    std::vector<Variant> variants = {{vk->get(), options.row_kernels, options.row_kernels ? "" : " (no row kernels)"}};
+    if (vk_plain.ok()) variants.push_back({vk_plain->get(), false, " (no row kernels)"});
+    for (const Variant& variant : variants) {
+      int dispatches = -1;
+      if (vk_plain.ok()) {
+        absl::StatusOr<VulkanSchedule> step = ScheduleOf(*variant.backend, program->train_step);
+        if (!step.ok()) return Fail("vulkan GPT train step", step.status());
+        absl::StatusOr<VulkanSchedule> forward = ScheduleOf(*variant.backend, program->eval_loss);
+        if (!forward.ok()) return Fail("vulkan GPT forward", forward.status());
+        dispatches = step->dispatches;
+        std::printf("vulkan%s: %d dispatches per train step (%d row kernels), %d per forward (%d row kernels)\n",
+                    variant.label, step->dispatches, step->row_kernels, forward->dispatches, forward->row_kernels);
+      }
+      absl::StatusOr<GptTiming> t = TimeGpt(*variant.backend, *program, params);
+      if (!t.ok()) return Fail("vulkan GPT", t.status());
+      std::printf("vulkan%s: %10.2f ms/step (compile + first step %.0f ms), loss %.4f\n", variant.label, t->ms,
+                  t->first_ms, t->loss);
+      std::fflush(stdout);
+      record(*variant.backend, *t, variant.rows ? "true" : "false", dispatches);
+      if (variant.backend == vk->get()) {
+        v = *t;
+      } else if (v.ms > 0) {
+        std::printf("vulkan without/with row kernels time ratio: %.3f (> 1: row kernels faster)\n", t->ms / v.ms);
+      }
+    }
   }
   if (with_cpu && vk.ok()) std::printf("cpu/vulkan time ratio: %.3f (> 1: Vulkan faster)\n", c.ms / v.ms);
   return 0;

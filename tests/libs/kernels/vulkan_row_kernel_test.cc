@@ -2,11 +2,12 @@
 // and causally masked), LayerNorm forward and backward and cross-entropy rows, and the
 // gradients autodiff builds for them, against the reference interpreter, for rows of several
 // lengths (1, short rows several to a work group, lengths that are not multiples of the work
-// group, rows longer than one), with rows holding NaN, ±inf, all -0, huge and tiny values;
-// the same bits on a second run; fewer dispatches than without row kernels
-// (VulkanBackendOptions::row_kernels = false), softmax and LayerNorm forward and backward in
-// one; and the GPT train step and forward in fewer dispatches than without, results equal
-// within the Vulkan GPT test's tolerance. Cases skip without a Vulkan device.
+// group, rows longer than one; more rows than a dispatch has work groups), with rows holding
+// NaN, ±inf, all -0, huge and tiny values; the same bits on a second run; fewer dispatches
+// than without row kernels (VulkanBackendOptions::row_kernels = false), softmax and LayerNorm
+// forward and backward in one; and the GPT train step and forward in fewer dispatches than
+// without, results equal within the Vulkan GPT test's tolerance. Cases skip without a Vulkan
+// device.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -322,6 +323,23 @@ TEST(VulkanRowKernelTest, MaskedSoftmaxIsOneDispatch) {
     SCOPED_TRACE(::testing::Message() << "rows of " << t);
     CheckRows(*b, MaskedSoftmax(t), 1);
   }
+}
+
+// More rows than a dispatch has work groups (65535): each group loops over further rows.
+TEST(VulkanRowKernelTest, RowsBeyondOneDispatchOfGroups) {
+  PCP_BACKENDS_OR_SKIP(b);
+  const Shape s = {65600, 64};
+  FunctionBuilder fb("softmax_many_rows");
+  fb.Return({SoftmaxRows(fb, fb.Parameter(F32(s)), s)});
+  const Function f = Built(fb);
+  const Compiled rows = CompileOn(*b->rows, f);
+  EXPECT_EQ(rows.schedule.dispatches, 1);
+  const std::vector<Tensor> args = {RandomTensor(F32(s), 7, -3, 3)};
+  absl::StatusOr<std::vector<Tensor>> want = Interpret(f, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  const std::vector<Tensor> got = RunTwice(*b->rows, rows, args);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(TensorsNear(got[0], (*want)[0], 1e-4, 1e-5));
 }
 
 TEST(VulkanRowKernelTest, LayerNormForwardIsOneDispatch) {
