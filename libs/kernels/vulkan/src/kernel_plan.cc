@@ -1,7 +1,9 @@
 #include "kernel_plan.h"
 
+#include <algorithm>
 #include <functional>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "pcp/autodiff/verifier.h"
 #include "pcp/base/status_macros.h"
@@ -12,6 +14,76 @@ namespace pcp::vulkan {
 namespace {
 
 bool IsHalf(DType d) { return d == DType::kF16 || d == DType::kBF16; }
+
+// The materialized values instruction `inst`'s kernel loads: those reached from its operands
+// through inlined values, in first-reached order.
+std::vector<ValueId> Loads(const Function& f, const KernelPlan& plan, int inst) {
+  std::vector<ValueId> loads;
+  std::vector<int> stack = {inst};
+  absl::flat_hash_set<ValueId> seen;
+  while (!stack.empty()) {
+    const Instruction& i = f.instructions[static_cast<size_t>(stack.back())];
+    stack.pop_back();
+    for (ValueId o : i.operands) {
+      if (!seen.insert(o).second) continue;
+      if (plan.materialized[static_cast<size_t>(o)]) {
+        loads.push_back(o);
+      } else {
+        stack.push_back(plan.producer[static_cast<size_t>(o)]);
+      }
+    }
+  }
+  return loads;
+}
+
+// Keeps every kernel within `max_bindings` storage buffers (its loads and its output): a kernel
+// that inlines an elementwise chain over many materialized values (a sum of 40 parameters)
+// would otherwise exceed the device's limit, and pipeline creation or dispatch fails. While a
+// kernel binds too many, the inlined value in its cone with the most loads that still fits in a
+// kernel of its own (ties: the lowest value id) is materialized. Inlined values with two or
+// more loads are not cheap (cheap values are unary layout ops), so they have one use and
+// materializing one changes only this kernel; new kernels are checked in turn.
+absl::Status LimitBindings(const Function& f, KernelPlan& plan, int max_bindings) {
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    const int root = plan.kernels[k].instruction;
+    while (static_cast<int>(Loads(f, plan, root).size()) + 1 > max_bindings) {
+      ValueId best = kNoValue;
+      int best_loads = 1;  // materializing a value with one load saves nothing
+      bool best_fits = false;
+      std::vector<int> stack = {root};
+      absl::flat_hash_set<ValueId> seen;
+      while (!stack.empty()) {
+        const Instruction& i = f.instructions[static_cast<size_t>(stack.back())];
+        stack.pop_back();
+        for (ValueId o : i.operands) {
+          if (plan.materialized[static_cast<size_t>(o)] || !seen.insert(o).second) continue;
+          const int p = plan.producer[static_cast<size_t>(o)];
+          stack.push_back(p);
+          const int loads = static_cast<int>(Loads(f, plan, p).size());
+          const bool fits = loads + 1 <= max_bindings;
+          if (loads < 2) continue;
+          if (best == kNoValue || (fits && !best_fits) ||
+              (fits == best_fits && (loads > best_loads || (loads == best_loads && o < best)))) {
+            best = o;
+            best_loads = loads;
+            best_fits = fits;
+          }
+        }
+      }
+      if (best == kNoValue) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("vulkan backend: ", OpName(f.instructions[static_cast<size_t>(root)].op), " producing %",
+                         plan.kernels[k].value, " reads more buffers than the device's limit of ", max_bindings));
+      }
+      plan.materialized[static_cast<size_t>(best)] = true;
+      plan.kernels.push_back({KernelKind::kMap, best, plan.producer[static_cast<size_t>(best)], 1});
+    }
+  }
+  // Kernels run in list order: keep it program order.
+  std::sort(plan.kernels.begin(), plan.kernels.end(),
+            [](const PlannedKernel& a, const PlannedKernel& b) { return a.instruction < b.instruction; });
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -128,6 +200,7 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, bool half_moves, bool 
     plan.materialized[v] = true;
     plan.kernels.push_back({kind, inst.result, static_cast<int>(i), 1});
   }
+  PCP_RETURN_IF_ERROR(LimitBindings(f, plan, max_bindings));
   // Count the instructions each kernel computes inline (for profiles and stats).
   std::function<int(ValueId)> count = [&](ValueId v) -> int {
     const int p = plan.producer[static_cast<size_t>(v)];

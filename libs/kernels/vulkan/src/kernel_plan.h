@@ -51,8 +51,11 @@ struct KernelPlan {
 // values other than moved (parameters, results, constants, layout ops, gather rows; and
 // only with `half_moves`, the device's 16-bit storage), dot_general on other than f32.
 absl::Status CheckSupported(const Function& f, bool half_moves);
-// `max_bindings`: the storage buffers one kernel may bind (the device's per-stage limit), which
-// row kernels respect.
+// `max_bindings`: the storage buffers one kernel may bind (the device's per-stage limit). No
+// kernel exceeds it: where an inlined chain would load too many materialized values (a sum of
+// 40 parameters), its largest subexpression that fits in a kernel of its own is materialized,
+// until the kernel fits; row kernels respect it too. ResourceExhausted if an instruction alone
+// reads more (a concatenate of more operands than the limit).
 absl::StatusOr<KernelPlan> PlanKernels(const Function& f, bool half_moves, bool row_kernels = true,
                                        int max_bindings = 32);
 

@@ -102,7 +102,10 @@ absl::StatusOr<VulkanSchedule> GetVulkanSchedule(const Executable& exe) {
   const auto* vk = dynamic_cast<const vulkan::VulkanExecutable*>(&exe);
   if (vk == nullptr) return absl::InvalidArgumentError("not an executable of the Vulkan backend");
   const vulkan::VulkanExecutableStats s = vk->stats();
-  return VulkanSchedule{.dispatches = s.num_kernels, .row_kernels = s.num_row_kernels};
+  return VulkanSchedule{.dispatches = s.num_kernels,
+                        .row_kernels = s.num_row_kernels,
+                        .max_bindings = s.max_kernel_bindings,
+                        .binding_limit = s.binding_limit};
 }
 
 }  // namespace pcp

@@ -45,8 +45,8 @@ absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::Create(const
 absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile, bool row_kernels) {
   const std::shared_ptr<VulkanContext>& ctx = pool_->context();
   VkDevice dev = ctx->device();
-  PCP_ASSIGN_OR_RETURN(plan_, PlanKernels(f_, ctx->storage_16bit(), row_kernels,
-                                          static_cast<int>(std::min<uint32_t>(ctx->max_storage_buffers(), 1 << 20))));
+  binding_limit_ = static_cast<int>(std::min<uint32_t>(ctx->max_storage_buffers(), 1 << 20));
+  PCP_ASSIGN_OR_RETURN(plan_, PlanKernels(f_, ctx->storage_16bit(), row_kernels, binding_limit_));
   param_index_.assign(static_cast<size_t>(f_.num_values()), -1);
   for (size_t i = 0; i < f_.params.size(); ++i) param_index_[static_cast<size_t>(f_.params[i])] = static_cast<int>(i);
 
@@ -80,7 +80,13 @@ absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile, boo
     k.kind = pk.kind;
     k.outputs = OutputsOf(pk);
     k.fused_instructions = pk.fused_instructions;
-    total_bindings += static_cast<uint32_t>(k.src.inputs.size() + k.outputs.size());
+    const size_t kernel_bindings = k.src.inputs.size() + k.outputs.size();
+    // PlanKernels keeps kernels within the limit; past it the driver may fail or crash.
+    if (kernel_bindings > static_cast<size_t>(binding_limit_)) {
+      return absl::InternalError(absl::StrCat("vulkan backend: kernel ", k.src.name, " binds ", kernel_bindings,
+                                              " storage buffers, over the device's limit of ", binding_limit_));
+    }
+    total_bindings += static_cast<uint32_t>(kernel_bindings);
     auto it = by_source.find(k.src.glsl);
     if (it != by_source.end()) {
       k.pipeline = it->second;
@@ -372,6 +378,10 @@ VulkanExecutableStats VulkanExecutable::stats() const {
   s.num_kernels = static_cast<int>(kernels_.size());
   for (const Kernel& k : kernels_) s.num_row_kernels += k.kind == KernelKind::kRow ? 1 : 0;
   s.num_pipelines = static_cast<int>(pipelines_.size());
+  s.binding_limit = binding_limit_;
+  for (const Kernel& k : kernels_) {
+    s.max_kernel_bindings = std::max(s.max_kernel_bindings, static_cast<int>(k.src.inputs.size() + k.outputs.size()));
+  }
   for (const DeviceBuffer& b : owned_buffers_) s.buffer_bytes += static_cast<int64_t>(b.size);
   for (const Kernel& k : kernels_) {
     for (ValueId v : k.outputs) s.unshared_bytes += Bytes(f_.type(v));

@@ -28,6 +28,8 @@ struct VulkanExecutableStats {
   int num_kernels = 0;          // dispatches per Run
   int num_row_kernels = 0;      // of which row kernels (row_kernel_plan.h)
   int num_pipelines = 0;        // distinct kernel sources
+  int max_kernel_bindings = 0;  // the most storage buffers one kernel binds (inputs and outputs)
+  int binding_limit = 0;        // the device's per-stage storage-buffer limit (PlanKernels keeps to it)
   int64_t buffer_bytes = 0;     // executable-owned device memory (values and constants)
   int64_t unshared_bytes = 0;   // what kernel outputs would take without sharing buffers
   double codegen_seconds = 0;   // planning and GLSL generation
@@ -88,6 +90,7 @@ class VulkanExecutable : public Executable {
   std::vector<VkBuffer> bound_args_, bound_results_;
   int runs_ = 0;
   double codegen_seconds_ = 0, shaderc_seconds_ = 0, pipeline_seconds_ = 0;
+  int binding_limit_ = 0;
 };
 
 }  // namespace pcp::vulkan

@@ -78,8 +78,10 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateVulkanBackend(VulkanBackendOption
 
 // What one Run of a Vulkan executable dispatches.
 struct VulkanSchedule {
-  int dispatches = 0;   // kernels per Run
-  int row_kernels = 0;  // of which row kernels
+  int dispatches = 0;     // kernels per Run
+  int row_kernels = 0;    // of which row kernels
+  int max_bindings = 0;   // the most storage buffers one kernel binds (its inputs and outputs)
+  int binding_limit = 0;  // the device's per-stage storage-buffer limit, which no kernel exceeds
 };
 // InvalidArgument if `exe` was not compiled by a Vulkan backend.
 absl::StatusOr<VulkanSchedule> GetVulkanSchedule(const Executable& exe);
