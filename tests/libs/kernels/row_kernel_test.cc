@@ -20,17 +20,17 @@
 #include "pcp/kernels/cpu_backend.h"
 #include "pcp/models/gpt.h"
 #include "pcp/testing/tensor_testing.h"
+#include "row_functions.h"
 #include "train_step_args.h"
 
 namespace pcp {
 namespace {
 
-using ::pcp::testing::RandomTensor;
 using ::pcp::testing::TensorsNear;
 
 TensorType F32(Shape s) { return {DType::kF32, std::move(s)}; }
 
-constexpr int64_t kB = 3, kT = 37;
+constexpr int64_t kB = ::pcp::testing::kRowsB, kT = ::pcp::testing::kRowsT;
 
 using RunResult = ::pcp::testing::CpuRun;
 using ::pcp::testing::AllSameBitsOrBothNaN;
@@ -45,48 +45,15 @@ int CountRowKernels(const std::string& schedule) {
       std::distance(std::sregex_iterator(schedule.begin(), schedule.end(), kRows), std::sregex_iterator()));
 }
 
-// LayerNorm statistics as the GPT model builds them (libs/models/src/gpt.cc).
-struct Stats {
-  ValueId centered, mean, rstd;
-};
-
-Stats LayerNormStats(FunctionBuilder& b, ValueId x, const Shape& s) {
-  const int64_t c = s.back();
-  ValueId inv_c = b.ScalarConstant(1.0 / static_cast<double>(c));
-  ValueId mean = b.BMul(b.ReduceSum(x, {2}), inv_c);
-  ValueId centered = b.Sub(x, b.BroadcastInDim(mean, s, {0, 1}));
-  ValueId var = b.BMul(b.ReduceSum(b.Mul(centered, centered), {2}), inv_c);
-  ValueId rstd = b.Rsqrt(b.BAdd(var, b.ScalarConstant(1e-5)));
-  return {centered, mean, rstd};
-}
-
-// y = (x - mean) rstd w + b, with mean and rstd as results too.
 Function LayerNormForward(int64_t c) {
   FunctionBuilder b("layer_norm");
-  const Shape s = {kB, kT, c};
-  ValueId x = b.Parameter(F32(s)), w = b.Parameter(F32({c})), bias = b.Parameter(F32({c}));
-  const Stats st = LayerNormStats(b, x, s);
-  ValueId y = b.BMul(b.Mul(st.centered, b.BroadcastInDim(st.rstd, s, {0, 1})), w);
-  b.Return({b.BAdd(y, bias), st.mean, st.rstd});
+  ::pcp::testing::AddLayerNormForward(b, c);
   return *b.Build();
 }
 
-// dx of LayerNorm (without its affine part's gradients): rstd (g - mean(g) - xhat mean(g xhat))
-// with g = dy w, xhat = (x - mean) rstd: two more row sums and their per-row scaling.
 Function LayerNormBackward(int64_t c) {
   FunctionBuilder b("layer_norm_grad");
-  const Shape s = {kB, kT, c};
-  ValueId x = b.Parameter(F32(s)), dy = b.Parameter(F32(s)), w = b.Parameter(F32({c}));
-  const Stats st = LayerNormStats(b, x, s);
-  ValueId rstd = b.BroadcastInDim(st.rstd, s, {0, 1});
-  ValueId xhat = b.Mul(st.centered, rstd);
-  ValueId g = b.BMul(dy, w);
-  ValueId inv_c = b.ScalarConstant(1.0 / static_cast<double>(c));
-  ValueId mean_g = b.BMul(b.ReduceSum(g, {2}), inv_c);
-  ValueId mean_gx = b.BMul(b.ReduceSum(b.Mul(g, xhat), {2}), inv_c);
-  ValueId inner =
-      b.Sub(b.Sub(g, b.BroadcastInDim(mean_g, s, {0, 1})), b.Mul(xhat, b.BroadcastInDim(mean_gx, s, {0, 1})));
-  b.Return({b.Mul(inner, rstd)});
+  ::pcp::testing::AddLayerNormBackward(b, c);
   return *b.Build();
 }
 
@@ -104,39 +71,12 @@ Function PerRowOperandsAndResults(int64_t c) {
   return *b.Build();
 }
 
-// Rows of random values, and rows holding NaN, +inf, -inf, all -0, a huge value (squares
-// overflow) and tiny ones (subnormal squares).
-Tensor Input(const Shape& s, uint64_t seed, bool special) {
-  Tensor t = RandomTensor(F32(s), seed, -3, 3);
-  if (!special) return t;
-  const int64_t c = s.back();
-  float* p = t.data<float>();
-  p[1 * c + c / 2] = std::numeric_limits<float>::quiet_NaN();
-  p[2 * c] = std::numeric_limits<float>::infinity();
-  p[3 * c + c - 1] = -std::numeric_limits<float>::infinity();
-  p[4 * c] = std::numeric_limits<float>::infinity();
-  p[4 * c + 1] = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < c; ++j) p[5 * c + j] = -0.0f;
-  p[6 * c + 3 % c] = 3e30f;
-  for (int64_t j = 0; j < c; ++j) p[7 * c + j] = 1e-30f * static_cast<float>(j % 3);
-  return t;
-}
-
-std::vector<Tensor> Args(const Function& f, bool special) {
-  std::vector<Tensor> args;
-  for (size_t k = 0; k < f.params.size(); ++k) {
-    const TensorType& t = f.type(f.params[k]);
-    args.push_back(k == 0 ? Input(t.shape, 11, special) : RandomTensor(t, 20 + k, -2, 2));
-  }
-  return args;
-}
-
 // With and without per-row ops in the row kernel: the same bits for 1, 2 and 3 threads; near
 // the interpreter on finite inputs; one row kernel per function when rows fit a block.
 void CheckRowKernel(const Function& f, int64_t c, int max_kernels) {
   for (bool special : {false, true}) {
     SCOPED_TRACE(special ? "special values" : "finite values");
-    const std::vector<Tensor> args = Args(f, special);
+    const std::vector<Tensor> args = ::pcp::testing::RowArgs(f, special);
     const RunResult reference = CompileAndRun(f, args, /*row_values=*/false, 1);
     if (!special) {
       absl::StatusOr<std::vector<Tensor>> want = Interpret(f, args);
@@ -248,7 +188,7 @@ TEST(RowKernelTest, RowReductionsCombineInTheirDocumentedOrder) {
     b.Return({sum, max, shifted, centred});
     absl::StatusOr<Function> f = b.Build();
     ASSERT_TRUE(f.ok()) << f.status();
-    Tensor in = Input(s, 5, /*special=*/true);
+    Tensor in = ::pcp::testing::RowInput(s, 5, /*special=*/true);
     float* p = in.data<float>();
     for (int64_t j = 0; j < c; ++j) p[8 * c + j] = j % 2 ? 0.0f : -0.0f;  // mixed zeros
     for (int64_t j = 0; j < c; ++j) p[9 * c + j] = -std::numeric_limits<float>::infinity();

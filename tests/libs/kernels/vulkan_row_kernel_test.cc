@@ -27,6 +27,7 @@
 #include "pcp/models/cross_entropy.h"
 #include "pcp/models/gpt.h"
 #include "pcp/testing/tensor_testing.h"
+#include "row_functions.h"
 #include "train_step_args.h"
 
 namespace pcp {
@@ -38,7 +39,7 @@ using ::pcp::testing::TensorsNear;
 
 TensorType F32(Shape s) { return {DType::kF32, std::move(s)}; }
 
-constexpr int64_t kB = 3, kT = 37;  // 111 rows: not a multiple of any rows-per-group
+constexpr int64_t kB = ::pcp::testing::kRowsB, kT = ::pcp::testing::kRowsT;
 // 1: a row per lane; 3, 17: several rows per work group; 64: one group; 65, 100: not a power
 // of two; 700, 1500: longer than a work group of 256.
 constexpr int64_t kRowLengths[] = {1, 3, 17, 64, 65, 100, 700, 1500};
@@ -128,42 +129,6 @@ std::vector<Tensor> RunTwice(Backend& backend, const Compiled& c, const std::vec
   return first;
 }
 
-// Rows of random values, then rows holding NaN, +inf, -inf, both infinities, all -0, a huge
-// value (its square overflows) and tiny ones (squares underflow), all -inf (a fully masked row).
-Tensor Input(const Shape& s, uint64_t seed, bool special) {
-  Tensor t = RandomTensor(F32(s), seed, -3, 3);
-  if (!special) return t;
-  const int64_t c = s.back();
-  float* p = t.data<float>();
-  const float inf = std::numeric_limits<float>::infinity();
-  p[1 * c + c / 2] = std::numeric_limits<float>::quiet_NaN();
-  p[2 * c] = inf;
-  p[3 * c + c - 1] = -inf;
-  p[4 * c] = inf;
-  p[4 * c + (c > 1 ? 1 : 0)] = -inf;
-  for (int64_t j = 0; j < c; ++j) p[5 * c + j] = -0.0f;
-  p[6 * c + 3 % c] = 3e30f;
-  for (int64_t j = 0; j < c; ++j) p[7 * c + j] = 1e-30f * static_cast<float>(j % 3);
-  for (int64_t j = 0; j < c; ++j) p[8 * c + j] = -inf;
-  return t;
-}
-
-// f's arguments: the first (rows) from Input, the others random (integers in [0, 5)).
-std::vector<Tensor> Args(const Function& f, bool special) {
-  std::vector<Tensor> args;
-  for (size_t k = 0; k < f.params.size(); ++k) {
-    const TensorType& t = f.type(f.params[k]);
-    if (k == 0) {
-      args.push_back(Input(t.shape, 11, special));
-    } else if (t.dtype == DType::kF32) {
-      args.push_back(RandomTensor(t, 20 + k, -2, 2));
-    } else {
-      args.push_back(RandomTensor(t, 20 + k, 0, std::min<int64_t>(5, f.type(f.params[0]).shape.back())));
-    }
-  }
-  return args;
-}
-
 // With row kernels: near the interpreter (NaN where it has NaN, the same infinities), the
 // plain plan's results too; fewer dispatches than the plain plan, at most `max_dispatches`.
 void CheckRows(Backends& b, const Function& f, int max_dispatches) {
@@ -177,7 +142,7 @@ void CheckRows(Backends& b, const Function& f, int max_dispatches) {
               rows.schedule.row_kernels, plain.schedule.dispatches);
   for (bool special : {false, true}) {
     SCOPED_TRACE(special ? "special values" : "finite values");
-    const std::vector<Tensor> args = Args(f, special);
+    const std::vector<Tensor> args = ::pcp::testing::RowArgs(f, special);
     absl::StatusOr<std::vector<Tensor>> want = Interpret(f, args);
     ASSERT_TRUE(want.ok()) << want.status();
     const std::vector<Tensor> got = RunTwice(*b.rows, rows, args);
@@ -229,46 +194,15 @@ Function MaskedSoftmax(int64_t t) {
   return Built(b);
 }
 
-struct Stats {
-  ValueId centered, mean, rstd;
-};
-
-Stats LayerNormStats(FunctionBuilder& b, ValueId x, const Shape& s) {
-  ValueId inv_c = b.ScalarConstant(1.0 / static_cast<double>(s.back()));
-  ValueId mean = b.BMul(b.ReduceSum(x, {2}), inv_c);
-  ValueId centered = b.Sub(x, b.BroadcastInDim(mean, s, {0, 1}));
-  ValueId var = b.BMul(b.ReduceSum(b.Mul(centered, centered), {2}), inv_c);
-  ValueId rstd = b.Rsqrt(b.BAdd(var, b.ScalarConstant(1e-5)));
-  return {centered, mean, rstd};
-}
-
-// y = (x - mean) rstd w + b, with mean and rstd as results too (per-row outputs).
 Function LayerNormForward(int64_t c) {
   FunctionBuilder b("layer_norm");
-  const Shape s = {kB, kT, c};
-  ValueId x = b.Parameter(F32(s)), w = b.Parameter(F32({c})), bias = b.Parameter(F32({c}));
-  const Stats st = LayerNormStats(b, x, s);
-  ValueId y = b.BMul(b.Mul(st.centered, b.BroadcastInDim(st.rstd, s, {0, 1})), w);
-  b.Return({b.BAdd(y, bias), st.mean, st.rstd});
+  ::pcp::testing::AddLayerNormForward(b, c);
   return Built(b);
 }
 
-// dx of LayerNorm: rstd (g - mean(g) - xhat mean(g xhat)), g = dy w: four row sums in three
-// passes.
 Function LayerNormBackward(int64_t c) {
   FunctionBuilder b("layer_norm_grad");
-  const Shape s = {kB, kT, c};
-  ValueId x = b.Parameter(F32(s)), dy = b.Parameter(F32(s)), w = b.Parameter(F32({c}));
-  const Stats st = LayerNormStats(b, x, s);
-  ValueId rstd = b.BroadcastInDim(st.rstd, s, {0, 1});
-  ValueId xhat = b.Mul(st.centered, rstd);
-  ValueId g = b.BMul(dy, w);
-  ValueId inv_c = b.ScalarConstant(1.0 / static_cast<double>(c));
-  ValueId mean_g = b.BMul(b.ReduceSum(g, {2}), inv_c);
-  ValueId mean_gx = b.BMul(b.ReduceSum(b.Mul(g, xhat), {2}), inv_c);
-  ValueId inner =
-      b.Sub(b.Sub(g, b.BroadcastInDim(mean_g, s, {0, 1})), b.Mul(xhat, b.BroadcastInDim(mean_gx, s, {0, 1})));
-  b.Return({b.Mul(inner, rstd)});
+  ::pcp::testing::AddLayerNormBackward(b, c);
   return Built(b);
 }
 
@@ -295,7 +229,7 @@ Function GradientOf(int64_t c, bool layer_norm) {
   ValueId x = b.Parameter(F32(s), "x"), w = b.Parameter(F32(s), "w");
   ValueId y = kNoValue;
   if (layer_norm) {
-    const Stats st = LayerNormStats(b, x, s);
+    const ::pcp::testing::LayerNormStats st = ::pcp::testing::AddLayerNormStats(b, x, s);
     y = b.Mul(st.centered, b.BroadcastInDim(st.rstd, s, {0, 1}));
   } else {
     y = SoftmaxRows(b, x, s);
