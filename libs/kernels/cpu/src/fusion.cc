@@ -68,13 +68,23 @@ class Fuser {
     for (size_t i = 0; i < n; ++i) parent_[i] = static_cast<int>(i);
     members_.resize(n);
     min_pos_.resize(n);
-    max_pos_.resize(n);
     has_reduce_.assign(n, false);
     row_len_.assign(n, 0);
     reduce_len_.assign(n, 0);
     reduce_n_.assign(n, 0);
     sizes_.resize(n);
     stamp_.assign(n, 0);
+    seen_down_.assign(n, 0);
+    readers_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (!a.live[i] || !IsKernelOp(f.instructions[i].op)) continue;
+      for (ValueId o : f.instructions[i].operands) {
+        const int node = a.node[o];
+        if (node < 0) continue;
+        std::vector<int>& r = readers_[static_cast<size_t>(node)];
+        if (r.empty() || r.back() != static_cast<int>(i)) r.push_back(static_cast<int>(i));
+      }
+    }
     FindTwins();
   }
 
@@ -83,8 +93,9 @@ class Fuser {
     for (int i = 0; i < n; ++i) {
       const Instruction& inst = f_.instructions[i];
       if (!a_.live[i] || !IsKernelOp(inst.op)) continue;
+      current_ = i;
       members_[i] = {i};
-      min_pos_[i] = max_pos_[i] = i;
+      min_pos_[i] = i;
       has_reduce_[i] = inst.op == Op::kReduce;
       sizes_[i] = {Size(i)};
       if (inst.op == Op::kReduce) {
@@ -246,29 +257,62 @@ class Fuser {
     }
   }
 
-  // Whether some path leads from group `from` to group `to` through a third group.
+  // Groups that read a value of group g's (those that must run after it), among the
+  // instructions fused so far: later ones are not in any group yet, and no path through them
+  // leads back to one that is.
+  template <typename Fn>
+  void ForEachSucc(int g, Fn&& fn) {
+    for (int m : members_[g]) {
+      for (int r : readers_[m]) {
+        if (r > current_) break;
+        const int h = Find(r);
+        if (h != g) fn(h);
+      }
+    }
+  }
+
+  // Whether some path leads from group `from` to group `to` through a third group. Searches
+  // forward from `from` and backward from `to` in turn, a group at a time, and stops when either
+  // side has run out: the cost is about twice the smaller of `from`'s descendants and `to`'s
+  // ancestors. (Positions cannot prune it: a merged group can span the program, with an early
+  // member feeding a group that lies wholly before `from` and a late one reading `from`;
+  // fusion_cycle_test.)
   bool PathViaOthers(int from, int to) {
     ++generation_;
-    std::vector<int> stack;
-    ForEachPred(to, [&](int h) {
-      if (h != from && stamp_[h] != generation_) {
-        stamp_[h] = generation_;
-        stack.push_back(h);
-      }
+    std::vector<int>& down = search_down_;
+    std::vector<int>& up = search_up_;
+    down.clear();
+    up.clear();
+    // A group both sides reach lies on a path from `from` to `to`.
+    bool found = false;
+    auto reach_down = [&](int h) {
+      if (seen_down_[h] == generation_) return;
+      seen_down_[h] = generation_;
+      found = found || h == to || stamp_[h] == generation_;
+      down.push_back(h);
+    };
+    auto reach_up = [&](int h) {
+      if (stamp_[h] == generation_) return;
+      stamp_[h] = generation_;
+      found = found || h == from || seen_down_[h] == generation_;
+      up.push_back(h);
+    };
+    ForEachSucc(from, [&](int h) {
+      if (h != to) reach_down(h);
     });
-    while (!stack.empty()) {
-      const int h = stack.back();
-      stack.pop_back();
-      if (h == from) return true;
-      if (max_pos_[h] < min_pos_[from]) continue;  // too early to depend on `from`
-      ForEachPred(h, [&](int p) {
-        if (stamp_[p] != generation_) {
-          stamp_[p] = generation_;
-          stack.push_back(p);
-        }
-      });
+    ForEachPred(to, [&](int h) {
+      if (h != from) reach_up(h);
+    });
+    while (!found && !down.empty() && !up.empty()) {
+      const int d = down.back();
+      down.pop_back();
+      ForEachSucc(d, reach_down);
+      if (found) break;
+      const int u = up.back();
+      up.pop_back();
+      ForEachPred(u, reach_up);
     }
-    return false;
+    return found;
   }
 
   // Whether a member of group g needs a value of group h from memory: the result of h's
@@ -344,7 +388,6 @@ class Fuser {
     std::sort(members_[keep].begin(), members_[keep].end());
     members_[gone].clear();
     min_pos_[keep] = std::min(min_pos_[keep], min_pos_[gone]);
-    max_pos_[keep] = std::max(max_pos_[keep], max_pos_[gone]);
     has_reduce_[keep] = has_reduce_[keep] || has_reduce_[gone];
     row_len_[keep] = rl;
     reduce_n_[keep] = std::max(reduce_n_[keep], reduce_n_[gone]);
@@ -400,14 +443,18 @@ class Fuser {
   FusionOptions options_;
   std::vector<int> parent_;
   std::vector<std::vector<int>> members_;
-  std::vector<int> min_pos_, max_pos_;
+  std::vector<int> min_pos_;  // per group: its first member (Schedule orders by it)
   std::vector<bool> has_reduce_;
   std::vector<int64_t> row_len_;             // per group: > 0 for a row group
   std::vector<int64_t> reduce_len_;          // per group: 0 no reduction, L all row reductions of L, -1 other
   std::vector<int64_t> reduce_n_;            // per group: its row reductions' input size, 0 if none
   std::vector<std::vector<int64_t>> sizes_;  // per group: its members' element counts (and inputs')
-  std::vector<uint32_t> stamp_;
+  std::vector<uint32_t> stamp_;              // per group: reached by PathViaOthers' backward search
+  std::vector<uint32_t> seen_down_;          // per group: reached by its forward search
   uint32_t generation_ = 0;
+  std::vector<std::vector<int>> readers_;  // per instruction: live kernel ops reading it, ascending
+  int current_ = -1;                       // the instruction Run is fusing
+  std::vector<int> search_down_, search_up_;
   std::vector<int> twin_;       // per instruction, see FindTwins
   std::vector<bool> has_twin_;  // per instruction: it has a twin or is one
 };
