@@ -29,7 +29,7 @@ struct VulkanExecutableStats {
   int num_row_kernels = 0;      // of which row kernels (row_kernel_plan.h)
   int num_pipelines = 0;        // distinct kernel sources
   int max_kernel_bindings = 0;  // the most storage buffers one kernel binds (inputs and outputs)
-  int binding_limit = 0;        // the device's per-stage storage-buffer limit (PlanKernels keeps to it)
+  int binding_limit = 0;        // the device's per-stage storage-buffer limit
   int64_t buffer_bytes = 0;     // executable-owned device memory (values and constants)
   int64_t unshared_bytes = 0;   // what kernel outputs would take without sharing buffers
   double codegen_seconds = 0;   // planning and GLSL generation
