@@ -4,13 +4,16 @@
 // one read by a product) run, with and without row kernels, match the reference interpreter,
 // and no kernel binds more than the limit (GetVulkanSchedule). Before the planner kept to it,
 // the 48-parameter chain became one kernel of 49 bindings, which lavapipe could not run. Cases
-// skip without a Vulkan device.
+// skip without a Vulkan device; the planner's cases (limits of 4 to 32 on the generated
+// sources' bindings, and the error for one instruction over the limit) need none.
 #include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernel_plan.h"     // libs/kernels/vulkan/src: the planner, without a device
+#include "kernel_sources.h"  // libs/kernels/vulkan/src
 #include "pcp/autodiff/builder.h"
 #include "pcp/autodiff/interpreter.h"
 #include "pcp/kernels/vulkan_backend.h"
@@ -126,6 +129,40 @@ void CheckAgainstInterpreter(bool row_kernels) {
       EXPECT_TRUE(TensorsNear(got.results[i], (*expected)[i], 1e-5, 1e-5));
     }
   }
+}
+
+// Every kernel of the plan, as generated, binds at most `limit` buffers (its inputs and
+// outputs), and the plan is the same on a second planning (deterministic).
+TEST(VulkanBindingLimitTest, PlannerKeepsEveryKernelWithinSmallLimits) {
+  for (int limit : {4, 5, 6, 9, 32}) {
+    for (SumShape shape : {SumShape::kChain, SumShape::kTree, SumShape::kReducedChain, SumShape::kProduct}) {
+      const Function f = Sum(48, shape);
+      SCOPED_TRACE(::testing::Message() << "limit " << limit << " shape " << static_cast<int>(shape));
+      absl::StatusOr<vulkan::KernelPlan> plan = vulkan::PlanKernels(f, false, true, limit);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      absl::StatusOr<vulkan::KernelPlan> again = vulkan::PlanKernels(f, false, true, limit);
+      ASSERT_TRUE(again.ok()) << again.status();
+      EXPECT_EQ(plan->materialized, again->materialized);
+      for (const vulkan::PlannedKernel& k : plan->kernels) {
+        absl::StatusOr<vulkan::KernelSource> src = vulkan::KernelSourceFor(f, *plan, k);
+        ASSERT_TRUE(src.ok()) << src.status();
+        EXPECT_LE(src->inputs.size() + vulkan::OutputsOf(k).size(), static_cast<size_t>(limit)) << src->name;
+      }
+    }
+  }
+}
+
+// One instruction reading more distinct buffers than the limit cannot be split: an error, not a
+// kernel the driver cannot run.
+TEST(VulkanBindingLimitTest, InstructionOverTheLimitIsAnError) {
+  FunctionBuilder b("concatenate_many");
+  std::vector<ValueId> p;
+  for (int i = 0; i < 8; ++i) p.push_back(b.Parameter(F32({2, 3}), "p" + std::to_string(i)));
+  b.Return({b.Concatenate(p, 0)});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(vulkan::PlanKernels(*f, false, true, 4).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(vulkan::PlanKernels(*f, false, true, 9).ok());
 }
 
 TEST(VulkanBindingLimitTest, ManyParameterSumsFitTheDeviceLimit) { CheckAgainstInterpreter(true); }
