@@ -10,6 +10,7 @@
 //
 //   absl::StatusOr<GptTrainStep> s = SmallGptTrainStep();
 //   absl::StatusOr<GptTrainStep> t = GptTrainStepFor(config, batch, init_seed, data_seed);
+//   absl::StatusOr<GptComparisonCase> c = GptBackendComparisonCase();  // Vulkan vs CPU
 #ifndef PCP_TESTS_LIBS_KERNELS_TRAIN_STEP_ARGS_H_
 #define PCP_TESTS_LIBS_KERNELS_TRAIN_STEP_ARGS_H_
 
@@ -60,6 +61,34 @@ inline absl::StatusOr<GptTrainStep> GptTrainStepFor(const GPTConfig& config, int
   if (!init.ok()) return init.status();
   return GptTrainStep{*std::move(step),
                       TrainStepArgs(*init, 3e-3f, batch, config.block_size, config.vocab_size, data_seed)};
+}
+
+// The 2-layer, 32-wide GPT (vocab 65, block 16, batch 4) on which the Vulkan tests compare
+// backends: its forward (the loss), its train step, the initial parameters (seed 11) and the
+// step's arguments (lr 1e-3, data seed 3). AdamW's eps is 1e-6, not 1e-8: the key biases'
+// gradient is exactly 0 in exact arithmetic (softmax ignores them), so backends compute rounding
+// noise (~1e-13) there, which Adam with eps 1e-8 turns into steps of up to lr in either
+// direction (the CPU backend differs from the reference interpreter by as much there: 1e-4..3e-3
+// of the tensor's scale).
+struct GptComparisonCase {
+  Function forward, step;
+  std::vector<NamedTensor> init;
+  std::vector<Tensor> args;
+};
+
+inline absl::StatusOr<GptComparisonCase> GptBackendComparisonCase() {
+  const GPTConfig config{.vocab_size = 65, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32, .bias = true};
+  const int64_t batch = 4;
+  absl::StatusOr<Function> forward = BuildGptForwardLoss(config, batch, config.block_size);
+  if (!forward.ok()) return forward.status();
+  absl::StatusOr<Function> step =
+      BuildTrainStep(*forward,
+                     AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.1, .grad_clip = 1.0});
+  if (!step.ok()) return step.status();
+  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(config, 11);
+  if (!init.ok()) return init.status();
+  std::vector<Tensor> args = TrainStepArgs(*init, 1e-3f, batch, config.block_size, config.vocab_size, 3);
+  return GptComparisonCase{*std::move(forward), *std::move(step), *std::move(init), std::move(args)};
 }
 
 inline absl::StatusOr<GptTrainStep> SmallGptTrainStep() {

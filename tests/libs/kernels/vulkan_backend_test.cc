@@ -27,7 +27,6 @@ namespace {
 
 using ::pcp::testing::MaxRelativeError;
 using ::pcp::testing::RandomTensor;
-using ::pcp::testing::TrainStepArgs;
 
 #define PCP_VULKAN_OR_SKIP(var, options)                                       \
   absl::StatusOr<std::unique_ptr<Backend>> var = CreateVulkanBackend(options); \
@@ -63,22 +62,12 @@ std::vector<float> RunSteps(Backend& backend, const Function& step, std::vector<
 
 TEST(VulkanBackendTest, GptTrainStepMatchesCpuBackend) {
   PCP_VULKAN_OR_SKIP(vk, {});
-  const GPTConfig config{.vocab_size = 65, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32, .bias = true};
-  const int64_t batch = 4;
-  absl::StatusOr<Function> forward = BuildGptForwardLoss(config, batch, config.block_size);
-  ASSERT_TRUE(forward.ok()) << forward.status();
-  // eps 1e-6, not 1e-8: the key biases' gradient is exactly 0 in exact arithmetic (softmax
-  // ignores them), so both backends compute rounding noise (~1e-13) there, which Adam with
-  // eps 1e-8 turns into steps of up to lr in either direction. The CPU backend differs from
-  // the reference interpreter by as much there (1e-4..3e-3 of the tensor's scale).
-  absl::StatusOr<Function> step =
-      BuildTrainStep(*forward,
-                     AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.1, .grad_clip = 1.0});
-  ASSERT_TRUE(step.ok()) << step.status();
-  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(config, 11);
-  ASSERT_TRUE(init.ok()) << init.status();
-  const size_t n = init->size();
-  const std::vector<Tensor> args = TrainStepArgs(*init, 1e-3f, batch, config.block_size, config.vocab_size, 3);
+  // AdamW eps 1e-6: see GptBackendComparisonCase (train_step_args.h).
+  absl::StatusOr<pcp::testing::GptComparisonCase> c = pcp::testing::GptBackendComparisonCase();
+  ASSERT_TRUE(c.ok()) << c.status();
+  const Function* step = &c->step;
+  const size_t n = c->init.size();
+  const std::vector<Tensor>& args = c->args;
 
   std::unique_ptr<Backend> cpu = CreateCpuBackend({.threads = 1});
   std::vector<Tensor> cpu_state, vk_state;

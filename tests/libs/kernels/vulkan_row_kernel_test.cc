@@ -333,20 +333,13 @@ double ScaledError(const Tensor& got, const Tensor& want) {
 // same results within the tolerance the Vulkan GPT test holds the backend to against the CPU.
 TEST(VulkanRowKernelTest, GptTrainStepInFewerDispatches) {
   PCP_BACKENDS_OR_SKIP(b);
-  const GPTConfig config{.vocab_size = 65, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32, .bias = true};
-  const int64_t batch = 4;
-  absl::StatusOr<Function> forward = BuildGptForwardLoss(config, batch, config.block_size);
-  ASSERT_TRUE(forward.ok()) << forward.status();
-  // eps 1e-6: see GptTrainStepMatchesCpuBackend (Adam turns rounding noise in zero gradients
-  // into steps of +-lr with eps 1e-8).
-  absl::StatusOr<Function> step =
-      BuildTrainStep(*forward,
-                     AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.1, .grad_clip = 1.0});
-  ASSERT_TRUE(step.ok()) << step.status();
-  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(config, 11);
-  ASSERT_TRUE(init.ok()) << init.status();
-  const std::vector<Tensor> args =
-      ::pcp::testing::TrainStepArgs(*init, 1e-3f, batch, config.block_size, config.vocab_size, 3);
+  // The case GptTrainStepMatchesCpuBackend compares the Vulkan and CPU backends on.
+  absl::StatusOr<::pcp::testing::GptComparisonCase> c = ::pcp::testing::GptBackendComparisonCase();
+  ASSERT_TRUE(c.ok()) << c.status();
+  const Function* forward = &c->forward;
+  const Function* step = &c->step;
+  const std::vector<NamedTensor>* init = &c->init;
+  const std::vector<Tensor>& args = c->args;
 
   const Compiled rows = CompileOn(*b->rows, *step);
   const Compiled plain = CompileOn(*b->plain, *step);
