@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cpu_run.h"
 #include "gtest/gtest.h"
@@ -78,7 +79,7 @@ TEST(RematFusionTest, RematerialisedGptStepGivesTheSameBitsWithASmallerArena) {
 class RematExportedTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RematExportedTest, ExportedModelsGiveTheSameBitsWithASmallerArena) {
-  const std::string path = std::string(PCP_SOURCE_DIR) + "/examples/stablehlo/" + GetParam();
+  const std::string path = absl::StrCat(PCP_SOURCE_DIR, "/examples/stablehlo/", GetParam());
   std::ifstream in(path);
   ASSERT_TRUE(in) << path;
   std::stringstream text;
