@@ -15,10 +15,10 @@ namespace {
 
 bool IsHalf(DType d) { return d == DType::kF16 || d == DType::kBF16; }
 
-// The materialized values instruction `inst`'s kernel loads: those reached from its operands
-// through inlined values, in first-reached order.
-std::vector<ValueId> Loads(const Function& f, const KernelPlan& plan, int inst) {
-  std::vector<ValueId> loads;
+// Walks the cone of instruction `inst`'s kernel: calls visit(v) once for each value its operands
+// reach through inlined values (depth first), materialized ones included but not walked below.
+template <typename Visit>
+void WalkCone(const Function& f, const KernelPlan& plan, int inst, Visit visit) {
   std::vector<int> stack = {inst};
   absl::flat_hash_set<ValueId> seen;
   while (!stack.empty()) {
@@ -26,13 +26,16 @@ std::vector<ValueId> Loads(const Function& f, const KernelPlan& plan, int inst) 
     stack.pop_back();
     for (ValueId o : i.operands) {
       if (!seen.insert(o).second) continue;
-      if (plan.materialized[static_cast<size_t>(o)]) {
-        loads.push_back(o);
-      } else {
-        stack.push_back(plan.producer[static_cast<size_t>(o)]);
-      }
+      visit(o);
+      if (!plan.materialized[static_cast<size_t>(o)]) stack.push_back(plan.producer[static_cast<size_t>(o)]);
     }
   }
+}
+
+// How many materialized values instruction `inst`'s kernel loads.
+int CountLoads(const Function& f, const KernelPlan& plan, int inst) {
+  int loads = 0;
+  WalkCone(f, plan, inst, [&](ValueId v) { loads += plan.materialized[static_cast<size_t>(v)] ? 1 : 0; });
   return loads;
 }
 
@@ -46,30 +49,22 @@ std::vector<ValueId> Loads(const Function& f, const KernelPlan& plan, int inst) 
 absl::Status LimitBindings(const Function& f, KernelPlan& plan, int max_bindings) {
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     const int root = plan.kernels[k].instruction;
-    while (static_cast<int>(Loads(f, plan, root).size()) + 1 > max_bindings) {
+    while (CountLoads(f, plan, root) + 1 > max_bindings) {
       ValueId best = kNoValue;
       int best_loads = 1;  // materializing a value with one load saves nothing
       bool best_fits = false;
-      std::vector<int> stack = {root};
-      absl::flat_hash_set<ValueId> seen;
-      while (!stack.empty()) {
-        const Instruction& i = f.instructions[static_cast<size_t>(stack.back())];
-        stack.pop_back();
-        for (ValueId o : i.operands) {
-          if (plan.materialized[static_cast<size_t>(o)] || !seen.insert(o).second) continue;
-          const int p = plan.producer[static_cast<size_t>(o)];
-          stack.push_back(p);
-          const int loads = static_cast<int>(Loads(f, plan, p).size());
-          const bool fits = loads + 1 <= max_bindings;
-          if (loads < 2) continue;
-          if (best == kNoValue || (fits && !best_fits) ||
-              (fits == best_fits && (loads > best_loads || (loads == best_loads && o < best)))) {
-            best = o;
-            best_loads = loads;
-            best_fits = fits;
-          }
+      WalkCone(f, plan, root, [&](ValueId o) {
+        if (plan.materialized[static_cast<size_t>(o)]) return;
+        const int loads = CountLoads(f, plan, plan.producer[static_cast<size_t>(o)]);
+        const bool fits = loads + 1 <= max_bindings;
+        if (loads < 2) return;
+        if (best == kNoValue || (fits && !best_fits) ||
+            (fits == best_fits && (loads > best_loads || (loads == best_loads && o < best)))) {
+          best = o;
+          best_loads = loads;
+          best_fits = fits;
         }
-      }
+      });
       if (best == kNoValue) {
         return absl::ResourceExhaustedError(
             absl::StrCat("vulkan backend: ", OpName(f.instructions[static_cast<size_t>(root)].op), " producing %",
