@@ -12,8 +12,9 @@ prints one table per worker count:
   θ / θ updates / fragments out), divided by workers and by max_iters.
 - data-parallel: per inner step each worker sends its f32 gradient and receives f32 θ (or the
   averaged gradient): 2 x |θ| x 4 bytes.
-- after the join: the same without round 1, in which every worker gets θ in full (f32) once;
-  from round 2 on it gets updates (or fragments) only.
+- after the join: the same without round 1, in which a worker that could not draw θ₀ itself
+  (streaming; a params file) gets θ in full (f32) once; from round 2 on it gets updates (or
+  fragments) only.
 - peak bytes per sync: the largest round's Δ bytes per worker, over |θ| x 4 / P (P = 1 unless
   streaming); <= 1 (plus chunk headers) means a sync never carries more than its share.
 - wall time: first round's start to last round's end (the final validation estimate is not
@@ -145,7 +146,7 @@ def run_mode(args, name, extra, link, base_text):
     deltas = sum(len(h.get("participants", [])) for h in history)  # Δs received
     down = sum(int(h.get("bytes_down", 0)) for h in history)
     peak_up = max(int(h.get("bytes_up", 0)) for h in history) / args.workers
-    # After the join: without round 1 (θ goes down in full once), per the share of the tokens.
+    # After the join: without round 1 (θ in full, unless drawn), per the share of the tokens.
     tokens = [int(h.get("tokens", 0)) for h in history]
     after_join = (sum(int(h.get("bytes_up", 0)) + int(h.get("bytes_down", 0)) for h in history[1:]),
                   (sum(tokens) - tokens[0]) / max(1, sum(tokens)))

@@ -64,6 +64,8 @@ const std::vector<Field<WorkerSettings>>& Fields() {
       Lift(kOptions, yaml_fields::StringField("fault_delta", &O::fault_delta, /*allow_empty=*/true)),
       // TESTING ONLY: slow each inner step by this factor (pcp/worker/round_runner.h).
       Lift(kOptions, yaml_fields::RealField("fault_slow_factor", &O::fault_slow_factor, RealRange{1.0, 1000.0})),
+      // TESTING ONLY: draw θ₀ from the wrong seed (pcp/worker/worker.h).
+      Lift(kOptions, yaml_fields::BoolField("fault_init", &O::fault_init)),
   };
   return *fields;
 }

@@ -5,15 +5,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "normal_stream.h"
 #include "pcp/autodiff/builder.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/models/cross_entropy.h"
 
 namespace pcp {
 namespace {
-
-using models_internal::NormalStream;
 
 constexpr double kLayerNormEps = 1e-5;  // nn.LayerNorm's default, as nanoGPT uses
 constexpr double kInitStd = 0.02;
@@ -225,24 +222,33 @@ absl::StatusOr<Function> BuildGptLogits(const GPTConfig& config, int64_t batch_s
   return b.Build();
 }
 
+absl::StatusOr<InitRecipe> GptInitRecipe(const GPTConfig& config, uint64_t seed) {
+  PCP_ASSIGN_OR_RETURN(std::vector<GptParamSpec> specs, GptParamSpecs(config));
+  const double proj_std = kInitStd / std::sqrt(2.0 * static_cast<double>(config.n_layer));
+  InitRecipe recipe{.seed = seed, .params = {}};
+  for (const GptParamSpec& s : specs) {
+    if (EndsWith(s.name, "c_proj.weight")) {
+      recipe.params.push_back(ParamInit::Normal(proj_std));
+    } else if (s.type.rank() == 2) {
+      recipe.params.push_back(ParamInit::Normal(kInitStd));  // wte, wpe, c_attn, c_fc
+    } else if (EndsWith(s.name, ".weight")) {
+      recipe.params.push_back(ParamInit::Ones());  // LayerNorm gains
+    } else {
+      recipe.params.push_back(ParamInit::Zeros());  // biases
+    }
+  }
+  return recipe;
+}
+
 absl::StatusOr<std::vector<NamedTensor>> InitGptParams(const GPTConfig& config, uint64_t seed) {
   PCP_ASSIGN_OR_RETURN(std::vector<GptParamSpec> specs, GptParamSpecs(config));
-  NormalStream normals(seed);
-  const double proj_std = kInitStd / std::sqrt(2.0 * static_cast<double>(config.n_layer));
+  PCP_ASSIGN_OR_RETURN(InitRecipe recipe, GptInitRecipe(config, seed));
+  std::vector<Shape> shapes;
+  for (const GptParamSpec& s : specs) shapes.push_back(s.type.shape);
+  PCP_ASSIGN_OR_RETURN(std::vector<Tensor> values, DrawInit(recipe, shapes));
   std::vector<NamedTensor> params;
   params.reserve(specs.size());
-  for (const GptParamSpec& s : specs) {
-    Tensor t(s.type.dtype, s.type.shape);  // zero-filled: biases
-    if (EndsWith(s.name, "c_proj.weight")) {
-      normals.Fill(proj_std, t);
-    } else if (s.type.rank() == 2) {
-      normals.Fill(kInitStd, t);  // wte, wpe, c_attn, c_fc
-    } else if (EndsWith(s.name, ".weight")) {
-      float* p = t.data<float>();  // LayerNorm gains
-      for (int64_t i = 0; i < t.num_elements(); ++i) p[i] = 1.0f;
-    }
-    params.push_back({s.name, std::move(t)});
-  }
+  for (size_t i = 0; i < specs.size(); ++i) params.push_back({specs[i].name, std::move(values[i])});
   return params;
 }
 

@@ -15,7 +15,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "logits_functions.h"
-#include "normal_stream.h"
 #include "pcp/autodiff/passes.h"
 #include "pcp/autodiff/text.h"
 #include "pcp/autodiff/verifier.h"
@@ -28,7 +27,6 @@ namespace {
 using models_internal::BuildImportedSampleLogits;
 using models_internal::CopyInstructions;
 using models_internal::FormLossFromLogits;
-using models_internal::NormalStream;
 
 absl::Status OptionError(absl::string_view key, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("model.", key, ": ", message));
@@ -388,7 +386,9 @@ absl::StatusOr<std::vector<int>> TakeTrainable(const Function& f, const std::vec
                                                const std::string& place, const StableHloImportOptions& options,
                                                ImportedModel* m) {
   std::vector<int> trainable;
-  NormalStream normals(options.init.seed);
+  InitRecipe drawn{.seed = options.init.seed, .params = {}};  // the rules of the values not in the file
+  std::vector<Shape> drawn_shapes;
+  std::vector<size_t> drawn_at;  // their places in m->initial
   for (size_t k = 0; k < others.size(); ++k) {
     const int i = others[k];
     if (frozen.count(i) > 0) continue;
@@ -406,15 +406,20 @@ absl::StatusOr<std::vector<int>> TakeTrainable(const Function& f, const std::vec
       m->initial.push_back(values.of[k]->Clone());
       continue;
     }
-    Tensor t(DType::kF32, type.shape);
     if (type.rank() >= 2) {
-      normals.Fill(options.init.std, t);
+      drawn.params.push_back(ParamInit::Normal(options.init.std));
     } else if (MatchesAny(naming.names[k], options.init.ones)) {
-      float* p = t.data<float>();
-      for (int64_t e = 0; e < t.num_elements(); ++e) p[e] = 1.0f;
+      drawn.params.push_back(ParamInit::Ones());
+    } else {
+      drawn.params.push_back(ParamInit::Zeros());
     }
-    m->initial.push_back(std::move(t));
+    drawn_shapes.push_back(type.shape);
+    drawn_at.push_back(m->initial.size());
+    m->initial.emplace_back();
   }
+  PCP_ASSIGN_OR_RETURN(std::vector<Tensor> values_drawn, DrawInit(drawn, drawn_shapes), _ << "model.init");
+  for (size_t d = 0; d < drawn_at.size(); ++d) m->initial[drawn_at[d]] = std::move(values_drawn[d]);
+  if (drawn_at.size() == trainable.size()) m->init_recipe = std::move(drawn);
   return trainable;
 }
 

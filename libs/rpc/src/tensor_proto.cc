@@ -1,5 +1,6 @@
 #include "pcp/rpc/tensor_proto.h"
 
+#include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -119,6 +120,45 @@ std::vector<v1::TensorSpec> TensorSpecsToProto(const std::vector<TensorSpec>& sp
   out.reserve(specs.size());
   for (const TensorSpec& s : specs) out.push_back(TensorSpecToProto(s));
   return out;
+}
+
+v1::InitRecipe InitRecipeToProto(const InitRecipe& recipe) {
+  v1::InitRecipe msg;
+  msg.set_seed(recipe.seed);
+  for (const ParamInit& rule : recipe.params) {
+    v1::ParamInit* p = msg.add_params();
+    switch (rule.kind) {
+      case ParamInit::Kind::kZeros: p->set_kind(v1::ParamInit::KIND_ZEROS); break;
+      case ParamInit::Kind::kOnes: p->set_kind(v1::ParamInit::KIND_ONES); break;
+      case ParamInit::Kind::kNormal:
+        p->set_kind(v1::ParamInit::KIND_NORMAL);
+        p->set_std(rule.std);
+        break;
+    }
+  }
+  return msg;
+}
+
+absl::StatusOr<InitRecipe> InitRecipeFromProto(const v1::InitRecipe& msg) {
+  InitRecipe recipe{.seed = msg.seed(), .params = {}};
+  for (int i = 0; i < msg.params_size(); ++i) {
+    const v1::ParamInit& p = msg.params(i);
+    switch (p.kind()) {
+      case v1::ParamInit::KIND_ZEROS: recipe.params.push_back(ParamInit::Zeros()); break;
+      case v1::ParamInit::KIND_ONES: recipe.params.push_back(ParamInit::Ones()); break;
+      case v1::ParamInit::KIND_NORMAL:
+        if (!std::isfinite(p.std()) || p.std() < 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("init.params[", i, "]: normal std ", p.std(), " (finite and >= 0 expected)"));
+        }
+        recipe.params.push_back(ParamInit::Normal(p.std()));
+        break;
+      default:
+        return absl::InvalidArgumentError(
+            absl::StrCat("init.params[", i, "]: unknown kind ", static_cast<int>(p.kind())));
+    }
+  }
+  return recipe;
 }
 
 v1::Error ErrorToProto(const absl::Status& status, uint64_t round) {

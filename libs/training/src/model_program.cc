@@ -57,6 +57,7 @@ absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoo
     p.logits = std::move(gpt.logits);
     PCP_ASSIGN_OR_RETURN(std::vector<NamedTensor> init, InitGptParams(model, static_cast<uint64_t>(job.training.seed)));
     for (NamedTensor& t : init) p.initial_params.push_back(std::move(t.tensor));
+    PCP_ASSIGN_OR_RETURN(p.init_recipe, GptInitRecipe(model, static_cast<uint64_t>(job.training.seed)));
     PCP_RETURN_IF_ERROR(FillParams(p));
     return p;
   }
@@ -85,6 +86,7 @@ absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoo
   p.eval_loss.name = "eval_loss";
   PCP_RETURN_IF_ERROR(ApplyProgramPrecision(p.eval_loss, options.precision));
   p.initial_params = std::move(import.model.initial);
+  p.init_recipe = std::move(import.model.init_recipe);
   p.warnings = std::move(import.model.warnings);
   PCP_RETURN_IF_ERROR(FillParams(p));
   return p;

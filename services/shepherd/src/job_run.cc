@@ -89,6 +89,8 @@ absl::Status JobRun::Prepare() {
                  state_.round, c.diloco.rounds);
   } else {
     PCP_ASSIGN_OR_RETURN(theta_, TakeInitialParams(*prepared_));
+    // (Streaming DiLoCo's schedule sends θ in full itself: workers draw θ₀ only without it.)
+    theta_is_init_ = prepared_->program.init_recipe.has_value() && !c.diloco.streaming.enabled();
     state_ = RunState{};
     for (int64_t s = 0; s < c.diloco.workers; ++s) {
       state_.slots.push_back(
@@ -241,6 +243,7 @@ void JobRun::Assign(Member& m) {
     a->mutable_streaming()->set_overlap_steps(static_cast<uint32_t>(so.overlap_steps));
     a->mutable_streaming()->set_alpha(so.alpha);
   }
+  if (theta_is_init_) *a->mutable_init() = InitRecipeToProto(*prepared_->program.init_recipe);
   s.Send(std::move(msg));
   if (send_program) {
     s.SendBlob(/*program=*/true, prepared_->program_hash, prepared_->program_text);
@@ -305,6 +308,12 @@ void JobRun::OnResync(const std::shared_ptr<WorkerSession>& session, const v1::R
   if (m == nullptr) return;
   metrics::Get(metrics::kShepherdReplicaResyncsTotal).Increment();
   m->theta_round = 0;
+  if (m->theta_from_init) {
+    spdlog::warn("job {}: worker {} drew a θ₀ that differs from the shepherd's ({}); it gets θ in full", job_.id,
+                 session->supervisor_id(), request.reason());
+    m->init_refused = true;
+    m->theta_from_init = false;
+  }
   schedule_->OnResync(*m, request);
 }
 
@@ -315,6 +324,11 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
 
 bool JobRun::SendTheta(Member& m, uint64_t r) {
   WorkerSession& s = *m.session;
+  m.theta_from_init = theta_is_init_ && !m.init_refused;
+  if (m.theta_from_init) {  // the worker draws θ₀ (StartRound.theta_from_init): nothing to send
+    m.theta_round = r;
+    return true;
+  }
   std::shared_ptr<const ChunkedList> update =
       m.theta_round + 1 == r ? theta_encoder_->UpdateFrom(m.theta_round) : nullptr;
   if (update != nullptr) {
@@ -349,6 +363,8 @@ void JobRun::SendStart(Member& m, uint64_t round, uint64_t cursor, uint32_t thet
   start->set_sampler_seed(state_.slots[m.slot].sampler_seed);
   start->set_sampler_cursor(cursor);
   start->set_theta_crc32c(theta_crc);
+  // (The draw is checked against theta_crc32c, so θ₀ is drawn only where the CRC travels.)
+  start->set_theta_from_init(m.theta_from_init && m.theta_round == round && theta_crc != 0);
   m.session->Send(std::move(msg));
 }
 
@@ -391,6 +407,7 @@ absl::StatusOr<bool> JobRun::StepTheta(uint64_t r, double share) {
   PCP_RETURN_IF_ERROR(theta_encoder_->EncodeRound(r, theta_, &next), _ << "encoding the θ update");
   theta_ = std::move(next);
   theta_crc_ = ListCrc32c(theta_);
+  theta_is_init_ = false;
   return true;
 }
 

@@ -160,6 +160,9 @@ class JobRun final : private RoundHost {
   std::unique_ptr<PreparedJob> prepared_;
   std::vector<Tensor> theta_;
   uint32_t theta_crc_ = 0;  // ListCrc32c(theta_), sent in StartRound
+  // theta_ is θ₀ drawn from prepared_->program.init_recipe (a fresh job, until its first outer
+  // step): workers draw it themselves (Assignment.init) instead of receiving it.
+  bool theta_is_init_ = false;
   // θ as the streams send it: in full, or the encoded update (diloco.compression.down).
   std::unique_ptr<ThetaEncoder> theta_encoder_;
   // Streaming: the fragment plan (theta_encoder_, outer_step_ and schedule_ point into it).

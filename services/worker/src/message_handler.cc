@@ -132,6 +132,14 @@ absl::Status MessageHandler::OnAssignment(const v1::Assignment& a) {
     return absl::InvalidArgumentError(
         absl::StrCat("Assignment.compression.ef_decay: must be in (0, 1], got ", a.compression().ef_decay()));
   }
+  if (a.has_init()) {
+    PCP_ASSIGN_OR_RETURN(InitRecipe init, InitRecipeFromProto(a.init()), _ << "Assignment");
+    if (init.params.size() != next.specs.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Assignment.init: ", init.params.size(), " rules for ", next.specs.size(), " parameters"));
+    }
+    next.init = std::move(init);
+  }
   if (a.streaming().fragments() > 1 || a.streaming().overlap_steps() > 0) {
     const v1::Streaming& st = a.streaming();
     next.streaming = {.fragments = std::max<int64_t>(1, st.fragments()),
@@ -239,6 +247,7 @@ absl::Status MessageHandler::OnStartRound(const v1::StartRound& start) {
     return absl::FailedPreconditionError("StartRound before the assignment is ready");
   Assignment& a = *assignment_;
   const uint64_t r = start.round();
+  if (start.theta_from_init() && a.resync_round != r) DrawInitialTheta(r);
   const bool theta_complete = a.theta_round == r && a.theta.size() == a.specs.size();
   if (a.resync_round == r && !theta_complete) {
     spdlog::info("StartRound {} ignored: waiting for θ in full (resync)", r);
@@ -374,6 +383,31 @@ absl::Status MessageHandler::OnParameters(const v1::ParameterChunk& p, DataPiece
   if (from == 0 && a.resync_round == p.round()) a.resync_round = 0;  // θ in full came
   if (a.plan) TakeFullTheta(p.round());
   return absl::OkStatus();
+}
+
+void MessageHandler::DrawInitialTheta(uint64_t round) {
+  using Clock = std::chrono::steady_clock;
+  Assignment& a = *assignment_;
+  if (!a.init.has_value()) {
+    RequestResync(round, 0, 0, "θ₀ is to be drawn, but the Assignment has no init recipe");
+    return;
+  }
+  const auto t0 = Clock::now();
+  std::vector<Shape> shapes;
+  for (const TensorSpec& spec : a.specs) shapes.push_back(spec.shape);
+  InitRecipe recipe = *a.init;
+  if (d_.fault_init) ++recipe.seed;
+  absl::StatusOr<std::vector<Tensor>> drawn = DrawInit(recipe, shapes);
+  if (!drawn.ok()) {
+    RequestResync(round, 0, 0, absl::StrCat("drawing θ₀: ", drawn.status().message()));
+    return;
+  }
+  a.theta = *std::move(drawn);
+  a.theta_round = round;
+  a.theta_update_from = 0;
+  a.theta_assembler.reset();
+  spdlog::info("θ for round {} drawn from the job's init recipe (seed {}) in {:.0f} ms", round, a.init->seed,
+               std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
 }
 
 void MessageHandler::RequestResync(uint64_t round, uint32_t expected_crc, uint32_t actual_crc,

@@ -94,6 +94,7 @@ class MessageHandler {
     const DataRoots* data_roots = nullptr;    // where shared-file shards may lie
     DeltaFault* fault = nullptr;              // testing only: corrupts the Δs sent
     double slow_factor = 1;                   // testing only: each inner step takes this × its time
+    bool fault_init = false;                  // testing only: θ₀ drawn from the wrong seed
     const std::atomic<bool>* stop = nullptr;  // the worker is stopping: a round ends early
     RoundCancels* cancels = nullptr;          // fed by the link's reader
     // Streaming rounds send Δ on a background thread while the next round trains; true sends
@@ -131,6 +132,8 @@ class MessageHandler {
     bool up_feedback = false;
     double ef_decay = 1;  // β of the Δ's error feedback (Assignment.compression.ef_decay)
     std::vector<codec::ErrorFeedback> feedback;
+    // How the job's θ₀ is drawn (Assignment.init), for a StartRound with theta_from_init.
+    std::optional<InitRecipe> init;
     // θ for a round: in full, or as an update to `held` when theta_update_from is set.
     uint64_t theta_round = 0;
     uint64_t theta_update_from = 0;
@@ -163,6 +166,9 @@ class MessageHandler {
   absl::Status MaybeReady();
   absl::Status OnParameters(const v1::ParameterChunk& p, DataPieces payload);
   absl::Status OnStartRound(const v1::StartRound& start);
+  // θ for `round` drawn from the Assignment's init recipe (StartRound.theta_from_init); a
+  // ResyncRequest when there is none or it cannot be drawn.
+  void DrawInitialTheta(uint64_t round);
   // Asks for θ of `round` in full (this replica cannot match the shepherd's).
   void RequestResync(uint64_t round, uint32_t expected_crc, uint32_t actual_crc, const std::string& reason);
   // Sends the round's Δ (encoded with the job's up codec, after error feedback if the job

@@ -82,6 +82,7 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(WorkerOptions options) {
     spdlog::warn("TESTING ONLY: --fault_slow_factor={}: each inner step takes {}x its own time",
                  options.fault_slow_factor, options.fault_slow_factor);
   }
+  if (options.fault_init) spdlog::warn("TESTING ONLY: --fault_init: the θ₀ this worker draws is not the job's");
   impl->options = std::move(options);
   PCP_ASSIGN_OR_RETURN(impl->data_roots,
                        DataRoots::Confined(impl->options.data_roots, impl->options.max_data_file_bytes),
@@ -210,6 +211,7 @@ absl::Status Worker::Impl::Session(Connection& conn) {
                           .data_roots = &data_roots,
                           .fault = &fault,
                           .slow_factor = options.fault_slow_factor,
+                          .fault_init = options.fault_init,
                           .stop = &stop,
                           .cancels = &cancels,
                           .chunk_bytes = ChunkBytesForPeer(conn.ack().max_chunk_bytes())},

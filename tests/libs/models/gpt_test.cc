@@ -272,5 +272,30 @@ TEST(InitGptParamsTest, SeededAndBitReproducible) {
   EXPECT_EQ(a[0].tensor.data<float>()[1], -0.015783192589879036f);
 }
 
+// The recipe a worker draws θ₀ from (pcp/tensor/init_recipe.h) says what InitGptParams draws.
+TEST(InitGptParamsTest, RecipeDrawsTheSameBits) {
+  const GPTConfig c = Small();
+  absl::StatusOr<InitRecipe> recipe = GptInitRecipe(c, 1337);
+  ASSERT_TRUE(recipe.ok()) << recipe.status();
+  std::vector<NamedTensor> params = *InitGptParams(c, 1337);
+  ASSERT_EQ(recipe->params.size(), params.size());
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < params.size(); ++i) {
+    shapes.push_back(params[i].tensor.shape());
+    const std::string& name = params[i].name;
+    const ParamInit& rule = recipe->params[i];
+    if (name.ends_with("c_proj.weight")) {
+      EXPECT_EQ(rule, ParamInit::Normal(0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer)))) << name;
+    } else if (params[i].tensor.rank() == 2) {
+      EXPECT_EQ(rule, ParamInit::Normal(0.02)) << name;
+    } else {
+      EXPECT_EQ(rule, name.ends_with(".weight") ? ParamInit::Ones() : ParamInit::Zeros()) << name;
+    }
+  }
+  absl::StatusOr<std::vector<Tensor>> drawn = DrawInit(*recipe, shapes);
+  ASSERT_TRUE(drawn.ok()) << drawn.status();
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(BitwiseEqual((*drawn)[i], params[i].tensor)) << params[i].name;
+}
+
 }  // namespace
 }  // namespace pcp

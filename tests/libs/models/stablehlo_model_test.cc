@@ -4,6 +4,7 @@
 #include "pcp/models/stablehlo_model.h"
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,7 @@ TEST(StableHloModelTest, ParamsFileMatchedByTheModuleNamesInAnyOrder) {
   absl::StatusOr<ImportedModel> m = ImportStableHloModel(ToyModule(), "toy.mlir", o);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->names, std::vector<std::string>{"w"});
+  EXPECT_FALSE(m->init_recipe.has_value());  // θ₀ comes from the file, not a draw
   absl::StatusOr<std::vector<Tensor>> out = Interpret(m->forward, {w, Tokens(0), Tokens(2)});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_NEAR(out->at(0).data<float>()[0], ExpectedLoss(w, rope, Tokens(0), Tokens(2)), 1e-4);
@@ -186,6 +188,13 @@ TEST(StableHloModelTest, InitRuleWithoutParamsFile) {
   for (int64_t i = 0; i < kV * kC; ++i) sum_sq += std::pow(m->initial[0].data<float>()[i], 2);
   EXPECT_GT(sum_sq, 0);
   EXPECT_LT(std::sqrt(sum_sq / (kV * kC)), 0.06);
+  // Every value drawn: the recipe (a worker draws θ₀ from it) says how, bit for bit.
+  ASSERT_TRUE(m->init_recipe.has_value());
+  EXPECT_EQ(m->init_recipe->seed, 7u);
+  EXPECT_EQ(m->init_recipe->params, (std::vector<ParamInit>{ParamInit::Normal(0.02), ParamInit::Ones()}));
+  absl::StatusOr<std::vector<Tensor>> drawn = DrawInit(*m->init_recipe, {m->types[0].shape, m->types[1].shape});
+  ASSERT_TRUE(drawn.ok()) << drawn.status();
+  EXPECT_EQ(std::memcmp((*drawn)[0].data<float>(), m->initial[0].data<float>(), m->initial[0].byte_size()), 0);
   // The same seed draws the same values; 1-D params not matching `ones` are 0.
   o.init.ones = {};
   absl::StatusOr<ImportedModel> again = ImportStableHloModel(ToyModule(), "toy.mlir", o);

@@ -90,6 +90,21 @@ TEST(TensorProtoTest, TensorSpecRoundTripAndValidation) {
   EXPECT_EQ(TensorSpecFromProto(bad).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(TensorProtoTest, InitRecipeRoundTripAndValidation) {
+  const InitRecipe r{.seed = 99, .params = {ParamInit::Normal(0.02), ParamInit::Ones(), ParamInit::Zeros()}};
+  absl::StatusOr<InitRecipe> back = InitRecipeFromProto(InitRecipeToProto(r));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->seed, 99u);
+  EXPECT_EQ(back->params, r.params);
+  v1::InitRecipe bad = InitRecipeToProto(r);
+  bad.mutable_params(2)->set_kind(static_cast<v1::ParamInit::Kind>(7));  // from a newer peer
+  EXPECT_EQ(InitRecipeFromProto(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(InitRecipeFromProto(bad).status().message(), HasSubstr("init.params[2]: unknown kind 7"));
+  bad = InitRecipeToProto(r);
+  bad.mutable_params(0)->set_std(-0.5);
+  EXPECT_THAT(InitRecipeFromProto(bad).status().message(), HasSubstr("init.params[0]: normal std -0.5"));
+}
+
 TEST(TensorProtoTest, ErrorMessagesCarryStatuses) {
   const absl::Status s = absl::InvalidArgumentError("tensor 'x': bad");
   const v1::Error e = ErrorToProto(s, 7);

@@ -1,8 +1,10 @@
 // Compressed tensor streams on a real cluster (processes on loopback): the same small job is
 // trained with f32 streams and with diloco.compression {up: int8, down: int4}. The compressed
-// job completes and learns; its Δs come up at about a quarter of the f32 bytes, and after
-// round 1 (θ in full) its θ updates come down at about 4.5/32 of them; every worker's θ
-// replica matched the shepherd's (StartRound's crc32c: no resync); the workers log the codecs.
+// job completes and learns; its Δs come up at about a quarter of the f32 bytes; in round 1 no θ
+// comes down (the workers draw θ₀ from the job's init recipe), after it the θ updates come down
+// at about 4.5/32 of the f32 job's θ in full; every worker's θ replica matched the shepherd's
+// (StartRound's crc32c: no resync); the workers log the codecs. A worker whose draw of θ₀
+// differs gets θ in full after one ResyncRequest and trains on with updates.
 // The metrics show the same by kind and codec: f32-equivalent over wire bytes (the ratio),
 // codec time on both ends, and each worker's network wait between rounds.
 #include <cmath>
@@ -59,8 +61,9 @@ TEST(CompressionTest, Int8DeltasAndInt4UpdatesTrainAndKeepReplicasIdentical) {
     // int8: 8.03 bits a value against 32, plus per-chunk headers and the chunk messages.
     EXPECT_GT(up, 0.2) << "round " << i + 1;
     EXPECT_LT(up, 0.3) << "round " << i + 1;
-    if (i == 0) {
-      EXPECT_NEAR(down, 1.0, 0.02) << "round 1 sends θ in full";
+    if (i == 0) {  // the workers draw θ₀ (Assignment.init)
+      EXPECT_EQ(f32.history[i].bytes_down(), 0u);
+      EXPECT_EQ(packed.history[i].bytes_down(), 0u);
     } else {
       EXPECT_LT(down, 0.2) << "round " << i + 1 << ": int4 updates (4.5 bits a value)";
     }
@@ -154,7 +157,8 @@ TEST(CompressionTest, SparseTopk2UpAndDownTrainAndKeepReplicasIdentical) {
     const double down =
         static_cast<double>(sparse.history[i].bytes_down()) / static_cast<double>(f32.history[i].bytes_down());
     std::printf("round %zu: sparse bytes up %.4f, down %.4f of f32's\n", i + 1, up, down);
-    EXPECT_LT(up, 1.0 / 40) << "round " << i + 1;  // 1/49 here: small tensors pay headers and messages
+    EXPECT_LT(up, 1.0 / 40) << "round " << i + 1;               // 1/49 here: small tensors pay headers and messages
+    if (i == 0) EXPECT_EQ(sparse.history[i].bytes_down(), 0u);  // the workers draw θ₀
     if (i > 0) EXPECT_LT(down, 1.0 / 20) << "round " << i + 1;
   }
   absl::StatusOr<std::string> page = cluster.ScrapeMetrics(cluster.shepherd_metrics_port());
@@ -164,6 +168,47 @@ TEST(CompressionTest, SparseTopk2UpAndDownTrainAndKeepReplicasIdentical) {
       SampleValue(*page, "pcp_shepherd_bytes_received_total", {{"kind", "delta"}, {"codec", "topk2"}}).value_or(-1), 0);
   EXPECT_TRUE(absl::StrContains(cluster.supervisor(0)->Log(), "Δ topk2 with error feedback, θ updates topk2"))
       << cluster.Logs(40);
+  ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
+}
+
+// θ₀ drawn by the workers (Assignment.init, StartRound.theta_from_init): node-1 draws the job's
+// θ₀ and is sent nothing in round 1; node-2 (the test-only --fault_init) draws another θ₀, which
+// its StartRound's crc32c catches: one ResyncRequest, θ in full to it alone (round 1 sends one θ:
+// half of round 2's two, the f32 job's θ in full to both workers), then int4 updates to both from
+// round 2 with no further mismatch; the job completes and learns.
+TEST(CompressionTest, WorkersDrawThetaZeroAndAMismatchedDrawGetsThetaInFull) {
+  absl::StatusOr<TempDir> dir = TempDir::Create();
+  ASSERT_TRUE(dir.ok());
+  ClusterHarness cluster(dir->path());
+  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartSupervisors(1).ok()) << cluster.Logs();                         // node-1
+  ASSERT_TRUE(cluster.StartSupervisors(1, "cpu", "--fault_init").ok()) << cluster.Logs();  // node-2
+  ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(120)).ok()) << cluster.Logs();
+  const TrainedJob f32 = Train(cluster, "f32_streams", "");
+  ASSERT_EQ(f32.job.state(), v1::JOB_STATE_COMPLETED) << f32.job.reason() << cluster.Logs(40);
+  EXPECT_LT(f32.job.progress().val_loss(), 4.0);  // ln 65 = 4.17: it learned
+  ASSERT_EQ(f32.history.size(), 4u);
+  const double theta_bytes = static_cast<double>(f32.history[1].bytes_down()) / 2;  // one θ in full
+  std::printf("round 1: %llu bytes down, one θ in full %.0f\n",
+              static_cast<unsigned long long>(f32.history[0].bytes_down()), theta_bytes);
+  EXPECT_NEAR(static_cast<double>(f32.history[0].bytes_down()) / theta_bytes, 1.0, 0.01);
+  absl::StatusOr<std::string> page = cluster.ScrapeMetrics(cluster.shepherd_metrics_port());
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(SampleValue(*page, "pcp_shepherd_replica_resyncs_total").value_or(-1), 1) << *page;
+  EXPECT_TRUE(absl::StrContains(cluster.supervisor(0)->Log(), "θ for round 1 drawn from the job's init recipe"))
+      << cluster.Logs(40);
+  EXPECT_TRUE(absl::StrContains(cluster.supervisor(1)->Log(), "θ crc32c mismatch")) << cluster.Logs(40);
+  EXPECT_FALSE(absl::StrContains(cluster.supervisor(0)->Log(), "θ crc32c mismatch")) << cluster.Logs(40);
+
+  // With int4 updates: round 2's update is from the θ in full node-2 received; no new resync.
+  const TrainedJob packed = Train(cluster, "packed_streams", "  compression: {up: f32, down: int4}\n");
+  ASSERT_EQ(packed.job.state(), v1::JOB_STATE_COMPLETED) << packed.job.reason() << cluster.Logs(40);
+  page = cluster.ScrapeMetrics(cluster.shepherd_metrics_port());
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(SampleValue(*page, "pcp_shepherd_replica_resyncs_total").value_or(-1), 2) << *page;
+  for (size_t i = 1; i < packed.history.size(); ++i) {
+    EXPECT_LT(static_cast<double>(packed.history[i].bytes_down()), 0.4 * theta_bytes) << "round " << i + 1;
+  }
   ASSERT_TRUE(cluster.StopAll().ok()) << cluster.Logs();
 }
 

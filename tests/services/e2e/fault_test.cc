@@ -250,7 +250,7 @@ TEST(FaultTest, ShepherdKilledMidJobResumesFromItsLastCheckpoint) {
     EXPECT_GT(r.tokens_total(), tokens) << r.round();
     tokens = r.tokens_total();
     EXPECT_GE(r.participants_size(), 1) << r.round();
-    EXPECT_GT(r.bytes_down(), 0u) << r.round();
+    if (r.round() > 1) EXPECT_GT(r.bytes_down(), 0u) << r.round();  // (round 1: the workers draw θ₀)
     EXPECT_GT(r.bytes_up(), 0u) << r.round();
     EXPECT_GT(r.inner_lr(), 0) << r.round();
     if (r.round() <= static_cast<uint64_t>(resumed_at)) {

@@ -323,9 +323,10 @@ TEST_F(ProtocolTest, SilentWorkerIsDeclaredDeadWithinTheHeartbeatTimeout) {
 }
 
 // A worker busy taking θ from a saturated shepherd (hundreds of streams on few cores) may have
-// its heartbeats read late; the θ it takes shows it alive. This one sends no heartbeat at all
-// and takes a 9.5M-parameter θ (38 MB) a chunk every 40 ms, well past the 0.6 s timeout once
-// the socket buffers and HTTP/2 window are full; then, silent and taking nothing, it is dead.
+// its heartbeats read late; the θ it takes shows it alive. This one asks for θ₀ in full (it does
+// not draw it), sends no heartbeat at all and takes a 9.5M-parameter θ (38 MB) a chunk every
+// 40 ms, well past the 0.6 s timeout once the socket buffers and HTTP/2 window are full; then,
+// silent and taking nothing, it is dead.
 TEST_F(ProtocolTest, AWorkerTakingThetaIsAliveWithoutHeartbeats) {
   std::string yaml = TinyJobYaml();
   ASSERT_TRUE(absl::StrContains(yaml, "n_layer: 2\n") && absl::StrContains(yaml, "n_embd: 32\n"));
@@ -336,7 +337,17 @@ TEST_F(ProtocolTest, AWorkerTakingThetaIsAliveWithoutHeartbeats) {
   w->StartHeartbeats(std::chrono::milliseconds(100));  // while the job is prepared
   v1::Assignment assignment;
   ASSERT_TRUE(w->TakeAssignment(&assignment));
+  // θ₀ is the worker's to draw (Assignment.init): StartRound 1 comes with nothing before it.
+  EXPECT_EQ(assignment.init().params_size(), assignment.parameters_size());
+  v1::ShepherdMessage first;
+  ASSERT_TRUE(w->ReadNext(&first) && first.has_start_round());
+  EXPECT_TRUE(first.start_round().theta_from_init());
   w->StopHeartbeats();
+  // This worker cannot draw it and asks for θ in full.
+  v1::WorkerMessage resync;
+  resync.mutable_resync()->set_round(1);
+  resync.mutable_resync()->set_reason("no draw here");
+  ASSERT_TRUE(w->Write(resync));
   const auto t0 = std::chrono::steady_clock::now();
   const uint64_t round = w->NextStartRound(nullptr, std::chrono::milliseconds(40));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

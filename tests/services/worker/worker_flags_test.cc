@@ -53,7 +53,8 @@ TEST(WorkerFlagsTest, EveryFlagTheSupervisorAndTestsPassSetsItsOption) {
                                                       "--link_down_mbit=100",
                                                       "--link_rtt_ms=50",
                                                       "--fault_delta=scale:2",
-                                                      "--fault_slow_factor=3"});
+                                                      "--fault_slow_factor=3",
+                                                      "--fault_init"});
   ASSERT_TRUE(s.ok()) << s.status();
   const WorkerOptions& o = s->options;
   EXPECT_EQ(o.shepherd, "10.0.0.5:7070");
@@ -79,6 +80,7 @@ TEST(WorkerFlagsTest, EveryFlagTheSupervisorAndTestsPassSetsItsOption) {
   EXPECT_DOUBLE_EQ(o.link.rtt_ms, 50);
   EXPECT_EQ(o.fault_delta, "scale:2");
   EXPECT_DOUBLE_EQ(o.fault_slow_factor, 3);
+  EXPECT_TRUE(o.fault_init);
 }
 
 TEST(WorkerFlagsTest, DefaultsLaterFlagsAndSet) {

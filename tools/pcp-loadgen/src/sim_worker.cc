@@ -486,6 +486,11 @@ bool SimWorker::Handle(const v1::ShepherdMessage& m, int64_t payload_bytes) {
         return true;
       }
       if (streaming()) return OnStreamingStart(start);
+      if (start.theta_from_init() && assignment_->has_init() && theta_complete_round_ != start.round()) {
+        // θ₀, which a worker draws from the assignment's recipe: nothing came before.
+        theta_complete_round_ = start.round();
+        ctx_->timeline->ThetaArrived(start.round(), now);
+      }
       // What the worker checks too: θ came in full first, one learning rate per inner step.
       if (theta_complete_round_ != start.round()) {
         ctx_->Fail(absl::FailedPreconditionError(

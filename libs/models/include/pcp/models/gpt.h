@@ -43,6 +43,7 @@
 #include "absl/status/statusor.h"
 #include "pcp/autodiff/ir.h"
 #include "pcp/models/gpt_config.h"
+#include "pcp/tensor/init_recipe.h"
 #include "pcp/tensor/safetensors.h"  // NamedTensor
 #include "pcp/tensor/tensor.h"
 
@@ -76,15 +77,9 @@ absl::StatusOr<Function> BuildGptLogits(const GPTConfig& config, int64_t batch_s
 
 // nanoGPT's initialisation, in parameter order with the names above: Linear and Embedding
 // weights ~ N(0, 0.02), except every c_proj.weight ~ N(0, 0.02 / sqrt(2 * n_layer)); Linear
-// biases 0; LayerNorm weights 1 and biases 0.
-//
-// Generator (documented so other implementations can reproduce it bit for bit): SplitMix64
-// seeded with `seed`; each uniform u in (0, 1] is ((x >> 11) + 1) * 2^-53 for the next 64-bit
-// output x; normals come in Box-Muller pairs from (u1, u2): r = sqrt(-2 ln u1),
-// z0 = r cos(2 pi u2), z1 = r sin(2 pi u2), computed in double, both used in order. One
-// stream serves all normal-initialised tensors in parameter order (each tensor's elements in
-// row-major order; a leftover odd normal is discarded at the end of a tensor), and each value
-// is std * z rounded to f32. Constant-initialised tensors draw nothing.
+// biases 0; LayerNorm weights 1 and biases 0. As a recipe (drawn bit for bit as
+// pcp/tensor/init_recipe.h documents), and drawn.
+absl::StatusOr<InitRecipe> GptInitRecipe(const GPTConfig& config, uint64_t seed);
 absl::StatusOr<std::vector<NamedTensor>> InitGptParams(const GPTConfig& config, uint64_t seed);
 
 }  // namespace pcp

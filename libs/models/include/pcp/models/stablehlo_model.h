@@ -43,14 +43,15 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "pcp/autodiff/ir.h"
+#include "pcp/tensor/init_recipe.h"
 #include "pcp/tensor/safetensors.h"
 
 namespace pcp {
 
 // Initial values when there is no params file: normal(0, std) for tensors of rank >= 2 (one
-// SplitMix64 / Box-Muller stream seeded with `seed`, in parameter order, as InitGptParams
-// draws: see gpt.h), 1 for tensors of rank < 2 whose name matches one of the `ones` globs
-// (fnmatch: *, ?, [..]), 0 for the other tensors of rank < 2.
+// SplitMix64 / Box-Muller stream seeded with `seed`, in parameter order: init_recipe.h), 1 for
+// tensors of rank < 2 whose name matches one of the `ones` globs (fnmatch: *, ?, [..]), 0 for
+// the other tensors of rank < 2.
 struct StableHloInit {
   double std = 0.02;
   std::vector<std::string> ones;
@@ -83,7 +84,9 @@ struct ImportedModel {
   Function forward;                // "forward_loss", PCP's convention (above), verified
   std::vector<std::string> names;  // the trainable parameters, in forward's order
   std::vector<TensorType> types;
-  std::vector<Tensor> initial;      // their initial values
+  std::vector<Tensor> initial;  // their initial values
+  // How `initial` was drawn, when no value came from the params file (init_recipe.h).
+  std::optional<InitRecipe> init_recipe;
   std::vector<std::string> frozen;  // the frozen arguments' names
   int64_t batch_size = 0;           // B and T of the data arguments
   int64_t block_size = 0;

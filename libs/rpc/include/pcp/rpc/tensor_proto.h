@@ -8,6 +8,7 @@
 //   TensorSpec spec{"lm_head.weight", DType::kF32, {65, 128}};
 //   v1::TensorSpec msg = TensorSpecToProto(spec);
 //   PCP_ASSIGN_OR_RETURN(TensorSpec back, TensorSpecFromProto(msg));
+//   PCP_ASSIGN_OR_RETURN(InitRecipe r, InitRecipeFromProto(InitRecipeToProto(recipe)));
 //   v1::Error e = ErrorToProto(absl::InvalidArgumentError("bad"), /*round=*/7);
 //   absl::Status s2 = ErrorFromProto(e);                          // InvalidArgument "bad"
 //
@@ -25,6 +26,7 @@
 #include "google/protobuf/repeated_field.h"
 #include "pcp/codec/codec.h"
 #include "pcp/tensor/dtype.h"
+#include "pcp/tensor/init_recipe.h"
 #include "pcp/tensor/shape.h"
 #include "pcp/v1/common.pb.h"
 #include "pcp/v1/tensor.pb.h"
@@ -65,6 +67,10 @@ v1::TensorSpec TensorSpecToProto(const TensorSpec& spec);
 // Also requires a non-empty name.
 absl::StatusOr<TensorSpec> TensorSpecFromProto(const v1::TensorSpec& spec);
 std::vector<v1::TensorSpec> TensorSpecsToProto(const std::vector<TensorSpec>& specs);
+
+v1::InitRecipe InitRecipeToProto(const InitRecipe& recipe);
+// InvalidArgument naming the rule for an unknown kind or a normal std negative or not finite.
+absl::StatusOr<InitRecipe> InitRecipeFromProto(const v1::InitRecipe& msg);
 
 // A non-OK status as an in-stream Error message (code numbers are shared by absl and gRPC).
 v1::Error ErrorToProto(const absl::Status& status, uint64_t round = 0);

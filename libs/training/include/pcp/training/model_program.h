@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "pcp/autodiff/ir.h"
 #include "pcp/autodiff/train_step.h"
+#include "pcp/tensor/init_recipe.h"
 #include "pcp/tensor/tensor.h"
 #include "pcp/training/data_roots.h"
 #include "pcp/training/gpt_program.h"
@@ -39,6 +40,8 @@ struct ModelProgram {
   std::vector<std::string> param_names;
   std::vector<TensorType> param_types;
   std::vector<Tensor> initial_params;
+  // How initial_params were drawn (GPT; an import without a params file), else nullopt.
+  std::optional<InitRecipe> init_recipe;
   int64_t num_params = 0;             // elements of the parameters
   std::vector<std::string> warnings;  // for the caller's log (e.g. an import's f64 lowered to f32)
 };

@@ -50,6 +50,9 @@ struct WorkerOptions {
   std::string fault_delta;
   // TESTING ONLY: each inner step takes this many times its own time (a slower machine); 1 = off.
   double fault_slow_factor = 1;
+  // TESTING ONLY: draw θ₀ (Assignment.init) from the next seed, so that this replica differs
+  // from the shepherd's and θ comes in full after a ResyncRequest.
+  bool fault_init = false;
 };
 
 class Worker {

@@ -1,6 +1,5 @@
-// Private to the models library: the seeded normal draws of InitGptParams (gpt.h documents the
-// generator bit for bit), shared with imported StableHLO models' init rule so that both are
-// reproducible elsewhere.
+// Private to the tensor library: the seeded normal draws of DrawInit (init_recipe.h documents
+// the generator bit for bit).
 //
 //   NormalStream normals(/*seed=*/1337);
 //   normals.Fill(/*stddev=*/0.02, t);  // t: an f32 tensor, filled in order
@@ -10,15 +9,15 @@
 // into stddev * r * cos(2 pi u2), stddev * r * sin(2 pi u2) with r = sqrt(-2 ln u1), stored
 // as floats in that order. A tensor of odd size drops the last sine; the next Fill continues
 // the same stream.
-#ifndef PCP_MODELS_SRC_NORMAL_STREAM_H_
-#define PCP_MODELS_SRC_NORMAL_STREAM_H_
+#ifndef PCP_TENSOR_SRC_NORMAL_STREAM_H_
+#define PCP_TENSOR_SRC_NORMAL_STREAM_H_
 
 #include <cmath>
 #include <cstdint>
 
 #include "pcp/tensor/tensor.h"
 
-namespace pcp::models_internal {
+namespace pcp::tensor_internal {
 
 class NormalStream {
  public:
@@ -48,6 +47,6 @@ class NormalStream {
   uint64_t state_;
 };
 
-}  // namespace pcp::models_internal
+}  // namespace pcp::tensor_internal
 
-#endif  // PCP_MODELS_SRC_NORMAL_STREAM_H_
+#endif  // PCP_TENSOR_SRC_NORMAL_STREAM_H_
