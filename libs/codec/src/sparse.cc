@@ -147,6 +147,7 @@ void EncodeBlock(const float* x, size_t m, int bits, double density, Scratch& s,
   const size_t want = KeptPerBlock(m, density);
   uint32_t threshold = 0;
   size_t equal_quota = 0;
+  size_t equal_keys = 0;  // keys equal to the threshold (all in its bin)
   if (want < m) {
     size_t above = 0;
     int bin = 255;
@@ -155,31 +156,48 @@ void EncodeBlock(const float* x, size_t m, int bits, double density, Scratch& s,
       if (above + here >= want) break;
       above += here;
     }
-    s.order.clear();
+    // (Branch-free through raw pointers: the thread's scratch is not reloaded per value.)
+    if (s.order.size() < m) s.order.resize(m);
+    const uint32_t* keys = s.keys.data();
+    uint32_t* order = s.order.data();
+    size_t in_bin = 0;
     for (size_t j = 0; j < m; ++j) {
-      if ((s.keys[j] >> 23) == static_cast<uint32_t>(bin)) s.order.push_back(s.keys[j]);
+      order[in_bin] = keys[j];
+      in_bin += (keys[j] >> 23) == static_cast<uint32_t>(bin) ? 1 : 0;
     }
-    const size_t need = std::min(want - above, s.order.size());  // ≥ 1 unless bin 0 ran out
+    const size_t need = std::min(want - above, in_bin);  // ≥ 1 unless bin 0 ran out
     if (need > 0) {
-      std::nth_element(s.order.begin(), s.order.begin() + static_cast<ptrdiff_t>(need - 1), s.order.end(),
-                       std::greater<uint32_t>());
-      threshold = s.order[need - 1];
+      std::nth_element(order, order + (need - 1), order + in_bin, std::greater<uint32_t>());
+      threshold = order[need - 1];
       size_t strictly = 0;
-      for (size_t j = 0; j + 1 < need; ++j) strictly += s.order[j] > threshold ? 1 : 0;
+      for (size_t j = 0; j + 1 < need; ++j) strictly += order[j] > threshold ? 1 : 0;
       equal_quota = threshold == 0 ? 0 : need - strictly;
+      for (size_t j = 0; j < in_bin; ++j) equal_keys += order[j] == threshold ? 1 : 0;
     }
   }
-  s.index.resize(m);
+  // (s.index keeps its size across blocks: shrinking and growing it again would zero it.)
+  if (s.index.size() < m) s.index.resize(m);
   size_t kept = 0;
-  for (size_t j = 0; j < m; ++j) {
-    const uint32_t key = s.keys[j];
-    const bool take = key > threshold || (key == threshold && equal_quota > 0);
-    equal_quota -= (take && key == threshold) ? 1 : 0;
-    s.index[kept] = static_cast<uint32_t>(j);
-    kept += take ? 1 : 0;
+  const uint32_t* keys = s.keys.data();
+  uint32_t* index = s.index.data();
+  if (equal_quota == 0 || equal_quota == equal_keys) {
+    // None or every key equal to the threshold kept (nearly every block): a compare per key.
+    const uint32_t from = equal_quota == 0 ? threshold + 1 : threshold;
+    for (size_t j = 0; j < m; ++j) {
+      index[kept] = static_cast<uint32_t>(j);
+      kept += keys[j] >= from ? 1 : 0;
+    }
+  } else {  // the first equal_quota of the keys equal to the threshold
+    for (size_t j = 0; j < m; ++j) {
+      const uint32_t key = keys[j];
+      const size_t equal = key == threshold ? 1 : 0;
+      const size_t take = (key > threshold ? 1 : 0) | (equal & (equal_quota > 0 ? 1 : 0));
+      equal_quota -= equal & take;
+      index[kept] = static_cast<uint32_t>(j);
+      kept += take;
+    }
   }
-  s.index.resize(kept);
-  const size_t k = s.index.size();  // ≥ 1: the largest key is above 0
+  const size_t k = kept;  // ≥ 1: the largest key is above 0; s.index[0, k) are the kept positions
 
   // Indices: the smaller of a bitmap and Rice-coded gaps (each gap g = index − previous − 1 as
   // g >> r ones, a zero, and the r low bits), with the best r.

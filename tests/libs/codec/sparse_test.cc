@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codec_data.h"
@@ -67,6 +68,42 @@ TEST(SparseTest, KeepsTheLargestOfEachBlockWithTheirSigns) {
         EXPECT_EQ(kept, k) << CodecName(codec) << " density " << density << " block at " << start;
         EXPECT_LE(largest_dropped, smallest_kept);
       }
+    }
+  }
+}
+
+// Ties at the threshold: of the values whose |x| equals the want-th largest, the first ones by
+// position are kept until want (some of them, all of them, or none when the rest fill want);
+// zeros never are. 100 values at density 0.05: want 5.
+TEST(SparseTest, TiesAtTheThresholdKeepTheFirstByPosition) {
+  struct Case {
+    std::vector<std::pair<size_t, float>> set;  // position, value; the rest 0 or `fill`
+    float fill;
+    std::vector<size_t> kept;
+  };
+  const std::vector<Case> cases = {
+      // Two above, ten equal (signs mixed): the first three equal ones.
+      {{{50, 3.0f}, {90, -3.0f}, {5, 1.0f}, {7, -1.0f}, {20, 1.0f}, {21, 1.0f}, {60, -1.0f}}, 0.0f, {5, 7, 20, 50, 90}},
+      // Four above, one equal: all equal ones kept.
+      {{{1, 4.0f}, {2, 4.0f}, {3, 4.0f}, {4, 4.0f}, {99, 2.0f}}, 0.5f, {1, 2, 3, 4, 99}},
+      // Every value equal: the first five.
+      {{}, -0.25f, {0, 1, 2, 3, 4}},
+      // Two non-zero values: they, and no zero.
+      {{{10, 1.0f}, {11, -2.0f}}, 0.0f, {10, 11}},
+  };
+  for (Codec codec : kSparse) {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      std::vector<float> x(100, cases[c].fill);
+      for (const auto& [at, v] : cases[c].set) x[at] = v;
+      if (c == 0) {
+        for (size_t i = 30; i < 36; ++i) x[i] = 1.0f;  // more equal ones after the kept three
+      }
+      const std::vector<float> y = DecodeAll(Enc(codec, x, 0, 0.05));
+      std::vector<size_t> kept;
+      for (size_t i = 0; i < y.size(); ++i) {
+        if (y[i] != 0) kept.push_back(i);
+      }
+      EXPECT_EQ(kept, cases[c].kept) << CodecName(codec) << " case " << c;
     }
   }
 }
