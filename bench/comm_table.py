@@ -247,7 +247,7 @@ def run_table(args, modes, base_text, tables):
     compute_only = next((r["wall_s"] for r in rows if r["mode"] == "compute-only"), None)
     f32_val = next((r["val_loss"] for r in rows if r["mode"] == "f32"), None)
     print("| mode | val loss | Δ val vs f32 | bytes up+down per worker per inner step | × fewer than data-parallel "
-          "| the same after the join (θ in full once): × fewer than f32 DiLoCo | Δ up: × fewer than f32 Δ "
+          "| the same after round 1 (the join): × fewer than f32 DiLoCo | Δ up: × fewer than f32 Δ "
           "| peak Δ bytes per sync ÷ (|θ|·4/P) | wall time | ÷ compute-only | network wait % |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
