@@ -44,7 +44,6 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from chaos import Cluster  # noqa: E402
 
 SPARSELOCO_OUTER = "  outer_lr: 4.0\n  outer_momentum: 0.0\n"
-SPARSELOCO_STREAMING_OUTER = "  outer_lr: 2.0\n  outer_momentum: 0.0\n"
 
 # mode -> (diloco YAML lines, emulated link?)
 MODES = {
@@ -83,12 +82,13 @@ MODES = {
     # and outer_momentum, which a scheme does not override: the modes set them as the scheme would.
     "sparseloco 3%": (SPARSELOCO_OUTER + "  compression: {scheme: sparseloco, density: 0.03}\n", True),
     "sparseloco 1.5%": (SPARSELOCO_OUTER + "  compression: {scheme: sparseloco, density: 0.015}\n", True),
-    # Streamed at outer lr 2: at lr 4 the fragments' merges diverged (bench/results/comm_table.md).
+    # Streamed: the scheme's merge takes θ_global's fragment whole (streaming.alpha 0; at the
+    # paper's 0.5 error feedback's resent values were also kept locally and lr 4 diverged).
     "streaming P=4 sparseloco 3% overlap": (
-        SPARSELOCO_STREAMING_OUTER + "  streaming: {fragments: 4, overlap_steps: 5}\n"
+        SPARSELOCO_OUTER + "  streaming: {fragments: 4, overlap_steps: 5}\n"
         "  compression: {scheme: sparseloco, density: 0.03}\n", True),
     "streaming P=4 sparseloco 1.5% overlap": (
-        SPARSELOCO_STREAMING_OUTER + "  streaming: {fragments: 4, overlap_steps: 5}\n"
+        SPARSELOCO_OUTER + "  streaming: {fragments: 4, overlap_steps: 5}\n"
         "  compression: {scheme: sparseloco, density: 0.015}\n", True),
 }
 

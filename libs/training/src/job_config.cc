@@ -410,6 +410,10 @@ absl::Status FinishCompression(const Context& ctx, DiLoCoConfig& d) {
     if (unset("compression.ef_decay")) c.ef_decay = codec::kSparseLocoEfDecay;
     if (unset("outer_momentum")) d.outer_momentum = 0;
     if (unset("outer_lr")) d.outer_lr = codec::kSparseLocoOuterLr;
+    // Streaming with overlap: a merge that keeps α of the worker's fragment keeps what the
+    // round's sparse Δ left out, which error feedback sends again (counted twice: at α 0.5 the
+    // default job diverged at lr 4); α 0 takes θ_global's fragment whole.
+    if (unset("streaming.alpha")) d.streaming.alpha = 0;
   }
   if (c.down_mode != codec::DownMode::kUnion) return absl::OkStatus();
   if (!codec::IsSparse(c.down)) {

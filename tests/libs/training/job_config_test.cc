@@ -208,7 +208,7 @@ TEST(JobConfigTest, ToYamlRoundTrips) {
 }
 
 // diloco.compression.scheme: sparseloco is SparseLoCo in one line: every key the job leaves out
-// takes the scheme's value (codec/compression.h), keys the job sets stay; the effective
+// takes the scheme's value (codec/compression.h; streaming.alpha 0), keys the job sets stay; the effective
 // configuration round-trips; without a scheme nothing changes.
 TEST(JobConfigTest, SparseLocoSchemeSetsWhatTheJobLeavesOut) {
   absl::StatusOr<JobConfig> job = Parse(kData + "diloco:\n  compression: {scheme: sparseloco}\n");
@@ -223,6 +223,7 @@ TEST(JobConfigTest, SparseLocoSchemeSetsWhatTheJobLeavesOut) {
   EXPECT_EQ(c.ef_decay, codec::kSparseLocoEfDecay);
   EXPECT_EQ(job->diloco.outer_momentum, 0.0);
   EXPECT_EQ(job->diloco.outer_lr, codec::kSparseLocoOuterLr);
+  EXPECT_EQ(job->diloco.streaming.alpha, 0.0);  // the merge takes θ_global whole (error feedback)
   EXPECT_TRUE(c.FeedbackUp());
   EXPECT_FALSE(c.FeedbackDown());
   EXPECT_EQ(c.DownDensity(), 1.0);
@@ -240,6 +241,11 @@ TEST(JobConfigTest, SparseLocoSchemeSetsWhatTheJobLeavesOut) {
   EXPECT_EQ(own->diloco.compression.ef_decay, 0.9);
   EXPECT_EQ(own->diloco.compression.down, codec::Codec::kTopk4);
   EXPECT_EQ(own->diloco.compression.down_mode, codec::DownMode::kUnion);
+  absl::StatusOr<JobConfig> mixed = Parse(kData +
+                                          "diloco:\n  streaming: {fragments: 4, overlap_steps: 5, alpha: 0.5}\n"
+                                          "  compression: {scheme: sparseloco}\n");
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  EXPECT_EQ(mixed->diloco.streaming.alpha, 0.5);
 
   // down_mode feedback is allowed with momentum (the scheme's other settings stay).
   absl::StatusOr<JobConfig> momentum =
