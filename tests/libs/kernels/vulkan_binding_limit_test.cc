@@ -146,7 +146,7 @@ TEST(VulkanBindingLimitTest, PlannerKeepsEveryKernelWithinSmallLimits) {
       for (const vulkan::PlannedKernel& k : plan->kernels) {
         absl::StatusOr<vulkan::KernelSource> src = vulkan::KernelSourceFor(f, *plan, k);
         ASSERT_TRUE(src.ok()) << src.status();
-        EXPECT_LE(src->inputs.size() + vulkan::OutputsOf(k).size(), static_cast<size_t>(limit)) << src->name;
+        EXPECT_LE(src->bindings(vulkan::OutputsOf(k).size()), static_cast<size_t>(limit)) << src->name;
       }
     }
   }

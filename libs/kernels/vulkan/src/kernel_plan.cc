@@ -49,7 +49,9 @@ int CountLoads(const Function& f, const KernelPlan& plan, int inst) {
 absl::Status LimitBindings(const Function& f, KernelPlan& plan, int max_bindings) {
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     const int root = plan.kernels[k].instruction;
-    while (CountLoads(f, plan, root) + 1 > max_bindings) {
+    // Its output, and a split reduction's scratch buffer.
+    const int own = plan.kernels[k].kind == KernelKind::kSplitReduce ? 2 : 1;
+    while (CountLoads(f, plan, root) + own > max_bindings) {
       ValueId best = kNoValue;
       int best_loads = 1;  // materializing a value with one load saves nothing
       bool best_fits = false;
@@ -81,6 +83,24 @@ absl::Status LimitBindings(const Function& f, KernelPlan& plan, int max_bindings
 }
 
 }  // namespace
+
+ReduceSplit ReduceSplitFor(const Function& f, const Instruction& inst) {
+  ReduceSplit s;
+  const TensorType& in = f.type(inst.operands[0]);
+  s.extent = 1;
+  for (int64_t d : inst.attrs.dims) s.extent *= in.shape[static_cast<size_t>(d)];
+  s.outputs = f.type(inst.result).num_elements();
+  const DType d = f.type(inst.result).dtype;
+  if (inst.op != Op::kReduce || s.outputs == 0 || s.outputs >= kSplitMaxOutputs || s.extent <= kSplitSliceElements ||
+      (d != DType::kF32 && d != DType::kI32 && d != DType::kI64)) {
+    return s;
+  }
+  s.slices = std::min((s.extent + kSplitSliceElements - 1) / kSplitSliceElements, kSplitMaxSlices);
+  s.slice = (s.extent + s.slices - 1) / s.slices;
+  // Every slice non-empty.
+  s.slices = (s.extent + s.slice - 1) / s.slice;
+  return s;
+}
 
 std::vector<ValueId> OutputsOf(const PlannedKernel& k) {
   if (k.kind == KernelKind::kRow) return k.outputs;
@@ -129,7 +149,8 @@ absl::Status CheckSupported(const Function& f, bool half_moves) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<KernelPlan> PlanKernels(const Function& f, bool half_moves, bool row_kernels, int max_bindings) {
+absl::StatusOr<KernelPlan> PlanKernels(const Function& f, bool half_moves, bool row_kernels, int max_bindings,
+                                       bool split_reductions) {
   PCP_RETURN_IF_ERROR(CheckSupported(f, half_moves));
   const size_t n = static_cast<size_t>(f.num_values());
   KernelPlan plan;
@@ -172,7 +193,7 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, bool half_moves, bool 
     bool materialize = is_result[v];
     KernelKind kind = KernelKind::kMap;
     if (inst.op == Op::kReduce) {
-      kind = KernelKind::kReduce;
+      kind = split_reductions && ReduceSplitFor(f, inst).split() ? KernelKind::kSplitReduce : KernelKind::kReduce;
       materialize = true;
     } else if (inst.op == Op::kDotGeneral) {
       kind = KernelKind::kDot;

@@ -14,6 +14,11 @@
 // Row kernels (row_kernel_plan.h, on unless `row_kernels` is false): kernels around a reduction
 // over trailing dimensions (a softmax, a LayerNorm and their gradients) then merge into one
 // kernel that computes each row's reductions and the values that consume them.
+//
+// Split reductions (on unless `split_reductions` is false): a reduction with few outputs and a
+// long reduced extent (a gradient norm's sum of squares over a whole parameter) would run on
+// one work group per output; it becomes a KernelKind::kSplitReduce kernel of two dispatches
+// (ReduceSplitFor below; kernel_sources.h), and is not a row kernel's member.
 #ifndef PCP_KERNELS_VULKAN_SRC_KERNEL_PLAN_H_
 #define PCP_KERNELS_VULKAN_SRC_KERNEL_PLAN_H_
 
@@ -24,7 +29,9 @@
 
 namespace pcp::vulkan {
 
-enum class KernelKind { kMap, kReduce, kDot, kScatter, kRow };
+// kSplitReduce: a reduce in two dispatches (ReduceSplitFor), binding a scratch buffer after its
+// output.
+enum class KernelKind { kMap, kReduce, kSplitReduce, kDot, kScatter, kRow };
 
 struct PlannedKernel {
   KernelKind kind = KernelKind::kMap;
@@ -47,6 +54,28 @@ struct KernelPlan {
   std::vector<ValueId> constants;  // materialized constants (uploaded at compile time)
 };
 
+// How a reduce is split (`inst` reduces `outputs` results over `extent` elements each). The rule
+// depends on the shapes alone, never on the device, so a program's sums are combined in the same
+// order, and give the same bits, on every run and device. A reduce of f32, i32 or i64 with
+// fewer than kSplitMaxOutputs outputs and an extent over kSplitSliceElements is split: pass 1
+// runs `slices` = min(ceil(extent / kSplitSliceElements), kSplitMaxSlices) work groups per
+// output, group g reducing the contiguous reduced positions [g * slice, min((g + 1) * slice,
+// extent)) of its output (slice = ceil(extent / slices)) into one partial; pass 2 runs a work
+// group per output that reduces its `slices` partials in slice order and combines the init.
+// So a full sum of 2^20 elements is 256 work groups of 4096 elements, then one of 256 partials.
+inline constexpr int64_t kSplitSliceElements = 4096;
+inline constexpr int64_t kSplitMaxSlices = 4096;
+// With this many outputs a work group per output already fills a large GPU (an H100 holds
+// ~4000 work groups of 64 at once, 132 multiprocessors).
+inline constexpr int64_t kSplitMaxOutputs = 1024;
+struct ReduceSplit {
+  int64_t outputs = 0, extent = 0;
+  int64_t slices = 1;  // > 1: split
+  int64_t slice = 0;   // reduced positions per slice
+  bool split() const { return slices > 1; }
+};
+ReduceSplit ReduceSplitFor(const Function& f, const Instruction& inst);
+
 // Unimplemented naming the op and dtype for what the backend cannot compute: f16/bf16
 // values other than moved (parameters, results, constants, layout ops, gather rows; and
 // only with `half_moves`, the device's 16-bit storage), dot_general on other than f32.
@@ -55,9 +84,10 @@ absl::Status CheckSupported(const Function& f, bool half_moves);
 // kernel exceeds it: where an inlined chain would load too many materialized values (a sum of
 // 40 parameters), its largest subexpression that fits in a kernel of its own is materialized,
 // until the kernel fits; row kernels respect it too. ResourceExhausted if an instruction alone
-// reads more (a concatenate of more operands than the limit).
+// reads more (a concatenate of more operands than the limit). A split reduction counts its
+// scratch buffer too.
 absl::StatusOr<KernelPlan> PlanKernels(const Function& f, bool half_moves, bool row_kernels = true,
-                                       int max_bindings = 32);
+                                       int max_bindings = 32, bool split_reductions = true);
 
 }  // namespace pcp::vulkan
 

@@ -49,7 +49,10 @@ KernelSource MapKernelSource(const Function& f, const KernelPlan& plan, const In
   return k;
 }
 
-KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst) {
+namespace {
+
+// A reduction's kernel: in one dispatch, or split in two (ReduceSplitFor, kernel_plan.h).
+KernelSource ReduceSource(const Function& f, const KernelPlan& plan, const Instruction& inst, bool split) {
   const TensorType& rt = f.type(inst.result);
   const TensorType& in = f.type(inst.operands[0]);
   const DType d = rt.dtype;
@@ -87,24 +90,57 @@ KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const
   std::string init_body;
   const std::string init = gen.Emit(inst.operands[1], {}, &init_body);
   const std::string finish = absl::StrCat(init_body, ExprCodegen::Store(d, "o", combine(init, "acc")));
+  // The work group's 64 accumulators `acc` into partial[0], by a shared-memory tree.
+  const std::string shared = absl::StrCat("shared ", type, " partial[64];\n");
+  const std::string tree =
+      absl::StrCat("    partial[lane] = acc;\n    barrier();\n    for (int s = 32; s > 0; s >>= 1) {\n",
+                   "      if (lane < s) partial[lane] = ", combine("partial[lane]", "partial[lane + s]"), ";\n",
+                   "      barrier();\n    }\n");
 
+  const ReduceSplit s = ReduceSplitFor(f, inst);
+  split = split && s.split();
   KernelSource k;
-  k.name = absl::StrCat("reduce_", sum ? "sum_" : "max_", inst.result);
+  k.name = absl::StrCat("reduce_", sum ? "sum_" : "max_", split ? "split_" : "", inst.result);
   k.inputs = {};
   k.empty = outputs == 0;
-  // Long reductions: one work group of 64 per output with a shared-memory tree; short
-  // ones: one invocation per output.
-  if (rn >= 64) {
-    const std::string shared = absl::StrCat("shared ", type, " partial[64];\n");
+  if (split) {
+    // Pass 1: work group w computes partial w, of output w / slices over slice w % slices.
+    const int64_t partials = outputs * s.slices;
+    const std::string main_body = absl::StrCat(
+        "  int lane = int(gl_LocalInvocationID.x);\n"
+        "  for (int w = int(gl_WorkGroupID.x); w < ",
+        partials, "; w += int(gl_NumWorkGroups.x)) {\n", "    int o = w / ", s.slices, ";\n", "    int lo = (w - o * ",
+        s.slices, ") * ", s.slice, ";\n", "    int hi = min(lo + ", s.slice, ", ", rn, ");\n", "    ", type,
+        " acc = ", identity, ";\n", "    for (int r = lo + lane; r < hi; r += 64) {\n", element, "    }\n", tree,
+        "    if (lane == 0) scratch_.d[w] = partial[0];\n    barrier();\n  }\n");
+    // Pass 2: a work group per output, its partials in slice order.
+    const std::string finish_body = absl::StrCat(
+        "  int lane = int(gl_LocalInvocationID.x);\n"
+        "  for (int o = int(gl_WorkGroupID.x); o < ",
+        outputs, "; o += int(gl_NumWorkGroups.x)) {\n", "    ", type, " acc = ", identity, ";\n",
+        "    for (int g = lane; g < ", s.slices,
+        "; g += 64) acc = ", combine("acc", absl::StrCat("scratch_.d[o * ", s.slices, " + g]")), ";\n", tree,
+        "    if (lane == 0) {\n      acc = partial[0];\n", finish, "    }\n    barrier();\n  }\n");
+    // Both passes declare the same bindings: the inputs (the init may be one), the output,
+    // then the scratch buffer.
+    auto scratch = [&](const char* access) {
+      return absl::StrCat("layout(std430, set = 0, binding = ", gen.inputs().size() + 1, ") ", access,
+                          " buffer Scratch { ", type, " d[]; } scratch_;\n");
+    };
+    k.glsl = Assemble(gen, d, 64, scratch("writeonly") + shared, main_body);
+    k.finish_glsl = Assemble(gen, d, 64, scratch("readonly") + shared, finish_body);
+    k.groups[0] = GroupsFor(partials, 1);
+    k.finish_groups[0] = GroupsFor(outputs, 1);
+    k.scratch_bytes = partials * SizeOf(d);
+  } else if (rn >= 64) {
+    // Long reductions: one work group of 64 per output with a shared-memory tree; short
+    // ones: one invocation per output.
     const std::string main_body = absl::StrCat(
         "  int lane = int(gl_LocalInvocationID.x);\n"
         "  for (int o = int(gl_WorkGroupID.x); o < ",
         outputs, "; o += int(gl_NumWorkGroups.x)) {\n", "    ", type, " acc = ", identity, ";\n",
-        "    for (int r = lane; r < ", rn, "; r += 64) {\n", element, "    }\n",
-        "    partial[lane] = acc;\n    barrier();\n", "    for (int s = 32; s > 0; s >>= 1) {\n",
-        "      if (lane < s) partial[lane] = ", combine("partial[lane]", "partial[lane + s]"), ";\n",
-        "      barrier();\n    }\n", "    if (lane == 0) {\n      acc = partial[0];\n", finish,
-        "    }\n    barrier();\n  }\n");
+        "    for (int r = lane; r < ", rn, "; r += 64) {\n", element, "    }\n", tree,
+        "    if (lane == 0) {\n      acc = partial[0];\n", finish, "    }\n    barrier();\n  }\n");
     k.glsl = Assemble(gen, d, 64, shared, main_body);
     k.groups[0] = GroupsFor(outputs, 1);
   } else {
@@ -117,6 +153,16 @@ KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const
   }
   k.inputs = gen.inputs();
   return k;
+}
+
+}  // namespace
+
+KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst) {
+  return ReduceSource(f, plan, inst, /*split=*/false);
+}
+
+KernelSource SplitReduceKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst) {
+  return ReduceSource(f, plan, inst, /*split=*/true);
 }
 
 KernelSource ScatterKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst) {
@@ -168,6 +214,7 @@ absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan
   switch (k.kind) {
     case KernelKind::kMap: return MapKernelSource(f, plan, inst);
     case KernelKind::kReduce: return ReduceKernelSource(f, plan, inst);
+    case KernelKind::kSplitReduce: return SplitReduceKernelSource(f, plan, inst);
     case KernelKind::kScatter: return ScatterKernelSource(f, plan, inst);
     case KernelKind::kRow: return RowKernelSource(f, plan, k);
     case KernelKind::kDot:

@@ -4,6 +4,8 @@
 //
 //   PCP_ASSIGN_OR_RETURN(KernelSource src, KernelSourceFor(f, plan, plan.kernels[0]));
 //   compile src.glsl; bind src.inputs then the output; vkCmdDispatch(src.groups...)
+//   if (src.split()) { bind a scratch buffer of src.scratch_bytes next; barrier;
+//                      vkCmdDispatch(src.finish_groups...) with src.finish_glsl, same bindings }
 #ifndef PCP_KERNELS_VULKAN_SRC_KERNEL_SOURCES_H_
 #define PCP_KERNELS_VULKAN_SRC_KERNEL_SOURCES_H_
 
@@ -23,6 +25,16 @@ struct KernelSource {
   std::vector<ValueId> inputs;  // binding i reads inputs[i]; binding inputs.size() is the output
   uint32_t groups[3] = {1, 1, 1};
   bool empty = false;  // nothing to compute (zero elements): no dispatch
+  // A split reduction (KernelKind::kSplitReduce) also binds a scratch buffer of scratch_bytes
+  // after its output: `glsl` writes its partials there, then `finish_glsl`, dispatched next with
+  // `finish_groups` over the same bindings, reduces them into the output. Else 0 and "".
+  int64_t scratch_bytes = 0;
+  std::string finish_glsl;
+  uint32_t finish_groups[3] = {1, 1, 1};
+
+  bool split() const { return !finish_glsl.empty(); }
+  // Storage buffers bound: the inputs, `outputs` outputs and the scratch buffer if any.
+  size_t bindings(size_t outputs) const { return inputs.size() + outputs + (split() ? 1 : 0); }
 };
 
 // What the device offers beyond the plain shaders (VulkanContext).
@@ -41,6 +53,10 @@ bool UsesCooperativeMatrix(const Function& f, const Instruction& inst, const Dev
 // One kernel family each (kernel_sources.cc, matmul_source.cc; row kernels: row_kernel_source.h).
 KernelSource MapKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
 KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
+// The same reduction in two dispatches (KernelKind::kSplitReduce; ReduceSplitFor, kernel_plan.h):
+// pass 1 reduces each slice into a partial in the scratch buffer, the finishing pass a work
+// group per output reduces its partials in slice order and combines the init.
+KernelSource SplitReduceKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
 KernelSource ScatterKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
 KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
 // The same product on GL_NV_cooperative_matrix (f16 tiles in shared memory, f32 accumulators):

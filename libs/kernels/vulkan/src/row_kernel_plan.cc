@@ -74,6 +74,8 @@ class RowFuser {
       const PlannedKernel& k = plan_.kernels[i];
       const Instruction& inst = f_.instructions[static_cast<size_t>(k.instruction)];
       int dims = 0;
+      // A split reduction (KernelKind::kSplitReduce, kernel_plan.h) stays apart: it has few,
+      // long rows, which a row kernel would run on a work group each.
       if (k.kind == KernelKind::kReduce && IsRowReduction(f_, inst, &dims)) {
         candidate_[i] = true;
         g.reduced_dims = dims;

@@ -24,7 +24,7 @@
 // would make a cycle). A member's value stays materialized (an output of the row kernel) only
 // if it is a result or another kernel reads it; the rest are computed in the row kernel alone.
 // A group of one kernel keeps its kernel. Kernels are then put in a topological order,
-// earliest first.
+// earliest first. Split reductions (KernelKind::kSplitReduce, kernel_plan.h) are never members.
 #ifndef PCP_KERNELS_VULKAN_SRC_ROW_KERNEL_PLAN_H_
 #define PCP_KERNELS_VULKAN_SRC_ROW_KERNEL_PLAN_H_
 

@@ -21,12 +21,17 @@ using vulkan::VulkanContext;
 
 class VulkanBackend : public Backend {
  public:
-  VulkanBackend(std::shared_ptr<BufferPool> pool, std::string cache_dir, bool row_kernels)
-      : pool_(std::move(pool)), compiler_(std::move(cache_dir)), row_kernels_(row_kernels) {
+  VulkanBackend(std::shared_ptr<BufferPool> pool, std::string cache_dir, bool row_kernels, bool split_reductions)
+      : pool_(std::move(pool)),
+        compiler_(std::move(cache_dir)),
+        row_kernels_(row_kernels),
+        split_reductions_(split_reductions) {
     const char* p = std::getenv("PCP_VULKAN_PROFILE");
     profile_ = p != nullptr && *p != '\0' && std::strcmp(p, "0") != 0;
     const char* r = std::getenv("PCP_VULKAN_ROW_KERNELS");
     if (r != nullptr && std::strcmp(r, "0") == 0) row_kernels_ = false;
+    const char* sr = std::getenv("PCP_VULKAN_SPLIT_REDUCTIONS");
+    if (sr != nullptr && std::strcmp(sr, "0") == 0) split_reductions_ = false;
   }
 
   std::string Name() const override { return "vulkan"; }
@@ -40,7 +45,8 @@ class VulkanBackend : public Backend {
 
   absl::StatusOr<std::unique_ptr<Executable>> Compile(const Function& function) override {
     PCP_ASSIGN_OR_RETURN(std::unique_ptr<vulkan::VulkanExecutable> exe,
-                         vulkan::VulkanExecutable::Create(function, pool_, compiler_, profile_, row_kernels_));
+                         vulkan::VulkanExecutable::Create(function, pool_, compiler_, profile_, row_kernels_,
+                                                          split_reductions_));
     return std::unique_ptr<Executable>(std::move(exe));
   }
 
@@ -84,6 +90,7 @@ class VulkanBackend : public Backend {
   std::shared_ptr<BufferPool> pool_;
   vulkan::ShaderCompiler compiler_;
   bool row_kernels_ = true;
+  bool split_reductions_ = true;
   bool profile_ = false;
 };
 
@@ -94,16 +101,18 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateVulkanBackend(VulkanBackendOption
   std::string cache_dir = options.shader_cache_dir;
   if (cache_dir.empty()) cache_dir = vulkan::ShaderCompiler::DefaultCacheDir();
   if (cache_dir == "none") cache_dir.clear();
-  return std::unique_ptr<Backend>(
-      new VulkanBackend(std::make_shared<BufferPool>(std::move(ctx)), cache_dir, options.row_kernels));
+  return std::unique_ptr<Backend>(new VulkanBackend(std::make_shared<BufferPool>(std::move(ctx)), cache_dir,
+                                                    options.row_kernels, options.split_reductions));
 }
 
 absl::StatusOr<VulkanSchedule> GetVulkanSchedule(const Executable& exe) {
   const auto* vk = dynamic_cast<const vulkan::VulkanExecutable*>(&exe);
   if (vk == nullptr) return absl::InvalidArgumentError("not an executable of the Vulkan backend");
   const vulkan::VulkanExecutableStats s = vk->stats();
-  return VulkanSchedule{.dispatches = s.num_kernels,
+  return VulkanSchedule{.dispatches = s.num_dispatches,
                         .row_kernels = s.num_row_kernels,
+                        .split_reductions = s.num_split_reductions,
+                        .work_groups = s.work_groups,
                         .max_bindings = s.max_kernel_bindings,
                         .binding_limit = s.binding_limit};
 }

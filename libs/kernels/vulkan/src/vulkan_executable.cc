@@ -36,17 +36,17 @@ int64_t Bytes(const TensorType& t) { return t.num_elements() * SizeOf(t.dtype); 
 absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::Create(const Function& f,
                                                                            std::shared_ptr<BufferPool> pool,
                                                                            ShaderCompiler& compiler, bool profile,
-                                                                           bool row_kernels) {
+                                                                           bool row_kernels, bool split_reductions) {
   std::unique_ptr<VulkanExecutable> exe(new VulkanExecutable(f, std::move(pool)));
-  PCP_RETURN_IF_ERROR(exe->Build(compiler, profile, row_kernels));
+  PCP_RETURN_IF_ERROR(exe->Build(compiler, profile, row_kernels, split_reductions));
   return exe;
 }
 
-absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile, bool row_kernels) {
+absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile, bool row_kernels, bool split_reductions) {
   const std::shared_ptr<VulkanContext>& ctx = pool_->context();
   VkDevice dev = ctx->device();
   binding_limit_ = static_cast<int>(std::min<uint32_t>(ctx->max_storage_buffers(), 1 << 20));
-  PCP_ASSIGN_OR_RETURN(plan_, PlanKernels(f_, ctx->storage_16bit(), row_kernels, binding_limit_));
+  PCP_ASSIGN_OR_RETURN(plan_, PlanKernels(f_, ctx->storage_16bit(), row_kernels, binding_limit_, split_reductions));
   param_index_.assign(static_cast<size_t>(f_.num_values()), -1);
   for (size_t i = 0; i < f_.params.size(); ++i) param_index_[static_cast<size_t>(f_.params[i])] = static_cast<int>(i);
 
@@ -69,8 +69,8 @@ absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile, boo
   }
 
   // Kernels and pipelines (one per distinct source).
-  absl::flat_hash_map<std::string, int> by_source;
   uint32_t total_bindings = 0;
+  VkDeviceSize scratch_bytes = 0;
   for (const PlannedKernel& pk : plan_.kernels) {
     Kernel k;
     auto start = std::chrono::steady_clock::now();
@@ -80,55 +80,25 @@ absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile, boo
     k.kind = pk.kind;
     k.outputs = OutputsOf(pk);
     k.fused_instructions = pk.fused_instructions;
-    const size_t kernel_bindings = k.src.inputs.size() + k.outputs.size();
+    const size_t kernel_bindings = k.src.bindings(k.outputs.size());
     // PlanKernels keeps kernels within the limit; past it the driver may fail or crash.
     if (kernel_bindings > static_cast<size_t>(binding_limit_)) {
       return absl::InternalError(absl::StrCat("vulkan backend: kernel ", k.src.name, " binds ", kernel_bindings,
                                               " storage buffers, over the device's limit of ", binding_limit_));
     }
     total_bindings += static_cast<uint32_t>(kernel_bindings);
-    auto it = by_source.find(k.src.glsl);
-    if (it != by_source.end()) {
-      k.pipeline = it->second;
-      kernels_.push_back(std::move(k));
-      continue;
+    PCP_ASSIGN_OR_RETURN(k.pipeline, PipelineFor(k.src.glsl, k.src.name, kernel_bindings, compiler));
+    if (k.src.split()) {
+      PCP_ASSIGN_OR_RETURN(k.finish_pipeline, PipelineFor(k.src.finish_glsl, absl::StrCat(k.src.name, "_finish"),
+                                                          kernel_bindings, compiler));
+      scratch_bytes = std::max(scratch_bytes, static_cast<VkDeviceSize>(k.src.scratch_bytes));
     }
-    start = std::chrono::steady_clock::now();
-    PCP_ASSIGN_OR_RETURN(std::vector<uint32_t> spirv, compiler.Compile(k.src.glsl, k.src.name));
-    shaderc_seconds_ += SecondsSince(start);
-    start = std::chrono::steady_clock::now();
-    Pipeline p;
-    VkShaderModuleCreateInfo smci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-    smci.codeSize = spirv.size() * 4;
-    smci.pCode = spirv.data();
-    PCP_RETURN_IF_ERROR(VkCheck(vkCreateShaderModule(dev, &smci, nullptr, &p.module), "vkCreateShaderModule"));
-    std::vector<VkDescriptorSetLayoutBinding> bindings(k.src.inputs.size() + k.outputs.size());
-    for (size_t i = 0; i < bindings.size(); ++i) {
-      bindings[i] = {static_cast<uint32_t>(i), VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT,
-                     nullptr};
-    }
-    VkDescriptorSetLayoutCreateInfo dlci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-    dlci.bindingCount = static_cast<uint32_t>(bindings.size());
-    dlci.pBindings = bindings.data();
-    PCP_RETURN_IF_ERROR(
-        VkCheck(vkCreateDescriptorSetLayout(dev, &dlci, nullptr, &p.set_layout), "vkCreateDescriptorSetLayout"));
-    VkPipelineLayoutCreateInfo plci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    plci.setLayoutCount = 1;
-    plci.pSetLayouts = &p.set_layout;
-    PCP_RETURN_IF_ERROR(VkCheck(vkCreatePipelineLayout(dev, &plci, nullptr, &p.layout), "vkCreatePipelineLayout"));
-    VkComputePipelineCreateInfo cpci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-    cpci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
-    cpci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-    cpci.stage.module = p.module;
-    cpci.stage.pName = "main";
-    cpci.layout = p.layout;
-    PCP_RETURN_IF_ERROR(VkCheck(vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &cpci, nullptr, &p.pipeline),
-                                absl::StrCat("vkCreateComputePipelines(", k.src.name, ")").c_str()));
-    pipeline_seconds_ += SecondsSince(start);
-    k.pipeline = static_cast<int>(pipelines_.size());
-    by_source[k.src.glsl] = k.pipeline;
-    pipelines_.push_back(p);
     kernels_.push_back(std::move(k));
+  }
+  pipeline_of_source_.clear();  // kernels_ keep their sources
+  if (scratch_bytes > 0) {
+    PCP_ASSIGN_OR_RETURN(scratch_, pool_->Acquire(scratch_bytes, false));
+    owned_buffers_.push_back(scratch_);
   }
 
   PCP_RETURN_IF_ERROR(AssignBuffers());
@@ -157,6 +127,50 @@ absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile, boo
     PCP_RETURN_IF_ERROR(VkCheck(vkCreateQueryPool(dev, &qci, nullptr, &queries_), "vkCreateQueryPool"));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<int> VulkanExecutable::PipelineFor(const std::string& glsl, const std::string& name, size_t bindings,
+                                                  ShaderCompiler& compiler) {
+  if (auto it = pipeline_of_source_.find(glsl); it != pipeline_of_source_.end()) return it->second;
+  VkDevice dev = pool_->context()->device();
+  auto start = std::chrono::steady_clock::now();
+  PCP_ASSIGN_OR_RETURN(std::vector<uint32_t> spirv, compiler.Compile(glsl, name));
+  shaderc_seconds_ += SecondsSince(start);
+  start = std::chrono::steady_clock::now();
+  Pipeline p;
+  VkShaderModuleCreateInfo smci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  smci.codeSize = spirv.size() * 4;
+  smci.pCode = spirv.data();
+  PCP_RETURN_IF_ERROR(VkCheck(vkCreateShaderModule(dev, &smci, nullptr, &p.module), "vkCreateShaderModule"));
+  // A split reduction's two pipelines get identically defined set layouts, so the kernel's one
+  // descriptor set binds to both.
+  std::vector<VkDescriptorSetLayoutBinding> layout_bindings(bindings);
+  for (size_t i = 0; i < layout_bindings.size(); ++i) {
+    layout_bindings[i] = {static_cast<uint32_t>(i), VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT,
+                          nullptr};
+  }
+  VkDescriptorSetLayoutCreateInfo dlci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  dlci.bindingCount = static_cast<uint32_t>(layout_bindings.size());
+  dlci.pBindings = layout_bindings.data();
+  PCP_RETURN_IF_ERROR(
+      VkCheck(vkCreateDescriptorSetLayout(dev, &dlci, nullptr, &p.set_layout), "vkCreateDescriptorSetLayout"));
+  VkPipelineLayoutCreateInfo plci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  plci.setLayoutCount = 1;
+  plci.pSetLayouts = &p.set_layout;
+  PCP_RETURN_IF_ERROR(VkCheck(vkCreatePipelineLayout(dev, &plci, nullptr, &p.layout), "vkCreatePipelineLayout"));
+  VkComputePipelineCreateInfo cpci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  cpci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  cpci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  cpci.stage.module = p.module;
+  cpci.stage.pName = "main";
+  cpci.layout = p.layout;
+  PCP_RETURN_IF_ERROR(VkCheck(vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &cpci, nullptr, &p.pipeline),
+                              absl::StrCat("vkCreateComputePipelines(", name, ")").c_str()));
+  pipeline_seconds_ += SecondsSince(start);
+  const int index = static_cast<int>(pipelines_.size());
+  pipeline_of_source_[glsl] = index;
+  pipelines_.push_back(p);
+  return index;
 }
 
 absl::Status VulkanExecutable::AssignBuffers() {
@@ -249,12 +263,15 @@ absl::Status VulkanExecutable::Bind(const std::vector<VkBuffer>& args, const std
   std::vector<VkDescriptorBufferInfo> infos;
   std::vector<VkWriteDescriptorSet> writes;
   size_t total = 0;
-  for (const Kernel& k : kernels_) total += k.src.inputs.size() + k.outputs.size();
+  for (const Kernel& k : kernels_) total += k.src.bindings(k.outputs.size());
   infos.reserve(total);
   for (const Kernel& k : kernels_) {
-    for (size_t i = 0; i < k.src.inputs.size() + k.outputs.size(); ++i) {
-      const ValueId v = i < k.src.inputs.size() ? k.src.inputs[i] : k.outputs[i - k.src.inputs.size()];
-      const VkBuffer buffer = BufferOf(v, args);
+    const size_t values = k.src.inputs.size() + k.outputs.size();
+    for (size_t i = 0; i < k.src.bindings(k.outputs.size()); ++i) {
+      const ValueId v = i < k.src.inputs.size() ? k.src.inputs[i]
+                        : i < values            ? k.outputs[i - k.src.inputs.size()]
+                                                : kNoValue;  // the scratch buffer
+      const VkBuffer buffer = v == kNoValue ? scratch_.buffer : BufferOf(v, args);
       // A planning error (a value read that no kernel writes) is reported, not handed to the driver.
       if (buffer == VK_NULL_HANDLE) {
         return absl::InternalError(
@@ -300,6 +317,14 @@ absl::Status VulkanExecutable::Bind(const std::vector<VkBuffer>& args, const std
       vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
       vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &k.set, 0, nullptr);
       vkCmdDispatch(cb_, k.src.groups[0], k.src.groups[1], k.src.groups[2]);
+      if (k.src.split()) {
+        // The partials are written before the finishing pass reads them.
+        FullBarrier(cb_);
+        const Pipeline& finish = pipelines_[static_cast<size_t>(k.finish_pipeline)];
+        vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, finish.pipeline);
+        vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, finish.layout, 0, 1, &k.set, 0, nullptr);
+        vkCmdDispatch(cb_, k.src.finish_groups[0], k.src.finish_groups[1], k.src.finish_groups[2]);
+      }
     }
     if (queries_ != VK_NULL_HANDLE) {
       vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, static_cast<uint32_t>(2 * i + 1));
@@ -376,11 +401,19 @@ VulkanExecutableStats VulkanExecutable::stats() const {
   VulkanExecutableStats s;
   s.num_instructions = static_cast<int>(f_.instructions.size());
   s.num_kernels = static_cast<int>(kernels_.size());
-  for (const Kernel& k : kernels_) s.num_row_kernels += k.kind == KernelKind::kRow ? 1 : 0;
+  for (const Kernel& k : kernels_) {
+    s.num_dispatches += k.src.split() ? 2 : 1;
+    s.num_row_kernels += k.kind == KernelKind::kRow ? 1 : 0;
+    s.num_split_reductions += k.src.split() ? 1 : 0;
+    if (k.src.empty) continue;
+    s.work_groups += int64_t{k.src.groups[0]} * k.src.groups[1] * k.src.groups[2];
+    if (k.src.split())
+      s.work_groups += int64_t{k.src.finish_groups[0]} * k.src.finish_groups[1] * k.src.finish_groups[2];
+  }
   s.num_pipelines = static_cast<int>(pipelines_.size());
   s.binding_limit = binding_limit_;
   for (const Kernel& k : kernels_) {
-    s.max_kernel_bindings = std::max(s.max_kernel_bindings, static_cast<int>(k.src.inputs.size() + k.outputs.size()));
+    s.max_kernel_bindings = std::max(s.max_kernel_bindings, static_cast<int>(k.src.bindings(k.outputs.size())));
   }
   for (const DeviceBuffer& b : owned_buffers_) s.buffer_bytes += static_cast<int64_t>(b.size);
   for (const Kernel& k : kernels_) {
@@ -395,9 +428,14 @@ VulkanExecutableStats VulkanExecutable::stats() const {
 std::string VulkanExecutable::DescribeSchedule() const {
   std::string out;
   for (const Kernel& k : kernels_) {
-    absl::StrAppendFormat(&out, "%s: %d instructions, %zu inputs, %zu outputs, groups %ux%ux%u\n", k.src.name,
+    absl::StrAppendFormat(&out, "%s: %d instructions, %zu inputs, %zu outputs, groups %ux%ux%u", k.src.name,
                           k.fused_instructions, k.src.inputs.size(), k.outputs.size(), k.src.groups[0], k.src.groups[1],
                           k.src.groups[2]);
+    if (k.src.split()) {
+      absl::StrAppendFormat(&out, " then %ux%ux%u (%d scratch bytes)", k.src.finish_groups[0], k.src.finish_groups[1],
+                            k.src.finish_groups[2], k.src.scratch_bytes);
+    }
+    out += "\n";
   }
   return out;
 }

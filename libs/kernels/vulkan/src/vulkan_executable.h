@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "buffer_pool.h"
 #include "kernel_plan.h"
@@ -25,23 +26,27 @@ namespace pcp::vulkan {
 
 struct VulkanExecutableStats {
   int num_instructions = 0;
-  int num_kernels = 0;          // dispatches per Run
-  int num_row_kernels = 0;      // of which row kernels (row_kernel_plan.h)
-  int num_pipelines = 0;        // distinct kernel sources
-  int max_kernel_bindings = 0;  // the most storage buffers one kernel binds (inputs and outputs)
-  int binding_limit = 0;        // the device's per-stage storage-buffer limit
-  int64_t buffer_bytes = 0;     // executable-owned device memory (values and constants)
-  int64_t unshared_bytes = 0;   // what kernel outputs would take without sharing buffers
-  double codegen_seconds = 0;   // planning and GLSL generation
-  double shaderc_seconds = 0;   // GLSL -> SPIR-V (0 for sources found in the caches)
-  double pipeline_seconds = 0;  // vkCreateComputePipelines (the driver's compiler)
+  int num_kernels = 0;           // kernels per Run
+  int num_dispatches = 0;        // dispatches per Run: a kernel each, two for a split reduction
+  int num_row_kernels = 0;       // kernels that are row kernels (row_kernel_plan.h)
+  int num_split_reductions = 0;  // kernels that are split reductions (kernel_plan.h)
+  int64_t work_groups = 0;       // work groups over all dispatches of a Run
+  int num_pipelines = 0;         // distinct kernel sources
+  int max_kernel_bindings = 0;   // the most storage buffers one kernel binds (scratch included)
+  int binding_limit = 0;         // the device's per-stage storage-buffer limit
+  int64_t buffer_bytes = 0;      // executable-owned device memory (values and constants)
+  int64_t unshared_bytes = 0;    // what kernel outputs would take without sharing buffers
+  double codegen_seconds = 0;    // planning and GLSL generation
+  double shaderc_seconds = 0;    // GLSL -> SPIR-V (0 for sources found in the caches)
+  double pipeline_seconds = 0;   // vkCreateComputePipelines (the driver's compiler)
 };
 
 class VulkanExecutable : public Executable {
  public:
   static absl::StatusOr<std::unique_ptr<VulkanExecutable>> Create(const Function& f, std::shared_ptr<BufferPool> pool,
                                                                   ShaderCompiler& compiler, bool profile,
-                                                                  bool row_kernels = true);
+                                                                  bool row_kernels = true,
+                                                                  bool split_reductions = true);
   ~VulkanExecutable() override;
 
   const Function& function() const override { return f_; }
@@ -60,15 +65,19 @@ class VulkanExecutable : public Executable {
   struct Kernel {
     KernelSource src;
     KernelKind kind = KernelKind::kMap;
-    std::vector<ValueId> outputs;  // bindings src.inputs.size() + i
+    std::vector<ValueId> outputs;  // bindings src.inputs.size() + i; then scratch_ if src.split()
     int fused_instructions = 1;
     int pipeline = -1;
+    int finish_pipeline = -1;  // src.finish_glsl's, for a split reduction
     VkDescriptorSet set = VK_NULL_HANDLE;
     double total_ms = 0;
   };
 
   VulkanExecutable(Function f, std::shared_ptr<BufferPool> pool) : f_(std::move(f)), pool_(std::move(pool)) {}
-  absl::Status Build(ShaderCompiler& compiler, bool profile, bool row_kernels);
+  absl::Status Build(ShaderCompiler& compiler, bool profile, bool row_kernels, bool split_reductions);
+  // The pipeline of `glsl` (one per distinct source) binding `bindings` storage buffers.
+  absl::StatusOr<int> PipelineFor(const std::string& glsl, const std::string& name, size_t bindings,
+                                  ShaderCompiler& compiler);
   absl::Status AssignBuffers();
   absl::Status Bind(const std::vector<VkBuffer>& args, const std::vector<VkBuffer>& results);
   VkBuffer BufferOf(ValueId v, const std::vector<VkBuffer>& args) const;
@@ -82,7 +91,11 @@ class VulkanExecutable : public Executable {
   std::vector<DeviceBuffer> value_buffers_;  // per value; empty for params and inlined values
   std::vector<DeviceBuffer> owned_buffers_;  // distinct buffers behind value_buffers_
   std::vector<DeviceBuffer> result_temps_;   // per result whose value is a parameter
-  std::vector<int> param_index_;             // per value: parameter position or -1
+  // Split reductions' partials: one buffer for all, as each kernel is done with it before the
+  // next runs (a full barrier follows every dispatch).
+  DeviceBuffer scratch_;
+  std::vector<int> param_index_;                              // per value: parameter position or -1
+  absl::flat_hash_map<std::string, int> pipeline_of_source_;  // during Build: PipelineFor's
   VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cb_ = VK_NULL_HANDLE;
   VkQueryPool queries_ = VK_NULL_HANDLE;

@@ -21,7 +21,12 @@
 // a reduction over trailing dimensions, the per-row ops on its result and the elementwise ops
 // that read it broadcast back over its rows (and those it reads) are one kernel, a work group
 // per row, so a softmax, a LayerNorm and their gradients are one dispatch each
-// (VulkanBackendOptions::row_kernels; PCP_VULKAN_ROW_KERNELS=0 turns them off).
+// (VulkanBackendOptions::row_kernels; PCP_VULKAN_ROW_KERNELS=0 turns them off). Split
+// reductions: a reduction with few outputs over many elements (a gradient norm's sum of squares,
+// a loss's mean) runs as many work groups per output, each reducing a fixed slice, then a
+// second dispatch combining their partials in a fixed order; the slices depend on the shapes
+// only, so results are the same bits on every run and device
+// (VulkanBackendOptions::split_reductions; PCP_VULKAN_SPLIT_REDUCTIONS=0 turns them off).
 //
 // Types: f32, i32, i64 and i1 (stored one byte per element) are computed as the CPU backend
 // computes them; f16/bf16 values are only moved (layout ops, gather rows) and converted to and
@@ -34,6 +39,7 @@
 #ifndef PCP_KERNELS_VULKAN_BACKEND_H_
 #define PCP_KERNELS_VULKAN_BACKEND_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +56,7 @@ struct VulkanBackendOptions {
   std::string shader_cache_dir;  // "" = $XDG_CACHE_HOME/pcp/spirv or ~/.cache/pcp/spirv;
                                  // "none" disables the disk cache
   bool row_kernels = true;       // row kernels (above); off also with PCP_VULKAN_ROW_KERNELS=0
+  bool split_reductions = true;  // above; off also with PCP_VULKAN_SPLIT_REDUCTIONS=0
 };
 
 enum class VulkanDeviceKind { kDiscreteGpu, kIntegratedGpu, kVirtualGpu, kCpu, kOther };
@@ -78,10 +85,12 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateVulkanBackend(VulkanBackendOption
 
 // What one Run of a Vulkan executable dispatches.
 struct VulkanSchedule {
-  int dispatches = 0;     // kernels per Run
-  int row_kernels = 0;    // of which row kernels
-  int max_bindings = 0;   // the most storage buffers one kernel binds (its inputs and outputs)
-  int binding_limit = 0;  // the device's per-stage storage-buffer limit, which no kernel exceeds
+  int dispatches = 0;        // dispatches per Run: a kernel each, two for a split reduction
+  int row_kernels = 0;       // kernels that are row kernels
+  int split_reductions = 0;  // kernels that are split reductions
+  int64_t work_groups = 0;   // work groups over all dispatches
+  int max_bindings = 0;      // the most storage buffers one kernel binds (inputs, outputs, scratch)
+  int binding_limit = 0;     // the device's per-stage storage-buffer limit, which no kernel exceeds
 };
 // InvalidArgument if `exe` was not compiled by a Vulkan backend.
 absl::StatusOr<VulkanSchedule> GetVulkanSchedule(const Executable& exe);
