@@ -29,6 +29,7 @@
 #include "pcp/testing/tensor_testing.h"
 #include "pcp/training/gpt_program.h"
 #include "shader_compiler.h"  // libs/kernels/vulkan/src
+#include "vulkan_compiled.h"
 
 namespace pcp {
 namespace {
@@ -290,23 +291,6 @@ double MaxAbsError(const Tensor& got, const Tensor& want) {
 
 bool SameBits(const Tensor& a, const Tensor& b) {
   return a.byte_size() == b.byte_size() && std::memcmp(a.raw_data(), b.raw_data(), a.byte_size()) == 0;
-}
-
-struct Compiled {
-  std::unique_ptr<Executable> exe;
-  VulkanSchedule schedule;
-};
-
-Compiled CompileOn(Backend& backend, const Function& f) {
-  Compiled c;
-  absl::StatusOr<std::unique_ptr<Executable>> exe = backend.Compile(f);
-  EXPECT_TRUE(exe.ok()) << f.name << ": " << exe.status();
-  if (!exe.ok()) return c;
-  absl::StatusOr<VulkanSchedule> schedule = GetVulkanSchedule(**exe);
-  EXPECT_TRUE(schedule.ok()) << schedule.status();
-  if (schedule.ok()) c.schedule = *schedule;
-  c.exe = *std::move(exe);
-  return c;
 }
 
 // Each case against the interpreter, twice from one executable and once from a second

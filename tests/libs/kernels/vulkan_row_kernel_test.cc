@@ -29,6 +29,7 @@
 #include "pcp/testing/tensor_testing.h"
 #include "row_functions.h"
 #include "train_step_args.h"
+#include "vulkan_compiled.h"
 
 namespace pcp {
 namespace {
@@ -62,23 +63,6 @@ absl::StatusOr<Backends> CreateBackends() {
 #define PCP_BACKENDS_OR_SKIP(var)                  \
   absl::StatusOr<Backends> var = CreateBackends(); \
   if (!var.ok()) GTEST_SKIP() << "no Vulkan device: " << var.status()
-
-struct Compiled {
-  std::unique_ptr<Executable> exe;
-  VulkanSchedule schedule;
-};
-
-Compiled CompileOn(Backend& backend, const Function& f) {
-  Compiled c;
-  absl::StatusOr<std::unique_ptr<Executable>> exe = backend.Compile(f);
-  EXPECT_TRUE(exe.ok()) << f.name << ": " << exe.status();
-  if (!exe.ok()) return c;
-  absl::StatusOr<VulkanSchedule> schedule = GetVulkanSchedule(**exe);
-  EXPECT_TRUE(schedule.ok()) << schedule.status();
-  if (schedule.ok()) c.schedule = *schedule;
-  c.exe = *std::move(exe);
-  return c;
-}
 
 bool SameBits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   if (a.size() != b.size()) return false;
