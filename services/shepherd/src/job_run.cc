@@ -308,11 +308,10 @@ void JobRun::OnResync(const std::shared_ptr<WorkerSession>& session, const v1::R
   if (m == nullptr) return;
   metrics::Get(metrics::kShepherdReplicaResyncsTotal).Increment();
   m->theta_round = 0;
-  if (m->theta_from_init) {
+  if (DrawsInit(*m)) {  // the θ it holds was its own draw of θ₀
     spdlog::warn("job {}: worker {} drew a θ₀ that differs from the shepherd's ({}); it gets θ in full", job_.id,
                  session->supervisor_id(), request.reason());
     m->init_refused = true;
-    m->theta_from_init = false;
   }
   schedule_->OnResync(*m, request);
 }
@@ -324,8 +323,7 @@ void JobRun::OnResult(const std::shared_ptr<WorkerSession>& session, uint64_t ro
 
 bool JobRun::SendTheta(Member& m, uint64_t r) {
   WorkerSession& s = *m.session;
-  m.theta_from_init = theta_is_init_ && !m.init_refused;
-  if (m.theta_from_init) {  // the worker draws θ₀ (StartRound.theta_from_init): nothing to send
+  if (DrawsInit(m)) {  // the worker draws θ₀ (StartRound.theta_from_init): nothing to send
     m.theta_round = r;
     return true;
   }
@@ -364,7 +362,7 @@ void JobRun::SendStart(Member& m, uint64_t round, uint64_t cursor, uint32_t thet
   start->set_sampler_cursor(cursor);
   start->set_theta_crc32c(theta_crc);
   // (The draw is checked against theta_crc32c, so θ₀ is drawn only where the CRC travels.)
-  start->set_theta_from_init(m.theta_from_init && m.theta_round == round && theta_crc != 0);
+  start->set_theta_from_init(DrawsInit(m) && m.theta_round == round && theta_crc != 0);
   m.session->Send(std::move(msg));
 }
 

@@ -53,10 +53,8 @@ struct Member {
   MemberPhase phase = MemberPhase::kIdle;
   Clock::time_point assigned_at;  // when its Assignment went out
   uint64_t theta_round = 0;       // the round whose θ it was last sent (0: none yet)
-  // θ of theta_round is θ₀, for the worker to draw from its Assignment's init recipe
-  // (StartRound.theta_from_init) instead of receiving it.
-  bool theta_from_init = false;
-  // Its draw of θ₀ did not match the shepherd's (a ResyncRequest): θ₀ goes in full from now on.
+  // Its draw of θ₀ (StartRound.theta_from_init) did not match the shepherd's (a ResyncRequest):
+  // θ₀ goes in full from now on.
   bool init_refused = false;
   // Streaming: the last round whose StartRound it was sent (one ahead of the open round),
   // and the sampler cursor that StartRound carried.
@@ -121,8 +119,8 @@ class RoundHost {
   // Tells the worker to expect round `round`'s result: its Δ specs, codec and, with a
   // streamable rule, the round's sink (Aggregator::SinkFor).
   virtual void ExpectResultOf(WorkerSession& s, uint64_t round) = 0;
-  // θ of round `r` to m: nothing while θ is the job's θ₀ (the worker draws it: Member::
-  // theta_from_init), the update from the θ it holds when that is round r - 1's (encoded and
+  // θ of round `r` to m: nothing while θ is the job's θ₀ (the worker draws it, unless
+  // Member::init_refused), the update from the θ it holds when that is round r - 1's (encoded and
   // chunked once per round for every stream), else θ in full. False: the session closed.
   virtual bool SendTheta(Member& m, uint64_t r) = 0;
   // Sends StartRound `round` with the slot's sampler state from `cursor`; crc 0 = unchecked.
