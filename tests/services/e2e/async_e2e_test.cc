@@ -32,10 +32,7 @@ TEST(AsyncTest, FastWorkerTrainsMoreTasksAndTheJobConverges) {
   absl::StatusOr<TempDir> dir = TempDir::Create();
   ASSERT_TRUE(dir.ok());
   ClusterHarness cluster(dir->path());
-  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(1).ok()) << cluster.Logs();                                  // node-1
-  ASSERT_TRUE(cluster.StartSupervisors(1, "cpu", "--fault_slow_factor=4").ok()) << cluster.Logs();  // node-2
-  ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(120)).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartCluster(2, "--fault_slow_factor=4").ok()) << cluster.Logs();
 
   E2eJob spec{.name = "async_e2e", .rounds = kRounds, .inner_steps = kTau, .workers = 2};
   spec.diloco_yaml = "  mode: async\n  async: {quorum: 1, staleness: inverse}\n  compression: {down: int8}\n";
@@ -80,10 +77,7 @@ TEST(AsyncTest, TimeBudgetedTasksRunTheStepsEachWorkerFits) {
   absl::StatusOr<TempDir> dir = TempDir::Create();
   ASSERT_TRUE(dir.ok());
   ClusterHarness cluster(dir->path());
-  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(1).ok()) << cluster.Logs();                                  // node-1
-  ASSERT_TRUE(cluster.StartSupervisors(1, "cpu", "--fault_slow_factor=4").ok()) << cluster.Logs();  // node-2
-  ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(120)).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartCluster(2, "--fault_slow_factor=4").ok()) << cluster.Logs();
 
   E2eJob spec{.name = "async_budget_e2e", .rounds = kRounds, .inner_steps = kTau, .workers = 2};
   spec.diloco_yaml =

@@ -150,8 +150,16 @@ absl::Status ClusterHarness::StartSupervisors(int n, const std::string& backend,
 }
 
 absl::Status ClusterHarness::StartCluster(int workers, absl::Duration timeout) {
+  return StartCluster(workers, "", timeout);
+}
+
+absl::Status ClusterHarness::StartCluster(int workers, const std::string& last_worker_args, absl::Duration timeout) {
   if (absl::Status s = StartShepherd(); !s.ok()) return s;
-  if (absl::Status s = StartSupervisors(workers); !s.ok()) return s;
+  const int plain = last_worker_args.empty() ? workers : workers - 1;
+  if (absl::Status s = StartSupervisors(plain); !s.ok()) return s;
+  if (plain < workers) {
+    if (absl::Status s = StartSupervisors(1, "cpu", last_worker_args); !s.ok()) return s;
+  }
   return WaitForWorkers(workers, timeout);
 }
 

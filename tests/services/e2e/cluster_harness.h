@@ -115,6 +115,10 @@ class ClusterHarness {
   // The usual start: StartShepherd, StartSupervisors(workers) on the CPU backend, then
   // WaitForWorkers(workers, timeout).
   absl::Status StartCluster(int workers, absl::Duration timeout = absl::Seconds(120));
+  // The same with the last worker (node-`workers`) run with `last_worker_args` (worker flags,
+  // e.g. "--fault_slow_factor=4"): one odd worker among plain ones.
+  absl::Status StartCluster(int workers, const std::string& last_worker_args,
+                            absl::Duration timeout = absl::Seconds(120));
 
   // Flags added to the shepherd's command line from its next start on (e.g. limits).
   void SetShepherdFlags(std::vector<std::string> flags) { shepherd_flags_ = std::move(flags); }

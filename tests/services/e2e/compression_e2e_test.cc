@@ -180,10 +180,7 @@ TEST(CompressionTest, WorkersDrawThetaZeroAndAMismatchedDrawGetsThetaInFull) {
   absl::StatusOr<TempDir> dir = TempDir::Create();
   ASSERT_TRUE(dir.ok());
   ClusterHarness cluster(dir->path());
-  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(1).ok()) << cluster.Logs();                         // node-1
-  ASSERT_TRUE(cluster.StartSupervisors(1, "cpu", "--fault_init").ok()) << cluster.Logs();  // node-2
-  ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(120)).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartCluster(2, "--fault_init").ok()) << cluster.Logs();
   const TrainedJob f32 = Train(cluster, "f32_streams", "");
   ASSERT_EQ(f32.job.state(), v1::JOB_STATE_COMPLETED) << f32.job.reason() << cluster.Logs(40);
   EXPECT_LT(f32.job.progress().val_loss(), 4.0);  // ln 65 = 4.17: it learned

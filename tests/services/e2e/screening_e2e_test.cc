@@ -57,11 +57,8 @@ TEST(ScreeningTest, PoisoningWorkerIsRefusedAndQuarantinedAndTheJobCompletes) {
   absl::StatusOr<TempDir> dir = TempDir::Create();
   ASSERT_TRUE(dir.ok());
   ClusterHarness cluster(dir->path());
-  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(2).ok()) << cluster.Logs();
   // node-3: Δ × 1000, then a NaN, then noise 20 × its norm.
-  ASSERT_TRUE(cluster.StartSupervisors(1, "cpu", "--fault_delta=scale:1000/nan/noise:20").ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.WaitForWorkers(3, absl::Seconds(120)).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartCluster(3, "--fault_delta=scale:1000/nan/noise:20").ok()) << cluster.Logs();
 
   const std::string job_id = SubmitJob(cluster, {.name = "screening_e2e", .rounds = 6, .workers = 3});
   ASSERT_FALSE(job_id.empty());
@@ -139,11 +136,7 @@ TEST(ScreeningTest, StreamingAggregationJudgesDeclaredNormsAndRedoesARoundALiarT
   absl::StatusOr<TempDir> dir = TempDir::Create();
   ASSERT_TRUE(dir.ok());
   ClusterHarness cluster(dir->path());
-  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(2).ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(1, "cpu", "--fault_delta=none/scale:1000/lie:1.1/noise:20").ok())
-      << cluster.Logs();
-  ASSERT_TRUE(cluster.WaitForWorkers(3, absl::Seconds(120)).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartCluster(3, "--fault_delta=none/scale:1000/lie:1.1/noise:20").ok()) << cluster.Logs();
   const std::string job_id = SubmitJob(cluster, {.name = "streamed_screening_e2e",
                                                  .rounds = 8,
                                                  .workers = 3,
@@ -180,9 +173,7 @@ TEST(ScreeningTest, RoundsWithEveryDeltaRefusedRollBackAndFailTheJob) {
   absl::StatusOr<TempDir> dir = TempDir::Create();
   ASSERT_TRUE(dir.ok());
   ClusterHarness cluster(dir->path());
-  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(1, "cpu", "--fault_delta=nan").ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.WaitForWorkers(1, absl::Seconds(120)).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartCluster(1, "--fault_delta=nan").ok()) << cluster.Logs();
   const std::string job_id =
       SubmitJob(cluster, {.name = "rollback_e2e",
                           .rounds = 4,
@@ -203,10 +194,7 @@ TEST(ScreeningTest, RefusalsAndQuarantineSurviveAShepherdRestart) {
   absl::StatusOr<TempDir> dir = TempDir::Create();
   ASSERT_TRUE(dir.ok());
   ClusterHarness cluster(dir->path());
-  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(1).ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(1, "cpu", "--fault_delta=nan").ok()) << cluster.Logs();  // node-2
-  ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(120)).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartCluster(2, "--fault_delta=nan").ok()) << cluster.Logs();
   const std::string job_id = SubmitJob(cluster, {.name = "screening_restart",
                                                  .rounds = 6,
                                                  .workers = 2,

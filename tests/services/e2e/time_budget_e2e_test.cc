@@ -18,10 +18,7 @@ TEST(TimeBudgetE2eTest, UnevenWorkersEndAtTheJobsTokenBudget) {
   absl::StatusOr<TempDir> dir = TempDir::Create();
   ASSERT_TRUE(dir.ok()) << dir.status();
   ClusterHarness cluster(dir->path());
-  ASSERT_TRUE(cluster.StartShepherd().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartSupervisors(1, "cpu").ok()) << cluster.Logs();                           // node-1
-  ASSERT_TRUE(cluster.StartSupervisors(1, "cpu", "--fault_slow_factor=4").ok()) << cluster.Logs();  // node-2
-  ASSERT_TRUE(cluster.WaitForWorkers(2, absl::Seconds(120)).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartCluster(2, "--fault_slow_factor=4").ok()) << cluster.Logs();
 
   E2eJob spec;
   spec.name = "budget_e2e";
