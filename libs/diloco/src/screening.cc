@@ -57,6 +57,11 @@ ScreenThreshold DeltaScreen::RoundThreshold(absl::Span<const double> round_norms
   return t;
 }
 
+double DeltaScreen::JudgedNorm(double norm, uint64_t steps) const {
+  if (judged_at_steps_ == 0 || steps == 0) return norm;
+  return norm * static_cast<double>(judged_at_steps_) / static_cast<double>(steps);
+}
+
 ScreenVerdict DeltaScreen::Judge(double norm, const ScreenThreshold& threshold) const {
   ScreenVerdict v{.norm = norm, .threshold = threshold.value};
   if (!std::isfinite(norm)) {

@@ -67,7 +67,10 @@ absl::Status JobRun::Prepare() {
                        PrepareJob(std::move(validated.config), std::move(*data), policy.data_roots));
   prepared_ = std::make_unique<PreparedJob>(std::move(prepared));
   const JobConfig& c = prepared_->config;
-  screen_ = std::make_unique<diloco::DeltaScreen>(c.diloco.screening);
+  // With a time budget Δs run different steps: screening compares them at τ steps.
+  screen_ = std::make_unique<diloco::DeltaScreen>(c.diloco.screening, c.diloco.time_budget.enabled()
+                                                                          ? static_cast<uint64_t>(c.diloco.inner_steps)
+                                                                          : 0);
   refusals_ = std::make_unique<diloco::RefusalLedger>(c.diloco.screening.quarantine_after);
   PCP_ASSIGN_OR_RETURN(std::optional<DilocoCheckpoint> ckpt,
                        ReadLatestDilocoCheckpoint(job_.dir, prepared_->param_names),

@@ -68,7 +68,7 @@ struct SlotResult {
   std::vector<Tensor> delta;  // buffered aggregation
   v1::RoundResult result;
   std::string supervisor_id;
-  double norm = 0;  // Δ's L2 norm (streamed: as declared)
+  double norm = 0;  // the Δ's L2 norm as screened (DeltaScreen::JudgedNorm; streamed: as declared)
   // Streamed into the round's RoundSum: the verdict it was added (or dropped) with.
   std::optional<diloco::ScreenVerdict> streamed;
 };

@@ -189,8 +189,10 @@ void AsyncSchedule::OnResult(Member& m, uint64_t round, ReceivedDelta delta, con
                  nullptr);
     return;
   }
-  arrivals_.push_back(
-      Arrival{.slot = m.slot, .round = round, .res = SlotResult{std::move(delta.tensors), result, id, norm}});
+  arrivals_.push_back(Arrival{.slot = m.slot,
+                              .round = round,
+                              .res = SlotResult{std::move(delta.tensors), result, id,
+                                                host_.screen().JudgedNorm(norm, result.steps())}});
 }
 
 RunOutcome AsyncSchedule::ApplyGroup(Clock::time_point now) {

@@ -119,7 +119,8 @@ void SyncSchedule::OnResult(Member& m, uint64_t round, ReceivedDelta delta, cons
                  Screen(host_.screen(), ArrivalThreshold(host_.screen()), DeltaNorm::Measured(norm)), &*round_);
     return;
   }
-  round_->results[m.slot] = SlotResult{std::move(delta.tensors), result, session.supervisor_id(), norm};
+  round_->results[m.slot] = SlotResult{std::move(delta.tensors), result, session.supervisor_id(),
+                                       host_.screen().JudgedNorm(norm, result.steps())};
   host_.registry().NoteRoundDelivered(session.supervisor_id(), result);
 }
 

@@ -235,7 +235,8 @@ absl::Status WorkerSession::HandleResultHeader(const v1::ResultHeader& header) {
   }
   // Judged before any chunk: a rejected Δ's chunks are checked and dropped, a clipped one's
   // scaled as they are added.
-  verdict_ = Screen(sum_->screen, sum_->threshold, DeltaNorm::Declared(header.delta_norm()));
+  verdict_ = Screen(sum_->screen, sum_->threshold,
+                    DeltaNorm::Declared(sum_->screen.JudgedNorm(header.delta_norm(), header.steps())));
   if (Admitted(*verdict_)) {
     contribution_ = sum_->sum.Begin(supervisor_id(), static_cast<double>(header.tokens_processed()), verdict_->scale,
                                     header.delta_norm());

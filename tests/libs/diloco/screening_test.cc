@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -122,6 +123,31 @@ TEST(DeltaScreenTest, FewerThanThreeUseThePastRunningMedianOrOnlyTheCap) {
   EXPECT_EQ(*screen.PastMedian(), 11);
   // Streaming: judged without the round's norms.
   EXPECT_EQ(screen.RoundThreshold({}).value, 55);
+}
+
+// Time-budgeted and asynchronous Δs run different steps: judged at the job's τ, a first task of
+// one slow step does not make every longer Δ after it an outlier (the flake in AsyncTest's
+// time-budgeted job: a 1-step Δ of norm 0.083 set the history, and Δs of 16 and 40 steps, norms
+// 2.7 and 4.5, were refused until the job failed).
+TEST(DeltaScreenTest, DeltasOfDifferentLengthsAreJudgedAtTheSameSteps) {
+  DeltaScreen unscaled({.norm_k = 5, .max_norm = 1e4});
+  EXPECT_EQ(unscaled.JudgedNorm(4.5, 40), 4.5);  // fixed-length rounds: as it is
+  DeltaScreen screen({.norm_k = 5, .max_norm = 1e4}, /*judged_at_steps=*/10);
+  EXPECT_DOUBLE_EQ(screen.JudgedNorm(0.083, 1), 0.83);
+  EXPECT_EQ(screen.JudgedNorm(4.5, 40), 1.125);
+  EXPECT_EQ(screen.JudgedNorm(2.0, 10), 2.0);
+  EXPECT_EQ(screen.JudgedNorm(3.0, 0), 3.0);  // steps unknown
+  EXPECT_EQ(screen.JudgedNorm(kInf, 4), kInf);
+  unscaled.EndRound(std::vector<double>{0.083});
+  screen.EndRound(std::vector<double>{screen.JudgedNorm(0.083, 1)});
+  const ScreenThreshold before = unscaled.RoundThreshold({}), t = screen.RoundThreshold({});
+  EXPECT_DOUBLE_EQ(t.value, 4.15);
+  for (const auto& [norm, steps] : {std::pair{2.667, 16}, std::pair{4.459, 40}, std::pair{4.1, 40}}) {
+    EXPECT_EQ(unscaled.Judge(norm, before).action, ScreenVerdict::kReject) << norm;
+    EXPECT_EQ(screen.Judge(screen.JudgedNorm(norm, steps), t).action, ScreenVerdict::kAccept) << norm;
+  }
+  // A Δ far above its length's share is still refused.
+  EXPECT_EQ(screen.Judge(screen.JudgedNorm(40, 20), t).action, ScreenVerdict::kReject);
 }
 
 TEST(DeltaScreenTest, HistoryKeepsTheLastRoundsOnly) {

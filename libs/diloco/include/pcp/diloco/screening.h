@@ -12,20 +12,28 @@
 //   - max_norm, the absolute cap (0: none).
 // A Δ that is not finite is always rejected (clipping cannot repair it).
 //
-//   DeltaScreen screen(job.diloco.screening);
+// Δs of different lengths (time-budgeted rounds and asynchronous tasks run the steps that fit)
+// are judged alike: a screen made with `judged_at_steps` S judges a Δ of s steps on its norm
+// scaled to S steps, norm × S / s (JudgedNorm), everywhere: the round's median, the history,
+// the cap and the clip. AdamW bounds each step's update, so an honest Δ's norm grows at most
+// linearly with its steps; unscaled, a first round of one slow step would leave a history that
+// refuses every longer Δ after it. S = 0 (fixed-length rounds) judges norms as they are.
+//
+//   DeltaScreen screen(job.diloco.screening, judged_at_steps);  // 0 unless Δ lengths vary
 //   NormAccumulator acc;  for (chunk : delta) acc.Add(chunk);     // chunk by chunk
-//   std::vector<double> norms = {...every finite Δ norm of the round...};
+//   double norm = screen.JudgedNorm(acc.norm(), steps);           // what the screen judges
+//   std::vector<double> norms = {...every finite judged norm of the round...};
 //   ScreenThreshold t = screen.RoundThreshold(norms);
-//   ScreenVerdict v = screen.Judge(acc.norm(), t);
+//   ScreenVerdict v = screen.Judge(norm, t);
 //   if (v.action == ScreenVerdict::kClip) Scale(delta, v.scale);   // kReject: leave it out
 //   screen.EndRound(accepted_norms);                                // the history moves on
 //   RefusalLedger ledger(options.quarantine_after);
 //   if (ledger.Refuse("node-2")) { ...node-2 is now quarantined... }
 //
 // Streaming aggregation (diloco.aggregation, pcp/diloco/delta_sum.h) judges each Δ as its
-// header arrives, on the norm its sender declares, against RoundThreshold({}) (past rounds'
-// running median and the cap, fixed when the round's results are first expected): the round's
-// own median is not known while Δs are still arriving. A sender whose values break its
+// header arrives, on the norm its sender declares (JudgedNorm at the header's steps), against
+// RoundThreshold({}) (past rounds' running median and the cap, fixed when the round's results
+// are first expected): the round's own median is not known while Δs are still arriving. A sender whose values break its
 // declaration is refused with kDeclaredNorm (and the round redone if its chunks were added).
 // The trimmed mean needs every Δ of a coordinate at once and does not stream.
 #ifndef PCP_DILOCO_SCREENING_H_
@@ -122,7 +130,13 @@ struct ScreenVerdict {
 
 class DeltaScreen {
  public:
-  explicit DeltaScreen(const ScreeningOptions& options) : options_(options) {}
+  // `judged_at_steps`: the steps every Δ's norm is scaled to (see above); 0: none.
+  explicit DeltaScreen(const ScreeningOptions& options, uint64_t judged_at_steps = 0)
+      : options_(options), judged_at_steps_(judged_at_steps) {}
+
+  // The norm this screen judges a Δ of `steps` inner steps and L2 norm `norm` on: norm ×
+  // judged_at_steps / steps; `norm` itself when either is 0.
+  double JudgedNorm(double norm, uint64_t steps) const;
 
   // The threshold for a round whose finite Δ norms are `round_norms` (pass {} to judge each Δ
   // as it ends, as streaming aggregation must: then only past rounds and the cap count).
@@ -146,6 +160,7 @@ class DeltaScreen {
 
  private:
   ScreeningOptions options_;
+  uint64_t judged_at_steps_ = 0;
   std::deque<double> history_;  // per-round medians, oldest first
 };
 
