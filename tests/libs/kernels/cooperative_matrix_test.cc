@@ -72,7 +72,7 @@ TEST(CooperativeMatrixTest, OnlyF16RoundedProductsOnDevicesThatHaveThem) {
 // backend compiles), whatever the device: lavapipe cannot run it, but the source is checked.
 TEST(CooperativeMatrixTest, GeneratedShadersCompileToSpirv) {
   const Function f = Products(Precision::kF16);
-  absl::StatusOr<vulkan::KernelPlan> plan = vulkan::PlanKernels(f, /*half_moves=*/true);
+  absl::StatusOr<vulkan::KernelPlan> plan = vulkan::PlanKernels(f, {.half_moves = true});
   ASSERT_TRUE(plan.ok()) << plan.status();
   vulkan::ShaderCompiler compiler("");
   int coop = 0;

@@ -138,9 +138,9 @@ TEST(VulkanBindingLimitTest, PlannerKeepsEveryKernelWithinSmallLimits) {
     for (SumShape shape : {SumShape::kChain, SumShape::kTree, SumShape::kReducedChain, SumShape::kProduct}) {
       const Function f = Sum(48, shape);
       SCOPED_TRACE(::testing::Message() << "limit " << limit << " shape " << static_cast<int>(shape));
-      absl::StatusOr<vulkan::KernelPlan> plan = vulkan::PlanKernels(f, false, true, limit);
+      absl::StatusOr<vulkan::KernelPlan> plan = vulkan::PlanKernels(f, {.max_bindings = limit});
       ASSERT_TRUE(plan.ok()) << plan.status();
-      absl::StatusOr<vulkan::KernelPlan> again = vulkan::PlanKernels(f, false, true, limit);
+      absl::StatusOr<vulkan::KernelPlan> again = vulkan::PlanKernels(f, {.max_bindings = limit});
       ASSERT_TRUE(again.ok()) << again.status();
       EXPECT_EQ(plan->materialized, again->materialized);
       for (const vulkan::PlannedKernel& k : plan->kernels) {
@@ -161,8 +161,8 @@ TEST(VulkanBindingLimitTest, InstructionOverTheLimitIsAnError) {
   b.Return({b.Concatenate(p, 0)});
   absl::StatusOr<Function> f = b.Build();
   ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_EQ(vulkan::PlanKernels(*f, false, true, 4).status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_TRUE(vulkan::PlanKernels(*f, false, true, 9).ok());
+  EXPECT_EQ(vulkan::PlanKernels(*f, {.max_bindings = 4}).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(vulkan::PlanKernels(*f, {.max_bindings = 9}).ok());
 }
 
 TEST(VulkanBindingLimitTest, ManyParameterSumsFitTheDeviceLimit) { CheckAgainstInterpreter(true); }

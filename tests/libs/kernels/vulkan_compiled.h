@@ -3,10 +3,13 @@
 //
 //   Compiled c = CompileOn(*vulkan, f);
 //   EXPECT_LE(c.schedule.dispatches, 4u);
+//   std::vector<Tensor> results = RunTwice(*vulkan, c, args);  // a second run: the same bits
 #ifndef PCP_TESTS_LIBS_KERNELS_VULKAN_COMPILED_H_
 #define PCP_TESTS_LIBS_KERNELS_VULKAN_COMPILED_H_
 
+#include <cstring>
 #include <memory>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "pcp/kernels/vulkan_backend.h"
@@ -28,6 +31,56 @@ inline Compiled CompileOn(Backend& backend, const Function& f) {
   if (schedule.ok()) c.schedule = *schedule;
   c.exe = *std::move(exe);
   return c;
+}
+
+// The same bytes, tensor by tensor.
+inline bool SameBits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].byte_size() != b[i].byte_size() || std::memcmp(a[i].raw_data(), b[i].raw_data(), a[i].byte_size()) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Runs `c` twice (the second run must give the same bits) and returns the results.
+inline std::vector<Tensor> RunTwice(Backend& backend, const Compiled& c, const std::vector<Tensor>& args) {
+  std::vector<Tensor> first;
+  if (c.exe == nullptr) return first;
+  const Function& f = c.exe->function();
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<Buffer*> in, out;
+  for (const Tensor& a : args) {
+    absl::StatusOr<std::unique_ptr<Buffer>> buf = backend.Allocate({a.dtype(), a.shape()});
+    EXPECT_TRUE(buf.ok() && backend.CopyIn(a, **buf).ok());
+    if (!buf.ok()) return first;
+    in.push_back(buf->get());
+    owned.push_back(*std::move(buf));
+  }
+  for (ValueId r : f.results) {
+    absl::StatusOr<std::unique_ptr<Buffer>> buf = backend.Allocate(f.type(r));
+    EXPECT_TRUE(buf.ok());
+    if (!buf.ok()) return first;
+    out.push_back(buf->get());
+    owned.push_back(*std::move(buf));
+  }
+  for (int r = 0; r < 2; ++r) {
+    absl::Status s = c.exe->Run(in, out);
+    EXPECT_TRUE(s.ok()) << s;
+    std::vector<Tensor> results;
+    for (Buffer* b : out) {
+      absl::StatusOr<Tensor> t = backend.CopyOut(*b);
+      EXPECT_TRUE(t.ok()) << t.status();
+      if (t.ok()) results.push_back(*std::move(t));
+    }
+    if (r == 0) {
+      first = std::move(results);
+    } else {
+      EXPECT_TRUE(SameBits(results, first)) << f.name << ": a second run gave other bits";
+    }
+  }
+  return first;
 }
 
 }  // namespace pcp

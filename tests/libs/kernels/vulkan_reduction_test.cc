@@ -121,7 +121,8 @@ struct Planned {
 
 Planned Plan(const Function& f, bool split, int max_bindings = 32) {
   Planned p;
-  absl::StatusOr<vulkan::KernelPlan> plan = vulkan::PlanKernels(f, true, true, max_bindings, split);
+  absl::StatusOr<vulkan::KernelPlan> plan =
+      vulkan::PlanKernels(f, {.half_moves = true, .split_reductions = split, .max_bindings = max_bindings});
   EXPECT_TRUE(plan.ok()) << plan.status();
   if (!plan.ok()) return p;
   p.plan = *std::move(plan);
@@ -222,7 +223,7 @@ TEST(VulkanReductionTest, DefaultTrainStepGradientNormUsesManyWorkGroups) {
       const vulkan::KernelSource& s = p.sources[i];
       c.dispatches += s.split() ? 2 : 1;
       c.work_groups += WorkGroups(s);
-      std::vector<int> insts = k.kind == vulkan::KernelKind::kRow ? k.members : std::vector<int>{k.instruction};
+      std::vector<int> insts = k.members.empty() ? std::vector<int>{k.instruction} : k.members;
       bool norm = false;
       for (int m : insts) {
         const Instruction& inst = f.instructions[static_cast<size_t>(m)];

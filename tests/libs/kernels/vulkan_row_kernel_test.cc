@@ -64,55 +64,6 @@ absl::StatusOr<Backends> CreateBackends() {
   absl::StatusOr<Backends> var = CreateBackends(); \
   if (!var.ok()) GTEST_SKIP() << "no Vulkan device: " << var.status()
 
-bool SameBits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].byte_size() != b[i].byte_size() || std::memcmp(a[i].raw_data(), b[i].raw_data(), a[i].byte_size()) != 0) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// Runs `c` twice (the second run must give the same bits) and returns the results.
-std::vector<Tensor> RunTwice(Backend& backend, const Compiled& c, const std::vector<Tensor>& args) {
-  std::vector<Tensor> first;
-  if (c.exe == nullptr) return first;
-  const Function& f = c.exe->function();
-  std::vector<std::unique_ptr<Buffer>> owned;
-  std::vector<Buffer*> in, out;
-  for (const Tensor& a : args) {
-    absl::StatusOr<std::unique_ptr<Buffer>> buf = backend.Allocate({a.dtype(), a.shape()});
-    EXPECT_TRUE(buf.ok() && backend.CopyIn(a, **buf).ok());
-    if (!buf.ok()) return first;
-    in.push_back(buf->get());
-    owned.push_back(*std::move(buf));
-  }
-  for (ValueId r : f.results) {
-    absl::StatusOr<std::unique_ptr<Buffer>> buf = backend.Allocate(f.type(r));
-    EXPECT_TRUE(buf.ok());
-    if (!buf.ok()) return first;
-    out.push_back(buf->get());
-    owned.push_back(*std::move(buf));
-  }
-  for (int r = 0; r < 2; ++r) {
-    absl::Status s = c.exe->Run(in, out);
-    EXPECT_TRUE(s.ok()) << s;
-    std::vector<Tensor> results;
-    for (Buffer* b : out) {
-      absl::StatusOr<Tensor> t = backend.CopyOut(*b);
-      EXPECT_TRUE(t.ok()) << t.status();
-      if (t.ok()) results.push_back(*std::move(t));
-    }
-    if (r == 0) {
-      first = std::move(results);
-    } else {
-      EXPECT_TRUE(SameBits(results, first)) << f.name << ": a second run gave other bits";
-    }
-  }
-  return first;
-}
-
 // With row kernels: near the interpreter (NaN where it has NaN, the same infinities), the
 // plain plan's results too; fewer dispatches than the plain plan, at most `max_dispatches`.
 void CheckRows(Backends& b, const Function& f, int max_dispatches) {

@@ -282,6 +282,15 @@ std::string ExprCodegen::InputDeclarations() const {
   return s;
 }
 
+std::string ExprCodegen::OutputDeclarations(const std::vector<ValueId>& outputs) const {
+  std::string s;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    absl::StrAppend(&s, "layout(std430, set = 0, binding = ", inputs_.size() + i, ") writeonly buffer Out", i, " { ",
+                    GlslStorageType(f_.type(outputs[i]).dtype), " d[]; } out", i, "_;\n");
+  }
+  return s;
+}
+
 std::string ExprCodegen::BufferDeclarations(DType out_dtype) const {
   std::string s = InputDeclarations();
   absl::StrAppend(&s, "layout(std430, set = 0, binding = ", inputs_.size(), ") writeonly buffer Out { ",

@@ -56,8 +56,10 @@ class ExprCodegen {
   // Storage-buffer declarations: inputs as bindings 0..n-1 (named in0..), the output as
   // binding n, named `out_`, holding `out_dtype`.
   std::string BufferDeclarations(DType out_dtype) const;
-  // The inputs' declarations alone (a kernel with several outputs declares them itself).
+  // The inputs' declarations alone, and a kernel's several outputs' (bindings n, n + 1, ...,
+  // named out0_, out1_, ...; declared once every input is known).
   std::string InputDeclarations() const;
+  std::string OutputDeclarations(const std::vector<ValueId>& outputs) const;
   // GLSL statement storing `value` (of dtype d) at `index` of the output buffer.
   static std::string Store(DType d, const std::string& index, const std::string& value) {
     return StoreTo("out_", d, index, value);

@@ -103,7 +103,7 @@ ReduceSplit ReduceSplitFor(const Function& f, const Instruction& inst) {
 }
 
 std::vector<ValueId> OutputsOf(const PlannedKernel& k) {
-  if (k.kind == KernelKind::kRow) return k.outputs;
+  if (k.kind == KernelKind::kRow || k.kind == KernelKind::kMapGroup) return k.outputs;
   return {k.value};
 }
 
@@ -149,9 +149,8 @@ absl::Status CheckSupported(const Function& f, bool half_moves) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<KernelPlan> PlanKernels(const Function& f, bool half_moves, bool row_kernels, int max_bindings,
-                                       bool split_reductions) {
-  PCP_RETURN_IF_ERROR(CheckSupported(f, half_moves));
+absl::StatusOr<KernelPlan> PlanKernels(const Function& f, const PlanOptions& options) {
+  PCP_RETURN_IF_ERROR(CheckSupported(f, options.half_moves));
   const size_t n = static_cast<size_t>(f.num_values());
   KernelPlan plan;
   plan.materialized.assign(n, false);
@@ -193,7 +192,8 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, bool half_moves, bool 
     bool materialize = is_result[v];
     KernelKind kind = KernelKind::kMap;
     if (inst.op == Op::kReduce) {
-      kind = split_reductions && ReduceSplitFor(f, inst).split() ? KernelKind::kSplitReduce : KernelKind::kReduce;
+      kind =
+          options.split_reductions && ReduceSplitFor(f, inst).split() ? KernelKind::kSplitReduce : KernelKind::kReduce;
       materialize = true;
     } else if (inst.op == Op::kDotGeneral) {
       kind = KernelKind::kDot;
@@ -216,7 +216,7 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, bool half_moves, bool 
     plan.materialized[v] = true;
     plan.kernels.push_back({kind, inst.result, static_cast<int>(i), 1});
   }
-  PCP_RETURN_IF_ERROR(LimitBindings(f, plan, max_bindings));
+  PCP_RETURN_IF_ERROR(LimitBindings(f, plan, options.max_bindings));
   // Count the instructions each kernel computes inline (for profiles and stats).
   std::function<int(ValueId)> count = [&](ValueId v) -> int {
     const int p = plan.producer[static_cast<size_t>(v)];
@@ -234,7 +234,9 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, bool half_moves, bool 
     }
     k.fused_instructions = c;
   }
-  if (row_kernels) FuseRowKernels(f, plan, max_bindings);
+  if (options.row_kernels || options.map_groups) {
+    FuseRowKernels(f, plan, options.max_bindings, options.row_kernels, options.map_groups);
+  }
   return plan;
 }
 

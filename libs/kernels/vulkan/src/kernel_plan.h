@@ -1,7 +1,7 @@
 // Splits a function into kernels: which values live in buffers ("materialized") and which
 // are recomputed inline, as GLSL expressions, inside the kernels that read them.
 //
-//   PCP_ASSIGN_OR_RETURN(KernelPlan plan, PlanKernels(f));
+//   PCP_ASSIGN_OR_RETURN(KernelPlan plan, PlanKernels(f, {.half_moves = true}));
 //   for (const PlannedKernel& k : plan.kernels) ... // one dispatch each, in order
 //
 // Rules: parameters, results, reduce / dot_general / scatter results and non-scalar
@@ -14,6 +14,10 @@
 // Row kernels (row_kernel_plan.h, on unless `row_kernels` is false): kernels around a reduction
 // over trailing dimensions (a softmax, a LayerNorm and their gradients) then merge into one
 // kernel that computes each row's reductions and the values that consume them.
+//
+// Map groups (row_kernel_plan.h, on unless `map_groups` is false): elementwise kernels of one
+// shape that read each other in place (AdamW's moments and parameter update) then merge into
+// one kernel with several outputs.
 //
 // Split reductions (on unless `split_reductions` is false): a reduction with few outputs and a
 // long reduced extent (a gradient norm's sum of squares over a whole parameter) would run on
@@ -30,21 +34,21 @@
 namespace pcp::vulkan {
 
 // kSplitReduce: a reduce in two dispatches (ReduceSplitFor), binding a scratch buffer after its
-// output.
-enum class KernelKind { kMap, kReduce, kSplitReduce, kDot, kScatter, kRow };
+// output. kRow and kMapGroup: several instructions ("members") and outputs (row_kernel_plan.h).
+enum class KernelKind { kMap, kReduce, kSplitReduce, kDot, kScatter, kRow, kMapGroup };
 
 struct PlannedKernel {
   KernelKind kind = KernelKind::kMap;
   ValueId value = kNoValue;    // the materialized value it writes
   int instruction = -1;        // index of the instruction producing `value`
   int fused_instructions = 1;  // instructions computed inline by this kernel (for profiles)
-  // kRow only: the instructions whose values the kernel computes itself (program order), and
-  // the materialized values it writes (`value` is outputs[0]).
+  // kRow and kMapGroup only: the instructions whose values the kernel computes itself (program
+  // order), and the materialized values it writes (`value` is outputs[0]).
   std::vector<int> members;
   std::vector<ValueId> outputs;
 };
 
-// The values kernel `k` writes: k.outputs for a row kernel, else k.value.
+// The values kernel `k` writes: k.outputs for a row kernel or map group, else k.value.
 std::vector<ValueId> OutputsOf(const PlannedKernel& k);
 
 struct KernelPlan {
@@ -80,14 +84,24 @@ ReduceSplit ReduceSplitFor(const Function& f, const Instruction& inst);
 // values other than moved (parameters, results, constants, layout ops, gather rows; and
 // only with `half_moves`, the device's 16-bit storage), dot_general on other than f32.
 absl::Status CheckSupported(const Function& f, bool half_moves);
-// `max_bindings`: the storage buffers one kernel may bind (the device's per-stage limit). No
-// kernel exceeds it: where an inlined chain would load too many materialized values (a sum of
-// 40 parameters), its largest subexpression that fits in a kernel of its own is materialized,
-// until the kernel fits; row kernels respect it too. ResourceExhausted if an instruction alone
-// reads more (a concatenate of more operands than the limit). A split reduction counts its
-// scratch buffer too.
-absl::StatusOr<KernelPlan> PlanKernels(const Function& f, bool half_moves, bool row_kernels = true,
-                                       int max_bindings = 32, bool split_reductions = true);
+// How PlanKernels plans: the device's abilities and the backend's switches
+// (VulkanBackendOptions and its environment variables).
+struct PlanOptions {
+  bool half_moves = false;       // the device has 16-bit storage: f16 / bf16 values may be moved
+  bool row_kernels = true;       // row kernels (row_kernel_plan.h)
+  bool map_groups = true;        // map groups (row_kernel_plan.h)
+  bool split_reductions = true;  // ReduceSplitFor
+  // The storage buffers one kernel may bind (the device's per-stage limit). No kernel exceeds
+  // it: where an inlined chain would load too many materialized values (a sum of 40
+  // parameters), its largest subexpression that fits in a kernel of its own is materialized,
+  // until the kernel fits; row kernels and map groups respect it too. A split reduction counts
+  // its scratch buffer too.
+  int max_bindings = 32;
+};
+
+// ResourceExhausted if an instruction alone reads more buffers than options.max_bindings (a
+// concatenate of more operands than the limit).
+absl::StatusOr<KernelPlan> PlanKernels(const Function& f, const PlanOptions& options);
 
 }  // namespace pcp::vulkan
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "expr_codegen.h"
 #include "glsl_prelude.h"
@@ -47,6 +48,44 @@ KernelSource MapKernelSource(const Function& f, const KernelPlan& plan, const In
   k.groups[0] = GroupsFor(n, 256);
   k.empty = n == 0;
   return k;
+}
+
+KernelSource MapGroupSource(const Function& f, const KernelPlan& plan, const PlannedKernel& k) {
+  // Every member has the shape of its outputs (row_kernel_plan.h).
+  const Shape& shape = f.type(k.outputs[0]).shape;
+  const int64_t n = NumElements(shape);
+  ExprCodegen gen(f, plan);
+  absl::flat_hash_map<ValueId, int> member;  // value -> its instruction
+  for (int m : k.members) member[f.instructions[static_cast<size_t>(m)].result] = m;
+  // Members read each other at the element being computed: each is emitted once per element.
+  absl::flat_hash_map<ValueId, std::string> computed;
+  gen.set_resolver([&](ValueId v, const std::vector<std::string>& idx, std::string* body) -> std::string {
+    const auto it = member.find(v);
+    if (it == member.end()) return "";
+    if (auto c = computed.find(v); c != computed.end()) return c->second;
+    const std::string x = gen.EmitInstruction(f.instructions[static_cast<size_t>(it->second)], idx, body);
+    computed[v] = x;
+    return x;
+  });
+  std::string body;
+  const std::vector<std::string> idx = gen.Delinearize("gid", shape, &body);
+  std::string stores;
+  for (size_t i = 0; i < k.outputs.size(); ++i) {
+    const ValueId v = k.outputs[i];
+    const std::string x = gen.Emit(v, idx, &body);
+    absl::StrAppend(&stores, ExprCodegen::StoreTo(absl::StrCat("out", i, "_"), f.type(v).dtype, "gid", x));
+  }
+  const std::string main_body = absl::StrCat("  for (int gid = int(gl_GlobalInvocationID.x); gid < ", n,
+                                             "; gid += int(gl_NumWorkGroups.x) * 256) {\n", body, stores, "  }\n");
+  const std::string rest = absl::StrCat("\nlayout(local_size_x = 256) in;\n", gen.InputDeclarations(),
+                                        gen.OutputDeclarations(k.outputs), "\nvoid main() {\n", main_body, "}\n");
+  KernelSource src;
+  src.name = absl::StrCat("group_", k.value);
+  src.glsl = GlslPreludeFor(rest) + rest;
+  src.inputs = gen.inputs();
+  src.groups[0] = GroupsFor(n, 256);
+  src.empty = n == 0;
+  return src;
 }
 
 namespace {
@@ -217,6 +256,7 @@ absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan
     case KernelKind::kSplitReduce: return SplitReduceKernelSource(f, plan, inst);
     case KernelKind::kScatter: return ScatterKernelSource(f, plan, inst);
     case KernelKind::kRow: return RowKernelSource(f, plan, k);
+    case KernelKind::kMapGroup: return MapGroupSource(f, plan, k);
     case KernelKind::kDot:
       return UsesCooperativeMatrix(f, inst, device) ? CoopDotKernelSource(f, plan, inst)
                                                     : DotKernelSource(f, plan, inst);

@@ -52,6 +52,10 @@ bool UsesCooperativeMatrix(const Function& f, const Instruction& inst, const Dev
 
 // One kernel family each (kernel_sources.cc, matmul_source.cc; row kernels: row_kernel_source.h).
 KernelSource MapKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
+// A map group (KernelKind::kMapGroup, row_kernel_plan.h): an invocation per element computes
+// every member there, in program order (each once, reading the others in registers), and
+// stores k.outputs (bindings after the inputs).
+KernelSource MapGroupSource(const Function& f, const KernelPlan& plan, const PlannedKernel& k);
 KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
 // The same reduction in two dispatches (KernelKind::kSplitReduce; ReduceSplitFor, kernel_plan.h):
 // pass 1 reduces each slice into a partial in the scratch buffer, the finishing pass a work

@@ -41,7 +41,7 @@ class RowFuser {
  public:
   RowFuser(const Function& f, KernelPlan& plan, int max_bindings) : f_(f), plan_(plan), max_bindings_(max_bindings) {}
 
-  void Run() {
+  void Run(bool row_kernels, bool map_groups) {
     const size_t nk = plan_.kernels.size();
     const size_t nv = static_cast<size_t>(f_.num_values());
     kernel_of_value_.assign(nv, -1);
@@ -66,6 +66,7 @@ class RowFuser {
     groups_.resize(nk);
     group_stamp_.assign(nk, 0);
     candidate_.assign(nk, false);
+    map_candidate_.assign(nk, false);
     for (size_t i = 0; i < nk; ++i) {
       parent_[i] = static_cast<int>(i);
       Group& g = groups_[i];
@@ -77,38 +78,29 @@ class RowFuser {
       // A split reduction (KernelKind::kSplitReduce, kernel_plan.h) stays apart: it has few,
       // long rows, which a row kernel would run on a work group each.
       if (k.kind == KernelKind::kReduce && IsRowReduction(f_, inst, &dims)) {
-        candidate_[i] = true;
+        candidate_[i] = row_kernels;
         g.reduced_dims = dims;
         g.element = f_.type(inst.operands[0]).shape;
         g.reductions = 1;
       } else if (k.kind == KernelKind::kMap && (IsElementwise(inst.op) || inst.op == Op::kBroadcastInDim)) {
         // A broadcast joins only as a row broadcast (TryMerge): a row value used by several
         // element ops, materialized by PlanKernels as a value with several uses.
-        candidate_[i] = true;
+        candidate_[i] = row_kernels;
+        map_candidate_[i] = map_groups && inst.op != Op::kBroadcastInDim;
       }
     }
     // Consumers join their producers' groups; a few passes let a merge that needed a
-    // reduction in the group happen once one joined.
-    for (int pass = 0; pass < 4; ++pass) {
-      bool changed = false;
-      for (size_t i = 0; i < nk; ++i) {
-        if (!candidate_[i]) continue;
-        for (int r : reads_[i]) {
-          if (!candidate_[static_cast<size_t>(r)]) continue;
-          const int x = Find(r), y = Find(static_cast<int>(i));
-          if (x != y && TryMerge(x, y)) changed = true;
-        }
-      }
-      if (!changed) break;
-    }
+    // reduction in the group happen once one joined. Then map groups, of what is left.
+    MergePasses(candidate_, &RowFuser::TryMerge);
+    MergePasses(map_candidate_, &RowFuser::TryMergeMap);
     Rebuild();
   }
 
  private:
   struct Group {
     std::vector<int> kernels;  // indices into plan_.kernels, ascending
-    int reduced_dims = -1;     // k of its row reductions; -1: none yet
-    Shape element;             // S of its row reductions
+    int reduced_dims = -1;     // k of its row reductions; -1: none (yet, or a map group)
+    Shape element;             // S of its row reductions; a map group's shape
     int reductions = 0;
     int min_pos = 0;  // its first kernel (the schedule's tie-break)
   };
@@ -266,6 +258,55 @@ class RowFuser {
     return false;
   }
 
+  // Merges, in a few passes over the kernels, each `candidates` kernel's group with the groups of
+  // the `candidates` kernels it reads, where `try_merge` agrees.
+  void MergePasses(const std::vector<bool>& candidates, bool (RowFuser::*try_merge)(int, int)) {
+    for (int pass = 0; pass < 4; ++pass) {
+      bool changed = false;
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        if (!candidates[i]) continue;
+        for (int r : reads_[i]) {
+          if (!candidates[static_cast<size_t>(r)]) continue;
+          const int x = Find(r), y = Find(static_cast<int>(i));
+          if (x != y && (this->*try_merge)(x, y)) changed = true;
+        }
+      }
+      if (!changed) break;
+    }
+  }
+
+  // Replaces groups x and y by their union (kept at the lower index), with `merged`'s fields.
+  void Join(int x, int y, Group merged) {
+    const int keep = std::min(x, y), gone = std::max(x, y);
+    merged.min_pos = std::min(groups_[static_cast<size_t>(x)].min_pos, groups_[static_cast<size_t>(y)].min_pos);
+    groups_[static_cast<size_t>(keep)] = std::move(merged);
+    groups_[static_cast<size_t>(gone)] = Group{};
+    parent_[static_cast<size_t>(gone)] = keep;
+  }
+
+  // A map group: two groups without reductions (row kernels formed first) whose kernels are
+  // all elementwise map kernels of one shape, reading each other in place.
+  bool TryMergeMap(int x, int y) {
+    const Group& a = groups_[static_cast<size_t>(x)];
+    const Group& b = groups_[static_cast<size_t>(y)];
+    if (a.reduced_dims >= 0 || b.reduced_dims >= 0) return false;
+    std::vector<int> kernels = a.kernels;
+    kernels.insert(kernels.end(), b.kernels.begin(), b.kernels.end());
+    std::sort(kernels.begin(), kernels.end());
+    const Shape element = f_.type(Root(kernels[0]).result).shape;
+    for (int k : kernels) {
+      if (!map_candidate_[static_cast<size_t>(k)] || f_.type(Root(k).result).shape != element) return false;
+    }
+    if (Bindings(kernels) > max_bindings_) return false;
+    if (!InPlace(kernels, element, element)) return false;
+    if (PathViaOthers(x, y) || PathViaOthers(y, x)) return false;
+    Group merged;
+    merged.kernels = std::move(kernels);
+    merged.element = element;
+    Join(x, y, std::move(merged));
+    return true;
+  }
+
   bool TryMerge(int x, int y) {
     Group& a = groups_[static_cast<size_t>(x)];
     Group& b = groups_[static_cast<size_t>(y)];
@@ -296,20 +337,17 @@ class RowFuser {
     if (Bindings(kernels) > max_bindings_) return false;
     if (!InPlace(kernels, element, rows)) return false;
     if (PathViaOthers(x, y) || PathViaOthers(y, x)) return false;
-    const int keep = std::min(x, y), gone = std::max(x, y);
     Group merged;
     merged.kernels = std::move(kernels);
     merged.reduced_dims = with.reduced_dims;
     merged.element = element;
     merged.reductions = a.reductions + b.reductions;
-    merged.min_pos = std::min(a.min_pos, b.min_pos);
-    groups_[static_cast<size_t>(keep)] = std::move(merged);
-    groups_[static_cast<size_t>(gone)] = Group{};
-    parent_[static_cast<size_t>(gone)] = keep;
+    Join(x, y, std::move(merged));
     return true;
   }
 
-  // The new kernel list: a row kernel per group of several kernels, in topological order.
+  // The new kernel list: a row kernel or map group per group of several kernels, in topological
+  // order.
   void Rebuild() {
     const size_t nk = plan_.kernels.size();
     std::vector<bool> read_outside(nk, false);
@@ -355,7 +393,7 @@ class RowFuser {
         kernels.push_back(plan_.kernels[static_cast<size_t>(group.kernels[0])]);
       } else {
         PlannedKernel row;
-        row.kind = KernelKind::kRow;
+        row.kind = group.reduced_dims >= 0 ? KernelKind::kRow : KernelKind::kMapGroup;
         row.fused_instructions = 0;
         for (int k : group.kernels) {
           const PlannedKernel& member = plan_.kernels[static_cast<size_t>(k)];
@@ -395,6 +433,7 @@ class RowFuser {
   std::vector<bool> is_result_;                    // per kernel: its value is a result
   std::vector<uint32_t> in_group_;                 // per kernel: group_generation_ of Bindings' group
   std::vector<bool> candidate_;                    // per kernel: a row reduction or an elementwise map kernel
+  std::vector<bool> map_candidate_;                // per kernel: an elementwise map kernel (map groups)
   std::vector<int> parent_;                        // union-find over kernels
   std::vector<Group> groups_;                      // per representative kernel
   std::vector<uint32_t> value_stamp_;              // per value: visited in walk stamp_
@@ -407,6 +446,8 @@ class RowFuser {
 
 }  // namespace
 
-void FuseRowKernels(const Function& f, KernelPlan& plan, int max_bindings) { RowFuser(f, plan, max_bindings).Run(); }
+void FuseRowKernels(const Function& f, KernelPlan& plan, int max_bindings, bool row_kernels, bool map_groups) {
+  RowFuser(f, plan, max_bindings).Run(row_kernels, map_groups);
+}
 
 }  // namespace pcp::vulkan

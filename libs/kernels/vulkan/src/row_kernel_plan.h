@@ -2,8 +2,8 @@
 // one kernel each, so a softmax, a LayerNorm, their gradients and cross-entropy's row part
 // are one dispatch instead of one per reduction and per multi-use value between them.
 //
-//   PCP_ASSIGN_OR_RETURN(KernelPlan plan, PlanKernels(f, half_moves, /*row_kernels=*/false));
-//   FuseRowKernels(f, plan, 32);  // what PlanKernels(f, half_moves) does by default
+//   PCP_ASSIGN_OR_RETURN(KernelPlan plan, PlanKernels(f, {.row_kernels = false, .map_groups = false}));
+//   FuseRowKernels(f, plan, 32);  // what PlanKernels(f, {}) does by default
 //
 // A row reduction reduces the trailing k dimensions of an f32 tensor of shape S (its
 // "element" shape; the kept leading dimensions R are the rows, the reduced ones a row of L
@@ -25,6 +25,14 @@
 // if it is a result or another kernel reads it; the rest are computed in the row kernel alone.
 // A group of one kernel keeps its kernel. Kernels are then put in a topological order,
 // earliest first. Split reductions (KernelKind::kSplitReduce, kernel_plan.h) are never members.
+//
+// Map groups (KernelKind::kMapGroup), once no more row kernels form: elementwise map kernels
+// that read each other in place (at the element being computed, through elementwise ops of
+// their own shape alone) merge the same way, consumers into their producers' groups, when all
+// have one shape, within `max_bindings` and without a path through another kernel: AdamW's
+// update of a parameter (the clipped gradient, both moments and the parameter) is so one
+// dispatch instead of four, reading the gradient once. A map group runs an invocation per
+// element (MapGroupSource, kernel_sources.h).
 #ifndef PCP_KERNELS_VULKAN_SRC_ROW_KERNEL_PLAN_H_
 #define PCP_KERNELS_VULKAN_SRC_ROW_KERNEL_PLAN_H_
 
@@ -51,10 +59,12 @@ bool IsRowReduction(const Function& f, const Instruction& inst, int* reduced_dim
 // leading dimensions (each row value repeated over its row).
 bool IsRowBroadcast(const Function& f, const Instruction& inst, const Shape& rows, const Shape& element);
 
-// Merges `plan`'s kernels into row kernels (KernelKind::kRow) as described above, each binding
-// at most `max_bindings` storage buffers (inputs and outputs; the device's per-stage limit:
-// 32 on lavapipe); updates plan.materialized for the values they keep to themselves.
-void FuseRowKernels(const Function& f, KernelPlan& plan, int max_bindings);
+// Merges `plan`'s kernels into row kernels (KernelKind::kRow; if `row_kernels`) and map groups
+// (KernelKind::kMapGroup; if `map_groups`) as described above, each binding at most
+// `max_bindings` storage buffers (inputs and outputs; the device's per-stage limit: 32 on
+// lavapipe); updates plan.materialized for the values they keep to themselves.
+void FuseRowKernels(const Function& f, KernelPlan& plan, int max_bindings, bool row_kernels = true,
+                    bool map_groups = true);
 
 }  // namespace pcp::vulkan
 

@@ -179,11 +179,7 @@ KernelSource RowKernelSource(const Function& f, const KernelPlan& plan, const Pl
         absl::StrAppend(&row_stores, ExprCodegen::StoreTo(buffer, f.type(v).dtype, "row", row_values.at(v)));
       }
     }
-    // Output bindings follow the inputs, all known now.
-    for (size_t i = 0; i < k.outputs.size(); ++i) {
-      absl::StrAppend(&outputs, "layout(std430, set = 0, binding = ", gen.inputs().size() + i, ") writeonly buffer Out",
-                      i, " { ", GlslStorageType(f.type(k.outputs[i]).dtype), " d[]; } out", i, "_;\n");
-    }
+    outputs = gen.OutputDeclarations(k.outputs);  // (bindings after the inputs, all known now)
     if (!element_stores.empty()) {
       absl::StrAppend(&body, "for (int j = sl; j < ", length, "; j += ", per_row, ") {\n", loop, "if (live) {\n",
                       element_stores, "}\n}\n");

@@ -21,17 +21,18 @@ using vulkan::VulkanContext;
 
 class VulkanBackend : public Backend {
  public:
-  VulkanBackend(std::shared_ptr<BufferPool> pool, std::string cache_dir, bool row_kernels, bool split_reductions)
-      : pool_(std::move(pool)),
-        compiler_(std::move(cache_dir)),
-        row_kernels_(row_kernels),
-        split_reductions_(split_reductions) {
+  VulkanBackend(std::shared_ptr<BufferPool> pool, std::string cache_dir, const VulkanBackendOptions& options)
+      : pool_(std::move(pool)), compiler_(std::move(cache_dir)) {
     const char* p = std::getenv("PCP_VULKAN_PROFILE");
     profile_ = p != nullptr && *p != '\0' && std::strcmp(p, "0") != 0;
-    const char* r = std::getenv("PCP_VULKAN_ROW_KERNELS");
-    if (r != nullptr && std::strcmp(r, "0") == 0) row_kernels_ = false;
-    const char* sr = std::getenv("PCP_VULKAN_SPLIT_REDUCTIONS");
-    if (sr != nullptr && std::strcmp(sr, "0") == 0) split_reductions_ = false;
+    // Each planner switch: the option, unless its environment variable is "0".
+    auto on = [](bool option, const char* variable) {
+      const char* v = std::getenv(variable);
+      return option && (v == nullptr || std::strcmp(v, "0") != 0);
+    };
+    switches_.row_kernels = on(options.row_kernels, "PCP_VULKAN_ROW_KERNELS");
+    switches_.map_groups = on(options.map_groups, "PCP_VULKAN_MAP_GROUPS");
+    switches_.split_reductions = on(options.split_reductions, "PCP_VULKAN_SPLIT_REDUCTIONS");
   }
 
   std::string Name() const override { return "vulkan"; }
@@ -45,8 +46,7 @@ class VulkanBackend : public Backend {
 
   absl::StatusOr<std::unique_ptr<Executable>> Compile(const Function& function) override {
     PCP_ASSIGN_OR_RETURN(std::unique_ptr<vulkan::VulkanExecutable> exe,
-                         vulkan::VulkanExecutable::Create(function, pool_, compiler_, profile_, row_kernels_,
-                                                          split_reductions_));
+                         vulkan::VulkanExecutable::Create(function, pool_, compiler_, profile_, switches_));
     return std::unique_ptr<Executable>(std::move(exe));
   }
 
@@ -89,8 +89,7 @@ class VulkanBackend : public Backend {
 
   std::shared_ptr<BufferPool> pool_;
   vulkan::ShaderCompiler compiler_;
-  bool row_kernels_ = true;
-  bool split_reductions_ = true;
+  vulkan::PlanOptions switches_;  // row kernels, map groups, split reductions
   bool profile_ = false;
 };
 
@@ -101,8 +100,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateVulkanBackend(VulkanBackendOption
   std::string cache_dir = options.shader_cache_dir;
   if (cache_dir.empty()) cache_dir = vulkan::ShaderCompiler::DefaultCacheDir();
   if (cache_dir == "none") cache_dir.clear();
-  return std::unique_ptr<Backend>(new VulkanBackend(std::make_shared<BufferPool>(std::move(ctx)), cache_dir,
-                                                    options.row_kernels, options.split_reductions));
+  return std::unique_ptr<Backend>(new VulkanBackend(std::make_shared<BufferPool>(std::move(ctx)), cache_dir, options));
 }
 
 absl::StatusOr<VulkanSchedule> GetVulkanSchedule(const Executable& exe) {
@@ -111,6 +109,7 @@ absl::StatusOr<VulkanSchedule> GetVulkanSchedule(const Executable& exe) {
   const vulkan::VulkanExecutableStats s = vk->stats();
   return VulkanSchedule{.dispatches = s.num_dispatches,
                         .row_kernels = s.num_row_kernels,
+                        .map_groups = s.num_map_groups,
                         .split_reductions = s.num_split_reductions,
                         .work_groups = s.work_groups,
                         .max_bindings = s.max_kernel_bindings,

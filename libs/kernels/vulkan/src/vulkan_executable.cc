@@ -36,17 +36,19 @@ int64_t Bytes(const TensorType& t) { return t.num_elements() * SizeOf(t.dtype); 
 absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::Create(const Function& f,
                                                                            std::shared_ptr<BufferPool> pool,
                                                                            ShaderCompiler& compiler, bool profile,
-                                                                           bool row_kernels, bool split_reductions) {
+                                                                           PlanOptions switches) {
   std::unique_ptr<VulkanExecutable> exe(new VulkanExecutable(f, std::move(pool)));
-  PCP_RETURN_IF_ERROR(exe->Build(compiler, profile, row_kernels, split_reductions));
+  PCP_RETURN_IF_ERROR(exe->Build(compiler, profile, switches));
   return exe;
 }
 
-absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile, bool row_kernels, bool split_reductions) {
+absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile, PlanOptions plan_options) {
   const std::shared_ptr<VulkanContext>& ctx = pool_->context();
   VkDevice dev = ctx->device();
   binding_limit_ = static_cast<int>(std::min<uint32_t>(ctx->max_storage_buffers(), 1 << 20));
-  PCP_ASSIGN_OR_RETURN(plan_, PlanKernels(f_, ctx->storage_16bit(), row_kernels, binding_limit_, split_reductions));
+  plan_options.half_moves = ctx->storage_16bit();
+  plan_options.max_bindings = binding_limit_;
+  PCP_ASSIGN_OR_RETURN(plan_, PlanKernels(f_, plan_options));
   param_index_.assign(static_cast<size_t>(f_.num_values()), -1);
   for (size_t i = 0; i < f_.params.size(); ++i) param_index_[static_cast<size_t>(f_.params[i])] = static_cast<int>(i);
 
@@ -404,6 +406,7 @@ VulkanExecutableStats VulkanExecutable::stats() const {
   for (const Kernel& k : kernels_) {
     s.num_dispatches += k.src.split() ? 2 : 1;
     s.num_row_kernels += k.kind == KernelKind::kRow ? 1 : 0;
+    s.num_map_groups += k.kind == KernelKind::kMapGroup ? 1 : 0;
     s.num_split_reductions += k.src.split() ? 1 : 0;
     if (k.src.empty) continue;
     s.work_groups += int64_t{k.src.groups[0]} * k.src.groups[1] * k.src.groups[2];

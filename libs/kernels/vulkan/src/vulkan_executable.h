@@ -29,6 +29,7 @@ struct VulkanExecutableStats {
   int num_kernels = 0;           // kernels per Run
   int num_dispatches = 0;        // dispatches per Run: a kernel each, two for a split reduction
   int num_row_kernels = 0;       // kernels that are row kernels (row_kernel_plan.h)
+  int num_map_groups = 0;        // kernels that are map groups (row_kernel_plan.h)
   int num_split_reductions = 0;  // kernels that are split reductions (kernel_plan.h)
   int64_t work_groups = 0;       // work groups over all dispatches of a Run
   int num_pipelines = 0;         // distinct kernel sources
@@ -43,10 +44,11 @@ struct VulkanExecutableStats {
 
 class VulkanExecutable : public Executable {
  public:
+  // `switches`: the planner's row_kernels, map_groups and split_reductions (the device's
+  // abilities, half_moves and max_bindings, are filled in from the pool's context).
   static absl::StatusOr<std::unique_ptr<VulkanExecutable>> Create(const Function& f, std::shared_ptr<BufferPool> pool,
                                                                   ShaderCompiler& compiler, bool profile,
-                                                                  bool row_kernels = true,
-                                                                  bool split_reductions = true);
+                                                                  PlanOptions switches = {});
   ~VulkanExecutable() override;
 
   const Function& function() const override { return f_; }
@@ -74,7 +76,7 @@ class VulkanExecutable : public Executable {
   };
 
   VulkanExecutable(Function f, std::shared_ptr<BufferPool> pool) : f_(std::move(f)), pool_(std::move(pool)) {}
-  absl::Status Build(ShaderCompiler& compiler, bool profile, bool row_kernels, bool split_reductions);
+  absl::Status Build(ShaderCompiler& compiler, bool profile, PlanOptions plan_options);
   // The pipeline of `glsl` (one per distinct source) binding `bindings` storage buffers.
   absl::StatusOr<int> PipelineFor(const std::string& glsl, const std::string& name, size_t bindings,
                                   ShaderCompiler& compiler);

@@ -21,7 +21,10 @@
 // a reduction over trailing dimensions, the per-row ops on its result and the elementwise ops
 // that read it broadcast back over its rows (and those it reads) are one kernel, a work group
 // per row, so a softmax, a LayerNorm and their gradients are one dispatch each
-// (VulkanBackendOptions::row_kernels; PCP_VULKAN_ROW_KERNELS=0 turns them off). Split
+// (VulkanBackendOptions::row_kernels; PCP_VULKAN_ROW_KERNELS=0 turns them off). Map groups:
+// elementwise kernels of one shape that read each other in place are one kernel with several
+// outputs, so AdamW's update of a parameter (clipped gradient, both moments, the parameter) is
+// one dispatch (VulkanBackendOptions::map_groups; PCP_VULKAN_MAP_GROUPS=0 turns them off). Split
 // reductions: a reduction with few outputs over many elements (a gradient norm's sum of squares,
 // a loss's mean) runs as many work groups per output, each reducing a fixed slice, then a
 // second dispatch combining their partials in a fixed order; the slices depend on the shapes
@@ -56,6 +59,7 @@ struct VulkanBackendOptions {
   std::string shader_cache_dir;  // "" = $XDG_CACHE_HOME/pcp/spirv or ~/.cache/pcp/spirv;
                                  // "none" disables the disk cache
   bool row_kernels = true;       // row kernels (above); off also with PCP_VULKAN_ROW_KERNELS=0
+  bool map_groups = true;        // map groups (above); off also with PCP_VULKAN_MAP_GROUPS=0
   bool split_reductions = true;  // above; off also with PCP_VULKAN_SPLIT_REDUCTIONS=0
 };
 
@@ -87,6 +91,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateVulkanBackend(VulkanBackendOption
 struct VulkanSchedule {
   int dispatches = 0;        // dispatches per Run: a kernel each, two for a split reduction
   int row_kernels = 0;       // kernels that are row kernels
+  int map_groups = 0;        // kernels that are map groups
   int split_reductions = 0;  // kernels that are split reductions
   int64_t work_groups = 0;   // work groups over all dispatches
   int max_bindings = 0;      // the most storage buffers one kernel binds (inputs, outputs, scratch)
