@@ -1,6 +1,7 @@
 // Test helper for the Vulkan kernel tests: a function compiled on a backend with its schedule
 // (dispatches, work groups: pcp/kernels/vulkan_backend.h), failures reported as test failures.
 //
+//   absl::StatusOr<BackendPair> b = CreateBackendPair({.row_kernels = false});  // vs. defaults
 //   Compiled c = CompileOn(*vulkan, f);
 //   EXPECT_LE(c.schedule.dispatches, 4u);
 //   std::vector<Tensor> results = RunTwice(*vulkan, c, args);  // a second run: the same bits
@@ -15,6 +16,23 @@
 #include "pcp/kernels/vulkan_backend.h"
 
 namespace pcp {
+
+// A Vulkan backend with the default options and one with a planner switch off, to compare the
+// plans; the device's error when there is none (the caller skips).
+struct BackendPair {
+  std::unique_ptr<Backend> with, without;
+};
+
+inline absl::StatusOr<BackendPair> CreateBackendPair(const VulkanBackendOptions& without) {
+  BackendPair b;
+  absl::StatusOr<std::unique_ptr<Backend>> with = CreateVulkanBackend({});
+  if (!with.ok()) return with.status();
+  absl::StatusOr<std::unique_ptr<Backend>> other = CreateVulkanBackend(without);
+  if (!other.ok()) return other.status();
+  b.with = *std::move(with);
+  b.without = *std::move(other);
+  return b;
+}
 
 struct Compiled {
   std::unique_ptr<Executable> exe;  // null when compiling failed (a test failure)

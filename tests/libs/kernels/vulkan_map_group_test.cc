@@ -132,23 +132,8 @@ TEST(VulkanMapGroupPlanTest, KernelsWithAnotherKernelBetweenThemDoNotMerge) {
                                                            vulkan::KernelKind::kMap}));
 }
 
-struct Backends {
-  std::unique_ptr<Backend> grouped, plain;  // with and without map groups
-};
-
-absl::StatusOr<Backends> CreateBackends() {
-  Backends b;
-  absl::StatusOr<std::unique_ptr<Backend>> grouped = CreateVulkanBackend({});
-  if (!grouped.ok()) return grouped.status();
-  absl::StatusOr<std::unique_ptr<Backend>> plain = CreateVulkanBackend({.map_groups = false});
-  if (!plain.ok()) return plain.status();
-  b.grouped = *std::move(grouped);
-  b.plain = *std::move(plain);
-  return b;
-}
-
-#define PCP_BACKENDS_OR_SKIP(var)                  \
-  absl::StatusOr<Backends> var = CreateBackends(); \
+#define PCP_BACKENDS_OR_SKIP(var)                                             \
+  absl::StatusOr<BackendPair> var = CreateBackendPair({.map_groups = false}); \
   if (!var.ok()) GTEST_SKIP() << "no Vulkan device: " << var.status()
 
 // Shapes: one element; not a multiple of the work group (256).
@@ -160,14 +145,14 @@ TEST(VulkanMapGroupTest, AdamWUpdateMatchesTheInterpreterInOneDispatch) {
     const std::vector<Tensor> args = AdamWArgs(shape);
     absl::StatusOr<std::vector<Tensor>> want = Interpret(f, args);
     ASSERT_TRUE(want.ok()) << want.status();
-    const Compiled grouped = CompileOn(*b->grouped, f);
-    const Compiled plain = CompileOn(*b->plain, f);
+    const Compiled grouped = CompileOn(*b->with, f);
+    const Compiled plain = CompileOn(*b->without, f);
     EXPECT_EQ(grouped.schedule.dispatches, 1);
     EXPECT_EQ(grouped.schedule.map_groups, 1);
     EXPECT_EQ(plain.schedule.dispatches, 4);
     EXPECT_EQ(plain.schedule.map_groups, 0);
-    const std::vector<Tensor> got = RunTwice(*b->grouped, grouped, args);
-    const std::vector<Tensor> got_plain = RunTwice(*b->plain, plain, args);
+    const std::vector<Tensor> got = RunTwice(*b->with, grouped, args);
+    const std::vector<Tensor> got_plain = RunTwice(*b->without, plain, args);
     ASSERT_EQ(got.size(), 3u);
     ASSERT_EQ(got_plain.size(), 3u);
     for (size_t i = 0; i < got.size(); ++i) {
@@ -194,10 +179,10 @@ TEST(VulkanMapGroupTest, OutputsOfDifferentTypesBeyondOneDispatchOfGroups) {
   const std::vector<Tensor> args = {RandomTensor(F32(shape), 7)};
   absl::StatusOr<std::vector<Tensor>> want = Interpret(*f, args);
   ASSERT_TRUE(want.ok()) << want.status();
-  const Compiled grouped = CompileOn(*b->grouped, *f);
+  const Compiled grouped = CompileOn(*b->with, *f);
   EXPECT_EQ(grouped.schedule.dispatches, 1);
   EXPECT_EQ(grouped.schedule.map_groups, 1);
-  const std::vector<Tensor> got = RunTwice(*b->grouped, grouped, args);
+  const std::vector<Tensor> got = RunTwice(*b->with, grouped, args);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_TRUE(SameBits({got[0]}, {(*want)[0]}));
   EXPECT_TRUE(TensorsNear(got[1], (*want)[1], 1e-6, 0));
@@ -211,14 +196,14 @@ TEST(VulkanMapGroupTest, GptTrainStepInFewerDispatches) {
   absl::StatusOr<::pcp::testing::GptComparisonCase> c = ::pcp::testing::GptBackendComparisonCase();
   ASSERT_TRUE(c.ok()) << c.status();
   const Function& step = c->step;
-  const Compiled grouped = CompileOn(*b->grouped, step);
-  const Compiled plain = CompileOn(*b->plain, step);
+  const Compiled grouped = CompileOn(*b->with, step);
+  const Compiled plain = CompileOn(*b->without, step);
   const int params = static_cast<int>(c->init.size());
   // At least a group per parameter's update, each saving three dispatches.
   EXPECT_GE(grouped.schedule.map_groups, params);
   EXPECT_LE(grouped.schedule.dispatches, plain.schedule.dispatches - 3 * params);
-  const std::vector<Tensor> got = RunTwice(*b->grouped, grouped, c->args);
-  const std::vector<Tensor> got_plain = RunTwice(*b->plain, plain, c->args);
+  const std::vector<Tensor> got = RunTwice(*b->with, grouped, c->args);
+  const std::vector<Tensor> got_plain = RunTwice(*b->without, plain, c->args);
   ASSERT_EQ(got.size(), step.results.size());
   ASSERT_EQ(got_plain.size(), step.results.size());
   double worst = 0;

@@ -45,30 +45,15 @@ constexpr int64_t kB = ::pcp::testing::kRowsB, kT = ::pcp::testing::kRowsT;
 // of two; 700, 1500: longer than a work group of 256.
 constexpr int64_t kRowLengths[] = {1, 3, 17, 64, 65, 100, 700, 1500};
 
-struct Backends {
-  std::unique_ptr<Backend> rows, plain;  // with and without row kernels
-};
-
-absl::StatusOr<Backends> CreateBackends() {
-  Backends b;
-  absl::StatusOr<std::unique_ptr<Backend>> rows = CreateVulkanBackend({});
-  if (!rows.ok()) return rows.status();
-  absl::StatusOr<std::unique_ptr<Backend>> plain = CreateVulkanBackend({.row_kernels = false});
-  if (!plain.ok()) return plain.status();
-  b.rows = *std::move(rows);
-  b.plain = *std::move(plain);
-  return b;
-}
-
-#define PCP_BACKENDS_OR_SKIP(var)                  \
-  absl::StatusOr<Backends> var = CreateBackends(); \
+#define PCP_BACKENDS_OR_SKIP(var)                                              \
+  absl::StatusOr<BackendPair> var = CreateBackendPair({.row_kernels = false}); \
   if (!var.ok()) GTEST_SKIP() << "no Vulkan device: " << var.status()
 
 // With row kernels: near the interpreter (NaN where it has NaN, the same infinities), the
 // plain plan's results too; fewer dispatches than the plain plan, at most `max_dispatches`.
-void CheckRows(Backends& b, const Function& f, int max_dispatches) {
-  const Compiled rows = CompileOn(*b.rows, f);
-  const Compiled plain = CompileOn(*b.plain, f);
+void CheckRows(BackendPair& b, const Function& f, int max_dispatches) {
+  const Compiled rows = CompileOn(*b.with, f);
+  const Compiled plain = CompileOn(*b.without, f);
   EXPECT_GE(rows.schedule.row_kernels, 1);
   EXPECT_EQ(plain.schedule.row_kernels, 0);
   EXPECT_LT(rows.schedule.dispatches, plain.schedule.dispatches);
@@ -80,8 +65,8 @@ void CheckRows(Backends& b, const Function& f, int max_dispatches) {
     const std::vector<Tensor> args = ::pcp::testing::RowArgs(f, special);
     absl::StatusOr<std::vector<Tensor>> want = Interpret(f, args);
     ASSERT_TRUE(want.ok()) << want.status();
-    const std::vector<Tensor> got = RunTwice(*b.rows, rows, args);
-    const std::vector<Tensor> got_plain = RunTwice(*b.plain, plain, args);
+    const std::vector<Tensor> got = RunTwice(*b.with, rows, args);
+    const std::vector<Tensor> got_plain = RunTwice(*b.without, plain, args);
     ASSERT_EQ(got.size(), want->size());
     ASSERT_EQ(got_plain.size(), want->size());
     for (size_t i = 0; i < want->size(); ++i) {
@@ -201,12 +186,12 @@ TEST(VulkanRowKernelTest, RowsBeyondOneDispatchOfGroups) {
   FunctionBuilder fb("softmax_many_rows");
   fb.Return({SoftmaxRows(fb, fb.Parameter(F32(s)), s)});
   const Function f = Built(fb);
-  const Compiled rows = CompileOn(*b->rows, f);
+  const Compiled rows = CompileOn(*b->with, f);
   EXPECT_EQ(rows.schedule.dispatches, 1);
   const std::vector<Tensor> args = {RandomTensor(F32(s), 7, -3, 3)};
   absl::StatusOr<std::vector<Tensor>> want = Interpret(f, args);
   ASSERT_TRUE(want.ok()) << want.status();
-  const std::vector<Tensor> got = RunTwice(*b->rows, rows, args);
+  const std::vector<Tensor> got = RunTwice(*b->with, rows, args);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_TRUE(TensorsNear(got[0], (*want)[0], 1e-4, 1e-5));
 }
@@ -278,12 +263,12 @@ TEST(VulkanRowKernelTest, GptTrainStepInFewerDispatches) {
   const std::vector<NamedTensor>* init = &c->init;
   const std::vector<Tensor>& args = c->args;
 
-  const Compiled rows = CompileOn(*b->rows, *step);
-  const Compiled plain = CompileOn(*b->plain, *step);
+  const Compiled rows = CompileOn(*b->with, *step);
+  const Compiled plain = CompileOn(*b->without, *step);
   EXPECT_GT(rows.schedule.row_kernels, 0);
   EXPECT_LT(rows.schedule.dispatches, plain.schedule.dispatches);
-  const std::vector<Tensor> got = RunTwice(*b->rows, rows, args);
-  const std::vector<Tensor> got_plain = RunTwice(*b->plain, plain, args);
+  const std::vector<Tensor> got = RunTwice(*b->with, rows, args);
+  const std::vector<Tensor> got_plain = RunTwice(*b->without, plain, args);
   ASSERT_EQ(got.size(), step->results.size());
   ASSERT_EQ(got_plain.size(), step->results.size());
   const float loss = got.back().data<float>()[0], plain_loss = got_plain.back().data<float>()[0];
@@ -301,10 +286,10 @@ TEST(VulkanRowKernelTest, GptTrainStepInFewerDispatches) {
   forward_args.push_back(args[args.size() - 2]);
   forward_args.push_back(args.back());
   ASSERT_EQ(forward_args.size(), forward->params.size());
-  const Compiled rows_fwd = CompileOn(*b->rows, *forward);
-  const Compiled plain_fwd = CompileOn(*b->plain, *forward);
+  const Compiled rows_fwd = CompileOn(*b->with, *forward);
+  const Compiled plain_fwd = CompileOn(*b->without, *forward);
   EXPECT_LT(rows_fwd.schedule.dispatches, plain_fwd.schedule.dispatches);
-  const std::vector<Tensor> got_fwd = RunTwice(*b->rows, rows_fwd, forward_args);
+  const std::vector<Tensor> got_fwd = RunTwice(*b->with, rows_fwd, forward_args);
   ASSERT_FALSE(got_fwd.empty());
   absl::StatusOr<std::vector<Tensor>> want = Interpret(*forward, forward_args);
   ASSERT_TRUE(want.ok()) << want.status();
