@@ -130,7 +130,7 @@ else
 fi
 
 # ---------------------------------------------------------------- PCP binaries
-TARGETS="pcp_vulkan_bench vulkan_backend_test backend_conformance_test gpt_train_step_test mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test"
+TARGETS="pcp_vulkan_bench vulkan_backend_test backend_conformance_test gpt_train_step_test mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test vulkan_map_group_test"
 LIBS=""
 find_bin() {  # the path of binary $1 under $BIN (flat bundle) or a build tree
   local d
@@ -211,7 +211,8 @@ fi
 # ---------------------------------------------------------------- conformance
 if [ $RUN_PCP = 1 ]; then
   for t in vulkan_backend_test "backend_conformance_test --gtest_filter=$CONF_FILTER" gpt_train_step_test \
-           mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test; do
+           mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test \
+           vulkan_map_group_test; do
     name=${t%% *}
     args=""; [ "$name" = "$t" ] || args=${t#* }
     exe=$(find_bin "$name")
@@ -274,6 +275,10 @@ if [ $RUN_PCP = 1 ] && [ -n "${VB:-}" ]; then
   # group each, as before issue 34.
   run_step pcp_nanogpt_f32_no_split_reductions 90 "${PCPENV[@]}" PCP_VULKAN_SPLIT_REDUCTIONS=0 "$VB" --cpu=false \
     --sgemm=false --bias=false $NANO $NANO_STEPS --precision=f32
+  # And without map groups and reduction groups (log only): AdamW's four kernels per parameter
+  # and a split reduction's two dispatches per sum of squares.
+  run_step pcp_nanogpt_f32_no_kernel_groups 90 "${PCPENV[@]}" PCP_VULKAN_MAP_GROUPS=0 PCP_VULKAN_REDUCTION_GROUPS=0 \
+    "$VB" --cpu=false --sgemm=false --bias=false $NANO $NANO_STEPS --precision=f32
 fi
 
 # ---------------------------------------------------------------- the table

@@ -8,8 +8,9 @@
 // 3,000,001 elements, [4, 2^18] over either dimension, few outputs over a leading dimension, i32
 // and i64, bf16 and f16 inputs, against the reference interpreter at the conformance suite's
 // tolerance for reductions (rtol 1e-5, atol 2e-5), the same bits on a second run and from a
-// second compilation, and more than one work group where the old kernel had one. Device cases
-// skip without a Vulkan device.
+// second compilation, and more than one work group where the old kernel had one; reduction groups
+// (independent split reductions in two dispatches; the default train step's sums of squares),
+// each member with its bits alone. Device cases skip without a Vulkan device.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -253,6 +254,84 @@ TEST(VulkanReductionTest, DefaultTrainStepGradientNormUsesManyWorkGroups) {
   EXPECT_GT(after.min_norm_groups, 2);
 }
 
+// Reduction groups: the default train step's sums of squares, one per parameter with more than
+// 4096 elements, share two dispatches (a GPU's binding limit), or as few groups as lavapipe's
+// limit of 32 allows (each member binds its gradient and its output); none without them.
+TEST(VulkanReductionTest, DefaultTrainStepSumsOfSquaresFormReductionGroups) {
+  const GPTConfig model{.vocab_size = 65, .block_size = 64, .n_layer = 4, .n_head = 4, .n_embd = 128, .bias = false};
+  absl::StatusOr<GptProgram> program =
+      BuildGptProgram(model, 12,
+                      AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
+  ASSERT_TRUE(program.ok()) << program.status();
+  const Function& f = program->train_step;
+  struct Split {
+    int kernels = 0, members = 0;
+  };
+  auto split = [&](int limit, bool groups) {
+    absl::StatusOr<vulkan::KernelPlan> plan =
+        vulkan::PlanKernels(f, {.half_moves = true, .reduction_groups = groups, .max_bindings = limit});
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    Split s;
+    for (const vulkan::PlannedKernel& k : plan.ok() ? plan->kernels : std::vector<vulkan::PlannedKernel>{}) {
+      if (k.kind != vulkan::KernelKind::kSplitReduce) continue;
+      ++s.kernels;
+      s.members += k.members.empty() ? 1 : static_cast<int>(k.members.size());
+      absl::StatusOr<vulkan::KernelSource> src = vulkan::KernelSourceFor(f, *plan, k);
+      EXPECT_TRUE(src.ok()) << src.status();
+      if (src.ok()) EXPECT_LE(src->bindings(vulkan::OutputsOf(k).size()), static_cast<size_t>(limit)) << src->name;
+    }
+    return s;
+  };
+  const Split alone = split(32, false), gpu = split(1 << 20, true), lavapipe = split(32, true);
+  EXPECT_EQ(alone.kernels, 19);
+  EXPECT_EQ(gpu.kernels, 1);
+  EXPECT_EQ(gpu.members, 19);
+  EXPECT_EQ(lavapipe.kernels, 2);
+  EXPECT_EQ(lavapipe.members, 19);
+}
+
+// Group members: a sum of squares, a maximum, a sum with 3 outputs and a plain sum, all split;
+// their results feed one more value. A reduction that reads another's result joins no group
+// with it.
+Function IndependentReductions() {
+  FunctionBuilder b("independent_reductions");
+  const ValueId a = b.Parameter({DType::kF32, {5000}}, "a");
+  const ValueId m = b.Parameter({DType::kF32, {70001}}, "m");
+  const ValueId c = b.Parameter({DType::kF32, {3, 9000}}, "c");
+  const ValueId d = b.Parameter({DType::kF32, {9000}}, "d");
+  const ValueId squares = b.ReduceSum(b.Mul(a, a), {0});
+  const ValueId d_sum = b.ReduceSum(d, {0});
+  b.Return({squares, b.ReduceMax(m, {0}), b.ReduceSum(c, {1}), d_sum, b.Add(squares, d_sum)});
+  absl::StatusOr<Function> f = b.Build();
+  EXPECT_TRUE(f.ok()) << f.status();
+  return f.ok() ? *std::move(f) : Function{};
+}
+
+TEST(VulkanReductionTest, OnlyIndependentSplitReductionsShareAKernel) {
+  const Function f = IndependentReductions();
+  absl::StatusOr<vulkan::KernelPlan> plan = vulkan::PlanKernels(f, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->kernels.size(), 2u);  // the group, then the sum of two of its results
+  EXPECT_EQ(plan->kernels[0].kind, vulkan::KernelKind::kSplitReduce);
+  EXPECT_EQ(plan->kernels[0].members.size(), 4u);
+  EXPECT_EQ(plan->kernels[0].outputs.size(), 4u);
+
+  FunctionBuilder b("dependent_reductions");
+  const ValueId x = b.Parameter({DType::kF32, {9000}}, "x");
+  const ValueId s1 = b.ReduceSum(b.Mul(x, x), {0});
+  const ValueId s2 = b.ReduceSum(b.Mul(x, b.BroadcastTo(s1, {9000})), {0});
+  b.Return({s1, s2});
+  absl::StatusOr<Function> g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<vulkan::KernelPlan> apart = vulkan::PlanKernels(*g, {});
+  ASSERT_TRUE(apart.ok()) << apart.status();
+  ASSERT_EQ(apart->kernels.size(), 2u);
+  for (const vulkan::PlannedKernel& k : apart->kernels) {
+    EXPECT_EQ(k.kind, vulkan::KernelKind::kSplitReduce);
+    EXPECT_TRUE(k.members.empty());
+  }
+}
+
 // Runs `exe` on `backend`; the results.
 std::vector<Tensor> RunOn(Backend& backend, Executable& exe, const std::vector<Tensor>& args) {
   std::vector<Tensor> out;
@@ -360,6 +439,35 @@ TEST(VulkanReductionTest, SplitReductionsMatchTheInterpreterAndRepeatBitForBit) 
         c.name.c_str(), a.schedule.dispatches, static_cast<long long>(a.schedule.work_groups),
         MaxAbsError(first[0], (*want)[0]), static_cast<long long>(old.schedule.work_groups),
         MaxAbsError(unsplit[0], (*want)[0]));
+  }
+}
+
+// A reduction group gives each member the bits it has alone, in 2 dispatches instead of 2 each,
+// near the interpreter.
+TEST(VulkanReductionTest, ReductionGroupGivesEachMemberItsBitsAlone) {
+  absl::StatusOr<std::unique_ptr<Backend>> grouped = CreateVulkanBackend({});
+  if (!grouped.ok()) GTEST_SKIP() << "no Vulkan device: " << grouped.status();
+  absl::StatusOr<std::unique_ptr<Backend>> alone = CreateVulkanBackend({.reduction_groups = false});
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  const Function f = IndependentReductions();
+  std::vector<Tensor> args;
+  for (ValueId p : f.params) args.push_back(RandomTensor(f.type(p), 300 + static_cast<uint64_t>(p)));
+  absl::StatusOr<std::vector<Tensor>> want = Interpret(f, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  const Compiled g = CompileOn(**grouped, f), a = CompileOn(**alone, f);
+  ASSERT_TRUE(g.exe != nullptr && a.exe != nullptr);
+  EXPECT_EQ(g.schedule.reduction_groups, 1);
+  EXPECT_EQ(g.schedule.dispatches, 3);  // the group's two passes and the sum
+  EXPECT_EQ(a.schedule.reduction_groups, 0);
+  EXPECT_EQ(a.schedule.dispatches, 9);
+  EXPECT_EQ(g.schedule.work_groups, a.schedule.work_groups);  // the same partials and outputs
+  const std::vector<Tensor> got = RunOn(**grouped, *g.exe, args), got_alone = RunOn(**alone, *a.exe, args);
+  ASSERT_EQ(got.size(), want->size());
+  ASSERT_EQ(got_alone.size(), want->size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE(f.result_names[i]);
+    EXPECT_TRUE(SameBits(got[i], got_alone[i]));
+    EXPECT_TRUE(TensorsNear(got[i], (*want)[i], kRtol, kAtol));
   }
 }
 

@@ -103,7 +103,7 @@ ReduceSplit ReduceSplitFor(const Function& f, const Instruction& inst) {
 }
 
 std::vector<ValueId> OutputsOf(const PlannedKernel& k) {
-  if (k.kind == KernelKind::kRow || k.kind == KernelKind::kMapGroup) return k.outputs;
+  if (!k.outputs.empty()) return k.outputs;
   return {k.value};
 }
 
@@ -234,9 +234,7 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, const PlanOptions& opt
     }
     k.fused_instructions = c;
   }
-  if (options.row_kernels || options.map_groups) {
-    FuseRowKernels(f, plan, options.max_bindings, options.row_kernels, options.map_groups);
-  }
+  FuseRowKernels(f, plan, options);
   return plan;
 }
 

@@ -17,7 +17,8 @@
 //
 // Map groups (row_kernel_plan.h, on unless `map_groups` is false): elementwise kernels of one
 // shape that read each other in place (AdamW's moments and parameter update) then merge into
-// one kernel with several outputs.
+// one kernel with several outputs. Reduction groups (the same, unless `reduction_groups` is
+// false): independent split reductions (a gradient norm's sums of squares) share two dispatches.
 //
 // Split reductions (on unless `split_reductions` is false): a reduction with few outputs and a
 // long reduced extent (a gradient norm's sum of squares over a whole parameter) would run on
@@ -34,7 +35,8 @@
 namespace pcp::vulkan {
 
 // kSplitReduce: a reduce in two dispatches (ReduceSplitFor), binding a scratch buffer after its
-// output. kRow and kMapGroup: several instructions ("members") and outputs (row_kernel_plan.h).
+// output (or several: a reduction group). kRow, kMapGroup and a reduction group's kSplitReduce:
+// several instructions ("members") and outputs (row_kernel_plan.h).
 enum class KernelKind { kMap, kReduce, kSplitReduce, kDot, kScatter, kRow, kMapGroup };
 
 struct PlannedKernel {
@@ -42,13 +44,14 @@ struct PlannedKernel {
   ValueId value = kNoValue;    // the materialized value it writes
   int instruction = -1;        // index of the instruction producing `value`
   int fused_instructions = 1;  // instructions computed inline by this kernel (for profiles)
-  // kRow and kMapGroup only: the instructions whose values the kernel computes itself (program
-  // order), and the materialized values it writes (`value` is outputs[0]).
+  // A kernel of several instructions only (empty otherwise): the instructions whose values it
+  // computes itself (program order), and the materialized values it writes (`value` is
+  // outputs[0]).
   std::vector<int> members;
   std::vector<ValueId> outputs;
 };
 
-// The values kernel `k` writes: k.outputs for a row kernel or map group, else k.value.
+// The values kernel `k` writes: k.outputs for a kernel of several instructions, else k.value.
 std::vector<ValueId> OutputsOf(const PlannedKernel& k);
 
 struct KernelPlan {
@@ -90,6 +93,7 @@ struct PlanOptions {
   bool half_moves = false;       // the device has 16-bit storage: f16 / bf16 values may be moved
   bool row_kernels = true;       // row kernels (row_kernel_plan.h)
   bool map_groups = true;        // map groups (row_kernel_plan.h)
+  bool reduction_groups = true;  // reduction groups (row_kernel_plan.h; with split_reductions)
   bool split_reductions = true;  // ReduceSplitFor
   // The storage buffers one kernel may bind (the device's per-stage limit). No kernel exceeds
   // it: where an inlined chain would load too many materialized values (a sum of 40

@@ -56,16 +56,24 @@ KernelSource MapKernelSource(const Function& f, const KernelPlan& plan, const In
 // every member there, in program order (each once, reading the others in registers), and
 // stores k.outputs (bindings after the inputs).
 KernelSource MapGroupSource(const Function& f, const KernelPlan& plan, const PlannedKernel& k);
+// Reductions (reduce_source.cc): in one dispatch (KernelKind::kReduce), or split in two
+// (KernelKind::kSplitReduce; ReduceSplitFor, kernel_plan.h): pass 1 reduces each slice into a
+// partial in the scratch buffer, the finishing pass a work group per output reduces its
+// partials in slice order and combines the init. A split kernel with members (a reduction
+// group, row_kernel_plan.h) runs them all in the same two dispatches, pass 1's work groups the
+// members' partials one member after another, pass 2's their outputs, each member's with the
+// slices and order it has alone (so the same bits); output i is members[i]'s.
 KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
-// The same reduction in two dispatches (KernelKind::kSplitReduce; ReduceSplitFor, kernel_plan.h):
-// pass 1 reduces each slice into a partial in the scratch buffer, the finishing pass a work
-// group per output reduces its partials in slice order and combines the init.
-KernelSource SplitReduceKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
+KernelSource SplitReduceKernelSource(const Function& f, const KernelPlan& plan, const PlannedKernel& k);
 KernelSource ScatterKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
 KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
 // The same product on GL_NV_cooperative_matrix (f16 tiles in shared memory, f32 accumulators):
 // only for UsesCooperativeMatrix's products; compiles anywhere, runs on devices that have it.
 KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
+
+// A compute shader's source: the prelude it needs (glsl_prelude.h), local size `local_x`,
+// `declarations` (buffers, shared arrays) and main's body.
+std::string ShaderSource(int64_t local_x, const std::string& declarations, const std::string& main_body);
 
 // Work-group count for `n` items of `per_group` each, capped at the portable limit (kernels
 // loop over the rest).

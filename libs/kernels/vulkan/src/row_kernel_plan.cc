@@ -41,7 +41,7 @@ class RowFuser {
  public:
   RowFuser(const Function& f, KernelPlan& plan, int max_bindings) : f_(f), plan_(plan), max_bindings_(max_bindings) {}
 
-  void Run(bool row_kernels, bool map_groups) {
+  void Run(bool row_kernels, bool map_groups, bool reduction_groups) {
     const size_t nk = plan_.kernels.size();
     const size_t nv = static_cast<size_t>(f_.num_values());
     kernel_of_value_.assign(nv, -1);
@@ -93,14 +93,23 @@ class RowFuser {
     // reduction in the group happen once one joined. Then map groups, of what is left.
     MergePasses(candidate_, &RowFuser::TryMerge);
     MergePasses(map_candidate_, &RowFuser::TryMergeMap);
+    // Reduction groups: each split reduction joins the group of the one before it, if it can.
+    int last = -1;
+    for (size_t i = 0; reduction_groups && i < nk; ++i) {
+      if (plan_.kernels[i].kind != KernelKind::kSplitReduce) continue;
+      if (last < 0 || !TryMergeReductions(Find(last), static_cast<int>(i))) last = static_cast<int>(i);
+    }
     Rebuild();
   }
 
  private:
   struct Group {
     std::vector<int> kernels;  // indices into plan_.kernels, ascending
-    int reduced_dims = -1;     // k of its row reductions; -1: none (yet, or a map group)
+    int reduced_dims = -1;     // k of its row reductions; -1: none (yet, or another kind)
     Shape element;             // S of its row reductions; a map group's shape
+    // What a group of several kernels becomes: kRow, kMapGroup or kSplitReduce (a reduction
+    // group).
+    KernelKind kind = KernelKind::kRow;
     int reductions = 0;
     int min_pos = 0;  // its first kernel (the schedule's tie-break)
   };
@@ -303,6 +312,31 @@ class RowFuser {
     Group merged;
     merged.kernels = std::move(kernels);
     merged.element = element;
+    merged.kind = KernelKind::kMapGroup;
+    Join(x, y, std::move(merged));
+    return true;
+  }
+
+  // Whether group `to` reads group `from`, directly or through other groups.
+  bool DependsOn(int to, int from) {
+    bool direct = false;
+    ForEachPred(to, [&](int h) { direct = direct || h == from; });
+    return direct || PathViaOthers(from, to);
+  }
+
+  // A reduction group: split reductions of one dtype, neither group depending on the other.
+  bool TryMergeReductions(int x, int y) {
+    const Group& a = groups_[static_cast<size_t>(x)];
+    const Group& b = groups_[static_cast<size_t>(y)];
+    if (f_.type(Root(a.kernels[0]).result).dtype != f_.type(Root(b.kernels[0]).result).dtype) return false;
+    std::vector<int> kernels = a.kernels;
+    kernels.insert(kernels.end(), b.kernels.begin(), b.kernels.end());
+    std::sort(kernels.begin(), kernels.end());
+    if (Bindings(kernels) + 1 > max_bindings_) return false;  // + the scratch buffer
+    if (DependsOn(x, y) || DependsOn(y, x)) return false;
+    Group merged;
+    merged.kernels = std::move(kernels);
+    merged.kind = KernelKind::kSplitReduce;
     Join(x, y, std::move(merged));
     return true;
   }
@@ -393,13 +427,14 @@ class RowFuser {
         kernels.push_back(plan_.kernels[static_cast<size_t>(group.kernels[0])]);
       } else {
         PlannedKernel row;
-        row.kind = group.reduced_dims >= 0 ? KernelKind::kRow : KernelKind::kMapGroup;
+        row.kind = group.kind;
         row.fused_instructions = 0;
         for (int k : group.kernels) {
           const PlannedKernel& member = plan_.kernels[static_cast<size_t>(k)];
           row.members.push_back(member.instruction);
           row.fused_instructions += member.fused_instructions;
-          if (read_outside[static_cast<size_t>(k)]) {
+          // (A reduction group writes every member's value: SplitReduceKernelSource.)
+          if (read_outside[static_cast<size_t>(k)] || group.kind == KernelKind::kSplitReduce) {
             row.outputs.push_back(member.value);
           } else {
             materialized[static_cast<size_t>(member.value)] = false;
@@ -446,8 +481,8 @@ class RowFuser {
 
 }  // namespace
 
-void FuseRowKernels(const Function& f, KernelPlan& plan, int max_bindings, bool row_kernels, bool map_groups) {
-  RowFuser(f, plan, max_bindings).Run(row_kernels, map_groups);
+void FuseRowKernels(const Function& f, KernelPlan& plan, const PlanOptions& options) {
+  RowFuser(f, plan, options.max_bindings).Run(options.row_kernels, options.map_groups, options.reduction_groups);
 }
 
 }  // namespace pcp::vulkan

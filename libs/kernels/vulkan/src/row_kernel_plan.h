@@ -2,8 +2,9 @@
 // one kernel each, so a softmax, a LayerNorm, their gradients and cross-entropy's row part
 // are one dispatch instead of one per reduction and per multi-use value between them.
 //
-//   PCP_ASSIGN_OR_RETURN(KernelPlan plan, PlanKernels(f, {.row_kernels = false, .map_groups = false}));
-//   FuseRowKernels(f, plan, 32);  // what PlanKernels(f, {}) does by default
+//   PlanOptions off{.row_kernels = false, .map_groups = false, .reduction_groups = false};
+//   PCP_ASSIGN_OR_RETURN(KernelPlan plan, PlanKernels(f, off));
+//   FuseRowKernels(f, plan, {});  // what PlanKernels(f, {}) does by default
 //
 // A row reduction reduces the trailing k dimensions of an f32 tensor of shape S (its
 // "element" shape; the kept leading dimensions R are the rows, the reduced ones a row of L
@@ -33,6 +34,12 @@
 // update of a parameter (the clipped gradient, both moments and the parameter) is so one
 // dispatch instead of four, reading the gradient once. A map group runs an invocation per
 // element (MapGroupSource, kernel_sources.h).
+//
+// Reduction groups (a KernelKind::kSplitReduce kernel with members), last: split reductions of
+// one dtype, none of which depends on another (directly or through other kernels), merge in
+// program order while the group stays within `max_bindings` (its scratch buffer counted), so a
+// gradient norm's sums of squares, one per parameter, are two dispatches instead of two each
+// (SplitReduceKernelSource, kernel_sources.h; each member's bits as alone).
 #ifndef PCP_KERNELS_VULKAN_SRC_ROW_KERNEL_PLAN_H_
 #define PCP_KERNELS_VULKAN_SRC_ROW_KERNEL_PLAN_H_
 
@@ -59,12 +66,12 @@ bool IsRowReduction(const Function& f, const Instruction& inst, int* reduced_dim
 // leading dimensions (each row value repeated over its row).
 bool IsRowBroadcast(const Function& f, const Instruction& inst, const Shape& rows, const Shape& element);
 
-// Merges `plan`'s kernels into row kernels (KernelKind::kRow; if `row_kernels`) and map groups
-// (KernelKind::kMapGroup; if `map_groups`) as described above, each binding at most
-// `max_bindings` storage buffers (inputs and outputs; the device's per-stage limit: 32 on
-// lavapipe); updates plan.materialized for the values they keep to themselves.
-void FuseRowKernels(const Function& f, KernelPlan& plan, int max_bindings, bool row_kernels = true,
-                    bool map_groups = true);
+// Merges `plan`'s kernels into row kernels (KernelKind::kRow; if options.row_kernels), map groups
+// (KernelKind::kMapGroup; if options.map_groups) and reduction groups (if
+// options.reduction_groups) as described above, each binding at most options.max_bindings
+// storage buffers (inputs, outputs and scratch; the device's per-stage limit: 32 on lavapipe);
+// updates plan.materialized for the values they keep to themselves.
+void FuseRowKernels(const Function& f, KernelPlan& plan, const PlanOptions& options);
 
 }  // namespace pcp::vulkan
 

@@ -8,7 +8,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "expr_codegen.h"
-#include "glsl_prelude.h"
 #include "row_kernel_plan.h"
 
 namespace pcp::vulkan {
@@ -194,11 +193,9 @@ KernelSource RowKernelSource(const Function& f, const KernelPlan& plan, const Pl
                    "; base < ", num_rows, "; base += int(gl_NumWorkGroups.x) * ", rows_per_group, ") {\n",
                    "  bool live = base + lane / ", per_row, " < ", num_rows, ";\n", "  int row = min(base + lane / ",
                    per_row, ", ", num_rows - 1, ");\n", body, "  barrier();\n  }\n");
-  const std::string rest = absl::StrCat("\nlayout(local_size_x = ", local, ") in;\n", gen.InputDeclarations(), outputs,
-                                        shared, "\nvoid main() {\n", main_body, "}\n");
   KernelSource src;
   src.name = absl::StrCat("row_", k.value);
-  src.glsl = GlslPreludeFor(rest) + rest;
+  src.glsl = ShaderSource(local, gen.InputDeclarations() + outputs + shared, main_body);
   src.inputs = gen.inputs();
   src.groups[0] = GroupsFor(num_rows, rows_per_group);
   src.empty = num_rows == 0;

@@ -33,6 +33,7 @@ class VulkanBackend : public Backend {
     switches_.row_kernels = on(options.row_kernels, "PCP_VULKAN_ROW_KERNELS");
     switches_.map_groups = on(options.map_groups, "PCP_VULKAN_MAP_GROUPS");
     switches_.split_reductions = on(options.split_reductions, "PCP_VULKAN_SPLIT_REDUCTIONS");
+    switches_.reduction_groups = on(options.reduction_groups, "PCP_VULKAN_REDUCTION_GROUPS");
   }
 
   std::string Name() const override { return "vulkan"; }
@@ -89,7 +90,7 @@ class VulkanBackend : public Backend {
 
   std::shared_ptr<BufferPool> pool_;
   vulkan::ShaderCompiler compiler_;
-  vulkan::PlanOptions switches_;  // row kernels, map groups, split reductions
+  vulkan::PlanOptions switches_;  // row kernels, map groups, split reductions, reduction groups
   bool profile_ = false;
 };
 
@@ -111,6 +112,7 @@ absl::StatusOr<VulkanSchedule> GetVulkanSchedule(const Executable& exe) {
                         .row_kernels = s.num_row_kernels,
                         .map_groups = s.num_map_groups,
                         .split_reductions = s.num_split_reductions,
+                        .reduction_groups = s.num_reduction_groups,
                         .work_groups = s.work_groups,
                         .max_bindings = s.max_kernel_bindings,
                         .binding_limit = s.binding_limit};

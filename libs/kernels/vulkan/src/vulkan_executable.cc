@@ -408,6 +408,7 @@ VulkanExecutableStats VulkanExecutable::stats() const {
     s.num_row_kernels += k.kind == KernelKind::kRow ? 1 : 0;
     s.num_map_groups += k.kind == KernelKind::kMapGroup ? 1 : 0;
     s.num_split_reductions += k.src.split() ? 1 : 0;
+    s.num_reduction_groups += k.src.split() && k.outputs.size() > 1 ? 1 : 0;
     if (k.src.empty) continue;
     s.work_groups += int64_t{k.src.groups[0]} * k.src.groups[1] * k.src.groups[2];
     if (k.src.split())

@@ -31,6 +31,7 @@ struct VulkanExecutableStats {
   int num_row_kernels = 0;       // kernels that are row kernels (row_kernel_plan.h)
   int num_map_groups = 0;        // kernels that are map groups (row_kernel_plan.h)
   int num_split_reductions = 0;  // kernels that are split reductions (kernel_plan.h)
+  int num_reduction_groups = 0;  // split reductions of several members (row_kernel_plan.h)
   int64_t work_groups = 0;       // work groups over all dispatches of a Run
   int num_pipelines = 0;         // distinct kernel sources
   int max_kernel_bindings = 0;   // the most storage buffers one kernel binds (scratch included)
@@ -44,8 +45,8 @@ struct VulkanExecutableStats {
 
 class VulkanExecutable : public Executable {
  public:
-  // `switches`: the planner's row_kernels, map_groups and split_reductions (the device's
-  // abilities, half_moves and max_bindings, are filled in from the pool's context).
+  // `switches`: the planner's row_kernels, map_groups, split_reductions and reduction_groups
+  // (the device's abilities, half_moves and max_bindings, are filled in from the pool's context).
   static absl::StatusOr<std::unique_ptr<VulkanExecutable>> Create(const Function& f, std::shared_ptr<BufferPool> pool,
                                                                   ShaderCompiler& compiler, bool profile,
                                                                   PlanOptions switches = {});

@@ -30,6 +30,9 @@
 // second dispatch combining their partials in a fixed order; the slices depend on the shapes
 // only, so results are the same bits on every run and device
 // (VulkanBackendOptions::split_reductions; PCP_VULKAN_SPLIT_REDUCTIONS=0 turns them off).
+// Reduction groups: independent split reductions (a gradient norm's sum of squares per
+// parameter) share the same two dispatches, each with the bits it has alone
+// (VulkanBackendOptions::reduction_groups; PCP_VULKAN_REDUCTION_GROUPS=0 turns them off).
 //
 // Types: f32, i32, i64 and i1 (stored one byte per element) are computed as the CPU backend
 // computes them; f16/bf16 values are only moved (layout ops, gather rows) and converted to and
@@ -61,6 +64,7 @@ struct VulkanBackendOptions {
   bool row_kernels = true;       // row kernels (above); off also with PCP_VULKAN_ROW_KERNELS=0
   bool map_groups = true;        // map groups (above); off also with PCP_VULKAN_MAP_GROUPS=0
   bool split_reductions = true;  // above; off also with PCP_VULKAN_SPLIT_REDUCTIONS=0
+  bool reduction_groups = true;  // above; off also with PCP_VULKAN_REDUCTION_GROUPS=0
 };
 
 enum class VulkanDeviceKind { kDiscreteGpu, kIntegratedGpu, kVirtualGpu, kCpu, kOther };
@@ -92,7 +96,8 @@ struct VulkanSchedule {
   int dispatches = 0;        // dispatches per Run: a kernel each, two for a split reduction
   int row_kernels = 0;       // kernels that are row kernels
   int map_groups = 0;        // kernels that are map groups
-  int split_reductions = 0;  // kernels that are split reductions
+  int split_reductions = 0;  // kernels that are split reductions (a reduction group: one)
+  int reduction_groups = 0;  // split reductions of several members
   int64_t work_groups = 0;   // work groups over all dispatches
   int max_bindings = 0;      // the most storage buffers one kernel binds (inputs, outputs, scratch)
   int binding_limit = 0;     // the device's per-stage storage-buffer limit, which no kernel exceeds
