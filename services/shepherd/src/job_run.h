@@ -129,8 +129,11 @@ class JobRun final : private RoundHost {
   // is on disk (its error, if any), else at once.
   absl::Status WriteCheckpoint(bool wait);
   void Publish(bool final);
-  // Whether `m` draws θ₀ rather than receiving it: θ is θ₀ and its draw never mismatched.
-  bool DrawsInit(const Member& m) const { return theta_is_init_ && !m.init_refused; }
+  // Whether `m` draws θ₀ rather than receiving it: θ is θ₀, the worker can (it declared
+  // WORKER_FEATURE_THETA_FROM_INIT) and its draw never mismatched.
+  bool DrawsInit(const Member& m) const {
+    return theta_is_init_ && !m.init_refused && m.session->HasFeature(v1::WORKER_FEATURE_THETA_FROM_INIT);
+  }
 
   // ---- RoundHost (round_host.h), for the schedule
   const JobConfig& config() const override { return prepared_->config; }

@@ -144,6 +144,13 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession> {
   const std::string& peer() const { return peer_; }
   // Valid once joined.
   const v1::Join& join() const { return join_; }
+  // Whether the worker's Join declared `feature`.
+  bool HasFeature(v1::WorkerFeature feature) const {
+    for (int f : join_.features()) {
+      if (f == feature) return true;
+    }
+    return false;
+  }
   const std::string& supervisor_id() const { return join_.supervisor_id(); }
   bool ended() const;
   double seconds_since_receive() const;

@@ -149,6 +149,7 @@ v1::Join Worker::Impl::MakeJoin() const {
   join.set_version(PCP_VERSION);
   for (const std::string& h : cache->Hashes()) join.add_cached_program_hashes(h);
   join.set_host(HostName());
+  join.add_features(v1::WORKER_FEATURE_THETA_FROM_INIT);  // (message_handler.h: DrawInitialTheta)
   return join;
 }
 

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "pcp/v1/training.grpc.pb.h"
@@ -28,7 +29,9 @@ class FakeWorker {
  public:
   using Stream = grpc::ClientReaderWriter<v1::WorkerMessage, v1::ShepherdMessage>;
 
-  FakeWorker(v1::Training::Stub* stub, const std::string& supervisor_id, uint64_t incarnation = 1) {
+  // `features`: what its Join declares (by default what today's worker does; {}: an older one).
+  FakeWorker(v1::Training::Stub* stub, const std::string& supervisor_id, uint64_t incarnation = 1,
+             const std::vector<v1::WorkerFeature>& features = {v1::WORKER_FEATURE_THETA_FROM_INIT}) {
     context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(300));
     stream_ = stub->Connect(&context_);
     v1::WorkerMessage m;
@@ -38,6 +41,7 @@ class FakeWorker {
     j->set_incarnation(incarnation);
     j->set_backend(v1::BACKEND_CPU);
     j->set_pid(4242);
+    for (v1::WorkerFeature f : features) j->add_features(f);
     Write(m);
   }
   ~FakeWorker() {

@@ -5,8 +5,10 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -61,8 +63,10 @@ class ProtocolTest : public ::testing::Test {
     training_ = v1::Training::NewStub(channel_);
   }
 
-  std::unique_ptr<FakeWorker> Connect(const std::string& id, uint64_t incarnation = 1) {
-    return std::make_unique<FakeWorker>(training_.get(), id, incarnation);
+  std::unique_ptr<FakeWorker> Connect(const std::string& id, uint64_t incarnation = 1,
+                                      const std::vector<v1::WorkerFeature>& features = {
+                                          v1::WORKER_FEATURE_THETA_FROM_INIT}) {
+    return std::make_unique<FakeWorker>(training_.get(), id, incarnation, features);
   }
 
   absl::StatusOr<v1::SubmitJobResponse> Submit(const std::string& yaml, const std::string& file_name) {
@@ -357,6 +361,31 @@ TEST_F(ProtocolTest, AWorkerTakingThetaIsAliveWithoutHeartbeats) {
   absl::Status end = w->Finish();
   EXPECT_EQ(end.code(), absl::StatusCode::kUnavailable) << end;
   EXPECT_THAT(std::string(end.message()), HasSubstr("no message from worker 'node-1'"));
+}
+
+// A rolling upgrade: a worker older than StartRound.theta_from_init (its Join declares no
+// WORKER_FEATURE_THETA_FROM_INIT) would wait for a θ₀ that never comes; it is sent θ₀ in full
+// before StartRound 1, and the StartRound does not ask it to draw.
+TEST_F(ProtocolTest, AWorkerWithoutTheThetaFromInitFeatureIsSentThetaInFull) {
+  ASSERT_TRUE(Submit(TinyJobYaml(), "tiny.yaml").ok());
+  auto w = Connect("node-1", 1, /*features=*/{});
+  ASSERT_TRUE(w->ExpectJoinAck());
+  w->StartHeartbeats(std::chrono::milliseconds(100));
+  v1::Assignment assignment;
+  ASSERT_TRUE(w->TakeAssignment(&assignment));
+  int chunks = 0;
+  std::set<std::string> names;
+  v1::ShepherdMessage m;
+  while (w->ReadNext(&m) && m.has_parameter_chunk()) {
+    ++chunks;
+    names.insert(m.parameter_chunk().chunk().name());
+  }
+  ASSERT_TRUE(m.has_start_round()) << m.DebugString();
+  EXPECT_EQ(m.start_round().round(), 1u);
+  EXPECT_FALSE(m.start_round().theta_from_init());
+  EXPECT_GT(chunks, 0);
+  EXPECT_EQ(names.size(), static_cast<size_t>(assignment.parameters_size()));  // every tensor of θ₀
+  std::printf("older worker: θ₀ in %d chunks (%zu tensors) before StartRound 1\n", chunks, names.size());
 }
 
 TEST_F(ProtocolTest, RestartedShepherdKeepsEveryAcceptedJob) {

@@ -147,6 +147,7 @@ SimWorker::Stream* SimWorker::OpenStream() {
   j->set_threads(1);
   j->set_version("pcp-loadgen");
   j->set_host(HostName());
+  j->add_features(v1::WORKER_FEATURE_THETA_FROM_INIT);
   Enqueue(hello, Kind::kControl);
   // The base hold keeps the reactor alive until the stream's reads have failed (OnReadDone),
   // whatever writes the timers still start.
