@@ -380,8 +380,8 @@ class RowFuser {
     return true;
   }
 
-  // The new kernel list: a row kernel or map group per group of several kernels, in topological
-  // order.
+  // The new kernel list: a row kernel, map group or reduction group per group of several
+  // kernels, in topological order.
   void Rebuild() {
     const size_t nk = plan_.kernels.size();
     std::vector<bool> read_outside(nk, false);
