@@ -130,7 +130,7 @@ else
 fi
 
 # ---------------------------------------------------------------- PCP binaries
-TARGETS="pcp_vulkan_bench vulkan_backend_test backend_conformance_test gpt_train_step_test mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test vulkan_map_group_test"
+TARGETS="pcp_vulkan_bench vulkan_backend_test backend_conformance_test gpt_train_step_test mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test vulkan_map_group_test vulkan_upload_test"
 LIBS=""
 find_bin() {  # the path of binary $1 under $BIN (flat bundle) or a build tree
   local d
@@ -212,7 +212,7 @@ fi
 if [ $RUN_PCP = 1 ]; then
   for t in vulkan_backend_test "backend_conformance_test --gtest_filter=$CONF_FILTER" gpt_train_step_test \
            mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test \
-           vulkan_map_group_test; do
+           vulkan_map_group_test vulkan_upload_test; do
     name=${t%% *}
     args=""; [ "$name" = "$t" ] || args=${t#* }
     exe=$(find_bin "$name")

@@ -7,6 +7,7 @@
 namespace pcp::vulkan {
 
 BufferPool::~BufferPool() {
+  (void)ctx_->Flush();  // (an error leaves nothing to do: the buffers go either way)
   for (auto& [key, list] : free_) {
     for (const DeviceBuffer& b : list) Destroy(b);
   }
@@ -84,7 +85,12 @@ absl::Status UploadToBuffer(BufferPool& pool, const void* data, VkDeviceSize byt
   if (bytes == 0) return absl::OkStatus();
   PCP_ASSIGN_OR_RETURN(DeviceBuffer staging, pool.Acquire(bytes, /*host_visible=*/true));
   std::memcpy(staging.mapped, data, bytes);
-  absl::Status s = pool.context()->SubmitAndWait([&](VkCommandBuffer cb) {
+  VulkanContext& ctx = *pool.context();
+  if (bytes <= kDeferredUploadBytes && ctx.deferred_bytes() + bytes <= kMaxDeferredBytes) {
+    ctx.DeferCopy(staging.buffer, dst.buffer, bytes, [&pool, staging] { pool.Release(staging); });
+    return absl::OkStatus();
+  }
+  absl::Status s = ctx.SubmitAndWait([&](VkCommandBuffer cb) {
     VkBufferCopy region{0, 0, bytes};
     vkCmdCopyBuffer(cb, staging.buffer, dst.buffer, 1, &region);
   });

@@ -33,7 +33,7 @@ struct DeviceBuffer {
 class BufferPool {
  public:
   explicit BufferPool(std::shared_ptr<VulkanContext> ctx) : ctx_(std::move(ctx)) {}
-  ~BufferPool();
+  ~BufferPool();  // submits the context's deferred copies first (they may target its buffers)
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
 
@@ -55,7 +55,14 @@ class BufferPool {
   int64_t live_bytes_ = 0;
 };
 
-// Host <-> device copies through a host-visible staging buffer (taken from the pool).
+// Host <-> device copies through a host-visible staging buffer (taken from the pool). An upload
+// of at most kDeferredUploadBytes, while the context holds less than kMaxDeferredBytes, is
+// deferred (VulkanContext::DeferCopy): `data` is in the staging buffer when it returns, and the
+// copy goes to the device with the next submission (a Run, a download, a larger upload), so a
+// train step's four small inputs take no queue round trip each. Others are submitted and
+// waited for (after whatever was deferred).
+inline constexpr VkDeviceSize kDeferredUploadBytes = VkDeviceSize{1} << 20;
+inline constexpr VkDeviceSize kMaxDeferredBytes = VkDeviceSize{16} << 20;
 absl::Status UploadToBuffer(BufferPool& pool, const void* data, VkDeviceSize bytes, const DeviceBuffer& dst);
 absl::Status DownloadFromBuffer(BufferPool& pool, const DeviceBuffer& src, VkDeviceSize bytes, void* data);
 

@@ -344,6 +344,7 @@ absl::StatusOr<std::shared_ptr<VulkanContext>> VulkanContext::Create(const Vulka
 
 VulkanContext::~VulkanContext() {
   if (device_ != VK_NULL_HANDLE) {
+    // (The buffer pool flushed its deferred copies before destroying their buffers.)
     vkDeviceWaitIdle(device_);
     if (fence_ != VK_NULL_HANDLE) vkDestroyFence(device_, fence_, nullptr);
     if (pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, pool_, nullptr);
@@ -374,15 +375,77 @@ void VulkanContext::FreeCommandBuffer(VkCommandBuffer cb) {
   vkFreeCommandBuffers(device_, pool_, 1, &cb);
 }
 
-absl::Status VulkanContext::Submit(VkCommandBuffer cb) {
+absl::Status VulkanContext::Submit(VkCommandBuffer cb) { return SubmitWithDeferred(cb); }
+
+absl::Status VulkanContext::Flush() { return SubmitWithDeferred(VK_NULL_HANDLE); }
+
+void VulkanContext::DeferCopy(VkBuffer src, VkBuffer dst, VkDeviceSize bytes, std::function<void()> done) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  si.commandBufferCount = 1;
-  si.pCommandBuffers = &cb;
-  PCP_RETURN_IF_ERROR(VkCheck(vkQueueSubmit(queue_, 1, &si, fence_), "vkQueueSubmit"));
-  const VkResult r = vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
-  vkResetFences(device_, 1, &fence_);
-  return VkCheck(r, "vkWaitForFences");
+  deferred_.push_back({src, dst, bytes, std::move(done)});
+  deferred_bytes_ += bytes;
+}
+
+VkDeviceSize VulkanContext::deferred_bytes() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  return deferred_bytes_;
+}
+
+uint64_t VulkanContext::submissions() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  return submissions_;
+}
+
+absl::Status VulkanContext::SubmitWithDeferred(VkCommandBuffer cb) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  std::vector<Deferred> deferred = std::move(deferred_);
+  deferred_.clear();
+  deferred_bytes_ = 0;
+  VkCommandBuffer copies = VK_NULL_HANDLE;
+  absl::Status s;
+  if (!deferred.empty()) {
+    absl::StatusOr<VkCommandBuffer> allocated = AllocateCommandBuffer();
+    if (allocated.ok()) {
+      copies = *allocated;
+      VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+      bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+      vkBeginCommandBuffer(copies, &bi);
+      for (const Deferred& d : deferred) {
+        VkBufferCopy region{0, 0, d.bytes};
+        vkCmdCopyBuffer(copies, d.src, d.dst, 1, &region);
+      }
+      // The copies' writes, visible to the shaders and copies submitted after them.
+      VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+      barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                              VK_ACCESS_TRANSFER_WRITE_BIT;
+      vkCmdPipelineBarrier(copies, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0,
+                           nullptr, 0, nullptr);
+      vkEndCommandBuffer(copies);
+    } else {
+      s = allocated.status();
+    }
+  }
+  std::vector<VkCommandBuffer> batch;
+  if (copies != VK_NULL_HANDLE) batch.push_back(copies);
+  if (cb != VK_NULL_HANDLE && s.ok()) batch.push_back(cb);
+  if (!batch.empty()) {
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = static_cast<uint32_t>(batch.size());
+    si.pCommandBuffers = batch.data();
+    s = VkCheck(vkQueueSubmit(queue_, 1, &si, fence_), "vkQueueSubmit");
+    ++submissions_;
+    if (s.ok()) {
+      const VkResult r = vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
+      vkResetFences(device_, 1, &fence_);
+      s = VkCheck(r, "vkWaitForFences");
+    }
+  }
+  if (copies != VK_NULL_HANDLE) FreeCommandBuffer(copies);
+  for (Deferred& d : deferred) {
+    if (d.done) d.done();
+  }
+  return s;
 }
 
 absl::Status VulkanContext::SubmitAndWait(const std::function<void(VkCommandBuffer)>& record) {

@@ -4,6 +4,7 @@
 //
 //   PCP_ASSIGN_OR_RETURN(std::shared_ptr<VulkanContext> ctx, VulkanContext::Create(options));
 //   PCP_RETURN_IF_ERROR(ctx->SubmitAndWait([&](VkCommandBuffer cb) { vkCmdCopyBuffer(...); }));
+//   ctx->DeferCopy(staging, dst, bytes, [&] { release staging; });  // goes with the next submit
 #ifndef PCP_KERNELS_VULKAN_SRC_VULKAN_CONTEXT_H_
 #define PCP_KERNELS_VULKAN_SRC_VULKAN_CONTEXT_H_
 
@@ -14,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -58,6 +60,20 @@ class VulkanContext {
   // Records `record` into a one-time command buffer, submits it and waits.
   absl::Status SubmitAndWait(const std::function<void(VkCommandBuffer)>& record);
 
+  // Deferred copies: a copy of `bytes` from `src` to `dst` that goes to the device with the
+  // next submission (Submit, SubmitAndWait or Flush), ahead of it in one vkQueueSubmit and one
+  // wait, copies in the order they were deferred, then a barrier that makes them visible to
+  // what follows; `done` runs once it has executed (or failed). A train step's batch and
+  // scalars so cost no queue round trip of their own. An error of a deferred copy is the next
+  // submission's.
+  void DeferCopy(VkBuffer src, VkBuffer dst, VkDeviceSize bytes, std::function<void()> done);
+  // Bytes deferred and not yet submitted.
+  VkDeviceSize deferred_bytes();
+  // vkQueueSubmit calls so far (each waited for).
+  uint64_t submissions();
+  // Submits the deferred copies alone (if any) and waits.
+  absl::Status Flush();
+
  private:
   VulkanContext() = default;
 
@@ -75,6 +91,16 @@ class VulkanContext {
   uint32_t max_storage_buffers_ = 4;
   bool storage_16bit_ = false;
   std::recursive_mutex mu_;  // queue, command pool and recording into its buffers
+  struct Deferred {
+    VkBuffer src = VK_NULL_HANDLE, dst = VK_NULL_HANDLE;
+    VkDeviceSize bytes = 0;
+    std::function<void()> done;
+  };
+  std::vector<Deferred> deferred_;  // under mu_
+  VkDeviceSize deferred_bytes_ = 0;
+  uint64_t submissions_ = 0;
+  // Submits the deferred copies (if any) then `cb` (if not null) in one batch and waits.
+  absl::Status SubmitWithDeferred(VkCommandBuffer cb);
 };
 
 }  // namespace pcp::vulkan

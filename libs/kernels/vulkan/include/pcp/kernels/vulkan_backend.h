@@ -2,7 +2,8 @@
 // kernel, compiled to SPIR-V at run time by shaderc, cached on disk by source hash) and
 // runs them from one recorded command buffer. Buffers live in device memory, so training
 // state stays on the device between Runs; only CopyIn/CopyOut move bytes to or from the host
-// (through host-visible staging buffers).
+// (through host-visible staging buffers; a CopyIn of at most 1 MiB goes to the device with
+// the next Run or CopyOut, in the same queue submission).
 //
 //   PCP_ASSIGN_OR_RETURN(std::unique_ptr<Backend> gpu, CreateVulkanBackend({}));
 //   std::printf("%s\n", gpu->DeviceDescription().c_str());   // "NVIDIA H100 (discrete GPU)"
