@@ -201,15 +201,20 @@ TEST(VulkanReductionTest, SplitReductionKeepsWithinBindingLimit) {
   }
 }
 
+// The default job's programs (config/jobs/shakespeare_char.yaml: 4 layers x 4 heads x 128,
+// block 64, batch 12, vocab 65, no biases; AdamW clipping at 1).
+absl::StatusOr<GptProgram> DefaultJobProgram() {
+  const GPTConfig model{.vocab_size = 65, .block_size = 64, .n_layer = 4, .n_head = 4, .n_embd = 128, .bias = false};
+  return BuildGptProgram(model, 12,
+                         AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
+}
+
 // The default job's train step (config/jobs/shakespeare_char.yaml: 4 layers x 4 heads x 128,
 // block 64, batch 12, vocab 65, no biases; clipping at 1): each sum of squares of the gradient
 // norm over more than 4096 elements runs on more than one work group; without the split each
 // had one (in a reduce kernel or a one-row row kernel).
 TEST(VulkanReductionTest, DefaultTrainStepGradientNormUsesManyWorkGroups) {
-  const GPTConfig model{.vocab_size = 65, .block_size = 64, .n_layer = 4, .n_head = 4, .n_embd = 128, .bias = false};
-  absl::StatusOr<GptProgram> program =
-      BuildGptProgram(model, 12,
-                      AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
+  absl::StatusOr<GptProgram> program = DefaultJobProgram();
   ASSERT_TRUE(program.ok()) << program.status();
   const Function& f = program->train_step;
   struct Count {
@@ -258,10 +263,7 @@ TEST(VulkanReductionTest, DefaultTrainStepGradientNormUsesManyWorkGroups) {
 // 4096 elements, share two dispatches (a GPU's binding limit), or as few groups as lavapipe's
 // limit of 32 allows (each member binds its gradient and its output); none without them.
 TEST(VulkanReductionTest, DefaultTrainStepSumsOfSquaresFormReductionGroups) {
-  const GPTConfig model{.vocab_size = 65, .block_size = 64, .n_layer = 4, .n_head = 4, .n_embd = 128, .bias = false};
-  absl::StatusOr<GptProgram> program =
-      BuildGptProgram(model, 12,
-                      AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
+  absl::StatusOr<GptProgram> program = DefaultJobProgram();
   ASSERT_TRUE(program.ok()) << program.status();
   const Function& f = program->train_step;
   struct Split {
