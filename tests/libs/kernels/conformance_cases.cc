@@ -489,7 +489,7 @@ std::vector<Case> ComputeCases() {
                    1e-6,
                    1e-6});
   // A softmax and a LayerNorm over rows: one row kernel each on the Vulkan backend
-  // (libs/kernels/vulkan/src/row_kernel_plan.h), the softmax's rows longer than its work group.
+  // (libs/kernels/vulkan/src/kernel_groups.h), the softmax's rows longer than its work group.
   cases.push_back({"reduce_softmax_rows",
                    Op::kReduce,
                    {F32({3, 5, 300})},

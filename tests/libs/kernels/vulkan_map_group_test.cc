@@ -1,4 +1,4 @@
-// The Vulkan backend's map groups (libs/kernels/vulkan/src/row_kernel_plan.h): elementwise
+// The Vulkan backend's map groups (libs/kernels/vulkan/src/kernel_groups.h): elementwise
 // kernels of one shape that read each other in place become one kernel with several outputs.
 // Without a device, on the plan: AdamW's update of a parameter (the scaled gradient, both
 // moments, the parameter) is one kernel with three outputs instead of four kernels; a value

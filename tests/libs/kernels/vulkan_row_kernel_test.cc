@@ -1,4 +1,4 @@
-// The Vulkan backend's row kernels (libs/kernels/vulkan/src/row_kernel_plan.h): softmax (plain
+// The Vulkan backend's row kernels (libs/kernels/vulkan/src/kernel_groups.h): softmax (plain
 // and causally masked), LayerNorm forward and backward and cross-entropy rows, and the
 // gradients autodiff builds for them, against the reference interpreter, for rows of several
 // lengths (1, short rows several to a work group, lengths that are not multiples of the work

@@ -5,9 +5,9 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "kernel_groups.h"
 #include "pcp/autodiff/verifier.h"
 #include "pcp/base/status_macros.h"
-#include "row_kernel_plan.h"
 
 namespace pcp::vulkan {
 
@@ -234,7 +234,7 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, const PlanOptions& opt
     }
     k.fused_instructions = c;
   }
-  FuseRowKernels(f, plan, options);
+  GroupKernels(f, plan, options);
   return plan;
 }
 

@@ -11,11 +11,11 @@
 // constants). Operands of dot_general and scatter (read many times per output element) are
 // materialized unless cheap.
 //
-// Row kernels (row_kernel_plan.h, on unless `row_kernels` is false): kernels around a reduction
+// Row kernels (kernel_groups.h, on unless `row_kernels` is false): kernels around a reduction
 // over trailing dimensions (a softmax, a LayerNorm and their gradients) then merge into one
 // kernel that computes each row's reductions and the values that consume them.
 //
-// Map groups (row_kernel_plan.h, on unless `map_groups` is false): elementwise kernels of one
+// Map groups (kernel_groups.h, on unless `map_groups` is false): elementwise kernels of one
 // shape that read each other in place (AdamW's moments and parameter update) then merge into
 // one kernel with several outputs. Reduction groups (the same, unless `reduction_groups` is
 // false): independent split reductions (a gradient norm's sums of squares) share two dispatches.
@@ -36,7 +36,7 @@ namespace pcp::vulkan {
 
 // kSplitReduce: a reduce in two dispatches (ReduceSplitFor), binding a scratch buffer after its
 // output (or several: a reduction group). kRow, kMapGroup and a reduction group's kSplitReduce:
-// several instructions ("members") and outputs (row_kernel_plan.h).
+// several instructions ("members") and outputs (kernel_groups.h).
 enum class KernelKind { kMap, kReduce, kSplitReduce, kDot, kScatter, kRow, kMapGroup };
 
 struct PlannedKernel {
@@ -91,9 +91,9 @@ absl::Status CheckSupported(const Function& f, bool half_moves);
 // (VulkanBackendOptions and its environment variables).
 struct PlanOptions {
   bool half_moves = false;       // the device has 16-bit storage: f16 / bf16 values may be moved
-  bool row_kernels = true;       // row kernels (row_kernel_plan.h)
-  bool map_groups = true;        // map groups (row_kernel_plan.h)
-  bool reduction_groups = true;  // reduction groups (row_kernel_plan.h; with split_reductions)
+  bool row_kernels = true;       // row kernels (kernel_groups.h)
+  bool map_groups = true;        // map groups (kernel_groups.h)
+  bool reduction_groups = true;  // reduction groups (kernel_groups.h; with split_reductions)
   bool split_reductions = true;  // ReduceSplitFor
   // The storage buffers one kernel may bind (the device's per-stage limit). No kernel exceeds
   // it: where an inlined chain would load too many materialized values (a sum of 40

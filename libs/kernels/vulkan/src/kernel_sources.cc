@@ -56,7 +56,7 @@ KernelSource MapKernelSource(const Function& f, const KernelPlan& plan, const In
 }
 
 KernelSource MapGroupSource(const Function& f, const KernelPlan& plan, const PlannedKernel& k) {
-  // Every member has the shape of its outputs (row_kernel_plan.h).
+  // Every member has the shape of its outputs (kernel_groups.h).
   const Shape& shape = f.type(k.outputs[0]).shape;
   const int64_t n = NumElements(shape);
   ExprCodegen gen(f, plan);

@@ -52,7 +52,7 @@ bool UsesCooperativeMatrix(const Function& f, const Instruction& inst, const Dev
 
 // One kernel family each (kernel_sources.cc, matmul_source.cc; row kernels: row_kernel_source.h).
 KernelSource MapKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
-// A map group (KernelKind::kMapGroup, row_kernel_plan.h): an invocation per element computes
+// A map group (KernelKind::kMapGroup, kernel_groups.h): an invocation per element computes
 // every member there, in program order (each once, reading the others in registers), and
 // stores k.outputs (bindings after the inputs).
 KernelSource MapGroupSource(const Function& f, const KernelPlan& plan, const PlannedKernel& k);
@@ -60,7 +60,7 @@ KernelSource MapGroupSource(const Function& f, const KernelPlan& plan, const Pla
 // (KernelKind::kSplitReduce; ReduceSplitFor, kernel_plan.h): pass 1 reduces each slice into a
 // partial in the scratch buffer, the finishing pass a work group per output reduces its
 // partials in slice order and combines the init. A split kernel with members (a reduction
-// group, row_kernel_plan.h) runs them all in the same two dispatches, pass 1's work groups the
+// group, kernel_groups.h) runs them all in the same two dispatches, pass 1's work groups the
 // members' partials one member after another, pass 2's their outputs, each member's with the
 // slices and order it has alone (so the same bits); output i is members[i]'s.
 KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);

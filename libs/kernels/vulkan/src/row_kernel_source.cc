@@ -8,7 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "expr_codegen.h"
-#include "row_kernel_plan.h"
+#include "kernel_groups.h"
 
 namespace pcp::vulkan {
 namespace {
@@ -97,7 +97,7 @@ KernelSource RowKernelSource(const Function& f, const KernelPlan& plan, const Pl
     if (auto it = row_values.find(v); it != row_values.end()) return it->second;
     if (auto it = pass_values.find(v); it != pass_values.end()) return it->second;
     // An element value (row values are computed before anything reads them): here, at the
-    // pass's element, which is where every member reads it (row_kernel_plan.h).
+    // pass's element, which is where every member reads it (kernel_groups.h).
     const std::string x =
         gen.EmitInstruction(f.instructions[static_cast<size_t>(members[static_cast<size_t>(m)].instruction)], idx,
                             body);

@@ -1,4 +1,4 @@
-// The GLSL of a row kernel (KernelKind::kRow, row_kernel_plan.h): a softmax, a LayerNorm or
+// The GLSL of a row kernel (KernelKind::kRow, kernel_groups.h): a softmax, a LayerNorm or
 // its gradient in one dispatch.
 //
 //   KernelSource src = RowKernelSource(f, plan, k);  // bindings: src.inputs, then k.outputs

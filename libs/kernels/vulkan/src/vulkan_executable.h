@@ -28,10 +28,10 @@ struct VulkanExecutableStats {
   int num_instructions = 0;
   int num_kernels = 0;           // kernels per Run
   int num_dispatches = 0;        // dispatches per Run: a kernel each, two for a split reduction
-  int num_row_kernels = 0;       // kernels that are row kernels (row_kernel_plan.h)
-  int num_map_groups = 0;        // kernels that are map groups (row_kernel_plan.h)
+  int num_row_kernels = 0;       // kernels that are row kernels (kernel_groups.h)
+  int num_map_groups = 0;        // kernels that are map groups (kernel_groups.h)
   int num_split_reductions = 0;  // kernels that are split reductions (kernel_plan.h)
-  int num_reduction_groups = 0;  // split reductions of several members (row_kernel_plan.h)
+  int num_reduction_groups = 0;  // split reductions of several members (kernel_groups.h)
   int64_t work_groups = 0;       // work groups over all dispatches of a Run
   int num_pipelines = 0;         // distinct kernel sources
   int max_kernel_bindings = 0;   // the most storage buffers one kernel binds (scratch included)

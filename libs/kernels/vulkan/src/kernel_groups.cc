@@ -1,4 +1,4 @@
-#include "row_kernel_plan.h"
+#include "kernel_groups.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -37,9 +37,10 @@ namespace {
 
 enum class Level : uint8_t { kElement = 1, kRow = 2, kOther = 4 };
 
-class RowFuser {
+class KernelGrouper {
  public:
-  RowFuser(const Function& f, KernelPlan& plan, int max_bindings) : f_(f), plan_(plan), max_bindings_(max_bindings) {}
+  KernelGrouper(const Function& f, KernelPlan& plan, int max_bindings)
+      : f_(f), plan_(plan), max_bindings_(max_bindings) {}
 
   void Run(bool row_kernels, bool map_groups, bool reduction_groups) {
     const size_t nk = plan_.kernels.size();
@@ -91,8 +92,8 @@ class RowFuser {
     }
     // Consumers join their producers' groups; a few passes let a merge that needed a
     // reduction in the group happen once one joined. Then map groups, of what is left.
-    MergePasses(candidate_, &RowFuser::TryMerge);
-    MergePasses(map_candidate_, &RowFuser::TryMergeMap);
+    MergePasses(candidate_, &KernelGrouper::TryMerge);
+    MergePasses(map_candidate_, &KernelGrouper::TryMergeMap);
     // Reduction groups: each split reduction joins the group of the one before it, if it can.
     int last = -1;
     for (size_t i = 0; reduction_groups && i < nk; ++i) {
@@ -151,7 +152,7 @@ class RowFuser {
   }
 
   // Whether the members of `kernels` (a group of element shape `element`, rows `rows`) read
-  // each other only in place (see row_kernel_plan.h).
+  // each other only in place (see kernel_groups.h).
   bool InPlace(const std::vector<int>& kernels, const Shape& element, const Shape& rows) {
     ++stamp_;
     for (int k : kernels) {
@@ -269,7 +270,7 @@ class RowFuser {
 
   // Merges, in a few passes over the kernels, each `candidates` kernel's group with the groups of
   // the `candidates` kernels it reads, where `try_merge` agrees.
-  void MergePasses(const std::vector<bool>& candidates, bool (RowFuser::*try_merge)(int, int)) {
+  void MergePasses(const std::vector<bool>& candidates, bool (KernelGrouper::*try_merge)(int, int)) {
     for (int pass = 0; pass < 4; ++pass) {
       bool changed = false;
       for (size_t i = 0; i < candidates.size(); ++i) {
@@ -481,8 +482,8 @@ class RowFuser {
 
 }  // namespace
 
-void FuseRowKernels(const Function& f, KernelPlan& plan, const PlanOptions& options) {
-  RowFuser(f, plan, options.max_bindings).Run(options.row_kernels, options.map_groups, options.reduction_groups);
+void GroupKernels(const Function& f, KernelPlan& plan, const PlanOptions& options) {
+  KernelGrouper(f, plan, options.max_bindings).Run(options.row_kernels, options.map_groups, options.reduction_groups);
 }
 
 }  // namespace pcp::vulkan

@@ -1,10 +1,16 @@
-// Row kernels: merges a KernelPlan's kernels around reductions over trailing dimensions into
-// one kernel each, so a softmax, a LayerNorm, their gradients and cross-entropy's row part
-// are one dispatch instead of one per reduction and per multi-use value between them.
+// Kernel groups: merges a KernelPlan's kernels into kernels of several instructions, in three
+// kinds, each one dispatch (or two) where each member had its own:
+//   - row kernels (KernelKind::kRow): the kernels around reductions over trailing dimensions,
+//     so a softmax, a LayerNorm, their gradients and cross-entropy's row part are one dispatch
+//     instead of one per reduction and per multi-use value between them;
+//   - map groups (KernelKind::kMapGroup): elementwise kernels of one shape that read each other
+//     in place (AdamW's update of a parameter);
+//   - reduction groups (KernelKind::kSplitReduce with members): independent split reductions
+//     (a gradient norm's sums of squares).
 //
 //   PlanOptions off{.row_kernels = false, .map_groups = false, .reduction_groups = false};
 //   PCP_ASSIGN_OR_RETURN(KernelPlan plan, PlanKernels(f, off));
-//   FuseRowKernels(f, plan, {});  // what PlanKernels(f, {}) does by default
+//   GroupKernels(f, plan, {});  // what PlanKernels(f, {}) does by default
 //
 // A row reduction reduces the trailing k dimensions of an f32 tensor of shape S (its
 // "element" shape; the kept leading dimensions R are the rows, the reduced ones a row of L
@@ -40,8 +46,8 @@
 // program order while the group stays within `max_bindings` (its scratch buffer counted), so a
 // gradient norm's sums of squares, one per parameter, are two dispatches instead of two each
 // (SplitReduceKernelSource, kernel_sources.h; each member's bits as alone).
-#ifndef PCP_KERNELS_VULKAN_SRC_ROW_KERNEL_PLAN_H_
-#define PCP_KERNELS_VULKAN_SRC_ROW_KERNEL_PLAN_H_
+#ifndef PCP_KERNELS_VULKAN_SRC_KERNEL_GROUPS_H_
+#define PCP_KERNELS_VULKAN_SRC_KERNEL_GROUPS_H_
 
 #include <cstdint>
 
@@ -71,8 +77,8 @@ bool IsRowBroadcast(const Function& f, const Instruction& inst, const Shape& row
 // options.reduction_groups) as described above, each binding at most options.max_bindings
 // storage buffers (inputs, outputs and scratch; the device's per-stage limit: 32 on lavapipe);
 // updates plan.materialized for the values they keep to themselves.
-void FuseRowKernels(const Function& f, KernelPlan& plan, const PlanOptions& options);
+void GroupKernels(const Function& f, KernelPlan& plan, const PlanOptions& options);
 
 }  // namespace pcp::vulkan
 
-#endif  // PCP_KERNELS_VULKAN_SRC_ROW_KERNEL_PLAN_H_
+#endif  // PCP_KERNELS_VULKAN_SRC_KERNEL_GROUPS_H_
