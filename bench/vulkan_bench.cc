@@ -338,8 +338,11 @@ int Main() {
         absl::StatusOr<VulkanSchedule> forward = ScheduleOf(*variant.backend, program->eval_loss);
         if (!forward.ok()) return Fail("vulkan GPT forward", forward.status());
         dispatches = step->dispatches;
-        std::printf("vulkan%s: %d dispatches per train step (%d row kernels), %d per forward (%d row kernels)\n",
-                    variant.label, step->dispatches, step->row_kernels, forward->dispatches, forward->row_kernels);
+        std::printf(
+            "vulkan%s: %d dispatches per train step (%d row kernels, %d map groups, %d reduction groups), %d per "
+            "forward (%d row kernels)\n",
+            variant.label, step->dispatches, step->row_kernels, step->map_groups, step->reduction_groups,
+            forward->dispatches, forward->row_kernels);
       }
       absl::StatusOr<GptTiming> t = TimeGpt(*variant.backend, *program, params);
       if (!t.ok()) return Fail("vulkan GPT", t.status());
