@@ -145,7 +145,9 @@ KernelSource SplitReduceKernelSource(const Function& f, const KernelPlan& plan, 
                         " buffer Scratch { ", p.type, " d[]; } scratch_;\n", p.Shared());
   };
   KernelSource src;
-  src.name = absl::StrCat("reduce_", KindName(p), members.size() > 1 ? "split_group_" : "split_", k.value);
+  // (A group's members may mix sums and maxima.)
+  src.name = members.size() > 1 ? absl::StrCat("reduce_split_group_", k.value)
+                                : absl::StrCat("reduce_", KindName(p), "split_", k.value);
   src.glsl = ShaderSource(64, declarations("writeonly"), main_body);
   src.finish_glsl = ShaderSource(64, declarations("readonly"), finish_body);
   src.groups[0] = GroupsFor(partials, 1);
