@@ -32,9 +32,8 @@ void JobRun::Refuse(const std::string& id, uint64_t round, const diloco::ScreenV
   screened->set_last_round(round);
   const int64_t limit = prepared_->config.diloco.screening.quarantine_after;
   // (With a time budget norms are judged at τ steps: DeltaScreen::JudgedNorm.)
-  const std::string at = prepared_->config.diloco.time_budget.enabled()
-                             ? absl::StrCat(" at ", prepared_->config.diloco.inner_steps, " steps")
-                             : std::string();
+  const uint64_t steps = screen_->judged_at_steps();
+  const std::string at = steps > 0 ? absl::StrCat(" at ", steps, " steps") : std::string();
   spdlog::warn("job {}: worker {}'s Δ for round {} {} ({}): norm{} {:.4g}, threshold {:.4g}; refusal {}{}", job_.id, id,
                round, clipped ? "clipped to the threshold" : "rejected", reason, at, verdict.norm, verdict.threshold,
                count, limit > 0 ? absl::StrCat(" of ", limit, " before quarantine") : std::string());

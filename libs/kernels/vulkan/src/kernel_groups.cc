@@ -285,6 +285,14 @@ class KernelGrouper {
     }
   }
 
+  // The kernels of groups a and b, ascending.
+  static std::vector<int> UnionOf(const Group& a, const Group& b) {
+    std::vector<int> kernels = a.kernels;
+    kernels.insert(kernels.end(), b.kernels.begin(), b.kernels.end());
+    std::sort(kernels.begin(), kernels.end());
+    return kernels;
+  }
+
   // Replaces groups x and y by their union (kept at the lower index), with `merged`'s fields.
   void Join(int x, int y, Group merged) {
     const int keep = std::min(x, y), gone = std::max(x, y);
@@ -300,9 +308,7 @@ class KernelGrouper {
     const Group& a = groups_[static_cast<size_t>(x)];
     const Group& b = groups_[static_cast<size_t>(y)];
     if (a.reduced_dims >= 0 || b.reduced_dims >= 0) return false;
-    std::vector<int> kernels = a.kernels;
-    kernels.insert(kernels.end(), b.kernels.begin(), b.kernels.end());
-    std::sort(kernels.begin(), kernels.end());
+    std::vector<int> kernels = UnionOf(a, b);
     const Shape element = f_.type(Root(kernels[0]).result).shape;
     for (int k : kernels) {
       if (!map_candidate_[static_cast<size_t>(k)] || f_.type(Root(k).result).shape != element) return false;
@@ -330,9 +336,7 @@ class KernelGrouper {
     const Group& a = groups_[static_cast<size_t>(x)];
     const Group& b = groups_[static_cast<size_t>(y)];
     if (f_.type(Root(a.kernels[0]).result).dtype != f_.type(Root(b.kernels[0]).result).dtype) return false;
-    std::vector<int> kernels = a.kernels;
-    kernels.insert(kernels.end(), b.kernels.begin(), b.kernels.end());
-    std::sort(kernels.begin(), kernels.end());
+    std::vector<int> kernels = UnionOf(a, b);
     if (Bindings(kernels) + 1 > max_bindings_) return false;  // + the scratch buffer
     if (DependsOn(x, y) || DependsOn(y, x)) return false;
     Group merged;
@@ -353,9 +357,7 @@ class KernelGrouper {
     const Group& with = a.reduced_dims >= 0 ? a : b;
     const Shape element = with.element;
     const Shape rows(element.begin(), element.end() - with.reduced_dims);
-    std::vector<int> kernels = a.kernels;
-    kernels.insert(kernels.end(), b.kernels.begin(), b.kernels.end());
-    std::sort(kernels.begin(), kernels.end());
+    std::vector<int> kernels = UnionOf(a, b);
     // Few rows are few work groups: element ops, which a map kernel spreads over the whole
     // device, join only when there are enough rows or little work.
     const bool element_ops = NumElements(rows) >= kMinRowsForElementOps || NumElements(element) <= kSmallElementCount;

@@ -33,8 +33,9 @@
 // Streaming aggregation (diloco.aggregation, pcp/diloco/delta_sum.h) judges each Δ as its
 // header arrives, on the norm its sender declares (JudgedNorm at the header's steps), against
 // RoundThreshold({}) (past rounds' running median and the cap, fixed when the round's results
-// are first expected): the round's own median is not known while Δs are still arriving. A sender whose values break its
-// declaration is refused with kDeclaredNorm (and the round redone if its chunks were added).
+// are first expected): the round's own median is not known while Δs are still arriving. A
+// sender whose values break its declaration is refused with kDeclaredNorm (and the round
+// redone if its chunks were added).
 // The trimmed mean needs every Δ of a coordinate at once and does not stream.
 #ifndef PCP_DILOCO_SCREENING_H_
 #define PCP_DILOCO_SCREENING_H_
@@ -137,6 +138,7 @@ class DeltaScreen {
   // The norm this screen judges a Δ of `steps` inner steps and L2 norm `norm` on: norm ×
   // judged_at_steps / steps; `norm` itself when either is 0.
   double JudgedNorm(double norm, uint64_t steps) const;
+  uint64_t judged_at_steps() const { return judged_at_steps_; }
 
   // The threshold for a round whose finite Δ norms are `round_norms` (pass {} to judge each Δ
   // as it ends, as streaming aggregation must: then only past rounds and the cap count).
