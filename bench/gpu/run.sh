@@ -130,7 +130,7 @@ else
 fi
 
 # ---------------------------------------------------------------- PCP binaries
-TARGETS="pcp_vulkan_bench vulkan_backend_test backend_conformance_test gpt_train_step_test mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test vulkan_map_group_test vulkan_upload_test"
+TARGETS="pcp_vulkan_bench vulkan_dot_tile_test vulkan_backend_test backend_conformance_test gpt_train_step_test mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test vulkan_map_group_test vulkan_upload_test"
 LIBS=""
 find_bin() {  # the path of binary $1 under $BIN (flat bundle) or a build tree
   local d
@@ -210,7 +210,7 @@ fi
 
 # ---------------------------------------------------------------- conformance
 if [ $RUN_PCP = 1 ]; then
-  for t in vulkan_backend_test "backend_conformance_test --gtest_filter=$CONF_FILTER" gpt_train_step_test \
+  for t in vulkan_backend_test vulkan_dot_tile_test "backend_conformance_test --gtest_filter=$CONF_FILTER" gpt_train_step_test \
            mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test \
            vulkan_map_group_test vulkan_upload_test; do
     name=${t%% *}
@@ -233,6 +233,9 @@ if [ $RUN_PCP = 1 ]; then
     # The f16 product on the plain shaders too (log only): what the tensor cores bring.
     run_step matmul_f16_plain_shaders 60 "${PCPENV[@]}" PCP_VULKAN_COOPMAT=0 "$VB" --cpu=false --gpt=false \
       --sizes=$MATMUL_N --precision=f16
+    # The f32 product on the small tile alone (log only): what the 128 x 128 tile brings.
+    run_step matmul_f32_tile64 60 "${PCPENV[@]}" PCP_VULKAN_DOT_TILE=64 "$VB" --cpu=false --gpt=false \
+      --sizes=$MATMUL_N --precision=f32
     for p in f32 bf16 f16; do
       run_step "pcp_nanogpt_$p" 90 "${PCPENV[@]}" "$VB" --cpu=false --sgemm=false --bias=false $NANO $NANO_STEPS \
         --precision=$p --json="$FIG" --workload=nanogpt
@@ -275,6 +278,13 @@ if [ $RUN_PCP = 1 ] && [ -n "${VB:-}" ]; then
   # group each, as before issue 34.
   run_step pcp_nanogpt_f32_no_split_reductions 90 "${PCPENV[@]}" PCP_VULKAN_SPLIT_REDUCTIONS=0 "$VB" --cpu=false \
     --sgemm=false --bias=false $NANO $NANO_STEPS --precision=f32
+  # The f32 and bf16 steps with every product on the 64 x 64 tile (log only).
+  for p in f32 bf16; do
+    run_step "pcp_nanogpt_${p}_tile64" 90 "${PCPENV[@]}" PCP_VULKAN_DOT_TILE=64 "$VB" --cpu=false --sgemm=false \
+      --bias=false $NANO $NANO_STEPS --precision=$p
+  done
+  run_step pcp_gpt2_f32_tile64 120 "${PCPENV[@]}" PCP_VULKAN_DOT_TILE=64 "$VB" --cpu=false --sgemm=false --bias=false \
+    $GPT2 $GPT2_STEPS --precision=f32
   # And without map groups and reduction groups (log only): AdamW's four kernels per parameter
   # and a split reduction's two dispatches per sum of squares.
   run_step pcp_nanogpt_f32_no_kernel_groups 90 "${PCPENV[@]}" PCP_VULKAN_MAP_GROUPS=0 PCP_VULKAN_REDUCTION_GROUPS=0 \

@@ -24,7 +24,7 @@ namespace {
 
 using ::pcp::testing::RandomTensor;
 using ::pcp::testing::TensorsNear;
-using vulkan::DeviceKernelOptions;
+using vulkan::KernelSourceOptions;
 
 // Products of the shapes a GPT step has (x @ W, a transposed operand, batched attention
 // scores), at sizes that are not multiples of the 64-wide tiles, rounded to `precision`.
@@ -56,7 +56,7 @@ std::vector<const Instruction*> Dots(const Function& f) {
 }
 
 TEST(CooperativeMatrixTest, OnlyF16RoundedProductsOnDevicesThatHaveThem) {
-  const DeviceKernelOptions with{.cooperative_matrix_f16 = true}, without{};
+  const KernelSourceOptions with{.cooperative_matrix_f16 = true}, without{};
   const Function f16 = Products(Precision::kF16), bf16 = Products(Precision::kBF16), f32 = Products(Precision::kF32);
   ASSERT_EQ(Dots(f16).size(), 3u);
   for (const Instruction* d : Dots(f16)) {
@@ -78,7 +78,7 @@ TEST(CooperativeMatrixTest, GeneratedShadersCompileToSpirv) {
   int coop = 0;
   for (const vulkan::PlannedKernel& k : plan->kernels) {
     absl::StatusOr<vulkan::KernelSource> src =
-        vulkan::KernelSourceFor(f, *plan, k, DeviceKernelOptions{.cooperative_matrix_f16 = true});
+        vulkan::KernelSourceFor(f, *plan, k, KernelSourceOptions{.cooperative_matrix_f16 = true});
     ASSERT_TRUE(src.ok()) << src.status();
     if (src->glsl.find("coopMatMulAddNV") == std::string::npos) continue;
     ++coop;

@@ -17,19 +17,20 @@
 
 namespace pcp {
 
-// A Vulkan backend with the default options and one with a planner switch off, to compare the
-// plans; the device's error when there is none (the caller skips).
+// A Vulkan backend with the default options (or `with`) and one with a planner switch off, to
+// compare the plans; the device's error when there is none (the caller skips).
 struct BackendPair {
   std::unique_ptr<Backend> with, without;
 };
 
-inline absl::StatusOr<BackendPair> CreateBackendPair(const VulkanBackendOptions& without) {
+inline absl::StatusOr<BackendPair> CreateBackendPair(const VulkanBackendOptions& without,
+                                                     const VulkanBackendOptions& with = {}) {
   BackendPair b;
-  absl::StatusOr<std::unique_ptr<Backend>> with = CreateVulkanBackend({});
-  if (!with.ok()) return with.status();
+  absl::StatusOr<std::unique_ptr<Backend>> on = CreateVulkanBackend(with);
+  if (!on.ok()) return on.status();
   absl::StatusOr<std::unique_ptr<Backend>> other = CreateVulkanBackend(without);
   if (!other.ok()) return other.status();
-  b.with = *std::move(with);
+  b.with = *std::move(on);
   b.without = *std::move(other);
   return b;
 }

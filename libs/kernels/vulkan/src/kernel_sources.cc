@@ -123,8 +123,8 @@ KernelSource ScatterKernelSource(const Function& f, const KernelPlan& plan, cons
   return ks;
 }
 
-bool UsesCooperativeMatrix(const Function& f, const Instruction& inst, const DeviceKernelOptions& device) {
-  if (!device.cooperative_matrix_f16 || inst.op != Op::kDotGeneral || f.type(inst.result).dtype != DType::kF32) {
+bool UsesCooperativeMatrix(const Function& f, const Instruction& inst, const KernelSourceOptions& options) {
+  if (!options.cooperative_matrix_f16 || inst.op != Op::kDotGeneral || f.type(inst.result).dtype != DType::kF32) {
     return false;
   }
   for (ValueId o : inst.operands) {
@@ -135,7 +135,7 @@ bool UsesCooperativeMatrix(const Function& f, const Instruction& inst, const Dev
 }
 
 absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan& plan, const PlannedKernel& k,
-                                             const DeviceKernelOptions& device) {
+                                             const KernelSourceOptions& options) {
   const Instruction& inst = f.instructions[static_cast<size_t>(k.instruction)];
   switch (k.kind) {
     case KernelKind::kMap: return MapKernelSource(f, plan, inst);
@@ -145,8 +145,9 @@ absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan
     case KernelKind::kRow: return RowKernelSource(f, plan, k);
     case KernelKind::kMapGroup: return MapGroupSource(f, plan, k);
     case KernelKind::kDot:
-      return UsesCooperativeMatrix(f, inst, device) ? CoopDotKernelSource(f, plan, inst)
-                                                    : DotKernelSource(f, plan, inst);
+      return UsesCooperativeMatrix(f, inst, options)
+                 ? CoopDotKernelSource(f, plan, inst)
+                 : DotKernelSource(f, plan, inst, DotTileFor(f, inst, options.dot_tile));
   }
   return absl::InternalError("unknown kernel kind");
 }

@@ -37,18 +37,20 @@ struct KernelSource {
   size_t bindings(size_t outputs) const { return inputs.size() + outputs + (split() ? 1 : 0); }
 };
 
-// What the device offers beyond the plain shaders (VulkanContext).
-struct DeviceKernelOptions {
+// What the device offers beyond the plain shaders (VulkanContext), and the backend's choice
+// of dot_general tiles (VulkanBackendOptions::dot_tile).
+struct KernelSourceOptions {
   bool cooperative_matrix_f16 = false;  // VK_NV_cooperative_matrix 16x16x16 f16*f16+f32, subgroups of 32
+  int dot_tile = 0;                     // DotTileFor's `forced`: 0 (by shape), 64 or 128
 };
 
 absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan& plan, const PlannedKernel& k,
-                                             const DeviceKernelOptions& device = {});
+                                             const KernelSourceOptions& options = {});
 
 // dot_general `inst` runs on cooperative matrices: the device has them and both operands are
 // f16-rounded (convert(convert(x, f16), f32): exact in f16, so the tensor cores compute the
 // program's own product, accumulating in f32).
-bool UsesCooperativeMatrix(const Function& f, const Instruction& inst, const DeviceKernelOptions& device);
+bool UsesCooperativeMatrix(const Function& f, const Instruction& inst, const KernelSourceOptions& options);
 
 // One kernel family each (kernel_sources.cc, matmul_source.cc; row kernels: row_kernel_source.h).
 KernelSource MapKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
@@ -66,7 +68,13 @@ KernelSource MapGroupSource(const Function& f, const KernelPlan& plan, const Pla
 KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
 KernelSource SplitReduceKernelSource(const Function& f, const KernelPlan& plan, const PlannedKernel& k);
 KernelSource ScatterKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
-KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
+// The plain (f32 shader) product's tile, 64 or 128 outputs square (matmul_source.cc; the same
+// bits either way): `forced` if 64 or 128, else 128 for products of at least 128 x 128 with
+// kLargeDotTileMinTiles such tiles or more (enough work groups to fill a large GPU: an H100's
+// 132 multiprocessors hold two each), else 64.
+inline constexpr int64_t kLargeDotTileMinTiles = 256;
+int DotTileFor(const Function& f, const Instruction& inst, int forced);
+KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst, int tile);
 // The same product on GL_NV_cooperative_matrix (f16 tiles in shared memory, f32 accumulators):
 // only for UsesCooperativeMatrix's products; compiles anywhere, runs on devices that have it.
 KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);

@@ -3,11 +3,13 @@
 // contracting dims (each flattened row-major), so the row-major result is C itself.
 // A and B are read through generated loader functions: transposed, sliced, broadcast or
 // reshaped operands cost no copy. Each 256-invocation work group computes a 64x64 tile
-// (4x4 per invocation) over 16-deep shared-memory tiles of A and B. An operand that is a
-// plain buffer laid out [batch..., free..., contract...] (A) or [batch..., contract...,
-// free...] (B) with the contiguous extent a multiple of 4 is loaded as vec4 (one per
-// invocation per tile); others go through the loader functions (A's tile k-fastest, B's
-// n-fastest, which coalesces for row-major x @ W).
+// (4x4 per invocation) over 16-deep shared-memory tiles of A and B, or for large products
+// (DotTileFor) a 128x128 tile (8x8 per invocation: twice the multiply-adds per shared-memory
+// read) over 8-deep ones; every element is the same chain of fma in k order either way, so the
+// two tiles give the same bits. An operand that is a plain buffer laid out [batch..., free...,
+// contract...] (A) or [batch..., contract..., free...] (B) with the contiguous extent a
+// multiple of 4 is loaded as vec4 (one per invocation per tile); others go through the loader
+// functions (A's tile k-fastest, B's n-fastest, which coalesces for row-major x @ W).
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -121,11 +123,22 @@ std::string OperandLoaders(ExprCodegen& gen, const Function& f, const Instructio
 
 }  // namespace
 
-KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst) {
+int DotTileFor(const Function& f, const Instruction& inst, int forced) {
+  if (forced == 64 || forced == 128) return forced;
+  const DotSizes z = SizesOf(f, inst);
+  if (z.m < 128 || z.n < 128) return 64;
+  return z.batch * ((z.m + 127) / 128) * ((z.n + 127) / 128) >= kLargeDotTileMinTiles ? 128 : 64;
+}
+
+KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst, int tile) {
   const DotDims& dd = inst.attrs.dot;
   const Shape& ls = f.type(inst.operands[0]).shape;
   const DotSizes z = SizesOf(f, inst);
   const int64_t batch = z.batch, m = z.m, n = z.n, kk = z.k;
+  // The tile: tm x tn outputs per work group of 16 x 16 invocations, each computing r x c of
+  // them (rows ty + 16 i, columns tx + 16 j), over tk-deep steps. Both tiles load 1024
+  // elements of each operand per step: 4 scalars or one vec4 per invocation.
+  const int tm = tile == 128 ? 128 : 64, tn = tm, tk = 1024 / tm, r = tm / 16, c = tn / 16;
   // vec4 fast paths (see the top of the file).
   const auto nb = static_cast<int64_t>(dd.lhs_batch.size());
   const bool a_vec4 = plan.materialized[static_cast<size_t>(inst.operands[0])] && kk % 4 == 0 && kk > 0 &&
@@ -135,64 +148,79 @@ KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const In
                       Consecutive(dd.rhs_batch, 0) && Consecutive(dd.rhs_contract, nb);
   ExprCodegen gen(f, plan);
   std::string loaders = OperandLoaders(gen, f, inst, z, !a_vec4, !b_vec4);
-  absl::StrAppend(&loaders, "shared float As[16][65];\nshared float Bs[16][65];\n");
+  absl::StrAppend(&loaders, "shared float As[", tk, "][", tm + 1, "];\nshared float Bs[", tk, "][", tn + 1, "];\n");
 
-  std::string a_tile = absl::StrCat("      As[e & 15][e >> 4] = loadA(b, m0 + (e >> 4), k0 + (e & 15));\n");
-  std::string b_tile = absl::StrCat("      Bs[e >> 6][e & 63] = loadB(b, k0 + (e >> 6), n0 + (e & 63));\n");
+  std::string a_tile =
+      absl::StrCat("      As[e % ", tk, "][e / ", tk, "] = loadA(b, m0 + e / ", tk, ", k0 + e % ", tk, ");\n");
+  std::string b_tile =
+      absl::StrCat("      Bs[e / ", tn, "][e % ", tn, "] = loadB(b, k0 + e / ", tn, ", n0 + e % ", tn, ");\n");
   std::string a_vec_load, b_vec_load;
   if (a_vec4) {
     const int bind = gen.Vec4Binding(inst.operands[0]);
     a_vec_load = absl::StrCat(
-        "    {\n      int am = tid >> 2, ak = (tid & 3) * 4;\n      vec4 v = vec4(0.0);\n", "      if (m0 + am < ", m,
-        " && k0 + ak < ", kk, ") v = in", bind, ".d[((b * ", m, " + m0 + am) * ", kk, " + k0 + ak) >> 2];\n",
+        "    {\n      int am = tid / ", tk / 4, ", ak = (tid % ", tk / 4, ") * 4;\n      vec4 v = vec4(0.0);\n",
+        "      if (m0 + am < ", m, " && k0 + ak < ", kk, ") v = in", bind, ".d[((b * ", m, " + m0 + am) * ", kk,
+        " + k0 + ak) >> 2];\n",
         "      As[ak][am] = v.x; As[ak + 1][am] = v.y; As[ak + 2][am] = v.z; As[ak + 3][am] = v.w;\n    }\n");
     a_tile.clear();
   }
   if (b_vec4) {
     const int bind = gen.Vec4Binding(inst.operands[1]);
     b_vec_load = absl::StrCat(
-        "    {\n      int bk = tid >> 4, bn = (tid & 15) * 4;\n      vec4 v = vec4(0.0);\n", "      if (k0 + bk < ", kk,
-        " && n0 + bn < ", n, ") v = in", bind, ".d[((b * ", kk, " + k0 + bk) * ", n, " + n0 + bn) >> 2];\n",
+        "    {\n      int bk = tid / ", tn / 4, ", bn = (tid % ", tn / 4, ") * 4;\n      vec4 v = vec4(0.0);\n",
+        "      if (k0 + bk < ", kk, " && n0 + bn < ", n, ") v = in", bind, ".d[((b * ", kk, " + k0 + bk) * ", n,
+        " + n0 + bn) >> 2];\n",
         "      Bs[bk][bn] = v.x; Bs[bk][bn + 1] = v.y; Bs[bk][bn + 2] = v.z; Bs[bk][bn + 3] = v.w;\n    }\n");
     b_tile.clear();
   }
-  const std::string main_body = absl::StrCat(
-      "  for (int b = int(gl_WorkGroupID.z); b < ", batch,
-      "; b += int(gl_NumWorkGroups.z)) {\n"
-      "  int m0 = int(gl_WorkGroupID.y) * 64, n0 = int(gl_WorkGroupID.x) * 64;\n"
-      "  int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);\n"
-      "  int tid = ty * 16 + tx;\n"
-      "  float acc[4][4];\n"
-      "  for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;\n"
-      "  for (int k0 = 0; k0 < ",
-      kk, "; k0 += 16) {\n", a_vec_load, b_vec_load,
-      a_tile.empty() && b_tile.empty() ? "" : "    for (int i = 0; i < 4; ++i) {\n      int e = tid + i * 256;\n",
-      a_tile, b_tile, a_tile.empty() && b_tile.empty() ? "" : "    }\n",
-      "    barrier();\n"
-      "    for (int k = 0; k < 16; ++k) {\n"
-      "      float av[4], bv[4];\n"
-      "      for (int i = 0; i < 4; ++i) av[i] = As[k][ty + 16 * i];\n"
-      "      for (int j = 0; j < 4; ++j) bv[j] = Bs[k][tx + 16 * j];\n"
-      "      for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);\n"
-      "    }\n"
-      "    barrier();\n"
-      "  }\n"
-      "  for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) {\n"
-      "    int mm = m0 + ty + 16 * i, nn = n0 + tx + 16 * j;\n"
-      "    if (mm < ",
-      m, " && nn < ", n, ") out_.d[(b * ", m, " + mm) * ", n,
-      " + nn] = acc[i][j];\n"
-      "  }\n"
-      "  }\n");
+  const std::string main_body =
+      absl::StrCat("  for (int b = int(gl_WorkGroupID.z); b < ", batch,
+                   "; b += int(gl_NumWorkGroups.z)) {\n"
+                   "  int m0 = int(gl_WorkGroupID.y) * ",
+                   tm, ", n0 = int(gl_WorkGroupID.x) * ", tn,
+                   ";\n"
+                   "  int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);\n"
+                   "  int tid = ty * 16 + tx;\n"
+                   "  float acc[",
+                   r, "][", c, "];\n  for (int i = 0; i < ", r, "; ++i) for (int j = 0; j < ", c,
+                   "; ++j) acc[i][j] = 0.0;\n"
+                   "  for (int k0 = 0; k0 < ",
+                   kk, "; k0 += ", tk, ") {\n", a_vec_load, b_vec_load,
+                   a_tile.empty() && b_tile.empty()
+                       ? ""
+                       : "    for (int i = 0; i < 4; ++i) {\n      int e = tid + i * 256;\n",
+                   a_tile, b_tile, a_tile.empty() && b_tile.empty() ? "" : "    }\n",
+                   "    barrier();\n"
+                   "    for (int k = 0; k < ",
+                   tk,
+                   "; ++k) {\n"
+                   "      float av[",
+                   r, "], bv[", c, "];\n      for (int i = 0; i < ", r, "; ++i) av[i] = As[k][ty + 16 * i];\n",
+                   "      for (int j = 0; j < ", c, "; ++j) bv[j] = Bs[k][tx + 16 * j];\n",
+                   "      for (int i = 0; i < ", r, "; ++i) for (int j = 0; j < ", c,
+                   "; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);\n"
+                   "    }\n"
+                   "    barrier();\n"
+                   "  }\n"
+                   "  for (int i = 0; i < ",
+                   r, "; ++i) for (int j = 0; j < ", c,
+                   "; ++j) {\n"
+                   "    int mm = m0 + ty + 16 * i, nn = n0 + tx + 16 * j;\n"
+                   "    if (mm < ",
+                   m, " && nn < ", n, ") out_.d[(b * ", m, " + mm) * ", n,
+                   " + nn] = acc[i][j];\n"
+                   "  }\n"
+                   "  }\n");
   KernelSource k;
-  k.name = absl::StrCat("dot_", m, "x", n, "x", kk, (batch > 1 ? absl::StrCat("_b", batch) : ""), "_", inst.result);
+  k.name = absl::StrCat("dot_", m, "x", n, "x", kk, (batch > 1 ? absl::StrCat("_b", batch) : ""),
+                        (tm == 128 ? "_t128" : ""), "_", inst.result);
   const std::string rest =
       absl::StrCat("\nlayout(local_size_x = 16, local_size_y = 16) in;\n", gen.BufferDeclarations(DType::kF32), loaders,
                    "\nvoid main() {\n", main_body, "}\n");
   k.glsl = GlslPreludeFor(rest) + rest;
   k.inputs = gen.inputs();
-  k.groups[0] = static_cast<uint32_t>((n + 63) / 64);
-  k.groups[1] = static_cast<uint32_t>((m + 63) / 64);
+  k.groups[0] = static_cast<uint32_t>((n + tn - 1) / tn);
+  k.groups[1] = static_cast<uint32_t>((m + tm - 1) / tm);
   k.groups[2] = GroupsFor(batch, 1);
   k.empty = batch * m * n == 0;
   return k;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "buffer_pool.h"
 #include "kernel_plan.h"
+#include "kernel_sources.h"
 #include "pcp/base/status_macros.h"
 #include "shader_compiler.h"
 #include "vulkan_buffer.h"
@@ -21,8 +22,9 @@ using vulkan::VulkanContext;
 
 class VulkanBackend : public Backend {
  public:
-  VulkanBackend(std::shared_ptr<BufferPool> pool, std::string cache_dir, const VulkanBackendOptions& options)
-      : pool_(std::move(pool)), compiler_(std::move(cache_dir)) {
+  VulkanBackend(std::shared_ptr<BufferPool> pool, std::string cache_dir, const VulkanBackendOptions& options,
+                int dot_tile)
+      : pool_(std::move(pool)), compiler_(std::move(cache_dir)), sources_{.dot_tile = dot_tile} {
     const char* p = std::getenv("PCP_VULKAN_PROFILE");
     profile_ = p != nullptr && *p != '\0' && std::strcmp(p, "0") != 0;
     // Each planner switch: the option, unless its environment variable is "0".
@@ -47,7 +49,7 @@ class VulkanBackend : public Backend {
 
   absl::StatusOr<std::unique_ptr<Executable>> Compile(const Function& function) override {
     PCP_ASSIGN_OR_RETURN(std::unique_ptr<vulkan::VulkanExecutable> exe,
-                         vulkan::VulkanExecutable::Create(function, pool_, compiler_, profile_, switches_));
+                         vulkan::VulkanExecutable::Create(function, pool_, compiler_, profile_, switches_, sources_));
     return std::unique_ptr<Executable>(std::move(exe));
   }
 
@@ -90,18 +92,34 @@ class VulkanBackend : public Backend {
 
   std::shared_ptr<BufferPool> pool_;
   vulkan::ShaderCompiler compiler_;
-  vulkan::PlanOptions switches_;  // row kernels, map groups, split reductions, reduction groups
+  vulkan::PlanOptions switches_;         // row kernels, map groups, split reductions, reduction groups
+  vulkan::KernelSourceOptions sources_;  // the dot tile (the device's abilities: the executable's)
   bool profile_ = false;
 };
+
+// VulkanBackendOptions::dot_tile, or PCP_VULKAN_DOT_TILE where set and not empty.
+absl::StatusOr<int> DotTile(const VulkanBackendOptions& options) {
+  if (options.dot_tile != 0 && options.dot_tile != 64 && options.dot_tile != 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("VulkanBackendOptions::dot_tile ", options.dot_tile, ": expected 0 (by shape), 64 or 128"));
+  }
+  const char* e = std::getenv("PCP_VULKAN_DOT_TILE");
+  if (e == nullptr || *e == '\0') return options.dot_tile;
+  if (std::strcmp(e, "64") == 0) return 64;
+  if (std::strcmp(e, "128") == 0) return 128;
+  return absl::InvalidArgumentError(absl::StrCat("PCP_VULKAN_DOT_TILE='", e, "': expected 64 or 128"));
+}
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateVulkanBackend(VulkanBackendOptions options) {
+  PCP_ASSIGN_OR_RETURN(const int dot_tile, DotTile(options));
   PCP_ASSIGN_OR_RETURN(std::shared_ptr<VulkanContext> ctx, VulkanContext::Create(options));
   std::string cache_dir = options.shader_cache_dir;
   if (cache_dir.empty()) cache_dir = vulkan::ShaderCompiler::DefaultCacheDir();
   if (cache_dir == "none") cache_dir.clear();
-  return std::unique_ptr<Backend>(new VulkanBackend(std::make_shared<BufferPool>(std::move(ctx)), cache_dir, options));
+  return std::unique_ptr<Backend>(
+      new VulkanBackend(std::make_shared<BufferPool>(std::move(ctx)), cache_dir, options, dot_tile));
 }
 
 absl::StatusOr<VulkanSchedule> GetVulkanSchedule(const Executable& exe) {

@@ -36,18 +36,21 @@ int64_t Bytes(const TensorType& t) { return t.num_elements() * SizeOf(t.dtype); 
 absl::StatusOr<std::unique_ptr<VulkanExecutable>> VulkanExecutable::Create(const Function& f,
                                                                            std::shared_ptr<BufferPool> pool,
                                                                            ShaderCompiler& compiler, bool profile,
-                                                                           PlanOptions switches) {
+                                                                           PlanOptions switches,
+                                                                           KernelSourceOptions sources) {
   std::unique_ptr<VulkanExecutable> exe(new VulkanExecutable(f, std::move(pool)));
-  PCP_RETURN_IF_ERROR(exe->Build(compiler, profile, switches));
+  PCP_RETURN_IF_ERROR(exe->Build(compiler, profile, switches, sources));
   return exe;
 }
 
-absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile, PlanOptions plan_options) {
+absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile, PlanOptions plan_options,
+                                     KernelSourceOptions sources) {
   const std::shared_ptr<VulkanContext>& ctx = pool_->context();
   VkDevice dev = ctx->device();
   binding_limit_ = static_cast<int>(std::min<uint32_t>(ctx->max_storage_buffers(), 1 << 20));
   plan_options.half_moves = ctx->storage_16bit();
   plan_options.max_bindings = binding_limit_;
+  sources.cooperative_matrix_f16 = ctx->cooperative_matrix_f16();
   PCP_ASSIGN_OR_RETURN(plan_, PlanKernels(f_, plan_options));
   param_index_.assign(static_cast<size_t>(f_.num_values()), -1);
   for (size_t i = 0; i < f_.params.size(); ++i) param_index_[static_cast<size_t>(f_.params[i])] = static_cast<int>(i);
@@ -76,8 +79,7 @@ absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile, Pla
   for (const PlannedKernel& pk : plan_.kernels) {
     Kernel k;
     auto start = std::chrono::steady_clock::now();
-    PCP_ASSIGN_OR_RETURN(k.src,
-                         KernelSourceFor(f_, plan_, pk, {.cooperative_matrix_f16 = ctx->cooperative_matrix_f16()}));
+    PCP_ASSIGN_OR_RETURN(k.src, KernelSourceFor(f_, plan_, pk, sources));
     codegen_seconds_ += SecondsSince(start);
     k.kind = pk.kind;
     k.outputs = OutputsOf(pk);

@@ -46,10 +46,12 @@ struct VulkanExecutableStats {
 class VulkanExecutable : public Executable {
  public:
   // `switches`: the planner's row_kernels, map_groups, split_reductions and reduction_groups
-  // (the device's abilities, half_moves and max_bindings, are filled in from the pool's context).
+  // (the device's abilities, half_moves and max_bindings, are filled in from the pool's context);
+  // `sources`: the dot tile (cooperative_matrix_f16 is the context's).
   static absl::StatusOr<std::unique_ptr<VulkanExecutable>> Create(const Function& f, std::shared_ptr<BufferPool> pool,
                                                                   ShaderCompiler& compiler, bool profile,
-                                                                  PlanOptions switches = {});
+                                                                  PlanOptions switches = {},
+                                                                  KernelSourceOptions sources = {});
   ~VulkanExecutable() override;
 
   const Function& function() const override { return f_; }
@@ -77,7 +79,7 @@ class VulkanExecutable : public Executable {
   };
 
   VulkanExecutable(Function f, std::shared_ptr<BufferPool> pool) : f_(std::move(f)), pool_(std::move(pool)) {}
-  absl::Status Build(ShaderCompiler& compiler, bool profile, PlanOptions plan_options);
+  absl::Status Build(ShaderCompiler& compiler, bool profile, PlanOptions plan_options, KernelSourceOptions sources);
   // The pipeline of `glsl` (one per distinct source) binding `bindings` storage buffers.
   absl::StatusOr<int> PipelineFor(const std::string& glsl, const std::string& name, size_t bindings,
                                   ShaderCompiler& compiler);

@@ -17,8 +17,9 @@
 // Kernels: every elementwise, layout (broadcast/reshape/transpose/slice/concatenate),
 // iota and gather instruction is fused into the kernel of the value that consumes it when
 // it has one use (or is cheap index arithmetic); reductions, dot_general (a tiled matmul
-// whose tile loaders read operands through their fused index expressions) and scatter get
-// their own kernels. Shapes are compiled into the generated source as constants. Row kernels:
+// whose tile loaders read operands through their fused index expressions; 64 x 64 tiles, or
+// 128 x 128 for large products: VulkanBackendOptions::dot_tile) and scatter get their own
+// kernels. Shapes are compiled into the generated source as constants. Row kernels:
 // a reduction over trailing dimensions, the per-row ops on its result and the elementwise ops
 // that read it broadcast back over its rows (and those it reads) are one kernel, a work group
 // per row, so a softmax, a LayerNorm and their gradients are one dispatch each
@@ -66,6 +67,10 @@ struct VulkanBackendOptions {
   bool map_groups = true;        // map groups (above); off also with PCP_VULKAN_MAP_GROUPS=0
   bool split_reductions = true;  // above; off also with PCP_VULKAN_SPLIT_REDUCTIONS=0
   bool reduction_groups = true;  // above; off also with PCP_VULKAN_REDUCTION_GROUPS=0
+  // dot_general's tile on the f32 shaders: 0 = by shape (128 x 128 for large products, else
+  // 64 x 64), 64 or 128 = always that one; PCP_VULKAN_DOT_TILE=64|128 overrides. The same bits
+  // either way. Another value is refused by CreateVulkanBackend.
+  int dot_tile = 0;
 };
 
 enum class VulkanDeviceKind { kDiscreteGpu, kIntegratedGpu, kVirtualGpu, kCpu, kOther };
