@@ -33,8 +33,8 @@ struct Dot {
   DotDims dims;
 };
 
-// Shapes that take each tile's vec4 loads (plain row-major operands, contiguous extent a
-// multiple of 4) and ones that go through the loader functions, at tile edges.
+// Shapes that take each of the tile loads (matmul_source.cc's TileLoad: vec4 along k or along
+// the free extent, scalars along either, through index expressions), at tile edges.
 const std::vector<Dot>& EdgeDots() {
   static const std::vector<Dot> dots = {
       {"both_vec4_two_tiles", {200, 96}, {96, 260}, {{}, {}, {1}, {0}}},
@@ -43,6 +43,15 @@ const std::vector<Dot>& EdgeDots() {
       {"lhs_transposed", {96, 140}, {96, 132}, {{}, {}, {0}, {0}}},
       {"rhs_transposed", {17, 64}, {150, 64}, {{}, {}, {1}, {1}}},
       {"two_contracting_trailing", {5, 6, 8}, {6, 8, 12}, {{}, {}, {1, 2}, {0, 1}}},
+      // Layouts whose contiguous extent is not a multiple of 4 (scalar loads along it).
+      {"lhs_transposed_odd_m", {45, 70}, {45, 33}, {{}, {}, {0}, {0}}},
+      {"rhs_transposed_odd_k", {17, 45}, {150, 45}, {{}, {}, {1}, {1}}},
+      // Operands read through index expressions: contracted dimensions in the middle or split,
+      // a batch dimension that does not lead.
+      {"lhs_contract_middle", {5, 8, 6}, {8, 12}, {{}, {}, {1}, {0}}},
+      {"rhs_contract_middle", {7, 9}, {4, 9, 5}, {{}, {}, {1}, {1}}},
+      {"lhs_contract_split", {3, 6, 5}, {3, 5, 7}, {{}, {}, {0, 2}, {0, 1}}},
+      {"batch_middle", {10, 3, 8}, {3, 8, 6}, {{1}, {0}, {2}, {1}}},
   };
   return dots;
 }

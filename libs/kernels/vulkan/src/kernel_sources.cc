@@ -146,7 +146,8 @@ absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan
     case KernelKind::kMapGroup: return MapGroupSource(f, plan, k);
     case KernelKind::kDot:
       return UsesCooperativeMatrix(f, inst, options)
-                 ? CoopDotKernelSource(f, plan, inst)
+                 ? CoopDotKernelSource(f, plan, inst, DotTileFor(f, inst, options.dot_tile),
+                                       options.emulate_cooperative_matrix)
                  : DotKernelSource(f, plan, inst, DotTileFor(f, inst, options.dot_tile));
   }
   return absl::InternalError("unknown kernel kind");

@@ -41,7 +41,10 @@ struct KernelSource {
 // of dot_general tiles (VulkanBackendOptions::dot_tile).
 struct KernelSourceOptions {
   bool cooperative_matrix_f16 = false;  // VK_NV_cooperative_matrix 16x16x16 f16*f16+f32, subgroups of 32
-  int dot_tile = 0;                     // DotTileFor's `forced`: 0 (by shape), 64 or 128
+  // The cooperative-matrix kernels with emulated matrices (CoopDotKernelSource), where
+  // cooperative_matrix_f16 is set: for tests of their tiling on devices without tensor cores.
+  bool emulate_cooperative_matrix = false;
+  int dot_tile = 0;  // DotTileFor's `forced`: 0 (by shape), 64 or 128
 };
 
 absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan& plan, const PlannedKernel& k,
@@ -68,16 +71,19 @@ KernelSource MapGroupSource(const Function& f, const KernelPlan& plan, const Pla
 KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
 KernelSource SplitReduceKernelSource(const Function& f, const KernelPlan& plan, const PlannedKernel& k);
 KernelSource ScatterKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
-// The plain (f32 shader) product's tile, 64 or 128 outputs square (matmul_source.cc; the same
+// A product's tile (plain shaders and cooperative matrices alike), 64 or 128 outputs square (matmul_source.cc; the same
 // bits either way): `forced` if 64 or 128, else 128 for products of at least 128 x 128 with
 // kLargeDotTileMinTiles such tiles or more (enough work groups to fill a large GPU: an H100's
 // 132 multiprocessors hold two each), else 64.
 inline constexpr int64_t kLargeDotTileMinTiles = 256;
 int DotTileFor(const Function& f, const Instruction& inst, int forced);
 KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst, int tile);
-// The same product on GL_NV_cooperative_matrix (f16 tiles in shared memory, f32 accumulators):
-// only for UsesCooperativeMatrix's products; compiles anywhere, runs on devices that have it.
-KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
+// The same product on GL_NV_cooperative_matrix (f16 tiles in shared memory, f32 accumulators),
+// in tiles of `tile` (DotTileFor) square: only for UsesCooperativeMatrix's products; compiles
+// anywhere, runs on devices that have it, or with `emulate` (plain GLSL matrices, the same
+// tiling) on any device.
+KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst, int tile,
+                                 bool emulate);
 
 // A compute shader's source: the prelude it needs (glsl_prelude.h), local size `local_x`,
 // `declarations` (buffers, shared arrays) and main's body.

@@ -6,10 +6,10 @@
 // (4x4 per invocation) over 16-deep shared-memory tiles of A and B, or for large products
 // (DotTileFor) a 128x128 tile (8x8 per invocation: twice the multiply-adds per shared-memory
 // read) over 8-deep ones; every element is the same chain of fma in k order either way, so the
-// two tiles give the same bits. An operand that is a plain buffer laid out [batch..., free...,
-// contract...] (A) or [batch..., contract..., free...] (B) with the contiguous extent a
-// multiple of 4 is loaded as vec4 (one per invocation per tile); others go through the loader
-// functions (A's tile k-fastest, B's n-fastest, which coalesces for row-major x @ W).
+// two tiles give the same bits. Tiles are loaded along the operand's contiguous extent
+// (TileLoad): an operand that is a buffer laid out [batch..., free..., contract...] or
+// [batch..., contract..., free...] with that extent a multiple of 4 as vec4 (x @ W and x @ W^T
+// alike); others through the loader functions, along the last dimension's extent.
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -121,6 +121,115 @@ std::string OperandLoaders(ExprCodegen& gen, const Function& f, const Instructio
   return loaders;
 }
 
+// Where an operand's contracted elements lie in its buffer: kFreeMajor [batch..., free...,
+// contract...] (k contiguous: A of x @ W, B of x @ W^T), kContractMajor [batch..., contract...,
+// free...] (free contiguous: B of x @ W, A of x^T @ y), both only for a materialized operand
+// (a buffer of its own shape); kOther: anything read through index expressions.
+enum class OperandLayout { kFreeMajor, kContractMajor, kOther };
+
+OperandLayout LayoutOf(const KernelPlan& plan, const Shape& shape, ValueId v, const std::vector<int64_t>& batch,
+                       const std::vector<int64_t>& contract) {
+  if (!plan.materialized[static_cast<size_t>(v)] || !Consecutive(batch, 0)) return OperandLayout::kOther;
+  const auto nb = static_cast<int64_t>(batch.size()), nk = static_cast<int64_t>(contract.size());
+  if (Consecutive(contract, static_cast<int64_t>(shape.size()) - nk)) return OperandLayout::kFreeMajor;
+  if (Consecutive(contract, nb)) return OperandLayout::kContractMajor;
+  return OperandLayout::kOther;
+}
+
+// One operand of a tile step, as TileLoad reads it.
+struct OperandTile {
+  OperandLayout layout = OperandLayout::kOther;
+  bool last_is_contract = true;   // the operand's last dimension is contracted (kOther's order)
+  int64_t free = 0, k = 0;        // the operand's free and contracted extents (m or n, and k)
+  int tile_free = 0, tile_k = 0;  // the tile's
+  std::string free0;              // the tile's first free position ("m0" or "n0")
+  std::string load;               // the loader function's name ("loadA": (b, m, k); "loadB": (b, k, n))
+  int binding = -1;               // the vec4 view's binding (vec4 paths)
+};
+
+// The operand's vec4 paths: whole vec4 along its contiguous extent (a multiple of 4).
+bool Vec4AlongK(const OperandTile& t) { return t.layout == OperandLayout::kFreeMajor && t.k % 4 == 0 && t.k > 0; }
+bool Vec4AlongFree(const OperandTile& t) {
+  return t.layout == OperandLayout::kContractMajor && t.free % 4 == 0 && t.free > 0;
+}
+
+// GLSL loading the operand's tile_free x tile_k tile at (free0, k0) of batch b into shared
+// memory, `invocations` invocations sharing the work (tid): `store(f, k, value)` is the statement
+// storing the element at tile position (f, k). Reads along the buffer's contiguous extent: vec4
+// where Vec4AlongK / Vec4AlongFree, else scalars through the loader, k-fastest unless the free
+// extent is the contiguous one. Out-of-range elements are 0.
+std::string TileLoad(
+    const OperandTile& t, int invocations,
+    const std::function<std::string(const std::string&, const std::string&, const std::string&)>& store) {
+  const std::string inv = std::to_string(invocations);
+  const bool is_a = t.load == "loadA";
+  auto call = [&](const std::string& f, const std::string& k) {
+    const std::string fi = absl::StrCat(t.free0, " + ", f), ki = absl::StrCat("k0 + ", k);
+    return is_a ? absl::StrCat(t.load, "(b, ", fi, ", ", ki, ")") : absl::StrCat(t.load, "(b, ", ki, ", ", fi, ")");
+  };
+  if (Vec4AlongK(t)) {
+    const int per_row = t.tile_k / 4;
+    return absl::StrCat("    for (int v = tid; v < ", t.tile_free * per_row, "; v += ", inv, ") {\n",
+                        "      int f = v / ", per_row, ", k = (v % ", per_row, ") * 4;\n      vec4 x = vec4(0.0);\n",
+                        "      if (", t.free0, " + f < ", t.free, " && k0 + k < ", t.k, ") x = in", t.binding,
+                        ".d[((b * ", t.free, " + ", t.free0, " + f) * ", t.k, " + k0 + k) >> 2];\n      ",
+                        store("f", "k", "x.x"), " ", store("f", "k + 1", "x.y"), " ", store("f", "k + 2", "x.z"), " ",
+                        store("f", "k + 3", "x.w"), "\n    }\n");
+  }
+  if (Vec4AlongFree(t)) {
+    const int per_row = t.tile_free / 4;
+    return absl::StrCat("    for (int v = tid; v < ", t.tile_k * per_row, "; v += ", inv, ") {\n", "      int k = v / ",
+                        per_row, ", f = (v % ", per_row, ") * 4;\n      vec4 x = vec4(0.0);\n", "      if (k0 + k < ",
+                        t.k, " && ", t.free0, " + f < ", t.free, ") x = in", t.binding, ".d[((b * ", t.k,
+                        " + k0 + k) * ", t.free, " + ", t.free0, " + f) >> 2];\n      ", store("f", "k", "x.x"), " ",
+                        store("f + 1", "k", "x.y"), " ", store("f + 2", "k", "x.z"), " ", store("f + 3", "k", "x.w"),
+                        "\n    }\n");
+  }
+  const bool k_fastest =
+      t.layout == OperandLayout::kFreeMajor || (t.layout == OperandLayout::kOther && t.last_is_contract);
+  const std::string split = k_fastest ? absl::StrCat("int f = e / ", t.tile_k, ", k = e % ", t.tile_k, ";")
+                                      : absl::StrCat("int k = e / ", t.tile_free, ", f = e % ", t.tile_free, ";");
+  return absl::StrCat("    for (int e = tid; e < ", t.tile_free * t.tile_k, "; e += ", inv, ") {\n      ", split,
+                      "\n      ", store("f", "k", call("f", "k")), "\n    }\n");
+}
+
+// The two operands' tiles of `inst` (tile_m x tile_k of A, tile_k x tile_n of B), their vec4
+// views bound through `gen`, and the loader functions the scalar paths need in *loaders.
+std::pair<OperandTile, OperandTile> OperandTiles(ExprCodegen& gen, const Function& f, const KernelPlan& plan,
+                                                 const Instruction& inst, const DotSizes& z, int tile_m, int tile_n,
+                                                 int tile_k, std::string* loaders) {
+  const DotDims& dd = inst.attrs.dot;
+  const Shape& ls = f.type(inst.operands[0]).shape;
+  const Shape& rs = f.type(inst.operands[1]).shape;
+  auto last_is = [](const Shape& s, const std::vector<int64_t>& contract) {
+    for (int64_t d : contract) {
+      if (d == static_cast<int64_t>(s.size()) - 1) return true;
+    }
+    return false;
+  };
+  OperandTile a{LayoutOf(plan, ls, inst.operands[0], dd.lhs_batch, dd.lhs_contract),
+                last_is(ls, dd.lhs_contract),
+                z.m,
+                z.k,
+                tile_m,
+                tile_k,
+                "m0",
+                "loadA"};
+  OperandTile b{LayoutOf(plan, rs, inst.operands[1], dd.rhs_batch, dd.rhs_contract),
+                last_is(rs, dd.rhs_contract),
+                z.n,
+                z.k,
+                tile_n,
+                tile_k,
+                "n0",
+                "loadB"};
+  const bool a_vec4 = Vec4AlongK(a) || Vec4AlongFree(a), b_vec4 = Vec4AlongK(b) || Vec4AlongFree(b);
+  *loaders = OperandLoaders(gen, f, inst, z, !a_vec4, !b_vec4);
+  if (a_vec4) a.binding = gen.Vec4Binding(inst.operands[0]);
+  if (b_vec4) b.binding = gen.Vec4Binding(inst.operands[1]);
+  return {a, b};
+}
+
 }  // namespace
 
 int DotTileFor(const Function& f, const Instruction& inst, int forced) {
@@ -131,85 +240,44 @@ int DotTileFor(const Function& f, const Instruction& inst, int forced) {
 }
 
 KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst, int tile) {
-  const DotDims& dd = inst.attrs.dot;
-  const Shape& ls = f.type(inst.operands[0]).shape;
   const DotSizes z = SizesOf(f, inst);
   const int64_t batch = z.batch, m = z.m, n = z.n, kk = z.k;
   // The tile: tm x tn outputs per work group of 16 x 16 invocations, each computing r x c of
   // them (rows ty + 16 i, columns tx + 16 j), over tk-deep steps. Both tiles load 1024
   // elements of each operand per step: 4 scalars or one vec4 per invocation.
   const int tm = tile == 128 ? 128 : 64, tn = tm, tk = 1024 / tm, r = tm / 16, c = tn / 16;
-  // vec4 fast paths (see the top of the file).
-  const auto nb = static_cast<int64_t>(dd.lhs_batch.size());
-  const bool a_vec4 = plan.materialized[static_cast<size_t>(inst.operands[0])] && kk % 4 == 0 && kk > 0 &&
-                      Consecutive(dd.lhs_batch, 0) &&
-                      Consecutive(dd.lhs_contract, static_cast<int64_t>(ls.size() - dd.lhs_contract.size()));
-  const bool b_vec4 = plan.materialized[static_cast<size_t>(inst.operands[1])] && n % 4 == 0 && n > 0 &&
-                      Consecutive(dd.rhs_batch, 0) && Consecutive(dd.rhs_contract, nb);
   ExprCodegen gen(f, plan);
-  std::string loaders = OperandLoaders(gen, f, inst, z, !a_vec4, !b_vec4);
+  std::string loaders;
+  const auto [a, b] = OperandTiles(gen, f, plan, inst, z, tm, tn, tk, &loaders);
   absl::StrAppend(&loaders, "shared float As[", tk, "][", tm + 1, "];\nshared float Bs[", tk, "][", tn + 1, "];\n");
-
-  std::string a_tile =
-      absl::StrCat("      As[e % ", tk, "][e / ", tk, "] = loadA(b, m0 + e / ", tk, ", k0 + e % ", tk, ");\n");
-  std::string b_tile =
-      absl::StrCat("      Bs[e / ", tn, "][e % ", tn, "] = loadB(b, k0 + e / ", tn, ", n0 + e % ", tn, ");\n");
-  std::string a_vec_load, b_vec_load;
-  if (a_vec4) {
-    const int bind = gen.Vec4Binding(inst.operands[0]);
-    a_vec_load = absl::StrCat(
-        "    {\n      int am = tid / ", tk / 4, ", ak = (tid % ", tk / 4, ") * 4;\n      vec4 v = vec4(0.0);\n",
-        "      if (m0 + am < ", m, " && k0 + ak < ", kk, ") v = in", bind, ".d[((b * ", m, " + m0 + am) * ", kk,
-        " + k0 + ak) >> 2];\n",
-        "      As[ak][am] = v.x; As[ak + 1][am] = v.y; As[ak + 2][am] = v.z; As[ak + 3][am] = v.w;\n    }\n");
-    a_tile.clear();
-  }
-  if (b_vec4) {
-    const int bind = gen.Vec4Binding(inst.operands[1]);
-    b_vec_load = absl::StrCat(
-        "    {\n      int bk = tid / ", tn / 4, ", bn = (tid % ", tn / 4, ") * 4;\n      vec4 v = vec4(0.0);\n",
-        "      if (k0 + bk < ", kk, " && n0 + bn < ", n, ") v = in", bind, ".d[((b * ", kk, " + k0 + bk) * ", n,
-        " + n0 + bn) >> 2];\n",
-        "      Bs[bk][bn] = v.x; Bs[bk][bn + 1] = v.y; Bs[bk][bn + 2] = v.z; Bs[bk][bn + 3] = v.w;\n    }\n");
-    b_tile.clear();
-  }
+  const std::string loads = TileLoad(a, 256,
+                                     [](const std::string& mi, const std::string& ki, const std::string& v) {
+                                       return absl::StrCat("As[", ki, "][", mi, "] = ", v, ";");
+                                     }) +
+                            TileLoad(b, 256, [](const std::string& ni, const std::string& ki, const std::string& v) {
+                              return absl::StrCat("Bs[", ki, "][", ni, "] = ", v, ";");
+                            });
   const std::string main_body =
-      absl::StrCat("  for (int b = int(gl_WorkGroupID.z); b < ", batch,
-                   "; b += int(gl_NumWorkGroups.z)) {\n"
-                   "  int m0 = int(gl_WorkGroupID.y) * ",
-                   tm, ", n0 = int(gl_WorkGroupID.x) * ", tn,
-                   ";\n"
-                   "  int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);\n"
-                   "  int tid = ty * 16 + tx;\n"
-                   "  float acc[",
-                   r, "][", c, "];\n  for (int i = 0; i < ", r, "; ++i) for (int j = 0; j < ", c,
-                   "; ++j) acc[i][j] = 0.0;\n"
-                   "  for (int k0 = 0; k0 < ",
-                   kk, "; k0 += ", tk, ") {\n", a_vec_load, b_vec_load,
-                   a_tile.empty() && b_tile.empty()
-                       ? ""
-                       : "    for (int i = 0; i < 4; ++i) {\n      int e = tid + i * 256;\n",
-                   a_tile, b_tile, a_tile.empty() && b_tile.empty() ? "" : "    }\n",
-                   "    barrier();\n"
-                   "    for (int k = 0; k < ",
-                   tk,
-                   "; ++k) {\n"
-                   "      float av[",
-                   r, "], bv[", c, "];\n      for (int i = 0; i < ", r, "; ++i) av[i] = As[k][ty + 16 * i];\n",
+      absl::StrCat("  for (int b = int(gl_WorkGroupID.z); b < ", batch, "; b += int(gl_NumWorkGroups.z)) {\n",
+                   "  int m0 = int(gl_WorkGroupID.y) * ", tm, ", n0 = int(gl_WorkGroupID.x) * ", tn, ";\n",
+                   "  int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);\n",
+                   "  int tid = ty * 16 + tx;\n",  //
+                   "  float acc[", r, "][", c, "];\n", "  for (int i = 0; i < ", r, "; ++i) for (int j = 0; j < ", c,
+                   "; ++j) acc[i][j] = 0.0;\n", "  for (int k0 = 0; k0 < ", kk, "; k0 += ", tk, ") {\n", loads,  //
+                   "    barrier();\n",                                                                           //
+                   "    for (int k = 0; k < ", tk, "; ++k) {\n",                                                 //
+                   "      float av[", r, "], bv[", c, "];\n",                                                    //
+                   "      for (int i = 0; i < ", r, "; ++i) av[i] = As[k][ty + 16 * i];\n",
                    "      for (int j = 0; j < ", c, "; ++j) bv[j] = Bs[k][tx + 16 * j];\n",
                    "      for (int i = 0; i < ", r, "; ++i) for (int j = 0; j < ", c,
-                   "; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);\n"
-                   "    }\n"
-                   "    barrier();\n"
-                   "  }\n"
-                   "  for (int i = 0; i < ",
-                   r, "; ++i) for (int j = 0; j < ", c,
-                   "; ++j) {\n"
-                   "    int mm = m0 + ty + 16 * i, nn = n0 + tx + 16 * j;\n"
-                   "    if (mm < ",
-                   m, " && nn < ", n, ") out_.d[(b * ", m, " + mm) * ", n,
-                   " + nn] = acc[i][j];\n"
-                   "  }\n"
+                   "; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);\n",  //
+                   "    }\n",                                             //
+                   "    barrier();\n",                                    //
+                   "  }\n",                                               //
+                   "  for (int i = 0; i < ", r, "; ++i) for (int j = 0; j < ", c, "; ++j) {\n",
+                   "    int mm = m0 + ty + 16 * i, nn = n0 + tx + 16 * j;\n",  //
+                   "    if (mm < ", m, " && nn < ", n, ") out_.d[(b * ", m, " + mm) * ", n, " + nn] = acc[i][j];\n",
+                   "  }\n",  //
                    "  }\n");
   KernelSource k;
   k.name = absl::StrCat("dot_", m, "x", n, "x", kk, (batch > 1 ? absl::StrCat("_b", batch) : ""),
@@ -226,76 +294,124 @@ KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const In
   return k;
 }
 
-// Tensor cores: each 128-invocation work group (4 subgroups of 32) computes a 64x64 tile of
-// C; each subgroup a 32x32 quarter as 2x2 16x16 f32 accumulators. Per 32-deep step the group
-// loads A's 64x32 and B's 32x64 tiles through the loaders into shared memory as f16 (exact:
-// UsesCooperativeMatrix admits only f16-rounded operands), then each subgroup multiplies
-// 2 x 2 x 2 16x16x16 pieces. The accumulators go through shared memory to the output, so
-// edges need no special case. Row strides 40, 72 and 68 elements keep every matrix load and
-// store 16-byte aligned and spread the rows over shared-memory banks.
-KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst) {
+// Tensor cores: a work group of 4 (64x64 tile) or 8 (128x128) subgroups of 32 computes a tile of
+// C, each subgroup a 32x32 or 64x32 part as 2x2 or 4x2 16x16 f32 accumulators. Per 32-deep step
+// the group loads A's and B's tiles (TileLoad) into shared memory as f16 (exact:
+// UsesCooperativeMatrix admits only f16-rounded operands), then each subgroup multiplies its
+// 16x16x16 pieces. Each accumulator goes out through the subgroup's own 16x16 block of shared
+// memory, so edges need no special case. Row strides of TK + 8 and TN + 8 elements keep every
+// matrix load 16-byte aligned and spread rows over shared-memory banks.
+//
+// The matrices are used through CM_* macros: GL_NV_cooperative_matrix, or (`emulate`) plain
+// GLSL where a 16x16 operand is its place in shared memory and each of the subgroup's 32 lanes
+// holds 8 accumulator elements, so the kernel's tiling runs and is tested on any device.
+KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst, int tile,
+                                 bool emulate) {
   const DotSizes z = SizesOf(f, inst);
+  const bool large = tile == 128;
+  const int tm = large ? 128 : 64, tn = tm, tk = 32, subgroups = large ? 8 : 4, sgn = 2;
+  const int wm = tm / (subgroups / sgn), wn = tn / sgn, fm = wm / 16, fn = wn / 16;
+  const int a_stride = tk + 8, b_stride = tn + 8, invocations = 32 * subgroups;
   ExprCodegen gen(f, plan);
-  std::string loaders = OperandLoaders(gen, f, inst, z, true, true);
-  absl::StrAppend(&loaders,
-                  "shared float16_t As[64 * 40];\n"
-                  "shared float16_t Bs[32 * 72];\n"
-                  "shared float Cs[64 * 68];\n");
+  std::string loaders;
+  const auto [a, b] = OperandTiles(gen, f, plan, inst, z, tm, tn, tk, &loaders);
+  absl::StrAppend(&loaders, "shared HALF As[", tm * a_stride, "];\nshared HALF Bs[", tk * b_stride,
+                  "];\nshared float Cs[", subgroups * 256, "];\n");
+  const std::string loads =
+      TileLoad(a, invocations,
+               [&](const std::string& mi, const std::string& ki, const std::string& v) {
+                 return absl::StrCat("As[(", mi, ") * ", a_stride, " + ", ki, "] = HALF(", v, ");");
+               }) +
+      TileLoad(b, invocations, [&](const std::string& ni, const std::string& ki, const std::string& v) {
+        return absl::StrCat("Bs[(", ki, ") * ", b_stride, " + ", ni, "] = HALF(", v, ");");
+      });
   const std::string main_body = absl::StrCat(
-      "  const int tid = int(gl_LocalInvocationID.x);\n"
-      "  const int wm = int(gl_SubgroupID >> 1) * 32, wn = int(gl_SubgroupID & 1u) * 32;\n"
-      "  for (int b = int(gl_WorkGroupID.z); b < ",
-      z.batch,
-      "; b += int(gl_NumWorkGroups.z)) {\n"
-      "  const int m0 = int(gl_WorkGroupID.y) * 64, n0 = int(gl_WorkGroupID.x) * 64;\n"
-      "  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[2][2];\n"
-      "  for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j)\n"
-      "    acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);\n"
-      "  for (int k0 = 0; k0 < ",
-      z.k,
-      "; k0 += 32) {\n"
-      "    for (int e = tid; e < 2048; e += 128) {\n"
-      "      As[(e >> 5) * 40 + (e & 31)] = float16_t(loadA(b, m0 + (e >> 5), k0 + (e & 31)));\n"
-      "      Bs[(e >> 6) * 72 + (e & 63)] = float16_t(loadB(b, k0 + (e >> 6), n0 + (e & 63)));\n"
-      "    }\n"
-      "    barrier();\n"
-      "    for (int kk = 0; kk < 32; kk += 16) {\n"
-      "      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[2];\n"
-      "      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> bm[2];\n"
-      "      for (int i = 0; i < 2; ++i) coopMatLoadNV(a[i], As, uint((wm + 16 * i) * 40 + kk), 40u, false);\n"
-      "      for (int j = 0; j < 2; ++j) coopMatLoadNV(bm[j], Bs, uint(kk * 72 + wn + 16 * j), 72u, false);\n"
-      "      for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j)\n"
-      "        acc[i][j] = coopMatMulAddNV(a[i], bm[j], acc[i][j]);\n"
-      "    }\n"
-      "    barrier();\n"
-      "  }\n"
-      "  for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j)\n"
-      "    coopMatStoreNV(acc[i][j], Cs, uint((wm + 16 * i) * 68 + wn + 16 * j), 68u, false);\n"
-      "  barrier();\n"
-      "  for (int e = tid; e < 4096; e += 128) {\n"
-      "    const int mm = m0 + (e >> 6), nn = n0 + (e & 63);\n"
-      "    if (mm < ",
-      z.m, " && nn < ", z.n, ") out_.d[(b * ", z.m, " + mm) * ", z.n,
-      " + nn] = Cs[(e >> 6) * 68 + (e & 63)];\n"
-      "  }\n"
-      "  barrier();\n"
+      "  const int tid = int(gl_LocalInvocationID.x), lane = tid & 31, sg = SUBGROUP;\n", "  const int wm = (sg / ",
+      sgn, ") * ", wm, ", wn = (sg % ", sgn, ") * ", wn, ";\n", "  for (int b = int(gl_WorkGroupID.z); b < ", z.batch,
+      "; b += int(gl_NumWorkGroups.z)) {\n", "  const int m0 = int(gl_WorkGroupID.y) * ", tm,
+      ", n0 = int(gl_WorkGroupID.x) * ", tn, ";\n", "  CM_ACC acc[", fm, "][", fn, "];\n", "  for (int i = 0; i < ", fm,
+      "; ++i) for (int j = 0; j < ", fn, "; ++j) acc[i][j] = CM_ZERO;\n", "  for (int k0 = 0; k0 < ", z.k,
+      "; k0 += ", tk, ") {\n", loads,                         //
+      "    barrier();\n",                                     //
+      "    for (int kk = 0; kk < ", tk, "; kk += 16) {\n",    //
+      "      CM_A a[", fm, "];\n      CM_A bm[", fn, "];\n",  //
+      "      for (int i = 0; i < ", fm, "; ++i) CM_LOAD_A(a[i], (wm + 16 * i) * ", a_stride, " + kk, ", a_stride,
+      ");\n",  //
+      "      for (int j = 0; j < ", fn, "; ++j) CM_LOAD_B(bm[j], kk * ", b_stride, " + wn + 16 * j, ", b_stride,
+      ");\n",  //
+      "      CM_LOOP for (int i = 0; i < ", fm, "; ++i) CM_LOOP for (int j = 0; j < ", fn,
+      "; ++j) acc[i][j] = CM_MULADD(a[i], bm[j], acc[i][j]);\n",  //
+      "    }\n",                                                  //
+      "    barrier();\n",                                         //
+      "  }\n",                                                    //
+      "  for (int i = 0; i < ", fm, "; ++i) for (int j = 0; j < ", fn, "; ++j) {\n",
+      "    CM_STORE(acc[i][j], sg * 256);\n",  //
+      "    barrier();\n",                      //
+      "    for (int e = lane; e < 256; e += 32) {\n",
+      "      const int mm = m0 + wm + 16 * i + (e >> 4), nn = n0 + wn + 16 * j + (e & 15);\n", "      if (mm < ", z.m,
+      " && nn < ", z.n, ") out_.d[(b * ", z.m, " + mm) * ", z.n, " + nn] = Cs[sg * 256 + e];\n",
+      "    }\n",           //
+      "    barrier();\n",  //
+      "  }\n",             //
       "  }\n");
   KernelSource k;
-  k.name = absl::StrCat("dot_coopmat_", z.m, "x", z.n, "x", z.k, (z.batch > 1 ? absl::StrCat("_b", z.batch) : ""), "_",
-                        inst.result);
-  const std::string rest = absl::StrCat("\nlayout(local_size_x = 128) in;\n", gen.BufferDeclarations(DType::kF32),
-                                        loaders, "\nvoid main() {\n", main_body, "}\n");
+  k.name = absl::StrCat("dot_coopmat_", z.m, "x", z.n, "x", z.k, (z.batch > 1 ? absl::StrCat("_b", z.batch) : ""),
+                        large ? "_t128" : "", emulate ? "_emulated" : "", "_", inst.result);
+  // The matrices (see above); the emulation's functions read As, Bs and Cs, so they follow them.
+  const std::string real =
+      "#define HALF float16_t\n"
+      "#define SUBGROUP int(gl_SubgroupID)\n"
+      "#define CM_A fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>\n"
+      "#define CM_ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>\n"
+      "#define CM_ZERO CM_ACC(0.0)\n"
+      "#define CM_LOAD_A(x, off, stride) coopMatLoadNV(x, As, uint(off), uint(stride), false)\n"
+      "#define CM_LOAD_B(x, off, stride) coopMatLoadNV(x, Bs, uint(off), uint(stride), false)\n"
+      "#define CM_MULADD(a, b, c) coopMatMulAddNV(a, b, c)\n"
+      "#define CM_STORE(c, off) coopMatStoreNV(c, Cs, uint(off), 16u, false)\n"
+      "#define CM_LOOP\n";
+  const std::string emulated_types =
+      "#define HALF float16_t\n"
+      "#define SUBGROUP (int(gl_LocalInvocationID.x) >> 5)\n"
+      "struct CM_A { int off; int stride; };\n"
+      "struct CM_ACC { float v[8]; };\n"
+      "#define CM_ZERO CM_ACC(float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0))\n"
+      "#define CM_LOAD_A(x, o, s) x = CM_A(o, s)\n"
+      "#define CM_LOAD_B(x, o, s) x = CM_A(o, s)\n"
+      "#define CM_MULADD(a, b, c) cmMulAdd(a, b, c)\n"
+      "#define CM_STORE(c, off) cmStore(c, off)\n"
+      "#define CM_LOOP [[dont_unroll]]\n";  // unrolled, lavapipe's compiler takes seconds a kernel
+  const std::string emulated_functions =
+      "// Lane l holds elements 8 l .. 8 l + 7 of a 16x16 accumulator (row-major).\n"
+      "CM_ACC cmMulAdd(CM_A a, CM_A b, CM_ACC c) {\n"
+      "  const int lane = int(gl_LocalInvocationID.x) & 31;\n"
+      "  CM_LOOP for (int i = 0; i < 8; ++i) {\n"
+      "    const int r = (lane * 8 + i) >> 4, col = (lane * 8 + i) & 15;\n"
+      "    float s = c.v[i];\n"
+      "    CM_LOOP for (int k = 0; k < 16; ++k)\n"
+      "      s = fma(float(As[a.off + r * a.stride + k]), float(Bs[b.off + k * b.stride + col]), s);\n"
+      "    c.v[i] = s;\n"
+      "  }\n"
+      "  return c;\n"
+      "}\n"
+      "void cmStore(CM_ACC c, int off) {\n"
+      "  const int lane = int(gl_LocalInvocationID.x) & 31;\n"
+      "  for (int i = 0; i < 8; ++i) Cs[off + lane * 8 + i] = c.v[i];\n"
+      "}\n";
+  const std::string rest = absl::StrCat("\nlayout(local_size_x = ", invocations, ") in;\n",
+                                        emulate ? emulated_types : real, gen.BufferDeclarations(DType::kF32), loaders,
+                                        emulate ? emulated_functions : "", "\nvoid main() {\n", main_body, "}\n");
   // The extensions go right after the header, before the prelude's functions.
   std::string prelude = GlslPreludeFor(rest);
   prelude.insert(GlslHeader().size(),
-                 "#extension GL_KHR_memory_scope_semantics : require\n"
-                 "#extension GL_NV_cooperative_matrix : require\n"
-                 "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n"
-                 "#extension GL_KHR_shader_subgroup_basic : require\n");
+                 absl::StrCat("#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n",
+                              emulate ? "#extension GL_EXT_control_flow_attributes : require\n"
+                                      : "#extension GL_KHR_memory_scope_semantics : require\n"
+                                        "#extension GL_NV_cooperative_matrix : require\n"
+                                        "#extension GL_KHR_shader_subgroup_basic : require\n"));
   k.glsl = prelude + rest;
   k.inputs = gen.inputs();
-  k.groups[0] = static_cast<uint32_t>((z.n + 63) / 64);
-  k.groups[1] = static_cast<uint32_t>((z.m + 63) / 64);
+  k.groups[0] = static_cast<uint32_t>((z.n + tn - 1) / tn);
+  k.groups[1] = static_cast<uint32_t>((z.m + tm - 1) / tm);
   k.groups[2] = GroupsFor(z.batch, 1);
   k.empty = z.batch * z.m * z.n == 0;
   return k;

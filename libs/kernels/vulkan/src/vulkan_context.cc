@@ -157,6 +157,7 @@ void DescribeFeatures(VkPhysicalDevice pd, const VkPhysicalDeviceProperties& p, 
   }
   const bool subgroups = sub.subgroupSize == 32 && (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                          (sub.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+  info.shader_float16 = has_f16_ext && f16.shaderFloat16 == VK_TRUE;
   info.cooperative_matrix_f16 = info.usable && f16_16x16x16 && f16.shaderFloat16 && memory_model.vulkanMemoryModel &&
                                 subgroups && !CoopMatDisabledByEnv();
   info.features = absl::StrCat("16-bit storage ", s16.storageBuffer16BitAccess ? "yes" : "no", ", shaderFloat16 ",
@@ -304,13 +305,15 @@ absl::StatusOr<std::shared_ptr<VulkanContext>> VulkanContext::Create(const Vulka
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
-  if (ctx->info_.cooperative_matrix_f16) {
+  if (ctx->info_.shader_float16) {
     f16.shaderFloat16 = VK_TRUE;
+    s16.pNext = &f16;
+  }
+  if (ctx->info_.cooperative_matrix_f16) {
     coop.cooperativeMatrix = VK_TRUE;
     memory_model.vulkanMemoryModel = VK_TRUE;
     coop.pNext = &memory_model;
     f16.pNext = &coop;
-    s16.pNext = &f16;
   }
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   f2.pNext = &s8;
@@ -318,12 +321,12 @@ absl::StatusOr<std::shared_ptr<VulkanContext>> VulkanContext::Create(const Vulka
   std::vector<const char*> extensions;
   // 8-bit storage and float16 are core in 1.2; name their extensions only for 1.1 devices.
   if (props.apiVersion < VK_API_VERSION_1_2) extensions.push_back("VK_KHR_8bit_storage");
+  if (ctx->info_.shader_float16 && props.apiVersion < VK_API_VERSION_1_2) {
+    extensions.push_back("VK_KHR_shader_float16_int8");
+  }
   if (ctx->info_.cooperative_matrix_f16) {
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
-    if (props.apiVersion < VK_API_VERSION_1_2) {
-      extensions.push_back("VK_KHR_shader_float16_int8");
-      extensions.push_back("VK_KHR_vulkan_memory_model");
-    }
+    if (props.apiVersion < VK_API_VERSION_1_2) extensions.push_back("VK_KHR_vulkan_memory_model");
   }
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &f2;

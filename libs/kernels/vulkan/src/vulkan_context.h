@@ -45,6 +45,8 @@ class VulkanContext {
   bool storage_16bit() const { return storage_16bit_; }
   // f16 x f16 -> f32 cooperative matrices are enabled (VulkanDeviceInfo::cooperative_matrix_f16).
   bool cooperative_matrix_f16() const { return info_.cooperative_matrix_f16; }
+  // float16 arithmetic is enabled (VulkanDeviceInfo::shader_float16).
+  bool shader_float16() const { return info_.shader_float16; }
 
   // A memory type with all `required` flags among `type_bits`.
   absl::StatusOr<uint32_t> FindMemoryType(uint32_t type_bits, VkMemoryPropertyFlags required) const;

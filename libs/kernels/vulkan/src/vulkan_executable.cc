@@ -50,7 +50,7 @@ absl::Status VulkanExecutable::Build(ShaderCompiler& compiler, bool profile, Pla
   binding_limit_ = static_cast<int>(std::min<uint32_t>(ctx->max_storage_buffers(), 1 << 20));
   plan_options.half_moves = ctx->storage_16bit();
   plan_options.max_bindings = binding_limit_;
-  sources.cooperative_matrix_f16 = ctx->cooperative_matrix_f16();
+  sources.cooperative_matrix_f16 = ctx->cooperative_matrix_f16() || sources.emulate_cooperative_matrix;
   PCP_ASSIGN_OR_RETURN(plan_, PlanKernels(f_, plan_options));
   param_index_.assign(static_cast<size_t>(f_.num_values()), -1);
   for (size_t i = 0; i < f_.params.size(); ++i) param_index_[static_cast<size_t>(f_.params[i])] = static_cast<int>(i);

@@ -47,7 +47,8 @@ class VulkanExecutable : public Executable {
  public:
   // `switches`: the planner's row_kernels, map_groups, split_reductions and reduction_groups
   // (the device's abilities, half_moves and max_bindings, are filled in from the pool's context);
-  // `sources`: the dot tile (cooperative_matrix_f16 is the context's).
+  // `sources`: the dot tile and the emulation switch (cooperative_matrix_f16 is the context's,
+  // or on with emulate_cooperative_matrix).
   static absl::StatusOr<std::unique_ptr<VulkanExecutable>> Create(const Function& f, std::shared_ptr<BufferPool> pool,
                                                                   ShaderCompiler& compiler, bool profile,
                                                                   PlanOptions switches = {},

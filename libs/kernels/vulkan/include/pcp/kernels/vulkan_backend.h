@@ -71,6 +71,11 @@ struct VulkanBackendOptions {
   // 64 x 64), 64 or 128 = always that one; PCP_VULKAN_DOT_TILE=64|128 overrides. The same bits
   // either way. Another value is refused by CreateVulkanBackend.
   int dot_tile = 0;
+  // f16 products on the tensor-core kernels with emulated matrices (plain GLSL, the same tiles)
+  // on any device with shaderFloat16 (CreateVulkanBackend refuses others), the GPU's own
+  // cooperative matrices not used: for tests of those kernels without such a GPU (also
+  // PCP_VULKAN_COOPMAT=emulate).
+  bool emulate_cooperative_matrix = false;
 };
 
 enum class VulkanDeviceKind { kDiscreteGpu, kIntegratedGpu, kVirtualGpu, kCpu, kOther };
@@ -88,7 +93,8 @@ struct VulkanDeviceInfo {
   // f16-rounded operands (pcp/autodiff/mixed_precision.h) then run on it; everything else on
   // the plain f32 shaders. PCP_VULKAN_COOPMAT=0 turns it off.
   bool cooperative_matrix_f16 = false;
-  std::string features;  // one line: 16-bit storage, float16, subgroup size, cooperative matrices
+  bool shader_float16 = false;  // float16 arithmetic (shaderFloat16), enabled where offered
+  std::string features;         // one line: 16-bit storage, float16, subgroup size, cooperative matrices
 };
 
 // Every physical device the loader reports; Unavailable if there is no Vulkan loader/driver.
