@@ -69,7 +69,8 @@ def tests(out):
             parts = line.rstrip("\n").split("\t")
             if len(parts) == 3:
                 steps[parts[0]] = (parts[1], parts[2])
-    for name in ["vulkan_backend_test", "vulkan_dot_tile_test", "backend_conformance_test", "gpt_train_step_test", "mixed_precision_test",
+    for name in ["vulkan_backend_test", "vulkan_dot_tile_test", "vulkan_half_buffer_test",
+                 "backend_conformance_test", "gpt_train_step_test", "mixed_precision_test",
                  "cooperative_matrix_test", "vulkan_row_kernel_test", "vulkan_reduction_test", "vulkan_map_group_test",
                  "vulkan_upload_test"]:
         log = os.path.join(logs, name + ".log")

@@ -130,7 +130,7 @@ else
 fi
 
 # ---------------------------------------------------------------- PCP binaries
-TARGETS="pcp_vulkan_bench vulkan_dot_tile_test vulkan_backend_test backend_conformance_test gpt_train_step_test mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test vulkan_map_group_test vulkan_upload_test"
+TARGETS="pcp_vulkan_bench vulkan_dot_tile_test vulkan_half_buffer_test vulkan_backend_test backend_conformance_test gpt_train_step_test mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test vulkan_map_group_test vulkan_upload_test"
 LIBS=""
 find_bin() {  # the path of binary $1 under $BIN (flat bundle) or a build tree
   local d
@@ -210,7 +210,7 @@ fi
 
 # ---------------------------------------------------------------- conformance
 if [ $RUN_PCP = 1 ]; then
-  for t in vulkan_backend_test vulkan_dot_tile_test "backend_conformance_test --gtest_filter=$CONF_FILTER" gpt_train_step_test \
+  for t in vulkan_backend_test vulkan_dot_tile_test vulkan_half_buffer_test "backend_conformance_test --gtest_filter=$CONF_FILTER" gpt_train_step_test \
            mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test \
            vulkan_map_group_test vulkan_upload_test; do
     name=${t%% *}
@@ -283,6 +283,9 @@ if [ $RUN_PCP = 1 ] && [ -n "${VB:-}" ]; then
     run_step "pcp_nanogpt_${p}_tile64" 90 "${PCPENV[@]}" PCP_VULKAN_DOT_TILE=64 "$VB" --cpu=false --sgemm=false \
       --bias=false $NANO $NANO_STEPS --precision=$p
   done
+  # The bf16 step with its rounded operands widened to f32 buffers (log only): what half buffers bring.
+  run_step pcp_nanogpt_bf16_no_half_buffers 90 "${PCPENV[@]}" PCP_VULKAN_HALF_BUFFERS=0 "$VB" --cpu=false \
+    --sgemm=false --bias=false $NANO $NANO_STEPS --precision=bf16
   run_step pcp_gpt2_f32_tile64 120 "${PCPENV[@]}" PCP_VULKAN_DOT_TILE=64 "$VB" --cpu=false --sgemm=false --bias=false \
     $GPT2 $GPT2_STEPS --precision=f32
   # And without map groups and reduction groups (log only): AdamW's four kernels per parameter

@@ -117,23 +117,19 @@ std::vector<std::string> ExprCodegen::Delinearize(const std::string& linear, con
   return idx;
 }
 
-int ExprCodegen::Binding(ValueId v) {
+int ExprCodegen::ViewBinding(ValueId v, const char* view) {
   for (size_t i = 0; i < inputs_.size(); ++i) {
-    if (inputs_[i] == v && !vec4_[i]) return static_cast<int>(i);
+    const bool same_view = view_[i] == nullptr ? view == nullptr : view != nullptr && std::strcmp(view_[i], view) == 0;
+    if (inputs_[i] == v && same_view) return static_cast<int>(i);
   }
   inputs_.push_back(v);
-  vec4_.push_back(false);
+  view_.push_back(view);
   return static_cast<int>(inputs_.size() - 1);
 }
 
-int ExprCodegen::Vec4Binding(ValueId v) {
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    if (inputs_[i] == v && vec4_[i]) return static_cast<int>(i);
-  }
-  inputs_.push_back(v);
-  vec4_.push_back(true);
-  return static_cast<int>(inputs_.size() - 1);
-}
+int ExprCodegen::Binding(ValueId v) { return ViewBinding(v, nullptr); }
+int ExprCodegen::Vec4Binding(ValueId v) { return ViewBinding(v, "vec4"); }
+int ExprCodegen::Quad16Binding(ValueId v) { return ViewBinding(v, "uvec2"); }
 
 std::string ExprCodegen::Load(ValueId v, const std::vector<std::string>& idx, std::string* body) {
   const TensorType& t = f_.type(v);
@@ -277,7 +273,8 @@ std::string ExprCodegen::InputDeclarations() const {
   std::string s;
   for (size_t i = 0; i < inputs_.size(); ++i) {
     absl::StrAppend(&s, "layout(std430, set = 0, binding = ", i, ") readonly buffer In", i, " { ",
-                    vec4_[i] ? "vec4" : GlslStorageType(f_.type(inputs_[i]).dtype), " d[]; } in", i, ";\n");
+                    view_[i] != nullptr ? view_[i] : GlslStorageType(f_.type(inputs_[i]).dtype), " d[]; } in", i,
+                    ";\n");
   }
   return s;
 }

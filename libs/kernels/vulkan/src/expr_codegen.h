@@ -50,6 +50,9 @@ class ExprCodegen {
   // A binding that reads materialized f32 value v as `vec4 d[]` (a second view of the same
   // buffer; the caller guarantees 16-byte aligned accesses). Returns the binding index.
   int Vec4Binding(ValueId v);
+  // The same for a materialized bf16 / f16 value read four elements at a time, as `uvec2 d[]`
+  // (element 4i + j in bits 16 (j % 2) of component j / 2; 8-byte aligned accesses).
+  int Quad16Binding(ValueId v);
 
   // Materialized values read, in binding order.
   const std::vector<ValueId>& inputs() const { return inputs_; }
@@ -75,7 +78,8 @@ class ExprCodegen {
   const Function& f_;
   const KernelPlan& plan_;
   std::vector<ValueId> inputs_;
-  std::vector<bool> vec4_;  // per input: declared as vec4
+  int ViewBinding(ValueId v, const char* view);
+  std::vector<const char*> view_;  // per input: its element type in a second view, or null
   int counter_ = 0;
   Resolver resolve_;
 };

@@ -170,6 +170,20 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, const PlanOptions& opt
   }
   for (ValueId r : f.results) is_result[static_cast<size_t>(r)] = true;
   for (ValueId p : f.params) plan.materialized[static_cast<size_t>(p)] = true;
+  // Half buffers: a 16-bit value widened to f32 for several kernels or a dense reader (mixed
+  // precision's rounded matmul operands) is kept in its own 16 bits, and the exact widening is
+  // inlined into each reader, instead of keeping the widened f32 copy: half the bytes.
+  std::vector<bool> half_buffer(n, false);
+  auto widens_half = [&](const Instruction& inst) {
+    return options.half_buffers && options.half_moves && inst.op == Op::kConvert &&
+           f.type(inst.result).dtype == DType::kF32 && IsHalf(f.type(inst.operands[0]).dtype);
+  };
+  for (const Instruction& inst : f.instructions) {
+    const auto w = static_cast<size_t>(inst.result);
+    if (widens_half(inst) && !is_result[w] && (uses[w] > 1 || dense_reader[w])) {
+      half_buffer[static_cast<size_t>(inst.operands[0])] = true;
+    }
+  }
 
   std::vector<bool> cheap(n, false);
   for (size_t i = 0; i < f.instructions.size(); ++i) {
@@ -187,6 +201,9 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, const PlanOptions& opt
       case Op::kSlice: cheap[v] = operands_cheap; break;
       case Op::kIota: cheap[v] = true; break;
       case Op::kConstant: cheap[v] = t.rank() == 0 || t.num_elements() == 1; break;
+      case Op::kConvert:
+        cheap[v] = widens_half(inst) && half_buffer[static_cast<size_t>(inst.operands[0])] && operands_cheap;
+        break;
       default: break;
     }
     bool materialize = is_result[v];
@@ -209,7 +226,7 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, const PlanOptions& opt
         continue;
       }
       if (is_result[v]) materialize = true;
-    } else if (!cheap[v] && (uses[v] > 1 || dense_reader[v])) {
+    } else if (!cheap[v] && (uses[v] > 1 || dense_reader[v] || half_buffer[v])) {
       materialize = true;
     }
     if (!materialize) continue;

@@ -95,6 +95,10 @@ struct PlanOptions {
   bool map_groups = true;        // map groups (kernel_groups.h)
   bool reduction_groups = true;  // reduction groups (kernel_groups.h; with split_reductions)
   bool split_reductions = true;  // ReduceSplitFor
+  // With half_moves: a bf16 / f16 value widened to f32 for several kernels or for a dense reader
+  // (mixed precision's rounded matmul operands) is materialized in its 16 bits and the widening
+  // inlined into each reader, rather than the widened f32 value materialized (the same bits).
+  bool half_buffers = true;
   // The storage buffers one kernel may bind (the device's per-stage limit). No kernel exceeds
   // it: where an inlined chain would load too many materialized values (a sum of 40
   // parameters), its largest subexpression that fits in a kernel of its own is materialized,

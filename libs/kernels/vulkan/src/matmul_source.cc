@@ -144,8 +144,19 @@ struct OperandTile {
   int tile_free = 0, tile_k = 0;  // the tile's
   std::string free0;              // the tile's first free position ("m0" or "n0")
   std::string load;               // the loader function's name ("loadA": (b, m, k); "loadB": (b, k, n))
-  int binding = -1;               // the vec4 view's binding (vec4 paths)
+  int binding = -1;               // the vec4 (or uvec2) view's binding (vec4 paths)
+  // The operand widens a bf16 / f16 buffer (half buffers, kernel_plan.h): the GLSL function
+  // widening one element's bits, and the vec4 paths read that buffer four elements at a time.
+  std::string widen;
 };
+
+// GLSL setting vec4 x to the operand's four elements from position `index` (a multiple of 4).
+std::string QuadLoad(const OperandTile& t, const std::string& index) {
+  if (t.widen.empty()) return absl::StrCat("x = in", t.binding, ".d[(", index, ") >> 2];");
+  const std::string& w = t.widen;
+  return absl::StrCat("{ uvec2 u = in", t.binding, ".d[(", index, ") >> 2]; x = vec4(", w, "(u.x & 0xffffu), ", w,
+                      "(u.x >> 16), ", w, "(u.y & 0xffffu), ", w, "(u.y >> 16)); }");
+}
 
 // The operand's vec4 paths: whole vec4 along its contiguous extent (a multiple of 4).
 bool Vec4AlongK(const OperandTile& t) { return t.layout == OperandLayout::kFreeMajor && t.k % 4 == 0 && t.k > 0; }
@@ -167,23 +178,22 @@ std::string TileLoad(
     const std::string fi = absl::StrCat(t.free0, " + ", f), ki = absl::StrCat("k0 + ", k);
     return is_a ? absl::StrCat(t.load, "(b, ", fi, ", ", ki, ")") : absl::StrCat(t.load, "(b, ", ki, ", ", fi, ")");
   };
-  if (Vec4AlongK(t)) {
-    const int per_row = t.tile_k / 4;
-    return absl::StrCat("    for (int v = tid; v < ", t.tile_free * per_row, "; v += ", inv, ") {\n",
-                        "      int f = v / ", per_row, ", k = (v % ", per_row, ") * 4;\n      vec4 x = vec4(0.0);\n",
-                        "      if (", t.free0, " + f < ", t.free, " && k0 + k < ", t.k, ") x = in", t.binding,
-                        ".d[((b * ", t.free, " + ", t.free0, " + f) * ", t.k, " + k0 + k) >> 2];\n      ",
-                        store("f", "k", "x.x"), " ", store("f", "k + 1", "x.y"), " ", store("f", "k + 2", "x.z"), " ",
-                        store("f", "k + 3", "x.w"), "\n    }\n");
-  }
-  if (Vec4AlongFree(t)) {
-    const int per_row = t.tile_free / 4;
-    return absl::StrCat("    for (int v = tid; v < ", t.tile_k * per_row, "; v += ", inv, ") {\n", "      int k = v / ",
-                        per_row, ", f = (v % ", per_row, ") * 4;\n      vec4 x = vec4(0.0);\n", "      if (k0 + k < ",
-                        t.k, " && ", t.free0, " + f < ", t.free, ") x = in", t.binding, ".d[((b * ", t.k,
-                        " + k0 + k) * ", t.free, " + ", t.free0, " + f) >> 2];\n      ", store("f", "k", "x.x"), " ",
-                        store("f + 1", "k", "x.y"), " ", store("f + 2", "k", "x.z"), " ", store("f + 3", "k", "x.w"),
-                        "\n    }\n");
+  if (Vec4AlongK(t) || Vec4AlongFree(t)) {
+    // Four elements along the contiguous extent: (f, k .. k + 3) or (f .. f + 3, k).
+    const bool along_k = Vec4AlongK(t);
+    const int per_row = (along_k ? t.tile_k : t.tile_free) / 4;
+    const std::string index = along_k ? absl::StrCat("(b * ", t.free, " + ", t.free0, " + f) * ", t.k, " + k0 + k")
+                                      : absl::StrCat("(b * ", t.k, " + k0 + k) * ", t.free, " + ", t.free0, " + f");
+    std::string stores;
+    for (int j = 0; j < 4; ++j) {
+      const std::string step = j == 0 ? "" : absl::StrCat(" + ", j);
+      absl::StrAppend(&stores, j == 0 ? "" : " ",
+                      store(along_k ? "f" : "f" + step, along_k ? "k" + step : "k", std::string("x.") + "xyzw"[j]));
+    }
+    return absl::StrCat("    for (int v = tid; v < ", (along_k ? t.tile_free : t.tile_k) * per_row, "; v += ", inv,
+                        ") {\n      int ", along_k ? "f" : "k", " = v / ", per_row, ", ", along_k ? "k" : "f",
+                        " = (v % ", per_row, ") * 4;\n      vec4 x = vec4(0.0);\n      if (", t.free0, " + f < ",
+                        t.free, " && k0 + k < ", t.k, ") ", QuadLoad(t, index), "\n      ", stores, "\n    }\n");
   }
   const bool k_fastest =
       t.layout == OperandLayout::kFreeMajor || (t.layout == OperandLayout::kOther && t.last_is_contract);
@@ -207,7 +217,20 @@ std::pair<OperandTile, OperandTile> OperandTiles(ExprCodegen& gen, const Functio
     }
     return false;
   };
-  OperandTile a{LayoutOf(plan, ls, inst.operands[0], dd.lhs_batch, dd.lhs_contract),
+  // Where an operand's elements come from: its own buffer, or the bf16 / f16 buffer it widens.
+  auto source = [&](ValueId o, std::string* widen) {
+    const int p = plan.producer[static_cast<size_t>(o)];
+    if (plan.materialized[static_cast<size_t>(o)] || p < 0) return o;
+    const Instruction& producer = f.instructions[static_cast<size_t>(p)];
+    if (producer.op != Op::kConvert || !plan.materialized[static_cast<size_t>(producer.operands[0])]) return o;
+    const DType d = f.type(producer.operands[0]).dtype;
+    if (d != DType::kF16 && d != DType::kBF16) return o;
+    *widen = d == DType::kF16 ? "pcp_h2f" : "pcp_bf2f";
+    return producer.operands[0];
+  };
+  std::string a_widen, b_widen;
+  const ValueId a_source = source(inst.operands[0], &a_widen), b_source = source(inst.operands[1], &b_widen);
+  OperandTile a{LayoutOf(plan, ls, a_source, dd.lhs_batch, dd.lhs_contract),
                 last_is(ls, dd.lhs_contract),
                 z.m,
                 z.k,
@@ -215,7 +238,7 @@ std::pair<OperandTile, OperandTile> OperandTiles(ExprCodegen& gen, const Functio
                 tile_k,
                 "m0",
                 "loadA"};
-  OperandTile b{LayoutOf(plan, rs, inst.operands[1], dd.rhs_batch, dd.rhs_contract),
+  OperandTile b{LayoutOf(plan, rs, b_source, dd.rhs_batch, dd.rhs_contract),
                 last_is(rs, dd.rhs_contract),
                 z.n,
                 z.k,
@@ -225,8 +248,12 @@ std::pair<OperandTile, OperandTile> OperandTiles(ExprCodegen& gen, const Functio
                 "loadB"};
   const bool a_vec4 = Vec4AlongK(a) || Vec4AlongFree(a), b_vec4 = Vec4AlongK(b) || Vec4AlongFree(b);
   *loaders = OperandLoaders(gen, f, inst, z, !a_vec4, !b_vec4);
-  if (a_vec4) a.binding = gen.Vec4Binding(inst.operands[0]);
-  if (b_vec4) b.binding = gen.Vec4Binding(inst.operands[1]);
+  auto bind = [&](OperandTile& t, ValueId source, const std::string& widen) {
+    t.widen = widen;
+    t.binding = widen.empty() ? gen.Vec4Binding(source) : gen.Quad16Binding(source);
+  };
+  if (a_vec4) bind(a, a_source, a_widen);
+  if (b_vec4) bind(b, b_source, b_widen);
   return {a, b};
 }
 

@@ -38,6 +38,7 @@ class VulkanBackend : public Backend {
     switches_.map_groups = on(options.map_groups, "PCP_VULKAN_MAP_GROUPS");
     switches_.split_reductions = on(options.split_reductions, "PCP_VULKAN_SPLIT_REDUCTIONS");
     switches_.reduction_groups = on(options.reduction_groups, "PCP_VULKAN_REDUCTION_GROUPS");
+    switches_.half_buffers = on(options.half_buffers, "PCP_VULKAN_HALF_BUFFERS");
   }
 
   std::string Name() const override { return "vulkan"; }

@@ -45,7 +45,7 @@ struct VulkanExecutableStats {
 
 class VulkanExecutable : public Executable {
  public:
-  // `switches`: the planner's row_kernels, map_groups, split_reductions and reduction_groups
+  // `switches`: the planner's row_kernels, map_groups, split_reductions, reduction_groups and half_buffers
   // (the device's abilities, half_moves and max_bindings, are filled in from the pool's context);
   // `sources`: the dot tile and the emulation switch (cooperative_matrix_f16 is the context's,
   // or on with emulate_cooperative_matrix).

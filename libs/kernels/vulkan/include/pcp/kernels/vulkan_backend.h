@@ -35,6 +35,10 @@
 // Reduction groups: independent split reductions (a gradient norm's sum of squares per
 // parameter) share the same two dispatches, each with the bits it has alone
 // (VulkanBackendOptions::reduction_groups; PCP_VULKAN_REDUCTION_GROUPS=0 turns them off).
+// Half buffers: a bf16 / f16 value that several kernels (or a matmul) read widened to f32, as
+// mixed precision's rounded matmul operands are, is kept in 16 bits and widened where read,
+// the same bits in half the bytes (VulkanBackendOptions::half_buffers; PCP_VULKAN_HALF_BUFFERS=0
+// turns them off).
 //
 // Types: f32, i32, i64 and i1 (stored one byte per element) are computed as the CPU backend
 // computes them; f16/bf16 values are only moved (layout ops, gather rows) and converted to and
@@ -67,6 +71,7 @@ struct VulkanBackendOptions {
   bool map_groups = true;        // map groups (above); off also with PCP_VULKAN_MAP_GROUPS=0
   bool split_reductions = true;  // above; off also with PCP_VULKAN_SPLIT_REDUCTIONS=0
   bool reduction_groups = true;  // above; off also with PCP_VULKAN_REDUCTION_GROUPS=0
+  bool half_buffers = true;      // above; off also with PCP_VULKAN_HALF_BUFFERS=0
   // dot_general's tile on the f32 shaders: 0 = by shape (128 x 128 for large products, else
   // 64 x 64), 64 or 128 = always that one; PCP_VULKAN_DOT_TILE=64|128 overrides. The same bits
   // either way. Another value is refused by CreateVulkanBackend.
