@@ -9,7 +9,9 @@
 // two tiles give the same bits. Tiles are loaded along the operand's contiguous extent
 // (TileLoad): an operand that is a buffer laid out [batch..., free..., contract...] or
 // [batch..., contract..., free...] with that extent a multiple of 4 as vec4 (x @ W and x @ W^T
-// alike); others through the loader functions, along the last dimension's extent.
+// alike); others through the loader functions, along the last dimension's extent. The steps
+// are software-pipelined (PipelinedSteps): the next step's tiles are read into registers while
+// this step's multiply-adds run.
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -164,43 +166,71 @@ bool Vec4AlongFree(const OperandTile& t) {
   return t.layout == OperandLayout::kContractMajor && t.free % 4 == 0 && t.free > 0;
 }
 
-// GLSL loading the operand's tile_free x tile_k tile at (free0, k0) of batch b into shared
-// memory, `invocations` invocations sharing the work (tid): `store(f, k, value)` is the statement
-// storing the element at tile position (f, k). Reads along the buffer's contiguous extent: vec4
-// where Vec4AlongK / Vec4AlongFree, else scalars through the loader, k-fastest unless the free
-// extent is the contiguous one. Out-of-range elements are 0.
-std::string TileLoad(
-    const OperandTile& t, int invocations,
-    const std::function<std::string(const std::string&, const std::string&, const std::string&)>& store) {
-  const std::string inv = std::to_string(invocations);
-  const bool is_a = t.load == "loadA";
-  auto call = [&](const std::string& f, const std::string& k) {
-    const std::string fi = absl::StrCat(t.free0, " + ", f), ki = absl::StrCat("k0 + ", k);
-    return is_a ? absl::StrCat(t.load, "(b, ", fi, ", ", ki, ")") : absl::StrCat(t.load, "(b, ", ki, ", ", fi, ")");
-  };
-  if (Vec4AlongK(t) || Vec4AlongFree(t)) {
+// Stores one element of a tile in shared memory: store(f, k, value) is the GLSL statement
+// putting `value` at tile position (f, k) (free, contracted).
+using TileStore = std::function<std::string(const std::string&, const std::string&, const std::string&)>;
+
+// Loading an operand's tile_free x tile_k tile of batch b into shared memory in two phases,
+// `invocations` invocations (tid) sharing the work evenly: `fetch` reads the tile at contracted
+// position `kn` into the registers `reg` (declared by `declaration`), `store` puts them in
+// shared memory. Reads go along the buffer's contiguous extent: vec4 where Vec4AlongK /
+// Vec4AlongFree, else scalars through the loader, k-fastest unless the free extent is the
+// contiguous one. Out-of-range elements are 0.
+struct TileLoadCode {
+  std::string declaration, fetch, store;
+};
+
+TileLoadCode TileLoad(const OperandTile& t, int invocations, const std::string& reg, const TileStore& store) {
+  const bool quads = Vec4AlongK(t) || Vec4AlongFree(t);
+  const bool along_k = Vec4AlongK(t);
+  const int per_row = (along_k ? t.tile_k : t.tile_free) / 4;
+  const int items = quads ? t.tile_free * t.tile_k / 4 : t.tile_free * t.tile_k;
+  const int per_invocation = items / invocations;  // the tiles are multiples of the work group
+  const bool k_fastest =
+      t.layout == OperandLayout::kFreeMajor || (t.layout == OperandLayout::kOther && t.last_is_contract);
+  // The item's tile position (f, k) from its number i.
+  const std::string position = quads       ? absl::StrCat("int ", along_k ? "f" : "k", " = i / ", per_row, ", ",
+                                                    along_k ? "k" : "f", " = (i % ", per_row, ") * 4;")
+                               : k_fastest ? absl::StrCat("int f = i / ", t.tile_k, ", k = i % ", t.tile_k, ";")
+                                           : absl::StrCat("int k = i / ", t.tile_free, ", f = i % ", t.tile_free, ";");
+  const std::string loop =
+      absl::StrCat("    for (int r = 0; r < ", per_invocation, "; ++r) {\n      int i = tid + r * ", invocations,
+                   ";\n      ", position, "\n      ");
+  TileLoadCode code;
+  code.declaration = absl::StrCat("  ", quads ? "vec4 " : "float ", reg, "[", per_invocation, "];\n");
+  if (quads) {
     // Four elements along the contiguous extent: (f, k .. k + 3) or (f .. f + 3, k).
-    const bool along_k = Vec4AlongK(t);
-    const int per_row = (along_k ? t.tile_k : t.tile_free) / 4;
-    const std::string index = along_k ? absl::StrCat("(b * ", t.free, " + ", t.free0, " + f) * ", t.k, " + k0 + k")
-                                      : absl::StrCat("(b * ", t.k, " + k0 + k) * ", t.free, " + ", t.free0, " + f");
+    const std::string index = along_k ? absl::StrCat("(b * ", t.free, " + ", t.free0, " + f) * ", t.k, " + kn + k")
+                                      : absl::StrCat("(b * ", t.k, " + kn + k) * ", t.free, " + ", t.free0, " + f");
     std::string stores;
     for (int j = 0; j < 4; ++j) {
       const std::string step = j == 0 ? "" : absl::StrCat(" + ", j);
       absl::StrAppend(&stores, j == 0 ? "" : " ",
-                      store(along_k ? "f" : "f" + step, along_k ? "k" + step : "k", std::string("x.") + "xyzw"[j]));
+                      store(along_k ? "f" : "f" + step, along_k ? "k" + step : "k",
+                            absl::StrCat(reg, "[r].", std::string(1, "xyzw"[j]))));
     }
-    return absl::StrCat("    for (int v = tid; v < ", (along_k ? t.tile_free : t.tile_k) * per_row, "; v += ", inv,
-                        ") {\n      int ", along_k ? "f" : "k", " = v / ", per_row, ", ", along_k ? "k" : "f",
-                        " = (v % ", per_row, ") * 4;\n      vec4 x = vec4(0.0);\n      if (", t.free0, " + f < ",
-                        t.free, " && k0 + k < ", t.k, ") ", QuadLoad(t, index), "\n      ", stores, "\n    }\n");
+    code.fetch = absl::StrCat(loop, "vec4 x = vec4(0.0);\n      if (", t.free0, " + f < ", t.free, " && kn + k < ", t.k,
+                              ") ", QuadLoad(t, index), "\n      ", reg, "[r] = x;\n    }\n");
+    code.store = absl::StrCat(loop, stores, "\n    }\n");
+    return code;
   }
-  const bool k_fastest =
-      t.layout == OperandLayout::kFreeMajor || (t.layout == OperandLayout::kOther && t.last_is_contract);
-  const std::string split = k_fastest ? absl::StrCat("int f = e / ", t.tile_k, ", k = e % ", t.tile_k, ";")
-                                      : absl::StrCat("int k = e / ", t.tile_free, ", f = e % ", t.tile_free, ";");
-  return absl::StrCat("    for (int e = tid; e < ", t.tile_free * t.tile_k, "; e += ", inv, ") {\n      ", split,
-                      "\n      ", store("f", "k", call("f", "k")), "\n    }\n");
+  const std::string fi = absl::StrCat(t.free0, " + f");
+  const std::string call =
+      t.load == "loadA" ? absl::StrCat("loadA(b, ", fi, ", kn + k)") : absl::StrCat("loadB(b, kn + k, ", fi, ")");
+  code.fetch = absl::StrCat(loop, reg, "[r] = ", call, ";\n    }\n");
+  code.store = absl::StrCat(loop, store("f", "k", absl::StrCat(reg, "[r]")), "\n    }\n");
+  return code;
+}
+
+// The contracted loop over tk-deep steps of both operands' tiles, software-pipelined: the next
+// step's tiles are fetched into registers before this step's `compute` reads shared memory,
+// and stored after it, so their global reads are in flight during the arithmetic.
+std::string PipelinedSteps(const TileLoadCode& a, const TileLoadCode& b, int64_t k, int tk,
+                           const std::string& compute) {
+  return absl::StrCat(a.declaration, b.declaration, "  int kn = 0;\n", a.fetch, b.fetch, a.store, b.store,
+                      "  barrier();\n  for (int k0 = 0; k0 < ", k, "; k0 += ", tk, ") {\n    kn = k0 + ", tk,
+                      ";\n    if (kn < ", k, ") {\n", a.fetch, b.fetch, "    }\n", compute,
+                      "    barrier();\n    if (kn < ", k, ") {\n", a.store, b.store, "      barrier();\n    }\n  }\n");
 }
 
 // The two operands' tiles of `inst` (tile_m x tile_k of A, tile_k x tile_n of B), their vec4
@@ -277,30 +307,28 @@ KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const In
   std::string loaders;
   const auto [a, b] = OperandTiles(gen, f, plan, inst, z, tm, tn, tk, &loaders);
   absl::StrAppend(&loaders, "shared float As[", tk, "][", tm + 1, "];\nshared float Bs[", tk, "][", tn + 1, "];\n");
-  const std::string loads = TileLoad(a, 256,
-                                     [](const std::string& mi, const std::string& ki, const std::string& v) {
-                                       return absl::StrCat("As[", ki, "][", mi, "] = ", v, ";");
-                                     }) +
-                            TileLoad(b, 256, [](const std::string& ni, const std::string& ki, const std::string& v) {
-                              return absl::StrCat("Bs[", ki, "][", ni, "] = ", v, ";");
-                            });
+  const TileLoadCode a_load =
+      TileLoad(a, 256, "ra", [](const std::string& mi, const std::string& ki, const std::string& v) {
+        return absl::StrCat("As[", ki, "][", mi, "] = ", v, ";");
+      });
+  const TileLoadCode b_load =
+      TileLoad(b, 256, "rb", [](const std::string& ni, const std::string& ki, const std::string& v) {
+        return absl::StrCat("Bs[", ki, "][", ni, "] = ", v, ";");
+      });
+  const std::string compute = absl::StrCat("    for (int k = 0; k < ", tk, "; ++k) {\n",  //
+                                           "      float av[", r, "], bv[", c, "];\n",     //
+                                           "      for (int i = 0; i < ", r, "; ++i) av[i] = As[k][ty + 16 * i];\n",
+                                           "      for (int j = 0; j < ", c, "; ++j) bv[j] = Bs[k][tx + 16 * j];\n",
+                                           "      for (int i = 0; i < ", r, "; ++i) for (int j = 0; j < ", c,
+                                           "; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);\n",  //
+                                           "    }\n");
   const std::string main_body =
       absl::StrCat("  for (int b = int(gl_WorkGroupID.z); b < ", batch, "; b += int(gl_NumWorkGroups.z)) {\n",
                    "  int m0 = int(gl_WorkGroupID.y) * ", tm, ", n0 = int(gl_WorkGroupID.x) * ", tn, ";\n",
                    "  int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);\n",
                    "  int tid = ty * 16 + tx;\n",  //
                    "  float acc[", r, "][", c, "];\n", "  for (int i = 0; i < ", r, "; ++i) for (int j = 0; j < ", c,
-                   "; ++j) acc[i][j] = 0.0;\n", "  for (int k0 = 0; k0 < ", kk, "; k0 += ", tk, ") {\n", loads,  //
-                   "    barrier();\n",                                                                           //
-                   "    for (int k = 0; k < ", tk, "; ++k) {\n",                                                 //
-                   "      float av[", r, "], bv[", c, "];\n",                                                    //
-                   "      for (int i = 0; i < ", r, "; ++i) av[i] = As[k][ty + 16 * i];\n",
-                   "      for (int j = 0; j < ", c, "; ++j) bv[j] = Bs[k][tx + 16 * j];\n",
-                   "      for (int i = 0; i < ", r, "; ++i) for (int j = 0; j < ", c,
-                   "; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);\n",  //
-                   "    }\n",                                             //
-                   "    barrier();\n",                                    //
-                   "  }\n",                                               //
+                   "; ++j) acc[i][j] = 0.0;\n", PipelinedSteps(a_load, b_load, kk, tk, compute),
                    "  for (int i = 0; i < ", r, "; ++i) for (int j = 0; j < ", c, "; ++j) {\n",
                    "    int mm = m0 + ty + 16 * i, nn = n0 + tx + 16 * j;\n",  //
                    "    if (mm < ", m, " && nn < ", n, ") out_.d[(b * ", m, " + mm) * ", n, " + nn] = acc[i][j];\n",
@@ -344,43 +372,44 @@ KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, cons
   const auto [a, b] = OperandTiles(gen, f, plan, inst, z, tm, tn, tk, &loaders);
   absl::StrAppend(&loaders, "shared HALF As[", tm * a_stride, "];\nshared HALF Bs[", tk * b_stride,
                   "];\nshared float Cs[", subgroups * 256, "];\n");
-  const std::string loads =
-      TileLoad(a, invocations,
-               [&](const std::string& mi, const std::string& ki, const std::string& v) {
-                 return absl::StrCat("As[(", mi, ") * ", a_stride, " + ", ki, "] = HALF(", v, ");");
-               }) +
-      TileLoad(b, invocations, [&](const std::string& ni, const std::string& ki, const std::string& v) {
+  const TileLoadCode a_load =
+      TileLoad(a, invocations, "ra", [&](const std::string& mi, const std::string& ki, const std::string& v) {
+        return absl::StrCat("As[(", mi, ") * ", a_stride, " + ", ki, "] = HALF(", v, ");");
+      });
+  const TileLoadCode b_load =
+      TileLoad(b, invocations, "rb", [&](const std::string& ni, const std::string& ki, const std::string& v) {
         return absl::StrCat("Bs[(", ki, ") * ", b_stride, " + ", ni, "] = HALF(", v, ");");
       });
-  const std::string main_body = absl::StrCat(
-      "  const int tid = int(gl_LocalInvocationID.x), lane = tid & 31, sg = SUBGROUP;\n", "  const int wm = (sg / ",
-      sgn, ") * ", wm, ", wn = (sg % ", sgn, ") * ", wn, ";\n", "  for (int b = int(gl_WorkGroupID.z); b < ", z.batch,
-      "; b += int(gl_NumWorkGroups.z)) {\n", "  const int m0 = int(gl_WorkGroupID.y) * ", tm,
-      ", n0 = int(gl_WorkGroupID.x) * ", tn, ";\n", "  CM_ACC acc[", fm, "][", fn, "];\n", "  for (int i = 0; i < ", fm,
-      "; ++i) for (int j = 0; j < ", fn, "; ++j) acc[i][j] = CM_ZERO;\n", "  for (int k0 = 0; k0 < ", z.k,
-      "; k0 += ", tk, ") {\n", loads,                         //
-      "    barrier();\n",                                     //
-      "    for (int kk = 0; kk < ", tk, "; kk += 16) {\n",    //
-      "      CM_A a[", fm, "];\n      CM_A bm[", fn, "];\n",  //
-      "      for (int i = 0; i < ", fm, "; ++i) CM_LOAD_A(a[i], (wm + 16 * i) * ", a_stride, " + kk, ", a_stride,
-      ");\n",  //
-      "      for (int j = 0; j < ", fn, "; ++j) CM_LOAD_B(bm[j], kk * ", b_stride, " + wn + 16 * j, ", b_stride,
-      ");\n",  //
-      "      CM_LOOP for (int i = 0; i < ", fm, "; ++i) CM_LOOP for (int j = 0; j < ", fn,
-      "; ++j) acc[i][j] = CM_MULADD(a[i], bm[j], acc[i][j]);\n",  //
-      "    }\n",                                                  //
-      "    barrier();\n",                                         //
-      "  }\n",                                                    //
-      "  for (int i = 0; i < ", fm, "; ++i) for (int j = 0; j < ", fn, "; ++j) {\n",
-      "    CM_STORE(acc[i][j], sg * 256);\n",  //
-      "    barrier();\n",                      //
-      "    for (int e = lane; e < 256; e += 32) {\n",
-      "      const int mm = m0 + wm + 16 * i + (e >> 4), nn = n0 + wn + 16 * j + (e & 15);\n", "      if (mm < ", z.m,
-      " && nn < ", z.n, ") out_.d[(b * ", z.m, " + mm) * ", z.n, " + nn] = Cs[sg * 256 + e];\n",
-      "    }\n",           //
-      "    barrier();\n",  //
-      "  }\n",             //
-      "  }\n");
+  const std::string compute =
+      absl::StrCat("    for (int kk = 0; kk < ", tk, "; kk += 16) {\n",    //
+                   "      CM_A a[", fm, "];\n      CM_A bm[", fn, "];\n",  //
+                   "      for (int i = 0; i < ", fm, "; ++i) CM_LOAD_A(a[i], (wm + 16 * i) * ", a_stride, " + kk, ",
+                   a_stride,
+                   ");\n",  //
+                   "      for (int j = 0; j < ", fn, "; ++j) CM_LOAD_B(bm[j], kk * ", b_stride, " + wn + 16 * j, ",
+                   b_stride,
+                   ");\n",  //
+                   "      CM_LOOP for (int i = 0; i < ", fm, "; ++i) CM_LOOP for (int j = 0; j < ", fn,
+                   "; ++j) acc[i][j] = CM_MULADD(a[i], bm[j], acc[i][j]);\n",  //
+                   "    }\n");
+  const std::string main_body =
+      absl::StrCat("  const int tid = int(gl_LocalInvocationID.x), lane = tid & 31, sg = SUBGROUP;\n",
+                   "  const int wm = (sg / ", sgn, ") * ", wm, ", wn = (sg % ", sgn, ") * ", wn, ";\n",
+                   "  for (int b = int(gl_WorkGroupID.z); b < ", z.batch, "; b += int(gl_NumWorkGroups.z)) {\n",
+                   "  const int m0 = int(gl_WorkGroupID.y) * ", tm, ", n0 = int(gl_WorkGroupID.x) * ", tn, ";\n",
+                   "  CM_ACC acc[", fm, "][", fn, "];\n", "  for (int i = 0; i < ", fm, "; ++i) for (int j = 0; j < ",
+                   fn, "; ++j) acc[i][j] = CM_ZERO;\n", PipelinedSteps(a_load, b_load, z.k, tk, compute),
+                   "  for (int i = 0; i < ", fm, "; ++i) for (int j = 0; j < ", fn, "; ++j) {\n",
+                   "    CM_STORE(acc[i][j], sg * 256);\n",  //
+                   "    barrier();\n",                      //
+                   "    for (int e = lane; e < 256; e += 32) {\n",
+                   "      const int mm = m0 + wm + 16 * i + (e >> 4), nn = n0 + wn + 16 * j + (e & 15);\n",
+                   "      if (mm < ", z.m, " && nn < ", z.n, ") out_.d[(b * ", z.m, " + mm) * ", z.n,
+                   " + nn] = Cs[sg * 256 + e];\n",
+                   "    }\n",           //
+                   "    barrier();\n",  //
+                   "  }\n",             //
+                   "  }\n");
   KernelSource k;
   k.name = absl::StrCat("dot_coopmat_", z.m, "x", z.n, "x", z.k, (z.batch > 1 ? absl::StrCat("_b", z.batch) : ""),
                         large ? "_t128" : "", emulate ? "_emulated" : "", "_", inst.result);
