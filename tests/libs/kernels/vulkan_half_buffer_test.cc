@@ -2,7 +2,7 @@
 // f16 train step, mixed precision's rounded values that several kernels or a matmul read
 // widened are kept in their 16 bits and widened where read. Without a device, on the plan: no
 // widened copy is materialized, the rounded values are, in 16-bit buffers, and a step's kernels
-// write fewer bytes (printed for the test model and nanoGPT's GPU config). On a device (skipped
+// write fewer bytes (printed for the test model, nanoGPT's GPU config and GPT-2 small). On a device (skipped
 // without one): the bf16 and f16 train steps give the same bits with and without half buffers,
 // with either matmul tile.
 #include <cstdio>
@@ -83,16 +83,45 @@ TEST(VulkanHalfBufferPlanTest, RoundedOperandsAreKeptInSixteenBits) {
   EXPECT_EQ(fig.half_outputs, 0);
 }
 
-TEST(VulkanHalfBufferPlanTest, NanoGptGpuConfigWritesFewerBytes) {
-  const GPTConfig nano{.vocab_size = 65, .block_size = 256, .n_layer = 6, .n_head = 6, .n_embd = 384, .bias = false};
-  absl::StatusOr<GptProgram> program = Program(nano, 64, Precision::kBF16);
-  ASSERT_TRUE(program.ok()) << program.status();
-  const PlanFigures fig = Figures(program->train_step);
-  EXPECT_LT(fig.with, fig.without);
-  std::printf(
-      "bf16 train step, nanoGPT GPU config (6 x 6 x 384, block 256, batch 64): kernels write %.1f MB per "
-      "step with half buffers, %.1f without (%.2fx)\n",
-      fig.with / 1e6, fig.without / 1e6, static_cast<double>(fig.without) / static_cast<double>(fig.with));
+// The GPU run's two models in bf16: what half buffers save, and how much of what is left the
+// attention's T x T tensors (scores, probabilities and their gradients) take, the bytes a fused
+// attention kernel would not write.
+TEST(VulkanHalfBufferPlanTest, GpuModelsWriteFewerBytes) {
+  struct Model {
+    const char* name;
+    GPTConfig config;
+    int64_t batch;
+  };
+  const Model models[] = {
+      {"nanoGPT GPU config (6 x 6 x 384, block 256, batch 64)",
+       {.vocab_size = 65, .block_size = 256, .n_layer = 6, .n_head = 6, .n_embd = 384, .bias = false},
+       64},
+      {"GPT-2 small (12 x 12 x 768, block 1024, batch 12)",
+       {.vocab_size = 50304, .block_size = 1024, .n_layer = 12, .n_head = 12, .n_embd = 768, .bias = false},
+       12}};
+  for (const Model& m : models) {
+    absl::StatusOr<GptProgram> program = Program(m.config, m.batch, Precision::kBF16);
+    ASSERT_TRUE(program.ok()) << program.status();
+    const Function& f = program->train_step;
+    const PlanFigures fig = Figures(f);
+    EXPECT_LT(fig.with, fig.without);
+    absl::StatusOr<vulkan::KernelPlan> plan = vulkan::PlanKernels(f, {.half_moves = true});
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    int64_t square = 0;  // outputs whose last two dimensions are block x block
+    for (const vulkan::PlannedKernel& k : plan->kernels) {
+      for (ValueId v : vulkan::OutputsOf(k)) {
+        const Shape& s = f.type(v).shape;
+        if (s.size() >= 2 && s[s.size() - 1] == m.config.block_size && s[s.size() - 2] == m.config.block_size) {
+          square += f.type(v).num_elements() * SizeOf(f.type(v).dtype);
+        }
+      }
+    }
+    std::printf(
+        "bf16 train step, %s: kernels write %.1f GB per step with half buffers, %.1f without (%.2fx); "
+        "%.1f GB of it (%.0f%%) attention's block x block tensors\n",
+        m.name, fig.with / 1e9, fig.without / 1e9, static_cast<double>(fig.without) / static_cast<double>(fig.with),
+        square / 1e9, 100.0 * static_cast<double>(square) / static_cast<double>(fig.with));
+  }
 }
 
 TEST(VulkanHalfBufferTest, MixedPrecisionTrainStepsGiveTheSameBits) {
