@@ -13,8 +13,8 @@
 //       per train step and forward, ms/step, with and without row kernels)
 //
 // --json=FILE appends one JSON line per figure (bench/gpu/run.sh builds its table from them):
-//   {"kind": "matmul", "backend", "device", "precision", "n", "ms", "tflops"}
-//   {"kind": "gpt", "backend", "device", "precision", "n_layer", "n_head", "n_embd", "block_size",
+//   {"kind": "matmul", "workload", "backend", "device", "precision", "n", "ms", "tflops"}
+//   {"kind": "gpt", "workload", "backend", "device", "precision", "n_layer", "n_head", "n_embd", "block_size",
 //    "vocab_size", "batch_size", "ms_per_step", "first_ms", "loss", "row_kernels", "dispatches"}
 //   (dispatches: per train step, with --row_kernels=both; else null)
 //
@@ -48,7 +48,7 @@ ABSL_FLAG(std::string, sizes, "", "sgemm sizes, comma-separated (default 64,128,
 ABSL_FLAG(bool, gpt, true, "time the GPT train step");
 ABSL_FLAG(bool, sgemm, true, "time the sgemm sizes");
 ABSL_FLAG(bool, info, false, "print the Vulkan device's description and features first");
-ABSL_FLAG(std::string, workload, "", "a name for the GPT figures in --json (e.g. nanogpt, gpt2)");
+ABSL_FLAG(std::string, workload, "", "a name for the figures in --json (e.g. nanogpt, gpt2)");
 ABSL_FLAG(int, steps, 0, "timed GPT steps (default 3; --large: 10)");
 ABSL_FLAG(int, warmup, 1, "untimed GPT steps first (the first Vulkan run also compiles)");
 ABSL_FLAG(int64_t, batch_size, 0, "GPT batch (default 4; --large: 12)");
@@ -255,7 +255,8 @@ int Main() {
     const double flop = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
     double cpu_gflops = 0, vk_gflops = 0;
     auto record = [&](const Backend& backend, double ms) {
-      AppendJson(absl::StrCat(R"({"kind": "matmul", "backend": )", JsonString(backend.Name()), R"(, "device": )",
+      AppendJson(absl::StrCat(R"({"kind": "matmul", "workload": )", JsonString(absl::GetFlag(FLAGS_workload)),
+                              R"(, "backend": )", JsonString(backend.Name()), R"(, "device": )",
                               JsonString(backend.DeviceDescription()), R"(, "precision": )",
                               JsonString(std::string(PrecisionName(precision))), R"(, "n": )", n, R"(, "ms": )",
                               JsonNumber(ms), R"(, "tflops": )", JsonNumber(flop / (ms * 1e9)), "}"));

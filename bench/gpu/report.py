@@ -10,6 +10,10 @@ percentage of the GPU's peak (f32 columns against the plain f32 peak, 16-bit col
 the dense tensor-core peak); train-step rows give ms/step, achieved TFLOPS and MFU (model
 FLOPs as nanoGPT's estimate_mfu counts them, 6N + 12·L·H·Q·T per token, against the dense
 bf16 tensor-core peak, as nanoGPT reports MFU for every precision).
+
+A second table sets each figure run with one of the Vulkan backend's switches off (figures
+whose workload is "BASE@SWITCH", e.g. nanogpt@tile64) beside the default run's: default /
+switch off below 1 means the switch helps.
 """
 import argparse
 import json
@@ -118,7 +122,7 @@ def main():
                 continue
             if backend and f.get("backend") != backend:
                 continue
-            if workload and f.get("workload") != workload:
+            if workload is not None and f.get("workload", "") != workload:
                 continue
             return f
         return None
@@ -144,7 +148,7 @@ def main():
     lines.append("| --- | --- | --- | --- | --- | --- | --- |")
 
     # Matmul.
-    mm = {p: pick("matmul", "vulkan", p) for p in ("f32", "bf16", "f16")}
+    mm = {p: pick("matmul", "vulkan", p, "") for p in ("f32", "bf16", "f16")}
     tm = {p: torch_pick("matmul", p) for p in ("f32", "bf16")}
     n = next((f["n"] for f in list(mm.values()) + list(tm.values()) if f), None)
 
@@ -205,6 +209,19 @@ def main():
                  "Losses: after the timed steps on fixed random tokens; PCP's columns should agree with each other "
                  "(PyTorch's reference keeps PyTorch's default initialisation, so its losses differ).")
     lines.append("")
+    # The switches: each default figure beside the same run with one of this backend's choices off.
+    variants = [f for f in figs if f.get("backend") == "vulkan" and "@" in f.get("workload", "")]
+    if variants:
+        lines.append("| switch off | workload | precision | default | switch off | default / switch off |")
+        lines.append("| --- | --- | --- | --- | --- | --- |")
+        for v in variants:
+            base, switch = v["workload"].split("@", 1)
+            key = "ms" if v["kind"] == "matmul" else "ms_per_step"
+            d = pick(v["kind"], "vulkan", v["precision"], "" if v["kind"] == "matmul" else base)
+            lines.append("| %s | %s | %s | %s | %s | %s |" % (
+                switch, base, v["precision"], fmt(d[key] if d else None, 3) + " ms", fmt(v[key], 3) + " ms",
+                fmt(d[key] / v[key], 3) if d else "—"))
+        lines.append("")
     lines.append("| test | result | time |")
     lines.append("| --- | --- | --- |")
     for name, what, secs in tests(a.out):
