@@ -232,8 +232,8 @@ if [ $RUN_PCP = 1 ]; then
     done
     # The f16 product on the plain shaders too (in the switches table): what the tensor cores bring.
     run_step matmul_f16_plain_shaders 60 "${PCPENV[@]}" PCP_VULKAN_COOPMAT=0 "$VB" --cpu=false --gpt=false \
-      --sizes=$MATMUL_N --precision=f16
-    # The f32 product on the small tile alone (in the switches table): what the 128 x 128 tile brings.
+      --sizes=$MATMUL_N --precision=f16 --json="$FIG" --workload=matmul@no_coopmat
+    # The f32 product on the 64 x 64 tile alone (the switches table): what the 128 x 128 tile brings.
     run_step matmul_f32_tile64 60 "${PCPENV[@]}" PCP_VULKAN_DOT_TILE=64 "$VB" --cpu=false --gpt=false \
       --sizes=$MATMUL_N --precision=f32 --json="$FIG" --workload=matmul@tile64
     for p in f32 bf16 f16; do
@@ -265,31 +265,32 @@ if [ $RUN_TORCH = 1 ]; then
 fi
 
 # ---------------------------------------------------------------- extras, last (the budget's rest)
+# Each default figure again with one of the Vulkan backend's switches off (results.md's switches
+# table), the newest first, then where the bf16 and f16 steps' time goes.
 if [ $RUN_PCP = 1 ] && [ -n "${VB:-}" ]; then
-  # Where the bf16 and f16 steps' time goes (per-kernel GPU times).
-  for p in bf16 f16; do
-    run_step "pcp_nanogpt_${p}_profile" 60 "${PCPENV[@]}" PCP_VULKAN_PROFILE=1 "$VB" --cpu=false --sgemm=false \
-      --bias=false $NANO $NANO_STEPS --precision=$p
-  done
-  # The f32 step without row kernels (in the switches table): what fusing softmax / LayerNorm rows brings.
-  run_step pcp_nanogpt_f32_no_row_kernels 90 "${PCPENV[@]}" PCP_VULKAN_ROW_KERNELS=0 "$VB" --cpu=false --sgemm=false \
-    --bias=false $NANO $NANO_STEPS --precision=f32 --json="$FIG" --workload=nanogpt@no_row_kernels
-  # And without split reductions (in the switches table): the gradient norm's sums of squares on one work
-  # group each, as before issue 34.
-  run_step pcp_nanogpt_f32_no_split_reductions 90 "${PCPENV[@]}" PCP_VULKAN_SPLIT_REDUCTIONS=0 "$VB" --cpu=false \
-    --sgemm=false --bias=false $NANO $NANO_STEPS --precision=f32 --json="$FIG" --workload=nanogpt@no_split_reductions
-  # The f32 and bf16 steps with every product on the 64 x 64 tile (in the switches table).
+  # Every product on the 64 x 64 tile: what the 128 x 128 tile brings.
   for p in f32 bf16; do
     run_step "pcp_nanogpt_${p}_tile64" 90 "${PCPENV[@]}" PCP_VULKAN_DOT_TILE=64 "$VB" --cpu=false --sgemm=false \
       --bias=false $NANO $NANO_STEPS --precision=$p --json="$FIG" --workload=nanogpt@tile64
   done
-  # The bf16 step with its rounded operands widened to f32 buffers (in the switches table): what half buffers bring.
+  # The bf16 step's rounded operands widened to f32 buffers: what half buffers bring.
   run_step pcp_nanogpt_bf16_no_half_buffers 90 "${PCPENV[@]}" PCP_VULKAN_HALF_BUFFERS=0 "$VB" --cpu=false \
     --sgemm=false --bias=false $NANO $NANO_STEPS --precision=bf16 --json="$FIG" --workload=nanogpt@no_half_buffers
+  # Per-kernel GPU times.
+  for p in bf16 f16; do
+    run_step "pcp_nanogpt_${p}_profile" 60 "${PCPENV[@]}" PCP_VULKAN_PROFILE=1 "$VB" --cpu=false --sgemm=false \
+      --bias=false $NANO $NANO_STEPS --precision=$p
+  done
   run_step pcp_gpt2_f32_tile64 120 "${PCPENV[@]}" PCP_VULKAN_DOT_TILE=64 "$VB" --cpu=false --sgemm=false --bias=false \
     $GPT2 $GPT2_STEPS --precision=f32 --json="$FIG" --workload=gpt2@tile64
-  # And without map groups and reduction groups (in the switches table): AdamW's four kernels per parameter
-  # and a split reduction's two dispatches per sum of squares.
+  # Without row kernels: what fusing softmax / LayerNorm rows brings.
+  run_step pcp_nanogpt_f32_no_row_kernels 90 "${PCPENV[@]}" PCP_VULKAN_ROW_KERNELS=0 "$VB" --cpu=false --sgemm=false \
+    --bias=false $NANO $NANO_STEPS --precision=f32 --json="$FIG" --workload=nanogpt@no_row_kernels
+  # Without split reductions: the gradient norm's sums of squares on one work group each.
+  run_step pcp_nanogpt_f32_no_split_reductions 90 "${PCPENV[@]}" PCP_VULKAN_SPLIT_REDUCTIONS=0 "$VB" --cpu=false \
+    --sgemm=false --bias=false $NANO $NANO_STEPS --precision=f32 --json="$FIG" --workload=nanogpt@no_split_reductions
+  # Without map groups and reduction groups: AdamW's four kernels per parameter, a split
+  # reduction's two dispatches per sum of squares.
   run_step pcp_nanogpt_f32_no_kernel_groups 90 "${PCPENV[@]}" PCP_VULKAN_MAP_GROUPS=0 PCP_VULKAN_REDUCTION_GROUPS=0 \
     "$VB" --cpu=false --sgemm=false --bias=false $NANO $NANO_STEPS --precision=f32 --json="$FIG" \
     --workload=nanogpt@no_kernel_groups
