@@ -24,6 +24,7 @@
 #include "pcp/training/gpt_program.h"
 #include "shader_compiler.h"
 #include "train_step_args.h"
+#include "vulkan_compiled.h"
 #include "vulkan_executable.h"
 
 namespace pcp {
@@ -129,28 +130,12 @@ Function LargerProducts() {
   return *f;
 }
 
-// Runs `f` on `backend`; `schedule` gets the executable's kernels (VulkanExecutable).
+// Runs `f` on `backend` (twice: the same bits); `schedule` gets the executable's kernels.
 std::vector<Tensor> RunOn(Backend& backend, const Function& f, const std::vector<Tensor>& args, std::string* schedule) {
-  absl::StatusOr<std::unique_ptr<Executable>> exe = backend.Compile(f);
-  EXPECT_TRUE(exe.ok()) << exe.status();
-  if (!exe.ok()) return {};
-  const auto* vk = dynamic_cast<const vulkan::VulkanExecutable*>(exe->get());
+  const Compiled c = CompileOn(backend, f);
+  const auto* vk = dynamic_cast<const vulkan::VulkanExecutable*>(c.exe.get());
   if (vk != nullptr) *schedule = vk->DescribeSchedule();
-  std::vector<std::unique_ptr<Buffer>> owned;
-  std::vector<Buffer*> in, out;
-  for (const Tensor& a : args) {
-    owned.push_back(*backend.Allocate({a.dtype(), a.shape()}));
-    EXPECT_TRUE(backend.CopyIn(a, *owned.back()).ok());
-    in.push_back(owned.back().get());
-  }
-  for (ValueId r : f.results) {
-    owned.push_back(*backend.Allocate(f.type(r)));
-    out.push_back(owned.back().get());
-  }
-  EXPECT_TRUE((*exe)->Run(in, out).ok());
-  std::vector<Tensor> results;
-  for (Buffer* b : out) results.push_back(*backend.CopyOut(*b));
-  return results;
+  return RunTwice(backend, c, args);
 }
 
 int Count(const std::string& text, const std::string& word) {

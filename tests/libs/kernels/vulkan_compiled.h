@@ -5,6 +5,7 @@
 //   Compiled c = CompileOn(*vulkan, f);
 //   EXPECT_LE(c.schedule.dispatches, 4u);
 //   std::vector<Tensor> results = RunTwice(*vulkan, c, args);  // a second run: the same bits
+//   std::vector<Tensor> expected = RunOnce(*cpu, f, args);      // any backend
 #ifndef PCP_TESTS_LIBS_KERNELS_VULKAN_COMPILED_H_
 #define PCP_TESTS_LIBS_KERNELS_VULKAN_COMPILED_H_
 
@@ -63,11 +64,12 @@ inline bool SameBits(const std::vector<Tensor>& a, const std::vector<Tensor>& b)
   return true;
 }
 
-// Runs `c` twice (the second run must give the same bits) and returns the results.
-inline std::vector<Tensor> RunTwice(Backend& backend, const Compiled& c, const std::vector<Tensor>& args) {
+// Allocates `args` and the results of `exe`'s function on `backend`, runs `exe` `runs` times
+// (each run after the first must give the first's bits) and returns the first run's results;
+// what fails is a test failure.
+inline std::vector<Tensor> RunExecutable(Backend& backend, Executable& exe, const std::vector<Tensor>& args, int runs) {
   std::vector<Tensor> first;
-  if (c.exe == nullptr) return first;
-  const Function& f = c.exe->function();
+  const Function& f = exe.function();
   std::vector<std::unique_ptr<Buffer>> owned;
   std::vector<Buffer*> in, out;
   for (const Tensor& a : args) {
@@ -84,8 +86,8 @@ inline std::vector<Tensor> RunTwice(Backend& backend, const Compiled& c, const s
     out.push_back(buf->get());
     owned.push_back(*std::move(buf));
   }
-  for (int r = 0; r < 2; ++r) {
-    absl::Status s = c.exe->Run(in, out);
+  for (int r = 0; r < runs; ++r) {
+    absl::Status s = exe.Run(in, out);
     EXPECT_TRUE(s.ok()) << s;
     std::vector<Tensor> results;
     for (Buffer* b : out) {
@@ -96,10 +98,24 @@ inline std::vector<Tensor> RunTwice(Backend& backend, const Compiled& c, const s
     if (r == 0) {
       first = std::move(results);
     } else {
-      EXPECT_TRUE(SameBits(results, first)) << f.name << ": a second run gave other bits";
+      EXPECT_TRUE(SameBits(results, first)) << f.name << ": run " << r + 1 << " gave other bits";
     }
   }
   return first;
+}
+
+// Runs `c` twice (the second run must give the same bits) and returns the results.
+inline std::vector<Tensor> RunTwice(Backend& backend, const Compiled& c, const std::vector<Tensor>& args) {
+  if (c.exe == nullptr) return {};
+  return RunExecutable(backend, *c.exe, args, 2);
+}
+
+// Compiles `f` on any backend (the CPU's too) and runs it once.
+inline std::vector<Tensor> RunOnce(Backend& backend, const Function& f, const std::vector<Tensor>& args) {
+  absl::StatusOr<std::unique_ptr<Executable>> exe = backend.Compile(f);
+  EXPECT_TRUE(exe.ok()) << f.name << ": " << exe.status();
+  if (!exe.ok()) return {};
+  return RunExecutable(backend, **exe, args, 1);
 }
 
 }  // namespace pcp

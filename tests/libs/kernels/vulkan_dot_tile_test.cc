@@ -128,28 +128,6 @@ TEST(VulkanDotTileRuleTest, BadTilesAreRefusedByName) {
   EXPECT_NE(b.status().message().find("PCP_VULKAN_DOT_TILE='256'"), std::string::npos) << b.status();
 }
 
-// Runs `f` once on `backend` (a test failure if it cannot) and returns its results.
-std::vector<Tensor> RunOnce(Backend& backend, const Function& f, const std::vector<Tensor>& args) {
-  absl::StatusOr<std::unique_ptr<Executable>> exe = backend.Compile(f);
-  EXPECT_TRUE(exe.ok()) << exe.status();
-  if (!exe.ok()) return {};
-  std::vector<std::unique_ptr<Buffer>> owned;
-  std::vector<Buffer*> in, out;
-  for (const Tensor& a : args) {
-    owned.push_back(*backend.Allocate({a.dtype(), a.shape()}));
-    EXPECT_TRUE(backend.CopyIn(a, *owned.back()).ok());
-    in.push_back(owned.back().get());
-  }
-  for (ValueId r : f.results) {
-    owned.push_back(*backend.Allocate(f.type(r)));
-    out.push_back(owned.back().get());
-  }
-  EXPECT_TRUE(exe->get()->Run(in, out).ok());
-  std::vector<Tensor> results;
-  for (Buffer* b : out) results.push_back(*backend.CopyOut(*b));
-  return results;
-}
-
 // Backends with the small and the large tile forced (or the device's error: the caller skips).
 absl::StatusOr<BackendPair> SmallAndLargeTiles() { return CreateBackendPair({.dot_tile = 64}, {.dot_tile = 128}); }
 

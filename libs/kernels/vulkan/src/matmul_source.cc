@@ -260,22 +260,19 @@ std::pair<OperandTile, OperandTile> OperandTiles(ExprCodegen& gen, const Functio
   };
   std::string a_widen, b_widen;
   const ValueId a_source = source(inst.operands[0], &a_widen), b_source = source(inst.operands[1], &b_widen);
-  OperandTile a{LayoutOf(plan, ls, a_source, dd.lhs_batch, dd.lhs_contract),
-                last_is(ls, dd.lhs_contract),
-                z.m,
-                z.k,
-                tile_m,
-                tile_k,
-                "m0",
-                "loadA"};
-  OperandTile b{LayoutOf(plan, rs, b_source, dd.rhs_batch, dd.rhs_contract),
-                last_is(rs, dd.rhs_contract),
-                z.n,
-                z.k,
-                tile_n,
-                tile_k,
-                "n0",
-                "loadB"};
+  auto operand = [&](ValueId source, const Shape& s, const std::vector<int64_t>& batch,
+                     const std::vector<int64_t>& contract, int64_t free, int tile_free, bool is_a) {
+    return OperandTile{LayoutOf(plan, s, source, batch, contract),
+                       last_is(s, contract),
+                       free,
+                       z.k,
+                       tile_free,
+                       tile_k,
+                       is_a ? "m0" : "n0",
+                       is_a ? "loadA" : "loadB"};
+  };
+  OperandTile a = operand(a_source, ls, dd.lhs_batch, dd.lhs_contract, z.m, tile_m, true);
+  OperandTile b = operand(b_source, rs, dd.rhs_batch, dd.rhs_contract, z.n, tile_n, false);
   const bool a_vec4 = Vec4AlongK(a) || Vec4AlongFree(a), b_vec4 = Vec4AlongK(b) || Vec4AlongFree(b);
   *loaders = OperandLoaders(gen, f, inst, z, !a_vec4, !b_vec4);
   auto bind = [&](OperandTile& t, ValueId source, const std::string& widen) {
