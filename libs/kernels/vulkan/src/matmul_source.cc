@@ -347,7 +347,7 @@ KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const In
 }
 
 // Tensor cores: a work group of 4 (64x64 tile) or 8 (128x128) subgroups of 32 computes a tile of
-// C, each subgroup a 32x32 or 64x32 part as 2x2 or 4x2 16x16 f32 accumulators. Per 32-deep step
+// C, each subgroup a 32x32 or 32x64 part as 2x2 or 2x4 16x16 f32 accumulators. Per 32-deep step
 // the group loads A's and B's tiles (TileLoad) into shared memory as f16 (exact:
 // UsesCooperativeMatrix admits only f16-rounded operands), then each subgroup multiplies its
 // 16x16x16 pieces. Each accumulator goes out through the subgroup's own 16x16 block of shared
@@ -390,7 +390,7 @@ KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, cons
                    "; ++j) acc[i][j] = CM_MULADD(a[i], bm[j], acc[i][j]);\n",  //
                    "    }\n");
   const std::string main_body =
-      absl::StrCat("  const int tid = int(gl_LocalInvocationID.x), lane = tid & 31, sg = SUBGROUP;\n",
+      absl::StrCat("  const int tid = int(gl_LocalInvocationID.x), lane = LANE, sg = SUBGROUP;\n",
                    "  const int wm = (sg / ", sgn, ") * ", wm, ", wn = (sg % ", sgn, ") * ", wn, ";\n",
                    "  for (int b = int(gl_WorkGroupID.z); b < ", z.batch, "; b += int(gl_NumWorkGroups.z)) {\n",
                    "  const int m0 = int(gl_WorkGroupID.y) * ", tm, ", n0 = int(gl_WorkGroupID.x) * ", tn, ";\n",
@@ -414,6 +414,7 @@ KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, cons
   const std::string real =
       "#define HALF float16_t\n"
       "#define SUBGROUP int(gl_SubgroupID)\n"
+      "#define LANE int(gl_SubgroupInvocationID)\n"
       "#define CM_A fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>\n"
       "#define CM_ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>\n"
       "#define CM_ZERO CM_ACC(0.0)\n"
@@ -425,6 +426,7 @@ KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, cons
   const std::string emulated_types =
       "#define HALF float16_t\n"
       "#define SUBGROUP (int(gl_LocalInvocationID.x) >> 5)\n"
+      "#define LANE (int(gl_LocalInvocationID.x) & 31)\n"
       "struct CM_A { int off; int stride; };\n"
       "struct CM_ACC { float v[8]; };\n"
       "#define CM_ZERO CM_ACC(float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0))\n"
@@ -436,9 +438,8 @@ KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, cons
   const std::string emulated_functions =
       "// Lane l holds elements 8 l .. 8 l + 7 of a 16x16 accumulator (row-major).\n"
       "CM_ACC cmMulAdd(CM_A a, CM_A b, CM_ACC c) {\n"
-      "  const int lane = int(gl_LocalInvocationID.x) & 31;\n"
       "  CM_LOOP for (int i = 0; i < 8; ++i) {\n"
-      "    const int r = (lane * 8 + i) >> 4, col = (lane * 8 + i) & 15;\n"
+      "    const int r = (LANE * 8 + i) >> 4, col = (LANE * 8 + i) & 15;\n"
       "    float s = c.v[i];\n"
       "    CM_LOOP for (int k = 0; k < 16; ++k)\n"
       "      s = fma(float(As[a.off + r * a.stride + k]), float(Bs[b.off + k * b.stride + col]), s);\n"
@@ -447,8 +448,7 @@ KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, cons
       "  return c;\n"
       "}\n"
       "void cmStore(CM_ACC c, int off) {\n"
-      "  const int lane = int(gl_LocalInvocationID.x) & 31;\n"
-      "  for (int i = 0; i < 8; ++i) Cs[off + lane * 8 + i] = c.v[i];\n"
+      "  for (int i = 0; i < 8; ++i) Cs[off + LANE * 8 + i] = c.v[i];\n"
       "}\n";
   const std::string rest = absl::StrCat("\nlayout(local_size_x = ", invocations, ") in;\n",
                                         emulate ? emulated_types : real, gen.BufferDeclarations(DType::kF32), loaders,
