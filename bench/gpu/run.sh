@@ -268,8 +268,8 @@ fi
 # Each default figure again with one of the Vulkan backend's switches off (results.md's switches
 # table), the newest first, then where the bf16 and f16 steps' time goes.
 if [ $RUN_PCP = 1 ] && [ -n "${VB:-}" ]; then
-  # Every product on the 64 x 64 tile: what the 128 x 128 tile brings.
-  for p in f32 bf16; do
+  # Every product on the 64 x 64 tile (plain and tensor-core kernels): what the 128 x 128 tile brings.
+  for p in f32 bf16 f16; do
     run_step "pcp_nanogpt_${p}_tile64" 90 "${PCPENV[@]}" PCP_VULKAN_DOT_TILE=64 "$VB" --cpu=false --sgemm=false \
       --bias=false $NANO $NANO_STEPS --precision=$p --json="$FIG" --workload=nanogpt@tile64
   done
