@@ -1,10 +1,11 @@
 // The Vulkan backend's half buffers (kernel_plan.h, PlanOptions::half_buffers): in a bf16 or
 // f16 train step, mixed precision's rounded values that several kernels or a matmul read
-// widened are kept in their 16 bits and widened where read. Without a device, on the plan: no
-// widened copy is materialized, the rounded values are, in 16-bit buffers, and a step's kernels
-// write fewer bytes (printed for the test model, nanoGPT's GPU config and GPT-2 small). On a device (skipped
-// without one): the bf16 and f16 train steps give the same bits with and without half buffers,
-// with either matmul tile.
+// widened are kept in their 16 bits and widened where read, and each product writes its
+// rounded output in 16 bits. Without a device, on the plan: no widened copy is materialized,
+// the rounded values are, in 16-bit buffers, every product's kernel writes 16 bits, and a
+// step's kernels write fewer bytes (printed for the test model, nanoGPT's GPU config and GPT-2
+// small). On a device (skipped without one): the bf16 and f16 train steps give the same bits
+// with and without half buffers, with either matmul tile.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -40,8 +41,9 @@ int64_t BytesWritten(const Function& f, const vulkan::KernelPlan& plan) {
 }
 
 struct PlanFigures {
-  int64_t with = 0, without = 0;  // bytes written with and without half buffers
-  int half_outputs = 0;           // 16-bit kernel outputs with them
+  int64_t with = 0, without = 0;        // bytes written with and without half buffers
+  int half_outputs = 0;                 // 16-bit kernel outputs with them
+  int products = 0, half_products = 0;  // product kernels, and those writing 16 bits
 };
 
 PlanFigures Figures(const Function& f) {
@@ -54,6 +56,9 @@ PlanFigures Figures(const Function& f) {
   fig.without = BytesWritten(f, *without);
   for (const vulkan::PlannedKernel& k : with->kernels) {
     for (ValueId v : vulkan::OutputsOf(k)) fig.half_outputs += IsHalf(f.type(v).dtype) ? 1 : 0;
+    if (k.kind != vulkan::KernelKind::kDot) continue;
+    ++fig.products;
+    fig.half_products += IsHalf(f.type(k.value).dtype) ? 1 : 0;
   }
   // No widened copy of a 16-bit value is materialized unless it is a result.
   for (const Instruction& inst : f.instructions) {
@@ -72,6 +77,10 @@ TEST(VulkanHalfBufferPlanTest, RoundedOperandsAreKeptInSixteenBits) {
     const PlanFigures fig = Figures(program->train_step);
     EXPECT_GT(fig.half_outputs, 0);
     EXPECT_LT(fig.with, fig.without);
+    // Every product's output is rounded (mixed_precision.h): each product's kernel writes the
+    // rounding, in 16 bits.
+    EXPECT_GT(fig.products, 0);
+    EXPECT_EQ(fig.half_products, fig.products);
     std::printf("%s train step, test model: kernels write %.3f MB per step with half buffers, %.3f without\n",
                 std::string(PrecisionName(p)).c_str(), fig.with / 1e6, fig.without / 1e6);
   }
@@ -81,6 +90,7 @@ TEST(VulkanHalfBufferPlanTest, RoundedOperandsAreKeptInSixteenBits) {
   const PlanFigures fig = Figures(f32->train_step);
   EXPECT_EQ(fig.with, fig.without);
   EXPECT_EQ(fig.half_outputs, 0);
+  EXPECT_EQ(fig.half_products, 0);
 }
 
 // The GPU run's two models in bf16: what half buffers save, and how much of what is left the

@@ -295,6 +295,8 @@ std::string ExprCodegen::BufferDeclarations(DType out_dtype) const {
   return s;
 }
 
+std::string ExprCodegen::ConvertValue(DType from, DType to, const std::string& a) { return Convert(from, to, a); }
+
 std::string ExprCodegen::StoreTo(const std::string& buffer, DType d, const std::string& index,
                                  const std::string& value) {
   const std::string at = absl::StrCat(buffer, ".d[", index, "] = ");

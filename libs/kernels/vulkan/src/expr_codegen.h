@@ -64,6 +64,8 @@ class ExprCodegen {
   std::string InputDeclarations() const;
   std::string OutputDeclarations(const std::vector<ValueId>& outputs) const;
   // GLSL statement storing `value` (of dtype d) at `index` of the output buffer.
+  // GLSL converting `a` (a GLSL value of `from`) to `to`: mixed precision's roundings included.
+  static std::string ConvertValue(DType from, DType to, const std::string& a);
   static std::string Store(DType d, const std::string& index, const std::string& value) {
     return StoreTo("out_", d, index, value);
   }

@@ -184,6 +184,22 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, const PlanOptions& opt
       half_buffer[static_cast<size_t>(inst.operands[0])] = true;
     }
   }
+  // A product whose only reader rounds it to 16 bits (mixed precision's rounded output) writes
+  // the rounded value itself, in 16 bits: its kernel produces the rounding's value.
+  std::vector<int> rounded_product(n, -1);                   // per rounding: the product's instruction
+  std::vector<bool> absorbed(f.instructions.size(), false);  // per product so computed
+  for (size_t i = 0; i < f.instructions.size(); ++i) {
+    const Instruction& inst = f.instructions[i];
+    if (!options.half_buffers || !options.half_moves || inst.op != Op::kConvert || !IsHalf(f.type(inst.result).dtype)) {
+      continue;
+    }
+    const auto d = static_cast<size_t>(inst.operands[0]);
+    const int p = plan.producer[d];
+    if (p >= 0 && f.instructions[static_cast<size_t>(p)].op == Op::kDotGeneral && uses[d] == 1 && !is_result[d]) {
+      rounded_product[static_cast<size_t>(inst.result)] = p;
+      absorbed[static_cast<size_t>(p)] = true;
+    }
+  }
 
   std::vector<bool> cheap(n, false);
   for (size_t i = 0; i < f.instructions.size(); ++i) {
@@ -208,7 +224,14 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, const PlanOptions& opt
     }
     bool materialize = is_result[v];
     KernelKind kind = KernelKind::kMap;
-    if (inst.op == Op::kReduce) {
+    int root = static_cast<int>(i);
+    if (rounded_product[v] >= 0) {
+      kind = KernelKind::kDot;
+      root = rounded_product[v];
+      materialize = true;
+    } else if (absorbed[i]) {
+      continue;  // its rounding's kernel computes it
+    } else if (inst.op == Op::kReduce) {
       kind =
           options.split_reductions && ReduceSplitFor(f, inst).split() ? KernelKind::kSplitReduce : KernelKind::kReduce;
       materialize = true;
@@ -231,7 +254,7 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, const PlanOptions& opt
     }
     if (!materialize) continue;
     plan.materialized[v] = true;
-    plan.kernels.push_back({kind, inst.result, static_cast<int>(i), 1});
+    plan.kernels.push_back({kind, inst.result, root, 1});
   }
   PCP_RETURN_IF_ERROR(LimitBindings(f, plan, options.max_bindings));
   // Count the instructions each kernel computes inline (for profiles and stats).

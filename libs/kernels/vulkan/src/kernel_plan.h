@@ -42,7 +42,8 @@ enum class KernelKind { kMap, kReduce, kSplitReduce, kDot, kScatter, kRow, kMapG
 struct PlannedKernel {
   KernelKind kind = KernelKind::kMap;
   ValueId value = kNoValue;    // the materialized value it writes
-  int instruction = -1;        // index of the instruction producing `value`
+  int instruction = -1;        // index of the instruction producing `value` (a rounded
+                               // product's kernel: the product's; PlanOptions::half_buffers)
   int fused_instructions = 1;  // instructions computed inline by this kernel (for profiles)
   // A kernel of several instructions only (empty otherwise): the instructions whose values it
   // computes itself (program order), and the materialized values it writes (`value` is
@@ -97,7 +98,10 @@ struct PlanOptions {
   bool split_reductions = true;  // ReduceSplitFor
   // With half_moves: a bf16 / f16 value widened to f32 for several kernels or for a dense reader
   // (mixed precision's rounded matmul operands) is materialized in its 16 bits and the widening
-  // inlined into each reader, rather than the widened f32 value materialized (the same bits).
+  // inlined into each reader, rather than the widened f32 value materialized; and a product
+  // whose only reader rounds it to 16 bits is computed by the rounding's kernel (a kDot kernel
+  // whose value is the rounding's, `instruction` the product's), which writes 16 bits instead of
+  // the f32 product (the same bits).
   bool half_buffers = true;
   // The storage buffers one kernel may bind (the device's per-stage limit). No kernel exceeds
   // it: where an inlined chain would load too many materialized values (a sum of 40

@@ -146,9 +146,9 @@ absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan
     case KernelKind::kMapGroup: return MapGroupSource(f, plan, k);
     case KernelKind::kDot:
       return UsesCooperativeMatrix(f, inst, options)
-                 ? CoopDotKernelSource(f, plan, inst, DotTileFor(f, inst, options.dot_tile),
+                 ? CoopDotKernelSource(f, plan, inst, k.value, DotTileFor(f, inst, options.dot_tile),
                                        options.emulate_cooperative_matrix)
-                 : DotKernelSource(f, plan, inst, DotTileFor(f, inst, options.dot_tile));
+                 : DotKernelSource(f, plan, inst, k.value, DotTileFor(f, inst, options.dot_tile));
   }
   return absl::InternalError("unknown kernel kind");
 }

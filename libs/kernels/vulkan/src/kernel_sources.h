@@ -77,13 +77,15 @@ KernelSource ScatterKernelSource(const Function& f, const KernelPlan& plan, cons
 // 132 multiprocessors hold two each), else 64.
 inline constexpr int64_t kLargeDotTileMinTiles = 256;
 int DotTileFor(const Function& f, const Instruction& inst, int forced);
-KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst, int tile);
+// `out`: the value the kernel writes, the product's or (a rounded product, kernel_plan.h's
+// half_buffers) its 16-bit rounding's.
+KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst, ValueId out, int tile);
 // The same product on GL_NV_cooperative_matrix (f16 tiles in shared memory, f32 accumulators),
 // in tiles of `tile` (DotTileFor) square: only for UsesCooperativeMatrix's products; compiles
 // anywhere, runs on devices that have it, or with `emulate` (plain GLSL matrices, the same
 // tiling) on any device.
-KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst, int tile,
-                                 bool emulate);
+KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst, ValueId out,
+                                 int tile, bool emulate);
 
 // A compute shader's source: the prelude it needs (glsl_prelude.h), local size `local_x`,
 // `declarations` (buffers, shared arrays) and main's body.

@@ -293,7 +293,9 @@ int DotTileFor(const Function& f, const Instruction& inst, int forced) {
   return z.batch * ((z.m + 127) / 128) * ((z.n + 127) / 128) >= kLargeDotTileMinTiles ? 128 : 64;
 }
 
-KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst, int tile) {
+KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst, ValueId out,
+                             int tile) {
+  const DType out_dtype = f.type(out).dtype;
   const DotSizes z = SizesOf(f, inst);
   const int64_t batch = z.batch, m = z.m, n = z.n, kk = z.k;
   // The tile: tm x tn outputs per work group of 16 x 16 invocations, each computing r x c of
@@ -328,14 +330,16 @@ KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const In
                    "; ++j) acc[i][j] = 0.0;\n", PipelinedSteps(a_load, b_load, kk, tk, compute),
                    "  for (int i = 0; i < ", r, "; ++i) for (int j = 0; j < ", c, "; ++j) {\n",
                    "    int mm = m0 + ty + 16 * i, nn = n0 + tx + 16 * j;\n",  //
-                   "    if (mm < ", m, " && nn < ", n, ") out_.d[(b * ", m, " + mm) * ", n, " + nn] = acc[i][j];\n",
+                   "    if (mm < ", m, " && nn < ", n, ") ",
+                   ExprCodegen::Store(out_dtype, absl::StrCat("(b * ", m, " + mm) * ", n, " + nn"),
+                                      ExprCodegen::ConvertValue(DType::kF32, out_dtype, "acc[i][j]")),
                    "  }\n",  //
                    "  }\n");
   KernelSource k;
   k.name = absl::StrCat("dot_", m, "x", n, "x", kk, (batch > 1 ? absl::StrCat("_b", batch) : ""),
                         (tm == 128 ? "_t128" : ""), "_", inst.result);
   const std::string rest =
-      absl::StrCat("\nlayout(local_size_x = 16, local_size_y = 16) in;\n", gen.BufferDeclarations(DType::kF32), loaders,
+      absl::StrCat("\nlayout(local_size_x = 16, local_size_y = 16) in;\n", gen.BufferDeclarations(out_dtype), loaders,
                    "\nvoid main() {\n", main_body, "}\n");
   k.glsl = GlslPreludeFor(rest) + rest;
   k.inputs = gen.inputs();
@@ -357,8 +361,9 @@ KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const In
 // The matrices are used through CM_* macros: GL_NV_cooperative_matrix, or (`emulate`) plain
 // GLSL where a 16x16 operand is its place in shared memory and each of the subgroup's 32 lanes
 // holds 8 accumulator elements, so the kernel's tiling runs and is tested on any device.
-KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst, int tile,
-                                 bool emulate) {
+KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst, ValueId out,
+                                 int tile, bool emulate) {
+  const DType out_dtype = f.type(out).dtype;
   const DotSizes z = SizesOf(f, inst);
   const bool large = tile == 128;
   const int tm = large ? 128 : 64, tn = tm, tk = 32, subgroups = large ? 8 : 4, sgn = 2;
@@ -401,8 +406,9 @@ KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, cons
                    "    barrier();\n",                      //
                    "    for (int e = lane; e < 256; e += 32) {\n",
                    "      const int mm = m0 + wm + 16 * i + (e >> 4), nn = n0 + wn + 16 * j + (e & 15);\n",
-                   "      if (mm < ", z.m, " && nn < ", z.n, ") out_.d[(b * ", z.m, " + mm) * ", z.n,
-                   " + nn] = Cs[sg * 256 + e];\n",
+                   "      if (mm < ", z.m, " && nn < ", z.n, ") ",
+                   ExprCodegen::Store(out_dtype, absl::StrCat("(b * ", z.m, " + mm) * ", z.n, " + nn"),
+                                      ExprCodegen::ConvertValue(DType::kF32, out_dtype, "Cs[sg * 256 + e]")),
                    "    }\n",           //
                    "    barrier();\n",  //
                    "  }\n",             //
@@ -451,7 +457,7 @@ KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, cons
       "  for (int i = 0; i < 8; ++i) Cs[off + LANE * 8 + i] = c.v[i];\n"
       "}\n";
   const std::string rest = absl::StrCat("\nlayout(local_size_x = ", invocations, ") in;\n",
-                                        emulate ? emulated_types : real, gen.BufferDeclarations(DType::kF32), loaders,
+                                        emulate ? emulated_types : real, gen.BufferDeclarations(out_dtype), loaders,
                                         emulate ? emulated_functions : "", "\nvoid main() {\n", main_body, "}\n");
   // The extensions go right after the header, before the prelude's functions.
   std::string prelude = GlslPreludeFor(rest);

@@ -37,7 +37,8 @@
 // (VulkanBackendOptions::reduction_groups; PCP_VULKAN_REDUCTION_GROUPS=0 turns them off).
 // Half buffers: a bf16 / f16 value that several kernels (or a matmul) read widened to f32, as
 // mixed precision's rounded matmul operands are, is kept in 16 bits and widened where read,
-// the same bits in half the bytes (VulkanBackendOptions::half_buffers; PCP_VULKAN_HALF_BUFFERS=0
+// and a product whose only reader rounds it writes the rounding in 16 bits: the same bits in
+// half the bytes (VulkanBackendOptions::half_buffers; PCP_VULKAN_HALF_BUFFERS=0
 // turns them off).
 //
 // Types: f32, i32, i64 and i1 (stored one byte per element) are computed as the CPU backend
