@@ -175,13 +175,17 @@ using TileStore = std::function<std::string(const std::string&, const std::strin
 // position `kn` into the registers `reg` (declared by `declaration`), `store` puts them in
 // shared memory. Reads go along the buffer's contiguous extent: vec4 where Vec4AlongK /
 // Vec4AlongFree, else scalars through the loader, k-fastest unless the free extent is the
-// contiguous one. Out-of-range elements are 0.
+// contiguous one. Out-of-range elements are 0. With `half_tile` (the shared tile holds
+// float16_t) an f16 buffer's quads move as their bits, unconverted.
 struct TileLoadCode {
   std::string declaration, fetch, store;
 };
 
-TileLoadCode TileLoad(const OperandTile& t, int invocations, const std::string& reg, const TileStore& store) {
+TileLoadCode TileLoad(const OperandTile& t, int invocations, const std::string& reg, const TileStore& store,
+                      bool half_tile = false) {
   const bool quads = Vec4AlongK(t) || Vec4AlongFree(t);
+  // f16 elements stored into a float16_t tile move as their bits (no conversion at all).
+  const bool f16_bits = half_tile && quads && t.widen == "pcp_h2f";
   const bool along_k = Vec4AlongK(t);
   const int per_row = (along_k ? t.tile_k : t.tile_free) / 4;
   const int items = quads ? t.tile_free * t.tile_k / 4 : t.tile_free * t.tile_k;
@@ -197,7 +201,11 @@ TileLoadCode TileLoad(const OperandTile& t, int invocations, const std::string& 
       absl::StrCat("    for (int r = 0; r < ", per_invocation, "; ++r) {\n      int i = tid + r * ", invocations,
                    ";\n      ", position, "\n      ");
   TileLoadCode code;
-  code.declaration = absl::StrCat("  ", quads ? "vec4 " : "float ", reg, "[", per_invocation, "];\n");
+  code.declaration = absl::StrCat("  ",
+                                  f16_bits ? "uvec2 "
+                                  : quads  ? "vec4 "
+                                           : "float ",
+                                  reg, "[", per_invocation, "];\n");
   if (quads) {
     // Four elements along the contiguous extent: (f, k .. k + 3) or (f .. f + 3, k).
     const std::string index = along_k ? absl::StrCat("(b * ", t.free, " + ", t.free0, " + f) * ", t.k, " + kn + k")
@@ -205,12 +213,16 @@ TileLoadCode TileLoad(const OperandTile& t, int invocations, const std::string& 
     std::string stores;
     for (int j = 0; j < 4; ++j) {
       const std::string step = j == 0 ? "" : absl::StrCat(" + ", j);
-      absl::StrAppend(&stores, j == 0 ? "" : " ",
-                      store(along_k ? "f" : "f" + step, along_k ? "k" + step : "k",
-                            absl::StrCat(reg, "[r].", std::string(1, "xyzw"[j]))));
+      const std::string value =
+          f16_bits ? absl::StrCat("unpackFloat2x16(", reg, "[r].", j < 2 ? "x" : "y", ").", j % 2 == 0 ? "x" : "y")
+                   : absl::StrCat(reg, "[r].", std::string(1, "xyzw"[j]));
+      absl::StrAppend(&stores, j == 0 ? "" : " ", store(along_k ? "f" : "f" + step, along_k ? "k" + step : "k", value));
     }
-    code.fetch = absl::StrCat(loop, "vec4 x = vec4(0.0);\n      if (", t.free0, " + f < ", t.free, " && kn + k < ", t.k,
-                              ") ", QuadLoad(t, index), "\n      ", reg, "[r] = x;\n    }\n");
+    const std::string in_range = absl::StrCat("if (", t.free0, " + f < ", t.free, " && kn + k < ", t.k, ") ");
+    code.fetch = f16_bits ? absl::StrCat(loop, "uvec2 u = uvec2(0u);\n      ", in_range, "u = in", t.binding, ".d[(",
+                                         index, ") >> 2];\n      ", reg, "[r] = u;\n    }\n")
+                          : absl::StrCat(loop, "vec4 x = vec4(0.0);\n      ", in_range, QuadLoad(t, index), "\n      ",
+                                         reg, "[r] = x;\n    }\n");
     code.store = absl::StrCat(loop, stores, "\n    }\n");
     return code;
   }
@@ -374,14 +386,18 @@ KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, cons
   const auto [a, b] = OperandTiles(gen, f, plan, inst, z, tm, tn, tk, &loaders);
   absl::StrAppend(&loaders, "shared HALF As[", tm * a_stride, "];\nshared HALF Bs[", tk * b_stride,
                   "];\nshared float Cs[", subgroups * 256, "];\n");
-  const TileLoadCode a_load =
-      TileLoad(a, invocations, "ra", [&](const std::string& mi, const std::string& ki, const std::string& v) {
+  const TileLoadCode a_load = TileLoad(
+      a, invocations, "ra",
+      [&](const std::string& mi, const std::string& ki, const std::string& v) {
         return absl::StrCat("As[(", mi, ") * ", a_stride, " + ", ki, "] = HALF(", v, ");");
-      });
-  const TileLoadCode b_load =
-      TileLoad(b, invocations, "rb", [&](const std::string& ni, const std::string& ki, const std::string& v) {
+      },
+      /*half_tile=*/true);
+  const TileLoadCode b_load = TileLoad(
+      b, invocations, "rb",
+      [&](const std::string& ni, const std::string& ki, const std::string& v) {
         return absl::StrCat("Bs[(", ki, ") * ", b_stride, " + ", ni, "] = HALF(", v, ");");
-      });
+      },
+      /*half_tile=*/true);
   const std::string compute =
       absl::StrCat("    for (int kk = 0; kk < ", tk, "; kk += 16) {\n",    //
                    "      CM_A a[", fm, "];\n      CM_A bm[", fn, "];\n",  //
