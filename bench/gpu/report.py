@@ -11,7 +11,8 @@ the dense tensor-core peak); train-step rows give ms/step, achieved TFLOPS and M
 FLOPs as nanoGPT's estimate_mfu counts them, 6N + 12·L·H·Q·T per token, against the dense
 bf16 tensor-core peak, as nanoGPT reports MFU for every precision).
 
-A second table sets each figure run with one of the Vulkan backend's switches off (figures
+A convergence run (run.sh --convergence) gets a table of f32's and bf16's losses. A second
+table sets each figure run with one of the Vulkan backend's switches off (figures
 whose workload is "BASE@SWITCH", e.g. nanogpt@tile64) beside the default run's: default /
 switch off below 1 means the switch helps.
 """
@@ -209,6 +210,24 @@ def main():
                  "Losses: after the timed steps on fixed random tokens; PCP's columns should agree with each other "
                  "(PyTorch's reference keeps PyTorch's default initialisation, so its losses differ).")
     lines.append("")
+    # A convergence run (run.sh --convergence): f32 and bf16 trained the same iterations.
+    conv = {f["precision"]: f for f in figs if f.get("kind") == "convergence"}
+    if conv:
+        lines.append("| convergence (%s) | iterations reached | train loss | val loss | ms/step |" % (
+            "nanoGPT shakespeare_char GPU config, Vulkan"))
+        lines.append("| --- | --- | --- | --- | --- |")
+        for p in ("f32", "bf16"):
+            c = conv.get(p)
+            lines.append("| %s | %s | %s | %s | %s |" % (
+                p, "%d of %d" % (c["iters"], c["target_iters"]) if c else "not run", fmt(c["train_loss"], 4) if c else "—",
+                fmt(c["val_loss"], 4) if c else "—", fmt(c.get("ms_per_step"), 1) if c else "—"))
+        if "f32" in conv and "bf16" in conv:
+            d = conv["bf16"]["val_loss"] - conv["f32"]["val_loss"]
+            same = conv["bf16"]["iters"] == conv["f32"]["iters"] == conv["f32"]["target_iters"]
+            lines.append("")
+            lines.append("bf16 val − f32 val = %+.4f (goal: within 0.02%s)" % (
+                d, "" if same else "; not both at the target iteration"))
+        lines.append("")
     # The switches: each default figure beside the same run with one of this backend's choices off.
     variants = [f for f in figs if f.get("backend") == "vulkan" and "@" in f.get("workload", "")]
     if variants:

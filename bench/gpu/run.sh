@@ -7,6 +7,8 @@
 #   bench/gpu/pack.sh                      # here (Debian 12): build + pack .gpu/pcp-gpu.tar.xz
 #   bench/gpu/run.sh                       # on the GPU machine (device tool: carry [".gpu"])
 #   bench/gpu/run.sh --smoke               # the same path at tiny shapes (lavapipe / CPU), < 2 min
+#   bench/gpu/run.sh --convergence[=N]     # instead: nanoGPT's GPU config trained N (2000) iterations
+#                                          # in f32 and in bf16 (config/jobs/shakespeare_char_gpu.yaml)
 #
 # Options: --out DIR (default $OUT, else out/gpu), --smoke, --budget SECONDS (the whole run's
 # wall-clock budget; default 510 full, 110 smoke), --bin DIR (PCP binaries to use),
@@ -29,6 +31,7 @@ has_target() {
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 START=$(date +%s)
 SMOKE=0
+CONVERGENCE=0
 BUDGET=""
 BIN=""
 BUILD_DIR=""
@@ -38,6 +41,8 @@ RUN_PCP=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) SMOKE=1 ;;
+    --convergence) CONVERGENCE=2000 ;;
+    --convergence=*) CONVERGENCE="${1#*=}" ;;
     --out) OUT_DIR="$2"; shift ;;
     --out=*) OUT_DIR="${1#*=}" ;;
     --budget) BUDGET="$2"; shift ;;
@@ -48,7 +53,7 @@ while [ $# -gt 0 ]; do
     --build=*) BUILD_DIR="${1#*=}" ;;
     --no-torch) RUN_TORCH=0 ;;
     --no-pcp) RUN_PCP=0 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -130,7 +135,7 @@ else
 fi
 
 # ---------------------------------------------------------------- PCP binaries
-TARGETS="pcp_vulkan_bench vulkan_dot_tile_test vulkan_half_buffer_test vulkan_backend_test backend_conformance_test gpt_train_step_test mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test vulkan_map_group_test vulkan_upload_test"
+TARGETS="pcp_vulkan_bench pcp-local vulkan_dot_tile_test vulkan_half_buffer_test vulkan_backend_test backend_conformance_test gpt_train_step_test mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test vulkan_map_group_test vulkan_upload_test"
 LIBS=""
 find_bin() {  # the path of binary $1 under $BIN (flat bundle) or a build tree
   local d
@@ -207,6 +212,41 @@ else
   CONF_FILTER='*vulkan*'
   TEST_CAP=150
 fi
+
+# ---------------------------------------------------------------- convergence (--convergence)
+# Issue 34's "bf16 reaches val within 0.02 of f32 after 2000 steps": pcp-local trains the job
+# in f32 then bf16 on Vulkan, evaluating every 500 iterations over 50 batches (the job's 200
+# every 250 would cost a third of the run); each precision gets half of what is left.
+if [ "$CONVERGENCE" != 0 ] && [ $RUN_PCP = 1 ]; then
+  PL=$(find_bin pcp-local)
+  if [ -z "$PL" ]; then
+    note "pcp-local: not built (no convergence run)"
+  else
+    for p in f32 bf16; do
+      job="$OUT_DIR/convergence_$p.yaml"
+      sed -e "s|^  precision: .*|  precision: $p|" -e "s|^  eval_interval: .*|  eval_interval: 500|" \
+          -e "s|^  eval_iters: .*|  eval_iters: 50|" -e "s|path: \.\./\.\./data|path: $ROOT/data|" \
+          "$ROOT/config/jobs/shakespeare_char_gpu.yaml" >"$job"
+      if [ $SMOKE = 1 ]; then  # the same path on a model lavapipe trains in seconds
+        sed -i -e "s|^  block_size: .*|  block_size: 16|" -e "s|^  n_layer: .*|  n_layer: 1|" \
+               -e "s|^  n_head: .*|  n_head: 2|" -e "s|^  n_embd: .*|  n_embd: 32|" \
+               -e "s|^  batch_size: .*|  batch_size: 4|" -e "s|^  eval_iters: .*|  eval_iters: 2|" "$job"
+      fi
+      share=1; [ "$p" = f32 ] && share=2
+      cap=$(( ($(left) - 20) / share ))
+      run_step "convergence_$p" "$cap" "${PCPENV[@]}" "$PL" train "$job" --backend=vulkan \
+        --max_iters="$CONVERGENCE" --out_dir="/tmp/pcp-convergence-$p"
+      # "step N: train loss A, val loss B" lines: the last one reached, even on a timeout.
+      last=$(grep -E '^step [0-9]+: train loss' "$LOGS/convergence_$p.log" | tail -1)
+      ms=$(grep -E '^done: ' "$LOGS/convergence_$p.log" | sed -E 's/.* ([0-9.]+) ms\/step.*/\1/' | tail -1)
+      if [ -n "$last" ]; then
+        echo "$last" | sed -E "s/^step ([0-9]+): train loss ([0-9.]+), val loss ([0-9.]+).*/{\"kind\": \"convergence\", \"precision\": \"$p\", \"iters\": \1, \"train_loss\": \2, \"val_loss\": \3, \"ms_per_step\": ${ms:-null}, \"target_iters\": $CONVERGENCE}/" >>"$FIG"
+      fi
+    done
+  fi
+fi
+# A convergence run is all the run does.
+if [ "$CONVERGENCE" != 0 ]; then RUN_PCP=0; RUN_TORCH=0; fi
 
 # ---------------------------------------------------------------- conformance
 if [ $RUN_PCP = 1 ]; then

@@ -67,6 +67,18 @@ TEST(JobConfigTest, ShakespeareCharJobParses) {
   EXPECT_EQ(job->sample.prompt, "\n");
 }
 
+// nanoGPT's GPU config, the model of the GPU run's convergence check (bench/gpu/run.sh).
+TEST(JobConfigTest, ShakespeareCharGpuJobParses) {
+  absl::StatusOr<JobConfig> job = LoadJobConfig(kJobsDir + "/shakespeare_char_gpu.yaml");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->model,
+            (ModelConfig{.vocab_size = 0, .block_size = 256, .n_layer = 6, .n_head = 6, .n_embd = 384, .bias = false}));
+  EXPECT_EQ(job->optimizer.lr_decay_iters, 5000);
+  EXPECT_EQ(job->training.max_iters, 5000);
+  EXPECT_EQ(job->training.batch_size, 64);
+  EXPECT_EQ(job->training.precision, Precision::kF32);
+}
+
 TEST(JobConfigTest, TinyJobParsesAndLoadsItsData) {
   absl::StatusOr<JobConfig> job = LoadJobConfig(kJobsDir + "/tiny.yaml");
   ASSERT_TRUE(job.ok()) << job.status();
