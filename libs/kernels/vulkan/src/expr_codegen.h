@@ -63,9 +63,9 @@ class ExprCodegen {
   // named out0_, out1_, ...; declared once every input is known).
   std::string InputDeclarations() const;
   std::string OutputDeclarations(const std::vector<ValueId>& outputs) const;
-  // GLSL statement storing `value` (of dtype d) at `index` of the output buffer.
   // GLSL converting `a` (a GLSL value of `from`) to `to`: mixed precision's roundings included.
   static std::string ConvertValue(DType from, DType to, const std::string& a);
+  // GLSL statement storing `value` (of dtype d) at `index` of the output buffer.
   static std::string Store(DType d, const std::string& index, const std::string& value) {
     return StoreTo("out_", d, index, value);
   }
@@ -75,12 +75,12 @@ class ExprCodegen {
 
  private:
   int Binding(ValueId v);
+  int ViewBinding(ValueId v, const char* view);  // view: null (the value's own type) or a GLSL type
   std::string Load(ValueId v, const std::vector<std::string>& idx, std::string* body);
 
   const Function& f_;
   const KernelPlan& plan_;
   std::vector<ValueId> inputs_;
-  int ViewBinding(ValueId v, const char* view);
   std::vector<const char*> view_;  // per input: its element type in a second view, or null
   int counter_ = 0;
   Resolver resolve_;

@@ -102,6 +102,10 @@ ReduceSplit ReduceSplitFor(const Function& f, const Instruction& inst) {
   return s;
 }
 
+bool WidensHalf(const Function& f, const Instruction& inst) {
+  return inst.op == Op::kConvert && f.type(inst.result).dtype == DType::kF32 && IsHalf(f.type(inst.operands[0]).dtype);
+}
+
 std::vector<ValueId> OutputsOf(const PlannedKernel& k) {
   if (!k.outputs.empty()) return k.outputs;
   return {k.value};
@@ -173,11 +177,9 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, const PlanOptions& opt
   // Half buffers: a 16-bit value widened to f32 for several kernels or a dense reader (mixed
   // precision's rounded matmul operands) is kept in its own 16 bits, and the exact widening is
   // inlined into each reader, instead of keeping the widened f32 copy: half the bytes.
+  const bool half_buffers = options.half_buffers && options.half_moves;
+  auto widens_half = [&](const Instruction& inst) { return half_buffers && WidensHalf(f, inst); };
   std::vector<bool> half_buffer(n, false);
-  auto widens_half = [&](const Instruction& inst) {
-    return options.half_buffers && options.half_moves && inst.op == Op::kConvert &&
-           f.type(inst.result).dtype == DType::kF32 && IsHalf(f.type(inst.operands[0]).dtype);
-  };
   for (const Instruction& inst : f.instructions) {
     const auto w = static_cast<size_t>(inst.result);
     if (widens_half(inst) && !is_result[w] && (uses[w] > 1 || dense_reader[w])) {
@@ -190,7 +192,7 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, const PlanOptions& opt
   std::vector<bool> absorbed(f.instructions.size(), false);  // per product so computed
   for (size_t i = 0; i < f.instructions.size(); ++i) {
     const Instruction& inst = f.instructions[i];
-    if (!options.half_buffers || !options.half_moves || inst.op != Op::kConvert || !IsHalf(f.type(inst.result).dtype)) {
+    if (!half_buffers || inst.op != Op::kConvert || !IsHalf(f.type(inst.result).dtype)) {
       continue;
     }
     const auto d = static_cast<size_t>(inst.operands[0]);

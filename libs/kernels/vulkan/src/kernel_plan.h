@@ -84,6 +84,9 @@ struct ReduceSplit {
 };
 ReduceSplit ReduceSplitFor(const Function& f, const Instruction& inst);
 
+// Whether `inst` widens a bf16 / f16 value to f32 (exactly; what half buffers inline).
+bool WidensHalf(const Function& f, const Instruction& inst);
+
 // Unimplemented naming the op and dtype for what the backend cannot compute: f16/bf16
 // values other than moved (parameters, results, constants, layout ops, gather rows; and
 // only with `half_moves`, the device's 16-bit storage), dot_general on other than f32.

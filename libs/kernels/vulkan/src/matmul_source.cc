@@ -140,24 +140,25 @@ OperandLayout LayoutOf(const KernelPlan& plan, const Shape& shape, ValueId v, co
 
 // One operand of a tile step, as TileLoad reads it.
 struct OperandTile {
+  bool is_a = true;  // A (m, read by loadA(b, m, k), tile at m0) or B (n, loadB(b, k, n), at n0)
   OperandLayout layout = OperandLayout::kOther;
   bool last_is_contract = true;   // the operand's last dimension is contracted (kOther's order)
   int64_t free = 0, k = 0;        // the operand's free and contracted extents (m or n, and k)
   int tile_free = 0, tile_k = 0;  // the tile's
-  std::string free0;              // the tile's first free position ("m0" or "n0")
-  std::string load;               // the loader function's name ("loadA": (b, m, k); "loadB": (b, k, n))
-  int binding = -1;               // the vec4 (or uvec2) view's binding (vec4 paths)
-  // The operand widens a bf16 / f16 buffer (half buffers, kernel_plan.h): the GLSL function
-  // widening one element's bits, and the vec4 paths read that buffer four elements at a time.
-  std::string widen;
+  // The dtype of the buffer the vec4 paths read: f32, or (the operand widens a bf16 / f16
+  // buffer: half buffers, kernel_plan.h) the 16-bit type, read four elements at a time.
+  DType stored = DType::kF32;
+  int binding = -1;  // the vec4 (or uvec2) view's binding (vec4 paths)
+
+  const char* free0() const { return is_a ? "m0" : "n0"; }
 };
 
 // GLSL setting vec4 x to the operand's four elements from position `index` (a multiple of 4).
 std::string QuadLoad(const OperandTile& t, const std::string& index) {
-  if (t.widen.empty()) return absl::StrCat("x = in", t.binding, ".d[(", index, ") >> 2];");
-  const std::string& w = t.widen;
-  return absl::StrCat("{ uvec2 u = in", t.binding, ".d[(", index, ") >> 2]; x = vec4(", w, "(u.x & 0xffffu), ", w,
-                      "(u.x >> 16), ", w, "(u.y & 0xffffu), ", w, "(u.y >> 16)); }");
+  if (t.stored == DType::kF32) return absl::StrCat("x = in", t.binding, ".d[(", index, ") >> 2];");
+  auto widen = [&](const char* bits) { return ExprCodegen::ConvertValue(t.stored, DType::kF32, bits); };
+  return absl::StrCat("{ uvec2 u = in", t.binding, ".d[(", index, ") >> 2]; x = vec4(", widen("(u.x & 0xffffu)"), ", ",
+                      widen("(u.x >> 16)"), ", ", widen("(u.y & 0xffffu)"), ", ", widen("(u.y >> 16)"), "); }");
 }
 
 // The operand's vec4 paths: whole vec4 along its contiguous extent (a multiple of 4).
@@ -185,7 +186,7 @@ TileLoadCode TileLoad(const OperandTile& t, int invocations, const std::string& 
                       bool half_tile = false) {
   const bool quads = Vec4AlongK(t) || Vec4AlongFree(t);
   // f16 elements stored into a float16_t tile move as their bits (no conversion at all).
-  const bool f16_bits = half_tile && quads && t.widen == "pcp_h2f";
+  const bool f16_bits = half_tile && quads && t.stored == DType::kF16;
   const bool along_k = Vec4AlongK(t);
   const int per_row = (along_k ? t.tile_k : t.tile_free) / 4;
   const int items = quads ? t.tile_free * t.tile_k / 4 : t.tile_free * t.tile_k;
@@ -208,8 +209,8 @@ TileLoadCode TileLoad(const OperandTile& t, int invocations, const std::string& 
                                   reg, "[", per_invocation, "];\n");
   if (quads) {
     // Four elements along the contiguous extent: (f, k .. k + 3) or (f .. f + 3, k).
-    const std::string index = along_k ? absl::StrCat("(b * ", t.free, " + ", t.free0, " + f) * ", t.k, " + kn + k")
-                                      : absl::StrCat("(b * ", t.k, " + kn + k) * ", t.free, " + ", t.free0, " + f");
+    const std::string index = along_k ? absl::StrCat("(b * ", t.free, " + ", t.free0(), " + f) * ", t.k, " + kn + k")
+                                      : absl::StrCat("(b * ", t.k, " + kn + k) * ", t.free, " + ", t.free0(), " + f");
     std::string stores;
     for (int j = 0; j < 4; ++j) {
       const std::string step = j == 0 ? "" : absl::StrCat(" + ", j);
@@ -218,7 +219,7 @@ TileLoadCode TileLoad(const OperandTile& t, int invocations, const std::string& 
                    : absl::StrCat(reg, "[r].", std::string(1, "xyzw"[j]));
       absl::StrAppend(&stores, j == 0 ? "" : " ", store(along_k ? "f" : "f" + step, along_k ? "k" + step : "k", value));
     }
-    const std::string in_range = absl::StrCat("if (", t.free0, " + f < ", t.free, " && kn + k < ", t.k, ") ");
+    const std::string in_range = absl::StrCat("if (", t.free0(), " + f < ", t.free, " && kn + k < ", t.k, ") ");
     code.fetch = f16_bits ? absl::StrCat(loop, "uvec2 u = uvec2(0u);\n      ", in_range, "u = in", t.binding, ".d[(",
                                          index, ") >> 2];\n      ", reg, "[r] = u;\n    }\n")
                           : absl::StrCat(loop, "vec4 x = vec4(0.0);\n      ", in_range, QuadLoad(t, index), "\n      ",
@@ -226,9 +227,9 @@ TileLoadCode TileLoad(const OperandTile& t, int invocations, const std::string& 
     code.store = absl::StrCat(loop, stores, "\n    }\n");
     return code;
   }
-  const std::string fi = absl::StrCat(t.free0, " + f");
+  const std::string fi = absl::StrCat(t.free0(), " + f");
   const std::string call =
-      t.load == "loadA" ? absl::StrCat("loadA(b, ", fi, ", kn + k)") : absl::StrCat("loadB(b, kn + k, ", fi, ")");
+      t.is_a ? absl::StrCat("loadA(b, ", fi, ", kn + k)") : absl::StrCat("loadB(b, kn + k, ", fi, ")");
   code.fetch = absl::StrCat(loop, reg, "[r] = ", call, ";\n    }\n");
   code.store = absl::StrCat(loop, store("f", "k", absl::StrCat(reg, "[r]")), "\n    }\n");
   return code;
@@ -251,49 +252,52 @@ std::pair<OperandTile, OperandTile> OperandTiles(ExprCodegen& gen, const Functio
                                                  const Instruction& inst, const DotSizes& z, int tile_m, int tile_n,
                                                  int tile_k, std::string* loaders) {
   const DotDims& dd = inst.attrs.dot;
-  const Shape& ls = f.type(inst.operands[0]).shape;
-  const Shape& rs = f.type(inst.operands[1]).shape;
-  auto last_is = [](const Shape& s, const std::vector<int64_t>& contract) {
-    for (int64_t d : contract) {
-      if (d == static_cast<int64_t>(s.size()) - 1) return true;
-    }
-    return false;
-  };
-  // Where an operand's elements come from: its own buffer, or the bf16 / f16 buffer it widens.
-  auto source = [&](ValueId o, std::string* widen) {
+  // An operand's tile: its layout in its own buffer, or in the bf16 / f16 buffer it widens
+  // (returned in *source: the value the vec4 paths read).
+  auto operand = [&](bool is_a, ValueId o, int64_t free, int tile_free, ValueId* source) {
+    const Shape& s = f.type(o).shape;
+    const std::vector<int64_t>& batch = is_a ? dd.lhs_batch : dd.rhs_batch;
+    const std::vector<int64_t>& contract = is_a ? dd.lhs_contract : dd.rhs_contract;
+    *source = o;
     const int p = plan.producer[static_cast<size_t>(o)];
-    if (plan.materialized[static_cast<size_t>(o)] || p < 0) return o;
-    const Instruction& producer = f.instructions[static_cast<size_t>(p)];
-    if (producer.op != Op::kConvert || !plan.materialized[static_cast<size_t>(producer.operands[0])]) return o;
-    const DType d = f.type(producer.operands[0]).dtype;
-    if (d != DType::kF16 && d != DType::kBF16) return o;
-    *widen = d == DType::kF16 ? "pcp_h2f" : "pcp_bf2f";
-    return producer.operands[0];
+    if (!plan.materialized[static_cast<size_t>(o)] && p >= 0) {
+      const Instruction& producer = f.instructions[static_cast<size_t>(p)];
+      if (WidensHalf(f, producer) && plan.materialized[static_cast<size_t>(producer.operands[0])]) {
+        *source = producer.operands[0];
+      }
+    }
+    OperandTile t{.is_a = is_a,
+                  .layout = LayoutOf(plan, s, *source, batch, contract),
+                  .last_is_contract =
+                      std::find(contract.begin(), contract.end(), static_cast<int64_t>(s.size()) - 1) != contract.end(),
+                  .free = free,
+                  .k = z.k,
+                  .tile_free = tile_free,
+                  .tile_k = tile_k,
+                  .stored = f.type(*source).dtype};
+    return t;
   };
-  std::string a_widen, b_widen;
-  const ValueId a_source = source(inst.operands[0], &a_widen), b_source = source(inst.operands[1], &b_widen);
-  auto operand = [&](ValueId source, const Shape& s, const std::vector<int64_t>& batch,
-                     const std::vector<int64_t>& contract, int64_t free, int tile_free, bool is_a) {
-    return OperandTile{LayoutOf(plan, s, source, batch, contract),
-                       last_is(s, contract),
-                       free,
-                       z.k,
-                       tile_free,
-                       tile_k,
-                       is_a ? "m0" : "n0",
-                       is_a ? "loadA" : "loadB"};
-  };
-  OperandTile a = operand(a_source, ls, dd.lhs_batch, dd.lhs_contract, z.m, tile_m, true);
-  OperandTile b = operand(b_source, rs, dd.rhs_batch, dd.rhs_contract, z.n, tile_n, false);
+  ValueId a_source = kNoValue, b_source = kNoValue;
+  OperandTile a = operand(true, inst.operands[0], z.m, tile_m, &a_source);
+  OperandTile b = operand(false, inst.operands[1], z.n, tile_n, &b_source);
   const bool a_vec4 = Vec4AlongK(a) || Vec4AlongFree(a), b_vec4 = Vec4AlongK(b) || Vec4AlongFree(b);
   *loaders = OperandLoaders(gen, f, inst, z, !a_vec4, !b_vec4);
-  auto bind = [&](OperandTile& t, ValueId source, const std::string& widen) {
-    t.widen = widen;
-    t.binding = widen.empty() ? gen.Vec4Binding(source) : gen.Quad16Binding(source);
+  auto bind = [&](OperandTile& t, ValueId source) {
+    t.binding = t.stored == DType::kF32 ? gen.Vec4Binding(source) : gen.Quad16Binding(source);
   };
-  if (a_vec4) bind(a, a_source, a_widen);
-  if (b_vec4) bind(b, b_source, b_widen);
+  if (a_vec4) bind(a, a_source);
+  if (b_vec4) bind(b, b_source);
   return {a, b};
+}
+
+// A product kernel's inputs, dispatch (a work group per tile x tile block of C, per batch
+// entry) and emptiness.
+void SetDotDispatch(const ExprCodegen& gen, const DotSizes& z, int tile, KernelSource* k) {
+  k->inputs = gen.inputs();
+  k->groups[0] = static_cast<uint32_t>((z.n + tile - 1) / tile);
+  k->groups[1] = static_cast<uint32_t>((z.m + tile - 1) / tile);
+  k->groups[2] = GroupsFor(z.batch, 1);
+  k->empty = z.batch * z.m * z.n == 0;
 }
 
 }  // namespace
@@ -354,11 +358,7 @@ KernelSource DotKernelSource(const Function& f, const KernelPlan& plan, const In
       absl::StrCat("\nlayout(local_size_x = 16, local_size_y = 16) in;\n", gen.BufferDeclarations(out_dtype), loaders,
                    "\nvoid main() {\n", main_body, "}\n");
   k.glsl = GlslPreludeFor(rest) + rest;
-  k.inputs = gen.inputs();
-  k.groups[0] = static_cast<uint32_t>((n + tn - 1) / tn);
-  k.groups[1] = static_cast<uint32_t>((m + tm - 1) / tm);
-  k.groups[2] = GroupsFor(batch, 1);
-  k.empty = batch * m * n == 0;
+  SetDotDispatch(gen, z, tm, &k);
   return k;
 }
 
@@ -434,7 +434,6 @@ KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, cons
                         large ? "_t128" : "", emulate ? "_emulated" : "", "_", inst.result);
   // The matrices (see above); the emulation's functions read As, Bs and Cs, so they follow them.
   const std::string real =
-      "#define HALF float16_t\n"
       "#define SUBGROUP int(gl_SubgroupID)\n"
       "#define LANE int(gl_SubgroupInvocationID)\n"
       "#define CM_A fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>\n"
@@ -446,7 +445,6 @@ KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, cons
       "#define CM_STORE(c, off) coopMatStoreNV(c, Cs, uint(off), 16u, false)\n"
       "#define CM_LOOP\n";
   const std::string emulated_types =
-      "#define HALF float16_t\n"
       "#define SUBGROUP (int(gl_LocalInvocationID.x) >> 5)\n"
       "#define LANE (int(gl_LocalInvocationID.x) & 31)\n"
       "struct CM_A { int off; int stride; };\n"
@@ -472,7 +470,7 @@ KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, cons
       "void cmStore(CM_ACC c, int off) {\n"
       "  for (int i = 0; i < 8; ++i) Cs[off + LANE * 8 + i] = c.v[i];\n"
       "}\n";
-  const std::string rest = absl::StrCat("\nlayout(local_size_x = ", invocations, ") in;\n",
+  const std::string rest = absl::StrCat("\nlayout(local_size_x = ", invocations, ") in;\n#define HALF float16_t\n",
                                         emulate ? emulated_types : real, gen.BufferDeclarations(out_dtype), loaders,
                                         emulate ? emulated_functions : "", "\nvoid main() {\n", main_body, "}\n");
   // The extensions go right after the header, before the prelude's functions.
@@ -484,11 +482,7 @@ KernelSource CoopDotKernelSource(const Function& f, const KernelPlan& plan, cons
                                         "#extension GL_NV_cooperative_matrix : require\n"
                                         "#extension GL_KHR_shader_subgroup_basic : require\n"));
   k.glsl = prelude + rest;
-  k.inputs = gen.inputs();
-  k.groups[0] = static_cast<uint32_t>((z.n + tn - 1) / tn);
-  k.groups[1] = static_cast<uint32_t>((z.m + tm - 1) / tm);
-  k.groups[2] = GroupsFor(z.batch, 1);
-  k.empty = z.batch * z.m * z.n == 0;
+  SetDotDispatch(gen, z, tm, &k);
   return k;
 }
 

@@ -22,11 +22,10 @@ using vulkan::VulkanContext;
 
 class VulkanBackend : public Backend {
  public:
+  // `sources`: the dot tile and emulation switch, environment applied (CreateVulkanBackend).
   VulkanBackend(std::shared_ptr<BufferPool> pool, std::string cache_dir, const VulkanBackendOptions& options,
-                int dot_tile)
-      : pool_(std::move(pool)), compiler_(std::move(cache_dir)) {
-    sources_.emulate_cooperative_matrix = options.emulate_cooperative_matrix;
-    sources_.dot_tile = dot_tile;
+                vulkan::KernelSourceOptions sources)
+      : pool_(std::move(pool)), compiler_(std::move(cache_dir)), sources_(sources) {
     const char* p = std::getenv("PCP_VULKAN_PROFILE");
     profile_ = p != nullptr && *p != '\0' && std::strcmp(p, "0") != 0;
     // Each planner switch: the option, unless its environment variable is "0".
@@ -95,7 +94,7 @@ class VulkanBackend : public Backend {
 
   std::shared_ptr<BufferPool> pool_;
   vulkan::ShaderCompiler compiler_;
-  vulkan::PlanOptions switches_;         // row kernels, map groups, split reductions, reduction groups
+  vulkan::PlanOptions switches_;         // row kernels, map groups, split and grouped reductions, half buffers
   vulkan::KernelSourceOptions sources_;  // dot tile, emulation (the device's abilities: the executable's)
   bool profile_ = false;
 };
@@ -116,11 +115,13 @@ absl::StatusOr<int> DotTile(const VulkanBackendOptions& options) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateVulkanBackend(VulkanBackendOptions options) {
-  PCP_ASSIGN_OR_RETURN(const int dot_tile, DotTile(options));
+  vulkan::KernelSourceOptions sources;
+  PCP_ASSIGN_OR_RETURN(sources.dot_tile, DotTile(options));
   PCP_ASSIGN_OR_RETURN(std::shared_ptr<VulkanContext> ctx, VulkanContext::Create(options));
   const char* coopmat = std::getenv("PCP_VULKAN_COOPMAT");
-  if (coopmat != nullptr && std::strcmp(coopmat, "emulate") == 0) options.emulate_cooperative_matrix = true;
-  if (options.emulate_cooperative_matrix && !ctx->shader_float16()) {
+  sources.emulate_cooperative_matrix =
+      options.emulate_cooperative_matrix || (coopmat != nullptr && std::strcmp(coopmat, "emulate") == 0);
+  if (sources.emulate_cooperative_matrix && !ctx->shader_float16()) {
     return absl::UnimplementedError(absl::StrCat("VulkanBackendOptions::emulate_cooperative_matrix: ", ctx->info().name,
                                                  " lacks shaderFloat16 (the kernels keep f16 tiles)"));
   }
@@ -128,7 +129,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateVulkanBackend(VulkanBackendOption
   if (cache_dir.empty()) cache_dir = vulkan::ShaderCompiler::DefaultCacheDir();
   if (cache_dir == "none") cache_dir.clear();
   return std::unique_ptr<Backend>(
-      new VulkanBackend(std::make_shared<BufferPool>(std::move(ctx)), cache_dir, options, dot_tile));
+      new VulkanBackend(std::make_shared<BufferPool>(std::move(ctx)), cache_dir, options, sources));
 }
 
 absl::StatusOr<VulkanSchedule> GetVulkanSchedule(const Executable& exe) {
