@@ -33,6 +33,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "pcp/autodiff/attention.h"
 #include "pcp/autodiff/builder.h"
 #include "pcp/autodiff/mixed_precision.h"
 #include "pcp/autodiff/passes.h"
@@ -68,6 +69,9 @@ ABSL_FLAG(std::string, row_kernels, "on",
 ABSL_FLAG(std::string, precision, "f32",
           "f32, bf16 or f16: products (sgemm and the GPT's) read and write values rounded to that type, f32 "
           "accumulation and master weights (pcp/autodiff/mixed_precision.h)");
+ABSL_FLAG(std::string, attention, "decomposed",
+          "the GPT's attention: decomposed (as the model writes it) or fused (pcp.attention ops, "
+          "FlashAttention's kernels; pcp/autodiff/attention.h)");
 
 namespace pcp {
 namespace {
@@ -247,6 +251,19 @@ int Main() {
   absl::StatusOr<Precision> parsed = ParsePrecision(absl::GetFlag(FLAGS_precision));
   if (!parsed.ok()) return Fail("--precision", parsed.status());
   const Precision precision = *parsed;
+  AttentionMode attention = AttentionMode::kDecomposed;
+  {
+    const std::string a = absl::GetFlag(FLAGS_attention);
+    bool known = false;
+    for (const auto& [mode, name] : kAttentionModeNames) {
+      if (a == name) {
+        attention = mode;
+        known = true;
+      }
+    }
+    if (!known)
+      return Fail("--attention", absl::InvalidArgumentError(absl::StrCat("'", a, "': expected decomposed or fused")));
+  }
 
   std::printf("\nsgemm C = A @ B (n x n, products in %s), GFLOPS:\n%8s %12s %12s %10s\n",
               std::string(PrecisionName(precision)).c_str(), "n", "cpu", "vulkan", "vk/cpu");
@@ -289,14 +306,15 @@ int Main() {
   if (absl::GetFlag(FLAGS_vocab_size) > 0) m.vocab_size = absl::GetFlag(FLAGS_vocab_size);
   m.bias = absl::GetFlag(FLAGS_bias);
   const int64_t batch = absl::GetFlag(FLAGS_batch_size) > 0 ? absl::GetFlag(FLAGS_batch_size) : (large ? 12 : 4);
-  std::printf("\nGPT train step (%s): n_layer %lld, n_head %lld, n_embd %lld, block %lld, batch %lld, vocab %lld\n",
-              std::string(PrecisionName(precision)).c_str(), static_cast<long long>(m.n_layer),
-              static_cast<long long>(m.n_head), static_cast<long long>(m.n_embd), static_cast<long long>(m.block_size),
-              static_cast<long long>(batch), static_cast<long long>(m.vocab_size));
+  std::printf(
+      "\nGPT train step (%s, %s attention): n_layer %lld, n_head %lld, n_embd %lld, block %lld, batch %lld, vocab %lld\n",
+      std::string(PrecisionName(precision)).c_str(), absl::GetFlag(FLAGS_attention).c_str(),
+      static_cast<long long>(m.n_layer), static_cast<long long>(m.n_head), static_cast<long long>(m.n_embd),
+      static_cast<long long>(m.block_size), static_cast<long long>(batch), static_cast<long long>(m.vocab_size));
   absl::StatusOr<GptProgram> program =
       BuildGptProgram(m, batch,
                       AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0},
-                      GptProgramOptions{.precision = precision});
+                      GptProgramOptions{.precision = precision, .attention = attention});
   if (!program.ok()) return Fail("GPT program", program.status());
   absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(m, 1337);
   if (!init.ok()) return Fail("GPT init", init.status());

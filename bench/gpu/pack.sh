@@ -17,7 +17,7 @@ has_target() {
 }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${1:-$ROOT/build}
-TARGETS="pcp_vulkan_bench pcp-local vulkan_dot_tile_test vulkan_half_buffer_test vulkan_backend_test backend_conformance_test gpt_train_step_test mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test vulkan_map_group_test vulkan_upload_test"
+TARGETS="pcp_vulkan_bench pcp-local vulkan_dot_tile_test vulkan_half_buffer_test vulkan_attention_test vulkan_backend_test backend_conformance_test gpt_train_step_test mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test vulkan_map_group_test vulkan_upload_test"
 LOCK=""
 [ -e /tmp/pcp-build.lock ] && LOCK="flock /tmp/pcp-build.lock"  # the shared development checkout's rule
 want=""

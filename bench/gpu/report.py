@@ -12,9 +12,9 @@ FLOPs as nanoGPT's estimate_mfu counts them, 6N + 12·L·H·Q·T per token, agai
 bf16 tensor-core peak, as nanoGPT reports MFU for every precision).
 
 A convergence run (run.sh --convergence) gets a table of f32's and bf16's losses. A second
-table sets each figure run with one of the Vulkan backend's switches off (figures
-whose workload is "BASE@SWITCH", e.g. nanogpt@tile64) beside the default run's: default /
-switch off below 1 means the switch helps.
+table sets each figure run as a variant, one of the Vulkan backend's switches off or an option
+on (figures whose workload is "BASE@VARIANT", e.g. nanogpt@tile64, nanogpt@fused_attention),
+beside the default run's: default / variant below 1 means the default is faster.
 """
 import argparse
 import json
@@ -74,7 +74,7 @@ def tests(out):
             parts = line.rstrip("\n").split("\t")
             if len(parts) == 3:
                 steps[parts[0]] = (parts[1], parts[2])
-    for name in ["vulkan_backend_test", "vulkan_dot_tile_test", "vulkan_half_buffer_test",
+    for name in ["vulkan_backend_test", "vulkan_dot_tile_test", "vulkan_half_buffer_test", "vulkan_attention_test",
                  "backend_conformance_test", "gpt_train_step_test", "mixed_precision_test",
                  "cooperative_matrix_test", "vulkan_row_kernel_test", "vulkan_reduction_test", "vulkan_map_group_test",
                  "vulkan_upload_test"]:
@@ -228,10 +228,11 @@ def main():
             lines.append("bf16 val − f32 val = %+.4f (goal: within 0.02%s)" % (
                 d, "" if same else "; not both at the target iteration"))
         lines.append("")
-    # The switches: each default figure beside the same run with one of this backend's choices off.
+    # The variants: each default figure beside the same run with one of this backend's choices
+    # flipped.
     variants = [f for f in figs if f.get("backend") == "vulkan" and "@" in f.get("workload", "")]
     if variants:
-        lines.append("| switch off | workload | precision | default | switch off | default / switch off |")
+        lines.append("| variant | workload | precision | default | variant | default / variant |")
         lines.append("| --- | --- | --- | --- | --- | --- |")
         for v in variants:
             base, switch = v["workload"].split("@", 1)

@@ -135,7 +135,7 @@ else
 fi
 
 # ---------------------------------------------------------------- PCP binaries
-TARGETS="pcp_vulkan_bench pcp-local vulkan_dot_tile_test vulkan_half_buffer_test vulkan_backend_test backend_conformance_test gpt_train_step_test mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test vulkan_map_group_test vulkan_upload_test"
+TARGETS="pcp_vulkan_bench pcp-local vulkan_dot_tile_test vulkan_half_buffer_test vulkan_attention_test vulkan_backend_test backend_conformance_test gpt_train_step_test mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test vulkan_map_group_test vulkan_upload_test"
 LIBS=""
 find_bin() {  # the path of binary $1 under $BIN (flat bundle) or a build tree
   local d
@@ -250,7 +250,7 @@ if [ "$CONVERGENCE" != 0 ]; then RUN_PCP=0; RUN_TORCH=0; fi
 
 # ---------------------------------------------------------------- conformance
 if [ $RUN_PCP = 1 ]; then
-  for t in vulkan_backend_test vulkan_dot_tile_test vulkan_half_buffer_test "backend_conformance_test --gtest_filter=$CONF_FILTER" gpt_train_step_test \
+  for t in vulkan_backend_test vulkan_dot_tile_test vulkan_half_buffer_test vulkan_attention_test "backend_conformance_test --gtest_filter=$CONF_FILTER" gpt_train_step_test \
            mixed_precision_test cooperative_matrix_test vulkan_row_kernel_test vulkan_reduction_test \
            vulkan_map_group_test vulkan_upload_test; do
     name=${t%% *}
@@ -308,6 +308,14 @@ fi
 # Each default figure again with one of the Vulkan backend's switches off (results.md's switches
 # table), the newest first, then where the bf16 and f16 steps' time goes.
 if [ $RUN_PCP = 1 ] && [ -n "${VB:-}" ]; then
+  # Fused attention (pcp.attention ops, FlashAttention's kernels; a switch on, not off): what
+  # not storing the block x block tensors brings, and what its unfused row loops cost.
+  for p in f32 bf16; do
+    run_step "pcp_nanogpt_${p}_fused_attention" 90 "${PCPENV[@]}" "$VB" --cpu=false --sgemm=false --bias=false \
+      $NANO $NANO_STEPS --precision=$p --attention=fused --json="$FIG" --workload=nanogpt@fused_attention
+  done
+  run_step pcp_gpt2_bf16_fused_attention 120 "${PCPENV[@]}" "$VB" --cpu=false --sgemm=false --bias=false \
+    $GPT2 $GPT2_STEPS --precision=bf16 --attention=fused --json="$FIG" --workload=gpt2@fused_attention
   # Every product on the 64 x 64 tile (plain and tensor-core kernels): what the 128 x 128 tile brings.
   for p in f32 bf16 f16; do
     run_step "pcp_nanogpt_${p}_tile64" 90 "${PCPENV[@]}" PCP_VULKAN_DOT_TILE=64 "$VB" --cpu=false --sgemm=false \

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "attention_eval.h"
 #include "pcp/autodiff/type_inference.h"
 #include "pcp/autodiff/verifier.h"
 #include "pcp/base/status_macros.h"
@@ -576,6 +577,7 @@ absl::StatusOr<Tensor> EvaluateInstruction(const Instruction& inst, const Tensor
     case Op::kScatter: return EvalScatter(inst, rt, operands);
     default:
       if (IsElementwise(inst.op)) return EvalArithmetic(inst.op, rt, operands);
+      if (GetOpCategory(inst.op) == OpCategory::kAttention) return EvalAttention(inst, rt, operands);
       return absl::UnimplementedError(absl::StrCat(OpName(inst.op), ": not implemented by the interpreter"));
   }
 }

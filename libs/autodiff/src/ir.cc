@@ -22,7 +22,8 @@ bool AttributesEqual(const Attributes& a, const Attributes& b) {
   if (a.literal.valid() != b.literal.valid()) return false;
   if (a.literal.valid() && !BitwiseEqual(a.literal, b.literal)) return false;
   return a.dimension == b.dimension && a.dims == b.dims && a.start == b.start && a.limit == b.limit &&
-         a.stride == b.stride && a.dot == b.dot && a.comparison == b.comparison && a.reduce_kind == b.reduce_kind;
+         a.stride == b.stride && a.dot == b.dot && a.comparison == b.comparison && a.reduce_kind == b.reduce_kind &&
+         a.scale == b.scale && a.causal == b.causal;
 }
 
 ValueId Function::AddParameter(TensorType type, std::string param_name) {

@@ -99,7 +99,8 @@ absl::StatusOr<int> ApplyMixedPrecision(Function& function, Precision precision)
     operands.reserve(inst.operands.size());
     for (ValueId o : inst.operands) operands.push_back(map[static_cast<size_t>(o)]);
     const TensorType& rt = f.type(inst.result);
-    const bool product = inst.op == Op::kDotGeneral && rt.dtype == DType::kF32 &&
+    const bool attention = GetOpCategory(inst.op) == OpCategory::kAttention;
+    const bool product = (inst.op == Op::kDotGeneral || attention) && rt.dtype == DType::kF32 &&
                          f.type(inst.operands[0]).dtype == DType::kF32 && f.type(inst.operands[1]).dtype == DType::kF32;
     if (!product) {
       ValueId r = g.AddInstruction(inst.op, std::move(operands), rt, inst.attrs);
@@ -114,9 +115,14 @@ absl::StatusOr<int> ApplyMixedPrecision(Function& function, Precision precision)
       }
       continue;
     }
-    for (ValueId& o : operands) o = round(o);
+    // Attention's matrices (q, k, v, do, its outputs) are rounded like a product's; its
+    // per-row statistics (lse, delta: one dimension fewer) stay f32.
+    const int64_t matrix_rank = g.type(operands[0]).rank();
+    for (ValueId& o : operands) {
+      if (g.type(o).rank() == matrix_rank) o = round(o);
+    }
     ValueId y = g.AddInstruction(inst.op, std::move(operands), rt, inst.attrs);
-    map[static_cast<size_t>(inst.result)] = round(y);
+    map[static_cast<size_t>(inst.result)] = rt.rank() == matrix_rank ? round(y) : y;
     ++products;
   }
   for (ValueId r : f.results) g.results.push_back(map[static_cast<size_t>(r)]);

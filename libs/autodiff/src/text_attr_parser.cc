@@ -453,6 +453,15 @@ absl::StatusOr<int64_t> Parser::ParseI64(bool type_suffix) {
   return negative ? -v : v;
 }
 
+absl::StatusOr<double> Parser::ParseF64() {
+  std::vector<Element> elements;
+  PCP_RETURN_IF_ERROR(ParseElement(&elements));
+  double d = 0;
+  PCP_RETURN_IF_ERROR(StoreElement(elements[0], DType::kF64, &d));
+  if (ConsumeIf(TokenKind::kColon)) PCP_RETURN_IF_ERROR(ExpectWord("f64", "as the float's type"));
+  return d;
+}
+
 absl::StatusOr<bool> Parser::ParseBool() {
   if (IsWord("true") || IsWord("false")) {
     bool v = cur_.text == "true";

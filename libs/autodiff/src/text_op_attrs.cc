@@ -28,6 +28,11 @@ std::vector<AttrSpec> AttrSpecs(Op op) {
     case Op::kGather: return {{"dimension_numbers", true}, {"slice_sizes", true}, {"indices_are_sorted", false}};
     case Op::kScatter:
       return {{"scatter_dimension_numbers", true}, {"indices_are_sorted", false}, {"unique_indices", false}};
+    case Op::kAttention:
+    case Op::kAttentionLse:
+    case Op::kAttentionGradQ:
+    case Op::kAttentionGradK:
+    case Op::kAttentionGradV: return {{"causal", true}, {"scale", true}};
     default: return {};
   }
 }
@@ -111,6 +116,10 @@ absl::Status Parser::ParseAttributeDict(Op op, Attributes* attrs, OpAttributes* 
       PCP_ASSIGN_OR_RETURN(parsed->dims, ParseStablehloStruct("gather"));
     } else if (key == "scatter_dimension_numbers") {
       PCP_ASSIGN_OR_RETURN(parsed->dims, ParseStablehloStruct("scatter"));
+    } else if (key == "causal") {
+      PCP_ASSIGN_OR_RETURN(attrs->causal, ParseBool());
+    } else if (key == "scale") {
+      PCP_ASSIGN_OR_RETURN(attrs->scale, ParseF64());
     } else if (key == "slice_sizes") {
       parsed->slice_sizes_offset = cur_.offset;
       PCP_ASSIGN_OR_RETURN(parsed->slice_sizes, ParseI64List());

@@ -330,6 +330,8 @@ class Parser {
   absl::Status ParseComparisonType(bool bare, OpAttributes* parsed);
   absl::Status CheckComparisonType(const OpAttributes& parsed, DType dtype) const;
   absl::StatusOr<bool> ParseBool();
+  // A float attribute: 0.125 or 1.250000e-01 : f64 (MLIR's spelling).
+  absl::StatusOr<double> ParseF64();
   absl::StatusOr<std::string> ParseString(absl::string_view what);
   absl::StatusOr<ComparisonDirection> ParseComparisonDirection();
   // #stablehlo.<name><...>; fields are checked by the caller.

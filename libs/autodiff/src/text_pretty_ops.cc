@@ -134,7 +134,7 @@ absl::Status Parser::ParsePrettyOperation(Function* f, Scope* scope, const Token
   const bool legacy_dot = name == "stablehlo.dot";  // dot_general with dims from the ranks (text_compat.cc)
   absl::StatusOr<Op> op = name == "arith.constant" ? Op::kConstant : legacy_dot ? Op::kDotGeneral : ParseOp(name);
   if (!op.ok()) return UnsupportedOperation(name_offset, written);
-  if (*op == Op::kGather || *op == Op::kScatter) {
+  if (*op == Op::kGather || *op == Op::kScatter || GetOpCategory(*op) == OpCategory::kAttention) {
     return ErrorAt(name_offset, absl::StrCat(name, " has no pretty form; write it in the generic form (\"", name,
                                              "\"(...) <{...}> : (...) -> ...)"));
   }

@@ -61,7 +61,12 @@ void PrintPrettyInstruction(const Function& f, const Instruction& inst, const Va
   std::string line = absl::StrCat("    ", names.Name(inst.result), " = ", OpName(inst.op));
   switch (inst.op) {
     case Op::kGather:
-    case Op::kScatter: PrintGenericInstruction(f, inst, names, out); return;
+    case Op::kScatter:
+    case Op::kAttention:
+    case Op::kAttentionLse:
+    case Op::kAttentionGradQ:
+    case Op::kAttentionGradK:
+    case Op::kAttentionGradV: PrintGenericInstruction(f, inst, names, out); return;
     case Op::kConstant: absl::StrAppend(&line, " ", DenseLiteral(a.literal)); break;
     case Op::kIota: absl::StrAppend(&line, " dim = ", a.dimension, " : ", TypeOf(f, inst.result)); break;
     case Op::kBroadcastInDim:

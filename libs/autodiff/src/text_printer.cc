@@ -228,6 +228,13 @@ std::vector<std::string> InstructionAttributes(const Function& f, const Instruct
                                                                    {"scatter_dims_to_operand_dims", {0}}},
                                                                   "index_vector_dim", k))};
     }
+    case Op::kAttention:
+    case Op::kAttentionLse:
+    case Op::kAttentionGradQ:
+    case Op::kAttentionGradK:
+    case Op::kAttentionGradV:
+      return {absl::StrCat("causal = ", a.causal ? "true" : "false"),
+              absl::StrCat("scale = ", FormatDouble(a.scale), " : f64")};
     default: return {};
   }
 }

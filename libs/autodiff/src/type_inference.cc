@@ -192,6 +192,59 @@ absl::StatusOr<TensorType> InferIndexing(Op op, absl::Span<const TensorType> in)
 
 }  // namespace
 
+// pcp.attention* (attention.h): q [..., T, D], k [..., S, D], v [..., S, E], lse and delta
+// [..., T], do [..., T, E], all f32 with the same leading (batch) dimensions.
+absl::StatusOr<TensorType> InferAttention(Op op, absl::Span<const TensorType> in) {
+  for (const TensorType& t : in) {
+    if (t.dtype != DType::kF32) return Error(op, absl::StrCat("needs f32 operands, got ", t.ToString()));
+  }
+  const TensorType& q = in[0];
+  const TensorType& k = in[1];
+  if (q.rank() < 2 || k.rank() != q.rank()) {
+    return Error(op,
+                 absl::StrCat("q and k need the same rank of at least 2, got ", q.ToString(), " and ", k.ToString()));
+  }
+  const int64_t r = q.rank();
+  const Shape batch(q.shape.begin(), q.shape.end() - 2);
+  const int64_t T = q.shape[r - 2], D = q.shape[r - 1], S = k.shape[r - 2];
+  auto expect = [&](size_t i, absl::string_view name, Shape tail) -> absl::Status {
+    Shape want = batch;
+    want.insert(want.end(), tail.begin(), tail.end());
+    if (in[i].shape != want) {
+      return Error(op, absl::StrCat(name, " is ", in[i].ToString(), ", expected ",
+                                    TensorType{DType::kF32, want}.ToString()));
+    }
+    return absl::OkStatus();
+  };
+  if (auto s = expect(1, "k", {S, D}); !s.ok()) return s;
+  auto of = [&](Shape tail) {
+    Shape shape = batch;
+    shape.insert(shape.end(), tail.begin(), tail.end());
+    return TensorType{DType::kF32, shape};
+  };
+  if (op == Op::kAttentionLse) return of({T});
+  // grad_v(q, k, lse, do); the others have v third.
+  const bool has_v = op != Op::kAttentionGradV;
+  const TensorType& values = in[has_v ? 2 : 3];  // v, or do for grad_v
+  if (values.rank() != r) return Error(op, absl::StrCat(has_v ? "v" : "do", " must have rank ", r));
+  const int64_t E = values.shape[r - 1];
+  if (has_v) {
+    if (auto s = expect(2, "v", {S, E}); !s.ok()) return s;
+  }
+  switch (op) {
+    case Op::kAttention: return of({T, E});
+    case Op::kAttentionGradV:
+      if (auto s = expect(2, "lse", {T}); !s.ok()) return s;
+      if (auto s = expect(3, "do", {T, E}); !s.ok()) return s;
+      return of({S, E});
+    default:  // grad_q, grad_k (q, k, v, lse, delta, do)
+      if (auto s = expect(3, "lse", {T}); !s.ok()) return s;
+      if (auto s = expect(4, "delta", {T}); !s.ok()) return s;
+      if (auto s = expect(5, "do", {T, E}); !s.ok()) return s;
+      return op == Op::kAttentionGradQ ? of({T, D}) : of({S, D});
+  }
+}
+
 bool ResultTypeIsDeclared(Op op) {
   return op == Op::kConstant || op == Op::kIota || op == Op::kReshape || op == Op::kConvert ||
          op == Op::kBroadcastInDim;
@@ -235,6 +288,7 @@ absl::StatusOr<TensorType> InferResultType(Op op, absl::Span<const TensorType> i
     }
     case OpCategory::kContraction: t = InferDot(op, in[0], in[1], a.dot); break;
     case OpCategory::kIndexing: t = InferIndexing(op, in); break;
+    case OpCategory::kAttention: t = InferAttention(op, in); break;
   }
   if (!t.ok()) return t;
   if (declared != nullptr && *declared != *t) {

@@ -22,6 +22,8 @@
 //    does not at integers), so no gradient flows through it (JAX and PyTorch give zeros too).
 //  - slice: padded back with zero concatenations per dimension; a stride s > 1 first
 //    interleaves s-1 zero columns (concat along a new axis + reshape).
+//  - pcp.attention: FlashAttention's backward (attention.h); its lse and grad ops have no
+//    rule (no second derivatives through fused attention).
 //  - gather / scatter: indices out of range are clamped by gather and skipped by scatter;
 //    the rules clamp and mask the same way, so gradients match the forward semantics.
 #include <algorithm>
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "pcp/autodiff/vjp.h"
 
 namespace pcp {
@@ -366,6 +369,26 @@ Grads ClampVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) {
   return std::vector<ValueId>{to_lo, to_x, to_hi};
 }
 
+// ---- attention ---------------------------------------------------------------------------
+
+// FlashAttention's backward (attention.h): lse is recomputed from q and k (one pass, no
+// T x S tensor), delta = Σ_e do o per query row, and the grad ops recompute P from lse.
+Grads AttentionVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) {
+  ValueId q = inst.operands[0], k = inst.operands[1], v = inst.operands[2];
+  const Attributes& a = inst.attrs;
+  ValueId lse = b.Emit(Op::kAttentionLse, {q, k}, a);
+  ValueId delta = b.ReduceSum(b.Mul(g, inst.result), {TypeOf(b, g).rank() - 1});
+  return std::vector<ValueId>{b.Emit(Op::kAttentionGradQ, {q, k, v, lse, delta, g}, a),
+                              b.Emit(Op::kAttentionGradK, {q, k, v, lse, delta, g}, a),
+                              b.Emit(Op::kAttentionGradV, {q, k, lse, g}, a)};
+}
+
+// The ops attention's rule emits (its backward) are not differentiated again.
+Grads NoSecondDerivativeVjp(FunctionBuilder& b, const Instruction& inst, ValueId g) {
+  return absl::UnimplementedError(
+      absl::StrCat(OpName(inst.op), " has no VJP: PCP does not differentiate fused attention twice"));
+}
+
 VjpEntry Rule(VjpRule rule) { return VjpEntry{rule, false}; }
 VjpEntry NonDifferentiable() { return VjpEntry{nullptr, true}; }
 
@@ -409,6 +432,11 @@ VjpEntry MakeEntry(Op op) {
     case Op::kDotGeneral: return Rule(DotGeneralVjp);
     case Op::kGather: return Rule(GatherVjp);
     case Op::kScatter: return Rule(ScatterVjp);
+    case Op::kAttention: return Rule(AttentionVjp);
+    case Op::kAttentionLse: return Rule(NoSecondDerivativeVjp);
+    case Op::kAttentionGradQ: return Rule(NoSecondDerivativeVjp);
+    case Op::kAttentionGradK: return Rule(NoSecondDerivativeVjp);
+    case Op::kAttentionGradV: return Rule(NoSecondDerivativeVjp);
   }
   return VjpEntry{};
 }

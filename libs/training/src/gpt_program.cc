@@ -1,5 +1,6 @@
 #include "pcp/training/gpt_program.h"
 
+#include "pcp/autodiff/attention.h"
 #include "pcp/autodiff/passes.h"
 #include "pcp/base/status_macros.h"
 #include "pcp/models/gpt.h"
@@ -12,6 +13,12 @@ TrainStepOptions TrainStepOptionsOf(const GptProgramOptions& options) {
                  : options.precision == Precision::kF16 ? kF16LossScale
                                                         : 1.0;
   return o;
+}
+
+absl::StatusOr<int> ApplyProgramAttention(Function& function, AttentionMode mode) {
+  if (mode == AttentionMode::kDecomposed) return 0;
+  PCP_ASSIGN_OR_RETURN(int raised, RaiseAttention(function), _ << "fusing the attention of " << function.name);
+  return raised;
 }
 
 absl::Status ApplyProgramPrecision(Function& function, Precision precision) {
@@ -28,6 +35,7 @@ absl::StatusOr<GptProgram> BuildGptProgram(const GPTConfig& model, int64_t batch
   p.model = model;
   p.batch_size = batch_size;
   PCP_ASSIGN_OR_RETURN(Function forward, BuildGptForwardLoss(model, batch_size, model.block_size));
+  PCP_RETURN_IF_ERROR(ApplyProgramAttention(forward, options.attention).status());
   PCP_ASSIGN_OR_RETURN(p.train_step, BuildTrainStep(forward, adamw, TrainStepOptionsOf(options)));
   p.train_step.name = "train_step";
   PCP_RETURN_IF_ERROR(ApplyProgramPrecision(p.train_step, options.precision));
@@ -41,6 +49,7 @@ absl::StatusOr<GptProgram> BuildGptProgram(const GPTConfig& model, int64_t batch
   PCP_RETURN_IF_ERROR(RunStandardPasses(p.eval_loss), _ << "optimizing eval_loss");
   PCP_ASSIGN_OR_RETURN(p.logits, BuildGptLogits(model, 1, model.block_size));
   p.logits.name = "logits";
+  PCP_RETURN_IF_ERROR(ApplyProgramAttention(p.logits, options.attention).status());
   PCP_RETURN_IF_ERROR(ApplyProgramPrecision(p.logits, options.precision));
   PCP_RETURN_IF_ERROR(RunStandardPasses(p.logits), _ << "optimizing logits");
   return p;

@@ -188,6 +188,7 @@ const std::vector<Field<TrainingConfig>>* TrainingFields() {
       IntField("threads", &TrainingConfig::threads, IntRange{0, 4096}),
       EnumField("backend", &TrainingConfig::backend, absl::MakeConstSpan(kBackendChoiceNames)),
       EnumField("precision", &TrainingConfig::precision, absl::MakeConstSpan(kPrecisionNames)),
+      EnumField("attention", &TrainingConfig::attention, absl::MakeConstSpan(kAttentionModeNames)),
   };
   return fields;
 }

@@ -44,6 +44,7 @@ absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoo
                                              const GptProgramOptions& caller_options) {
   GptProgramOptions options = caller_options;
   options.precision = job.training.precision;  // the job file decides
+  options.attention = job.training.attention;
   ModelProgram p;
   p.summary = ModelSummary(job.model);
   p.batch_size = job.training.batch_size;
@@ -70,6 +71,15 @@ absl::StatusOr<ModelProgram> BuildJobProgram(const JobConfig& job, const DataRoo
   if (!job.model.stablehlo_sha256.empty() && import.sha256 != job.model.stablehlo_sha256) {
     return absl::FailedPreconditionError(absl::StrCat(job.model.stablehlo, " changed since the job was parsed (",
                                                       import.sha256, ", was ", job.model.stablehlo_sha256, ")"));
+  }
+  PCP_ASSIGN_OR_RETURN(int raised, ApplyProgramAttention(import.model.forward, options.attention));
+  if (import.model.logits.has_value()) {
+    PCP_RETURN_IF_ERROR(ApplyProgramAttention(*import.model.logits, options.attention).status());
+  }
+  if (options.attention == AttentionMode::kFused && raised == 0) {
+    import.model.warnings.push_back(absl::StrCat("training.attention: fused, but ", job.model.stablehlo,
+                                                 " has no decomposed attention PCP recognises (attention.h); "
+                                                 "its attention runs as written"));
   }
   PCP_ASSIGN_OR_RETURN(p.train_step,
                        BuildTrainStep(import.model.forward, AdamWOf(job.optimizer), TrainStepOptionsOf(options)),

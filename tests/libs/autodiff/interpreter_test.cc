@@ -406,6 +406,44 @@ std::vector<Case> AllCases() {
                {I32({2}, {0, 0}), I64({3}, {1, 0, 1}), I32({3}, {1, 2, 3})},
                [](FunctionBuilder& b, P p) { return b.ScatterAdd(p[0], p[1], p[2]); },
                I32({2}, {2, 4})});
+  // Fused attention (attention.h), causal, T = S = 2, D = E = 1, scale 1: q = [1, 1],
+  // k = [1, 3], v = [10, 20]. Row 0 sees key 0 only; row 1 has scores 1 and 3, so
+  // lse = log(e + e^3), P = [1/(1+e^2), e^2/(1+e^2)]. With do = [1, 2]: delta = do o.
+  const Tensor q = F32({1, 2, 1}, {1, 1}), k = F32({1, 2, 1}, {1, 3}), v = F32({1, 2, 1}, {10, 20});
+  const Tensor lse = F32({1, 2}, {1, 3.12692801f}), delta = F32({1, 2}, {10, 37.6159416f});
+  const Tensor d_out = F32({1, 2, 1}, {1, 2});
+  auto attention = [](Op op) {
+    return [op](FunctionBuilder& b, P p) {
+      Attributes a;
+      a.causal = true;
+      return b.Emit(op, p, a);
+    };
+  };
+  c.push_back({"attention_causal",
+               Op::kAttention,
+               {q, k, v},
+               attention(Op::kAttention),
+               F32({1, 2, 1}, {10, 18.8079708f}),
+               1e-6});
+  c.push_back({"attention_lse", Op::kAttentionLse, {q, k}, attention(Op::kAttentionLse), lse, 1e-6});
+  c.push_back({"attention_grad_q",
+               Op::kAttentionGradQ,
+               {q, k, v, lse, delta, d_out},
+               attention(Op::kAttentionGradQ),
+               F32({1, 2, 1}, {0, 4.19974342f}),
+               1e-5});
+  c.push_back({"attention_grad_k",
+               Op::kAttentionGradK,
+               {q, k, v, lse, delta, d_out},
+               attention(Op::kAttentionGradK),
+               F32({1, 2, 1}, {-2.09987171f, 2.09987171f}),
+               1e-5});
+  c.push_back({"attention_grad_v",
+               Op::kAttentionGradV,
+               {q, k, lse, d_out},
+               attention(Op::kAttentionGradV),
+               F32({1, 2, 1}, {1.23840584f, 1.76159416f}),
+               1e-6});
   return c;
 }
 

@@ -27,7 +27,10 @@ TEST(OpListTest, NamesAreUniqueAndDialectQualified) {
   std::set<std::string> names;
   for (int i = 0; i < kNumOps; ++i) {
     absl::string_view name = OpName(AllOps()[i]);
-    EXPECT_TRUE(absl::StartsWith(name, "stablehlo.") || absl::StartsWith(name, "chlo.")) << name;
+    // PCP's own ops (fused attention, attention.h) are in the pcp dialect.
+    const bool own = GetOpCategory(AllOps()[i]) == OpCategory::kAttention;
+    EXPECT_EQ(absl::StartsWith(name, "pcp."), own) << name;
+    EXPECT_TRUE(own || absl::StartsWith(name, "stablehlo.") || absl::StartsWith(name, "chlo.")) << name;
     EXPECT_TRUE(names.insert(std::string(name)).second) << "duplicate name " << name;
   }
   EXPECT_EQ(names.size(), static_cast<size_t>(kNumOps));
@@ -59,16 +62,19 @@ TEST(OpListTest, ArityAndCategory) {
     OpCategory category;
   };
   const Expect expected[] = {
-      {Op::kConstant, 0, OpCategory::kSource},       {Op::kIota, 0, OpCategory::kSource},
-      {Op::kAdd, 2, OpCategory::kElementwise},       {Op::kPower, 2, OpCategory::kElementwise},
-      {Op::kNegate, 1, OpCategory::kElementwise},    {Op::kErf, 1, OpCategory::kElementwise},
-      {Op::kCompare, 2, OpCategory::kElementwise},   {Op::kSelect, 3, OpCategory::kElementwise},
-      {Op::kCeil, 1, OpCategory::kElementwise},      {Op::kClamp, 3, OpCategory::kElementwise},
-      {Op::kAnd, 2, OpCategory::kElementwise},       {Op::kOr, 2, OpCategory::kElementwise},
-      {Op::kNot, 1, OpCategory::kElementwise},       {Op::kConvert, 1, OpCategory::kElementwise},
-      {Op::kBroadcastInDim, 1, OpCategory::kLayout}, {Op::kConcatenate, kVariadic, OpCategory::kLayout},
-      {Op::kReduce, 2, OpCategory::kReduction},      {Op::kDotGeneral, 2, OpCategory::kContraction},
-      {Op::kGather, 2, OpCategory::kIndexing},       {Op::kScatter, 3, OpCategory::kIndexing},
+      {Op::kConstant, 0, OpCategory::kSource},          {Op::kIota, 0, OpCategory::kSource},
+      {Op::kAdd, 2, OpCategory::kElementwise},          {Op::kPower, 2, OpCategory::kElementwise},
+      {Op::kNegate, 1, OpCategory::kElementwise},       {Op::kErf, 1, OpCategory::kElementwise},
+      {Op::kCompare, 2, OpCategory::kElementwise},      {Op::kSelect, 3, OpCategory::kElementwise},
+      {Op::kCeil, 1, OpCategory::kElementwise},         {Op::kClamp, 3, OpCategory::kElementwise},
+      {Op::kAnd, 2, OpCategory::kElementwise},          {Op::kOr, 2, OpCategory::kElementwise},
+      {Op::kNot, 1, OpCategory::kElementwise},          {Op::kConvert, 1, OpCategory::kElementwise},
+      {Op::kBroadcastInDim, 1, OpCategory::kLayout},    {Op::kConcatenate, kVariadic, OpCategory::kLayout},
+      {Op::kReduce, 2, OpCategory::kReduction},         {Op::kDotGeneral, 2, OpCategory::kContraction},
+      {Op::kGather, 2, OpCategory::kIndexing},          {Op::kScatter, 3, OpCategory::kIndexing},
+      {Op::kAttention, 3, OpCategory::kAttention},      {Op::kAttentionLse, 2, OpCategory::kAttention},
+      {Op::kAttentionGradQ, 6, OpCategory::kAttention}, {Op::kAttentionGradK, 6, OpCategory::kAttention},
+      {Op::kAttentionGradV, 4, OpCategory::kAttention},
   };
   for (const Expect& e : expected) {
     EXPECT_EQ(OpArity(e.op), e.arity) << OpName(e.op);
@@ -93,6 +99,7 @@ TEST(OpListTest, ArityAndCategory) {
   EXPECT_EQ(count[OpCategory::kReduction], 1);
   EXPECT_EQ(count[OpCategory::kContraction], 1);
   EXPECT_EQ(count[OpCategory::kIndexing], 2);
+  EXPECT_EQ(count[OpCategory::kAttention], 5);
 }
 
 // The property column, written out: the sets that type inference (float-only operands), the
@@ -227,6 +234,25 @@ std::vector<InferCase> InferCases() {
       Bad(Op::kGather, {F({}), i2}, "operand must have rank >= 1"),
       Ok(Op::kScatter, {F({10, 4}), T(DType::kI64, {3}), F({3, 4})}, F({10, 4})),
       Bad(Op::kScatter, {F({10, 4}), T(DType::kI64, {3}), F({3, 5})}, "updates must be tensor<3x4xf32>"),
+      // Fused attention: q [2, 3, 4], k [2, 5, 4], v [2, 5, 6]; lse and delta [2, 3]; do [2, 3, 6].
+      Ok(Op::kAttention, {F({2, 3, 4}), F({2, 5, 4}), F({2, 5, 6})}, F({2, 3, 6})),
+      Bad(Op::kAttention, {F({2, 3, 4}), F({2, 5, 3}), F({2, 5, 6})},
+          "k is tensor<2x5x3xf32>, expected tensor<2x5x4xf32>"),
+      Bad(Op::kAttention, {F({2, 3, 4}), F({2, 5, 4}), F({2, 4, 6})}, "v is tensor<2x4x6xf32>"),
+      Bad(Op::kAttention, {F({4}), F({4}), F({4})}, "q and k need the same rank of at least 2"),
+      Bad(Op::kAttention, {T(DType::kBF16, {3, 4}), F({5, 4}), F({5, 6})}, "needs f32 operands"),
+      Ok(Op::kAttentionLse, {F({2, 3, 4}), F({2, 5, 4})}, F({2, 3})),
+      Bad(Op::kAttentionLse, {F({2, 3, 4}), F({3, 5, 4})}, "k is tensor<3x5x4xf32>"),
+      Ok(Op::kAttentionGradQ, {F({2, 3, 4}), F({2, 5, 4}), F({2, 5, 6}), F({2, 3}), F({2, 3}), F({2, 3, 6})},
+         F({2, 3, 4})),
+      Bad(Op::kAttentionGradQ, {F({2, 3, 4}), F({2, 5, 4}), F({2, 5, 6}), F({2, 3}), F({2, 5}), F({2, 3, 6})},
+          "delta is tensor<2x5xf32>"),
+      Ok(Op::kAttentionGradK, {F({2, 3, 4}), F({2, 5, 4}), F({2, 5, 6}), F({2, 3}), F({2, 3}), F({2, 3, 6})},
+         F({2, 5, 4})),
+      Bad(Op::kAttentionGradK, {F({2, 3, 4}), F({2, 5, 4}), F({2, 5, 6}), F({2, 3}), F({2, 3}), F({2, 3, 4})},
+          "do is tensor<2x3x4xf32>"),
+      Ok(Op::kAttentionGradV, {F({2, 3, 4}), F({2, 5, 4}), F({2, 3}), F({2, 3, 6})}, F({2, 5, 6})),
+      Bad(Op::kAttentionGradV, {F({2, 3, 4}), F({2, 5, 4}), F({2, 5}), F({2, 3, 6})}, "lse is tensor<2x5xf32>"),
   };
   // Binary and unary elementwise ops: one rule each they can break.
   for (Op op : {Op::kAdd, Op::kSubtract, Op::kMultiply, Op::kDivide, Op::kMaximum, Op::kMinimum}) {

@@ -26,6 +26,22 @@ TEST(VjpTableTest, EveryOpHasARuleOrAnExplicitMark) {
   }
 }
 
+// Differentiating through fused attention's backward (a second derivative) is a clear error.
+TEST(VjpTableTest, AttentionBackwardIsNotDifferentiatedAgain) {
+  FunctionBuilder b("f");
+  const TensorType t{DType::kF32, {2, 3, 4}};
+  ValueId q = b.Parameter(t, "q"), k = b.Parameter(t, "k");
+  Attributes a;
+  a.scale = 0.5;
+  ValueId lse = b.Emit(Op::kAttentionLse, {q, k}, a);
+  ValueId loss = b.ReduceSum(lse, {0, 1});
+  ASSERT_TRUE(b.status().ok()) << b.status();
+  absl::StatusOr<std::vector<ValueId>> g = AppendGradients(b, loss, {q});
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented) << g.status();
+  EXPECT_TRUE(absl::StrContains(g.status().message(), "pcp.attention_lse has no VJP")) << g.status();
+}
+
 TEST(VjpTableTest, OpOutsideTheListHasNoEntry) {
   VjpEntry e = GetVjpEntry(static_cast<Op>(kNumOps));
   EXPECT_EQ(e.rule, nullptr);

@@ -37,7 +37,8 @@ const std::vector<Case>& AllCases() {
   static const auto* cases = [] {
     auto* all = new std::vector<Case>(conformance::ElementwiseCases());
     for (auto* more :
-         {new std::vector<Case>(conformance::LayoutCases()), new std::vector<Case>(conformance::ComputeCases())}) {
+         {new std::vector<Case>(conformance::LayoutCases()), new std::vector<Case>(conformance::ComputeCases()),
+          new std::vector<Case>(conformance::AttentionCases())}) {
       all->insert(all->end(), more->begin(), more->end());
       delete more;
     }

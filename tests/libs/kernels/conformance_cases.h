@@ -2,7 +2,7 @@
 // each, with its parameter types, input ranges and tolerance. Elementwise cases (every
 // elementwise op over ranks 0-4 and block-crossing sizes), layout cases (reshape, transpose,
 // broadcast, slices, concatenate, gather/scatter views) and compute cases (dot_general with
-// unusual dimension numbers, reductions, convert, fused chains).
+// unusual dimension numbers, reductions, convert, fused chains) and fused attention.
 #ifndef PCP_TESTS_LIBS_KERNELS_CONFORMANCE_CASES_H_
 #define PCP_TESTS_LIBS_KERNELS_CONFORMANCE_CASES_H_
 
@@ -43,6 +43,8 @@ std::string ShapeName(const Shape& s);
 std::vector<Case> ElementwiseCases();
 std::vector<Case> LayoutCases();
 std::vector<Case> ComputeCases();
+// conformance_attention.cc: the pcp.attention* ops.
+std::vector<Case> AttentionCases();
 
 }  // namespace pcp::conformance
 

@@ -1,12 +1,13 @@
 // The product workload end to end, shrunk: a tiny nanoGPT's train_step (forward, backward,
 // clipping, AdamW as one function) on every test backend, state updated in place over
-// several steps, against the reference interpreter.
+// several steps, against the reference interpreter, with decomposed and with fused attention.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cpu_run.h"
 #include "gtest/gtest.h"
+#include "pcp/autodiff/attention.h"
 #include "pcp/autodiff/interpreter.h"
 #include "pcp/autodiff/train_step.h"
 #include "pcp/kernels/cpu_backend.h"
@@ -26,15 +27,19 @@ constexpr int kSteps = 3;
 
 class GptTrainStepTest : public ::testing::TestWithParam<int> {};
 
-TEST_P(GptTrainStepTest, MatchesInterpreterOverSeveralInPlaceSteps) {
-  const auto& tb = TestBackends()[GetParam()];
-  absl::StatusOr<std::unique_ptr<Backend>> backend = tb.create();
-  if (!backend.ok()) GTEST_SKIP() << tb.name << " unavailable: " << backend.status();
-
+// The step with its attention as the model writes it, or fused (pcp.attention ops: the
+// interpreter computes their definitions, the CPU backend their expansion, the Vulkan backend
+// its attention kernels).
+void ExpectStepsMatchInterpreter(Backend* backend, AttentionMode attention) {
   const GPTConfig config{.vocab_size = 11, .block_size = 8, .n_layer = 2, .n_head = 2, .n_embd = 16, .bias = true};
   const int64_t batch = 3;
   absl::StatusOr<Function> forward = BuildGptForwardLoss(config, batch, config.block_size);
   ASSERT_TRUE(forward.ok()) << forward.status();
+  if (attention == AttentionMode::kFused) {
+    absl::StatusOr<int> raised = RaiseAttention(*forward);
+    ASSERT_TRUE(raised.ok()) << raised.status();
+    ASSERT_EQ(*raised, config.n_layer);
+  }
   absl::StatusOr<Function> step =
       BuildTrainStep(*forward,
                      AdamWConfig{.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0});
@@ -47,18 +52,18 @@ TEST_P(GptTrainStepTest, MatchesInterpreterOverSeveralInPlaceSteps) {
   std::vector<Tensor> args = TrainStepArgs(*init, 3e-3f, batch, config.block_size, config.vocab_size, 1);
   ASSERT_EQ(args.size(), step->params.size());
 
-  absl::StatusOr<std::unique_ptr<Executable>> exe = (*backend)->Compile(*step);
+  absl::StatusOr<std::unique_ptr<Executable>> exe = backend->Compile(*step);
   ASSERT_TRUE(exe.ok()) << exe.status();
   std::vector<std::unique_ptr<Buffer>> owned;
   std::vector<Buffer*> in;
   for (const Tensor& a : args) {
-    auto buf = (*backend)->Allocate({a.dtype(), a.shape()});
+    auto buf = backend->Allocate({a.dtype(), a.shape()});
     ASSERT_TRUE(buf.ok());
-    ASSERT_TRUE((*backend)->CopyIn(a, **buf).ok());
+    ASSERT_TRUE(backend->CopyIn(a, **buf).ok());
     in.push_back(buf->get());
     owned.push_back(*std::move(buf));
   }
-  auto loss_buffer = (*backend)->Allocate({DType::kF32, {}});
+  auto loss_buffer = backend->Allocate({DType::kF32, {}});
   ASSERT_TRUE(loss_buffer.ok());
   // params', m', v' over params, m, v; the loss in a buffer of its own.
   std::vector<Buffer*> out(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(3 * n));
@@ -73,20 +78,30 @@ TEST_P(GptTrainStepTest, MatchesInterpreterOverSeveralInPlaceSteps) {
     losses.push_back((*ref)[3 * n].data<float>()[0]);
     expected[3 * n] = Tensor::Scalar<float>(static_cast<float>(s + 2));  // step
     ASSERT_TRUE((*exe)->Run(in, out).ok());
-    auto loss = (*backend)->CopyOut(*out.back());
+    auto loss = backend->CopyOut(*out.back());
     ASSERT_TRUE(loss.ok());
     EXPECT_NEAR(loss->data<float>()[0], losses.back(), 1e-4 * std::abs(losses.back())) << "step " << s;
-    ASSERT_TRUE((*backend)->CopyIn(expected[3 * n], *in[3 * n]).ok());
+    ASSERT_TRUE(backend->CopyIn(expected[3 * n], *in[3 * n]).ok());
   }
   EXPECT_LT(losses.back(), losses.front());  // it learns
   for (size_t i = 0; i < 3 * n; ++i) {
-    auto got = (*backend)->CopyOut(*in[i]);
+    auto got = backend->CopyOut(*in[i]);
     ASSERT_TRUE(got.ok());
     EXPECT_LT(MaxRelativeError(*got, expected[i], 1e-6), 1e-3) << "result " << i;
   }
   if (auto* cpu = dynamic_cast<CpuExecutable*>(exe->get())) {
     EXPECT_EQ(cpu->stats().num_direct_results, static_cast<int>(3 * n + 1)) << cpu->DescribeSchedule();
     EXPECT_TRUE(cpu->CheckMemoryPlan().ok());
+  }
+}
+
+TEST_P(GptTrainStepTest, MatchesInterpreterOverSeveralInPlaceSteps) {
+  const auto& tb = TestBackends()[GetParam()];
+  absl::StatusOr<std::unique_ptr<Backend>> backend = tb.create();
+  if (!backend.ok()) GTEST_SKIP() << tb.name << " unavailable: " << backend.status();
+  for (AttentionMode attention : {AttentionMode::kDecomposed, AttentionMode::kFused}) {
+    SCOPED_TRACE(attention == AttentionMode::kFused ? "fused attention" : "decomposed attention");
+    ExpectStepsMatchInterpreter(backend->get(), attention);
   }
 }
 

@@ -503,8 +503,8 @@ TEST(JobConfigTest, DamagedFilesNeverCrashAndErrorsStayOneLine) {
 TEST(JobConfigTest, KeysAreListedOnce) {
   std::vector<std::string> keys = JobConfigKeys();
   EXPECT_EQ(keys.front(), "name");
-  EXPECT_EQ(keys.size(), 1u + (7 + 7 + 2) + 4 + 10 + 10 /* training, precision included */ + (11 + 6 + 3 + 3) + 4 +
-                             3 /* diloco.time_budget */ + 1 /* diloco.compression.density */ +
+  EXPECT_EQ(keys.size(), 1u + (7 + 7 + 2) + 4 + 10 + 11 /* training, precision and attention included */ +
+                             (11 + 6 + 3 + 3) + 4 + 3 /* diloco.time_budget */ + 1 /* diloco.compression.density */ +
                              3 /* diloco.compression.{ef_decay, down_mode, scheme} */ +
                              6 /* diloco.orphan_slots, mode, async.{quorum, grace_ms, staleness, momentum} */);
   EXPECT_NE(std::find(keys.begin(), keys.end(), "model.init.ones"), keys.end());
@@ -516,6 +516,7 @@ TEST(JobConfigTest, KeysAreListedOnce) {
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.time_budget.max_steps"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.orphan_slots"), keys.end());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "diloco.async.staleness"), keys.end());
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "training.attention"), keys.end());
   EXPECT_EQ(BackendChoiceName(BackendChoice::kAuto), "auto");
   EXPECT_EQ(DataFormatName(DataFormat::kTextByte), "text_byte");
 }
@@ -538,6 +539,23 @@ TEST(JobConfigTest, PrecisionParsesAndBadValuesNameTheKey) {
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(Message(bad.status()), HasSubstr("job.yaml:4:14"));
   EXPECT_THAT(Message(bad.status()), HasSubstr("training.precision: expected one of f32, bf16, f16, got 'fp8'"));
+}
+
+// training.attention (pcp/autodiff/attention.h): decomposed by default, fused parses and
+// survives the effective config, anything else names the key and the accepted values.
+TEST(JobConfigTest, AttentionParsesAndBadValuesNameTheKey) {
+  absl::StatusOr<JobConfig> plain = Parse(kData);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->training.attention, AttentionMode::kDecomposed);
+  absl::StatusOr<JobConfig> job = Parse(kData + "training:\n  attention: fused\n");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->training.attention, AttentionMode::kFused);
+  absl::StatusOr<JobConfig> back = ParseJobConfig(ToYaml(*job), "effective.yaml", "/", DataRoots::Unconfined());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->training.attention, AttentionMode::kFused);
+  absl::StatusOr<JobConfig> bad = Parse(kData + "training:\n  attention: flash\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(Message(bad.status()), HasSubstr("training.attention: expected one of decomposed, fused, got 'flash'"));
 }
 
 }  // namespace

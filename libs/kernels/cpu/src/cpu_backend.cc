@@ -10,6 +10,8 @@
 #include "gemm.h"
 #include "lowering.h"
 #include "openblas_setup.h"
+#include "pcp/autodiff/attention.h"
+#include "pcp/autodiff/passes.h"
 #include "pcp/autodiff/verifier.h"
 #include "pcp/base/status_macros.h"
 
@@ -73,6 +75,7 @@ absl::Status CheckInstruction(const Function& f, const Instruction& inst) {
       }
       return absl::OkStatus();
     case OpCategory::kLayout: return absl::OkStatus();
+    case OpCategory::kAttention: return absl::OkStatus();  // expanded by Compile (f32 by type inference)
   }
   return absl::OkStatus();
 }
@@ -121,7 +124,12 @@ class CpuBackend final : public Backend {
 
   absl::StatusOr<std::unique_ptr<Executable>> Compile(const Function& function) override {
     PCP_RETURN_IF_ERROR(Supports(function));
-    PCP_ASSIGN_OR_RETURN(cpu::Program program, cpu::Lower(function, lowering_), _ << "compiling @" << function.name);
+    // Fused attention (pcp.attention*) runs as its StableHLO expansion; CSE shares the
+    // scores and probabilities the backward's ops each recompute.
+    Function lowered = function;
+    PCP_ASSIGN_OR_RETURN(int attention_ops, ExpandAttention(lowered), _ << "compiling @" << function.name);
+    if (attention_ops > 0) PCP_RETURN_IF_ERROR(RunStandardPasses(lowered), _ << "compiling @" << function.name);
+    PCP_ASSIGN_OR_RETURN(cpu::Program program, cpu::Lower(lowered, lowering_), _ << "compiling @" << function.name);
     return std::unique_ptr<Executable>(std::make_unique<cpu::CpuExecutableImpl>(function, std::move(program), pool_));
   }
 

@@ -167,9 +167,13 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, const PlanOptions& opt
     for (size_t k = 0; k < inst.operands.size(); ++k) {
       const auto v = static_cast<size_t>(inst.operands[k]);
       ++uses[v];
-      // dot_general re-reads operands per output tile; scatter re-reads indices/updates per
-      // output element: expensive expressions must not be recomputed there.
-      if (inst.op == Op::kDotGeneral || (inst.op == Op::kScatter && k > 0)) dense_reader[v] = true;
+      // dot_general re-reads operands per output tile, attention per row block; scatter
+      // re-reads indices/updates per output element: expensive expressions must not be
+      // recomputed there.
+      if (inst.op == Op::kDotGeneral || (inst.op == Op::kScatter && k > 0) ||
+          GetOpCategory(inst.op) == OpCategory::kAttention) {
+        dense_reader[v] = true;
+      }
     }
   }
   for (ValueId r : f.results) is_result[static_cast<size_t>(r)] = true;
@@ -242,6 +246,9 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, const PlanOptions& opt
       materialize = true;
     } else if (inst.op == Op::kScatter) {
       kind = KernelKind::kScatter;
+      materialize = true;
+    } else if (GetOpCategory(inst.op) == OpCategory::kAttention) {
+      kind = KernelKind::kAttention;
       materialize = true;
     } else if (inst.op == Op::kConstant) {
       materialize = !cheap[v];  // a result that is a constant is uploaded, not computed

@@ -5,11 +5,11 @@
 //   for (const PlannedKernel& k : plan.kernels) ... // one dispatch each, in order
 //
 // Rules: parameters, results, reduce / dot_general / scatter results and non-scalar
-// constants are materialized. Other values (elementwise, layout, iota, gather, concatenate)
+// constants are materialized, and so are fused attention's (pcp.attention*) results. Other values (elementwise, layout, iota, gather, concatenate)
 // are inlined into their one consumer; a value with several uses is materialized unless it
 // is cheap index arithmetic over materialized or cheap values (layout ops, iota, scalar
-// constants). Operands of dot_general and scatter (read many times per output element) are
-// materialized unless cheap.
+// constants). Operands of dot_general, scatter and attention (read many times per output
+// element) are materialized unless cheap.
 //
 // Row kernels (kernel_groups.h, on unless `row_kernels` is false): kernels around a reduction
 // over trailing dimensions (a softmax, a LayerNorm and their gradients) then merge into one
@@ -37,7 +37,8 @@ namespace pcp::vulkan {
 // kSplitReduce: a reduce in two dispatches (ReduceSplitFor), binding a scratch buffer after its
 // output (or several: a reduction group). kRow, kMapGroup and a reduction group's kSplitReduce:
 // several instructions ("members") and outputs (kernel_groups.h).
-enum class KernelKind { kMap, kReduce, kSplitReduce, kDot, kScatter, kRow, kMapGroup };
+// kAttention: a pcp.attention* op (attention_source.cc).
+enum class KernelKind { kMap, kReduce, kSplitReduce, kDot, kScatter, kRow, kMapGroup, kAttention };
 
 struct PlannedKernel {
   KernelKind kind = KernelKind::kMap;

@@ -66,6 +66,8 @@ struct Attributes {
   DotDims dot;                                                // dot_general
   ComparisonDirection comparison = ComparisonDirection::kEQ;  // compare
   ReduceKind reduce_kind = ReduceKind::kSum;                  // reduce; scatter is always add
+  double scale = 1.0;                                         // pcp.attention*: scores = scale q·k
+  bool causal = false;                                        // pcp.attention*: key j <= query i only
 };
 // Equality of attributes, comparing literals by value.
 bool AttributesEqual(const Attributes& a, const Attributes& b);

@@ -8,7 +8,9 @@
 // What bf16 / f16 means here (the same as torch.autocast for a GPT): every f32
 // stablehlo.dot_general reads its operands rounded to the 16-bit type (round to nearest
 // even) and its result is rounded to it too (the "activation" a 16-bit product would store);
-// the product itself accumulates in f32. Everything else stays f32: parameters (the master
+// the product itself accumulates in f32; fused attention (attention.h) likewise reads q, k,
+// v and the incoming gradient rounded and rounds its outputs, its lse and delta rows and
+// everything inside it (scores, softmax) staying f32. Everything else stays f32: parameters (the master
 // weights), AdamW's moments, LayerNorm, softmax, the loss and every reduction, and the Δs a
 // worker sends. A rounding is the IR pair convert(convert(x, bf16), f32), so the program
 // stays plain StableHLO; no pass folds such a pair away (FoldConstants only drops converts to

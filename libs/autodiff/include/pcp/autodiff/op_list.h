@@ -35,6 +35,7 @@ enum class OpCategory : uint8_t {
   kReduction,    // reduce over dimensions with an add or max body
   kContraction,  // dot_general
   kIndexing,     // gather rows / scatter-add rows
+  kAttention,    // fused scaled-dot-product attention and its gradient's parts (attention.h)
 };
 
 inline constexpr int kVariadic = -1;
@@ -59,6 +60,9 @@ inline constexpr uint8_t kChangesDType = 1 << 3;
 // Operand order follows StableHLO: reduce(input, init), select(pred, on_true, on_false),
 // gather(table, indices), scatter(operand, indices, updates), clamp(min, x, max) = min(max(x,
 // min), max) with all three of one type (the parser broadcasts StableHLO's scalar bounds).
+// The pcp.attention ops are PCP's own (attention.h): RaiseAttention makes them from the
+// decomposed softmax(q kᵀ) v where a job asks for fused attention, and ExpandAttention turns
+// them back into StableHLO for backends without attention kernels.
 #define PCP_OP_LIST(V)                                                                    \
   V(kConstant, "stablehlo.constant", 0, kSource, kNone)                                   \
   V(kIota, "stablehlo.iota", 0, kSource, kNone)                                           \
@@ -94,7 +98,12 @@ inline constexpr uint8_t kChangesDType = 1 << 3;
   V(kReduce, "stablehlo.reduce", 2, kReduction, kNone)                                    \
   V(kDotGeneral, "stablehlo.dot_general", 2, kContraction, kNone)                         \
   V(kGather, "stablehlo.gather", 2, kIndexing, kNone)                                     \
-  V(kScatter, "stablehlo.scatter", 3, kIndexing, kNone)
+  V(kScatter, "stablehlo.scatter", 3, kIndexing, kNone)                                   \
+  V(kAttention, "pcp.attention", 3, kAttention, kNone)                                    \
+  V(kAttentionLse, "pcp.attention_lse", 2, kAttention, kNone)                             \
+  V(kAttentionGradQ, "pcp.attention_grad_q", 6, kAttention, kNone)                        \
+  V(kAttentionGradK, "pcp.attention_grad_k", 6, kAttention, kNone)                        \
+  V(kAttentionGradV, "pcp.attention_grad_v", 4, kAttention, kNone)
 
 enum class Op : uint8_t {
 #define PCP_OP_ENUM_(e, name, arity, category, properties) e,
@@ -105,7 +114,7 @@ enum class Op : uint8_t {
 #define PCP_OP_COUNT_(e, name, arity, category, properties) +1
 inline constexpr int kNumOps = 0 PCP_OP_LIST(PCP_OP_COUNT_);
 #undef PCP_OP_COUNT_
-static_assert(kNumOps == 35, "update kNumOps users (VJP table, kernels, tests) when adding ops");
+static_assert(kNumOps == 40, "update kNumOps users (VJP table, kernels, tests) when adding ops");
 
 namespace op_list_internal {
 inline constexpr int kArity[] = {

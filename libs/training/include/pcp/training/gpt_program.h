@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "pcp/autodiff/attention.h"
 #include "pcp/autodiff/ir.h"
 #include "pcp/autodiff/mixed_precision.h"
 #include "pcp/autodiff/remat.h"
@@ -43,10 +44,17 @@ struct GptProgramOptions {
   // train_step's static loss scale (TrainStepOptions::loss_scale, a power of two); 0: 1024
   // (kF16LossScale) for f16, 1 (none) otherwise.
   double loss_scale = 0;
+  // Fused attention (pcp/autodiff/attention.h): every function's softmax(q kᵀ) v raised into
+  // one pcp.attention op before differentiation. A job's training.attention sets it.
+  AttentionMode attention = AttentionMode::kDecomposed;
 };
 
 // The train-step options `options` implies (the loss scale resolved).
 TrainStepOptions TrainStepOptionsOf(const GptProgramOptions& options);
+
+// RaiseAttention(function) where `mode` is kFused; returns how many attentions it raised
+// (0 for kDecomposed), its error naming the function.
+absl::StatusOr<int> ApplyProgramAttention(Function& function, AttentionMode mode);
 
 // ApplyMixedPrecision(function, precision), its error naming the function.
 absl::Status ApplyProgramPrecision(Function& function, Precision precision);

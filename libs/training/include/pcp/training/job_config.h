@@ -40,7 +40,9 @@
 //              log_interval: 10, seed: 1337, out_dir: out, threads: 0 (auto),
 //              backend: cpu|vulkan|auto, precision: f32|bf16|f16 (products and their
 //              outputs rounded to bf16 / f16, f32 master weights and optimizer;
-//              pcp/autodiff/mixed_precision.h; f16 with a static loss scale of 1024)}
+//              pcp/autodiff/mixed_precision.h; f16 with a static loss scale of 1024),
+//              attention: decomposed|fused (fused: softmax(q kᵀ) v as one pcp.attention op
+//              with FlashAttention's backward, pcp/autodiff/attention.h)}
 //   diloco:   {workers: 2, inner_steps: 50, outer_lr: 0.7, outer_momentum: 0.9,
 //              nesterov: true, rounds: (ceil(max_iters / steps per round)), min_workers: 1,
 //              round_deadline_s: 600, checkpoint_every: 5 (rounds), eval_every: 1 (rounds),
@@ -82,6 +84,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "pcp/autodiff/attention.h"
 #include "pcp/autodiff/mixed_precision.h"
 #include "pcp/codec/compression.h"
 #include "pcp/diloco/async.h"
@@ -194,7 +197,8 @@ struct TrainingConfig {
   std::string out_dir = "out";
   int64_t threads = 0;  // 0: automatic
   BackendChoice backend = BackendChoice::kCpu;
-  Precision precision = Precision::kF32;  // mixed precision of the compiled programs
+  Precision precision = Precision::kF32;                 // mixed precision of the compiled programs
+  AttentionMode attention = AttentionMode::kDecomposed;  // fused: pcp.attention ops
   bool operator==(const TrainingConfig&) const = default;
 };
 
