@@ -116,13 +116,14 @@ absl::StatusOr<int> ApplyMixedPrecision(Function& function, Precision precision)
       continue;
     }
     // Attention's matrices (q, k, v, do, its outputs) are rounded like a product's; its
-    // per-row statistics (lse, delta: one dimension fewer) stay f32.
+    // per-row statistics (lse, delta: one dimension fewer than q) stay f32.
     const int64_t matrix_rank = g.type(operands[0]).rank();
+    auto is_matrix = [&](const TensorType& t) { return !attention || t.rank() == matrix_rank; };
     for (ValueId& o : operands) {
-      if (g.type(o).rank() == matrix_rank) o = round(o);
+      if (is_matrix(g.type(o))) o = round(o);
     }
     ValueId y = g.AddInstruction(inst.op, std::move(operands), rt, inst.attrs);
-    map[static_cast<size_t>(inst.result)] = rt.rank() == matrix_rank ? round(y) : y;
+    map[static_cast<size_t>(inst.result)] = is_matrix(rt) ? round(y) : y;
     ++products;
   }
   for (ValueId r : f.results) g.results.push_back(map[static_cast<size_t>(r)]);

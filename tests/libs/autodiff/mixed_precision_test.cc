@@ -108,6 +108,28 @@ TEST(MixedPrecisionTest, RoundsEveryProductsOperandsAndResultOnce) {
   }
 }
 
+// A product's operands and result are rounded whatever their ranks: x [2, 3, 4] @ w [4, 5], and
+// a weight gradient contracting two dimensions into a rank-2 result.
+TEST(MixedPrecisionTest, RoundsProductsOfEveryRank) {
+  FunctionBuilder b("ranks");
+  ValueId x = b.Parameter({DType::kF32, {2, 3, 4}}, "x");
+  ValueId w = b.Parameter({DType::kF32, {4, 5}}, "w");
+  ValueId g = b.Parameter({DType::kF32, {2, 3, 5}}, "g");
+  ValueId y = b.DotGeneral(x, w, DotDims{{}, {}, {2}, {0}});
+  ValueId dw = b.DotGeneral(x, g, DotDims{{}, {}, {0, 1}, {0, 1}});
+  b.Return({y, dw});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok()) << f.status();
+  absl::StatusOr<int> n = ApplyMixedPrecision(*f, Precision::kBF16);
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, 2);
+  for (const Instruction& inst : f->instructions) {
+    if (inst.op != Op::kDotGeneral) continue;
+    for (ValueId o : inst.operands) EXPECT_TRUE(IsRoundedThroughHalf(*f, o)) << "%" << o;
+  }
+  for (ValueId r : f->results) EXPECT_TRUE(IsRoundedThroughHalf(*f, r)) << "%" << r;
+}
+
 // y = round(round(x) @ round(w)) against convert.h: products of two 16-bit values are exact in
 // f32, so only the order of the f32 sum may move the result, by at most one 16-bit ulp.
 TEST(MixedPrecisionTest, RoundedProductMatchesScalarConversions) {

@@ -113,6 +113,31 @@ absl::StatusOr<Function> SingleOpFunction(Op op) {
       out = b.ScatterAdd(operand, ids, b.Parameter(F32({3, 4, 8}), "updates"));
       break;
     }
+    case Op::kAttention:
+    case Op::kAttentionLse:
+    case Op::kAttentionGradQ:
+    case Op::kAttentionGradK:
+    case Op::kAttentionGradV: {
+      // q [2, 4, 3], k [2, 5, 3], v [2, 5, 6]; lse and delta [2, 4]; do [2, 4, 6].
+      ValueId q = b.Parameter(F32({2, 4, 3}), "q"), k = b.Parameter(F32({2, 5, 3}), "k");
+      Attributes a;
+      a.scale = 0.577;
+      a.causal = op != Op::kAttentionGradK;
+      if (op == Op::kAttentionLse) {
+        out = b.Emit(op, {q, k}, a);
+        break;
+      }
+      ValueId v = op == Op::kAttentionGradV ? kNoValue : b.Parameter(F32({2, 5, 6}), "v");
+      if (op == Op::kAttention) {
+        out = b.Emit(op, {q, k, v}, a);
+        break;
+      }
+      ValueId lse = b.Parameter(F32({2, 4}), "lse");
+      ValueId delta = op == Op::kAttentionGradV ? kNoValue : b.Parameter(F32({2, 4}), "delta");
+      ValueId d_out = b.Parameter(F32({2, 4, 6}), "do");
+      out = op == Op::kAttentionGradV ? b.Emit(op, {q, k, lse, d_out}, a) : b.Emit(op, {q, k, v, lse, delta, d_out}, a);
+      break;
+    }
     default:
       if (!IsElementwise(op)) return absl::UnimplementedError(absl::StrCat("no test function for ", OpName(op)));
       if (OpArity(op) == 1) {
