@@ -1,8 +1,9 @@
 // Fused attention on the Vulkan backend (pcp/autodiff/attention.h, attention_source.cc). On
 // the plan, without a device: a fused train step runs each attention op as one kernel and
 // materializes no block x block tensor (the decomposed step does), and the GPU run's models
-// write fewer bytes per step (printed). On a device (skipped without one): the fused bf16
-// train step's loss matches the CPU backend's, which runs the ops' StableHLO expansion.
+// write fewer bytes per step (printed); an attention group runs the forward and the backward's
+// lse as one kernel. On a device (skipped without one): groups keep the bits, and the fused
+// bf16 train step's loss matches the CPU backend's, which runs the ops' StableHLO expansion.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -34,15 +35,18 @@ struct PlanFigures {
   int64_t bytes = 0;          // written by the kernels per run
   int64_t square_bytes = 0;   // of it, outputs whose last two dimensions are block x block
   int attention_kernels = 0;  // KernelKind::kAttention
+  int attention_groups = 0;   // of them, forward + lse kernels (two outputs)
 };
 
-PlanFigures Figures(const Function& f, int64_t block) {
+PlanFigures Figures(const Function& f, int64_t block, bool attention_groups = true) {
   PlanFigures fig;
-  absl::StatusOr<vulkan::KernelPlan> plan = vulkan::PlanKernels(f, {.half_moves = true});
+  absl::StatusOr<vulkan::KernelPlan> plan =
+      vulkan::PlanKernels(f, {.half_moves = true, .attention_groups = attention_groups});
   EXPECT_TRUE(plan.ok()) << plan.status();
   if (!plan.ok()) return fig;
   for (const vulkan::PlannedKernel& k : plan->kernels) {
     fig.attention_kernels += k.kind == vulkan::KernelKind::kAttention ? 1 : 0;
+    fig.attention_groups += k.kind == vulkan::KernelKind::kAttention && k.outputs.size() == 2 ? 1 : 0;
     for (ValueId v : vulkan::OutputsOf(k)) {
       const TensorType& t = f.type(v);
       const int64_t bytes = t.num_elements() * SizeOf(t.dtype);
@@ -65,8 +69,13 @@ TEST(VulkanAttentionPlanTest, FusedStepStoresNoScoreMatrix) {
     const PlanFigures after = Figures(fused->train_step, kSmall.block_size);
     EXPECT_EQ(before.attention_kernels, 0);
     EXPECT_GT(before.square_bytes, 0);
-    // Per layer: the forward, and the backward's lse and three gradient parts.
-    EXPECT_EQ(after.attention_kernels, 5 * kSmall.n_layer);
+    // Per layer: the forward, which also writes the backward's lse (an attention group), and
+    // the three gradient parts; without groups lse has a kernel of its own.
+    EXPECT_EQ(after.attention_kernels, 4 * kSmall.n_layer);
+    EXPECT_EQ(after.attention_groups, kSmall.n_layer);
+    const PlanFigures apart = Figures(fused->train_step, kSmall.block_size, /*attention_groups=*/false);
+    EXPECT_EQ(apart.attention_kernels, 5 * kSmall.n_layer);
+    EXPECT_EQ(apart.attention_groups, 0);
     EXPECT_EQ(after.square_bytes, 0);
     // Evaluation: one kernel per layer.
     EXPECT_EQ(Figures(fused->eval_loss, kSmall.block_size).attention_kernels, kSmall.n_layer);
@@ -100,6 +109,24 @@ TEST(VulkanAttentionPlanTest, GpuModelsWriteFewerBytes) {
                 m.name, after.bytes / 1e9, before.bytes / 1e9,
                 static_cast<double>(before.bytes) / static_cast<double>(after.bytes));
   }
+}
+
+// An attention group's lse is the lse kernel's, bit for bit: the fused f32 step gives the same
+// bits with and without groups, with one dispatch less per layer.
+TEST(VulkanAttentionTest, AttentionGroupsGiveTheSameBits) {
+  absl::StatusOr<BackendPair> vk = CreateBackendPair({.attention_groups = false});
+  if (!vk.ok()) GTEST_SKIP() << "no Vulkan device: " << vk.status();
+  absl::StatusOr<GptProgram> program = Program(kSmall, 4, Precision::kF32, AttentionMode::kFused);
+  ASSERT_TRUE(program.ok()) << program.status();
+  absl::StatusOr<std::vector<NamedTensor>> init = InitGptParams(kSmall, 11);
+  ASSERT_TRUE(init.ok()) << init.status();
+  const std::vector<Tensor> args = ::pcp::testing::TrainStepArgs(*init, 1e-3f, 4, kSmall.block_size, 65, 3);
+  Compiled with = CompileOn(*vk->with, program->train_step);
+  Compiled without = CompileOn(*vk->without, program->train_step);
+  ASSERT_NE(with.exe, nullptr);
+  ASSERT_NE(without.exe, nullptr);
+  EXPECT_EQ(with.schedule.dispatches + kSmall.n_layer, without.schedule.dispatches);
+  EXPECT_TRUE(SameBits(RunTwice(*vk->with, with, args), RunTwice(*vk->without, without, args)));
 }
 
 TEST(VulkanAttentionTest, FusedBf16StepMatchesCpu) {

@@ -8,7 +8,9 @@
 // keeps an online softmax (a running max and sum per row, rescaled once per tile). A causal
 // group stops at its last row's keys (queries) and skips masked pairs. Operands are read
 // through ExprCodegen, so slices and transposes of q, k, v (a GPT's heads) cost nothing;
-// exp and log are PCP's own (glsl_prelude.h), the same on every device.
+// exp and log are PCP's own (glsl_prelude.h), the same on every device. An attention group
+// (kernel_groups.h) is the forward's kernel also storing each row's lse = m + log(l), the
+// value the lse kernel computes the same way.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -35,8 +37,9 @@ struct TileOperand {
 
 class AttentionSource {
  public:
-  AttentionSource(const Function& f, const KernelPlan& plan, const Instruction& inst)
-      : f_(f), inst_(inst), gen_(f, plan), op_(inst.op) {
+  // `outputs`: the kernel's values (an attention group's o and lse, else `inst`'s result).
+  AttentionSource(const Function& f, const KernelPlan& plan, const Instruction& inst, std::vector<ValueId> outputs)
+      : f_(f), inst_(inst), gen_(f, plan), op_(inst.op), outputs_(std::move(outputs)) {
     const TensorType& q = f.type(inst.operands[0]);
     const int64_t r = q.rank();
     batch_.assign(q.shape.begin(), q.shape.end() - 2);
@@ -110,7 +113,9 @@ class AttentionSource {
                      Finish(out_index), "    }\n  }\n  }\n");
     KernelSource src;
     src.name = absl::StrCat(OpName(op_).substr(4), "_", inst_.result);
-    src.glsl = ShaderSource(kRowsPerGroup, gen_.BufferDeclarations(DType::kF32) + shared, main_body);
+    const std::string buffers = outputs_.size() > 1 ? gen_.InputDeclarations() + gen_.OutputDeclarations(outputs_)
+                                                    : gen_.BufferDeclarations(DType::kF32);
+    src.glsl = ShaderSource(kRowsPerGroup, buffers + shared, main_body);
     src.inputs = gen_.inputs();
     src.groups[0] = GroupsFor(rows_, kRowsPerGroup);
     src.groups[1] = GroupsFor(NumElements(batch_), 1);
@@ -232,9 +237,19 @@ class AttentionSource {
 
   std::string Finish(const std::string& base) const {
     switch (op_) {
-      case Op::kAttention:
-        return absl::StrCat("      for (int c = 0; c < ", e(), "; ++c) ",
-                            ExprCodegen::Store(DType::kF32, base + " + c", "acc[c] / l"));
+      case Op::kAttention: {
+        // An attention group also writes the row's lse (at bb * rows + i).
+        const bool group = outputs_.size() > 1;
+        std::string out =
+            absl::StrCat("      for (int c = 0; c < ", e(), "; ++c) ",
+                         ExprCodegen::StoreTo(group ? "out0_" : "out_", DType::kF32, base + " + c", "acc[c] / l"));
+        if (group) {
+          absl::StrAppend(&out, "      ",
+                          ExprCodegen::StoreTo("out1_", DType::kF32, absl::StrCat("bb * ", rows_, " + i"),
+                                               "m + pcp_log(l)"));
+        }
+        return out;
+      }
       case Op::kAttentionLse: return "      " + ExprCodegen::Store(DType::kF32, base, "m + pcp_log(l)");
       case Op::kAttentionGradV:
         return absl::StrCat("      for (int c = 0; c < ", e(), "; ++c) ",
@@ -249,6 +264,7 @@ class AttentionSource {
   const Instruction& inst_;
   ExprCodegen gen_;
   const Op op_;
+  const std::vector<ValueId> outputs_;
   Shape batch_;
   std::vector<std::string> batch_idx_;
   std::string batch_decl_;
@@ -258,8 +274,9 @@ class AttentionSource {
 
 }  // namespace
 
-KernelSource AttentionKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst) {
-  return AttentionSource(f, plan, inst).Build();
+KernelSource AttentionKernelSource(const Function& f, const KernelPlan& plan, const PlannedKernel& k) {
+  const Instruction& inst = f.instructions[static_cast<size_t>(k.instruction)];
+  return AttentionSource(f, plan, inst, OutputsOf(k)).Build();
 }
 
 }  // namespace pcp::vulkan

@@ -488,4 +488,32 @@ void GroupKernels(const Function& f, KernelPlan& plan, const PlanOptions& option
   KernelGrouper(f, plan, options.max_bindings).Run(options.row_kernels, options.map_groups, options.reduction_groups);
 }
 
+void GroupAttention(const Function& f, KernelPlan& plan) {
+  std::vector<bool> gone(plan.kernels.size(), false);
+  for (size_t a = 0; a < plan.kernels.size(); ++a) {
+    PlannedKernel& forward = plan.kernels[a];
+    const Instruction& fi = f.instructions[static_cast<size_t>(forward.instruction)];
+    if (forward.kind != KernelKind::kAttention || fi.op != Op::kAttention || !forward.members.empty()) continue;
+    for (size_t l = a + 1; l < plan.kernels.size(); ++l) {
+      const PlannedKernel& lse = plan.kernels[l];
+      const Instruction& li = f.instructions[static_cast<size_t>(lse.instruction)];
+      if (gone[l] || lse.kind != KernelKind::kAttention || li.op != Op::kAttentionLse ||
+          li.operands[0] != fi.operands[0] || li.operands[1] != fi.operands[1] || li.attrs.scale != fi.attrs.scale ||
+          li.attrs.causal != fi.attrs.causal) {
+        continue;
+      }
+      forward.members = {forward.instruction, lse.instruction};
+      forward.outputs = {forward.value, lse.value};
+      forward.fused_instructions += lse.fused_instructions;
+      gone[l] = true;
+      break;
+    }
+  }
+  std::vector<PlannedKernel> kept;
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    if (!gone[k]) kept.push_back(std::move(plan.kernels[k]));
+  }
+  plan.kernels = std::move(kept);
+}
+
 }  // namespace pcp::vulkan

@@ -79,6 +79,12 @@ bool IsRowBroadcast(const Function& f, const Instruction& inst, const Shape& row
 // updates plan.materialized for the values they keep to themselves.
 void GroupKernels(const Function& f, KernelPlan& plan, const PlanOptions& options);
 
+// Attention groups (PlanOptions::attention_groups): each pcp.attention kernel takes the
+// pcp.attention_lse kernel of the same q, k and attributes, which then runs nowhere else: one
+// KernelKind::kAttention kernel with members {forward, lse} and outputs {o, lse}, at the
+// forward's place (lse's readers all come later).
+void GroupAttention(const Function& f, KernelPlan& plan);
+
 }  // namespace pcp::vulkan
 
 #endif  // PCP_KERNELS_VULKAN_SRC_KERNEL_GROUPS_H_

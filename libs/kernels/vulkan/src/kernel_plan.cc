@@ -284,6 +284,7 @@ absl::StatusOr<KernelPlan> PlanKernels(const Function& f, const PlanOptions& opt
     k.fused_instructions = c;
   }
   GroupKernels(f, plan, options);
+  if (options.attention_groups) GroupAttention(f, plan);
   return plan;
 }
 

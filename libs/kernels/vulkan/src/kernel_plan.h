@@ -107,6 +107,10 @@ struct PlanOptions {
   // whose value is the rounding's, `instruction` the product's), which writes 16 bits instead of
   // the f32 product (the same bits).
   bool half_buffers = true;
+  // A pcp.attention and the pcp.attention_lse of the same q, k and attributes (its backward's)
+  // run as one kernel at the forward's place, writing o and lse (GroupAttention,
+  // kernel_groups.h; the same bits).
+  bool attention_groups = true;
   // The storage buffers one kernel may bind (the device's per-stage limit). No kernel exceeds
   // it: where an inlined chain would load too many materialized values (a sum of 40
   // parameters), its largest subexpression that fits in a kernel of its own is materialized,

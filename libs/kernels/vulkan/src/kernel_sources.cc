@@ -144,7 +144,7 @@ absl::StatusOr<KernelSource> KernelSourceFor(const Function& f, const KernelPlan
     case KernelKind::kScatter: return ScatterKernelSource(f, plan, inst);
     case KernelKind::kRow: return RowKernelSource(f, plan, k);
     case KernelKind::kMapGroup: return MapGroupSource(f, plan, k);
-    case KernelKind::kAttention: return AttentionKernelSource(f, plan, inst);
+    case KernelKind::kAttention: return AttentionKernelSource(f, plan, k);
     case KernelKind::kDot:
       return UsesCooperativeMatrix(f, inst, options)
                  ? CoopDotKernelSource(f, plan, inst, k.value, DotTileFor(f, inst, options.dot_tile),

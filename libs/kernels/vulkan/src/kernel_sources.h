@@ -72,8 +72,9 @@ KernelSource ReduceKernelSource(const Function& f, const KernelPlan& plan, const
 KernelSource SplitReduceKernelSource(const Function& f, const KernelPlan& plan, const PlannedKernel& k);
 KernelSource ScatterKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
 // A pcp.attention* op (attention_source.cc): FlashAttention's forward or one of its backward
-// kernels, a row of the result per invocation, the other side walked in shared-memory tiles.
-KernelSource AttentionKernelSource(const Function& f, const KernelPlan& plan, const Instruction& inst);
+// kernels, a row of the result per invocation, the other side walked in shared-memory tiles;
+// an attention group (kernel_groups.h) writes the forward's o and its lse.
+KernelSource AttentionKernelSource(const Function& f, const KernelPlan& plan, const PlannedKernel& k);
 // A product's tile (plain shaders and cooperative matrices alike), 64 or 128 outputs square (matmul_source.cc; the same
 // bits either way): `forced` if 64 or 128, else 128 for products of at least 128 x 128 with
 // kLargeDotTileMinTiles such tiles or more (enough work groups to fill a large GPU: an H100's

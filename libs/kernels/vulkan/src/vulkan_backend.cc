@@ -38,6 +38,7 @@ class VulkanBackend : public Backend {
     switches_.split_reductions = on(options.split_reductions, "PCP_VULKAN_SPLIT_REDUCTIONS");
     switches_.reduction_groups = on(options.reduction_groups, "PCP_VULKAN_REDUCTION_GROUPS");
     switches_.half_buffers = on(options.half_buffers, "PCP_VULKAN_HALF_BUFFERS");
+    switches_.attention_groups = on(options.attention_groups, "PCP_VULKAN_ATTENTION_GROUPS");
   }
 
   std::string Name() const override { return "vulkan"; }

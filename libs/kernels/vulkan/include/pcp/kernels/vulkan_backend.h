@@ -39,6 +39,9 @@
 // mixed precision's rounded matmul operands are, is kept in 16 bits and widened where read,
 // and a product whose only reader rounds it writes the rounding in 16 bits: the same bits in
 // half the bytes (VulkanBackendOptions::half_buffers; PCP_VULKAN_HALF_BUFFERS=0
+// turns them off). Fused attention (pcp/autodiff/attention.h): each pcp.attention* op is one
+// kernel that never stores a block x block tensor, and a forward and its backward's lse are one
+// kernel writing both (VulkanBackendOptions::attention_groups; PCP_VULKAN_ATTENTION_GROUPS=0
 // turns them off).
 //
 // Types: f32, i32, i64 and i1 (stored one byte per element) are computed as the CPU backend
@@ -73,6 +76,10 @@ struct VulkanBackendOptions {
   bool split_reductions = true;  // above; off also with PCP_VULKAN_SPLIT_REDUCTIONS=0
   bool reduction_groups = true;  // above; off also with PCP_VULKAN_REDUCTION_GROUPS=0
   bool half_buffers = true;      // above; off also with PCP_VULKAN_HALF_BUFFERS=0
+  // A fused attention's forward and its backward's lse (pcp.attention and pcp.attention_lse of
+  // the same q and k) in one kernel at the forward's place, writing both: the backward does not
+  // walk the keys once more for lse (the same bits). Off also with PCP_VULKAN_ATTENTION_GROUPS=0.
+  bool attention_groups = true;
   // dot_general's tile on the f32 shaders: 0 = by shape (128 x 128 for large products, else
   // 64 x 64), 64 or 128 = always that one; PCP_VULKAN_DOT_TILE=64|128 overrides. The same bits
   // either way. Another value is refused by CreateVulkanBackend.
