@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "expr_codegen.h"
 #include "kernel_sources.h"
 
@@ -53,6 +54,7 @@ class AttentionSource {
     by_keys_ = op_ == Op::kAttentionGradK || op_ == Op::kAttentionGradV;
     rows_ = by_keys_ ? s_ : t_;
     walked_ = by_keys_ ? t_ : s_;
+    lanes_ = d_ % 4 == 0 && e_ % 4 == 0 ? 4 : 1;
   }
 
   KernelSource Build() {
@@ -97,7 +99,9 @@ class AttentionSource {
     tile_ = std::clamp<int64_t>(kSharedFloats / per_row, 1, kMaxTile);
     std::string shared, loads;
     for (const TileOperand& t : tiles) {
-      absl::StrAppend(&shared, "shared float ", t.name, "[", tile_ * t.width, "];\n");
+      const bool vector = t.width > 1;
+      absl::StrAppend(&shared, "shared ", vector ? Type() : "float", " ", t.name, "[",
+                      tile_ * (vector ? Packs(t.width) : 1), "];\n");
       loads += TileLoad(t);
     }
     const std::string out_index = absl::StrCat("(bb * ", rows_, " + i) * ", cols_);
@@ -125,6 +129,18 @@ class AttentionSource {
 
  private:
   int64_t e() const { return e_; }
+  // Vectors (q, k, v, do rows and accumulators) are held as vec4 where D and E are multiples of
+  // 4: a shared-memory load then feeds four multiply-adds, not one.
+  std::string Type() const { return lanes_ == 4 ? "vec4" : "float"; }
+  int64_t Packs(int64_t width) const { return width / lanes_; }
+  // Element `j` of pack `c` (a GLSL int expression).
+  std::string Element(const std::string& c, int j) const {
+    return lanes_ == 1 ? c : absl::StrCat("(", c, " * 4 + ", j, ")");
+  }
+  // Pack `pack` (a GLSL vector or float expression) built from or split into its elements.
+  std::string Component(const std::string& pack, int j) const {
+    return lanes_ == 1 ? pack : absl::StrCat(pack, "[", j, "]");
+  }
   int64_t RowBlocks() const { return (rows_ + kRowsPerGroup - 1) / kRowsPerGroup; }
   // The scale as the f32 the expansion multiplies by (every digit of it).
   std::string Scale() const { return absl::StrFormat("float(%.9g)", static_cast<float>(inst_.attrs.scale)); }
@@ -137,12 +153,15 @@ class AttentionSource {
     return idx;
   }
 
-  // float name[width] = the row's vector (times scale if `scaled`), at row ic.
+  // Type name[width / lanes] = the row's vector (times scale if `scaled`), at row ic.
   void RowVector(ValueId v, const std::string& name, int64_t width, bool scaled, std::string* out) {
     std::string body;
-    const std::string x = gen_.Emit(v, At({"ic", "c"}), &body);
-    absl::StrAppend(out, "    float ", name, "[", width, "];\n    for (int c = 0; c < ", width, "; ++c) {\n", body,
-                    "      ", name, "[c] = ", scaled ? absl::StrCat(x, " * ", Scale()) : x, ";\n    }\n");
+    std::vector<std::string> x;
+    for (int j = 0; j < lanes_; ++j) x.push_back(gen_.Emit(v, At({"ic", Element("c", j)}), &body));
+    const std::string pack = lanes_ == 1 ? x[0] : absl::StrCat("vec4(", absl::StrJoin(x, ", "), ")");
+    absl::StrAppend(out, "    ", Type(), " ", name, "[", Packs(width), "];\n    for (int c = 0; c < ", Packs(width),
+                    "; ++c) {\n", body, "      ", name, "[c] = ", scaled ? absl::StrCat(pack, " * ", Scale()) : pack,
+                    ";\n    }\n");
   }
   void RowScalar(ValueId v, const std::string& name, std::string* out) {
     std::string body;
@@ -154,12 +173,20 @@ class AttentionSource {
   std::string TileLoad(const TileOperand& t) {
     std::string body;
     const bool vector = t.width > 1;
-    const std::string x = gen_.Emit(t.value, vector ? At({"wr", "wc"}) : At({"wr"}), &body);
-    return absl::StrCat("      for (int x = lid; x < ", tile_ * t.width, "; x += ", kRowsPerGroup, ") {\n",
-                        "        int wi = x / ", t.width, ";\n",
-                        vector ? absl::StrCat("        int wc = x - wi * ", t.width, ";\n") : "",
-                        "        int wr = min(w0 + wi, ", walked_ - 1, ");\n", body, "        ", t.name, "[x] = ", x,
-                        ";\n      }\n");
+    const int64_t packs = vector ? Packs(t.width) : 1;
+    std::string value;
+    if (!vector) {
+      value = gen_.Emit(t.value, At({"wr"}), &body);
+    } else {
+      std::vector<std::string> x;
+      for (int j = 0; j < lanes_; ++j) x.push_back(gen_.Emit(t.value, At({"wr", Element("wc", j)}), &body));
+      value = lanes_ == 1 ? x[0] : absl::StrCat("vec4(", absl::StrJoin(x, ", "), ")");
+    }
+    return absl::StrCat("      for (int x = lid; x < ", tile_ * packs, "; x += ", kRowsPerGroup, ") {\n",
+                        "        int wi = x / ", packs, ";\n",
+                        vector ? absl::StrCat("        int wc = x - wi * ", packs, ";\n") : "",
+                        "        int wr = min(w0 + wi, ", walked_ - 1, ");\n", body, "        ", t.name,
+                        "[x] = ", value, ";\n      }\n");
   }
 
   // Causal: keys j <= i. By queries, the walk ends after the group's last row; by keys it
@@ -177,23 +204,32 @@ class AttentionSource {
     return n;
   }
 
-  // `var` = Σ_c reg[c] tile[row][c].
+  // `var` = Σ_c reg[c] · tile[row][c], over the packs.
   std::string DotInto(const std::string& var, const std::string& reg, const std::string& tile, int64_t width,
                       const std::string& row) const {
-    return absl::StrCat("        float ", var, " = 0.0;\n        for (int c = 0; c < ", width, "; ++c) ", var,
-                        " += ", reg, "[c] * ", tile, "[", row, " * ", width, " + c];\n");
+    return absl::StrCat("        float ", var, " = 0.0;\n        for (int c = 0; c < ", Packs(width), "; ++c) ", var,
+                        " += dot(", reg, "[c], ", tile, "[", row, " * ", Packs(width), " + c]);\n");
+  }
+  // acc[c] += `weight` * tile[row][c] over the packs.
+  std::string Accumulate(const std::string& weight, const std::string& tile, int64_t width,
+                         const std::string& row) const {
+    return absl::StrCat("          for (int c = 0; c < ", Packs(width), "; ++c) acc[c] += ", weight, " * ", tile, "[",
+                        row, " * ", Packs(width), " + c];\n");
+  }
+
+  // The accumulator's width: E for the output and dv, D for dq and dk, none for lse.
+  int64_t AccWidth() const {
+    return op_ == Op::kAttention || op_ == Op::kAttentionGradV ? e() : op_ == Op::kAttentionLse ? 0 : d_;
   }
 
   std::string Accumulators() const {
-    switch (op_) {
-      case Op::kAttention:
-        return absl::StrCat("    float m = uintBitsToFloat(0xff800000u), l = 0.0;\n    float acc[", e(),
-                            "];\n    for (int c = 0; c < ", e(), "; ++c) acc[c] = 0.0;\n");
-      case Op::kAttentionLse: return "    float m = uintBitsToFloat(0xff800000u), l = 0.0;\n";
-      case Op::kAttentionGradV:
-        return absl::StrCat("    float acc[", e(), "];\n    for (int c = 0; c < ", e(), "; ++c) acc[c] = 0.0;\n");
-      default: return absl::StrCat("    float acc[", d_, "];\n    for (int c = 0; c < ", d_, "; ++c) acc[c] = 0.0;\n");
+    std::string s;
+    if (op_ == Op::kAttention || op_ == Op::kAttentionLse) s = "    float m = uintBitsToFloat(0xff800000u), l = 0.0;\n";
+    if (AccWidth() > 0) {
+      absl::StrAppend(&s, "    ", Type(), " acc[", Packs(AccWidth()), "];\n    for (int c = 0; c < ", Packs(AccWidth()),
+                      "; ++c) acc[c] = ", Type(), "(0.0);\n");
     }
+    return s;
   }
 
   // Online softmax over the tile's wn keys: scores, the new running max, the rescale of what
@@ -203,11 +239,10 @@ class AttentionSource {
                                  "        for (int w = 0; w < wn; ++w) {\n", DotInto("s", "qr", "Ks", d_, "w"),
                                  "          sv[w] = s;\n          mn = max(mn, s);\n        }\n",
                                  "        float r = pcp_exp(m - mn);\n        l *= r;\n");
-    if (values) absl::StrAppend(&s, "        for (int c = 0; c < ", e(), "; ++c) acc[c] *= r;\n");
+    if (values) absl::StrAppend(&s, "        for (int c = 0; c < ", Packs(e()), "; ++c) acc[c] *= r;\n");
     absl::StrAppend(&s, "        for (int w = 0; w < wn; ++w) {\n          float p = pcp_exp(sv[w] - mn);\n",
                     "          l += p;\n");
-    if (values)
-      absl::StrAppend(&s, "          for (int c = 0; c < ", e(), "; ++c) acc[c] += p * Vs[w * ", e(), " + c];\n");
+    if (values) absl::StrAppend(&s, Accumulate("p", "Vs", e(), "w"));
     absl::StrAppend(&s, "        }\n        m = mn;\n");
     return s;
   }
@@ -216,8 +251,8 @@ class AttentionSource {
   std::string GradQTile() {
     return absl::StrCat("        for (int w = 0; w < wn; ++w) {\n", DotInto("s", "qr", "Ks", d_, "w"), "  ",
                         DotInto("dp", "dor", "Vs", e(), "w"),
-                        "          float ds = pcp_exp(s - lse_i) * (dp - delta_i);\n", "          for (int c = 0; c < ",
-                        d_, "; ++c) acc[c] += ds * Ks[w * ", d_, " + c];\n", "        }\n");
+                        "          float ds = pcp_exp(s - lse_i) * (dp - delta_i);\n", Accumulate("ds", "Ks", d_, "w"),
+                        "        }\n");
   }
 
   // dk_j += ds_ij q_i (keys) or dv_j += P_ij do_i over the tile's queries, masked ones skipped.
@@ -227,12 +262,24 @@ class AttentionSource {
     absl::StrAppend(&s, DotInto("s", "kr", "Qs", d_, "w"), "          float p = pcp_exp(s - Ls[w]);\n");
     if (keys) {
       absl::StrAppend(&s, DotInto("dp", "vr", "DOs", e(), "w"), "          float ds = p * (dp - Ds[w]);\n",
-                      "          for (int c = 0; c < ", d_, "; ++c) acc[c] += ds * Qs[w * ", d_, " + c];\n");
+                      Accumulate("ds", "Qs", d_, "w"));
     } else {
-      absl::StrAppend(&s, "          for (int c = 0; c < ", e(), "; ++c) acc[c] += p * DOs[w * ", e(), " + c];\n");
+      absl::StrAppend(&s, Accumulate("p", "DOs", e(), "w"));
     }
     absl::StrAppend(&s, "        }\n");
     return s;
+  }
+
+  // Stores acc's elements, each followed by `suffix` (" / l", " * scale"), into `buffer` from
+  // element `base`.
+  std::string StoreAcc(const std::string& buffer, const std::string& base, const std::string& suffix) const {
+    std::string body;
+    for (int j = 0; j < lanes_; ++j) {
+      absl::StrAppend(&body, "        ",
+                      ExprCodegen::StoreTo(buffer, DType::kF32, absl::StrCat(base, " + ", Element("c", j)),
+                                           Component("acc[c]", j) + suffix));
+    }
+    return absl::StrCat("      for (int c = 0; c < ", Packs(AccWidth()), "; ++c) {\n", body, "      }\n");
   }
 
   std::string Finish(const std::string& base) const {
@@ -240,9 +287,7 @@ class AttentionSource {
       case Op::kAttention: {
         // An attention group also writes the row's lse (at bb * rows + i).
         const bool group = outputs_.size() > 1;
-        std::string out =
-            absl::StrCat("      for (int c = 0; c < ", e(), "; ++c) ",
-                         ExprCodegen::StoreTo(group ? "out0_" : "out_", DType::kF32, base + " + c", "acc[c] / l"));
+        std::string out = StoreAcc(group ? "out0_" : "out_", base, " / l");
         if (group) {
           absl::StrAppend(&out, "      ",
                           ExprCodegen::StoreTo("out1_", DType::kF32, absl::StrCat("bb * ", rows_, " + i"),
@@ -251,12 +296,8 @@ class AttentionSource {
         return out;
       }
       case Op::kAttentionLse: return "      " + ExprCodegen::Store(DType::kF32, base, "m + pcp_log(l)");
-      case Op::kAttentionGradV:
-        return absl::StrCat("      for (int c = 0; c < ", e(), "; ++c) ",
-                            ExprCodegen::Store(DType::kF32, base + " + c", "acc[c]"));
-      default:
-        return absl::StrCat("      for (int c = 0; c < ", d_, "; ++c) ",
-                            ExprCodegen::Store(DType::kF32, base + " + c", absl::StrCat("acc[c] * ", Scale())));
+      case Op::kAttentionGradV: return StoreAcc("out_", base, "");
+      default: return StoreAcc("out_", base, " * " + Scale());
     }
   }
 
@@ -268,6 +309,7 @@ class AttentionSource {
   Shape batch_;
   std::vector<std::string> batch_idx_;
   std::string batch_decl_;
+  int lanes_ = 1;
   int64_t t_ = 0, d_ = 0, s_ = 0, e_ = 0, cols_ = 1, rows_ = 0, walked_ = 0, tile_ = 1;
   bool by_keys_ = false;
 };
