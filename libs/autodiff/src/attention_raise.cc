@@ -74,6 +74,9 @@ std::vector<int64_t> Range(int64_t n) {
   return v;
 }
 
+// An additive mask's masked entries: -inf, or at most this (exp of any score plus it is 0 in f32).
+constexpr float kMaskedBelow = -1e30f;
+
 Shape Leading(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
 Shape Trailing(const Shape& s) { return Shape(s.end() - 2, s.end()); }
 
@@ -121,6 +124,12 @@ class Matcher {
       }
       m->causal = true;
       z = scores;
+    } else if (const Instruction* add = Take(z, Op::kAdd, m)) {
+      // z = s + mask, the mask 0 where j <= i and -inf (or below kMaskedBelow) elsewhere.
+      const bool first = AdditiveCausal(add->operands[0], r);
+      if (!first && !AdditiveCausal(add->operands[1], r)) return false;
+      m->causal = true;
+      z = add->operands[first ? 1 : 0];
     }
     // s = scale * (q kᵀ), (q kᵀ) / c or q kᵀ.
     if (const Instruction* mul = Take(z, Op::kMultiply, m)) {
@@ -263,6 +272,29 @@ class Matcher {
     }
     if (drop && !keep) *negated = !*negated;
     return keep != drop;
+  }
+
+  // v = broadcast(M) over the last two dimensions (or M itself), M a constant [T, S] that is 0
+  // where key j <= query i and -inf or below kMaskedBelow (Hugging Face's finfo.min) elsewhere:
+  // exp of such a score is 0 in f32, as a masked one.
+  bool AdditiveCausal(ValueId v, int64_t r) const {
+    if (const Instruction* b = g_.Def(v, Op::kBroadcastInDim)) {
+      if (b->attrs.dims != std::vector<int64_t>{r - 2, r - 1}) return false;
+      v = b->operands[0];
+    }
+    const Instruction* c = g_.Def(v, Op::kConstant);
+    if (c == nullptr) return false;
+    const Tensor& mask = c->attrs.literal;
+    if (mask.dtype() != DType::kF32 || mask.rank() != 2) return false;
+    const int64_t rows = mask.shape()[0], cols = mask.shape()[1];
+    const float* x = mask.data<float>();
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) {
+        const float e = x[i * cols + j];
+        if (j <= i ? e != 0.0f : !(e <= kMaskedBelow)) return false;
+      }
+    }
+    return true;
   }
 
   // q [B..., T, D], k [B..., S, D] (or kᵀ), v [B..., S, E] against P [B..., T, S].

@@ -112,6 +112,7 @@ struct Decomposed {
   bool rows_first = false;  // compare(rows, cols, GE) instead of compare(cols, rows, LE)
   ComparisonDirection direction = ComparisonDirection::kLE;
   bool probabilities_returned = false;  // P is also a result: the pattern must not be raised
+  double additive = 0;                  // nonzero: the mask is s + M, M 0 where j <= i and this elsewhere
 };
 
 absl::StatusOr<Function> DecomposedAttention(const Decomposed& c) {
@@ -125,7 +126,13 @@ absl::StatusOr<Function> DecomposedAttention(const Decomposed& c) {
   ValueId s = b.DotGeneral(q, k, qk);
   s = c.divide ? b.BDiv(s, b.ScalarConstant(std::sqrt(3.0))) : b.BMul(b.ScalarConstant(0.6), s);
   const Shape scores = {B, H, T, T};
-  if (c.causal) {
+  if (c.additive != 0) {
+    std::vector<float> mask;
+    for (int64_t i = 0; i < T; ++i) {
+      for (int64_t j = 0; j < T; ++j) mask.push_back(j <= i ? 0.0f : static_cast<float>(c.additive));
+    }
+    s = b.Add(s, b.BroadcastInDim(b.Constant(Tensor::FromVector<float>({T, T}, mask)), scores, {2, 3}));
+  } else if (c.causal) {
     ValueId rows = b.Iota(TensorType{DType::kI32, {T, T}}, 0);
     ValueId cols = b.Iota(TensorType{DType::kI32, {T, T}}, 1);
     ValueId keep = c.rows_first ? b.Compare(rows, cols, c.direction) : b.Compare(cols, rows, c.direction);
@@ -161,9 +168,10 @@ void ExpectSameLossAndGradients(const Function& decomposed, const Function& rais
 TEST(RaiseAttentionTest, RaisesTheDecomposedForms) {
   for (const Decomposed& c :
        {Decomposed{}, Decomposed{.divide = true}, Decomposed{.rows_first = true, .direction = ComparisonDirection::kGE},
-        Decomposed{.causal = false}}) {
+        Decomposed{.causal = false}, Decomposed{.additive = -std::numeric_limits<double>::infinity()},
+        Decomposed{.additive = std::numeric_limits<float>::lowest()}}) {
     SCOPED_TRACE(::testing::Message() << "causal " << c.causal << " divide " << c.divide << " rows_first "
-                                      << c.rows_first);
+                                      << c.rows_first << " additive " << c.additive);
     absl::StatusOr<Function> f = DecomposedAttention(c);
     ASSERT_TRUE(f.ok()) << f.status();
     Function raised = *f;
@@ -174,6 +182,7 @@ TEST(RaiseAttentionTest, RaisesTheDecomposedForms) {
     // Nothing of the softmax is left: its values were read only inside the pattern.
     EXPECT_EQ(Count(raised, Op::kExponential), 0);
     EXPECT_EQ(Count(raised, Op::kDotGeneral), 0);
+    EXPECT_EQ(Count(raised, Op::kAdd), 0);
     for (const Instruction& inst : raised.instructions) {
       if (inst.op != Op::kAttention) continue;
       EXPECT_EQ(inst.attrs.causal, c.causal);
@@ -185,10 +194,10 @@ TEST(RaiseAttentionTest, RaisesTheDecomposedForms) {
 
 TEST(RaiseAttentionTest, LeavesWhatItCannotFuse) {
   // P read outside the pattern; a strict mask (j < i leaves row 0 without keys); a mask
-  // on the wrong side (j >= i).
+  // on the wrong side (j >= i); an additive mask whose masked scores still count (-1e4).
   for (const Decomposed& c :
        {Decomposed{.probabilities_returned = true}, Decomposed{.direction = ComparisonDirection::kLT},
-        Decomposed{.direction = ComparisonDirection::kGE}}) {
+        Decomposed{.direction = ComparisonDirection::kGE}, Decomposed{.additive = -1e4}}) {
     absl::StatusOr<Function> f = DecomposedAttention(c);
     ASSERT_TRUE(f.ok()) << f.status();
     const std::string before = PrintFunction(*f);

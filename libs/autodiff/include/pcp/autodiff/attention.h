@@ -44,11 +44,14 @@ inline constexpr std::pair<AttentionMode, absl::string_view> kAttentionModeNames
 };
 
 // Replaces each decomposed attention, softmax(mask(scale * q kᵀ)) v, by one pcp.attention,
-// where the intermediate values (scores, mask, softmax) have no other readers. Matched:
+// where the intermediate values (scores, softmax) have no other readers. Matched:
 // dot_general(q, k) contracting the last dimensions with the leading ones batched; an
-// optional multiply by a broadcast scalar constant (the scale; q or k scaled before the
-// product is left as it is); an optional causal mask, select(broadcast(compare(iota, iota,
-// LE or GE)), s, broadcast(-inf)) over the last two dimensions; the max-subtracted softmax
+// optional multiply by (or divide by) a broadcast scalar constant (the scale; q or k scaled
+// before the product is left as it is); an optional causal mask over the last two dimensions,
+// select(j <= i, s, -inf) or select(j > i, -inf, s) with the predicate an iota comparison, its
+// negation or a constant, or s + M with M a constant 0 / -inf (or below -1e30) causal mask;
+// the products may work on reshapes merging the leading dimensions and on k transposed (as
+// torch-mlir prints them), and the result is reshaped back; the max-subtracted softmax
 // exp(s - broadcast(reduce_max(s))) / broadcast(reduce_sum(...)) over the last dimension; and
 // dot_general(P, v) contracting it. Returns how many were replaced; the function is verified
 // and dead values are removed.
