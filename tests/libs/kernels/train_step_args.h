@@ -11,6 +11,7 @@
 //   absl::StatusOr<GptTrainStep> s = SmallGptTrainStep();
 //   absl::StatusOr<GptTrainStep> t = GptTrainStepFor(config, batch, init_seed, data_seed);
 //   absl::StatusOr<GptComparisonCase> c = GptBackendComparisonCase();  // Vulkan vs CPU
+//   for (const GpuRunModel& m : GpuRunModels()) ...                     // the GPU run's models
 #ifndef PCP_TESTS_LIBS_KERNELS_TRAIN_STEP_ARGS_H_
 #define PCP_TESTS_LIBS_KERNELS_TRAIN_STEP_ARGS_H_
 
@@ -89,6 +90,21 @@ inline absl::StatusOr<GptComparisonCase> GptBackendComparisonCase() {
   if (!init.ok()) return init.status();
   std::vector<Tensor> args = TrainStepArgs(*init, 1e-3f, batch, config.block_size, config.vocab_size, 3);
   return GptComparisonCase{*std::move(forward), *std::move(step), *std::move(init), std::move(args)};
+}
+
+// The GPU run's two models (bench/gpu/run.sh), without biases, at its batch sizes.
+struct GpuRunModel {
+  const char* name;
+  GPTConfig config;
+  int64_t batch;
+};
+inline std::vector<GpuRunModel> GpuRunModels() {
+  return {{"nanoGPT GPU config (6 x 6 x 384, block 256, batch 64)",
+           {.vocab_size = 65, .block_size = 256, .n_layer = 6, .n_head = 6, .n_embd = 384, .bias = false},
+           64},
+          {"GPT-2 small (12 x 12 x 768, block 1024, batch 12)",
+           {.vocab_size = 50304, .block_size = 1024, .n_layer = 12, .n_head = 12, .n_embd = 768, .bias = false},
+           12}};
 }
 
 inline absl::StatusOr<GptTrainStep> SmallGptTrainStep() {

@@ -85,19 +85,7 @@ TEST(VulkanAttentionPlanTest, FusedStepStoresNoScoreMatrix) {
 // The GPU run's two models in bf16: the bytes the step's kernels write with the attention
 // decomposed and fused.
 TEST(VulkanAttentionPlanTest, GpuModelsWriteFewerBytes) {
-  struct Model {
-    const char* name;
-    GPTConfig config;
-    int64_t batch;
-  };
-  const Model models[] = {
-      {"nanoGPT GPU config (6 x 6 x 384, block 256, batch 64)",
-       {.vocab_size = 65, .block_size = 256, .n_layer = 6, .n_head = 6, .n_embd = 384, .bias = false},
-       64},
-      {"GPT-2 small (12 x 12 x 768, block 1024, batch 12)",
-       {.vocab_size = 50304, .block_size = 1024, .n_layer = 12, .n_head = 12, .n_embd = 768, .bias = false},
-       12}};
-  for (const Model& m : models) {
+  for (const ::pcp::testing::GpuRunModel& m : ::pcp::testing::GpuRunModels()) {
     absl::StatusOr<GptProgram> decomposed = Program(m.config, m.batch, Precision::kBF16, AttentionMode::kDecomposed);
     absl::StatusOr<GptProgram> fused = Program(m.config, m.batch, Precision::kBF16, AttentionMode::kFused);
     ASSERT_TRUE(decomposed.ok() && fused.ok()) << decomposed.status() << fused.status();

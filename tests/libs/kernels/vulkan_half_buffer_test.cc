@@ -94,22 +94,10 @@ TEST(VulkanHalfBufferPlanTest, RoundedOperandsAreKeptInSixteenBits) {
 }
 
 // The GPU run's two models in bf16: what half buffers save, and how much of what is left the
-// attention's T x T tensors (scores, probabilities and their gradients) take, the bytes a fused
-// attention kernel would not write.
+// attention's T x T tensors (scores, probabilities and their gradients) take, the bytes fused
+// attention does not write (vulkan_attention_test).
 TEST(VulkanHalfBufferPlanTest, GpuModelsWriteFewerBytes) {
-  struct Model {
-    const char* name;
-    GPTConfig config;
-    int64_t batch;
-  };
-  const Model models[] = {
-      {"nanoGPT GPU config (6 x 6 x 384, block 256, batch 64)",
-       {.vocab_size = 65, .block_size = 256, .n_layer = 6, .n_head = 6, .n_embd = 384, .bias = false},
-       64},
-      {"GPT-2 small (12 x 12 x 768, block 1024, batch 12)",
-       {.vocab_size = 50304, .block_size = 1024, .n_layer = 12, .n_head = 12, .n_embd = 768, .bias = false},
-       12}};
-  for (const Model& m : models) {
+  for (const ::pcp::testing::GpuRunModel& m : ::pcp::testing::GpuRunModels()) {
     absl::StatusOr<GptProgram> program = Program(m.config, m.batch, Precision::kBF16);
     ASSERT_TRUE(program.ok()) << program.status();
     const Function& f = program->train_step;

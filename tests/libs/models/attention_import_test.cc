@@ -3,8 +3,6 @@
 // product, the mask negated) and JAX (Llama: q pre-scaled, rows >= cols) print it. Every
 // layer's attention is raised, and the loss and its gradients stay those of the decomposed
 // module (the reference interpreter, to f32 rounding).
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -12,6 +10,7 @@
 #include "pcp/autodiff/attention.h"
 #include "pcp/autodiff/interpreter.h"
 #include "pcp/autodiff/vjp.h"
+#include "pcp/base/file.h"
 #include "pcp/models/stablehlo_model.h"
 #include "pcp/testing/tensor_testing.h"
 
@@ -25,11 +24,9 @@ class AttentionImportTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(AttentionImportTest, RaisesEveryLayerWithTheSameGradients) {
   const std::string path = std::string(PCP_SOURCE_DIR) + "/examples/stablehlo/" + GetParam();
-  std::ifstream in(path);
-  ASSERT_TRUE(in) << path;
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<ImportedModel> model = ImportStableHloModel(text.str(), path, {});
+  absl::StatusOr<std::string> text = ReadFile(path);
+  ASSERT_TRUE(text.ok()) << text.status();
+  absl::StatusOr<ImportedModel> model = ImportStableHloModel(*text, path, {});
   ASSERT_TRUE(model.ok()) << model.status();
   Function raised = model->forward;
   absl::StatusOr<int> n = RaiseAttention(raised);
