@@ -7,6 +7,7 @@
 
 #include "pcp/autodiff/attention.h"
 #include "pcp/autodiff/builder.h"
+#include "pcp/autodiff/passes.h"
 #include "pcp/autodiff/verifier.h"
 #include "pcp/base/status_macros.h"
 
@@ -94,28 +95,15 @@ absl::StatusOr<int> ExpandAttention(Function& function) {
                    [](const Instruction& i) { return GetOpCategory(i.op) == OpCategory::kAttention; })) {
     return 0;
   }
-  FunctionBuilder b(f.name);
-  std::vector<ValueId> map(static_cast<size_t>(f.num_values()), kNoValue);
-  for (size_t i = 0; i < f.params.size(); ++i) {
-    map[static_cast<size_t>(f.params[i])] = b.Parameter(f.type(f.params[i]), f.param_names[i]);
-  }
   int expanded = 0;
-  for (const Instruction& inst : f.instructions) {
+  auto expand = [&](FunctionBuilder& b, const Instruction& inst, const std::vector<ValueId>& map) -> ValueId {
+    if (GetOpCategory(inst.op) != OpCategory::kAttention) return kNoValue;
     std::vector<ValueId> operands;
     for (ValueId o : inst.operands) operands.push_back(map[static_cast<size_t>(o)]);
-    ValueId r;
-    if (GetOpCategory(inst.op) == OpCategory::kAttention) {
-      r = AttentionExpander(b, inst, operands).Expand();
-      ++expanded;
-    } else {
-      r = b.Emit(inst.op, std::move(operands), inst.attrs, &f.type(inst.result));
-    }
-    map[static_cast<size_t>(inst.result)] = r;
-  }
-  std::vector<ValueId> results;
-  for (ValueId r : f.results) results.push_back(map[static_cast<size_t>(r)]);
-  b.Return(std::move(results), f.result_names);
-  PCP_ASSIGN_OR_RETURN(Function g, b.Build(), _ << "ExpandAttention");
+    ++expanded;
+    return AttentionExpander(b, inst, operands).Expand();
+  };
+  PCP_ASSIGN_OR_RETURN(Function g, RebuildFunction(f, expand), _ << "ExpandAttention");
   PCP_RETURN_IF_ERROR(Verify(g), _ << "ExpandAttention: output");
   function = std::move(g);
   return expanded;

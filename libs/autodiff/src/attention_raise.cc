@@ -352,38 +352,24 @@ absl::StatusOr<int> RaiseAttention(Function& function) {
   // Rebuilt with each final product replaced by the attention (on k transposed back where the
   // model transposed it, reshaped to the product's shape where it worked on a reshape); the
   // softmax's values are then dead.
-  FunctionBuilder b(f.name);
-  std::vector<ValueId> map(static_cast<size_t>(f.num_values()), kNoValue);
-  for (size_t i = 0; i < f.params.size(); ++i) {
-    map[static_cast<size_t>(f.params[i])] = b.Parameter(f.type(f.params[i]), f.param_names[i]);
-  }
-  auto at = [&](ValueId v) { return map[static_cast<size_t>(v)]; };
-  for (size_t i = 0; i < f.instructions.size(); ++i) {
-    const Instruction& inst = f.instructions[i];
-    ValueId r;
-    if (const Match* m = match_at[i]) {
-      ValueId k = at(m->k);
-      if (m->k_transposed) {
-        std::vector<int64_t> swap = Range(b.type(k).rank());
-        std::swap(swap[swap.size() - 2], swap[swap.size() - 1]);
-        k = b.Transpose(k, swap);
-      }
-      Attributes a;
-      a.scale = m->scale;
-      a.causal = m->causal;
-      r = b.Emit(Op::kAttention, {at(m->q), k, at(m->v)}, a);
-      if (b.type(r).shape != f.type(inst.result).shape) r = b.Reshape(r, f.type(inst.result).shape);
-    } else {
-      std::vector<ValueId> operands;
-      for (ValueId o : inst.operands) operands.push_back(at(o));
-      r = b.Emit(inst.op, std::move(operands), inst.attrs, &f.type(inst.result));
+  auto raise = [&](FunctionBuilder& b, const Instruction& inst, const std::vector<ValueId>& map) -> ValueId {
+    const Match* m = match_at[static_cast<size_t>(&inst - f.instructions.data())];
+    if (m == nullptr) return kNoValue;
+    auto at = [&](ValueId v) { return map[static_cast<size_t>(v)]; };
+    ValueId k = at(m->k);
+    if (m->k_transposed) {
+      std::vector<int64_t> swap = Range(b.type(k).rank());
+      std::swap(swap[swap.size() - 2], swap[swap.size() - 1]);
+      k = b.Transpose(k, swap);
     }
-    map[static_cast<size_t>(inst.result)] = r;
-  }
-  std::vector<ValueId> results;
-  for (ValueId v : f.results) results.push_back(at(v));
-  b.Return(std::move(results), f.result_names);
-  PCP_ASSIGN_OR_RETURN(Function g, b.Build(), _ << "RaiseAttention");
+    Attributes a;
+    a.scale = m->scale;
+    a.causal = m->causal;
+    ValueId r = b.Emit(Op::kAttention, {at(m->q), k, at(m->v)}, a);
+    if (b.type(r).shape != f.type(inst.result).shape) r = b.Reshape(r, f.type(inst.result).shape);
+    return r;
+  };
+  PCP_ASSIGN_OR_RETURN(Function g, RebuildFunction(f, raise), _ << "RaiseAttention");
   PCP_RETURN_IF_ERROR(EliminateDeadCode(g), _ << "RaiseAttention");
   PCP_RETURN_IF_ERROR(Verify(g), _ << "RaiseAttention: output");
   function = std::move(g);

@@ -443,6 +443,28 @@ void CompactValues(Function& f) {
   f.value_types = std::move(types);
 }
 
+absl::StatusOr<Function> RebuildFunction(const Function& f, const InstructionRewrite& rewrite) {
+  FunctionBuilder b(f.name);
+  std::vector<ValueId> map(static_cast<size_t>(f.num_values()), kNoValue);
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    map[static_cast<size_t>(f.params[i])] =
+        b.Parameter(f.type(f.params[i]), i < f.param_names.size() ? f.param_names[i] : "");
+  }
+  for (const Instruction& inst : f.instructions) {
+    ValueId r = rewrite(b, inst, map);
+    if (r == kNoValue) {
+      std::vector<ValueId> operands;
+      for (ValueId o : inst.operands) operands.push_back(map[static_cast<size_t>(o)]);
+      r = b.Emit(inst.op, std::move(operands), inst.attrs, &f.type(inst.result));
+    }
+    map[static_cast<size_t>(inst.result)] = r;
+  }
+  std::vector<ValueId> results;
+  for (ValueId v : f.results) results.push_back(map[static_cast<size_t>(v)]);
+  b.Return(std::move(results), f.result_names);
+  return b.Build();
+}
+
 absl::Status RunStandardPasses(Function& f) {
   PCP_RETURN_IF_ERROR(FoldConstants(f));
   PCP_RETURN_IF_ERROR(EliminateCommonSubexpressions(f));

@@ -514,3 +514,46 @@ TEST(StandardPassesTest, EveryPassRejectsAnInvalidFunction) {
 
 }  // namespace
 }  // namespace pcp
+
+namespace pcp {
+namespace {
+
+// RebuildFunction copies what the rewrite leaves (kNoValue) and takes what it emits in its
+// place, mapping later readers; a rewrite's bad emission is the builder's error.
+TEST(RebuildFunctionTest, CopiesOrReplacesEachInstruction) {
+  FunctionBuilder b("f");
+  ValueId x = b.Parameter({DType::kF32, {3}}, "x");
+  b.Return({b.Exp(b.Neg(x))}, {"y"});
+  absl::StatusOr<Function> f = b.Build();
+  ASSERT_TRUE(f.ok()) << f.status();
+  auto keep = [](FunctionBuilder&, const Instruction&, const std::vector<ValueId>&) { return kNoValue; };
+  absl::StatusOr<Function> copy = RebuildFunction(*f, keep);
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_EQ(copy->instructions.size(), f->instructions.size());
+  EXPECT_EQ(copy->param_names, f->param_names);
+  EXPECT_EQ(copy->result_names, f->result_names);
+  // negate(x) -> 0 - x: the exp reads the subtraction.
+  auto subtract = [](FunctionBuilder& fb, const Instruction& inst, const std::vector<ValueId>& map) -> ValueId {
+    if (inst.op != Op::kNegate) return kNoValue;
+    return fb.Sub(fb.Full(0.0, fb.type(map[static_cast<size_t>(inst.operands[0])])),
+                  map[static_cast<size_t>(inst.operands[0])]);
+  };
+  absl::StatusOr<Function> g = RebuildFunction(*f, subtract);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Tensor arg = Tensor::FromVector<float>({3}, {1.0f, -2.0f, 0.5f});
+  absl::StatusOr<std::vector<Tensor>> want = Interpret(*f, {arg});
+  absl::StatusOr<std::vector<Tensor>> got = Interpret(*g, {arg});
+  ASSERT_TRUE(want.ok() && got.ok());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(got->at(0).data<float>()[i], want->at(0).data<float>()[i]);
+  bool subtracts = false;
+  for (const Instruction& inst : g->instructions) subtracts |= inst.op == Op::kSubtract;
+  EXPECT_TRUE(subtracts);
+  auto bad = [](FunctionBuilder& fb, const Instruction& inst, const std::vector<ValueId>& map) -> ValueId {
+    return fb.Add(map[static_cast<size_t>(inst.operands[0])], fb.ScalarConstant(1.0));  // shapes differ
+  };
+  absl::StatusOr<Function> broken = RebuildFunction(*f, bad);
+  EXPECT_FALSE(broken.ok());
+}
+
+}  // namespace
+}  // namespace pcp

@@ -9,10 +9,13 @@
 #define PCP_AUTODIFF_PASSES_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "pcp/autodiff/builder.h"
 #include "pcp/autodiff/ir.h"
 
 namespace pcp {
@@ -35,6 +38,15 @@ absl::Status FoldConstants(Function& function, int64_t max_elements = 1 << 16);
 void CompactValues(Function& function);
 // FoldConstants, EliminateCommonSubexpressions, EliminateDeadCode, CompactValues, Verify.
 absl::Status RunStandardPasses(Function& function);
+
+// A copy of `function` built again instruction by instruction through a FunctionBuilder (for
+// passes that replace an instruction by several): `rewrite(builder, inst, map)`, where map[v]
+// is the new function's value for each value v of `function` defined before inst, emits what
+// stands for inst's result and returns it, or returns kNoValue to have inst copied as it is.
+// Signature and names are kept; the first error (the builder's included) is returned.
+using InstructionRewrite =
+    std::function<ValueId(FunctionBuilder& builder, const Instruction& inst, const std::vector<ValueId>& map)>;
+absl::StatusOr<Function> RebuildFunction(const Function& function, const InstructionRewrite& rewrite);
 
 // f64 policy (decided for StableHLO import): f64 is folded exactly (the interpreter computes
 // f64 in double), and f64 values that survive folding are computed in f32, with a warning the
