@@ -66,7 +66,7 @@ class AttentionSource {
     switch (op_) {
       case Op::kAttention:
         RowVector(q, "qr", d_, /*scaled=*/true, &row_loads);
-        tiles = {{k, "Ks", d_}, {in[2], "Vs", e()}};
+        tiles = {{k, "Ks", d_}, {in[2], "Vs", e_}};
         tile_code = ForwardTile(/*values=*/true);
         break;
       case Op::kAttentionLse:
@@ -76,21 +76,21 @@ class AttentionSource {
         break;
       case Op::kAttentionGradQ:
         RowVector(q, "qr", d_, /*scaled=*/true, &row_loads);
-        RowVector(in[5], "dor", e(), /*scaled=*/false, &row_loads);
+        RowVector(in[5], "dor", e_, /*scaled=*/false, &row_loads);
         RowScalar(in[3], "lse_i", &row_loads);
         RowScalar(in[4], "delta_i", &row_loads);
-        tiles = {{k, "Ks", d_}, {in[2], "Vs", e()}};
+        tiles = {{k, "Ks", d_}, {in[2], "Vs", e_}};
         tile_code = GradQTile();
         break;
       case Op::kAttentionGradK:
         RowVector(k, "kr", d_, /*scaled=*/true, &row_loads);
-        RowVector(in[2], "vr", e(), /*scaled=*/false, &row_loads);
-        tiles = {{q, "Qs", d_}, {in[5], "DOs", e()}, {in[3], "Ls", 1}, {in[4], "Ds", 1}};
+        RowVector(in[2], "vr", e_, /*scaled=*/false, &row_loads);
+        tiles = {{q, "Qs", d_}, {in[5], "DOs", e_}, {in[3], "Ls", 1}, {in[4], "Ds", 1}};
         tile_code = GradKVTile(/*keys=*/true);
         break;
       default:  // kAttentionGradV(q, k, lse, do)
         RowVector(k, "kr", d_, /*scaled=*/true, &row_loads);
-        tiles = {{q, "Qs", d_}, {in[3], "DOs", e()}, {in[2], "Ls", 1}};
+        tiles = {{q, "Qs", d_}, {in[3], "DOs", e_}, {in[2], "Ls", 1}};
         tile_code = GradKVTile(/*keys=*/false);
         break;
     }
@@ -128,7 +128,6 @@ class AttentionSource {
   }
 
  private:
-  int64_t e() const { return e_; }
   // Vectors (q, k, v, do rows and accumulators) are held as vec4 where D and E are multiples of
   // 4: a shared-memory load then feeds four multiply-adds, not one.
   std::string Type() const { return lanes_ == 4 ? "vec4" : "float"; }
@@ -219,7 +218,7 @@ class AttentionSource {
 
   // The accumulator's width: E for the output and dv, D for dq and dk, none for lse.
   int64_t AccWidth() const {
-    return op_ == Op::kAttention || op_ == Op::kAttentionGradV ? e() : op_ == Op::kAttentionLse ? 0 : d_;
+    return op_ == Op::kAttention || op_ == Op::kAttentionGradV ? e_ : op_ == Op::kAttentionLse ? 0 : d_;
   }
 
   std::string Accumulators() const {
@@ -239,10 +238,10 @@ class AttentionSource {
                                  "        for (int w = 0; w < wn; ++w) {\n", DotInto("s", "qr", "Ks", d_, "w"),
                                  "          sv[w] = s;\n          mn = max(mn, s);\n        }\n",
                                  "        float r = pcp_exp(m - mn);\n        l *= r;\n");
-    if (values) absl::StrAppend(&s, "        for (int c = 0; c < ", Packs(e()), "; ++c) acc[c] *= r;\n");
+    if (values) absl::StrAppend(&s, "        for (int c = 0; c < ", Packs(e_), "; ++c) acc[c] *= r;\n");
     absl::StrAppend(&s, "        for (int w = 0; w < wn; ++w) {\n          float p = pcp_exp(sv[w] - mn);\n",
                     "          l += p;\n");
-    if (values) absl::StrAppend(&s, Accumulate("p", "Vs", e(), "w"));
+    if (values) absl::StrAppend(&s, Accumulate("p", "Vs", e_, "w"));
     absl::StrAppend(&s, "        }\n        m = mn;\n");
     return s;
   }
@@ -250,7 +249,7 @@ class AttentionSource {
   // dq_i += ds_ij k_j over the tile's keys.
   std::string GradQTile() {
     return absl::StrCat("        for (int w = 0; w < wn; ++w) {\n", DotInto("s", "qr", "Ks", d_, "w"), "  ",
-                        DotInto("dp", "dor", "Vs", e(), "w"),
+                        DotInto("dp", "dor", "Vs", e_, "w"),
                         "          float ds = pcp_exp(s - lse_i) * (dp - delta_i);\n", Accumulate("ds", "Ks", d_, "w"),
                         "        }\n");
   }
@@ -261,10 +260,10 @@ class AttentionSource {
     if (inst_.attrs.causal) absl::StrAppend(&s, "          if (w0 + w < i) continue;\n");
     absl::StrAppend(&s, DotInto("s", "kr", "Qs", d_, "w"), "          float p = pcp_exp(s - Ls[w]);\n");
     if (keys) {
-      absl::StrAppend(&s, DotInto("dp", "vr", "DOs", e(), "w"), "          float ds = p * (dp - Ds[w]);\n",
+      absl::StrAppend(&s, DotInto("dp", "vr", "DOs", e_, "w"), "          float ds = p * (dp - Ds[w]);\n",
                       Accumulate("ds", "Qs", d_, "w"));
     } else {
-      absl::StrAppend(&s, Accumulate("p", "DOs", e(), "w"));
+      absl::StrAppend(&s, Accumulate("p", "DOs", e_, "w"));
     }
     absl::StrAppend(&s, "        }\n");
     return s;
