@@ -88,13 +88,15 @@ class AttentionExpander {
 
 }  // namespace
 
+bool HasAttentionOps(const Function& function) {
+  return std::any_of(function.instructions.begin(), function.instructions.end(),
+                     [](const Instruction& i) { return GetOpCategory(i.op) == OpCategory::kAttention; });
+}
+
 absl::StatusOr<int> ExpandAttention(Function& function) {
   PCP_RETURN_IF_ERROR(Verify(function), _ << "ExpandAttention: input");
   const Function& f = function;
-  if (std::none_of(f.instructions.begin(), f.instructions.end(),
-                   [](const Instruction& i) { return GetOpCategory(i.op) == OpCategory::kAttention; })) {
-    return 0;
-  }
+  if (!HasAttentionOps(f)) return 0;
   int expanded = 0;
   auto expand = [&](FunctionBuilder& b, const Instruction& inst, const std::vector<ValueId>& map) -> ValueId {
     if (GetOpCategory(inst.op) != OpCategory::kAttention) return kNoValue;

@@ -4,9 +4,9 @@
 // by one pcp.attention on the [B..., T, D] operands.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "pcp/autodiff/attention.h"
@@ -49,16 +49,10 @@ class Graph {
       v = c->operands[0];
     }
     const Instruction* c = Def(v, Op::kConstant);
-    if (c == nullptr || c->attrs.literal.num_elements() == 0) return false;
-    const Tensor& t = c->attrs.literal;
-    if (t.dtype() != DType::kF32 && t.dtype() != DType::kF64) return false;
-    const int64_t size = SizeOf(t.dtype());
-    const auto* p = static_cast<const uint8_t*>(t.raw_data());
-    for (int64_t i = 1; i < t.num_elements(); ++i) {
-      if (std::memcmp(p + i * size, p, static_cast<size_t>(size)) != 0) return false;
-    }
+    const std::optional<Tensor> splat = c == nullptr ? std::nullopt : pcp::SplatValue(c->attrs.literal);
+    if (!splat.has_value() || (splat->dtype() != DType::kF32 && splat->dtype() != DType::kF64)) return false;
     // The f32 the program computes with (an f64 constant is converted first).
-    *value = t.dtype() == DType::kF32 ? t.data<float>()[0] : static_cast<float>(t.data<double>()[0]);
+    *value = splat->dtype() == DType::kF32 ? splat->data<float>()[0] : static_cast<float>(splat->data<double>()[0]);
     return true;
   }
 
@@ -256,22 +250,30 @@ class Matcher {
     return true;
   }
 
+  // Whether `ok(element, j <= i)` holds for every element of the rank-2 constant `mask` of
+  // dtype T (element [i, j]: query row i, key column j).
+  template <typename T, typename Ok>
+  static bool EveryCell(const Tensor& mask, DType dtype, Ok ok) {
+    if (mask.dtype() != dtype || mask.rank() != 2) return false;
+    const int64_t rows = mask.shape()[0], cols = mask.shape()[1];
+    const T* x = mask.data<T>();
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) {
+        if (!ok(x[i * cols + j], j <= i)) return false;
+      }
+    }
+    return true;
+  }
+
   // The same mask folded to a constant (an import's FoldConstants): i1 [T, S] that is j <= i
   // everywhere, or (flipping *negated) j > i.
   static bool CausalConstant(const Tensor& mask, bool* negated) {
-    if (mask.dtype() != DType::kBool || mask.rank() != 2) return false;
-    const int64_t rows = mask.shape()[0], cols = mask.shape()[1];
-    const auto* bits = static_cast<const uint8_t*>(mask.raw_data());
-    bool keep = true, drop = true;  // equals j <= i; equals j > i
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int64_t j = 0; j < cols; ++j) {
-        const bool v = bits[i * cols + j] != 0;
-        keep &= v == (j <= i);
-        drop &= v == (j > i);
-      }
-    }
-    if (drop && !keep) *negated = !*negated;
-    return keep != drop;
+    auto keeps = [](uint8_t v, bool allowed) { return (v != 0) == allowed; };
+    auto drops = [](uint8_t v, bool allowed) { return (v != 0) != allowed; };
+    if (EveryCell<uint8_t>(mask, DType::kBool, keeps)) return true;
+    if (!EveryCell<uint8_t>(mask, DType::kBool, drops)) return false;
+    *negated = !*negated;
+    return true;
   }
 
   // v = broadcast(M) over the last two dimensions (or M itself), M a constant [T, S] that is 0
@@ -283,18 +285,9 @@ class Matcher {
       v = b->operands[0];
     }
     const Instruction* c = g_.Def(v, Op::kConstant);
-    if (c == nullptr) return false;
-    const Tensor& mask = c->attrs.literal;
-    if (mask.dtype() != DType::kF32 || mask.rank() != 2) return false;
-    const int64_t rows = mask.shape()[0], cols = mask.shape()[1];
-    const float* x = mask.data<float>();
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int64_t j = 0; j < cols; ++j) {
-        const float e = x[i * cols + j];
-        if (j <= i ? e != 0.0f : !(e <= kMaskedBelow)) return false;
-      }
-    }
-    return true;
+    return c != nullptr && EveryCell<float>(c->attrs.literal, DType::kF32, [](float e, bool allowed) {
+             return allowed ? e == 0.0f : e <= kMaskedBelow;
+           });
   }
 
   // q [B..., T, D], k [B..., S, D] (or kᵀ), v [B..., S, E] against P [B..., T, S].

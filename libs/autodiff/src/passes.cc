@@ -49,20 +49,6 @@ size_t HashInstruction(const Instruction& inst, const TensorType& type) {
 
 // ---- Constant folding helpers -----------------------------------------------------------
 
-// The single value of a scalar tensor, as a rank-0 tensor, if every element of `t` is
-// bitwise equal to the first; nullopt otherwise.
-std::optional<Tensor> SplatValue(const Tensor& t) {
-  if (!t.valid() || t.num_elements() == 0) return std::nullopt;
-  const int64_t size = SizeOf(t.dtype());
-  const auto* p = static_cast<const uint8_t*>(t.raw_data());
-  for (int64_t i = 1; i < t.num_elements(); ++i) {
-    if (std::memcmp(p, p + i * size, size) != 0) return std::nullopt;
-  }
-  Tensor scalar(t.dtype(), {});
-  std::memcpy(scalar.raw_data(), p, size);
-  return scalar;
-}
-
 // Scalar tests for the identities; they compare bits, so -0.0 is not "zero" for x - 0.
 bool IsOne(const Tensor& s) {
   switch (s.dtype()) {

@@ -93,4 +93,16 @@ bool BitwiseEqual(const Tensor& a, const Tensor& b) {
   return std::memcmp(a.raw_data(), b.raw_data(), a.byte_size()) == 0;
 }
 
+std::optional<Tensor> SplatValue(const Tensor& t) {
+  if (!t.valid() || t.num_elements() == 0) return std::nullopt;
+  const auto size = static_cast<size_t>(SizeOf(t.dtype()));
+  const auto* p = static_cast<const uint8_t*>(t.raw_data());
+  for (int64_t i = 1; i < t.num_elements(); ++i) {
+    if (std::memcmp(p, p + static_cast<size_t>(i) * size, size) != 0) return std::nullopt;
+  }
+  Tensor scalar(t.dtype(), {});
+  std::memcpy(scalar.raw_data(), p, size);
+  return scalar;
+}
+
 }  // namespace pcp

@@ -77,7 +77,9 @@ TEST(ExpandAttentionTest, MatchesTheReferenceDefinitions) {
     ASSERT_TRUE(n.ok()) << n.status();
     EXPECT_EQ(*n, 5);
     for (int i = 0; i < kNumOps; ++i) {
-      if (GetOpCategory(AllOps()[i]) == OpCategory::kAttention) EXPECT_EQ(Count(expanded, AllOps()[i]), 0);
+      if (GetOpCategory(AllOps()[i]) == OpCategory::kAttention) {
+        EXPECT_EQ(Count(expanded, AllOps()[i]), 0);
+      }
     }
     const std::vector<Tensor> args = RandomArgs(*f, 7);
     absl::StatusOr<std::vector<Tensor>> want = Interpret(*f, args);

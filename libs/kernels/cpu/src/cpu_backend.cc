@@ -124,12 +124,17 @@ class CpuBackend final : public Backend {
 
   absl::StatusOr<std::unique_ptr<Executable>> Compile(const Function& function) override {
     PCP_RETURN_IF_ERROR(Supports(function));
-    // Fused attention (pcp.attention*) runs as its StableHLO expansion; CSE shares the
-    // scores and probabilities the backward's ops each recompute.
-    Function lowered = function;
-    PCP_ASSIGN_OR_RETURN(int attention_ops, ExpandAttention(lowered), _ << "compiling @" << function.name);
-    if (attention_ops > 0) PCP_RETURN_IF_ERROR(RunStandardPasses(lowered), _ << "compiling @" << function.name);
-    PCP_ASSIGN_OR_RETURN(cpu::Program program, cpu::Lower(lowered, lowering_), _ << "compiling @" << function.name);
+    // Fused attention (pcp.attention*) runs as its StableHLO expansion, on a copy; CSE shares
+    // the scores and probabilities the backward's ops each recompute.
+    const Function* lowered = &function;
+    Function expanded;
+    if (HasAttentionOps(function)) {
+      expanded = function;
+      PCP_RETURN_IF_ERROR(ExpandAttention(expanded).status(), _ << "compiling @" << function.name);
+      PCP_RETURN_IF_ERROR(RunStandardPasses(expanded), _ << "compiling @" << function.name);
+      lowered = &expanded;
+    }
+    PCP_ASSIGN_OR_RETURN(cpu::Program program, cpu::Lower(*lowered, lowering_), _ << "compiling @" << function.name);
     return std::unique_ptr<Executable>(std::make_unique<cpu::CpuExecutableImpl>(function, std::move(program), pool_));
   }
 

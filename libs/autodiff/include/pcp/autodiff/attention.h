@@ -57,6 +57,9 @@ inline constexpr std::pair<AttentionMode, absl::string_view> kAttentionModeNames
 // and dead values are removed.
 absl::StatusOr<int> RaiseAttention(Function& function);
 
+// Whether `function` has a pcp.attention* op.
+bool HasAttentionOps(const Function& function);
+
 // Replaces every pcp.attention* op by StableHLO that computes the definitions above
 // (materialising s and P), for backends without attention kernels and for the reference
 // interpreter's cross-check. Returns how many ops were expanded; the function is verified.

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -96,6 +97,10 @@ class Tensor {
 
 // Bitwise equality of dtype, shape and bytes.
 bool BitwiseEqual(const Tensor& a, const Tensor& b);
+
+// The one value of a splat tensor, as a rank-0 tensor of its dtype, if every element of `t`
+// is bitwise equal to the first; nullopt otherwise (and for invalid or empty tensors).
+std::optional<Tensor> SplatValue(const Tensor& t);
 
 // Asks the kernel to back `t`'s storage with transparent huge pages of 2 MiB (madvise
 // MADV_HUGEPAGE; in THP mode "madvise", the hosts' default, only advised memory gets them):
